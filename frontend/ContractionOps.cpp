@@ -1,0 +1,109 @@
+// The DSL's contraction and window op functions: matmul, conv2d, pooling and
+// attention, with the DSL-side defaults (accumulator dtype, "same" padding,
+// attention scale) resolved here so the IR stores explicit attributes.
+#include "frontend/OpBuilder.h"
+#include "frontend/Ops.h"
+
+#include <cmath>
+
+namespace kiln {
+
+using detail::buildOp;
+using ir::OpKind;
+
+namespace {
+
+DType defaultAccumulator(DType operand) {
+  switch (operand) {
+  case DType::F64: return DType::F64;
+  case DType::I64: return DType::I64;
+  case DType::I32:
+  case DType::I8: return DType::I32;
+  default: return DType::F32;
+  }
+}
+
+std::vector<int64_t> toVector(const std::array<int64_t, 2> &pair) {
+  return {pair[0], pair[1]};
+}
+
+std::vector<int64_t> toVector(const std::array<int64_t, 4> &quad) {
+  return {quad[0], quad[1], quad[2], quad[3]};
+}
+
+// Spatial H and W of an image tensor in `layout` (0 where the rank is wrong:
+// shape inference then reports the rank with the op's context).
+std::array<int64_t, 2> spatialDims(const Tensor &x, Layout layout) {
+  if (x.rank() != 4)
+    return {0, 0};
+  return layout == Layout::NHWC ? std::array<int64_t, 2>{x.dim(1), x.dim(2)}
+                                : std::array<int64_t, 2>{x.dim(2), x.dim(3)};
+}
+
+std::array<int64_t, 2> filterWindow(const Tensor &filter, Layout layout) {
+  if (filter.rank() != 4)
+    return {0, 0};
+  return layout == Layout::NHWC ? std::array<int64_t, 2>{filter.dim(1), filter.dim(2)}
+                                : std::array<int64_t, 2>{filter.dim(2), filter.dim(3)};
+}
+
+Tensor pool(OpKind kind, Tensor x, const Pool2DOptions &options, const std::source_location &loc) {
+  std::array<int64_t, 2> stride = options.stride;
+  if (stride[0] == 0 && stride[1] == 0)
+    stride = options.kernel;
+  std::array<int64_t, 4> pads =
+      options.padding.resolve(spatialDims(x, options.layout), options.kernel, stride);
+  ir::AttrMap attrs{{"kernel", toVector(options.kernel)},
+                    {"stride", toVector(stride)},
+                    {"padding", toVector(pads)},
+                    {"layout", std::string(layoutName(options.layout))}};
+  if (kind == OpKind::AvgPool2D)
+    attrs.emplace("count_include_pad", options.countIncludePad);
+  return buildOp(kind, {x}, std::move(attrs), loc);
+}
+
+} // namespace
+
+Tensor matmul(Tensor a, Tensor b, MatMulOptions options, std::source_location loc) {
+  ir::AttrMap attrs{{"transpose_a", options.transposeA},
+                    {"transpose_b", options.transposeB},
+                    {"allow_tf32", options.allowTf32},
+                    {"accumulate", options.accumulate.value_or(defaultAccumulator(a.dtype()))}};
+  return buildOp(OpKind::MatMul, {a, b}, std::move(attrs), loc);
+}
+
+Tensor conv2d(Tensor x, Tensor filter, Conv2DOptions options, std::source_location loc) {
+  std::array<int64_t, 4> pads =
+      options.padding.resolve(spatialDims(x, options.layout), filterWindow(filter, options.layout),
+                              options.stride, options.dilation);
+  ir::AttrMap attrs{{"stride", toVector(options.stride)},
+                    {"padding", toVector(pads)},
+                    {"dilation", toVector(options.dilation)},
+                    {"groups", options.groups},
+                    {"layout", std::string(layoutName(options.layout))},
+                    {"allow_tf32", options.allowTf32},
+                    {"accumulate", options.accumulate.value_or(defaultAccumulator(x.dtype()))}};
+  return buildOp(OpKind::Conv2D, {x, filter}, std::move(attrs), loc);
+}
+
+Tensor maxPool2d(Tensor x, Pool2DOptions options, std::source_location loc) {
+  return pool(OpKind::MaxPool2D, x, options, loc);
+}
+
+Tensor avgPool2d(Tensor x, Pool2DOptions options, std::source_location loc) {
+  return pool(OpKind::AvgPool2D, x, options, loc);
+}
+
+Tensor globalAvgPool(Tensor x, Layout layout, std::source_location loc) {
+  return buildOp(OpKind::GlobalAvgPool, {x}, {{"layout", std::string(layoutName(layout))}}, loc);
+}
+
+Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, bool causal,
+                                 std::optional<double> scale, std::source_location loc) {
+  int64_t depth = q.rank() > 0 ? q.dim(-1) : 0;
+  double resolved = scale.value_or(depth > 0 ? 1.0 / std::sqrt(static_cast<double>(depth)) : 1.0);
+  return buildOp(OpKind::ScaledDotProductAttention, {q, k, v},
+                 {{"causal", causal}, {"scale", resolved}}, loc);
+}
+
+} // namespace kiln

@@ -1,0 +1,158 @@
+// The DSL's data-movement op functions and leaves (iota, constant). reshape's
+// -1 and flatten are resolved here into the explicit shape the IR stores.
+#include "frontend/OpBuilder.h"
+#include "frontend/Ops.h"
+
+#include <fmt/format.h>
+
+namespace kiln {
+
+using detail::buildOp;
+using detail::failOn;
+using ir::OpKind;
+
+Tensor reshape(Tensor x, std::vector<int64_t> shape, std::source_location loc) {
+  if (!x.ok())
+    return buildOp(OpKind::Reshape, {x}, {{"shape", shape}}, loc);
+  std::optional<size_t> inferred;
+  int64_t known = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (inferred)
+        return failOn(x, ErrorCode::InvalidArgument,
+                      fmt::format("reshape: at most one -1 is allowed, got {} for {}",
+                                  ir::shapeStr(shape), x.str()),
+                      loc);
+      inferred = i;
+    } else if (shape[i] < 0) {
+      return failOn(x, ErrorCode::InvalidArgument,
+                    fmt::format("reshape: size {} in {} is negative (only -1, meaning "
+                                "\"inferred\", is allowed)",
+                                shape[i], ir::shapeStr(shape)),
+                    loc);
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (inferred) {
+    int64_t total = x.numElements();
+    if (known == 0 || total % known != 0)
+      return failOn(x, ErrorCode::ShapeMismatch,
+                    fmt::format("reshape: cannot infer the -1 in {}: {} has {} elements, not a "
+                                "multiple of {}",
+                                ir::shapeStr(shape), x.str(), total, known),
+                    loc);
+    shape[*inferred] = total / known;
+  }
+  return buildOp(OpKind::Reshape, {x}, {{"shape", std::move(shape)}}, loc);
+}
+
+Tensor flatten(Tensor x, int64_t startAxis, std::source_location loc) {
+  if (!x.ok())
+    return x;
+  int64_t rank = x.rank();
+  int64_t start = startAxis < 0 ? startAxis + rank : startAxis;
+  if (start < 0 || start >= rank)
+    return failOn(x, ErrorCode::InvalidArgument,
+                  fmt::format("flatten: start axis {} is out of range for {}", startAxis, x.str()),
+                  loc);
+  std::vector<int64_t> shape(x.shape().begin(), x.shape().begin() + start);
+  int64_t rest = 1;
+  for (int64_t axis = start; axis < rank; ++axis)
+    rest *= x.dim(axis);
+  shape.push_back(rest);
+  return reshape(x, std::move(shape), loc);
+}
+
+Tensor transpose(Tensor x, std::vector<int64_t> perm, std::source_location loc) {
+  return buildOp(OpKind::Transpose, {x}, {{"perm", std::move(perm)}}, loc);
+}
+
+Tensor broadcastTo(Tensor x, std::vector<int64_t> shape, std::source_location loc) {
+  return buildOp(OpKind::BroadcastTo, {x}, {{"shape", std::move(shape)}}, loc);
+}
+
+Tensor slice(Tensor x, std::vector<int64_t> starts, std::vector<int64_t> stops,
+             std::vector<int64_t> steps, std::source_location loc) {
+  if (steps.empty())
+    steps.assign(starts.size(), 1);
+  return buildOp(OpKind::Slice, {x},
+                 {{"starts", std::move(starts)}, {"stops", std::move(stops)},
+                  {"steps", std::move(steps)}},
+                 loc);
+}
+
+Tensor sliceAxis(Tensor x, int64_t axis, int64_t start, int64_t stop, int64_t step,
+                 std::source_location loc) {
+  if (!x.ok())
+    return x;
+  int64_t rank = x.rank();
+  int64_t normalized = axis < 0 ? axis + rank : axis;
+  if (normalized < 0 || normalized >= rank)
+    return failOn(x, ErrorCode::InvalidArgument,
+                  fmt::format("slice: axis {} is out of range for {}", axis, x.str()), loc);
+  std::vector<int64_t> starts(static_cast<size_t>(rank), 0);
+  std::vector<int64_t> stops = x.shape();
+  std::vector<int64_t> steps(static_cast<size_t>(rank), 1);
+  starts[normalized] = start;
+  stops[normalized] = stop;
+  steps[normalized] = step;
+  return slice(x, std::move(starts), std::move(stops), std::move(steps), loc);
+}
+
+Tensor concat(std::span<const Tensor> xs, int64_t axis, std::source_location loc) {
+  return buildOp(OpKind::Concat, std::vector<Tensor>(xs.begin(), xs.end()), {{"axis", axis}},
+                 loc);
+}
+
+Tensor concat(std::initializer_list<Tensor> xs, int64_t axis, std::source_location loc) {
+  return buildOp(OpKind::Concat, std::vector<Tensor>(xs), {{"axis", axis}}, loc);
+}
+
+Tensor pad(Tensor x, std::vector<int64_t> low, std::vector<int64_t> high, double value,
+           std::source_location loc) {
+  return buildOp(OpKind::Pad, {x},
+                 {{"low", std::move(low)}, {"high", std::move(high)}, {"value", value}}, loc);
+}
+
+Tensor gather(Tensor data, Tensor indices, int64_t axis, std::source_location loc) {
+  return buildOp(OpKind::Gather, {data, indices}, {{"axis", axis}}, loc);
+}
+
+Tensor takeAlongAxis(Tensor data, Tensor indices, int64_t axis, std::source_location loc) {
+  return buildOp(OpKind::TakeAlongAxis, {data, indices}, {{"axis", axis}}, loc);
+}
+
+Tensor squeeze(Tensor x, std::vector<int64_t> axes, std::source_location loc) {
+  return buildOp(OpKind::Squeeze, {x}, {{"axes", std::move(axes)}}, loc);
+}
+
+Tensor unsqueeze(Tensor x, std::vector<int64_t> axes, std::source_location loc) {
+  return buildOp(OpKind::Unsqueeze, {x}, {{"axes", std::move(axes)}}, loc);
+}
+
+Tensor iota(Graph &graph, Shape shape, int64_t axis, DType dtype, std::source_location loc) {
+  return graph.apply(OpKind::Iota, {},
+                     {{"shape", std::move(shape)}, {"axis", axis}, {"dtype", dtype}}, loc);
+}
+
+Tensor constant(Graph &graph, const HostTensor &value, std::source_location loc) {
+  return graph.apply(OpKind::Constant, {},
+                     {{"shape", value.shape()}, {"dtype", value.dtype()},
+                      {"value", value.toDoubles()}},
+                     loc);
+}
+
+Tensor constant(Graph &graph, double value, Shape shape, DType dtype, std::source_location loc) {
+  if (!isFloatingPoint(dtype) && roundToDType(value, dtype) != value)
+    return graph.fail(Error(ErrorCode::TypeMismatch,
+                            fmt::format("constant: {} is not exactly representable in {}", value,
+                                        dtypeName(dtype))),
+                      loc);
+  return graph.apply(OpKind::Constant, {},
+                     {{"shape", std::move(shape)}, {"dtype", dtype},
+                      {"value", std::vector<double>{value}}},
+                     loc);
+}
+
+} // namespace kiln

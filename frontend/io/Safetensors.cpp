@@ -1,0 +1,451 @@
+// safetensors save (deterministic bytes, atomic rename) and load (strict
+// header validation, then one read per tensor straight into its HostTensor).
+#include "frontend/io/Safetensors.h"
+
+#include "frontend/io/JsonReader.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <tuple>
+#include <unistd.h>
+
+namespace kiln::io {
+
+namespace {
+
+// X-macro: kiln dtype, safetensors name.
+#define KILN_SAFETENSORS_DTYPES(X)                                                                 \
+  X(F64, "F64")                                                                                    \
+  X(F32, "F32")                                                                                    \
+  X(F16, "F16")                                                                                    \
+  X(BF16, "BF16")                                                                                  \
+  X(F8E4M3, "F8_E4M3")                                                                             \
+  X(F8E5M2, "F8_E5M2")                                                                             \
+  X(I64, "I64")                                                                                    \
+  X(I32, "I32")                                                                                    \
+  X(I8, "I8")                                                                                      \
+  X(Bool, "BOOL")
+
+constexpr std::string_view kMetadataKey = "__metadata__";
+/// The reference implementation's limit; it also bounds what a corrupt length
+/// field can make us allocate.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+std::unexpected<Error> formatError(const std::string &path, const std::string &what) {
+  return makeError(ErrorCode::FormatError, fmt::format("{}: {}", path, what));
+}
+
+std::unexpected<Error> ioError(const std::string &what, const std::string &path, int errorNumber) {
+  return makeError(ErrorCode::IOError,
+                   fmt::format("{} {}: {}", what, path, std::strerror(errorNumber)));
+}
+
+/// A JSON string literal for `text` (tensor names may hold any bytes).
+std::string quoteJson(std::string_view text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(ch);
+    } else if (c < 0x20) {
+      out += fmt::format("\\u{:04x}", c);
+    } else {
+      out.push_back(ch);
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+/// An open file descriptor closed on scope exit.
+class FileDescriptor {
+public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  FileDescriptor(const FileDescriptor &) = delete;
+  FileDescriptor &operator=(const FileDescriptor &) = delete;
+  ~FileDescriptor() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  int get() const { return fd_; }
+  /// Closes now, reporting the error (close can report a failed deferred write).
+  int close() {
+    int result = ::close(fd_);
+    fd_ = -1;
+    return result;
+  }
+
+private:
+  int fd_;
+};
+
+/// Writes all of `data`, retrying short writes; returns 0 or an errno value.
+int writeAll(int fd, const void *data, size_t size) {
+  auto *bytes = static_cast<const uint8_t *>(data);
+  while (size > 0) {
+    ssize_t written = ::write(fd, bytes, size);
+    if (written < 0) {
+      if (errno == EINTR)
+        continue;
+      return errno;
+    }
+    bytes += written;
+    size -= static_cast<size_t>(written);
+  }
+  return 0;
+}
+
+/// Reads exactly `size` bytes at `offset`; returns 0, an errno value, or -1
+/// when the file ends first.
+int readAllAt(int fd, void *data, size_t size, uint64_t offset) {
+  auto *bytes = static_cast<uint8_t *>(data);
+  while (size > 0) {
+    ssize_t got = ::pread(fd, bytes, size, static_cast<off_t>(offset));
+    if (got < 0) {
+      if (errno == EINTR)
+        continue;
+      return errno;
+    }
+    if (got == 0)
+      return -1;
+    bytes += got;
+    size -= static_cast<size_t>(got);
+    offset += static_cast<uint64_t>(got);
+  }
+  return 0;
+}
+
+std::string buildHeader(const TensorMap &tensors) {
+  std::string header = "{";
+  uint64_t offset = 0;
+  bool first = true;
+  for (const auto &[name, tensor] : tensors) {
+    if (!first)
+      header += ",";
+    first = false;
+    uint64_t end = offset + tensor.byteSize();
+    header += fmt::format("{}:{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}",
+                          quoteJson(name), safetensorsDTypeName(tensor.dtype()),
+                          fmt::join(tensor.shape(), ","), offset, end);
+    offset = end;
+  }
+  header += "}";
+  // Pad with spaces (valid JSON whitespace) so the data starts 8-byte aligned.
+  header.append((8 - header.size() % 8) % 8, ' ');
+  return header;
+}
+
+/// A temporary path next to `path`, unique within this process and, through
+/// the pid, among processes.
+std::string temporaryPathFor(const std::string &path) {
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format("{}.tmp-{}-{}", path, ::getpid(), counter.fetch_add(1));
+}
+
+Expected<void> writeFileContents(int fd, const std::string &header, const TensorMap &tensors,
+                                 const std::string &temporaryPath) {
+  uint8_t lengthBytes[8];
+  uint64_t length = header.size();
+  for (int i = 0; i < 8; ++i)
+    lengthBytes[i] = static_cast<uint8_t>(length >> (8 * i));
+  if (int err = writeAll(fd, lengthBytes, sizeof(lengthBytes)))
+    return ioError("cannot write", temporaryPath, err);
+  if (int err = writeAll(fd, header.data(), header.size()))
+    return ioError("cannot write", temporaryPath, err);
+  for (const auto &[name, tensor] : tensors) {
+    if (int err = writeAll(fd, tensor.bytes().data(), tensor.byteSize()))
+      return ioError("cannot write", temporaryPath, err);
+  }
+  if (::fsync(fd) != 0)
+    return ioError("cannot sync", temporaryPath, errno);
+  return {};
+}
+
+/// One tensor entry of a header, validated except for how its byte range
+/// relates to the other tensors'.
+struct TensorEntry {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin;
+  uint64_t end;
+};
+
+std::string supportedDTypeList() {
+  std::string names;
+#define KILN_SAFETENSORS_LIST(kilnName, stName) names += names.empty() ? stName : ", " stName;
+  KILN_SAFETENSORS_DTYPES(KILN_SAFETENSORS_LIST)
+#undef KILN_SAFETENSORS_LIST
+  return names;
+}
+
+/// Validates one tensor's header object. Byte positions in messages count
+/// from the start of the JSON header (file offset 8).
+Expected<TensorEntry> parseTensorEntry(const std::string &path, const JsonMember &member,
+                                       uint64_t dataSize) {
+  const std::string &name = member.key;
+  const JsonValue &value = member.value;
+  auto fail = [&](const std::string &what, size_t jsonOffset) {
+    return formatError(path, fmt::format("tensor '{}': {} at byte {} of the header", name, what, jsonOffset));
+  };
+  if (value.kind != JsonValue::Kind::Object)
+    return fail(fmt::format("expected an object, found {}", jsonKindName(value.kind)),
+                value.offset);
+
+  const JsonValue *dtypeValue = nullptr;
+  const JsonValue *shapeValue = nullptr;
+  const JsonValue *offsetsValue = nullptr;
+  for (const JsonMember &field : value.members) {
+    const JsonValue **slot = field.key == "dtype"          ? &dtypeValue
+                             : field.key == "shape"        ? &shapeValue
+                             : field.key == "data_offsets" ? &offsetsValue
+                                                           : nullptr;
+    if (!slot)
+      return fail(fmt::format("unknown field \"{}\"", field.key), field.keyOffset);
+    if (*slot)
+      return fail(fmt::format("duplicate field \"{}\"", field.key), field.keyOffset);
+    *slot = &field.value;
+  }
+  for (auto [present, fieldName] : {std::pair{dtypeValue, "dtype"}, std::pair{shapeValue, "shape"},
+                                    std::pair{offsetsValue, "data_offsets"}}) {
+    if (!present)
+      return fail(fmt::format("missing field \"{}\"", fieldName), value.offset);
+  }
+
+  TensorEntry entry;
+  entry.name = name;
+  if (dtypeValue->kind != JsonValue::Kind::String)
+    return fail("\"dtype\" must be a string", dtypeValue->offset);
+  std::optional<DType> dtype = parseSafetensorsDType(dtypeValue->string);
+  if (!dtype)
+    return fail(fmt::format("unknown dtype \"{}\" (kiln reads {})", dtypeValue->string,
+                            supportedDTypeList()),
+                dtypeValue->offset);
+  entry.dtype = *dtype;
+
+  if (shapeValue->kind != JsonValue::Kind::Array)
+    return fail("\"shape\" must be an array of integers", shapeValue->offset);
+  // The element count must fit the data section, which bounds every product.
+  uint64_t elementCount = 1;
+  bool countOverflows = false;
+  for (const JsonValue &dim : shapeValue->elements) {
+    if (dim.kind != JsonValue::Kind::Integer || dim.integer < 0)
+      return fail("\"shape\" must hold non-negative integers", dim.offset);
+    entry.shape.push_back(dim.integer);
+    auto extent = static_cast<uint64_t>(dim.integer);
+    if (extent != 0 && elementCount > UINT64_MAX / 16 / extent)
+      countOverflows = true;
+    else
+      elementCount *= extent;
+  }
+
+  if (offsetsValue->kind != JsonValue::Kind::Array || offsetsValue->elements.size() != 2 ||
+      offsetsValue->elements[0].kind != JsonValue::Kind::Integer ||
+      offsetsValue->elements[1].kind != JsonValue::Kind::Integer ||
+      offsetsValue->elements[0].integer < 0 || offsetsValue->elements[1].integer < 0)
+    return fail("\"data_offsets\" must be [begin, end] with non-negative integers",
+                offsetsValue->offset);
+  entry.begin = static_cast<uint64_t>(offsetsValue->elements[0].integer);
+  entry.end = static_cast<uint64_t>(offsetsValue->elements[1].integer);
+  std::string range = fmt::format("data_offsets [{}, {}]", entry.begin, entry.end);
+  if (entry.end < entry.begin)
+    return fail(fmt::format("{} end before begin", range), offsetsValue->offset);
+  if (entry.end > dataSize)
+    return fail(fmt::format("{} out of range of the {}-byte data section (file truncated?)",
+                            range, dataSize),
+                offsetsValue->offset);
+  std::string typeText =
+      fmt::format("{}[{}]", dtypeValue->string, fmt::join(entry.shape, ","));
+  uint64_t expectedBytes = elementCount * static_cast<uint64_t>(dtypeByteSize(entry.dtype));
+  if (countOverflows || entry.end - entry.begin != expectedBytes)
+    return fail(fmt::format("{} span {} bytes but {} needs {}", range, entry.end - entry.begin,
+                            typeText,
+                            countOverflows ? std::string("more than fits in a file")
+                                           : fmt::format("{} bytes", expectedBytes)),
+                offsetsValue->offset);
+  return entry;
+}
+
+Expected<void> checkMetadata(const std::string &path, const JsonValue &metadata) {
+  if (metadata.kind != JsonValue::Kind::Object)
+    return formatError(path, fmt::format("\"__metadata__\" must be an object at byte {} of the header",
+                                         metadata.offset));
+  for (const JsonMember &item : metadata.members) {
+    if (item.value.kind != JsonValue::Kind::String)
+      return formatError(path, fmt::format("\"__metadata__\" value of \"{}\" must be a string, "
+                                           "found {} at byte {} of the header",
+                                           item.key, jsonKindName(item.value.kind),
+                                           item.value.offset));
+  }
+  return {};
+}
+
+/// The byte ranges must tile the data section exactly: no overlap (two
+/// tensors aliasing), no hole and no tail (bytes no tensor owns).
+Expected<void> checkTiling(const std::string &path, std::vector<const TensorEntry *> entries,
+                           uint64_t dataSize) {
+  std::sort(entries.begin(), entries.end(), [](const TensorEntry *a, const TensorEntry *b) {
+    return std::tie(a->begin, a->end, a->name) < std::tie(b->begin, b->end, b->name);
+  });
+  uint64_t covered = 0;
+  const TensorEntry *previous = nullptr;
+  for (const TensorEntry *entry : entries) {
+    if (entry->begin < covered)
+      return formatError(path, fmt::format("tensors '{}' (bytes [{}, {})) and '{}' (bytes [{}, "
+                                           "{})) overlap in the data section",
+                                           previous->name, previous->begin, previous->end,
+                                           entry->name, entry->begin, entry->end));
+    if (entry->begin > covered)
+      return formatError(path, fmt::format("bytes [{}, {}) of the data section belong to no "
+                                           "tensor (a hole before '{}')",
+                                           covered, entry->begin, entry->name));
+    covered = entry->end;
+    previous = entry;
+  }
+  if (covered != dataSize)
+    return formatError(path, fmt::format("bytes [{}, {}) at the end of the data section belong "
+                                         "to no tensor",
+                                         covered, dataSize));
+  return {};
+}
+
+} // namespace
+
+std::string_view safetensorsDTypeName(DType type) {
+  switch (type) {
+#define KILN_SAFETENSORS_NAME(kilnName, stName)                                                    \
+  case DType::kilnName: return stName;
+    KILN_SAFETENSORS_DTYPES(KILN_SAFETENSORS_NAME)
+#undef KILN_SAFETENSORS_NAME
+  }
+  KILN_CHECK(false, "dtype missing from the safetensors table");
+}
+
+std::optional<DType> parseSafetensorsDType(std::string_view name) {
+#define KILN_SAFETENSORS_PARSE(kilnName, stName)                                                   \
+  if (name == stName)                                                                              \
+    return DType::kilnName;
+  KILN_SAFETENSORS_DTYPES(KILN_SAFETENSORS_PARSE)
+#undef KILN_SAFETENSORS_PARSE
+  return std::nullopt;
+}
+
+Expected<void> saveSafetensors(const std::string &path, const TensorMap &tensors) {
+  for (const auto &[name, tensor] : tensors) {
+    if (name.empty() || name == kMetadataKey)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("cannot save {}: tensor name \"{}\" is {}", path, name,
+                                   name.empty() ? "empty" : "reserved by safetensors"));
+    KILN_CHECK(static_cast<int64_t>(tensor.byteSize()) ==
+                   tensor.numElements() * dtypeByteSize(tensor.dtype()),
+               "HostTensor byte size disagrees with its type " + tensor.typeStr());
+  }
+  std::string header = buildHeader(tensors);
+
+  std::string temporaryPath = temporaryPathFor(path);
+  FileDescriptor file(
+      ::open(temporaryPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+  if (file.get() < 0)
+    return ioError("cannot create", temporaryPath, errno);
+  auto written = writeFileContents(file.get(), header, tensors, temporaryPath);
+  int closeResult = file.close();
+  int closeErrno = errno;
+  if (!written || closeResult != 0) {
+    ::unlink(temporaryPath.c_str());
+    if (!written)
+      return std::unexpected(std::move(written).error());
+    return ioError("cannot close", temporaryPath, closeErrno);
+  }
+  if (::rename(temporaryPath.c_str(), path.c_str()) != 0) {
+    int renameErrno = errno;
+    ::unlink(temporaryPath.c_str());
+    return ioError(fmt::format("cannot rename {} to", temporaryPath), path, renameErrno);
+  }
+  return {};
+}
+
+Expected<TensorMap> loadSafetensors(const std::string &path) {
+  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (file.get() < 0)
+    return ioError("cannot open", path, errno);
+  struct stat info;
+  if (::fstat(file.get(), &info) != 0)
+    return ioError("cannot stat", path, errno);
+  if (!S_ISREG(info.st_mode))
+    return makeError(ErrorCode::IOError, fmt::format("cannot read {}: not a regular file", path));
+  auto fileSize = static_cast<uint64_t>(info.st_size);
+
+  if (fileSize < 8)
+    return formatError(path, fmt::format("file is truncated: {} bytes, too short for the 8-byte "
+                                         "header length",
+                                         fileSize));
+  uint8_t lengthBytes[8];
+  if (int err = readAllAt(file.get(), lengthBytes, 8, 0))
+    return err < 0 ? formatError(path, "file is truncated while reading the header length")
+                   : ioError("cannot read", path, err);
+  uint64_t headerSize = 0;
+  for (int i = 7; i >= 0; --i)
+    headerSize = (headerSize << 8) | lengthBytes[i];
+  if (headerSize > fileSize - 8)
+    return formatError(path, fmt::format("header length {} is beyond the end of the file ({} bytes "
+                                         "after the length field; file truncated?)",
+                                         headerSize, fileSize - 8));
+  if (headerSize > kMaxHeaderBytes)
+    return formatError(path, fmt::format("header length {} exceeds the {}-byte limit", headerSize,
+                                         kMaxHeaderBytes));
+
+  std::string headerText(static_cast<size_t>(headerSize), '\0');
+  if (int err = readAllAt(file.get(), headerText.data(), headerText.size(), 8))
+    return err < 0 ? formatError(path, "file is truncated while reading the header")
+                   : ioError("cannot read", path, err);
+  if (headerText.empty() || headerText[0] != '{')
+    return formatError(path, "bad JSON in header: expected '{' at byte 0 of the header");
+  auto parsed = parseJson(headerText, 4);
+  if (!parsed)
+    return formatError(path, fmt::format("bad JSON in header: {} of the header",
+                                         parsed.error().message()));
+  const JsonValue &root = *parsed;
+
+  uint64_t dataStart = 8 + headerSize;
+  uint64_t dataSize = fileSize - dataStart;
+  std::vector<TensorEntry> entries;
+  std::map<std::string_view, size_t> firstSeen; // name -> key offset
+  for (const JsonMember &member : root.members) {
+    auto [it, inserted] = firstSeen.emplace(member.key, member.keyOffset);
+    if (!inserted)
+      return formatError(path, fmt::format("duplicate tensor name '{}' at byte {} of the header "
+                                           "(first at byte {})",
+                                           member.key, member.keyOffset, it->second));
+    if (member.key == kMetadataKey) {
+      KILN_TRY_VOID(checkMetadata(path, member.value));
+      continue;
+    }
+    KILN_TRY(TensorEntry entry, parseTensorEntry(path, member, dataSize));
+    entries.push_back(std::move(entry));
+  }
+  std::vector<const TensorEntry *> byOffset;
+  for (const TensorEntry &entry : entries)
+    byOffset.push_back(&entry);
+  KILN_TRY_VOID(checkTiling(path, byOffset, dataSize));
+
+  TensorMap tensors;
+  for (const TensorEntry &entry : entries) {
+    HostTensor tensor(entry.dtype, entry.shape);
+    if (int err = readAllAt(file.get(), tensor.bytes().data(), tensor.byteSize(),
+                            dataStart + entry.begin))
+      return err < 0 ? formatError(path, fmt::format("file is truncated inside tensor '{}'",
+                                                     entry.name))
+                     : ioError("cannot read", path, err);
+    tensors.emplace(entry.name, std::move(tensor));
+  }
+  return tensors;
+}
+
+} // namespace kiln::io

@@ -1,0 +1,21 @@
+// nn::MaxPool2D.
+#include "frontend/nn/MaxPool2D.h"
+
+namespace kiln::nn {
+
+MaxPool2D::MaxPool2D(Pool2DConfig config)
+    : Layer("max_pool2d", config.name), config_(std::move(config)) {}
+
+MaxPool2D::MaxPool2D(std::array<int64_t, 2> pool, std::array<int64_t, 2> stride, Padding padding,
+                     Layout layout, std::string name)
+    : MaxPool2D(Pool2DConfig{.pool = pool,
+                             .stride = stride,
+                             .padding = padding,
+                             .layout = layout,
+                             .name = std::move(name)}) {}
+
+Tensor MaxPool2D::forward(Graph &, Tensor x, const std::source_location &loc) {
+  return maxPool2d(x, config_.options(), loc);
+}
+
+} // namespace kiln::nn

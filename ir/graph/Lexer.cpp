@@ -1,0 +1,271 @@
+// Tokenizing the graph IR's text form; see docs/ir.md for the grammar.
+#include "ir/graph/Lexer.h"
+
+#include <fmt/format.h>
+
+namespace kiln::ir {
+
+namespace {
+
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+bool isIdentifierStart(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
+bool isIdentifierChar(char c) { return isIdentifierStart(c) || isDigit(c) || c == '.'; }
+
+int hexValue(char c) {
+  if (isDigit(c))
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+// A character as an error message shows it: printable ASCII as is, anything
+// else as a hex escape so the message stays one readable line.
+std::string printableChar(char c) {
+  auto byte = static_cast<unsigned char>(c);
+  if (byte >= 0x20 && byte < 0x7f)
+    return std::string(1, c);
+  return fmt::format("\\x{:02x}", byte);
+}
+
+} // namespace
+
+bool isIdentifierName(std::string_view name) {
+  if (name.empty() || !isIdentifierStart(name[0]))
+    return false;
+  for (char c : name)
+    if (!isIdentifierChar(c))
+      return false;
+  return true;
+}
+
+std::string describeToken(const Token &token) {
+  if (token.kind == TokenKind::EndOfInput)
+    return "end of input";
+  constexpr size_t kMaxShown = 40;
+  std::string shown;
+  for (char c : token.spelling.substr(0, kMaxShown))
+    shown += printableChar(c);
+  if (token.spelling.size() > kMaxShown)
+    shown += "...";
+  return "'" + shown + "'";
+}
+
+Lexer::Lexer(std::string_view text, std::string fileName, unsigned firstLine)
+    : text_(text), fileName_(std::move(fileName)), line_(firstLine) {}
+
+char Lexer::peek(size_t ahead) const {
+  return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0';
+}
+
+void Lexer::advance(size_t count) {
+  for (size_t i = 0; i < count && pos_ < text_.size(); ++i) {
+    if (text_[pos_] == '\n') {
+      ++line_;
+      column_ = 1;
+    } else {
+      ++column_;
+    }
+    ++pos_;
+  }
+}
+
+std::unexpected<Error> Lexer::errorHere(unsigned line, unsigned column, std::string message) const {
+  return makeError(ErrorCode::ParseError, std::move(message), locationOf(line, column));
+}
+
+void Lexer::skipWhitespaceAndComments() {
+  while (pos_ < text_.size()) {
+    char c = text_[pos_];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      advance();
+    } else if (c == '/' && peek(1) == '/') {
+      while (pos_ < text_.size() && text_[pos_] != '\n')
+        advance();
+    } else {
+      return;
+    }
+  }
+}
+
+Expected<Token> Lexer::next() {
+  skipWhitespaceAndComments();
+  Token token;
+  token.line = line_;
+  token.column = column_;
+  if (pos_ >= text_.size()) {
+    token.kind = TokenKind::EndOfInput;
+    return token;
+  }
+  char c = text_[pos_];
+  auto single = [&](TokenKind kind) -> Expected<Token> {
+    token.kind = kind;
+    token.spelling = text_.substr(pos_, 1);
+    advance();
+    return token;
+  };
+  switch (c) {
+  case '{': return single(TokenKind::LeftBrace);
+  case '}': return single(TokenKind::RightBrace);
+  case '(': return single(TokenKind::LeftParen);
+  case ')': return single(TokenKind::RightParen);
+  case '[': return single(TokenKind::LeftBracket);
+  case ']': return single(TokenKind::RightBracket);
+  case ',': return single(TokenKind::Comma);
+  case ':': return single(TokenKind::Colon);
+  case '=': return single(TokenKind::Equals);
+  case '"': return lexString(std::move(token));
+  case '%': return lexName(std::move(token), TokenKind::ValueName, '%');
+  case '@': return lexName(std::move(token), TokenKind::GraphName, '@');
+  default: break;
+  }
+  if (isDigit(c) || c == '-')
+    return lexNumber(std::move(token));
+  if (isIdentifierStart(c)) {
+    size_t start = pos_;
+    while (pos_ < text_.size() && isIdentifierChar(text_[pos_]))
+      advance();
+    token.kind = TokenKind::Identifier;
+    token.spelling = text_.substr(start, pos_ - start);
+    token.text = std::string(token.spelling);
+    return token;
+  }
+  if (c == '/')
+    return errorHere(line_, column_, "unexpected character '/' (comments start with '//')");
+  return errorHere(line_, column_, fmt::format("unexpected character '{}'", printableChar(c)));
+}
+
+Expected<Token> Lexer::lexNumber(Token token) {
+  size_t start = pos_;
+  if (peek() == '-') {
+    advance();
+    // -inf and -nan are float literals; a bare '-' is not a token.
+    for (std::string_view word : {"inf", "nan"}) {
+      if (text_.substr(pos_, 3) == word && !isIdentifierChar(peek(3))) {
+        advance(3);
+        token.kind = TokenKind::Float;
+        token.spelling = text_.substr(start, pos_ - start);
+        return token;
+      }
+    }
+    if (!isDigit(peek()))
+      return errorHere(token.line, token.column,
+                       "expected a digit, 'inf' or 'nan' after '-'");
+  }
+  token.kind = TokenKind::Integer;
+  while (isDigit(peek()))
+    advance();
+  if (peek() == '.') {
+    advance();
+    if (!isDigit(peek()))
+      return errorHere(line_, column_, "expected a digit after '.' in a number");
+    while (isDigit(peek()))
+      advance();
+    token.kind = TokenKind::Float;
+  }
+  if (peek() == 'e' || peek() == 'E') {
+    advance();
+    if (peek() == '+' || peek() == '-')
+      advance();
+    if (!isDigit(peek()))
+      return errorHere(line_, column_, "expected a digit in the exponent of a number");
+    while (isDigit(peek()))
+      advance();
+    token.kind = TokenKind::Float;
+  }
+  if (isIdentifierChar(peek()))
+    return errorHere(line_, column_,
+                     fmt::format("unexpected character '{}' after number '{}'",
+                                 printableChar(peek()), text_.substr(start, pos_ - start)));
+  token.spelling = text_.substr(start, pos_ - start);
+  return token;
+}
+
+Expected<Token> Lexer::lexString(Token token) {
+  size_t start = pos_;
+  advance(); // opening quote
+  std::string value;
+  while (true) {
+    if (pos_ >= text_.size() || peek() == '\n')
+      return errorHere(token.line, token.column, "unterminated string");
+    char c = peek();
+    if (c == '"') {
+      advance();
+      break;
+    }
+    if (c == '\\') {
+      unsigned escapeColumn = column_;
+      char kind = peek(1);
+      if (kind == '"' || kind == '\\') {
+        value += kind;
+        advance(2);
+      } else if (kind == 'n') {
+        value += '\n';
+        advance(2);
+      } else if (kind == 't') {
+        value += '\t';
+        advance(2);
+      } else if (kind == 'x') {
+        int high = hexValue(peek(2)), low = hexValue(peek(3));
+        if (high < 0 || low < 0)
+          return errorHere(line_, escapeColumn, "expected two hex digits after '\\x' in string");
+        value += static_cast<char>(high * 16 + low);
+        advance(4);
+      } else {
+        if (kind == '\0' && pos_ + 1 >= text_.size())
+          return errorHere(token.line, token.column, "unterminated string");
+        return errorHere(line_, escapeColumn,
+                         fmt::format("unknown escape '\\{}' in string (known: \\\" \\\\ \\n \\t "
+                                     "\\xHH)",
+                                     printableChar(kind)));
+      }
+      continue;
+    }
+    if (static_cast<unsigned char>(c) < 0x20)
+      return errorHere(line_, column_,
+                       fmt::format("control character '{}' in string; write it as an escape",
+                                   printableChar(c)));
+    value += c;
+    advance();
+  }
+  token.kind = TokenKind::String;
+  token.spelling = text_.substr(start, pos_ - start);
+  token.text = std::move(value);
+  return token;
+}
+
+Expected<Token> Lexer::lexName(Token token, TokenKind kind, char sigil) {
+  size_t start = pos_;
+  advance(); // the sigil
+  if (sigil == '@' && peek() == '"') {
+    KILN_TRY(Token name, lexString(Token{}));
+    token.text = std::move(name.text);
+  } else if (isDigit(peek())) {
+    size_t digits = pos_;
+    while (isDigit(peek()))
+      advance();
+    if (isIdentifierChar(peek()))
+      return errorHere(token.line, token.column,
+                       fmt::format("invalid name '{}': a name is a number or starts with a "
+                                   "letter or '_'",
+                                   text_.substr(start, pos_ + 1 - start)));
+    token.text = std::string(text_.substr(digits, pos_ - digits));
+  } else if (isIdentifierStart(peek())) {
+    size_t name = pos_;
+    while (isIdentifierChar(peek()))
+      advance();
+    token.text = std::string(text_.substr(name, pos_ - name));
+  } else {
+    return errorHere(token.line, token.column,
+                     fmt::format("expected a name after '{}'{}", sigil,
+                                 sigil == '@' ? " (an identifier or a string)"
+                                              : " (an identifier or a number)"));
+  }
+  token.kind = kind;
+  token.spelling = text_.substr(start, pos_ - start);
+  return token;
+}
+
+} // namespace kiln::ir

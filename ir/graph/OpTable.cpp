@@ -1,0 +1,133 @@
+// The op table expanded from Ops.def, lookups by kind and name, and the
+// schema check of attributes shared by the builder, the parser and the verifier.
+#include "ir/graph/OpTable.h"
+
+#include "ir/graph/Decompositions.h"
+#include "ir/graph/Reference.h"
+#include "ir/graph/ShapeInference.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace kiln::ir {
+
+namespace {
+
+// Attribute helpers used by the defaults in Ops.def.
+Attr i64(int64_t value) { return Attr(value); }
+Attr f64(double value) { return Attr(value); }
+Attr flag(bool value) { return Attr(value); }
+Attr str(const char *value) { return Attr(std::string(value)); }
+Attr ints(std::initializer_list<int64_t> values) { return Attr(std::vector<int64_t>(values)); }
+[[maybe_unused]] Attr floats(std::initializer_list<double> values) {
+  return Attr(std::vector<double>(values));
+}
+Attr type(DType value) { return Attr(value); }
+
+#define REQ(name, Kind, doc) AttrSpec{name, AttrKind::Kind, std::nullopt, doc}
+#define OPT(name, Kind, value, doc) AttrSpec{name, AttrKind::Kind, value, doc}
+
+std::vector<OpInfo> buildTable() {
+  std::vector<OpInfo> table;
+#define KILN_OP(Enum, Name, Category, MinOps, MaxOps, Infer, Ref, Decompose, Doc, ...)           \
+  table.push_back(OpInfo{OpKind::Enum, Name, OpCategory::Category, MinOps, MaxOps,               \
+                         std::vector<AttrSpec>{__VA_ARGS__}, Infer, Ref, Decompose, Doc});
+#include "ir/graph/Ops.def"
+#undef KILN_OP
+  for (size_t i = 0; i < table.size(); ++i)
+    KILN_CHECK(static_cast<size_t>(table[i].kind) == i, "op table out of enum order");
+  return table;
+}
+
+#undef REQ
+#undef OPT
+
+const std::vector<OpInfo> &table() {
+  static const std::vector<OpInfo> instance = buildTable();
+  return instance;
+}
+
+bool isKind(const Attr &value, AttrKind kind) { return attrKind(value) == kind; }
+
+} // namespace
+
+std::string_view opCategoryName(OpCategory category) {
+  switch (category) {
+  case OpCategory::Elementwise: return "elementwise";
+  case OpCategory::Reduction: return "reduction";
+  case OpCategory::Contraction: return "contraction";
+  case OpCategory::DataMovement: return "data movement";
+  }
+  return "?";
+}
+
+const OpInfo &opInfo(OpKind kind) { return table().at(static_cast<size_t>(kind)); }
+
+std::span<const OpInfo> allOps() { return table(); }
+
+std::optional<OpKind> opKindFromName(std::string_view name) {
+  for (const OpInfo &info : table())
+    if (info.name == name)
+      return info.kind;
+  return std::nullopt;
+}
+
+Expected<AttrMap> normalizeAttrs(OpKind kind, AttrMap attrs) {
+  const OpInfo &info = opInfo(kind);
+  for (const auto &[name, value] : attrs) {
+    auto spec = std::find_if(info.attrs.begin(), info.attrs.end(),
+                             [&](const AttrSpec &s) { return name == s.name; });
+    if (spec == info.attrs.end()) {
+      std::string known;
+      for (const AttrSpec &s : info.attrs)
+        known += (known.empty() ? "" : ", ") + std::string(s.name);
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("{}: unknown attribute '{}' (known: {})", info.name, name,
+                                   known.empty() ? "none" : known));
+    }
+    // An int written where a float is expected is accepted and converted.
+    if (spec->kind == AttrKind::Float && isKind(value, AttrKind::Int)) {
+      attrs[name] = static_cast<double>(std::get<int64_t>(value));
+      continue;
+    }
+    if (spec->kind == AttrKind::Floats && isKind(value, AttrKind::Ints)) {
+      const auto &asInts = std::get<std::vector<int64_t>>(value);
+      attrs[name] = std::vector<double>(asInts.begin(), asInts.end());
+      continue;
+    }
+    if (!isKind(value, spec->kind))
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("{}: attribute '{}' expects {}, got {}", info.name, name,
+                                   attrKindName(spec->kind), attrKindName(attrKind(value))));
+  }
+  for (const AttrSpec &spec : info.attrs) {
+    if (attrs.contains(spec.name))
+      continue;
+    if (!spec.defaultValue)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("{}: missing required attribute '{}' ({})", info.name,
+                                   spec.name, spec.doc));
+    attrs.emplace(spec.name, *spec.defaultValue);
+  }
+  return attrs;
+}
+
+Expected<TensorType> inferResultType(OpKind kind, std::span<const TensorType> operands,
+                                     AttrMap &attrs) {
+  const OpInfo &info = opInfo(kind);
+  int count = static_cast<int>(operands.size());
+  if (count < info.minOperands || (info.maxOperands >= 0 && count > info.maxOperands)) {
+    std::string expected = info.minOperands == info.maxOperands
+                               ? std::to_string(info.minOperands)
+                           : info.maxOperands < 0
+                               ? "at least " + std::to_string(info.minOperands)
+                               : fmt::format("{} to {}", info.minOperands, info.maxOperands);
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("{}: expects {} operand{}, got {}", info.name, expected,
+                                 expected == "1" ? "" : "s", count));
+  }
+  KILN_TRY(attrs, normalizeAttrs(kind, std::move(attrs)));
+  return info.infer(InferContext{kind, operands, attrs});
+}
+
+} // namespace kiln::ir

@@ -1,0 +1,187 @@
+// Shape inference for contractions (matmul, conv2d, attention) and windowed
+// reductions (pooling).
+#include "ir/graph/inference/InferenceUtil.h"
+
+namespace kiln::ir {
+
+using namespace inference;
+
+namespace {
+
+// Accumulators: floats accumulate in f32 or f64 (f64 operands need f64),
+// integers in i32 or i64.
+Expected<void> checkAccumulate(const InferContext &context, DType operandType) {
+  DType accumulate = getType(context.attrs, "accumulate");
+  bool ok = isFloatingPoint(operandType)
+                ? (accumulate == DType::F64 ||
+                   (accumulate == DType::F32 && operandType != DType::F64))
+                : (isInteger(operandType) &&
+                   (accumulate == DType::I64 ||
+                    (accumulate == DType::I32 && operandType != DType::I64)));
+  if (!ok)
+    return fail(context, ErrorCode::TypeMismatch,
+                "accumulate = {} cannot hold products of {} operands (use {})",
+                dtypeName(accumulate), dtypeName(operandType),
+                isFloatingPoint(operandType) ? (operandType == DType::F64 ? "f64" : "f32 or f64")
+                                             : (operandType == DType::I64 ? "i64" : "i32 or i64"));
+  if (getBool(context.attrs, "allow_tf32") && operandType != DType::F32)
+    return fail(context, ErrorCode::TypeMismatch, "allow_tf32 applies to f32 operands, got {}",
+                dtypeName(operandType));
+  return {};
+}
+
+Expected<Shape> broadcastBatch(const InferContext &context, std::vector<Shape> batches) {
+  Shape shape = batches[0];
+  for (size_t i = 1; i < batches.size(); ++i) {
+    auto next = broadcastShapes(shape, batches[i]);
+    if (!next)
+      return fail(context, ErrorCode::ShapeMismatch, "batch dims {} and {} do not broadcast",
+                  shapeStr(shape), shapeStr(batches[i]));
+    shape = *next;
+  }
+  return shape;
+}
+
+Shape leading(const Shape &shape, size_t drop) {
+  return Shape(shape.begin(), shape.end() - static_cast<ptrdiff_t>(drop));
+}
+
+} // namespace
+
+Expected<TensorType> inferMatMul(const InferContext &context) {
+  const TensorType &a = operand(context, 0);
+  const TensorType &b = operand(context, 1);
+  KILN_TRY_VOID(requireSameDType(context));
+  KILN_TRY_VOID(requireNumeric(context, 0));
+  KILN_TRY_VOID(checkAccumulate(context, a.dtype));
+  if (a.rank() < 2 || b.rank() < 2)
+    return fail(context, ErrorCode::ShapeMismatch,
+                "operands need rank >= 2, got {} and {} (unsqueeze vectors)", a.str(), b.str());
+  bool transposeA = getBool(context.attrs, "transpose_a");
+  bool transposeB = getBool(context.attrs, "transpose_b");
+  int64_t m = a.shape[a.rank() - (transposeA ? 1 : 2)];
+  int64_t ka = a.shape[a.rank() - (transposeA ? 2 : 1)];
+  int64_t kb = b.shape[b.rank() - (transposeB ? 1 : 2)];
+  int64_t n = b.shape[b.rank() - (transposeB ? 2 : 1)];
+  if (ka != kb)
+    return fail(context, ErrorCode::ShapeMismatch,
+                "contraction dims differ: a {} has K = {}, b {} has K = {}", a.str(), ka, b.str(),
+                kb);
+  KILN_TRY(Shape shape, broadcastBatch(context, {leading(a.shape, 2), leading(b.shape, 2)}));
+  shape.push_back(m);
+  shape.push_back(n);
+  return TensorType{a.dtype, shape};
+}
+
+Expected<TensorType> inferConv2D(const InferContext &context) {
+  const TensorType &input = operand(context, 0);
+  const TensorType &filter = operand(context, 1);
+  KILN_TRY_VOID(requireSameDType(context));
+  KILN_TRY_VOID(requireNumeric(context, 0));
+  KILN_TRY_VOID(checkAccumulate(context, input.dtype));
+  KILN_TRY(bool nhwc, layoutIsNhwc(context));
+  KILN_TRY_VOID(requireRank(context, 0, 4, nhwc ? "input [N,H,W,C]" : "input [N,C,H,W]"));
+  KILN_TRY_VOID(requireRank(context, 1, 4, nhwc ? "filter [O,KH,KW,I]" : "filter [O,I,KH,KW]"));
+  KILN_TRY_VOID(requireInts(context, "stride", 2, 1));
+  KILN_TRY_VOID(requireInts(context, "dilation", 2, 1));
+  KILN_TRY_VOID(requireInts(context, "padding", 4, 0));
+  int64_t groups = getInt(context.attrs, "groups");
+  if (groups < 1)
+    return fail(context, ErrorCode::InvalidArgument, "groups must be >= 1, got {}", groups);
+
+  int64_t batch = input.shape[0];
+  int64_t channels = input.shape[nhwc ? 3 : 1];
+  int64_t height = input.shape[nhwc ? 1 : 2], width = input.shape[nhwc ? 2 : 3];
+  int64_t outChannels = filter.shape[0];
+  int64_t filterChannels = filter.shape[nhwc ? 3 : 1];
+  int64_t kernelH = filter.shape[nhwc ? 1 : 2], kernelW = filter.shape[nhwc ? 2 : 3];
+  if (channels % groups != 0 || outChannels % groups != 0)
+    return fail(context, ErrorCode::ShapeMismatch,
+                "groups = {} must divide input channels ({}) and output channels ({})", groups,
+                channels, outChannels);
+  if (filterChannels * groups != channels)
+    return fail(context, ErrorCode::ShapeMismatch,
+                "input has {} channels, filter expects {} (filter shape {}, groups {})", channels,
+                filterChannels * groups, shapeStr(filter.shape), groups);
+  const auto &stride = getInts(context.attrs, "stride");
+  const auto &dilation = getInts(context.attrs, "dilation");
+  const auto &padding = getInts(context.attrs, "padding");
+  int64_t outH = windowOutputSize(height, kernelH, stride[0], padding[0], padding[1], dilation[0]);
+  int64_t outW = windowOutputSize(width, kernelW, stride[1], padding[2], padding[3], dilation[1]);
+  if (outH < 1 || outW < 1)
+    return fail(context, ErrorCode::ShapeMismatch,
+                "the {}x{} filter (dilation {}x{}) does not fit the {}x{} input with padding {}",
+                kernelH, kernelW, dilation[0], dilation[1], height, width, shapeStr(padding));
+  Shape shape = nhwc ? Shape{batch, outH, outW, outChannels} : Shape{batch, outChannels, outH, outW};
+  return TensorType{input.dtype, shape};
+}
+
+Expected<TensorType> inferPool2D(const InferContext &context) {
+  const TensorType &input = operand(context, 0);
+  KILN_TRY_VOID(requireNumeric(context, 0));
+  if (context.kind == OpKind::AvgPool2D)
+    KILN_TRY_VOID(requireFloat(context, 0));
+  KILN_TRY(bool nhwc, layoutIsNhwc(context));
+  KILN_TRY_VOID(requireRank(context, 0, 4, nhwc ? "input [N,H,W,C]" : "input [N,C,H,W]"));
+  KILN_TRY_VOID(requireInts(context, "kernel", 2, 1));
+  KILN_TRY_VOID(requireInts(context, "stride", 2, 1));
+  KILN_TRY_VOID(requireInts(context, "padding", 4, 0));
+  const auto &kernel = getInts(context.attrs, "kernel");
+  const auto &stride = getInts(context.attrs, "stride");
+  const auto &padding = getInts(context.attrs, "padding");
+  for (int i = 0; i < 4; ++i)
+    if (padding[i] >= kernel[i / 2])
+      return fail(context, ErrorCode::InvalidArgument,
+                  "padding {} must be smaller than the kernel {} on every side", shapeStr(padding),
+                  shapeStr(kernel));
+  int64_t height = input.shape[nhwc ? 1 : 2], width = input.shape[nhwc ? 2 : 3];
+  int64_t outH = windowOutputSize(height, kernel[0], stride[0], padding[0], padding[1], 1);
+  int64_t outW = windowOutputSize(width, kernel[1], stride[1], padding[2], padding[3], 1);
+  if (outH < 1 || outW < 1)
+    return fail(context, ErrorCode::ShapeMismatch, "the {}x{} window does not fit the {}x{} input",
+                kernel[0], kernel[1], height, width);
+  Shape shape = input.shape;
+  shape[nhwc ? 1 : 2] = outH;
+  shape[nhwc ? 2 : 3] = outW;
+  return TensorType{input.dtype, shape};
+}
+
+Expected<TensorType> inferGlobalAvgPool(const InferContext &context) {
+  KILN_TRY_VOID(requireFloat(context, 0));
+  KILN_TRY(bool nhwc, layoutIsNhwc(context));
+  KILN_TRY_VOID(requireRank(context, 0, 4, nhwc ? "input [N,H,W,C]" : "input [N,C,H,W]"));
+  TensorType type = operand(context, 0);
+  if (type.shape[1] == 0 || type.shape[2] == 0 || type.shape[3] == 0)
+    return fail(context, ErrorCode::ShapeMismatch, "cannot average an empty input {}", type.str());
+  type.shape[nhwc ? 1 : 2] = 1;
+  type.shape[nhwc ? 2 : 3] = 1;
+  return type;
+}
+
+Expected<TensorType> inferAttention(const InferContext &context) {
+  const TensorType &q = operand(context, 0);
+  const TensorType &k = operand(context, 1);
+  const TensorType &v = operand(context, 2);
+  KILN_TRY_VOID(requireSameDType(context));
+  KILN_TRY_VOID(requireFloat(context, 0));
+  if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2)
+    return fail(context, ErrorCode::ShapeMismatch, "q, k and v need rank >= 2, got {}, {}, {}",
+                q.str(), k.str(), v.str());
+  int64_t depth = q.shape.back(), keyDepth = k.shape.back();
+  int64_t keys = k.shape[k.rank() - 2], values = v.shape[v.rank() - 2];
+  if (depth != keyDepth)
+    return fail(context, ErrorCode::ShapeMismatch, "q {} and k {} have different head dims",
+                q.str(), k.str());
+  if (keys != values)
+    return fail(context, ErrorCode::ShapeMismatch, "k {} and v {} have different sequence lengths",
+                k.str(), v.str());
+  if (keys == 0)
+    return fail(context, ErrorCode::ShapeMismatch, "no keys to attend to: k is {}", k.str());
+  KILN_TRY(Shape shape, broadcastBatch(context, {leading(q.shape, 2), leading(k.shape, 2),
+                                                 leading(v.shape, 2)}));
+  shape.push_back(q.shape[q.rank() - 2]);
+  shape.push_back(v.shape.back());
+  return TensorType{q.dtype, shape};
+}
+
+} // namespace kiln::ir

@@ -1,0 +1,120 @@
+// Common checks used by every shape inference function.
+#include "ir/graph/inference/InferenceUtil.h"
+
+#include <algorithm>
+
+namespace kiln::ir {
+
+std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return std::nullopt;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return std::nullopt;
+  return axis < 0 ? axis + rank : axis;
+}
+
+int64_t windowOutputSize(int64_t input, int64_t kernel, int64_t stride, int64_t padBefore,
+                         int64_t padAfter, int64_t dilation) {
+  int64_t span = (kernel - 1) * dilation + 1;
+  int64_t padded = input + padBefore + padAfter;
+  if (padded < span)
+    return 0;
+  return (padded - span) / stride + 1;
+}
+
+namespace inference {
+
+Expected<void> requireSameDType(const InferContext &context) {
+  for (size_t i = 1; i < context.operands.size(); ++i)
+    if (operand(context, i).dtype != operand(context, 0).dtype)
+      return fail(context, ErrorCode::TypeMismatch,
+                  "operands must have the same dtype, got {} and {} (insert a cast)",
+                  dtypeName(operand(context, 0).dtype), dtypeName(operand(context, i).dtype));
+  return {};
+}
+
+Expected<void> requireFloat(const InferContext &context, size_t operandIndex) {
+  DType type = operand(context, operandIndex).dtype;
+  if (!isFloatingPoint(type))
+    return fail(context, ErrorCode::TypeMismatch, "operand {} must be floating point, got {}",
+                operandIndex, dtypeName(type));
+  return {};
+}
+
+Expected<void> requireNumeric(const InferContext &context, size_t operandIndex) {
+  DType type = operand(context, operandIndex).dtype;
+  if (type == DType::Bool)
+    return fail(context, ErrorCode::TypeMismatch, "operand {} must be numeric, got bool",
+                operandIndex);
+  return {};
+}
+
+Expected<void> requireRank(const InferContext &context, size_t operandIndex, int64_t rank,
+                           std::string_view what) {
+  const TensorType &type = operand(context, operandIndex);
+  if (type.rank() != rank)
+    return fail(context, ErrorCode::ShapeMismatch, "{} must have rank {}, got {}", what, rank,
+                type.str());
+  return {};
+}
+
+Expected<int64_t> axisAttr(const InferContext &context, std::string_view name, int64_t rank) {
+  int64_t axis = getInt(context.attrs, name);
+  auto normalized = normalizeAxis(axis, rank);
+  if (!normalized)
+    return fail(context, ErrorCode::InvalidArgument, "{} {} is out of range for rank {}", name,
+                axis, rank);
+  return *normalized;
+}
+
+Expected<std::vector<int64_t>> axesAttr(const InferContext &context, std::string_view name,
+                                        int64_t rank) {
+  std::vector<int64_t> axes;
+  for (int64_t axis : getInts(context.attrs, name)) {
+    auto normalized = normalizeAxis(axis, rank);
+    if (!normalized)
+      return fail(context, ErrorCode::InvalidArgument, "{} entry {} is out of range for rank {}",
+                  name, axis, rank);
+    if (std::find(axes.begin(), axes.end(), *normalized) != axes.end())
+      return fail(context, ErrorCode::InvalidArgument, "{} names axis {} twice", name,
+                  *normalized);
+    axes.push_back(*normalized);
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+Expected<void> requireInts(const InferContext &context, std::string_view name, size_t count,
+                           int64_t minValue) {
+  const std::vector<int64_t> &values = getInts(context.attrs, name);
+  if (values.size() != count)
+    return fail(context, ErrorCode::InvalidArgument, "{} must have {} entries, got {}", name,
+                count, values.size());
+  for (int64_t value : values)
+    if (value < minValue)
+      return fail(context, ErrorCode::InvalidArgument, "{} entries must be >= {}, got {}", name,
+                  minValue, value);
+  return {};
+}
+
+Expected<bool> layoutIsNhwc(const InferContext &context) {
+  const std::string &layout = getString(context.attrs, "layout");
+  if (layout != "nchw" && layout != "nhwc")
+    return fail(context, ErrorCode::InvalidArgument,
+                "layout must be \"nchw\" or \"nhwc\", got \"{}\"", layout);
+  return layout == "nhwc";
+}
+
+} // namespace inference
+} // namespace kiln::ir

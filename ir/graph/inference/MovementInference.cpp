@@ -1,0 +1,213 @@
+// Shape inference for data movement: reshapes, permutations, broadcasts,
+// slicing, joining, padding, gathers and the source ops (iota, constant).
+#include "ir/graph/inference/InferenceUtil.h"
+
+#include <algorithm>
+
+namespace kiln::ir {
+
+using namespace inference;
+
+namespace {
+
+Expected<void> requireIntegerIndices(const InferContext &context, size_t operandIndex) {
+  DType type = operand(context, operandIndex).dtype;
+  if (!isInteger(type))
+    return fail(context, ErrorCode::TypeMismatch, "indices must be an integer dtype, got {}",
+                dtypeName(type));
+  return {};
+}
+
+Expected<void> requireNonNegativeShape(const InferContext &context, const Shape &shape) {
+  for (int64_t size : shape)
+    if (size < 0)
+      return fail(context, ErrorCode::InvalidArgument, "shape {} has a negative dimension",
+                  shapeStr(shape));
+  return {};
+}
+
+int64_t product(const Shape &shape) {
+  int64_t count = 1;
+  for (int64_t size : shape)
+    count *= size;
+  return count;
+}
+
+// Python's slice bound rule for a positive step.
+int64_t clampBound(int64_t bound, int64_t size) {
+  if (bound < 0)
+    bound += size;
+  return std::clamp<int64_t>(bound, 0, size);
+}
+
+} // namespace
+
+int64_t sliceLength(int64_t size, int64_t start, int64_t stop, int64_t step) {
+  int64_t begin = clampBound(start, size), end = clampBound(stop, size);
+  return end <= begin ? 0 : (end - begin + step - 1) / step;
+}
+
+Expected<TensorType> inferReshape(const InferContext &context) {
+  const TensorType &input = operand(context, 0);
+  const Shape &shape = getInts(context.attrs, "shape");
+  KILN_TRY_VOID(requireNonNegativeShape(context, shape));
+  if (product(shape) != input.numElements())
+    return fail(context, ErrorCode::ShapeMismatch,
+                "cannot reshape {} ({} elements) to {} ({} elements)", input.str(),
+                input.numElements(), shapeStr(shape), product(shape));
+  return TensorType{input.dtype, shape};
+}
+
+Expected<TensorType> inferTranspose(const InferContext &context) {
+  const TensorType &input = operand(context, 0);
+  const auto &perm = getInts(context.attrs, "perm");
+  std::vector<int64_t> sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  bool isPermutation = static_cast<int64_t>(perm.size()) == input.rank();
+  for (size_t i = 0; isPermutation && i < sorted.size(); ++i)
+    isPermutation = sorted[i] == static_cast<int64_t>(i);
+  if (!isPermutation)
+    return fail(context, ErrorCode::InvalidArgument, "perm {} is not a permutation of rank {}",
+                shapeStr(perm), input.rank());
+  Shape shape;
+  for (int64_t axis : perm)
+    shape.push_back(input.shape[axis]);
+  return TensorType{input.dtype, shape};
+}
+
+Expected<TensorType> inferBroadcastTo(const InferContext &context) {
+  const TensorType &input = operand(context, 0);
+  const Shape &shape = getInts(context.attrs, "shape");
+  KILN_TRY_VOID(requireNonNegativeShape(context, shape));
+  auto broadcast = broadcastShapes(input.shape, shape);
+  if (!broadcast || *broadcast != shape)
+    return fail(context, ErrorCode::ShapeMismatch, "cannot broadcast {} to {}", input.str(),
+                shapeStr(shape));
+  return TensorType{input.dtype, shape};
+}
+
+Expected<TensorType> inferSlice(const InferContext &context) {
+  const TensorType &input = operand(context, 0);
+  size_t rank = input.shape.size();
+  for (const char *name : {"starts", "stops", "steps"})
+    if (getInts(context.attrs, name).size() != rank)
+      return fail(context, ErrorCode::InvalidArgument, "{} must have {} entries (one per axis), got {}",
+                  name, rank, getInts(context.attrs, name).size());
+  KILN_TRY_VOID(requireInts(context, "steps", rank, 1));
+  const auto &starts = getInts(context.attrs, "starts");
+  const auto &stops = getInts(context.attrs, "stops");
+  const auto &steps = getInts(context.attrs, "steps");
+  Shape shape(rank);
+  for (size_t i = 0; i < rank; ++i)
+    shape[i] = sliceLength(input.shape[i], starts[i], stops[i], steps[i]);
+  return TensorType{input.dtype, shape};
+}
+
+Expected<TensorType> inferConcat(const InferContext &context) {
+  KILN_TRY_VOID(requireSameDType(context));
+  const TensorType &first = operand(context, 0);
+  KILN_TRY(int64_t axis, axisAttr(context, "axis", first.rank()));
+  Shape shape = first.shape;
+  for (size_t i = 1; i < context.operands.size(); ++i) {
+    const TensorType &next = operand(context, i);
+    bool compatible = next.rank() == first.rank();
+    for (int64_t d = 0; compatible && d < first.rank(); ++d)
+      compatible = d == axis || next.shape[d] == first.shape[d];
+    if (!compatible)
+      return fail(context, ErrorCode::ShapeMismatch,
+                  "operand {} {} does not match operand 0 {} outside axis {}", i, next.str(),
+                  first.str(), axis);
+    shape[axis] += next.shape[axis];
+  }
+  return TensorType{first.dtype, shape};
+}
+
+Expected<TensorType> inferPad(const InferContext &context) {
+  const TensorType &input = operand(context, 0);
+  KILN_TRY_VOID(requireInts(context, "low", input.shape.size(), 0));
+  KILN_TRY_VOID(requireInts(context, "high", input.shape.size(), 0));
+  Shape shape = input.shape;
+  for (size_t i = 0; i < shape.size(); ++i)
+    shape[i] += getInts(context.attrs, "low")[i] + getInts(context.attrs, "high")[i];
+  return TensorType{input.dtype, shape};
+}
+
+Expected<TensorType> inferGather(const InferContext &context) {
+  const TensorType &data = operand(context, 0);
+  const TensorType &indices = operand(context, 1);
+  KILN_TRY_VOID(requireIntegerIndices(context, 1));
+  if (data.rank() == 0)
+    return fail(context, ErrorCode::ShapeMismatch, "data must have rank >= 1, got {}", data.str());
+  KILN_TRY(int64_t axis, axisAttr(context, "axis", data.rank()));
+  Shape shape(data.shape.begin(), data.shape.begin() + axis);
+  shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+  shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+  return TensorType{data.dtype, shape};
+}
+
+Expected<TensorType> inferTakeAlongAxis(const InferContext &context) {
+  const TensorType &data = operand(context, 0);
+  const TensorType &indices = operand(context, 1);
+  KILN_TRY_VOID(requireIntegerIndices(context, 1));
+  if (data.rank() == 0 || indices.rank() != data.rank())
+    return fail(context, ErrorCode::ShapeMismatch,
+                "indices {} must have the rank of data {} (>= 1)", indices.str(), data.str());
+  KILN_TRY(int64_t axis, axisAttr(context, "axis", data.rank()));
+  for (int64_t d = 0; d < data.rank(); ++d)
+    if (d != axis && indices.shape[d] != data.shape[d])
+      return fail(context, ErrorCode::ShapeMismatch,
+                  "indices {} must match data {} on every axis but {}", indices.str(), data.str(),
+                  axis);
+  return TensorType{data.dtype, indices.shape};
+}
+
+Expected<TensorType> inferSqueeze(const InferContext &context) {
+  const TensorType &input = operand(context, 0);
+  KILN_TRY(auto axes, axesAttr(context, "axes", input.rank()));
+  Shape shape;
+  for (int64_t d = 0; d < input.rank(); ++d) {
+    bool removed = std::find(axes.begin(), axes.end(), d) != axes.end();
+    if (removed && input.shape[d] != 1)
+      return fail(context, ErrorCode::ShapeMismatch, "axis {} of {} has size {}, not 1", d,
+                  input.str(), input.shape[d]);
+    if (!removed)
+      shape.push_back(input.shape[d]);
+  }
+  return TensorType{input.dtype, shape};
+}
+
+Expected<TensorType> inferUnsqueeze(const InferContext &context) {
+  const TensorType &input = operand(context, 0);
+  int64_t rank = input.rank() + static_cast<int64_t>(getInts(context.attrs, "axes").size());
+  KILN_TRY(auto axes, axesAttr(context, "axes", rank));
+  Shape shape;
+  size_t next = 0;
+  for (int64_t d = 0; d < rank; ++d)
+    shape.push_back(std::find(axes.begin(), axes.end(), d) != axes.end() ? 1
+                                                                          : input.shape[next++]);
+  return TensorType{input.dtype, shape};
+}
+
+Expected<TensorType> inferIota(const InferContext &context) {
+  const Shape &shape = getInts(context.attrs, "shape");
+  KILN_TRY_VOID(requireNonNegativeShape(context, shape));
+  DType type = getType(context.attrs, "dtype");
+  if (type == DType::Bool)
+    return fail(context, ErrorCode::TypeMismatch, "dtype must be numeric, got bool");
+  KILN_TRY(int64_t axis, axisAttr(context, "axis", static_cast<int64_t>(shape.size())));
+  (void)axis;
+  return TensorType{type, shape};
+}
+
+Expected<TensorType> inferConstant(const InferContext &context) {
+  const Shape &shape = getInts(context.attrs, "shape");
+  KILN_TRY_VOID(requireNonNegativeShape(context, shape));
+  size_t count = getFloats(context.attrs, "value").size();
+  if (count != 1 && static_cast<int64_t>(count) != product(shape))
+    return fail(context, ErrorCode::ShapeMismatch,
+                "value has {} entries; shape {} needs 1 (a splat) or {}", count, shapeStr(shape),
+                product(shape));
+  return TensorType{getType(context.attrs, "dtype"), shape};
+}
+
+} // namespace kiln::ir

@@ -1,0 +1,104 @@
+// Row-major index arithmetic shared by the reference implementations: strides,
+// NumPy broadcasting of an operand onto a result shape, and an odometer that
+// walks a shape while keeping several strided offsets in step.
+#pragma once
+
+#include "ir/graph/OpTable.h"
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace kiln::ir::reference {
+
+/// Product of `shape[begin, end)`.
+inline int64_t productOf(const Shape &shape, size_t begin, size_t end) {
+  int64_t product = 1;
+  for (size_t i = begin; i < end && i < shape.size(); ++i)
+    product *= shape[i];
+  return product;
+}
+
+inline int64_t productOf(const Shape &shape) { return productOf(shape, 0, shape.size()); }
+
+/// Row-major strides of `shape` in elements (the last axis has stride 1).
+inline std::vector<int64_t> stridesOf(const Shape &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;)
+    strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+/// Strides that read a row-major tensor of shape `operand` as if it had been
+/// NumPy-broadcast to `result`: one stride per result axis, 0 on axes the
+/// operand lacks or has as size 1. `operand` must be broadcastable to `result`.
+inline std::vector<int64_t> broadcastStrides(const Shape &operand, const Shape &result) {
+  std::vector<int64_t> own = stridesOf(operand);
+  std::vector<int64_t> strides(result.size(), 0);
+  size_t offset = result.size() - operand.size();
+  for (size_t i = 0; i < operand.size(); ++i)
+    strides[offset + i] = operand[i] == 1 && result[offset + i] != 1 ? 0 : own[i];
+  return strides;
+}
+
+/// Maps a possibly negative axis into [0, rank). The axis has been validated.
+inline int64_t wrapAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+/// Walks every multi-index of `shape` in row-major order, keeping `N` linear
+/// offsets (one per stride vector) in step, so loops over broadcast or permuted
+/// operands need no division per element.
+template <size_t N> class StridedWalker {
+public:
+  StridedWalker(const Shape &shape, std::array<std::vector<int64_t>, N> strides,
+                std::array<int64_t, N> base = {})
+      : shape_(shape), strides_(std::move(strides)), index_(shape.size(), 0), offsets_(base) {}
+
+  int64_t offset(size_t which) const { return offsets_[which]; }
+
+  /// Steps to the next multi-index (the last axis moves fastest).
+  void next() {
+    for (size_t axis = shape_.size(); axis-- > 0;) {
+      for (size_t k = 0; k < N; ++k)
+        offsets_[k] += strides_[k][axis];
+      if (++index_[axis] < shape_[axis])
+        return;
+      for (size_t k = 0; k < N; ++k)
+        offsets_[k] -= strides_[k][axis] * shape_[axis];
+      index_[axis] = 0;
+    }
+  }
+
+private:
+  Shape shape_;
+  std::array<std::vector<int64_t>, N> strides_;
+  std::vector<int64_t> index_;
+  std::array<int64_t, N> offsets_;
+};
+
+/// The element offsets (in `operand`'s row-major storage) of every element of
+/// `result` in row-major order, after broadcasting `operand` to `result`.
+inline std::vector<int64_t> broadcastOffsets(const Shape &operand, const Shape &result) {
+  std::vector<int64_t> offsets(static_cast<size_t>(productOf(result)));
+  StridedWalker<1> walker(result, {broadcastStrides(operand, result)});
+  for (int64_t &offset : offsets) {
+    offset = walker.offset(0);
+    walker.next();
+  }
+  return offsets;
+}
+
+/// Splits a tensor around one axis: `outer` elements before it, the axis'
+/// size, and `inner` elements after it, so element (o, i, n) lives at
+/// (o * size + i) * inner + n.
+struct AxisSplit {
+  int64_t outer;
+  int64_t size;
+  int64_t inner;
+};
+
+inline AxisSplit splitAround(const Shape &shape, int64_t axis) {
+  size_t a = static_cast<size_t>(axis);
+  return {productOf(shape, 0, a), shape[a], productOf(shape, a + 1, shape.size())};
+}
+
+} // namespace kiln::ir::reference

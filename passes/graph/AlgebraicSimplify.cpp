@@ -1,0 +1,226 @@
+// "simplify": local algebraic identities that remove or merge nodes without
+// changing any result, applied until none matches (a fixed-point pass).
+//
+// Why: the DSL, autodiff, decompositions and layout changes leave behind
+// no-op arithmetic (x * 1), pairs that cancel (neg of neg, transpose of its
+// inverse) and chains of data movement that fusion would otherwise have to
+// see through. Every rule is exact: the simplified graph computes the same
+// bits, except that x + 0 and 0 + x may turn a -0 result into +0 (the sign of
+// zero is not preserved, as in XLA). Nodes left unused are erased by "dce".
+// The rules, each documented in docs/passes.md:
+//   x * 1, 1 * x, x + 0, 0 + x, x - 0, x / 1 -> x   (the constant is a splat of
+//       exactly that value after rounding to its dtype, and x already has the
+//       result's type, so no broadcast or type change is lost)
+//   neg(neg(x)) -> x
+//   transpose(transpose(x, p), q) -> transpose(x, p o q); identity perm -> x
+//   any chain of reshape/squeeze/unsqueeze -> one reshape; to the same shape -> x
+//   cast(x, dtype of x) -> x
+//   cast(cast(x, a), b) -> cast(x, b) when a represents every value of x's
+//       dtype exactly (f16 -> f32 -> f64 yes; f32 -> f16 -> f32 no)
+//   broadcast_to(x, shape of x) -> x
+//   slice(x) with full ranges and step 1 (result type == x's type) -> x
+#include "passes/graph/GraphPasses.h"
+
+#include "ir/graph/Graph.h"
+
+#include <algorithm>
+#include <optional>
+
+namespace kiln::passes {
+
+namespace {
+
+using ir::Node;
+using ir::OpKind;
+using ir::Value;
+
+/// The single value of a constant whose elements (rounded to its dtype, as
+/// the interpreter reads them) are all equal; nullopt for anything else.
+std::optional<double> splatValue(const Value *value) {
+  const Node *node = value->definingNode();
+  if (!node || node->kind() != OpKind::Constant)
+    return std::nullopt;
+  const std::vector<double> &values = ir::getFloats(node->attrs(), "value");
+  DType dtype = node->type().dtype;
+  if (values.empty())
+    return std::nullopt;
+  double first = roundToDType(values.front(), dtype);
+  for (double v : values)
+    if (!(roundToDType(v, dtype) == first))
+      return std::nullopt;
+  return first;
+}
+
+bool isSplatOf(const Value *value, double expected) {
+  std::optional<double> splat = splatValue(value);
+  return splat && *splat == expected;
+}
+
+/// x op c -> x where c is the identity of op and x already has the result type.
+Value *identityOperand(Node &node) {
+  Value *lhs = node.operand(0);
+  Value *rhs = node.operand(1);
+  auto keeps = [&](Value *x) { return x->type() == node.type(); };
+  switch (node.kind()) {
+  case OpKind::Add:
+    if (isSplatOf(rhs, 0.0) && keeps(lhs))
+      return lhs;
+    if (isSplatOf(lhs, 0.0) && keeps(rhs))
+      return rhs;
+    return nullptr;
+  case OpKind::Mul:
+    if (isSplatOf(rhs, 1.0) && keeps(lhs))
+      return lhs;
+    if (isSplatOf(lhs, 1.0) && keeps(rhs))
+      return rhs;
+    return nullptr;
+  case OpKind::Sub:
+    return isSplatOf(rhs, 0.0) && keeps(lhs) ? lhs : nullptr;
+  case OpKind::Div:
+    return isSplatOf(rhs, 1.0) && keeps(lhs) ? lhs : nullptr;
+  default:
+    return nullptr;
+  }
+}
+
+Node *producer(const Value *value, OpKind kind) {
+  Node *node = value->definingNode();
+  return node && node->kind() == kind ? node : nullptr;
+}
+
+bool isReshapeLike(OpKind kind) {
+  return kind == OpKind::Reshape || kind == OpKind::Squeeze || kind == OpKind::Unsqueeze;
+}
+
+/// Whether every value of `from` is exactly representable in `to`, so a cast
+/// to `to` and onwards loses nothing.
+bool isExactConversion(DType from, DType to) {
+  if (from == to || from == DType::Bool)
+    return true;
+  switch (from) {
+  case DType::I8:
+    return to == DType::I32 || to == DType::I64 || to == DType::F16 || to == DType::BF16 ||
+           to == DType::F32 || to == DType::F64;
+  case DType::I32:
+    return to == DType::I64 || to == DType::F64;
+  case DType::F8E4M3:
+  case DType::F8E5M2:
+    return to == DType::F16 || to == DType::BF16 || to == DType::F32 || to == DType::F64;
+  case DType::F16:
+  case DType::BF16:
+    return to == DType::F32 || to == DType::F64;
+  case DType::F32:
+    return to == DType::F64;
+  default:
+    return false;
+  }
+}
+
+class AlgebraicSimplify final : public Pass {
+public:
+  std::string_view name() const override { return "simplify"; }
+  std::string_view description() const override {
+    return "removes no-op arithmetic and merges chains of casts and data movement";
+  }
+  bool runsToFixedPoint() const override { return true; }
+
+  Expected<bool> run(ir::Graph &graph) override {
+    bool changed = false;
+    // Only the visited node is erased, so the rest of the snapshot stays valid.
+    for (Node *node : graph.topologicalOrder()) {
+      KILN_TRY(Value * replacement, simplify(graph, *node));
+      if (!replacement)
+        continue;
+      KILN_CHECK(replacement->type() == node->type(), "simplify changed a value's type");
+      graph.replaceAllUsesWith(node->result(), replacement);
+      graph.eraseNode(node);
+      changed = true;
+    }
+    return changed;
+  }
+
+private:
+  /// The value that replaces `node`'s result, or nullptr when no rule matches.
+  static Expected<Value *> simplify(ir::Graph &graph, Node &node) {
+    Value *x = node.numOperands() > 0 ? node.operand(0) : nullptr;
+    switch (node.kind()) {
+    case OpKind::Add:
+    case OpKind::Sub:
+    case OpKind::Mul:
+    case OpKind::Div:
+      return identityOperand(node);
+    case OpKind::Neg:
+      if (Node *inner = producer(x, OpKind::Neg))
+        return inner->operand(0);
+      return nullptr;
+    case OpKind::Transpose:
+      return simplifyTranspose(graph, node);
+    case OpKind::Reshape:
+    case OpKind::Squeeze:
+    case OpKind::Unsqueeze:
+      return simplifyReshape(graph, node);
+    case OpKind::Cast:
+      return simplifyCast(graph, node);
+    case OpKind::BroadcastTo:
+    case OpKind::Slice:
+      // Same type means the same shape: a broadcast to x's own shape, or a
+      // slice that keeps every element (step 1, full range).
+      return x->type() == node.type() ? x : nullptr;
+    default:
+      return nullptr;
+    }
+  }
+
+  static Expected<Value *> simplifyTranspose(ir::Graph &graph, Node &node) {
+    Value *source = node.operand(0);
+    std::vector<int64_t> perm = ir::getInts(node.attrs(), "perm");
+    if (Node *inner = producer(source, OpKind::Transpose)) {
+      // Result axis i is inner's axis perm[i], which is x's axis innerPerm[perm[i]].
+      const std::vector<int64_t> &innerPerm = ir::getInts(inner->attrs(), "perm");
+      for (int64_t &axis : perm)
+        axis = innerPerm.at(static_cast<size_t>(axis));
+      source = inner->operand(0);
+    }
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i)
+      identity &= perm[i] == static_cast<int64_t>(i);
+    if (identity)
+      return source;
+    if (source == node.operand(0))
+      return nullptr;
+    return graph.addNode(OpKind::Transpose, {source}, {{"perm", perm}}, node.location());
+  }
+
+  static Expected<Value *> simplifyReshape(ir::Graph &graph, Node &node) {
+    Value *source = node.operand(0);
+    if (Node *inner = source->definingNode(); inner && isReshapeLike(inner->kind()))
+      source = inner->operand(0);
+    if (source->type().shape == node.type().shape)
+      return source;
+    if (source == node.operand(0))
+      return nullptr;
+    return graph.addNode(OpKind::Reshape, {source}, {{"shape", node.type().shape}},
+                         node.location());
+  }
+
+  static Expected<Value *> simplifyCast(ir::Graph &graph, Node &node) {
+    Value *source = node.operand(0);
+    DType target = node.type().dtype;
+    if (Node *inner = producer(source, OpKind::Cast);
+        inner && isExactConversion(inner->operand(0)->type().dtype, inner->type().dtype))
+      source = inner->operand(0);
+    if (source->type().dtype == target)
+      return source;
+    if (source == node.operand(0))
+      return nullptr;
+    return graph.addNode(OpKind::Cast, {source}, {{"dtype", target}}, node.location());
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createAlgebraicSimplifyPass() {
+  return std::make_unique<AlgebraicSimplify>();
+}
+
+} // namespace kiln::passes

@@ -1,0 +1,113 @@
+// "fold": replaces a node whose operands are all `constant` or `iota` nodes by
+// a `constant` holding its value, computed by the op's reference
+// implementation and rounded to the result dtype exactly as the interpreter
+// does, so folding never changes a result.
+//
+// Why: decompositions and the DSL produce arithmetic on literals (epsilon
+// added to a constant, a causal mask built from iotas, scales multiplied
+// together); computing it once at compile time removes kernels. Results larger
+// than kMaxFoldedElements are left alone so the IR does not bloat, and a
+// result whose elements are all equal folds to a one-value (splat) constant.
+// Operands that become unused are left for "dce".
+#include "passes/graph/GraphPasses.h"
+
+#include "ir/graph/Graph.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace kiln::passes {
+
+namespace {
+
+bool isFoldableLeaf(const ir::Value *value) {
+  const ir::Node *node = value->definingNode();
+  return node && (node->kind() == ir::OpKind::Constant || node->kind() == ir::OpKind::Iota);
+}
+
+bool shouldFold(const ir::Node &node) {
+  if (node.numOperands() == 0) // constant and iota themselves
+    return false;
+  if (node.type().numElements() > kMaxFoldedElements)
+    return false;
+  return std::all_of(node.operands().begin(), node.operands().end(), [](const ir::Value *v) {
+    return isFoldableLeaf(v) && v->type().numElements() <= kMaxFoldOperandElements;
+  });
+}
+
+/// The node's value as the interpreter computes it: reference, then rounding.
+Expected<ir::RefTensor> evaluate(const ir::Node &node,
+                                 std::span<const ir::RefTensor *const> operands) {
+  ir::ReferenceContext context{node.kind(), operands, node.attrs(), node.type()};
+  KILN_TRY(std::vector<double> data, node.info().reference(context));
+  for (double &value : data)
+    value = roundToDType(value, node.type().dtype);
+  return ir::RefTensor{node.type(), std::move(data)};
+}
+
+bool sameBits(double a, double b) {
+  return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+}
+
+class ConstantFolding final : public Pass {
+public:
+  std::string_view name() const override { return "fold"; }
+  std::string_view description() const override {
+    return "evaluates nodes whose operands are all constants into constants";
+  }
+
+  Expected<bool> run(ir::Graph &graph) override {
+    // In topological order a folded node's users see the new constant when
+    // their turn comes, so a whole constant expression folds in one run.
+    bool changed = false;
+    for (ir::Node *node : graph.topologicalOrder()) {
+      if (!shouldFold(*node))
+        continue;
+      std::vector<ir::RefTensor> operandValues;
+      bool evaluated = true;
+      for (const ir::Value *operand : node->operands()) {
+        auto value = evaluate(*operand->definingNode(), {});
+        if (!value) {
+          evaluated = false;
+          break;
+        }
+        operandValues.push_back(std::move(*value));
+      }
+      if (!evaluated)
+        continue;
+      std::vector<const ir::RefTensor *> operandPointers;
+      for (const ir::RefTensor &value : operandValues)
+        operandPointers.push_back(&value);
+      // A reference that fails (an index out of range) is left in place: the
+      // interpreter or the compiled kernel reports it when the graph runs.
+      auto result = evaluate(*node, operandPointers);
+      if (!result)
+        continue;
+      KILN_TRY(ir::Value * folded, graph.addNode(ir::OpKind::Constant, {},
+                                                  constantAttrs(*result), node->location()));
+      graph.replaceAllUsesWith(node->result(), folded);
+      graph.eraseNode(node);
+      changed = true;
+    }
+    return changed;
+  }
+
+private:
+  static ir::AttrMap constantAttrs(const ir::RefTensor &tensor) {
+    std::vector<double> values = tensor.data;
+    bool splat = values.empty() || std::all_of(values.begin(), values.end(), [&](double v) {
+                   return sameBits(v, values.front());
+                 });
+    if (splat)
+      values = {values.empty() ? 0.0 : values.front()};
+    return ir::AttrMap{{"dtype", tensor.type.dtype},
+                       {"shape", tensor.type.shape},
+                       {"value", std::move(values)}};
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createConstantFoldingPass() { return std::make_unique<ConstantFolding>(); }
+
+} // namespace kiln::passes

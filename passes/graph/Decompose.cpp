@@ -1,0 +1,81 @@
+// "decompose": replaces composite ops (softmax, log_softmax, layer_norm,
+// batch_norm, global_avg_pool, scaled_dot_product_attention) by the primitive
+// ops their op-table decomposition builds (ir/graph/Decompositions.cpp).
+//
+// Why: a backend then only needs kernels for primitives, and fusion sees the
+// reductions and elementwise steps inside a composite, so it can group them
+// with their neighbours. A backend with a fused kernel for some composite
+// (attention, say) runs a decompose pass limited to the others.
+#include "passes/graph/GraphPasses.h"
+
+#include "ir/graph/Graph.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace kiln::passes {
+
+namespace {
+
+class Decompose final : public Pass {
+public:
+  explicit Decompose(std::vector<ir::OpKind> onlyOps) : onlyOps_(std::move(onlyOps)) {}
+
+  std::string_view name() const override { return "decompose"; }
+  std::string_view description() const override {
+    return "rewrites composite ops into primitive ops";
+  }
+
+  Expected<bool> run(ir::Graph &graph) override {
+    bool changed = false;
+    for (ir::Node *node : graph.topologicalOrder()) {
+      ir::DecomposeFn decompose = node->info().decompose;
+      if (!decompose || !selected(node->kind()))
+        continue;
+      KILN_TRY(ir::Value * replacement, decompose(graph, *node));
+      KILN_CHECK(replacement->type() == node->type(),
+                 fmt::format("decomposition of {} gives {}, expected {}", node->name(),
+                             replacement->type().str(), node->type().str()));
+      graph.replaceAllUsesWith(node->result(), replacement);
+      graph.eraseNode(node);
+      changed = true;
+    }
+    return changed;
+  }
+
+private:
+  bool selected(ir::OpKind kind) const {
+    return onlyOps_.empty() || std::find(onlyOps_.begin(), onlyOps_.end(), kind) != onlyOps_.end();
+  }
+
+  std::vector<ir::OpKind> onlyOps_;
+};
+
+} // namespace
+
+std::unique_ptr<Pass> createDecomposePass(std::vector<ir::OpKind> onlyOps) {
+  return std::make_unique<Decompose>(std::move(onlyOps));
+}
+
+Expected<std::unique_ptr<Pass>> createDecomposePass(std::span<const std::string_view> opNames) {
+  std::vector<ir::OpKind> kinds;
+  std::string composites;
+  for (const ir::OpInfo &info : ir::allOps())
+    if (info.decompose)
+      composites += (composites.empty() ? "" : ", ") + std::string(info.name);
+  for (std::string_view name : opNames) {
+    std::optional<ir::OpKind> kind = ir::opKindFromName(name);
+    if (!kind || !ir::opInfo(*kind).decompose)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("decompose: '{}' is not {}; ops with a decomposition: {}", name,
+                                   kind ? "a composite op" : "an op", composites));
+    kinds.push_back(*kind);
+  }
+  if (kinds.empty())
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("decompose: no ops listed; ops with a decomposition: {}",
+                                 composites));
+  return createDecomposePass(std::move(kinds));
+}
+
+} // namespace kiln::passes

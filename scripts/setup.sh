@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs kiln's build dependencies from Debian's packages when they are missing.
+# Safe to run repeatedly: it only calls apt-get when a package is absent.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache python3
+  llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev
+  libfmt-dev catch2 libsqlite3-dev zlib1g-dev
+  dataset-fashion-mnist
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "kiln setup: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

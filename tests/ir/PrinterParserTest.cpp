@@ -1,0 +1,2 @@
+// Round trips and parse errors of the graph IR text form.
+#include <catch2/catch.hpp>

@@ -1,0 +1,18 @@
+# lit configuration for kiln's golden IR tests: `.kir` files run through kiln-opt
+# and checked with FileCheck.
+import os
+import lit.formats
+
+config.name = "kiln"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".kir"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kiln_tools_dir, "tests", "lit-out")
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "Inputs"]
+config.environment["PATH"] = os.pathsep.join(
+    [config.kiln_tools_dir, config.kiln_examples_dir, config.filecheck_dir,
+     config.environment.get("PATH", os.environ.get("PATH", ""))])
+# Sanitizer builds: leak reports from a crashing parser must fail the test.
+for var in ["ASAN_OPTIONS", "UBSAN_OPTIONS"]:
+    if var in os.environ:
+        config.environment[var] = os.environ[var]

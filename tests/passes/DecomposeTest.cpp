@@ -1,0 +1,245 @@
+// "decompose": every composite op's decomposition matches the op's own
+// reference on random inputs at odd sizes, uses only primitive ops, and keeps
+// the node's location; a limited pass leaves the other composites alone.
+//
+// Tolerances, |decomposed - fused| <= tol * max(1, |fused|): f64 1e-12 (only
+// the order of fp64 operations differs); f32 1e-5 (each primitive rounds to
+// f32, about 6e-8 per step); f16 and bf16 round every intermediate to 11 and
+// 8 significant bits, so 2e-2 and 1e-1 (a few ulps of the larger
+// intermediates, e.g. the centered values of layer norm).
+#include "PassTestUtil.h"
+
+#include "passes/graph/GraphPasses.h"
+
+#include <cmath>
+#include <functional>
+
+using namespace kiln;
+using namespace kiln::ir;
+using namespace kiln::passes;
+using namespace kiln::testing;
+
+namespace {
+
+double toleranceFor(DType dtype) {
+  switch (dtype) {
+  case DType::F64: return 1e-12;
+  case DType::F32: return 1e-5;
+  case DType::F16: return 2e-2;
+  case DType::BF16: return 1e-1;
+  default: FAIL("no tolerance for " << dtypeName(dtype)); return 0;
+  }
+}
+
+const Location kModelLine{"model.cpp", 42, 3};
+
+/// Adds one composite node over fresh inputs named a, b, c, ... and makes it
+/// the output.
+Value *addComposite(Graph &graph, OpKind kind, DType dtype, std::vector<Shape> shapes,
+                    AttrMap attrs) {
+  std::vector<Value *> operands;
+  for (size_t i = 0; i < shapes.size(); ++i)
+    operands.push_back(*graph.addInput(std::string(1, static_cast<char>('a' + i)),
+                                       tensorType(dtype, shapes[i])));
+  auto value = graph.addNode(kind, operands, std::move(attrs), kModelLine);
+  if (!value)
+    FAIL("cannot build " << opName(kind) << ": " << value.error().str());
+  REQUIRE(graph.addOutput("out", *value));
+  return *value;
+}
+
+/// Decomposes the graph's composite nodes and compares the outputs with the
+/// fused op's reference on two random draws. `fixBindings` adjusts inputs
+/// that must satisfy a precondition (a positive variance).
+void checkDecomposition(Graph &graph, DType dtype,
+                        const std::function<void(NamedTensors &, Rng &)> &fixBindings = {}) {
+  std::vector<NamedTensors> draws;
+  std::vector<NamedTensors> expected;
+  for (uint64_t seed : {101u, 202u}) {
+    NamedTensors bindings = randomBindings(graph, seed);
+    if (fixBindings) {
+      Rng rng(seed + 1);
+      fixBindings(bindings, rng);
+    }
+    expected.push_back(interpretOrFail(graph, bindings));
+    draws.push_back(std::move(bindings));
+  }
+  CHECK(runPassOrFail(createDecomposePass(), graph));
+  for (const Node *node : graph.nodes()) {
+    INFO("node " << node->name());
+    CHECK(node->info().decompose == nullptr);
+    CHECK(node->location().str() == kModelLine.str());
+    if (node->kind() == OpKind::Constant || node->kind() == OpKind::MatMul) {
+      bool intSide = node->type().dtype == DType::I64 || node->type().dtype == DType::Bool;
+      CHECK((intSide || node->type().dtype == dtype));
+    }
+  }
+  for (size_t i = 0; i < draws.size(); ++i)
+    requireCloseOutputs(expected[i], interpretOrFail(graph, draws[i]), toleranceFor(dtype));
+}
+
+} // namespace
+
+TEST_CASE("decompose global_avg_pool", "[passes][decompose]") {
+  DType dtype = GENERATE(DType::F64, DType::F32, DType::F16, DType::BF16);
+  std::string layout = GENERATE(std::string("nchw"), std::string("nhwc"));
+  INFO(dtypeName(dtype) << " " << layout);
+  Graph graph;
+  Shape shape = layout == "nchw" ? Shape{2, 3, 5, 7} : Shape{2, 5, 7, 3};
+  addComposite(graph, OpKind::GlobalAvgPool, dtype, {shape}, {{"layout", layout}});
+  checkDecomposition(graph, dtype);
+  REQUIRE(nodeKinds(graph) == std::vector<std::string>{"reduce_mean"});
+  const Node *mean = graph.outputs()[0].value->definingNode();
+  CHECK(getInts(mean->attrs(), "axes") ==
+        (layout == "nchw" ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{1, 2}));
+  CHECK(getBool(mean->attrs(), "keepdims"));
+}
+
+TEST_CASE("decompose softmax and log_softmax", "[passes][decompose]") {
+  DType dtype = GENERATE(DType::F64, DType::F32, DType::F16, DType::BF16);
+  int64_t axis = GENERATE(int64_t{-1}, int64_t{0}, int64_t{1});
+  bool logarithm = GENERATE(false, true);
+  INFO(dtypeName(dtype) << " axis " << axis << (logarithm ? " log_softmax" : " softmax"));
+  Graph graph;
+  addComposite(graph, logarithm ? OpKind::LogSoftmax : OpKind::Softmax, dtype, {{3, 7, 5}},
+               {{"axis", axis}});
+  checkDecomposition(graph, dtype);
+  if (logarithm)
+    CHECK(nodeKinds(graph) == std::vector<std::string>{"reduce_max", "sub", "exp", "reduce_sum",
+                                                       "log", "sub"});
+  else
+    CHECK(nodeKinds(graph) ==
+          std::vector<std::string>{"reduce_max", "sub", "exp", "reduce_sum", "div"});
+  const Node *max = graph.topologicalOrder().front();
+  CHECK(getInts(max->attrs(), "axes") == std::vector<int64_t>{axis < 0 ? 2 : axis});
+}
+
+TEST_CASE("decompose softmax keeps large inputs finite", "[passes][decompose]") {
+  // Without subtracting the maximum, exp(800) overflows to inf and the
+  // result is NaN.
+  Graph graph;
+  addComposite(graph, OpKind::Softmax, DType::F64, {{2, 3}}, {});
+  checkDecomposition(graph, DType::F64, [](NamedTensors &bindings, Rng &) {
+    bindings["a"] = HostTensor::fromDoubles(DType::F64, {2, 3},
+                                            std::vector<double>{800, 801, 799, -5, 0, 5});
+  });
+  NamedTensors out = interpretOrFail(
+      graph, {{"a", HostTensor::fromDoubles(DType::F64, {2, 3},
+                                            std::vector<double>{800, 801, 799, -5, 0, 5})}});
+  double sum = 0;
+  for (int i = 0; i < 3; ++i)
+    sum += out["out"].getDouble(i);
+  CHECK(sum == Approx(1.0).epsilon(1e-15));
+}
+
+TEST_CASE("decompose layer_norm", "[passes][decompose]") {
+  DType dtype = GENERATE(DType::F64, DType::F32, DType::F16, DType::BF16);
+  int64_t axis = GENERATE(int64_t{-1}, int64_t{1}, int64_t{0});
+  double epsilon = GENERATE(1e-5, 0.25);
+  INFO(dtypeName(dtype) << " axis " << axis << " epsilon " << epsilon);
+  Shape x{3, 5, 7};
+  Shape normalized(x.begin() + (axis < 0 ? 2 : axis), x.end());
+  Graph graph;
+  addComposite(graph, OpKind::LayerNorm, dtype, {x, normalized, normalized},
+               {{"axis", axis}, {"epsilon", epsilon}});
+  checkDecomposition(graph, dtype);
+  CHECK(countNodes(graph, OpKind::ReduceMean) == 2);
+  CHECK(countNodes(graph, OpKind::Rsqrt) == 1);
+  const Node *mean = graph.topologicalOrder().front();
+  REQUIRE(mean->kind() == OpKind::ReduceMean);
+  std::vector<int64_t> axes;
+  for (int64_t a = axis < 0 ? 2 : axis; a < 3; ++a)
+    axes.push_back(a);
+  CHECK(getInts(mean->attrs(), "axes") == axes);
+}
+
+TEST_CASE("decompose batch_norm", "[passes][decompose]") {
+  DType dtype = GENERATE(DType::F64, DType::F32, DType::F16, DType::BF16);
+  struct Case {
+    Shape x;
+    int64_t axis;
+    size_t reshapes;
+  };
+  Case c = GENERATE(Case{{2, 3, 5, 7}, 1, 3}, Case{{2, 5, 7, 3}, 3, 0}, Case{{5, 3}, 1, 0},
+                    Case{{2, 5, 7, 3}, -1, 0}, Case{{3, 5, 2}, 0, 3});
+  INFO(dtypeName(dtype) << " x " << shapeStr(c.x) << " axis " << c.axis);
+  int64_t channels = c.x[static_cast<size_t>(c.axis < 0 ? c.axis + 4 : c.axis)];
+  Graph graph;
+  addComposite(graph, OpKind::BatchNorm, dtype,
+               {c.x, {channels}, {channels}, {channels}, {channels}},
+               {{"axis", c.axis}, {"epsilon", 1e-3}});
+  checkDecomposition(graph, dtype, [&](NamedTensors &bindings, Rng &rng) {
+    bindings["e"] = HostTensor::randomUniform(dtype, {channels}, rng, 0.1, 2.0); // variance > 0
+  });
+  CHECK(countNodes(graph, OpKind::Reshape) == c.reshapes);
+  CHECK(countNodes(graph, OpKind::Rsqrt) == 1);
+  // The per-channel factor is computed on [C], not on the whole tensor.
+  for (const Node *node : graph.nodes())
+    if (node->kind() == OpKind::Rsqrt)
+      CHECK(node->type().shape == Shape{channels});
+}
+
+TEST_CASE("decompose scaled_dot_product_attention", "[passes][decompose]") {
+  DType dtype = GENERATE(DType::F64, DType::F32, DType::F16, DType::BF16);
+  bool causal = GENERATE(false, true);
+  struct Case {
+    Shape q, k, v;
+  };
+  Case c = GENERATE(Case{{2, 5, 3}, {2, 7, 3}, {2, 7, 4}},      // more keys than queries
+                    Case{{2, 7, 3}, {2, 5, 3}, {2, 5, 4}},      // fewer: causal rows with no key
+                    Case{{2, 3, 5, 4}, {3, 6, 4}, {1, 6, 5}},   // broadcast batch dims
+                    Case{{1, 1, 9}, {1, 1, 9}, {1, 1, 1}});     // a single key
+  INFO(dtypeName(dtype) << (causal ? " causal" : "") << " q " << shapeStr(c.q) << " k "
+                        << shapeStr(c.k) << " v " << shapeStr(c.v));
+  Graph graph;
+  double scale = 1.0 / std::sqrt(static_cast<double>(c.q.back()));
+  addComposite(graph, OpKind::ScaledDotProductAttention, dtype, {c.q, c.k, c.v},
+               {{"causal", causal}, {"scale", scale}});
+  checkDecomposition(graph, dtype);
+  CHECK(countNodes(graph, OpKind::MatMul) == 2);
+  CHECK(countNodes(graph, OpKind::Exp) == 1);
+  CHECK(countNodes(graph, OpKind::Where) == (causal ? 1u : 0u));
+  CHECK(countNodes(graph, OpKind::Iota) == (causal ? 2u : 0u));
+  for (const Node *node : graph.nodes())
+    if (node->kind() == OpKind::MatMul)
+      CHECK(getType(node->attrs(), "accumulate") ==
+            (dtype == DType::F64 ? DType::F64 : DType::F32));
+}
+
+TEST_CASE("causal attention with more queries than keys gives NaN rows, as the reference does",
+          "[passes][decompose]") {
+  Graph graph;
+  addComposite(graph, OpKind::ScaledDotProductAttention, DType::F64, {{4, 2}, {2, 2}, {2, 3}},
+               {{"causal", true}, {"scale", 0.5}});
+  NamedTensors bindings = randomBindings(graph, 8);
+  NamedTensors fused = interpretOrFail(graph, bindings);
+  CHECK(runPassOrFail(createDecomposePass(), graph));
+  NamedTensors decomposed = interpretOrFail(graph, bindings);
+  // Query i sees keys j <= i - 2: rows 0 and 1 see none.
+  for (int64_t i = 0; i < 12; ++i) {
+    INFO("element " << i);
+    CHECK(std::isnan(decomposed["out"].getDouble(i)) == (i < 6));
+    CHECK(std::isnan(fused["out"].getDouble(i)) == (i < 6));
+  }
+  requireCloseOutputs(fused, decomposed, 1e-12);
+}
+
+TEST_CASE("a limited decompose pass leaves other composites alone", "[passes][decompose]") {
+  Graph graph;
+  Value *x = *graph.addInput("x", tensorType(DType::F32, {4, 6}));
+  Value *scale = *graph.addParam("scale", tensorType(DType::F32, {6}));
+  Value *bias = *graph.addParam("bias", tensorType(DType::F32, {6}));
+  Value *norm = node(graph, OpKind::LayerNorm, {x, scale, bias});
+  REQUIRE(graph.addOutput("y", node(graph, OpKind::Softmax, {norm})));
+  NamedTensors bindings = randomBindings(graph, 4);
+  NamedTensors before = interpretOrFail(graph, bindings);
+  CHECK(runPassOrFail(createDecomposePass({OpKind::Softmax}), graph));
+  CHECK(countNodes(graph, OpKind::LayerNorm) == 1);
+  CHECK(countNodes(graph, OpKind::Softmax) == 0);
+  CHECK(countNodes(graph, OpKind::Exp) == 1);
+  requireCloseOutputs(before, interpretOrFail(graph, bindings), 1e-5);
+  CHECK_FALSE(runPassOrFail(createDecomposePass({OpKind::Softmax}), graph));
+  CHECK(runPassOrFail(createDecomposePass(), graph));
+  CHECK(countNodes(graph, OpKind::LayerNorm) == 0);
+  requireCloseOutputs(before, interpretOrFail(graph, bindings), 1e-5);
+}

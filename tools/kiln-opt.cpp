@@ -1,0 +1,191 @@
+// kiln-opt: parses graph IR text, verifies it, runs named passes and prints the
+// result. It drives the lit golden tests (tests/lit) the way mlir-opt does.
+#include "ir/graph/OpReference.h"
+#include "ir/graph/Parser.h"
+#include "ir/graph/Printer.h"
+#include "ir/graph/Verifier.h"
+#include "passes/PassManager.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace kiln;
+
+constexpr std::string_view kSplitMarker = "// -----";
+
+constexpr const char *kUsage =
+    R"(usage: kiln-opt [options] [file|-]
+
+Parses graph IR text (from stdin when the file is '-' or missing), verifies it,
+runs a pipeline of passes and prints the resulting IR to stdout. Errors go to
+stderr as 'file:line:column: error: message' and make the exit status 1.
+
+options:
+  --passes=a,b,c       run these passes in order (see --list-passes)
+  --print-after-each   print the IR to stderr after every pass
+  --no-verify          skip the verifier, before and between passes
+  --split-input-file   treat each chunk between '// -----' lines as its own
+                       input: errors are reported and the next chunk runs;
+                       outputs are separated by '// -----'
+  --list-passes        list the registered passes and exit
+  --print-op-reference print the markdown op reference of docs/ir.md and exit
+  --help               print this help and exit
+)";
+
+struct Options {
+  std::string file = "-";
+  std::string passes;
+  bool printAfterEach = false;
+  bool verify = true;
+  bool splitInputFile = false;
+};
+
+/// "file:line:column: error: message", then one "note:" line per note.
+std::string diagnosticStr(const Error &error) {
+  std::string out;
+  std::string where = error.location() && error.location()->known()
+                          ? error.location()->str() + ": "
+                          : std::string("kiln-opt: ");
+  out = where + "error: " + error.message() + "\n";
+  for (const std::string &note : error.notes())
+    out += where + "note: " + note + "\n";
+  return out;
+}
+
+Expected<std::string> readInput(const std::string &file) {
+  std::ostringstream buffer;
+  if (file == "-") {
+    buffer << std::cin.rdbuf();
+    return buffer.str();
+  }
+  std::ifstream stream(file, std::ios::binary);
+  if (!stream)
+    return makeError(ErrorCode::IOError, "cannot open '" + file + "'");
+  buffer << stream.rdbuf();
+  return buffer.str();
+}
+
+/// One input chunk and the file line its text starts on.
+struct Chunk {
+  std::string_view text;
+  unsigned firstLine;
+};
+
+/// Cuts `text` at every line that starts with "// -----"; the marker lines
+/// belong to no chunk.
+std::vector<Chunk> splitInput(std::string_view text) {
+  std::vector<Chunk> chunks;
+  size_t chunkStart = 0, lineStart = 0;
+  unsigned line = 1, chunkLine = 1;
+  while (lineStart <= text.size()) {
+    size_t lineEnd = text.find('\n', lineStart);
+    if (lineEnd == std::string_view::npos)
+      lineEnd = text.size();
+    if (text.substr(lineStart, lineEnd - lineStart).starts_with(kSplitMarker)) {
+      chunks.push_back(Chunk{text.substr(chunkStart, lineStart - chunkStart), chunkLine});
+      chunkStart = std::min(lineEnd + 1, text.size());
+      chunkLine = line + 1;
+    }
+    lineStart = lineEnd + 1;
+    ++line;
+  }
+  chunks.push_back(Chunk{text.substr(chunkStart), chunkLine});
+  return chunks;
+}
+
+/// Parses, verifies, transforms and prints one chunk.
+Expected<std::string> processChunk(const Chunk &chunk, const std::string &fileName,
+                                   const Options &options) {
+  KILN_TRY(std::unique_ptr<ir::Graph> graph, ir::parseGraph(chunk.text, fileName, chunk.firstLine));
+  if (options.verify)
+    KILN_TRY_VOID(ir::verifyGraph(*graph));
+  if (!options.passes.empty()) {
+    passes::PassManager manager;
+    KILN_TRY_VOID(manager.addPipeline(options.passes));
+    manager.setVerifyEach(options.verify);
+    if (options.printAfterEach)
+      manager.setPrintAfterEach(&std::cerr);
+    KILN_TRY(bool changed, manager.run(*graph));
+    (void)changed;
+  }
+  return ir::printGraph(*graph);
+}
+
+int listPasses() {
+  for (std::string_view name : passes::registeredPassNames()) {
+    auto pass = passes::createPass(name);
+    std::cout << name;
+    if (pass)
+      std::cout << "\t" << (*pass)->description();
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  bool sawFile = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      return 0;
+    } else if (arg == "--list-passes") {
+      return listPasses();
+    } else if (arg == "--print-op-reference") {
+      std::cout << kiln::ir::printOpReference();
+      return 0;
+    } else if (arg.starts_with("--passes=")) {
+      options.passes = std::string(arg.substr(std::string_view("--passes=").size()));
+    } else if (arg == "--print-after-each") {
+      options.printAfterEach = true;
+    } else if (arg == "--no-verify") {
+      options.verify = false;
+    } else if (arg == "--split-input-file") {
+      options.splitInputFile = true;
+    } else if (arg.starts_with("-") && arg != "-") {
+      std::cerr << "kiln-opt: error: unknown option '" << arg << "'\n" << kUsage;
+      return 1;
+    } else if (sawFile) {
+      std::cerr << "kiln-opt: error: more than one input file ('" << options.file << "' and '"
+                << arg << "')\n";
+      return 1;
+    } else {
+      options.file = std::string(arg);
+      sawFile = true;
+    }
+  }
+
+  auto text = readInput(options.file);
+  if (!text) {
+    std::cerr << diagnosticStr(text.error());
+    return 1;
+  }
+  std::string fileName = options.file == "-" ? "<stdin>" : options.file;
+  std::vector<Chunk> chunks =
+      options.splitInputFile ? splitInput(*text) : std::vector<Chunk>{Chunk{*text, 1}};
+
+  bool failed = false;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (i != 0)
+      std::cout << kSplitMarker << "\n";
+    auto output = processChunk(chunks[i], fileName, options);
+    if (output) {
+      std::cout << *output;
+    } else {
+      std::cout.flush();
+      std::cerr << diagnosticStr(output.error());
+      failed = true;
+    }
+  }
+  std::cout.flush();
+  return failed ? 1 : 0;
+}
