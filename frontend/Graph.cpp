@@ -40,8 +40,9 @@ Tensor Graph::fail(Error error, const std::source_location &loc) {
   ++errorCount_;
   if (!firstError_) {
     if (!error.location() || !error.location()->known())
-      error = std::move(error).at(Location::fromSource(loc));
-    firstError_ = std::move(error);
+      firstError_ = std::move(error).at(Location::fromSource(loc));
+    else
+      firstError_ = std::move(error);
   }
   return Tensor(this, nullptr);
 }

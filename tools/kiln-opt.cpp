@@ -99,12 +99,35 @@ std::vector<Chunk> splitInput(std::string_view text) {
   return chunks;
 }
 
+/// The line of the chunk's `graph` keyword: the first line that is neither
+/// blank nor a comment.
+unsigned graphLine(const Chunk &chunk) {
+  unsigned line = chunk.firstLine;
+  size_t start = 0;
+  while (start < chunk.text.size()) {
+    size_t end = std::min(chunk.text.find('\n', start), chunk.text.size());
+    std::string_view text = chunk.text.substr(start, end - start);
+    size_t first = text.find_first_not_of(" \t\r");
+    if (first != std::string_view::npos && !text.substr(first).starts_with("//"))
+      return line;
+    start = end + 1;
+    ++line;
+  }
+  return chunk.firstLine;
+}
+
 /// Parses, verifies, transforms and prints one chunk.
 Expected<std::string> processChunk(const Chunk &chunk, const std::string &fileName,
                                    const Options &options) {
   KILN_TRY(std::unique_ptr<ir::Graph> graph, ir::parseGraph(chunk.text, fileName, chunk.firstLine));
-  if (options.verify)
-    KILN_TRY_VOID(ir::verifyGraph(*graph));
+  if (options.verify) {
+    auto verified = ir::verifyGraph(*graph);
+    // A graph-wide failure has no node to point at: name the graph's line.
+    if (!verified && !verified.error().location())
+      return std::unexpected(
+          Error(verified.error()).at(Location{fileName, graphLine(chunk), 0}));
+    KILN_TRY_VOID(std::move(verified));
+  }
   if (!options.passes.empty()) {
     passes::PassManager manager;
     KILN_TRY_VOID(manager.addPipeline(options.passes));

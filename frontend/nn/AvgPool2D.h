@@ -9,9 +9,10 @@ namespace kiln::nn {
 class AvgPool2D : public Layer {
 public:
   explicit AvgPool2D(Pool2DConfig config);
-  explicit AvgPool2D(std::array<int64_t, 2> pool = {2, 2}, std::array<int64_t, 2> stride = {0, 0},
-                     Padding padding = Padding::valid(), Layout layout = Layout::NCHW,
-                     std::string name = {});
+  /// A square `pool` x `pool` window; stride 0 means `pool`. For other
+  /// shapes use the config: AvgPool2D({.pool = {3, 2}, .stride = {1, 1}}).
+  explicit AvgPool2D(int64_t pool = 2, int64_t stride = 0, Padding padding = Padding::valid(),
+                     Layout layout = Layout::NCHW, std::string name = {});
   const Pool2DConfig &config() const { return config_; }
 
 protected:

@@ -10,7 +10,7 @@ struct BatchNormConfig {
   int64_t axis = 1;
   /// PyTorch's default (Keras uses 1e-3).
   double epsilon = 1e-5;
-  std::string name;
+  std::string name = {};
 };
 
 /// Parameters (PyTorch's names): "weight" (ones) and "bias" (zeros),

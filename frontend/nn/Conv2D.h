@@ -21,7 +21,7 @@ struct Conv2DConfig {
   Layout layout = Layout::NCHW;
   Initializer kernelInitializer = glorotUniform;
   Initializer biasInitializer = zeros;
-  std::string name;
+  std::string name = {};
 };
 
 /// weight is [filters, C/groups, KH, KW] for nchw and [filters, KH, KW, C/groups]

@@ -12,7 +12,7 @@ struct DenseConfig {
   bool useBias = true;
   Initializer kernelInitializer = glorotUniform;
   Initializer biasInitializer = zeros;
-  std::string name;
+  std::string name = {};
 };
 
 /// Maps the last axis of x [..., in] to `units`: weight is [in, units] (the

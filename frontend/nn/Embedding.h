@@ -11,7 +11,7 @@ struct EmbeddingConfig {
   /// Keras's default: uniform in [-0.05, 0.05).
   Initializer initializer = uniformInitializer(-0.05, 0.05);
   DType dtype = DType::F32;
-  std::string name;
+  std::string name = {};
 };
 
 /// ids of any shape S (an integer dtype) -> S + [dim], a gather on axis 0 of

@@ -17,7 +17,7 @@ struct LSTMConfig {
   /// Start the forget gate's bias at 1 (Jozefowicz et al. 2015; Keras's
   /// unit_forget_bias), the rest at 0.
   bool unitForgetBias = true;
-  std::string name;
+  std::string name = {};
 };
 
 /// Input x [B, T, F] (batch-major). Parameters, with gates packed in the order

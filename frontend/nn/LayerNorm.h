@@ -10,7 +10,7 @@ struct LayerNormConfig {
   int64_t axis = -1;
   /// PyTorch's and GPT-2's default (Keras uses 1e-3).
   double epsilon = 1e-5;
-  std::string name;
+  std::string name = {};
 };
 
 /// Parameters "weight" (ones) and "bias" (zeros).

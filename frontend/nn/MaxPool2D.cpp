@@ -6,10 +6,10 @@ namespace kiln::nn {
 MaxPool2D::MaxPool2D(Pool2DConfig config)
     : Layer("max_pool2d", config.name), config_(std::move(config)) {}
 
-MaxPool2D::MaxPool2D(std::array<int64_t, 2> pool, std::array<int64_t, 2> stride, Padding padding,
-                     Layout layout, std::string name)
-    : MaxPool2D(Pool2DConfig{.pool = pool,
-                             .stride = stride,
+MaxPool2D::MaxPool2D(int64_t pool, int64_t stride, Padding padding, Layout layout,
+                     std::string name)
+    : MaxPool2D(Pool2DConfig{.pool = {pool, pool},
+                             .stride = {stride, stride},
                              .padding = padding,
                              .layout = layout,
                              .name = std::move(name)}) {}

@@ -20,7 +20,7 @@ struct MultiHeadAttentionConfig {
   /// Query i attends to keys j <= i (a decoder's mask).
   bool causal = false;
   bool useBias = true;
-  std::string name;
+  std::string name = {};
 };
 
 /// Inputs are [B, L, E]. Sub-layers (Dense, named query, key, value, output,

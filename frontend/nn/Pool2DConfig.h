@@ -16,7 +16,7 @@ struct Pool2DConfig {
   Layout layout = Layout::NCHW;
   /// AvgPool2D only: divide by the whole window, padding included.
   bool countIncludePad = false;
-  std::string name;
+  std::string name = {};
 
   Pool2DOptions options() const {
     return {.kernel = pool,

@@ -48,7 +48,7 @@ Expected<std::unordered_map<const Value *, RefTensor>> bindLeaves(const Graph &g
 /// For each value, the position in `order` of the last node that reads it.
 /// Values that are graph outputs are absent: they live to the end.
 std::unordered_map<const Value *, size_t> lastUses(const Graph &graph,
-                                                    const std::vector<Node *> &order) {
+                                                   const std::vector<Node *> &order) {
   std::unordered_map<const Value *, size_t> last;
   for (size_t position = 0; position < order.size(); ++position)
     for (const Value *operand : order[position]->operands())
@@ -107,8 +107,8 @@ Expected<NamedTensors> interpret(const Graph &graph, const NamedTensors &inputsA
   NamedTensors outputs;
   for (const GraphOutput &output : graph.outputs()) {
     const RefTensor &tensor = values.at(output.value);
-    outputs.insert_or_assign(output.name, HostTensor::fromDoubles(tensor.type.dtype,
-                                                                  tensor.type.shape, tensor.data));
+    outputs.insert_or_assign(
+        output.name, HostTensor::fromDoubles(tensor.type.dtype, tensor.type.shape, tensor.data));
   }
   return outputs;
 }

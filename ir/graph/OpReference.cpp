@@ -48,9 +48,11 @@ std::string printOpReference() {
                        opCategoryName(op.category), operandCount(op), cell(op.doc));
   for (const OpInfo &op : allOps()) {
     out += fmt::format("\n### {}\n\n", op.name);
-    out += fmt::format("{}. Category: {}; operands: {}{}.\n", op.doc,
-                       opCategoryName(op.category), operandCount(op),
-                       op.decompose ? "; decomposes into primitive ops" : "");
+    out += std::string(op.doc) + "\n\n";
+    out += fmt::format("- category: {}\n- operands: {}\n", opCategoryName(op.category),
+                       operandCount(op));
+    if (op.decompose)
+      out += "- composite: the `decompose` pass rewrites it into primitive ops\n";
     if (!op.attrs.empty())
       out += "\n" + attributeTable(op);
   }

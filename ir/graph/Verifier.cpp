@@ -1,6 +1,7 @@
 // The graph verifier: every invariant a pass may rely on, checked in one place.
 #include "ir/graph/Verifier.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <set>
 #include <unordered_set>
@@ -16,6 +17,27 @@ std::unexpected<Error> verifyError(const Node *node, std::string message) {
   if (node)
     message = fmt::format("{} (node #{}): {}", node->name(), node->id(), message);
   return makeError(ErrorCode::VerifyError, std::move(message), location);
+}
+
+// Attribute equality where a NaN equals itself (operator== on the variant
+// says NaN != NaN, which would reject every folded NaN constant).
+bool sameAttrs(const AttrMap &a, const AttrMap &b) {
+  auto sameDouble = [](double x, double y) { return x == y || (x != x && y != y); };
+  auto sameAttr = [&](const Attr &x, const Attr &y) {
+    if (x.index() != y.index())
+      return false;
+    if (const auto *d = std::get_if<double>(&x))
+      return sameDouble(*d, std::get<double>(y));
+    if (const auto *ds = std::get_if<std::vector<double>>(&x)) {
+      const auto &es = std::get<std::vector<double>>(y);
+      return ds->size() == es.size() && std::equal(ds->begin(), ds->end(), es.begin(), sameDouble);
+    }
+    return x == y;
+  };
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [&](const auto &x,
+                                                                               const auto &y) {
+           return x.first == y.first && sameAttr(x.second, y.second);
+         });
 }
 
 Expected<void> verifyNode(const Node &node, const std::unordered_set<const Value *> &live) {
@@ -43,7 +65,7 @@ Expected<void> verifyNode(const Node &node, const std::unordered_set<const Value
   auto inferred = inferResultType(node.kind(), operandTypes, attrs);
   if (!inferred)
     return verifyError(&node, inferred.error().message());
-  if (attrs != node.attrs())
+  if (!sameAttrs(attrs, node.attrs()))
     return verifyError(&node, "attributes are not normalized (a default is missing)");
   if (*inferred != node.type())
     return verifyError(&node, fmt::format("result type is {} but the operands give {}",

@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstring>
+#include <algorithm>
 
 using namespace kiln;
 using namespace kiln::io;
@@ -86,7 +86,7 @@ TEST_CASE("safetensors round-trips every dtype bit for bit", "[safetensors]") {
     const HostTensor &actual = it->second;
     CHECK(actual.typeStr() == expected.typeStr());
     REQUIRE(actual.byteSize() == expected.byteSize());
-    CHECK(std::memcmp(actual.bytes().data(), expected.bytes().data(), actual.byteSize()) == 0);
+    CHECK(std::equal(actual.bytes().begin(), actual.bytes().end(), expected.bytes().begin()));
   }
 
   // Saving the loaded map again reproduces the file byte for byte.

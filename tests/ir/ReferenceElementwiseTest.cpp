@@ -93,8 +93,8 @@ TEST_CASE("add broadcasts like NumPy", "[reference][op:add]") {
   checkExact(run(OpKind::Add, {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({3}, {10, 20, 30})}),
              DType::F32, {2, 3}, {11, 22, 33, 14, 25, 36});
   // [2,1] + [1,3]: an outer sum.
-  checkExact(run(OpKind::Add, {f32({2, 1}, {1, 2}), f32({1, 3}, {10, 20, 30})}), DType::F32,
-             {2, 3}, {11, 21, 31, 12, 22, 32});
+  checkExact(run(OpKind::Add, {f32({2, 1}, {1, 2}), f32({1, 3}, {10, 20, 30})}), DType::F32, {2, 3},
+             {11, 21, 31, 12, 22, 32});
   // A scalar operand.
   checkExact(run(OpKind::Add, {f32({}, {0.5}), f32({2}, {1, 2})}), DType::F32, {2}, {1.5, 2.5});
 }
@@ -118,18 +118,21 @@ TEST_CASE("add rounds the exact sum to f16 and bf16", "[reference][op:add]") {
                                tensor(DType::F16, {2}, {0.00048828125, 0.00146484375})}),
              DType::F16, {2}, {1.0, 1.001953125});
   // bf16 has 8 significand bits: 256 + 1 is a tie between 256 and 258, giving 256; 256 + 3 -> 260.
-  checkExact(run(OpKind::Add, {tensor(DType::BF16, {2}, {256, 256}),
-                               tensor(DType::BF16, {2}, {1, 3})}),
-             DType::BF16, {2}, {256, 260});
+  checkExact(
+      run(OpKind::Add, {tensor(DType::BF16, {2}, {256, 256}), tensor(DType::BF16, {2}, {1, 3})}),
+      DType::BF16, {2}, {256, 260});
 }
 
 TEST_CASE("integer add, sub and mul wrap to the dtype", "[reference][op:add][op:sub][op:mul]") {
-  checkExact(run(OpKind::Add, {tensor(DType::I8, {2}, {100, -100}), tensor(DType::I8, {2}, {100, -100})}),
-             DType::I8, {2}, {-56, 56});
-  checkExact(run(OpKind::Add, {tensor(DType::I32, {1}, {2147483647}), tensor(DType::I32, {1}, {1})}),
-             DType::I32, {1}, {-2147483648.0});
-  checkExact(run(OpKind::Sub, {tensor(DType::I8, {2}, {-100, 5}), tensor(DType::I8, {2}, {100, 7})}),
-             DType::I8, {2}, {56, -2});
+  checkExact(
+      run(OpKind::Add, {tensor(DType::I8, {2}, {100, -100}), tensor(DType::I8, {2}, {100, -100})}),
+      DType::I8, {2}, {-56, 56});
+  checkExact(
+      run(OpKind::Add, {tensor(DType::I32, {1}, {2147483647}), tensor(DType::I32, {1}, {1})}),
+      DType::I32, {1}, {-2147483648.0});
+  checkExact(
+      run(OpKind::Sub, {tensor(DType::I8, {2}, {-100, 5}), tensor(DType::I8, {2}, {100, 7})}),
+      DType::I8, {2}, {56, -2});
   // (2^31 - 1)^2 = 2^62 - 2^32 + 1 is 1 modulo 2^32; an fp64 product would
   // have lost the low bits and given 0.
   checkExact(run(OpKind::Mul, {tensor(DType::I32, {2}, {2147483647, 65537}),
@@ -159,12 +162,12 @@ TEST_CASE("pow", "[reference][op:pow]") {
 }
 
 TEST_CASE("max and min propagate NaN", "[reference][op:max][op:min]") {
-  checkExact(run(OpKind::Max, {f32({4}, {1, kNaN, 3, -2}), f32({4}, {2, 0, kNaN, -5})}),
-             DType::F32, {4}, {2, kNaN, kNaN, -2});
-  checkExact(run(OpKind::Min, {f32({4}, {1, kNaN, 3, -2}), f32({4}, {2, 0, kNaN, -5})}),
-             DType::F32, {4}, {1, kNaN, kNaN, -5});
-  checkExact(run(OpKind::Max, {tensor(DType::I32, {2, 2}, {1, 5, -3, 8}),
-                               tensor(DType::I32, {2}, {2, 6})}),
+  checkExact(run(OpKind::Max, {f32({4}, {1, kNaN, 3, -2}), f32({4}, {2, 0, kNaN, -5})}), DType::F32,
+             {4}, {2, kNaN, kNaN, -2});
+  checkExact(run(OpKind::Min, {f32({4}, {1, kNaN, 3, -2}), f32({4}, {2, 0, kNaN, -5})}), DType::F32,
+             {4}, {1, kNaN, kNaN, -5});
+  checkExact(run(OpKind::Max,
+                 {tensor(DType::I32, {2, 2}, {1, 5, -3, 8}), tensor(DType::I32, {2}, {2, 6})}),
              DType::I32, {2, 2}, {2, 6, 2, 8});
 }
 
@@ -178,8 +181,9 @@ TEST_CASE("comparisons give bools, NaN compares unequal",
   checkExact(run(OpKind::Le, {a, b}), DType::Bool, {4}, {1, 1, 0, 0});
   checkExact(run(OpKind::Gt, {a, b}), DType::Bool, {4}, {0, 0, 1, 0});
   checkExact(run(OpKind::Ge, {a, b}), DType::Bool, {4}, {0, 1, 1, 0});
-  checkExact(run(OpKind::Lt, {tensor(DType::I32, {2, 1}, {1, 5}), tensor(DType::I32, {3}, {0, 1, 6})}),
-             DType::Bool, {2, 3}, {0, 0, 1, 0, 0, 1});
+  checkExact(
+      run(OpKind::Lt, {tensor(DType::I32, {2, 1}, {1, 5}), tensor(DType::I32, {3}, {0, 1, 6})}),
+      DType::Bool, {2, 3}, {0, 0, 1, 0, 0, 1});
 }
 
 TEST_CASE("and, or on bools with broadcasting", "[reference][op:and][op:or]") {
@@ -190,10 +194,11 @@ TEST_CASE("and, or on bools with broadcasting", "[reference][op:and][op:or]") {
 }
 
 TEST_CASE("where broadcasts all three operands", "[reference][op:where]") {
-  checkExact(run(OpKind::Where, {tensor(DType::Bool, {2, 1}, {1, 0}), f32({1, 3}, {1, 2, 3}),
-                                 f32({}, {9})}),
+  checkExact(run(OpKind::Where,
+                 {tensor(DType::Bool, {2, 1}, {1, 0}), f32({1, 3}, {1, 2, 3}), f32({}, {9})}),
              DType::F32, {2, 3}, {1, 2, 3, 9, 9, 9});
-  checkExact(run(OpKind::Where, {tensor(DType::Bool, {3}, {0, 1, 0}), tensor(DType::I32, {3}, {1, 2, 3}),
-                                 tensor(DType::I32, {3}, {-1, -2, -3})}),
-             DType::I32, {3}, {-1, 2, -3});
+  checkExact(
+      run(OpKind::Where, {tensor(DType::Bool, {3}, {0, 1, 0}), tensor(DType::I32, {3}, {1, 2, 3}),
+                          tensor(DType::I32, {3}, {-1, -2, -3})}),
+      DType::I32, {3}, {-1, 2, -3});
 }

@@ -106,6 +106,10 @@ TEST_CASE("pooling, global pooling, normalization and attention shapes", "[infer
             ->shape == Shape{2, 12, 20, 32});
   CHECK(errorOf(OpKind::ScaledDotProductAttention, {f32({4, 8}), f32({5, 7}), f32({5, 7})}, scale) ==
         "scaled_dot_product_attention: q f32[4,8] and k f32[5,7] have different head dims");
+  CHECK(errorOf(OpKind::ScaledDotProductAttention, {f32({6, 8}), f32({5, 8}), f32({5, 8})},
+                {{"scale", 0.125}, {"causal", true}}) ==
+        "scaled_dot_product_attention: causal attention needs at least as many keys as queries, "
+        "got Lq = 6 > Lk = 5");
 }
 
 TEST_CASE("data movement ops", "[infer]") {

@@ -3,10 +3,11 @@
 // the node's location; a limited pass leaves the other composites alone.
 //
 // Tolerances, |decomposed - fused| <= tol * max(1, |fused|): f64 1e-12 (only
-// the order of fp64 operations differs); f32 1e-5 (each primitive rounds to
-// f32, about 6e-8 per step); f16 and bf16 round every intermediate to 11 and
-// 8 significant bits, so 2e-2 and 1e-1 (a few ulps of the larger
-// intermediates, e.g. the centered values of layer norm).
+// the order of fp64 operations differs; observed < 1e-15); f32 1e-5 (each
+// primitive rounds to f32; observed about 2e-7, in layer norm). f16 and bf16
+// round every intermediate to 11 and 8 significant bits; layer norm's
+// centered values and variance lose the most, observed 2 ulps at 1, so the
+// bound is 4 ulps at 1: f16 4e-3, bf16 3e-2.
 #include "PassTestUtil.h"
 
 #include "passes/graph/GraphPasses.h"
@@ -25,8 +26,8 @@ double toleranceFor(DType dtype) {
   switch (dtype) {
   case DType::F64: return 1e-12;
   case DType::F32: return 1e-5;
-  case DType::F16: return 2e-2;
-  case DType::BF16: return 1e-1;
+  case DType::F16: return 4e-3;
+  case DType::BF16: return 3e-2;
   default: FAIL("no tolerance for " << dtypeName(dtype)); return 0;
   }
 }

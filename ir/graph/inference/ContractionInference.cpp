@@ -177,9 +177,16 @@ Expected<TensorType> inferAttention(const InferContext &context) {
                 k.str(), v.str());
   if (keys == 0)
     return fail(context, ErrorCode::ShapeMismatch, "no keys to attend to: k is {}", k.str());
+  int64_t queries = q.shape[q.rank() - 2];
+  // Query i sees keys j <= i + (Lk - Lq); with Lq > Lk the first queries would
+  // see no key at all and their softmax would be 0/0.
+  if (getBool(context.attrs, "causal") && queries > keys)
+    return fail(context, ErrorCode::ShapeMismatch,
+                "causal attention needs at least as many keys as queries, got Lq = {} > Lk = {}",
+                queries, keys);
   KILN_TRY(Shape shape, broadcastBatch(context, {leading(q.shape, 2), leading(k.shape, 2),
                                                  leading(v.shape, 2)}));
-  shape.push_back(q.shape[q.rank() - 2]);
+  shape.push_back(queries);
   shape.push_back(v.shape.back());
   return TensorType{q.dtype, shape};
 }

@@ -46,8 +46,8 @@ Expected<std::vector<double>> referenceAttention(const ReferenceContext &context
       // Keys past `visible` are masked; the mask aligns the last query with
       // the last key, so with Lq > Lk the first rows see no key at all and
       // their softmax is 0/0 = NaN, as in the decomposed form.
-      int64_t visible = causal ? std::min(keys, std::max<int64_t>(i + (keys - queries) + 1, 0))
-                               : keys;
+      int64_t visible =
+          causal ? std::min(keys, std::max<int64_t>(i + (keys - queries) + 1, 0)) : keys;
       double max = -std::numeric_limits<double>::infinity();
       for (int64_t j = 0; j < visible; ++j) {
         double dot = 0.0;

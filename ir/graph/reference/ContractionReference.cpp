@@ -30,12 +30,13 @@ template <typename T> std::vector<T> asAccumulator(const std::vector<double> &da
   }
 }
 
-template <typename T> std::vector<double> fromAccumulator(std::vector<T> data) {
+template <typename T> std::vector<double> fromAccumulator(std::vector<T> data, DType dtype) {
   if constexpr (std::is_same_v<T, double>) {
     return data;
   } else {
     std::vector<double> converted(data.size());
-    std::transform(data.begin(), data.end(), converted.begin(), reference::fromWrapping);
+    std::transform(data.begin(), data.end(), converted.begin(),
+                   [dtype](T bits) { return reference::fromWrapping(bits, dtype); });
     return converted;
   }
 }
@@ -49,8 +50,7 @@ struct MatMulDims {
 
 /// out[m, n] += a[m, k] * b[k, n] for one batch element; `a` and `b` may be
 /// stored transposed.
-template <typename T>
-void multiplyMatrix(const T *a, const T *b, T *out, const MatMulDims &dims) {
+template <typename T> void multiplyMatrix(const T *a, const T *b, T *out, const MatMulDims &dims) {
   // Strides of a(i, k) and b(k, j) in elements.
   int64_t aRow = dims.transposeA ? 1 : dims.k, aCol = dims.transposeA ? dims.m : 1;
   int64_t bRow = dims.transposeB ? 1 : dims.n, bCol = dims.transposeB ? dims.k : 1;
@@ -80,8 +80,10 @@ void multiplyMatrix(const T *a, const T *b, T *out, const MatMulDims &dims) {
 }
 
 template <typename T>
-std::vector<double> matmul(const RefTensor &a, const RefTensor &b, const Shape &result,
+std::vector<double> matmul(const RefTensor &a, const RefTensor &b, const TensorType &resultType,
                            const MatMulDims &dims) {
+  const Shape &result = resultType.shape;
+  DType dtype = resultType.dtype;
   Shape batch(result.begin(), result.end() - 2);
   Shape aBatch(a.type.shape.begin(), a.type.shape.end() - 2);
   Shape bBatch(b.type.shape.begin(), b.type.shape.end() - 2);
@@ -102,15 +104,15 @@ std::vector<double> matmul(const RefTensor &a, const RefTensor &b, const Shape &
                    out.data() + index * dims.m * dims.n, dims);
     walker.next();
   }
-  return fromAccumulator(std::move(out));
+  return fromAccumulator(std::move(out), dtype);
 }
 
 // ---- conv2d --------------------------------------------------------------------------------
 
 struct ConvDims {
-  int64_t batch, channels, height, width;       // input
-  int64_t outChannels, outHeight, outWidth;     // result
-  int64_t kernelH, kernelW, groupChannels;      // filter (groupChannels = I / groups)
+  int64_t batch, channels, height, width;   // input
+  int64_t outChannels, outHeight, outWidth; // result
+  int64_t kernelH, kernelW, groupChannels;  // filter (groupChannels = I / groups)
   int64_t strideH, strideW, dilationH, dilationW;
   int64_t padTop, padLeft;
   int64_t groups;
@@ -121,15 +123,14 @@ struct ConvDims {
 std::pair<int64_t, int64_t> validOutputRange(int64_t size, int64_t outSize, int64_t stride,
                                              int64_t padBefore, int64_t tapOffset) {
   // in = out * stride - padBefore + tapOffset must satisfy 0 <= in < size.
-  int64_t low = padBefore - tapOffset; // out * stride >= low
+  int64_t low = padBefore - tapOffset;             // out * stride >= low
   int64_t high = size - 1 + padBefore - tapOffset; // out * stride <= high
   int64_t begin = low <= 0 ? 0 : (low + stride - 1) / stride;
   int64_t end = high < 0 ? 0 : high / stride + 1;
   return {begin, std::clamp<int64_t>(end, begin, std::max(begin, outSize))};
 }
 
-template <typename T>
-void convNchw(const T *input, const T *filter, T *out, const ConvDims &d) {
+template <typename T> void convNchw(const T *input, const T *filter, T *out, const ConvDims &d) {
   int64_t outPerGroup = d.outChannels / d.groups;
   int64_t planeIn = d.height * d.width, planeOut = d.outHeight * d.outWidth;
   for (int64_t n = 0; n < d.batch; ++n) {
@@ -140,12 +141,12 @@ void convNchw(const T *input, const T *filter, T *out, const ConvDims &d) {
         const T *inPlane = input + (n * d.channels + firstChannel + c) * planeIn;
         const T *taps = filter + (o * d.groupChannels + c) * d.kernelH * d.kernelW;
         for (int64_t kh = 0; kh < d.kernelH; ++kh) {
-          auto [ohBegin, ohEnd] = validOutputRange(d.height, d.outHeight, d.strideH, d.padTop,
-                                                   kh * d.dilationH);
+          auto [ohBegin, ohEnd] =
+              validOutputRange(d.height, d.outHeight, d.strideH, d.padTop, kh * d.dilationH);
           for (int64_t kw = 0; kw < d.kernelW; ++kw) {
             T weight = taps[kh * d.kernelW + kw];
-            auto [owBegin, owEnd] = validOutputRange(d.width, d.outWidth, d.strideW, d.padLeft,
-                                                     kw * d.dilationW);
+            auto [owBegin, owEnd] =
+                validOutputRange(d.width, d.outWidth, d.strideW, d.padLeft, kw * d.dilationW);
             for (int64_t oh = ohBegin; oh < ohEnd; ++oh) {
               int64_t ih = oh * d.strideH - d.padTop + kh * d.dilationH;
               const T *inRow = inPlane + ih * d.width - d.padLeft + kw * d.dilationW;
@@ -160,8 +161,7 @@ void convNchw(const T *input, const T *filter, T *out, const ConvDims &d) {
   }
 }
 
-template <typename T>
-void convNhwc(const T *input, const T *filter, T *out, const ConvDims &d) {
+template <typename T> void convNhwc(const T *input, const T *filter, T *out, const ConvDims &d) {
   int64_t outPerGroup = d.outChannels / d.groups;
   for (int64_t n = 0; n < d.batch; ++n) {
     for (int64_t oh = 0; oh < d.outHeight; ++oh) {
@@ -178,8 +178,7 @@ void convNhwc(const T *input, const T *filter, T *out, const ConvDims &d) {
             const T *inPixel = input + ((n * d.height + ih) * d.width + iw) * d.channels;
             for (int64_t o = 0; o < d.outChannels; ++o) {
               const T *inGroup = inPixel + (o / outPerGroup) * d.groupChannels;
-              const T *taps =
-                  filter + ((o * d.kernelH + kh) * d.kernelW + kw) * d.groupChannels;
+              const T *taps = filter + ((o * d.kernelH + kh) * d.kernelW + kw) * d.groupChannels;
               T sum = 0;
               for (int64_t c = 0; c < d.groupChannels; ++c)
                 sum += inGroup[c] * taps[c];
@@ -194,14 +193,14 @@ void convNhwc(const T *input, const T *filter, T *out, const ConvDims &d) {
 
 template <typename T>
 std::vector<double> conv2d(const RefTensor &input, const RefTensor &filter, size_t resultSize,
-                           const ConvDims &dims, bool nhwc) {
+                           DType dtype, const ConvDims &dims, bool nhwc) {
   std::vector<T> in = asAccumulator<T>(input.data), taps = asAccumulator<T>(filter.data);
   std::vector<T> out(resultSize, T(0));
   if (nhwc)
     convNhwc(in.data(), taps.data(), out.data(), dims);
   else
     convNchw(in.data(), taps.data(), out.data(), dims);
-  return fromAccumulator(std::move(out));
+  return fromAccumulator(std::move(out), dtype);
 }
 
 } // namespace
@@ -217,8 +216,8 @@ Expected<std::vector<double>> referenceMatMul(const ReferenceContext &context) {
   dims.n = result.back();
   dims.k = a.type.shape[a.type.shape.size() - (dims.transposeA ? 2 : 1)];
   if (isInteger(context.resultType.dtype))
-    return matmul<uint64_t>(a, b, result, dims);
-  return matmul<double>(a, b, result, dims);
+    return matmul<uint64_t>(a, b, context.resultType, dims);
+  return matmul<double>(a, b, context.resultType, dims);
 }
 
 Expected<std::vector<double>> referenceConv2D(const ReferenceContext &context) {
@@ -249,8 +248,8 @@ Expected<std::vector<double>> referenceConv2D(const ReferenceContext &context) {
   dims.groups = getInt(context.attrs, "groups");
   size_t resultSize = static_cast<size_t>(productOf(out));
   if (isInteger(context.resultType.dtype))
-    return conv2d<uint64_t>(input, filter, resultSize, dims, nhwc);
-  return conv2d<double>(input, filter, resultSize, dims, nhwc);
+    return conv2d<uint64_t>(input, filter, resultSize, context.resultType.dtype, dims, nhwc);
+  return conv2d<double>(input, filter, resultSize, context.resultType.dtype, dims, nhwc);
 }
 
 } // namespace kiln::ir

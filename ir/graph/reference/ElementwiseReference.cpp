@@ -35,8 +35,8 @@ std::vector<double> mapBinary(const RefTensor &a, const RefTensor &b, const Shap
       out[i] = f(a.data[i], b.data[i]);
     return out;
   }
-  StridedWalker<2> walker(result, {broadcastStrides(a.type.shape, result),
-                                   broadcastStrides(b.type.shape, result)});
+  StridedWalker<2> walker(
+      result, {broadcastStrides(a.type.shape, result), broadcastStrides(b.type.shape, result)});
   for (double &value : out) {
     value = f(a.data[static_cast<size_t>(walker.offset(0))],
               b.data[static_cast<size_t>(walker.offset(1))]);
@@ -108,9 +108,8 @@ Expected<std::vector<double>> unary(const ReferenceContext &context) {
   case OpKind::Clamp: {
     double low = getFloat(context.attrs, "min");
     double high = getFloat(context.attrs, "max");
-    return mapUnary(x, [low, high](double v) {
-      return minPropagatingNaN(maxPropagatingNaN(v, low), high);
-    });
+    return mapUnary(
+        x, [low, high](double v) { return minPropagatingNaN(maxPropagatingNaN(v, low), high); });
   }
   default: break;
   }
@@ -122,16 +121,20 @@ Expected<std::vector<double>> integerArithmetic(const ReferenceContext &context,
                                                 const Shape &result) {
   const RefTensor &a = *context.operands[0];
   const RefTensor &b = *context.operands[1];
+  DType dtype = context.resultType.dtype;
   switch (context.kind) {
   case OpKind::Add:
-    return mapBinary(a, b, result,
-                     [](double x, double y) { return fromWrapping(toWrapping(x) + toWrapping(y)); });
+    return mapBinary(a, b, result, [dtype](double x, double y) {
+      return fromWrapping(toWrapping(x) + toWrapping(y), dtype);
+    });
   case OpKind::Sub:
-    return mapBinary(a, b, result,
-                     [](double x, double y) { return fromWrapping(toWrapping(x) - toWrapping(y)); });
+    return mapBinary(a, b, result, [dtype](double x, double y) {
+      return fromWrapping(toWrapping(x) - toWrapping(y), dtype);
+    });
   case OpKind::Mul:
-    return mapBinary(a, b, result,
-                     [](double x, double y) { return fromWrapping(toWrapping(x) * toWrapping(y)); });
+    return mapBinary(a, b, result, [dtype](double x, double y) {
+      return fromWrapping(toWrapping(x) * toWrapping(y), dtype);
+    });
   case OpKind::Div:
     return mapBinary(a, b, result, [](double x, double y) {
       return static_cast<double>(divideTruncating(static_cast<int64_t>(toWrapping(x)),
@@ -207,8 +210,8 @@ Expected<std::vector<double>> referenceElementwise(const ReferenceContext &conte
   default: break;
   }
   return makeError(ErrorCode::Unsupported,
-                   fmt::format("{}: no elementwise reference for {} operands",
-                               opName(context.kind), context.operands.size()));
+                   fmt::format("{}: no elementwise reference for {} operands", opName(context.kind),
+                               context.operands.size()));
 }
 
 } // namespace kiln::ir

@@ -75,18 +75,6 @@ private:
   std::array<int64_t, N> offsets_;
 };
 
-/// The element offsets (in `operand`'s row-major storage) of every element of
-/// `result` in row-major order, after broadcasting `operand` to `result`.
-inline std::vector<int64_t> broadcastOffsets(const Shape &operand, const Shape &result) {
-  std::vector<int64_t> offsets(static_cast<size_t>(productOf(result)));
-  StridedWalker<1> walker(result, {broadcastStrides(operand, result)});
-  for (int64_t &offset : offsets) {
-    offset = walker.offset(0);
-    walker.next();
-  }
-  return offsets;
-}
-
 /// Splits a tensor around one axis: `outer` elements before it, the axis'
 /// size, and `inner` elements after it, so element (o, i, n) lives at
 /// (o * size + i) * inner + n.

@@ -3,6 +3,8 @@
 // sums past 2^53 keep their low bits before the result is wrapped to its dtype.
 #pragma once
 
+#include "support/DType.h"
+
 #include <cstdint>
 
 namespace kiln::ir::reference {
@@ -19,8 +21,17 @@ inline uint64_t toWrapping(double value) {
   return 0;
 }
 
-/// The signed value of a two's-complement pattern, as fp64.
-inline double fromWrapping(uint64_t bits) { return static_cast<double>(static_cast<int64_t>(bits)); }
+/// The value of a two's-complement pattern wrapped to the integer `dtype`, as
+/// fp64. Wrapping here, before the conversion to fp64, keeps the low bits that
+/// fp64 would drop (an i32 product of 2^62 magnitude). i64 values beyond 2^53
+/// still round: the interpreter holds every value in fp64.
+inline double fromWrapping(uint64_t bits, DType dtype) {
+  switch (dtype) {
+  case DType::I32: return static_cast<int32_t>(static_cast<uint32_t>(bits));
+  case DType::I8: return static_cast<int8_t>(static_cast<uint8_t>(bits));
+  default: return static_cast<double>(static_cast<int64_t>(bits));
+  }
+}
 
 /// Integer division truncating toward zero; division by zero gives 0 and
 /// INT64_MIN / -1 wraps to INT64_MIN, so the reference never traps.

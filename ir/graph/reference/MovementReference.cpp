@@ -46,8 +46,7 @@ Expected<int64_t> resolveIndex(const ReferenceContext &context, double rawIndex,
                      fmt::format("{}: index {} is out of range for axis {} of size {} "
                                  "(data {}, indices {})",
                                  opName(context.kind), index, axis, size,
-                                 context.operands[0]->type.str(),
-                                 context.operands[1]->type.str()));
+                                 context.operands[0]->type.str(), context.operands[1]->type.str()));
   return resolved;
 }
 
@@ -140,7 +139,8 @@ Expected<std::vector<double>> referenceGather(const ReferenceContext &context) {
     KILN_TRY(resolved[t], resolveIndex(context, indices.data[t], axis, split.size));
   }
   std::vector<double> out;
-  out.reserve(static_cast<size_t>(split.outer) * resolved.size() * static_cast<size_t>(split.inner));
+  out.reserve(static_cast<size_t>(split.outer) * resolved.size() *
+              static_cast<size_t>(split.inner));
   for (int64_t outer = 0; outer < split.outer; ++outer) {
     for (int64_t index : resolved) {
       auto begin = data.data.begin() + (outer * split.size + index) * split.inner;

@@ -32,8 +32,8 @@ std::vector<double> softmaxAlongAxis(const ReferenceContext &context, bool logar
         sum += std::exp(x.data[at(i)] - max);
       double logSum = std::log(sum);
       for (int64_t i = 0; i < split.size; ++i)
-        result[at(i)] = logarithm ? x.data[at(i)] - max - logSum
-                                  : std::exp(x.data[at(i)] - max) / sum;
+        result[at(i)] =
+            logarithm ? x.data[at(i)] - max - logSum : std::exp(x.data[at(i)] - max) / sum;
     }
   }
   return result;
@@ -56,7 +56,8 @@ Expected<std::vector<double>> referenceLayerNorm(const ReferenceContext &context
   int64_t axis = reference::wrapAxis(getInt(context.attrs, "axis"), x.type.rank());
   double epsilon = getFloat(context.attrs, "epsilon");
   // scale and bias have shape x[axis:], so they index like one row.
-  int64_t rowSize = reference::productOf(x.type.shape, static_cast<size_t>(axis), x.type.shape.size());
+  int64_t rowSize =
+      reference::productOf(x.type.shape, static_cast<size_t>(axis), x.type.shape.size());
   int64_t rows = reference::productOf(x.type.shape, 0, static_cast<size_t>(axis));
   std::vector<double> result(x.data.size());
   for (int64_t row = 0; row < rows; ++row) {

@@ -63,21 +63,21 @@ std::vector<double> sumFloat(const RefTensor &x, const std::vector<bool> &reduce
 
 template <typename Combine>
 std::vector<double> foldInteger(const RefTensor &x, const std::vector<bool> &reduced,
-                                size_t resultSize, uint64_t init, Combine combine) {
+                                size_t resultSize, DType dtype, uint64_t init, Combine combine) {
   std::vector<uint64_t> accumulators(resultSize, init);
   forEachElement(x, reduced, [&](size_t out, double value) {
     accumulators[out] = combine(accumulators[out], reference::toWrapping(value));
   });
   std::vector<double> result(resultSize);
   for (size_t i = 0; i < resultSize; ++i)
-    result[i] = reference::fromWrapping(accumulators[i]);
+    result[i] = reference::fromWrapping(accumulators[i], dtype);
   return result;
 }
 
 std::vector<double> extremum(const RefTensor &x, const std::vector<bool> &reduced,
                              size_t resultSize, bool findMax) {
-  double init = findMax ? -std::numeric_limits<double>::infinity()
-                        : std::numeric_limits<double>::infinity();
+  double init =
+      findMax ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
   std::vector<double> result(resultSize, init);
   forEachElement(x, reduced, [&](size_t out, double value) {
     double &best = result[out];
@@ -107,7 +107,8 @@ Expected<std::vector<double>> referenceReduce(const ReferenceContext &context) {
   switch (context.kind) {
   case OpKind::ReduceSum:
     if (integer)
-      return foldInteger(x, reduced, resultSize, 0, [](uint64_t a, uint64_t b) { return a + b; });
+      return foldInteger(x, reduced, resultSize, context.resultType.dtype, 0,
+                         [](uint64_t a, uint64_t b) { return a + b; });
     return sumFloat(x, reduced, resultSize);
   case OpKind::ReduceMean: {
     std::vector<double> sum = sumFloat(x, reduced, resultSize);
@@ -117,7 +118,8 @@ Expected<std::vector<double>> referenceReduce(const ReferenceContext &context) {
   }
   case OpKind::ReduceProd:
     if (integer)
-      return foldInteger(x, reduced, resultSize, 1, [](uint64_t a, uint64_t b) { return a * b; });
+      return foldInteger(x, reduced, resultSize, context.resultType.dtype, 1,
+                         [](uint64_t a, uint64_t b) { return a * b; });
     {
       std::vector<double> product(resultSize, 1.0);
       forEachElement(x, reduced, [&](size_t out, double value) { product[out] *= value; });

@@ -1,0 +1,25 @@
+// The seed CNN for 28x28 grayscale images (Fashion-MNIST), sizes configurable.
+#pragma once
+
+#include "frontend/Graph.h"
+
+#include <array>
+
+namespace kiln::examples {
+
+struct FashionMnistCnnConfig {
+  int64_t batch = 8;
+  int64_t imageSize = 28;
+  int64_t channels = 1;
+  std::array<int64_t, 3> convFilters = {32, 64, 64};
+  int64_t hidden = 64;
+  int64_t classes = 10;
+};
+
+/// Conv2D(32, 3x3, relu) MaxPool(2) Conv2D(64, 3x3, relu) MaxPool(2)
+/// Conv2D(64, 3x3, relu) Flatten Dense(64, relu) Dense(10, softmax), all
+/// "valid" padding, nchw. Adds input "images" f32[batch, channels, size, size]
+/// and output "probabilities" f32[batch, classes]; returns the probabilities.
+Tensor buildFashionMnistCnn(Graph &graph, const FashionMnistCnnConfig &config = {});
+
+} // namespace kiln::examples

@@ -1,0 +1,24 @@
+// An LSTM language model: Embedding, LSTM, Dense softmax over the vocabulary.
+#pragma once
+
+#include "frontend/Graph.h"
+
+namespace kiln::examples {
+
+struct LstmLanguageModelConfig {
+  int64_t batch = 8;
+  int64_t sequenceLength = 20;
+  int64_t vocabularySize = 1000;
+  int64_t embeddingDim = 128;
+  int64_t units = 128;
+  /// true (the default): a next-token distribution at every position,
+  /// [batch, sequenceLength, vocabularySize], which is what training a
+  /// language model needs. false: only after the last token, [batch, vocabularySize].
+  bool perStepPredictions = true;
+};
+
+/// Embedding(1000, 128) LSTM(128) Dense(1000, softmax). Adds input "tokens"
+/// i64[batch, sequenceLength] and output "probabilities".
+Tensor buildLstmLanguageModel(Graph &graph, const LstmLanguageModelConfig &config = {});
+
+} // namespace kiln::examples

@@ -1,0 +1,23 @@
+// A multilayer perceptron classifier.
+#pragma once
+
+#include "frontend/Graph.h"
+#include "frontend/nn/Activation.h"
+
+#include <vector>
+
+namespace kiln::examples {
+
+struct MlpConfig {
+  int64_t batch = 8;
+  int64_t inputs = 784;
+  std::vector<int64_t> hidden = {256, 128};
+  int64_t classes = 10;
+  nn::Activation activation = nn::Activation::Relu;
+};
+
+/// Dense(hidden[i], activation)... Dense(classes, softmax). Adds input "x"
+/// f32[batch, inputs] and output "probabilities" f32[batch, classes].
+Tensor buildMlp(Graph &graph, const MlpConfig &config = {});
+
+} // namespace kiln::examples
