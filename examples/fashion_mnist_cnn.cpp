@@ -167,8 +167,7 @@ int run(const Options &options) {
   auto allImages = io::readIdxImages(*imagesPath, /*normalize=*/true);
   auto allLabels = io::readIdxLabels(*labelsPath);
   if (!allImages || !allLabels) {
-    fmt::print(stderr, "error: {}\n",
-               (!allImages ? allImages.error() : allLabels.error()).str());
+    fmt::print(stderr, "error: {}\n", (!allImages ? allImages.error() : allLabels.error()).str());
     return 1;
   }
   auto images = firstRows(*allImages, options.batch, "images");
@@ -180,8 +179,7 @@ int run(const Options &options) {
 
   auto start = std::chrono::steady_clock::now();
   auto outputs = evaluate(graph, {{"images", *images}});
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!outputs) {
     fmt::print(stderr, "error: {}\n", outputs.error().str());
     return 1;

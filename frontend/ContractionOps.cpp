@@ -23,9 +23,7 @@ DType defaultAccumulator(DType operand) {
   }
 }
 
-std::vector<int64_t> toVector(const std::array<int64_t, 2> &pair) {
-  return {pair[0], pair[1]};
-}
+std::vector<int64_t> toVector(const std::array<int64_t, 2> &pair) { return {pair[0], pair[1]}; }
 
 std::vector<int64_t> toVector(const std::array<int64_t, 4> &quad) {
   return {quad[0], quad[1], quad[2], quad[3]};

@@ -37,9 +37,9 @@ Tensor cos(Tensor x, std::source_location loc) { return unary(OpKind::Cos, x, lo
 Tensor logicalNot(Tensor x, std::source_location loc) { return unary(OpKind::Not, x, loc); }
 
 Tensor gelu(Tensor x, GeluApproximation approximate, std::source_location loc) {
-  return unary(OpKind::Gelu, x, loc,
-               {{"approximate", std::string(approximate == GeluApproximation::Tanh ? "tanh"
-                                                                                   : "none")}});
+  return unary(
+      OpKind::Gelu, x, loc,
+      {{"approximate", std::string(approximate == GeluApproximation::Tanh ? "tanh" : "none")}});
 }
 
 Tensor cast(Tensor x, DType dtype, std::source_location loc) {
@@ -83,8 +83,12 @@ Tensor maximum(Tensor a, double b, std::source_location loc) {
 Tensor minimum(Tensor a, double b, std::source_location loc) {
   return minimum(a, scalarLike(a, b, loc), loc);
 }
-Tensor eq(Tensor a, double b, std::source_location loc) { return eq(a, scalarLike(a, b, loc), loc); }
-Tensor ne(Tensor a, double b, std::source_location loc) { return ne(a, scalarLike(a, b, loc), loc); }
+Tensor eq(Tensor a, double b, std::source_location loc) {
+  return eq(a, scalarLike(a, b, loc), loc);
+}
+Tensor ne(Tensor a, double b, std::source_location loc) {
+  return ne(a, scalarLike(a, b, loc), loc);
+}
 
 Tensor where(Tensor cond, Tensor a, Tensor b, std::source_location loc) {
   return buildOp(OpKind::Where, {cond, a, b}, {}, loc);

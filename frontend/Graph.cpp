@@ -57,8 +57,7 @@ Tensor Graph::input(std::string name, Shape shape, DType dtype, std::source_loca
 Tensor Graph::param(std::string name, HostTensor initialValue, bool trainable,
                     std::source_location loc) {
   std::string fullName = scopedName(name);
-  auto value =
-      ir_->addParam(fullName, ir::TensorType{initialValue.dtype(), initialValue.shape()});
+  auto value = ir_->addParam(fullName, ir::TensorType{initialValue.dtype(), initialValue.shape()});
   if (!value)
     return fail(std::move(value).error(), loc);
   paramValues_.emplace(fullName, std::move(initialValue));
@@ -184,9 +183,9 @@ Expected<void> Graph::loadParamValues(const NamedTensors &values, bool requireAl
   if (requireAll)
     for (const std::string &paramName : paramOrder_)
       if (!values.contains(paramName))
-        return makeError(ErrorCode::NotFound,
-                         fmt::format("no value given for parameter '{}' of graph '{}'",
-                                     paramName, name()));
+        return makeError(
+            ErrorCode::NotFound,
+            fmt::format("no value given for parameter '{}' of graph '{}'", paramName, name()));
   // Check everything before changing anything, so a failed load leaves the
   // graph as it was.
   for (const auto &[paramName, value] : values) {
@@ -210,9 +209,9 @@ Expected<void> Graph::finalize() const {
     return std::unexpected(std::move(error));
   }
   if (ir_->outputs().empty())
-    return makeError(ErrorCode::InvalidArgument,
-                     fmt::format("graph '{}' has no outputs: call Graph::output(name, tensor)",
-                                 name()));
+    return makeError(
+        ErrorCode::InvalidArgument,
+        fmt::format("graph '{}' has no outputs: call Graph::output(name, tensor)", name()));
   return ir::verifyGraph(*ir_);
 }
 

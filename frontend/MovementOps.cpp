@@ -76,10 +76,10 @@ Tensor slice(Tensor x, std::vector<int64_t> starts, std::vector<int64_t> stops,
              std::vector<int64_t> steps, std::source_location loc) {
   if (steps.empty())
     steps.assign(starts.size(), 1);
-  return buildOp(OpKind::Slice, {x},
-                 {{"starts", std::move(starts)}, {"stops", std::move(stops)},
-                  {"steps", std::move(steps)}},
-                 loc);
+  return buildOp(
+      OpKind::Slice, {x},
+      {{"starts", std::move(starts)}, {"stops", std::move(stops)}, {"steps", std::move(steps)}},
+      loc);
 }
 
 Tensor sliceAxis(Tensor x, int64_t axis, int64_t start, int64_t stop, int64_t step,
@@ -101,8 +101,7 @@ Tensor sliceAxis(Tensor x, int64_t axis, int64_t start, int64_t stop, int64_t st
 }
 
 Tensor concat(std::span<const Tensor> xs, int64_t axis, std::source_location loc) {
-  return buildOp(OpKind::Concat, std::vector<Tensor>(xs.begin(), xs.end()), {{"axis", axis}},
-                 loc);
+  return buildOp(OpKind::Concat, std::vector<Tensor>(xs.begin(), xs.end()), {{"axis", axis}}, loc);
 }
 
 Tensor concat(std::initializer_list<Tensor> xs, int64_t axis, std::source_location loc) {
@@ -137,10 +136,9 @@ Tensor iota(Graph &graph, Shape shape, int64_t axis, DType dtype, std::source_lo
 }
 
 Tensor constant(Graph &graph, const HostTensor &value, std::source_location loc) {
-  return graph.apply(OpKind::Constant, {},
-                     {{"shape", value.shape()}, {"dtype", value.dtype()},
-                      {"value", value.toDoubles()}},
-                     loc);
+  return graph.apply(
+      OpKind::Constant, {},
+      {{"shape", value.shape()}, {"dtype", value.dtype()}, {"value", value.toDoubles()}}, loc);
 }
 
 Tensor constant(Graph &graph, double value, Shape shape, DType dtype, std::source_location loc) {
@@ -149,10 +147,9 @@ Tensor constant(Graph &graph, double value, Shape shape, DType dtype, std::sourc
                             fmt::format("constant: {} is not exactly representable in {}", value,
                                         dtypeName(dtype))),
                       loc);
-  return graph.apply(OpKind::Constant, {},
-                     {{"shape", std::move(shape)}, {"dtype", dtype},
-                      {"value", std::vector<double>{value}}},
-                     loc);
+  return graph.apply(
+      OpKind::Constant, {},
+      {{"shape", std::move(shape)}, {"dtype", dtype}, {"value", std::vector<double>{value}}}, loc);
 }
 
 } // namespace kiln

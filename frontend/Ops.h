@@ -21,7 +21,8 @@ namespace kiln {
 
 #define KILN_LOC std::source_location loc = std::source_location::current()
 
-// ---- Elementwise, unary ---------------------------------------------------------------------------
+// ---- Elementwise, unary
+// ---------------------------------------------------------------------------
 
 Tensor neg(Tensor x, KILN_LOC);
 Tensor abs(Tensor x, KILN_LOC);
@@ -44,7 +45,8 @@ Tensor logicalNot(Tensor x, KILN_LOC);
 Tensor cast(Tensor x, DType dtype, KILN_LOC);
 Tensor clamp(Tensor x, double min, double max, KILN_LOC);
 
-// ---- Elementwise, binary and ternary (NumPy broadcasting) -------------------------------------------
+// ---- Elementwise, binary and ternary (NumPy broadcasting)
+// -------------------------------------------
 
 Tensor add(Tensor a, Tensor b, KILN_LOC);
 Tensor sub(Tensor a, Tensor b, KILN_LOC);
@@ -76,7 +78,8 @@ Tensor where(Tensor cond, Tensor a, Tensor b, KILN_LOC);
 /// bool dtype (0.5 would silently become 0).
 Tensor scalarLike(Tensor like, double value, KILN_LOC);
 
-// ---- Reductions -----------------------------------------------------------------------------------
+// ---- Reductions
+// -----------------------------------------------------------------------------------
 
 /// Axes may be negative (counting from the end) and must be distinct.
 Tensor reduceSum(Tensor x, std::vector<int64_t> axes, bool keepdims = false, KILN_LOC);
@@ -88,7 +91,8 @@ Tensor reduceProd(Tensor x, std::vector<int64_t> axes, bool keepdims = false, KI
 Tensor argmax(Tensor x, int64_t axis, bool keepdims = false, KILN_LOC);
 Tensor argmin(Tensor x, int64_t axis, bool keepdims = false, KILN_LOC);
 
-// ---- Contractions and windows ---------------------------------------------------------------------
+// ---- Contractions and windows
+// ---------------------------------------------------------------------
 
 struct MatMulOptions {
   bool transposeA = false;
@@ -130,7 +134,8 @@ Tensor avgPool2d(Tensor x, Pool2DOptions options = {}, KILN_LOC);
 /// Mean over H and W, keeping them as size 1.
 Tensor globalAvgPool(Tensor x, Layout layout = Layout::NCHW, KILN_LOC);
 
-// ---- Normalizations and attention -----------------------------------------------------------------
+// ---- Normalizations and attention
+// -----------------------------------------------------------------
 
 Tensor softmax(Tensor x, int64_t axis = -1, KILN_LOC);
 Tensor logSoftmax(Tensor x, int64_t axis = -1, KILN_LOC);
@@ -145,7 +150,8 @@ Tensor batchNorm(Tensor x, Tensor scale, Tensor bias, Tensor mean, Tensor var, i
 Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, bool causal = false,
                                  std::optional<double> scale = std::nullopt, KILN_LOC);
 
-// ---- Data movement --------------------------------------------------------------------------------
+// ---- Data movement
+// --------------------------------------------------------------------------------
 
 /// New shape, same elements in row-major order. One entry may be -1: it is
 /// resolved here from the element count.
@@ -159,8 +165,7 @@ Tensor broadcastTo(Tensor x, std::vector<int64_t> shape, KILN_LOC);
 Tensor slice(Tensor x, std::vector<int64_t> starts, std::vector<int64_t> stops,
              std::vector<int64_t> steps = {}, KILN_LOC);
 /// x[..., start:stop:step, ...] on one axis, the others whole.
-Tensor sliceAxis(Tensor x, int64_t axis, int64_t start, int64_t stop, int64_t step = 1,
-                 KILN_LOC);
+Tensor sliceAxis(Tensor x, int64_t axis, int64_t start, int64_t stop, int64_t step = 1, KILN_LOC);
 Tensor concat(std::span<const Tensor> xs, int64_t axis, KILN_LOC);
 Tensor concat(std::initializer_list<Tensor> xs, int64_t axis, KILN_LOC);
 /// Constant padding: `low[i]` elements before and `high[i]` after axis i.
@@ -172,7 +177,8 @@ Tensor takeAlongAxis(Tensor data, Tensor indices, int64_t axis, KILN_LOC);
 Tensor squeeze(Tensor x, std::vector<int64_t> axes, KILN_LOC);
 Tensor unsqueeze(Tensor x, std::vector<int64_t> axes, KILN_LOC);
 
-// ---- Leaves ---------------------------------------------------------------------------------------
+// ---- Leaves
+// ---------------------------------------------------------------------------------------
 
 /// 0, 1, 2, ... along `axis`, broadcast over the other axes.
 Tensor iota(Graph &graph, Shape shape, int64_t axis, DType dtype = DType::I64, KILN_LOC);

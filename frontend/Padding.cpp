@@ -14,7 +14,7 @@ AxisPadding samePadding(int64_t input, int64_t kernel, int64_t stride, int64_t d
   int64_t outputSize = (input + stride - 1) / stride;
   int64_t total =
       std::max<int64_t>((outputSize - 1) * stride + (kernel - 1) * dilation + 1 - input, 0);
-  return {total - total / 2, total / 2};
+  return {total / 2, total - total / 2};
 }
 
 std::array<int64_t, 4> Padding::resolve(std::array<int64_t, 2> inputHW,

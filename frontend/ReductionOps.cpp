@@ -48,8 +48,7 @@ Tensor logSoftmax(Tensor x, int64_t axis, std::source_location loc) {
 
 Tensor layerNorm(Tensor x, Tensor scale, Tensor bias, int64_t axis, double epsilon,
                  std::source_location loc) {
-  return buildOp(OpKind::LayerNorm, {x, scale, bias}, {{"axis", axis}, {"epsilon", epsilon}},
-                 loc);
+  return buildOp(OpKind::LayerNorm, {x, scale, bias}, {{"axis", axis}, {"epsilon", epsilon}}, loc);
 }
 
 Tensor batchNorm(Tensor x, Tensor scale, Tensor bias, Tensor mean, Tensor var, int64_t axis,

@@ -27,7 +27,7 @@ std::string Tensor::str() const {
 // Each operator forwards to its op function, with the scalar (if any) made a
 // splat of the tensor operand's dtype.
 #define KILN_BINARY_OPERATOR(symbol, function)                                                     \
-  Tensor operator symbol(LocatedTensor a, Tensor b) { return function(a.tensor, b, a.loc); }      \
+  Tensor operator symbol(LocatedTensor a, Tensor b) { return function(a.tensor, b, a.loc); }       \
   Tensor operator symbol(LocatedTensor a, double b) {                                              \
     return function(a.tensor, scalarLike(a.tensor, b, a.loc), a.loc);                              \
   }                                                                                                \

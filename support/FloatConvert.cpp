@@ -71,8 +71,7 @@ uint32_t encodeSmallFloat(double value, const SmallFloatFormat &format) {
 
   // The spacing of representable values near |value| is 2^quantumExponent;
   // below the normal range it stays at the subnormal spacing.
-  int quantumExponent =
-      std::max(valueExponent, format.minNormalExponent()) - format.mantissaBits;
+  int quantumExponent = std::max(valueExponent, format.minNormalExponent()) - format.mantissaBits;
   int shift = quantumExponent - exponent;
   uint64_t quanta; // |value| / 2^quantumExponent, rounded to nearest even
   if (shift <= 0) {
@@ -114,8 +113,8 @@ double decodeSmallFloat(uint32_t bits, const SmallFloatFormat &format) {
   } else if (!format.hasInfinity && (bits & ~format.signBit()) == format.nanBits()) {
     magnitude = std::numeric_limits<double>::quiet_NaN();
   } else if (exponentField == 0) {
-    magnitude = std::ldexp(static_cast<double>(mantissa),
-                           format.minNormalExponent() - format.mantissaBits);
+    magnitude =
+        std::ldexp(static_cast<double>(mantissa), format.minNormalExponent() - format.mantissaBits);
   } else {
     magnitude = std::ldexp(static_cast<double>((1u << format.mantissaBits) | mantissa),
                            static_cast<int>(exponentField) - format.bias() - format.mantissaBits);
@@ -128,9 +127,7 @@ double decodeSmallFloat(uint32_t bits, const SmallFloatFormat &format) {
 // The float overloads widen to double first: float -> double is exact, so the
 // single rounding happens in the generic encoder.
 uint16_t floatToHalfBits(float value) { return doubleToHalfBits(value); }
-float halfBitsToFloat(uint16_t bits) {
-  return static_cast<float>(decodeSmallFloat(bits, kHalf));
-}
+float halfBitsToFloat(uint16_t bits) { return static_cast<float>(decodeSmallFloat(bits, kHalf)); }
 
 uint16_t floatToBFloat16Bits(float value) { return doubleToBFloat16Bits(value); }
 float bfloat16BitsToFloat(uint16_t bits) {

@@ -29,7 +29,11 @@ double Rng::uniform() {
   return static_cast<double>(nextU64() >> 11) * 0x1.0p-53;
 }
 
-double Rng::uniform(double low, double high) { return low + (high - low) * uniform(); }
+double Rng::uniform(double low, double high) {
+  double value = low + (high - low) * uniform();
+  // The scaling can round up onto `high`; keep the interval half-open.
+  return value < high || !(high > low) ? value : std::nextafter(high, low);
+}
 
 double Rng::normal() {
   // 1 - uniform() is in (0, 1], so the log is finite.
@@ -48,6 +52,14 @@ int64_t countElements(const std::vector<int64_t> &shape) {
     count *= dim;
   }
   return count;
+}
+
+/// Bounds check from the byte count: O(1), unlike numElements() (a product
+/// over the shape), since element access sits in the interpreter's inner loop.
+void checkIndex(const HostTensor &tensor, int64_t index) {
+  int64_t count = static_cast<int64_t>(tensor.byteSize()) / dtypeByteSize(tensor.dtype());
+  KILN_CHECK(index >= 0 && index < count,
+             fmt::format("element {} out of range for {}", index, tensor.typeStr()));
 }
 
 template <typename T> T loadAt(const std::vector<uint8_t> &bytes, int64_t index) {
@@ -82,8 +94,8 @@ HostTensor HostTensor::fromDoubles(DType dtype, std::vector<int64_t> shape,
   return tensor;
 }
 
-HostTensor HostTensor::randomUniform(DType dtype, std::vector<int64_t> shape, Rng &rng,
-                                     double low, double high) {
+HostTensor HostTensor::randomUniform(DType dtype, std::vector<int64_t> shape, Rng &rng, double low,
+                                     double high) {
   HostTensor tensor(dtype, std::move(shape));
   int64_t count = tensor.numElements();
   for (int64_t i = 0; i < count; ++i)
@@ -91,8 +103,8 @@ HostTensor HostTensor::randomUniform(DType dtype, std::vector<int64_t> shape, Rn
   return tensor;
 }
 
-HostTensor HostTensor::randomNormal(DType dtype, std::vector<int64_t> shape, Rng &rng,
-                                    double mean, double stddev) {
+HostTensor HostTensor::randomNormal(DType dtype, std::vector<int64_t> shape, Rng &rng, double mean,
+                                    double stddev) {
   HostTensor tensor(dtype, std::move(shape));
   int64_t count = tensor.numElements();
   for (int64_t i = 0; i < count; ++i)
@@ -101,8 +113,7 @@ HostTensor HostTensor::randomNormal(DType dtype, std::vector<int64_t> shape, Rng
 }
 
 double HostTensor::getDouble(int64_t index) const {
-  KILN_CHECK(index >= 0 && index < numElements(),
-             fmt::format("element {} out of range for {}", index, typeStr()));
+  checkIndex(*this, index);
   switch (dtype_) {
   case DType::F64: return loadAt<double>(bytes_, index);
   case DType::F32: return loadAt<float>(bytes_, index);
@@ -119,8 +130,7 @@ double HostTensor::getDouble(int64_t index) const {
 }
 
 void HostTensor::setDouble(int64_t index, double value) {
-  KILN_CHECK(index >= 0 && index < numElements(),
-             fmt::format("element {} out of range for {}", index, typeStr()));
+  checkIndex(*this, index);
   // Encoding directly (not via roundToDType and back) rounds once; the integer
   // cases go through roundToDType, whose results are exact integers.
   switch (dtype_) {
@@ -131,11 +141,9 @@ void HostTensor::setDouble(int64_t index, double value) {
   case DType::F8E4M3: return storeAt<uint8_t>(bytes_, index, doubleToF8E4M3Bits(value));
   case DType::F8E5M2: return storeAt<uint8_t>(bytes_, index, doubleToF8E5M2Bits(value));
   case DType::I64:
-    return storeAt<int64_t>(bytes_, index,
-                            static_cast<int64_t>(roundToDType(value, DType::I64)));
+    return storeAt<int64_t>(bytes_, index, static_cast<int64_t>(roundToDType(value, DType::I64)));
   case DType::I32:
-    return storeAt<int32_t>(bytes_, index,
-                            static_cast<int32_t>(roundToDType(value, DType::I32)));
+    return storeAt<int32_t>(bytes_, index, static_cast<int32_t>(roundToDType(value, DType::I32)));
   case DType::I8:
     return storeAt<int8_t>(bytes_, index, static_cast<int8_t>(roundToDType(value, DType::I8)));
   case DType::Bool: return storeAt<uint8_t>(bytes_, index, value != 0.0 ? 1 : 0);
@@ -183,6 +191,8 @@ HostTensor HostTensor::castTo(DType dtype) const {
   int64_t count = numElements();
   bool exactIntegerPath = !isFloatingPoint(dtype_) && !isFloatingPoint(dtype);
   for (int64_t i = 0; i < count; ++i) {
+    // Through fp64: exact for every float source; an int64 beyond 2^53 is
+    // rounded to fp64 first, then to the destination float type.
     if (!exactIntegerPath) {
       result.setDouble(i, getDouble(i));
       continue;

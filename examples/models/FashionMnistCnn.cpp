@@ -8,8 +8,8 @@ namespace kiln::examples {
 using namespace kiln::nn;
 
 Tensor buildFashionMnistCnn(Graph &graph, const FashionMnistCnnConfig &config) {
-  Tensor images = graph.input(
-      "images", {config.batch, config.channels, config.imageSize, config.imageSize});
+  Tensor images =
+      graph.input("images", {config.batch, config.channels, config.imageSize, config.imageSize});
   Sequential model(Conv2D(config.convFilters[0], {3, 3}, Activation::Relu), MaxPool2D(),
                    Conv2D(config.convFilters[1], {3, 3}, Activation::Relu), MaxPool2D(),
                    Conv2D(config.convFilters[2], {3, 3}, Activation::Relu), Flatten(),

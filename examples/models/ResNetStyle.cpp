@@ -37,8 +37,8 @@ Tensor basicBlock(Graph &graph, Tensor x, int64_t width, int64_t stride) {
 } // namespace
 
 Tensor buildResNetStyle(Graph &graph, const ResNetStyleConfig &config) {
-  Tensor x = graph.input("images",
-                         {config.batch, config.channels, config.imageSize, config.imageSize});
+  Tensor x =
+      graph.input("images", {config.batch, config.channels, config.imageSize, config.imageSize});
   int64_t stemWidth = config.stageWidths.empty() ? 16 : config.stageWidths.front();
   x = relu(convBn(graph, x, stemWidth, {3, 3}, 1, "conv1", "bn1"));
   for (size_t stage = 0; stage < config.stageWidths.size(); ++stage) {

@@ -10,8 +10,8 @@ namespace kiln::examples {
 using namespace kiln::nn;
 
 Tensor buildVggTransfer(Graph &graph, const VggTransferConfig &config) {
-  Tensor x = graph.input("images",
-                         {config.batch, config.channels, config.imageSize, config.imageSize});
+  Tensor x =
+      graph.input("images", {config.batch, config.channels, config.imageSize, config.imageSize});
   for (size_t block = 0; block < config.blockWidths.size(); ++block) {
     for (int64_t conv = 0; conv < config.convsPerBlock[block]; ++conv) {
       Conv2D layer(config.blockWidths[block], {3, 3}, Activation::Relu, Padding::same(), {1, 1},
@@ -19,8 +19,8 @@ Tensor buildVggTransfer(Graph &graph, const VggTransferConfig &config) {
       layer.setTrainable(false);
       x = layer(graph, x);
     }
-    x = MaxPool2D(2, 2, Padding::valid(), Layout::NCHW, fmt::format("block{}_pool", block + 1))(
-        graph, x);
+    x = MaxPool2D(2, 2, Padding::valid(), Layout::NCHW,
+                  fmt::format("block{}_pool", block + 1))(graph, x);
   }
   Sequential head(Flatten(), Dense(config.hidden, Activation::Relu, true, "fc1"),
                   Dense(config.classes, Activation::Softmax, true, "predictions"));

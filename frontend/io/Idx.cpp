@@ -140,18 +140,19 @@ Expected<IdxFile> parseIdxFile(const std::string &path) {
     idx.shape.push_back(dim);
     // Any count beyond 2^40 elements cannot be backed by a file we could read.
     if (dim != 0 && idx.count > (int64_t{1} << 40) / dim)
-      return formatError(path, fmt::format("IDX dimensions [{}...] are too large",
-                                           fmt::join(idx.shape, ",")));
+      return formatError(
+          path, fmt::format("IDX dimensions [{}...] are too large", fmt::join(idx.shape, ",")));
     idx.count *= dim;
   }
   uint64_t expected = idx.dataOffset + static_cast<uint64_t>(idx.count) * idx.type->size;
   if (bytes.size() != expected)
     return formatError(
-        path, fmt::format("{}: expected {} bytes ({} header + {} {} elements of shape [{}]), the "
-                          "{} is {} bytes",
-                          bytes.size() < expected ? "truncated data" : "trailing bytes after the data",
-                          expected, idx.dataOffset, idx.count, idx.type->name,
-                          fmt::join(idx.shape, ","), sizeWord, bytes.size()));
+        path,
+        fmt::format("{}: expected {} bytes ({} header + {} {} elements of shape [{}]), the "
+                    "{} is {} bytes",
+                    bytes.size() < expected ? "truncated data" : "trailing bytes after the data",
+                    expected, idx.dataOffset, idx.count, idx.type->name, fmt::join(idx.shape, ","),
+                    sizeWord, bytes.size()));
   return idx;
 }
 

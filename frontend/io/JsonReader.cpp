@@ -48,8 +48,8 @@ private:
   }
 
   void skipWhitespace() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r'))
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                   text_[pos_] == '\n' || text_[pos_] == '\r'))
       ++pos_;
   }
 
@@ -128,8 +128,8 @@ private:
       if (consume(']'))
         return array;
       if (!consume(','))
-        return fail(fmt::format("unexpected {}, expected ',' or ']' in array",
-                                describeByte(text_, pos_)));
+        return fail(
+            fmt::format("unexpected {}, expected ',' or ']' in array", describeByte(text_, pos_)));
     }
   }
 
@@ -156,7 +156,8 @@ private:
       return failAt("leading zero in an integer", digitsStart);
     if (pos_ < text_.size() && (text_[pos_] == '.' || text_[pos_] == 'e' || text_[pos_] == 'E'))
       return fail("fractional numbers are not accepted here, expected an integer");
-    value.integer = negative ? static_cast<int64_t>(~magnitude + 1) : static_cast<int64_t>(magnitude);
+    value.integer =
+        negative ? static_cast<int64_t>(~magnitude + 1) : static_cast<int64_t>(magnitude);
     return value;
   }
 
@@ -197,8 +198,7 @@ private:
         appendUtf8(out, codePoint);
         break;
       }
-      default:
-        return failAt(fmt::format("invalid escape '\\{}' in string", escape), escapeStart);
+      default: return failAt(fmt::format("invalid escape '\\{}' in string", escape), escapeStart);
       }
     }
   }

@@ -22,10 +22,10 @@ struct JsonValue {
   Kind kind = Kind::Object;
   /// Byte offset of the value's first character in the parsed text.
   size_t offset = 0;
-  std::string string;               ///< Kind::String, escapes decoded (UTF-8).
-  int64_t integer = 0;              ///< Kind::Integer.
-  std::vector<JsonValue> elements;  ///< Kind::Array.
-  std::vector<JsonMember> members;  ///< Kind::Object, in text order, duplicates kept.
+  std::string string;              ///< Kind::String, escapes decoded (UTF-8).
+  int64_t integer = 0;             ///< Kind::Integer.
+  std::vector<JsonValue> elements; ///< Kind::Array.
+  std::vector<JsonMember> members; ///< Kind::Object, in text order, duplicates kept.
 };
 
 /// An object member; duplicates are kept so that callers can report them.

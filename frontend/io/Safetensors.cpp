@@ -193,7 +193,8 @@ Expected<TensorEntry> parseTensorEntry(const std::string &path, const JsonMember
   const std::string &name = member.key;
   const JsonValue &value = member.value;
   auto fail = [&](const std::string &what, size_t jsonOffset) {
-    return formatError(path, fmt::format("tensor '{}': {} at byte {} of the header", name, what, jsonOffset));
+    return formatError(
+        path, fmt::format("tensor '{}': {} at byte {} of the header", name, what, jsonOffset));
   };
   if (value.kind != JsonValue::Kind::Object)
     return fail(fmt::format("expected an object, found {}", jsonKindName(value.kind)),
@@ -258,11 +259,10 @@ Expected<TensorEntry> parseTensorEntry(const std::string &path, const JsonMember
   if (entry.end < entry.begin)
     return fail(fmt::format("{} end before begin", range), offsetsValue->offset);
   if (entry.end > dataSize)
-    return fail(fmt::format("{} out of range of the {}-byte data section (file truncated?)",
-                            range, dataSize),
+    return fail(fmt::format("{} out of range of the {}-byte data section (file truncated?)", range,
+                            dataSize),
                 offsetsValue->offset);
-  std::string typeText =
-      fmt::format("{}[{}]", dtypeValue->string, fmt::join(entry.shape, ","));
+  std::string typeText = fmt::format("{}[{}]", dtypeValue->string, fmt::join(entry.shape, ","));
   uint64_t expectedBytes = elementCount * static_cast<uint64_t>(dtypeByteSize(entry.dtype));
   if (countOverflows || entry.end - entry.begin != expectedBytes)
     return fail(fmt::format("{} span {} bytes but {} needs {}", range, entry.end - entry.begin,
@@ -275,14 +275,15 @@ Expected<TensorEntry> parseTensorEntry(const std::string &path, const JsonMember
 
 Expected<void> checkMetadata(const std::string &path, const JsonValue &metadata) {
   if (metadata.kind != JsonValue::Kind::Object)
-    return formatError(path, fmt::format("\"__metadata__\" must be an object at byte {} of the header",
-                                         metadata.offset));
+    return formatError(path,
+                       fmt::format("\"__metadata__\" must be an object at byte {} of the header",
+                                   metadata.offset));
   for (const JsonMember &item : metadata.members) {
     if (item.value.kind != JsonValue::Kind::String)
-      return formatError(path, fmt::format("\"__metadata__\" value of \"{}\" must be a string, "
-                                           "found {} at byte {} of the header",
-                                           item.key, jsonKindName(item.value.kind),
-                                           item.value.offset));
+      return formatError(path,
+                         fmt::format("\"__metadata__\" value of \"{}\" must be a string, "
+                                     "found {} at byte {} of the header",
+                                     item.key, jsonKindName(item.value.kind), item.value.offset));
   }
   return {};
 }
@@ -350,8 +351,7 @@ Expected<void> saveSafetensors(const std::string &path, const TensorMap &tensors
   std::string header = buildHeader(tensors);
 
   std::string temporaryPath = temporaryPathFor(path);
-  FileDescriptor file(
-      ::open(temporaryPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+  FileDescriptor file(::open(temporaryPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
   if (file.get() < 0)
     return ioError("cannot create", temporaryPath, errno);
   auto written = writeFileContents(file.get(), header, tensors, temporaryPath);
@@ -409,8 +409,8 @@ Expected<TensorMap> loadSafetensors(const std::string &path) {
     return formatError(path, "bad JSON in header: expected '{' at byte 0 of the header");
   auto parsed = parseJson(headerText, 4);
   if (!parsed)
-    return formatError(path, fmt::format("bad JSON in header: {} of the header",
-                                         parsed.error().message()));
+    return formatError(
+        path, fmt::format("bad JSON in header: {} of the header", parsed.error().message()));
   const JsonValue &root = *parsed;
 
   uint64_t dataStart = 8 + headerSize;
@@ -440,8 +440,8 @@ Expected<TensorMap> loadSafetensors(const std::string &path) {
     HostTensor tensor(entry.dtype, entry.shape);
     if (int err = readAllAt(file.get(), tensor.bytes().data(), tensor.byteSize(),
                             dataStart + entry.begin))
-      return err < 0 ? formatError(path, fmt::format("file is truncated inside tensor '{}'",
-                                                     entry.name))
+      return err < 0 ? formatError(path,
+                                   fmt::format("file is truncated inside tensor '{}'", entry.name))
                      : ioError("cannot read", path, err);
     tensors.emplace(entry.name, std::move(tensor));
   }

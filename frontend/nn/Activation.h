@@ -10,12 +10,12 @@ namespace kiln::nn {
 
 /// A layer's output activation (Keras's `activation=` argument).
 enum class Activation : uint8_t {
-  Linear,     ///< identity
+  Linear, ///< identity
   Relu,
   Sigmoid,
   Tanh,
-  Gelu,       ///< erf form
-  GeluTanh,   ///< tanh approximation (GPT-2)
+  Gelu,     ///< erf form
+  GeluTanh, ///< tanh approximation (GPT-2)
   Silu,
   Softmax,    ///< over the last axis
   LogSoftmax, ///< over the last axis

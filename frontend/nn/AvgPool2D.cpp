@@ -6,8 +6,7 @@ namespace kiln::nn {
 AvgPool2D::AvgPool2D(Pool2DConfig config)
     : Layer("avg_pool2d", config.name), config_(std::move(config)) {}
 
-AvgPool2D::AvgPool2D(int64_t pool, int64_t stride, Padding padding, Layout layout,
-                     std::string name)
+AvgPool2D::AvgPool2D(int64_t pool, int64_t stride, Padding padding, Layout layout, std::string name)
     : AvgPool2D(Pool2DConfig{.pool = {pool, pool},
                              .stride = {stride, stride},
                              .padding = padding,

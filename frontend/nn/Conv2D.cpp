@@ -28,10 +28,10 @@ Tensor Conv2D::forward(Graph &graph, Tensor x, const std::source_location &loc) 
                             c.filters, c.groups, c.kernel[0], c.kernel[1]),
                 loc);
   if (x.rank() != 4)
-    return fail(graph,
-                fmt::format("input must be 4-D {}, got {}", nhwc ? "[N,H,W,C]" : "[N,C,H,W]",
-                            x.str()),
-                loc, ErrorCode::ShapeMismatch);
+    return fail(
+        graph,
+        fmt::format("input must be 4-D {}, got {}", nhwc ? "[N,H,W,C]" : "[N,C,H,W]", x.str()), loc,
+        ErrorCode::ShapeMismatch);
   int64_t channels = x.dim(nhwc ? 3 : 1);
   if (channels % c.groups != 0 || c.filters % c.groups != 0)
     return fail(graph,

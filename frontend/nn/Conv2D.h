@@ -30,10 +30,9 @@ class Conv2D : public Layer {
 public:
   explicit Conv2D(Conv2DConfig config);
   /// Keras's argument order: Conv2D(32, {3, 3}, Activation::Relu).
-  Conv2D(int64_t filters, std::array<int64_t, 2> kernel,
-         Activation activation = Activation::Linear, Padding padding = Padding::valid(),
-         std::array<int64_t, 2> stride = {1, 1}, Layout layout = Layout::NCHW,
-         std::string name = {});
+  Conv2D(int64_t filters, std::array<int64_t, 2> kernel, Activation activation = Activation::Linear,
+         Padding padding = Padding::valid(), std::array<int64_t, 2> stride = {1, 1},
+         Layout layout = Layout::NCHW, std::string name = {});
 
   const Conv2DConfig &config() const { return config_; }
 

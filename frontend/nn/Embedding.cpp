@@ -11,8 +11,8 @@ Embedding::Embedding(EmbeddingConfig config)
     : Layer("embedding", config.name), config_(std::move(config)) {}
 
 Embedding::Embedding(int64_t vocabularySize, int64_t dim, std::string name)
-    : Embedding(EmbeddingConfig{
-          .vocabularySize = vocabularySize, .dim = dim, .name = std::move(name)}) {}
+    : Embedding(
+          EmbeddingConfig{.vocabularySize = vocabularySize, .dim = dim, .name = std::move(name)}) {}
 
 Tensor Embedding::forward(Graph &graph, Tensor ids, const std::source_location &loc) {
   if (config_.vocabularySize <= 0 || config_.dim <= 0)

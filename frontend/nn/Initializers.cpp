@@ -13,8 +13,8 @@ Fans convFans(const Shape &filterShape, Layout layout) {
     return {};
   int64_t outChannels = filterShape[0];
   int64_t inChannels = layout == Layout::NHWC ? filterShape[3] : filterShape[1];
-  int64_t window = layout == Layout::NHWC ? filterShape[1] * filterShape[2]
-                                          : filterShape[2] * filterShape[3];
+  int64_t window =
+      layout == Layout::NHWC ? filterShape[1] * filterShape[2] : filterShape[2] * filterShape[3];
   return {inChannels * window, outChannels * window};
 }
 

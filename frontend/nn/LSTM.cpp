@@ -10,22 +10,22 @@ namespace kiln::nn {
 LSTM::LSTM(LSTMConfig config) : Layer("lstm", config.name), config_(std::move(config)) {}
 
 LSTM::LSTM(int64_t units, bool returnSequences, std::string name)
-    : LSTM(LSTMConfig{
-          .units = units, .returnSequences = returnSequences, .name = std::move(name)}) {}
+    : LSTM(
+          LSTMConfig{.units = units, .returnSequences = returnSequences, .name = std::move(name)}) {
+}
 
 Tensor LSTM::forward(Graph &graph, Tensor x, const std::source_location &loc) {
   int64_t units = config_.units;
   if (units <= 0)
     return fail(graph, fmt::format("units must be positive, got {}", units), loc);
   if (x.rank() != 3 || x.dim(1) == 0)
-    return fail(graph,
-                fmt::format("input must be [batch, time, features] with time >= 1, got {}",
-                            x.str()),
-                loc, ErrorCode::ShapeMismatch);
+    return fail(
+        graph, fmt::format("input must be [batch, time, features] with time >= 1, got {}", x.str()),
+        loc, ErrorCode::ShapeMismatch);
   int64_t steps = x.dim(1), features = x.dim(2);
   DType dtype = paramDType(x);
-  Tensor kernel = weight(graph, "weight", {features, 4 * units}, dtype,
-                         config_.kernelInitializer, denseFans(features, 4 * units), loc);
+  Tensor kernel = weight(graph, "weight", {features, 4 * units}, dtype, config_.kernelInitializer,
+                         denseFans(features, 4 * units), loc);
   Tensor recurrent = weight(graph, "recurrent_weight", {units, 4 * units}, dtype,
                             config_.recurrentInitializer, denseFans(units, 4 * units), loc);
   bool unitForgetBias = config_.unitForgetBias;

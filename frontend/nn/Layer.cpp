@@ -73,9 +73,7 @@ Tensor Layer::weight(Graph &graph, const std::string &suffix, Shape shape, DType
 
 Tensor Layer::fail(Graph &graph, const std::string &message, const std::source_location &loc,
                    ErrorCode code) {
-  return graph.fail(Error(code,
-                          fmt::format("{} '{}': {}", baseName_, name(), message)),
-                    loc);
+  return graph.fail(Error(code, fmt::format("{} '{}': {}", baseName_, name(), message)), loc);
 }
 
 DType Layer::paramDType(const Tensor &x) {

@@ -33,7 +33,9 @@ public:
 
   /// The name given at construction or, once applied, the unique name picked
   /// in the graph ("dense", "dense_1", ...).
-  const std::string &name() const { return name_.empty() ? baseName_ : name_; }
+  const std::string &name() const {
+    return !name_.empty() ? name_ : !givenName_.empty() ? givenName_ : baseName_;
+  }
   /// The layer kind's base name, "dense" or "conv2d".
   const std::string &baseName() const { return baseName_; }
 

@@ -6,8 +6,7 @@ namespace kiln::nn {
 MaxPool2D::MaxPool2D(Pool2DConfig config)
     : Layer("max_pool2d", config.name), config_(std::move(config)) {}
 
-MaxPool2D::MaxPool2D(int64_t pool, int64_t stride, Padding padding, Layout layout,
-                     std::string name)
+MaxPool2D::MaxPool2D(int64_t pool, int64_t stride, Padding padding, Layout layout, std::string name)
     : MaxPool2D(Pool2DConfig{.pool = {pool, pool},
                              .stride = {stride, stride},
                              .padding = padding,

@@ -30,8 +30,8 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionConfig config)
     : Layer("multi_head_attention", config.name), config_(std::move(config)),
       query_(config_.numHeads * config_.keyDim, Activation::Linear, config_.useBias, "query"),
       key_(config_.numHeads * config_.keyDim, Activation::Linear, config_.useBias, "key"),
-      value_(config_.numHeads * valueDimOf(config_), Activation::Linear, config_.useBias,
-             "value") {}
+      value_(config_.numHeads * valueDimOf(config_), Activation::Linear, config_.useBias, "value") {
+}
 
 MultiHeadAttention::MultiHeadAttention(int64_t numHeads, int64_t keyDim, bool causal,
                                        std::string name)
@@ -52,8 +52,7 @@ Tensor MultiHeadAttention::attend(Graph &graph, Tensor query, Tensor value,
   const MultiHeadAttentionConfig &c = config_;
   if (c.numHeads <= 0 || c.keyDim <= 0)
     return fail(graph,
-                fmt::format("numHeads ({}) and keyDim ({}) must be positive", c.numHeads,
-                            c.keyDim),
+                fmt::format("numHeads ({}) and keyDim ({}) must be positive", c.numHeads, c.keyDim),
                 loc);
   if (query.rank() != 3 || value.rank() != 3)
     return fail(graph,

@@ -17,10 +17,11 @@ class Sequential : public Layer {
 public:
   Sequential();
   template <typename... Layers>
-    requires(sizeof...(Layers) > 0 &&
-             (std::derived_from<std::remove_cvref_t<Layers>, Layer> && ...) &&
-             (!std::same_as<std::remove_cvref_t<Layers>, Sequential> && ...))
-  explicit Sequential(Layers &&...layers) : Sequential() {
+  requires(sizeof...(Layers) > 0 &&
+           (std::derived_from<std::remove_cvref_t<Layers>, Layer> && ...) &&
+           (!std::same_as<std::remove_cvref_t<Layers>, Sequential> &&
+            ...)) explicit Sequential(Layers &&...layers)
+      : Sequential() {
     (add(std::forward<Layers>(layers)), ...);
   }
   Sequential(Sequential &&) = default;
@@ -28,8 +29,8 @@ public:
 
   /// Appends a layer (moved or copied in) and returns a reference to the stored one.
   template <typename L>
-    requires std::derived_from<std::remove_cvref_t<L>, Layer>
-  std::remove_cvref_t<L> &add(L &&layer) {
+  requires std::derived_from<std::remove_cvref_t<L>, Layer> std::remove_cvref_t<L>
+  &add(L &&layer) {
     auto owned = std::make_unique<std::remove_cvref_t<L>>(std::forward<L>(layer));
     auto &ref = *owned;
     layers_.push_back(std::move(owned));

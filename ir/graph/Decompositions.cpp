@@ -151,7 +151,8 @@ Expected<Value *> decomposeBatchNorm(Graph &graph, Node &node) {
 Expected<Value *> decomposeAttention(Graph &graph, Node &node) {
   // softmax(q @ k^T * scale, masked) @ v. The causal mask keeps key j for
   // query i when j <= i + (Lk - Lq) (queries aligned to the last keys) and
-  // puts -inf elsewhere, so masked keys get weight exactly 0.
+  // puts -inf elsewhere, so masked keys get weight exactly 0. The op requires
+  // Lk >= Lq when causal, so every row keeps key 0 and its maximum is finite.
   Builder b(graph, node);
   Value *q = node.operand(0);
   Value *k = node.operand(1);

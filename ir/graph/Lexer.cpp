@@ -240,7 +240,10 @@ Expected<Token> Lexer::lexName(Token token, TokenKind kind, char sigil) {
   size_t start = pos_;
   advance(); // the sigil
   if (sigil == '@' && peek() == '"') {
-    KILN_TRY(Token name, lexString(Token{}));
+    Token quoted;
+    quoted.line = line_;
+    quoted.column = column_;
+    KILN_TRY(Token name, lexString(std::move(quoted)));
     token.text = std::move(name.text);
   } else if (isDigit(peek())) {
     size_t digits = pos_;

@@ -13,7 +13,8 @@ TEST_CASE("a conv2d channel mismatch names the op, the shapes and the user's lin
   Graph g;
   Tensor x = g.input("x", {8, 3, 28, 28});
   Tensor w = g.param("w", HostTensor(DType::F32, {32, 1, 3, 3}));
-  const int line = __LINE__; Tensor y = conv2d(x, w);
+  const int line = __LINE__ + 1; // the next line
+  Tensor y = conv2d(x, w);
   CHECK(y.poisoned());
   REQUIRE(g.error().has_value());
   CHECK(g.error()->code() == ErrorCode::ShapeMismatch);
@@ -29,7 +30,8 @@ TEST_CASE("an operator's error names the line of the expression", "[dsl][errors]
   Graph g;
   Tensor a = g.input("a", {2, 3});
   Tensor b = g.input("b", {4});
-  const int line = __LINE__; Tensor c = a + b;
+  const int line = __LINE__ + 1; // the next line
+  Tensor c = a + b;
   CHECK(c.poisoned());
   std::string message = firstError(g);
   CHECK_THAT(message, Catch::Contains(fileLine(__FILE__, line)));
@@ -38,12 +40,12 @@ TEST_CASE("an operator's error names the line of the expression", "[dsl][errors]
   CHECK_THAT(message, Catch::Contains("[4]"));
 }
 
-TEST_CASE("ops on a poisoned tensor are no-ops and only the first error is kept",
-          "[dsl][errors]") {
+TEST_CASE("ops on a poisoned tensor are no-ops and only the first error is kept", "[dsl][errors]") {
   Graph g;
   Tensor a = g.input("a", {2, 3});
   Tensor b = g.input("b", {5, 7});
-  const int line = __LINE__; Tensor bad = matmul(a, b);
+  const int line = __LINE__ + 1; // the next line
+  Tensor bad = matmul(a, b);
   size_t nodesAfterError = g.ir().numNodes();
   Tensor worse = softmax(relu(bad * 2.0) + a);
   CHECK(worse.poisoned());
@@ -67,7 +69,8 @@ TEST_CASE("ops on a poisoned tensor are no-ops and only the first error is kept"
 TEST_CASE("reshape's -1 errors are reported by the DSL with the line", "[dsl][errors]") {
   Graph g;
   Tensor x = g.input("x", {2, 3});
-  const int line = __LINE__; Tensor y = reshape(x, {4, -1});
+  const int line = __LINE__ + 1; // the next line
+  Tensor y = reshape(x, {4, -1});
   CHECK(y.poisoned());
   std::string message = firstError(g);
   CHECK_THAT(message, Catch::Contains(fileLine(__FILE__, line)));
@@ -77,7 +80,8 @@ TEST_CASE("reshape's -1 errors are reported by the DSL with the line", "[dsl][er
 
   Graph h;
   Tensor z = h.input("z", {2, 3});
-  const int twoLine = __LINE__; reshape(z, {-1, -1});
+  const int twoLine = __LINE__ + 1; // the next line
+  reshape(z, {-1, -1});
   CHECK_THAT(firstError(h), Catch::Contains(fileLine(__FILE__, twoLine)));
   CHECK_THAT(firstError(h), Catch::Contains("at most one -1"));
 }
@@ -85,20 +89,23 @@ TEST_CASE("reshape's -1 errors are reported by the DSL with the line", "[dsl][er
 TEST_CASE("duplicate names are errors at the line that reuses them", "[dsl][errors]") {
   Graph g;
   g.input("x", {2});
-  const int inputLine = __LINE__; Tensor again = g.input("x", {3});
+  const int inputLine = __LINE__ + 1; // the next line
+  Tensor again = g.input("x", {3});
   CHECK(again.poisoned());
   CHECK_THAT(firstError(g), Catch::Contains(fileLine(__FILE__, inputLine)));
   CHECK_THAT(firstError(g), Catch::Contains("'x' is already used"));
 
   Graph h;
   Tensor w = h.param("w", HostTensor(DType::F32, {2}));
-  const int paramLine = __LINE__; h.param("w", HostTensor(DType::F32, {2}));
+  const int paramLine = __LINE__ + 1; // the next line
+  h.param("w", HostTensor(DType::F32, {2}));
   CHECK_THAT(firstError(h), Catch::Contains(fileLine(__FILE__, paramLine)));
 
   Graph k;
   Tensor v = k.input("v", {2});
   k.output("y", v);
-  const int outputLine = __LINE__; k.output("y", relu(v));
+  const int outputLine = __LINE__ + 1; // the next line
+  k.output("y", relu(v));
   CHECK_THAT(firstError(k), Catch::Contains(fileLine(__FILE__, outputLine)));
   CHECK_THAT(firstError(k), Catch::Contains("output name 'y' is already used"));
   (void)w;
@@ -109,7 +116,8 @@ TEST_CASE("empty tensors and tensors of another graph are errors", "[dsl][errors
   Graph other("second");
   Tensor x = g.input("x", {2});
   Tensor foreign = other.input("y", {2});
-  const int line = __LINE__; Tensor mixed = x + foreign;
+  const int line = __LINE__ + 1; // the next line
+  Tensor mixed = x + foreign;
   CHECK(mixed.poisoned());
   CHECK_THAT(firstError(g), Catch::Contains(fileLine(__FILE__, line)));
   CHECK_THAT(firstError(g), Catch::Contains("operand 1 belongs to graph 'second', not 'first'"));
@@ -118,8 +126,9 @@ TEST_CASE("empty tensors and tensors of another graph are errors", "[dsl][errors
   Graph h;
   Tensor empty;
   CHECK(empty.empty());
-  CHECK(relu(empty).empty()); // no graph to record in: stays empty
-  const int outputLine = __LINE__; h.output("y", relu(empty));
+  CHECK(relu(empty).empty());          // no graph to record in: stays empty
+  const int outputLine = __LINE__ + 1; // the next line
+  h.output("y", relu(empty));
   CHECK_THAT(firstError(h), Catch::Contains(fileLine(__FILE__, outputLine)));
   CHECK_THAT(firstError(h), Catch::Contains("output 'y': the Tensor is empty"));
 }
@@ -128,7 +137,8 @@ TEST_CASE("a layer's error names the line of the layer call", "[dsl][errors][nn]
   Graph g;
   Tensor x = g.input("x", {5});
   nn::Dense dense(4);
-  const int line = __LINE__; Tensor y = dense(g, x);
+  const int line = __LINE__ + 1; // the next line
+  Tensor y = dense(g, x);
   CHECK(y.poisoned());
   std::string message = firstError(g);
   CHECK_THAT(message, Catch::Contains(fileLine(__FILE__, line)));
@@ -141,15 +151,15 @@ TEST_CASE("a layer's error names the line of the layer call", "[dsl][errors][nn]
   nn::Conv2D conv(4, {3, 3}, nn::Activation::Relu);
   Tensor features = conv(h, images);
   Tensor wrongChannels = h.input("gray", {1, 1, 8, 8});
-  const int reuseLine = __LINE__; Tensor reused = conv(h, wrongChannels);
+  const int reuseLine = __LINE__ + 1; // the next line
+  Tensor reused = conv(h, wrongChannels);
   CHECK(features.ok());
   CHECK(reused.poisoned());
   CHECK_THAT(firstError(h), Catch::Contains(fileLine(__FILE__, reuseLine)));
   CHECK_THAT(firstError(h), Catch::Contains("'weight' was created as f32[4,3,3,3]"));
 }
 
-TEST_CASE("finalize requires an output and evaluate refuses a graph with errors",
-          "[dsl][errors]") {
+TEST_CASE("finalize requires an output and evaluate refuses a graph with errors", "[dsl][errors]") {
   Graph g("no_outputs");
   relu(g.input("x", {2}));
   CHECK_THAT(firstError(g), Catch::Contains("graph 'no_outputs' has no outputs"));

@@ -70,7 +70,8 @@ TEST_CASE("a scalar an integer tensor cannot hold is an error, not a truncation"
           "[dsl][operators][errors]") {
   Graph g;
   Tensor i = g.input("i", {4}, DType::I64);
-  const int line = __LINE__; Tensor scaled = i * 0.5;
+  const int line = __LINE__ + 1; // the next line
+  Tensor scaled = i * 0.5;
   CHECK(scaled.poisoned());
   std::string message = firstError(g);
   CHECK_THAT(message, Catch::Contains(fileLine(__FILE__, line)));
@@ -85,10 +86,9 @@ TEST_CASE("operator expressions compute the right values", "[dsl][operators]") {
   g.output("expression", (x * 2.0 + 1.0) / y - x);
   g.output("negated", -(x - y));
   g.output("mask", where(x > y, x, 10.0 - y));
-  NamedTensors out = run(g, {{"x", HostTensor::fromDoubles(DType::F32, {4},
-                                                           std::vector<double>{1, -2, 3, 0.5})},
-                             {"y", HostTensor::fromDoubles(DType::F32, {4},
-                                                           std::vector<double>{2, 4, -1, 0.25})}});
+  NamedTensors out = run(
+      g, {{"x", HostTensor::fromDoubles(DType::F32, {4}, std::vector<double>{1, -2, 3, 0.5})},
+          {"y", HostTensor::fromDoubles(DType::F32, {4}, std::vector<double>{2, 4, -1, 0.25})}});
   // (2x + 1) / y - x: 3/2 - 1, -3/4 + 2, 7/-1 - 3, 2/0.25 - 0.5.
   CHECK(out.at("expression").toDoubles() == std::vector<double>{0.5, 1.25, -10, 7.5});
   CHECK(out.at("negated").toDoubles() == std::vector<double>{1, 6, -4, -0.25});

@@ -198,8 +198,8 @@ TEST_CASE("pooling op functions default the stride to the kernel", "[dsl][ops][p
   checkNode(same, OpKind::MaxPool2D, "f32[2,3,5,5]");
   CHECK(ints(same, "padding") == std::vector<int64_t>{0, 1, 0, 1});
 
-  Tensor average = avgPool2d(x, {.kernel = {3, 3}, .stride = {1, 1}, .padding = Padding::same(),
-                                 .countIncludePad = true});
+  Tensor average = avgPool2d(
+      x, {.kernel = {3, 3}, .stride = {1, 1}, .padding = Padding::same(), .countIncludePad = true});
   checkNode(average, OpKind::AvgPool2D, "f32[2,3,9,9]");
   CHECK(ints(average, "padding") == std::vector<int64_t>{1, 1, 1, 1});
   CHECK(ir::getBool(nodeOf(average)->attrs(), "count_include_pad"));
@@ -300,12 +300,14 @@ TEST_CASE("leaf op functions: iota and constants", "[dsl][ops]") {
 TEST_CASE("op functions record the caller's file and line on the node", "[dsl][ops]") {
   Graph g;
   Tensor x = g.input("x", {4});
-  const int line = __LINE__; Tensor y = relu(x);
+  const int line = __LINE__ + 1; // the next line
+  Tensor y = relu(x);
   const Location &location = nodeOf(y)->location();
   CHECK(location.line == static_cast<unsigned>(line));
   CHECK_THAT(location.file, Catch::EndsWith("DslOpsTest.cpp"));
   // Nodes a DSL function makes internally carry the same user line.
-  const int scalarLine = __LINE__; Tensor z = pow(x, 3.0);
+  const int scalarLine = __LINE__ + 1; // the next line
+  Tensor z = pow(x, 3.0);
   CHECK(nodeOf(z)->location().line == static_cast<unsigned>(scalarLine));
   CHECK(nodeOf(z)->operand(1)->definingNode()->location().line ==
         static_cast<unsigned>(scalarLine));
@@ -315,12 +317,14 @@ TEST_CASE("slices, reshapes and concat compose to the right values", "[dsl][ops]
   Graph g;
   Tensor x = g.input("x", {2, 3});
   // Columns reversed by slicing them one at a time and joining them again.
-  Tensor reversed = concat({sliceAxis(x, 1, 2, 3), sliceAxis(x, 1, 1, 2), sliceAxis(x, 1, 0, 1)}, 1);
+  Tensor reversed =
+      concat({sliceAxis(x, 1, 2, 3), sliceAxis(x, 1, 1, 2), sliceAxis(x, 1, 0, 1)}, 1);
   g.output("reversed", reversed);
   g.output("flat", reshape(transpose(x, {1, 0}), {-1}));
   g.output("rows", argmax(x, 1));
-  NamedTensors out =
-      run(g, {{"x", HostTensor::fromDoubles(DType::F32, {2, 3}, std::vector<double>{1, 5, 3, 9, 2, 4})}});
+  NamedTensors out = run(
+      g,
+      {{"x", HostTensor::fromDoubles(DType::F32, {2, 3}, std::vector<double>{1, 5, 3, 9, 2, 4})}});
   CHECK(out.at("reversed").toDoubles() == std::vector<double>{3, 5, 1, 4, 2, 9});
   CHECK(out.at("flat").toDoubles() == std::vector<double>{1, 9, 5, 2, 3, 4});
   CHECK(out.at("rows").toDoubles() == std::vector<double>{1, 0});

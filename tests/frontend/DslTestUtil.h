@@ -13,7 +13,9 @@
 namespace kiln::dsltest {
 
 /// The node that computes `t` (nullptr for inputs and parameters).
-inline const ir::Node *nodeOf(const Tensor &t) { return t.ok() ? t.value()->definingNode() : nullptr; }
+inline const ir::Node *nodeOf(const Tensor &t) {
+  return t.ok() ? t.value()->definingNode() : nullptr;
+}
 
 /// A seeded uniform f32 tensor in [-1, 1).
 inline HostTensor randomF32(Shape shape, uint64_t seed) {

@@ -39,8 +39,8 @@ void checkDistributions(const HostTensor &probabilities) {
 
 TEST_CASE("the Fashion-MNIST CNN at a small size", "[examples]") {
   Graph g("cnn", 1);
-  FashionMnistCnnConfig config{.batch = 3, .imageSize = 16, .convFilters = {4, 6, 5}, .hidden = 7,
-                               .classes = 4};
+  FashionMnistCnnConfig config{
+      .batch = 3, .imageSize = 16, .convFilters = {4, 6, 5}, .hidden = 7, .classes = 4};
   Tensor probabilities = buildFashionMnistCnn(g, config);
   // 16 -> conv 14 -> pool 7 -> conv 5 -> pool 2 -> conv: 3x3 needs 3, so 2 is too small.
   CHECK(probabilities.poisoned());
@@ -71,8 +71,7 @@ TEST_CASE("the seed CNN at batch 8 runs through the interpreter", "[examples]") 
 
 TEST_CASE("the MLP", "[examples]") {
   Graph g;
-  Tensor probabilities =
-      buildMlp(g, {.batch = 5, .inputs = 12, .hidden = {9, 7, 6}, .classes = 3});
+  Tensor probabilities = buildMlp(g, {.batch = 5, .inputs = 12, .hidden = {9, 7, 6}, .classes = 3});
   CHECK(probabilities.str() == "f32[5,3]");
   CHECK(g.ir().params().size() == 8);
   checkDistributions(run(g, {{"x", randomF32({5, 12}, 1)}}).at("probabilities"));
@@ -100,11 +99,8 @@ TEST_CASE("the LSTM language model, per step and last step", "[examples]") {
 
 TEST_CASE("the VGG transfer model freezes its base and trains its head", "[examples]") {
   Graph g("vgg", 2);
-  VggTransferConfig config{.batch = 2,
-                           .imageSize = 32,
-                           .blockWidths = {2, 3, 4, 4, 5},
-                           .hidden = 6,
-                           .classes = 3};
+  VggTransferConfig config{
+      .batch = 2, .imageSize = 32, .blockWidths = {2, 3, 4, 4, 5}, .hidden = 6, .classes = 3};
   Tensor probabilities = buildVggTransfer(g, config);
   CHECK(probabilities.str() == "f32[2,3]");
   std::vector<std::string> frozen = g.frozenParamNames();
@@ -121,8 +117,8 @@ TEST_CASE("the VGG transfer model freezes its base and trains its head", "[examp
 
 TEST_CASE("the transformer block keeps its input's shape", "[examples]") {
   Graph g("gpt_block", 5);
-  TransformerBlockConfig config{.batch = 2, .sequenceLength = 6, .modelDim = 8, .numHeads = 2,
-                                .mlpDim = 12};
+  TransformerBlockConfig config{
+      .batch = 2, .sequenceLength = 6, .modelDim = 8, .numHeads = 2, .mlpDim = 12};
   Tensor y = buildTransformerBlock(g, config);
   CHECK(y.str() == "f32[2,6,8]");
   CHECK(g.paramValues().at("transformer_block.attn.query.weight").typeStr() == "f32[8,8]");
@@ -144,8 +140,12 @@ TEST_CASE("the transformer block keeps its input's shape", "[examples]") {
 
 TEST_CASE("the ResNet-style model uses residual adds and batch norm", "[examples]") {
   Graph g("resnet", 6);
-  ResNetStyleConfig config{.batch = 2, .imageSize = 8, .channels = 3, .stageWidths = {4, 6},
-                           .blocksPerStage = 2, .classes = 5};
+  ResNetStyleConfig config{.batch = 2,
+                           .imageSize = 8,
+                           .channels = 3,
+                           .stageWidths = {4, 6},
+                           .blocksPerStage = 2,
+                           .classes = 5};
   Tensor probabilities = buildResNetStyle(g, config);
   CHECK(probabilities.str() == "f32[2,5]");
   CHECK(g.paramValues().at("layer2.0.downsample.0.weight").typeStr() == "f32[6,4,1,1]");

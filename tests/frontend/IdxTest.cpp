@@ -81,8 +81,7 @@ TEST_CASE("IDX reads unsigned-byte images and labels", "[idx]") {
   auto raw = readIdx(images);
   REQUIRE(raw.has_value());
   CHECK(raw->typeStr() == "f64[2,2,3]");
-  CHECK(raw->toDoubles() ==
-        std::vector<double>{0, 1, 2, 127, 128, 255, 10, 20, 30, 40, 50, 60});
+  CHECK(raw->toDoubles() == std::vector<double>{0, 1, 2, 127, 128, 255, 10, 20, 30, 40, 50, 60});
 
   auto normalized = readIdxImages(images);
   REQUIRE(normalized.has_value());
@@ -102,8 +101,9 @@ TEST_CASE("IDX reads unsigned-byte images and labels", "[idx]") {
   auto labelTensor = readIdxLabels(labels);
   REQUIRE(labelTensor.has_value());
   CHECK(labelTensor->typeStr() == "i64[5]");
-  CHECK(std::vector<int64_t>(labelTensor->as<int64_t>().begin(), labelTensor->as<int64_t>().end()) ==
-        std::vector<int64_t>{3, 0, 9, 9, 1});
+  CHECK(
+      std::vector<int64_t>(labelTensor->as<int64_t>().begin(), labelTensor->as<int64_t>().end()) ==
+      std::vector<int64_t>{3, 0, 9, 9, 1});
 
   // The image and label readers check what they are given.
   auto wrongKind = readIdxLabels(images);
@@ -183,15 +183,16 @@ TEST_CASE("IDX rejects bad files with precise messages", "[idx]") {
     auto result = readIdx(dir.file("absent-idx1-ubyte"));
     REQUIRE_FALSE(result.has_value());
     CHECK(result.error().code() == ErrorCode::IOError);
-    CHECK_THAT(result.error().message(),
-               Catch::Contains("absent-idx1-ubyte") && Catch::Contains("No such file or directory"));
+    CHECK_THAT(result.error().message(), Catch::Contains("absent-idx1-ubyte") &&
+                                             Catch::Contains("No such file or directory"));
   }
   SECTION("bad magic") {
     writeBytes(path, {0x01, 0x00, 0x08, 0x01, 0, 0, 0, 0});
     auto result = readIdx(path);
     REQUIRE_FALSE(result.has_value());
     CHECK(result.error().code() == ErrorCode::FormatError);
-    CHECK_THAT(result.error().message(), Catch::Contains("bad magic") && Catch::Contains("0x01 0x00"));
+    CHECK_THAT(result.error().message(),
+               Catch::Contains("bad magic") && Catch::Contains("0x01 0x00"));
   }
   SECTION("unsupported type code") {
     writeBytes(path, idxFile(0x0a, {1}, {0}));
@@ -203,9 +204,8 @@ TEST_CASE("IDX rejects bad files with precise messages", "[idx]") {
     writeBytes(path, bytes);
     auto result = readIdx(path);
     REQUIRE_FALSE(result.has_value());
-    CHECK_THAT(result.error().message(),
-               Catch::Contains("truncated data: expected 28 bytes") &&
-                   Catch::Contains("file size is 26 bytes"));
+    CHECK_THAT(result.error().message(), Catch::Contains("truncated data: expected 28 bytes") &&
+                                             Catch::Contains("file size is 26 bytes"));
     // Through gzip the message talks about the decompressed size.
     writeBytes(path, gzipStored(bytes));
     CHECK_THAT(errorOf(readIdx(path)), Catch::Contains("decompressed size is 26 bytes"));
@@ -214,8 +214,7 @@ TEST_CASE("IDX rejects bad files with precise messages", "[idx]") {
     writeBytes(path, {0x00, 0x00, 0x08});
     CHECK_THAT(errorOf(readIdx(path)), Catch::Contains("truncated IDX header"));
     writeBytes(path, {0x00, 0x00, 0x08, 0x03, 0, 0, 0, 2});
-    CHECK_THAT(errorOf(readIdx(path)),
-               Catch::Contains("expected 16 bytes for 3 dimensions"));
+    CHECK_THAT(errorOf(readIdx(path)), Catch::Contains("expected 16 bytes for 3 dimensions"));
   }
   SECTION("trailing bytes") {
     std::vector<uint8_t> bytes = idxFile(0x08, {3}, {1, 2, 3, 4});

@@ -68,8 +68,7 @@ TEST_CASE("zeros, ones and constant initializers", "[nn][init]") {
     CHECK((v >= 3 && v < 4));
 }
 
-TEST_CASE("parameter values depend on the graph seed and the name, not build order",
-          "[nn][init]") {
+TEST_CASE("parameter values depend on the graph seed and the name, not build order", "[nn][init]") {
   auto build = [](uint64_t seed, bool reversed) {
     auto graph = std::make_unique<Graph>("model", seed);
     Tensor x = graph->input("x", {1, 4});

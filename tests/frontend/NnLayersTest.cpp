@@ -45,8 +45,8 @@ TEST_CASE("Dense computes relu(x @ weight + bias) by hand", "[nn][dense]") {
 
 TEST_CASE("Dense maps the last axis of higher-rank inputs and can drop the bias", "[nn][dense]") {
   Graph g;
-  Tensor y = Dense(DenseConfig{.units = 7, .useBias = false, .name = "proj"})(
-      g, g.input("x", {2, 5, 3}));
+  Tensor y =
+      Dense(DenseConfig{.units = 7, .useBias = false, .name = "proj"})(g, g.input("x", {2, 5, 3}));
   CHECK(y.str() == "f32[2,5,7]");
   CHECK(paramNames(g) == std::vector<std::string>{"proj.weight"});
   CHECK(g.paramValues().at("proj.weight").typeStr() == "f32[3,7]");
@@ -84,8 +84,8 @@ TEST_CASE("Sequential names its layers in the enclosing scope", "[nn][sequential
   CHECK(model.size() == 3);
   Tensor y = model(g, g.input("x", {4, 6}));
   CHECK(y.str() == "f32[4,3]");
-  CHECK(paramNames(g) == std::vector<std::string>{"dense.weight", "dense.bias", "dense_1.weight",
-                                                  "dense_1.bias"});
+  CHECK(paramNames(g) ==
+        std::vector<std::string>{"dense.weight", "dense.bias", "dense_1.weight", "dense_1.bias"});
   CHECK(nodeOf(y)->kind() == ir::OpKind::Softmax);
 }
 
@@ -145,8 +145,8 @@ TEST_CASE("Embedding looks up rows of its table", "[nn][embedding]") {
   CHECK(table.typeStr() == "f32[5,3]");
   for (double value : table.toDoubles())
     CHECK(std::abs(value) <= 0.05);
-  NamedTensors out = run(g, {{"ids", HostTensor::fromDoubles(DType::I64, {2, 2},
-                                                             std::vector<double>{4, 0, 0, 2})}});
+  NamedTensors out = run(
+      g, {{"ids", HostTensor::fromDoubles(DType::I64, {2, 2}, std::vector<double>{4, 0, 0, 2})}});
   std::vector<double> rows = out.at("vectors").toDoubles();
   std::vector<double> expected;
   for (int64_t id : {4, 0, 0, 2})
@@ -155,7 +155,8 @@ TEST_CASE("Embedding looks up rows of its table", "[nn][embedding]") {
   CHECK(rows == expected);
 
   Graph h;
-  const int line = __LINE__; Embedding(5, 3)(h, h.input("floats", {2}));
+  const int line = __LINE__ + 1; // the next line
+  Embedding(5, 3)(h, h.input("floats", {2}));
   CHECK_THAT(firstError(h), Catch::Contains(fileLine(__FILE__, line)));
   CHECK_THAT(firstError(h), Catch::Contains("ids must have an integer dtype"));
 }
@@ -191,7 +192,8 @@ TEST_CASE("an LSTM matches the gate equations computed by hand in fp64", "[nn][l
       for (int64_t j = 0; j < 4 * units; ++j) {
         z[j] = bias.getDouble(j);
         for (int64_t f = 0; f < features; ++f)
-          z[j] += input.getDouble((b * steps + t) * features + f) * kernel.getDouble(f * 4 * units + j);
+          z[j] +=
+              input.getDouble((b * steps + t) * features + f) * kernel.getDouble(f * 4 * units + j);
         for (int64_t u = 0; u < units; ++u)
           z[j] += h[u] * recurrent.getDouble(u * 4 * units + j);
       }
@@ -271,8 +273,8 @@ TEST_CASE("MultiHeadAttention shapes, parameters and causality", "[nn][attention
                              "multi_head_attention.output.weight",
                              "multi_head_attention.output.bias"});
   Tensor memory = g.input("memory", {2, 7, 8});
-  MultiHeadAttention cross(MultiHeadAttentionConfig{.numHeads = 4, .keyDim = 3, .valueDim = 5,
-                                                    .outputDim = 6});
+  MultiHeadAttention cross(
+      MultiHeadAttentionConfig{.numHeads = 4, .keyDim = 3, .valueDim = 5, .outputDim = 6});
   CHECK(cross(g, x, memory).str() == "f32[2,5,6]");
   g.output("y", y);
   g.output("cross", cross(g, x, memory));
@@ -304,7 +306,8 @@ TEST_CASE("Dropout is the identity at inference and checks its rate", "[nn][drop
   Tensor y = Dropout(0.25)(g, x);
   CHECK(y.value() == x.value());
   CHECK(g.ir().numNodes() == 0);
-  const int line = __LINE__; Dropout(1.5)(g, x);
+  const int line = __LINE__ + 1; // the next line
+  Dropout(1.5)(g, x);
   CHECK_THAT(firstError(g), Catch::Contains(fileLine(__FILE__, line)));
   CHECK_THAT(firstError(g), Catch::Contains("rate must be in [0, 1), got 1.5"));
 }

@@ -47,8 +47,8 @@ TEST_CASE("safetensors dtype names map both ways", "[safetensors]") {
   CHECK(safetensorsDTypeName(DType::F8E5M2) == "F8_E5M2");
   CHECK(safetensorsDTypeName(DType::Bool) == "BOOL");
   CHECK(safetensorsDTypeName(DType::BF16) == "BF16");
-  for (DType type : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::F8E4M3,
-                     DType::F8E5M2, DType::I64, DType::I32, DType::I8, DType::Bool})
+  for (DType type : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::F8E4M3, DType::F8E5M2,
+                     DType::I64, DType::I32, DType::I8, DType::Bool})
     CHECK(parseSafetensorsDType(safetensorsDTypeName(type)) == type);
   CHECK_FALSE(parseSafetensorsDType("U8").has_value());
   CHECK_FALSE(parseSafetensorsDType("f32").has_value());
@@ -126,8 +126,9 @@ TEST_CASE("safetensors escapes names and accepts string metadata", "[safetensors
   CHECK(loaded->at(oddName).getDouble(0) == 42);
 
   // Files written by other tools: metadata first, \u escapes, whitespace, padding.
-  std::string header = "{ \"__metadata__\": {\"format\": \"pt\", \"note\": \"\\u00e9\\ud83d\\ude00\"},\n"
-                       "  \"x\\u0041\": {\"shape\": [2, 1], \"dtype\": \"BF16\", \"data_offsets\": [0, 4]} }  ";
+  std::string header =
+      "{ \"__metadata__\": {\"format\": \"pt\", \"note\": \"\\u00e9\\ud83d\\ude00\"},\n"
+      "  \"x\\u0041\": {\"shape\": [2, 1], \"dtype\": \"BF16\", \"data_offsets\": [0, 4]} }  ";
   writeBytes(path, rawFile(header, {0x80, 0x3f, 0x00, 0xc0}));
   auto other = loadSafetensors(path);
   REQUIRE(other.has_value());
@@ -147,7 +148,8 @@ TEST_CASE("safetensors rejects malformed files with precise messages", "[safeten
     auto loaded = loadSafetensors(path);
     REQUIRE_FALSE(loaded.has_value());
     CHECK(loaded.error().code() == ErrorCode::FormatError);
-    CHECK_THAT(loaded.error().message(), Catch::Contains("truncated") && Catch::Contains("3 bytes"));
+    CHECK_THAT(loaded.error().message(),
+               Catch::Contains("truncated") && Catch::Contains("3 bytes"));
   }
   SECTION("header length beyond the file") {
     std::string path = dir.file("long.safetensors");
@@ -183,10 +185,12 @@ TEST_CASE("safetensors rejects malformed files with precise messages", "[safeten
                    Catch::Contains("out of range of the 6-byte data section"));
   }
   SECTION("offsets that do not match shape * dtype size") {
-    CHECK_THAT(loadError(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8),
-               Catch::Contains("span 8 bytes but F32[3] needs 12 bytes"));
-    CHECK_THAT(loadError(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8),
-               Catch::Contains("end before begin"));
+    CHECK_THAT(
+        loadError(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}", 8),
+        Catch::Contains("span 8 bytes but F32[3] needs 12 bytes"));
+    CHECK_THAT(
+        loadError(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]}}", 8),
+        Catch::Contains("end before begin"));
   }
   SECTION("overlapping tensors") {
     std::string header = "{\"a\":{\"dtype\":\"I8\",\"shape\":[4],\"data_offsets\":[0,4]},"
@@ -212,16 +216,20 @@ TEST_CASE("safetensors rejects malformed files with precise messages", "[safeten
   SECTION("missing, unknown and duplicate fields") {
     CHECK_THAT(loadError(dir, "{\"a\":{\"dtype\":\"I8\",\"shape\":[1]}}", 1),
                Catch::Contains("missing field \"data_offsets\""));
+    CHECK_THAT(loadError(dir,
+                         "{\"a\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1],\"x\":[]}}",
+                         1),
+               Catch::Contains("unknown field \"x\""));
     CHECK_THAT(
-        loadError(dir, "{\"a\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1],\"x\":[]}}", 1),
-        Catch::Contains("unknown field \"x\""));
-    CHECK_THAT(
-        loadError(dir, "{\"a\":{\"dtype\":\"I8\",\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
-                  1),
+        loadError(
+            dir, "{\"a\":{\"dtype\":\"I8\",\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
+            1),
         Catch::Contains("duplicate field \"dtype\""));
-    CHECK_THAT(loadError(dir, "{\"a\":{\"dtype\":\"I8\",\"shape\":[-1],\"data_offsets\":[0,1]}}", 1),
-               Catch::Contains("non-negative"));
-    CHECK_THAT(loadError(dir, "{\"a\":[1]}", 0), Catch::Contains("expected an object, found array"));
+    CHECK_THAT(
+        loadError(dir, "{\"a\":{\"dtype\":\"I8\",\"shape\":[-1],\"data_offsets\":[0,1]}}", 1),
+        Catch::Contains("non-negative"));
+    CHECK_THAT(loadError(dir, "{\"a\":[1]}", 0),
+               Catch::Contains("expected an object, found array"));
   }
   SECTION("metadata values must be strings") {
     CHECK_THAT(loadError(dir, "{\"__metadata__\":{\"epoch\":3}}", 0),
@@ -239,9 +247,8 @@ TEST_CASE("a failed safetensors save leaves no file behind", "[safetensors]") {
     auto saved = saveSafetensors(path, tensors);
     REQUIRE_FALSE(saved.has_value());
     CHECK(saved.error().code() == ErrorCode::IOError);
-    CHECK_THAT(saved.error().message(),
-               Catch::Contains("no/such/dir/model.safetensors") &&
-                   Catch::Contains("No such file or directory"));
+    CHECK_THAT(saved.error().message(), Catch::Contains("no/such/dir/model.safetensors") &&
+                                            Catch::Contains("No such file or directory"));
     CHECK(dir.entries().empty());
   }
   SECTION("rename onto a directory fails after writing: the temporary is removed") {

@@ -490,6 +490,10 @@ TEST_CASE("parse errors say what was expected, at the offending token", "[ir][pa
   CHECK(parseError("graph @g {\n  input %x: f32[2]\n  output \"y\\x4\" = %x\n}") ==
         "3:12: expected two hex digits after '\\x' in string");
   CHECK(parseError("graph @g {\n  input %x: f32[2] $\n}") == "2:20: unexpected character '$'");
+  // Found by the fuzzer: a quoted graph name's errors had no line.
+  CHECK(parseError("graph @\"a %b)\n}") == "1:8: unterminated string");
+  CHECK(parseError("graph @\"a\\z\" {\n}") ==
+        "1:10: unknown escape '\\z' in string (known: \\\" \\\\ \\n \\t \\xHH)");
   CHECK(parseError("graph @g {\n  input %x: f32[2]\n  %1a: f32[2] = neg(%x)\n}") ==
         "3:3: invalid name '%1a': a name is a number or starts with a letter or '_'");
   CHECK(parseError("graph @g {\n  input %x: f32[2]\n  %0: f32[2] = clamp(%x) {min = 1e999, max "

@@ -187,9 +187,13 @@ TEST_CASE("decompose scaled_dot_product_attention", "[passes][decompose]") {
     Shape q, k, v;
   };
   Case c = GENERATE(Case{{2, 5, 3}, {2, 7, 3}, {2, 7, 4}},      // more keys than queries
-                    Case{{2, 7, 3}, {2, 5, 3}, {2, 5, 4}},      // fewer: causal rows with no key
+                    Case{{2, 7, 3}, {2, 5, 3}, {2, 5, 4}},      // fewer (not causal: see below)
                     Case{{2, 3, 5, 4}, {3, 6, 4}, {1, 6, 5}},   // broadcast batch dims
                     Case{{1, 1, 9}, {1, 1, 9}, {1, 1, 1}});     // a single key
+  // Causal attention needs Lk >= Lq (the op rejects fewer keys), so every
+  // query sees at least one key.
+  if (causal && c.q[c.q.size() - 2] > c.k[c.k.size() - 2])
+    return;
   INFO(dtypeName(dtype) << (causal ? " causal" : "") << " q " << shapeStr(c.q) << " k "
                         << shapeStr(c.k) << " v " << shapeStr(c.v));
   Graph graph;
@@ -205,24 +209,6 @@ TEST_CASE("decompose scaled_dot_product_attention", "[passes][decompose]") {
     if (node->kind() == OpKind::MatMul)
       CHECK(getType(node->attrs(), "accumulate") ==
             (dtype == DType::F64 ? DType::F64 : DType::F32));
-}
-
-TEST_CASE("causal attention with more queries than keys gives NaN rows, as the reference does",
-          "[passes][decompose]") {
-  Graph graph;
-  addComposite(graph, OpKind::ScaledDotProductAttention, DType::F64, {{4, 2}, {2, 2}, {2, 3}},
-               {{"causal", true}, {"scale", 0.5}});
-  NamedTensors bindings = randomBindings(graph, 8);
-  NamedTensors fused = interpretOrFail(graph, bindings);
-  CHECK(runPassOrFail(createDecomposePass(), graph));
-  NamedTensors decomposed = interpretOrFail(graph, bindings);
-  // Query i sees keys j <= i - 2: rows 0 and 1 see none.
-  for (int64_t i = 0; i < 12; ++i) {
-    INFO("element " << i);
-    CHECK(std::isnan(decomposed["out"].getDouble(i)) == (i < 6));
-    CHECK(std::isnan(fused["out"].getDouble(i)) == (i < 6));
-  }
-  requireCloseOutputs(fused, decomposed, 1e-12);
 }
 
 TEST_CASE("a limited decompose pass leaves other composites alone", "[passes][decompose]") {

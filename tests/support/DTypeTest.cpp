@@ -16,8 +16,8 @@ double pow2(int exponent) { return std::ldexp(1.0, exponent); }
 } // namespace
 
 TEST_CASE("dtype names round-trip and unknown names are rejected", "[dtype]") {
-  const DType all[] = {DType::F64,    DType::F32,    DType::F16, DType::BF16, DType::F8E4M3,
-                       DType::F8E5M2, DType::I64,    DType::I32, DType::I8,   DType::Bool};
+  const DType all[] = {DType::F64,    DType::F32, DType::F16, DType::BF16, DType::F8E4M3,
+                       DType::F8E5M2, DType::I64, DType::I32, DType::I8,   DType::Bool};
   STATIC_REQUIRE(kNumDTypes == 10);
   for (DType type : all) {
     INFO("dtype " << dtypeName(type));
@@ -59,16 +59,16 @@ TEST_CASE("dtype sizes and classes", "[dtype]") {
 TEST_CASE("roundToDType rounds floats to nearest even", "[dtype]") {
   CHECK(roundToDType(0.1, DType::F64) == 0.1);
   CHECK(roundToDType(0.1, DType::F32) == static_cast<double>(0.1f));
-  CHECK(roundToDType(1.0 + pow2(-24), DType::F32) == 1.0);                  // tie to even
+  CHECK(roundToDType(1.0 + pow2(-24), DType::F32) == 1.0);                 // tie to even
   CHECK(roundToDType(1.0 + 3 * pow2(-24), DType::F32) == 1.0 + pow2(-22)); // tie up
   CHECK(std::isinf(roundToDType(1e39, DType::F32)));
   CHECK(roundToDType(0.1, DType::F16) == 0x1.998p-4);
   CHECK(roundToDType(65519.0, DType::F16) == 65504.0);
   CHECK(roundToDType(65520.0, DType::F16) == kInf);
   CHECK(roundToDType(pow2(-25), DType::F16) == 0.0);
-  CHECK(roundToDType(3.0e38, DType::BF16) == 226 * pow2(120)); // 3e38 = 225.69 * 2^120
-  CHECK(roundToDType(3.0 + pow2(-7), DType::BF16) == 3.0);                    // tie to even
-  CHECK(roundToDType(3.0 + 3 * pow2(-7), DType::BF16) == 3.0 + pow2(-5));     // tie up
+  CHECK(roundToDType(3.0e38, DType::BF16) == 226 * pow2(120));            // 3e38 = 225.69 * 2^120
+  CHECK(roundToDType(3.0 + pow2(-7), DType::BF16) == 3.0);                // tie to even
+  CHECK(roundToDType(3.0 + 3 * pow2(-7), DType::BF16) == 3.0 + pow2(-5)); // tie up
   CHECK(roundToDType(1.0 + pow2(-8), DType::BF16) == 1.0);
   CHECK(roundToDType(1000.0, DType::F8E4M3) == 448.0);
   CHECK(roundToDType(-1000.0, DType::F8E4M3) == -448.0);

@@ -24,11 +24,11 @@ TEST_CASE("f16 encodes edge values to known bit patterns", "[floatconvert]") {
   CHECK(doubleToHalfBits(65520.0) == 0x7c00); // the tie rounds to even: inf
   CHECK(doubleToHalfBits(-65520.0) == 0xfc00);
   CHECK(doubleToHalfBits(1e10) == 0x7c00);
-  CHECK(doubleToHalfBits(pow2(-24)) == 0x0001);    // smallest subnormal
-  CHECK(doubleToHalfBits(pow2(-25)) == 0x0000);    // tie between 0 and 2^-24: even is 0
-  CHECK(doubleToHalfBits(-pow2(-25)) == 0x8000);   // keeps its sign
-  CHECK(doubleToHalfBits(3 * pow2(-26)) == 0x0001); // 0.75 quanta rounds up
-  CHECK(doubleToHalfBits(3 * pow2(-25)) == 0x0002); // 1.5 quanta: tie to even 2
+  CHECK(doubleToHalfBits(pow2(-24)) == 0x0001);        // smallest subnormal
+  CHECK(doubleToHalfBits(pow2(-25)) == 0x0000);        // tie between 0 and 2^-24: even is 0
+  CHECK(doubleToHalfBits(-pow2(-25)) == 0x8000);       // keeps its sign
+  CHECK(doubleToHalfBits(3 * pow2(-26)) == 0x0001);    // 0.75 quanta rounds up
+  CHECK(doubleToHalfBits(3 * pow2(-25)) == 0x0002);    // 1.5 quanta: tie to even 2
   CHECK(doubleToHalfBits(1023 * pow2(-24)) == 0x03ff); // largest subnormal
   CHECK(doubleToHalfBits(pow2(-14)) == 0x0400);        // smallest normal
   // 1023.5 quanta ties to the even 1024 quanta: the carry makes it min normal.
@@ -40,8 +40,8 @@ TEST_CASE("f16 encodes edge values to known bit patterns", "[floatconvert]") {
   uint16_t nanBits = doubleToHalfBits(kNaN);
   CHECK((nanBits & 0x7c00) == 0x7c00);
   CHECK((nanBits & 0x03ff) != 0);
-  CHECK(doubleToHalfBits(1.0 + pow2(-11)) == 0x3c00);     // tie: stays at even 1.0
-  CHECK(doubleToHalfBits(1.0 + 3 * pow2(-11)) == 0x3c02); // tie: up to even 1+2^-9
+  CHECK(doubleToHalfBits(1.0 + pow2(-11)) == 0x3c00);             // tie: stays at even 1.0
+  CHECK(doubleToHalfBits(1.0 + 3 * pow2(-11)) == 0x3c02);         // tie: up to even 1+2^-9
   CHECK(doubleToHalfBits(1.0 + pow2(-11) + pow2(-40)) == 0x3c01); // above the tie
   CHECK(doubleToHalfBits(4095 * pow2(-11)) == 0x4000); // 1+1023.5/1024 ties up, carrying to 2.0
 }
@@ -100,16 +100,16 @@ TEST_CASE("f8e4m3 saturates finite overflow and has one NaN", "[floatconvert]") 
   CHECK(doubleToF8E4M3Bits(1.0) == 0x38);
   CHECK(doubleToF8E4M3Bits(448.0) == 0x7e);
   CHECK(f8e4m3BitsToFloat(0x7e) == 448.0f);
-  CHECK(doubleToF8E4M3Bits(464.0) == 0x7e);  // tie between 448 and (NaN slot) 480: even
-  CHECK(doubleToF8E4M3Bits(470.0) == 0x7e);  // would round to 480: saturates
+  CHECK(doubleToF8E4M3Bits(464.0) == 0x7e); // tie between 448 and (NaN slot) 480: even
+  CHECK(doubleToF8E4M3Bits(470.0) == 0x7e); // would round to 480: saturates
   CHECK(doubleToF8E4M3Bits(1e6) == 0x7e);
   CHECK(doubleToF8E4M3Bits(-1e6) == 0xfe);
   CHECK(doubleToF8E4M3Bits(kNaN) == 0x7f);
-  CHECK(doubleToF8E4M3Bits(kInf) == 0x7f);   // no infinity in the format
+  CHECK(doubleToF8E4M3Bits(kInf) == 0x7f); // no infinity in the format
   CHECK(doubleToF8E4M3Bits(-kInf) == 0xff);
   CHECK(std::isnan(f8e4m3BitsToFloat(0x7f)));
   CHECK(std::isnan(f8e4m3BitsToFloat(0xff)));
-  CHECK(f8e4m3BitsToFloat(0x78) == 256.0f); // top exponent still finite
+  CHECK(f8e4m3BitsToFloat(0x78) == 256.0f);    // top exponent still finite
   CHECK(doubleToF8E4M3Bits(pow2(-9)) == 0x01); // smallest subnormal
   CHECK(f8e4m3BitsToFloat(0x01) == static_cast<float>(pow2(-9)));
   CHECK(doubleToF8E4M3Bits(pow2(-10)) == 0x00);          // tie to even 0
@@ -229,8 +229,7 @@ TEST_CASE("f16 encoding is monotonic and lands on a neighbour", "[floatconvert]"
     double high = halfBitsToFloat(static_cast<uint16_t>(bits + 1));
     double mid = (low + high) / 2;
     uint16_t even = (bits & 1) ? static_cast<uint16_t>(bits + 1) : bits;
-    if (doubleToHalfBits(mid) != even ||
-        doubleToHalfBits(std::nextafter(mid, 0.0)) != bits ||
+    if (doubleToHalfBits(mid) != even || doubleToHalfBits(std::nextafter(mid, 0.0)) != bits ||
         doubleToHalfBits(std::nextafter(mid, kInf)) != bits + 1)
       FAIL("rounding between f16 0x" << std::hex << bits << " and its successor is wrong");
   }

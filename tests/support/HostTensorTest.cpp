@@ -64,8 +64,8 @@ TEST_CASE("Rng uniform and normal have the right range and moments", "[hosttenso
 }
 
 TEST_CASE("HostTensor stores little-endian row-major bytes", "[hosttensor]") {
-  HostTensor f32 = HostTensor::fromDoubles(DType::F32, {2, 3}, std::vector<double>{
-                                                                   1, 2, 3, 4, 5, -2});
+  HostTensor f32 =
+      HostTensor::fromDoubles(DType::F32, {2, 3}, std::vector<double>{1, 2, 3, 4, 5, -2});
   CHECK(f32.typeStr() == "f32[2,3]");
   CHECK(f32.numElements() == 6);
   CHECK(f32.byteSize() == 24);
