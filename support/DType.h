@@ -45,7 +45,7 @@ inline bool isBool(DType type) { return type == DType::Bool; }
 /// Rounds an fp64 value to the nearest value representable in `type` and
 /// returns it as fp64: round-to-nearest-even for floats (with each format's
 /// overflow rule), truncation toward zero with two's-complement wrap for
-/// integers (NaN becomes 0), and x != 0 for bool.
+/// integers (NaN and +-inf become 0), and x != 0 for bool.
 double roundToDType(double value, DType type);
 
 } // namespace kiln
