@@ -8,7 +8,9 @@ namespace kiln::ir {
 namespace {
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
-bool isIdentifierStart(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
+bool isIdentifierStart(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
 bool isIdentifierChar(char c) { return isIdentifierStart(c) || isDigit(c) || c == '.'; }
 
 int hexValue(char c) {
