@@ -73,6 +73,9 @@ static Expected<void> checkLeaf(const Graph &graph, std::string_view what, std::
     if (size < 0)
       return makeError(ErrorCode::ShapeMismatch,
                        fmt::format("{} '{}' has a negative dimension: {}", what, name, type.str()));
+  if (!checkedNumElements(type.shape))
+    return makeError(ErrorCode::ShapeMismatch,
+                     fmt::format("{} '{}' has more than 2^53 elements: {}", what, name, type.str()));
   return {};
 }
 

@@ -127,7 +127,14 @@ Expected<TensorType> inferResultType(OpKind kind, std::span<const TensorType> op
                                  expected == "1" ? "" : "s", count));
   }
   KILN_TRY(attrs, normalizeAttrs(kind, std::move(attrs)));
-  return info.infer(InferContext{kind, operands, attrs});
+  KILN_TRY(TensorType result, info.infer(InferContext{kind, operands, attrs}));
+  // One check here keeps every consumer (interpreter, codegen) free of
+  // overflow in element counts and flat indices.
+  if (!checkedNumElements(result.shape))
+    return makeError(ErrorCode::ShapeMismatch,
+                     fmt::format("{}: result shape {} has more than 2^53 elements", info.name,
+                                 shapeStr(result.shape)));
+  return result;
 }
 
 } // namespace kiln::ir

@@ -10,6 +10,22 @@ int64_t TensorType::numElements() const {
   return count;
 }
 
+std::optional<int64_t> checkedNumElements(const Shape &shape) {
+  int64_t count = 1;
+  bool zero = false;
+  for (int64_t size : shape) {
+    if (size < 0)
+      return std::nullopt;
+    zero = zero || size == 0;
+  }
+  if (zero)
+    return 0;
+  for (int64_t size : shape)
+    if (__builtin_mul_overflow(count, size, &count) || count > kMaxElements)
+      return std::nullopt;
+  return count;
+}
+
 std::string shapeStr(const Shape &shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) {

@@ -4,6 +4,7 @@
 #include "support/DType.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,14 @@ struct TensorType {
   /// The canonical text form, e.g. "f32[8,1,28,28]" or "i64[]".
   std::string str() const;
 };
+
+/// The most elements a tensor may have: 2^53, so element counts and flat
+/// indices stay exact in fp64 and far from int64 overflow.
+inline constexpr int64_t kMaxElements = int64_t{1} << 53;
+
+/// The element count of `shape`, or nullopt when a dimension is negative or
+/// the count exceeds kMaxElements (checked without overflowing).
+std::optional<int64_t> checkedNumElements(const Shape &shape);
 
 /// "[8,1,28,28]".
 std::string shapeStr(const Shape &shape);

@@ -3,6 +3,7 @@
 #include "ir/graph/ShapeInference.h"
 
 #include <catch2/catch.hpp>
+#include <limits>
 
 using namespace kiln;
 using namespace kiln::ir;
@@ -169,4 +170,33 @@ TEST_CASE("helpers: broadcastShapes, normalizeAxis, windowOutputSize, sliceLengt
   CHECK(windowOutputSize(28, 3, 2, 1, 1, 1) == 14);
   CHECK(sliceLength(10, -2, 100, 1) == 2);
   CHECK(sliceLength(10, 5, 2, 1) == 0);
+}
+
+TEST_CASE("huge attributes give errors, never integer overflow", "[infer]") {
+  constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
+  // Zero-sized shapes may have huge other dims: the count is 0, not an overflow.
+  CHECK(infer(OpKind::Reshape, {f32({0})},
+              {{"shape", std::vector<int64_t>{int64_t{1} << 62, 4, 0}}})
+            ->shape == Shape{int64_t{1} << 62, 4, 0});
+  auto zeroSized = infer(OpKind::Reshape, {f32({0})}, {{"shape", std::vector<int64_t>{3, 0}}});
+  CHECK(zeroSized->shape == Shape{3, 0});
+  CHECK(errorOf(OpKind::Reshape, {f32({2})},
+                {{"shape", std::vector<int64_t>{int64_t{1} << 62, 4}}}) ==
+        "reshape: shape [4611686018427387904,4] has more than 2^53 elements");
+  CHECK(errorOf(OpKind::Pad, {f32({2})},
+                {{"low", std::vector<int64_t>{1}}, {"high", std::vector<int64_t>{kBig}}}) ==
+        "pad: padding axis 0 of f32[2] overflows");
+  CHECK(infer(OpKind::Slice, {f32({4})},
+              {{"starts", std::vector<int64_t>{-kBig}},
+               {"stops", std::vector<int64_t>{kBig}},
+               {"steps", std::vector<int64_t>{kBig}}})
+            ->shape == Shape{1});
+  CHECK_THAT(errorOf(OpKind::Conv2D, {f32({1, 1, 3, 3}), f32({1, 1, 1, 1})},
+                     {{"padding", std::vector<int64_t>{kBig, 1, 0, 0}}}),
+             Catch::Contains("has more than 2^53 elements"));
+  CHECK(errorOf(OpKind::Iota, {},
+                {{"shape", std::vector<int64_t>{int64_t{1} << 30, int64_t{1} << 30}},
+                 {"axis", int64_t{0}},
+                 {"dtype", DType::F32}}) ==
+        "iota: result shape [1073741824,1073741824] has more than 2^53 elements");
 }

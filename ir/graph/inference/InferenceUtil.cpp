@@ -26,11 +26,13 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
 
 int64_t windowOutputSize(int64_t input, int64_t kernel, int64_t stride, int64_t padBefore,
                          int64_t padAfter, int64_t dilation) {
-  int64_t span = (kernel - 1) * dilation + 1;
-  int64_t padded = input + padBefore + padAfter;
+  // 128-bit arithmetic: attributes come from user text and may be huge.
+  __int128 span = static_cast<__int128>(kernel - 1) * dilation + 1;
+  __int128 padded = static_cast<__int128>(input) + padBefore + padAfter;
   if (padded < span)
     return 0;
-  return (padded - span) / stride + 1;
+  __int128 size = (padded - span) / stride + 1;
+  return size > kMaxElements ? kMaxElements + 1 : static_cast<int64_t>(size);
 }
 
 namespace inference {

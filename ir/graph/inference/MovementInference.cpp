@@ -26,11 +26,12 @@ Expected<void> requireNonNegativeShape(const InferContext &context, const Shape 
   return {};
 }
 
-int64_t product(const Shape &shape) {
-  int64_t count = 1;
-  for (int64_t size : shape)
-    count *= size;
-  return count;
+Expected<int64_t> numElementsOf(const InferContext &context, const Shape &shape) {
+  auto count = checkedNumElements(shape);
+  if (!count)
+    return fail(context, ErrorCode::InvalidArgument, "shape {} has more than 2^53 elements",
+                shapeStr(shape));
+  return *count;
 }
 
 // Python's slice bound rule for a positive step.
@@ -44,17 +45,18 @@ int64_t clampBound(int64_t bound, int64_t size) {
 
 int64_t sliceLength(int64_t size, int64_t start, int64_t stop, int64_t step) {
   int64_t begin = clampBound(start, size), end = clampBound(stop, size);
-  return end <= begin ? 0 : (end - begin + step - 1) / step;
+  return end <= begin ? 0 : 1 + (end - begin - 1) / step;
 }
 
 Expected<TensorType> inferReshape(const InferContext &context) {
   const TensorType &input = operand(context, 0);
   const Shape &shape = getInts(context.attrs, "shape");
   KILN_TRY_VOID(requireNonNegativeShape(context, shape));
-  if (product(shape) != input.numElements())
+  KILN_TRY(int64_t count, numElementsOf(context, shape));
+  if (count != input.numElements())
     return fail(context, ErrorCode::ShapeMismatch,
                 "cannot reshape {} ({} elements) to {} ({} elements)", input.str(),
-                input.numElements(), shapeStr(shape), product(shape));
+                input.numElements(), shapeStr(shape), count);
   return TensorType{input.dtype, shape};
 }
 
@@ -117,7 +119,8 @@ Expected<TensorType> inferConcat(const InferContext &context) {
       return fail(context, ErrorCode::ShapeMismatch,
                   "operand {} {} does not match operand 0 {} outside axis {}", i, next.str(),
                   first.str(), axis);
-    shape[axis] += next.shape[axis];
+    if (__builtin_add_overflow(shape[axis], next.shape[axis], &shape[axis]))
+      return fail(context, ErrorCode::ShapeMismatch, "concatenated axis {} overflows", axis);
   }
   return TensorType{first.dtype, shape};
 }
@@ -128,7 +131,10 @@ Expected<TensorType> inferPad(const InferContext &context) {
   KILN_TRY_VOID(requireInts(context, "high", input.shape.size(), 0));
   Shape shape = input.shape;
   for (size_t i = 0; i < shape.size(); ++i)
-    shape[i] += getInts(context.attrs, "low")[i] + getInts(context.attrs, "high")[i];
+    if (__builtin_add_overflow(shape[i], getInts(context.attrs, "low")[i], &shape[i]) ||
+        __builtin_add_overflow(shape[i], getInts(context.attrs, "high")[i], &shape[i]))
+      return fail(context, ErrorCode::InvalidArgument, "padding axis {} of {} overflows", i,
+                  input.str());
   return TensorType{input.dtype, shape};
 }
 
@@ -202,11 +208,12 @@ Expected<TensorType> inferIota(const InferContext &context) {
 Expected<TensorType> inferConstant(const InferContext &context) {
   const Shape &shape = getInts(context.attrs, "shape");
   KILN_TRY_VOID(requireNonNegativeShape(context, shape));
+  KILN_TRY(int64_t elements, numElementsOf(context, shape));
   size_t count = getFloats(context.attrs, "value").size();
-  if (count != 1 && static_cast<int64_t>(count) != product(shape))
+  if (count != 1 && static_cast<int64_t>(count) != elements)
     return fail(context, ErrorCode::ShapeMismatch,
                 "value has {} entries; shape {} needs 1 (a splat) or {}", count, shapeStr(shape),
-                product(shape));
+                elements);
   return TensorType{getType(context.attrs, "dtype"), shape};
 }
 
