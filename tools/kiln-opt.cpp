@@ -131,6 +131,8 @@ Expected<std::string> processChunk(const Chunk &chunk, const std::string &fileNa
   if (!options.passes.empty()) {
     passes::PassManager manager;
     KILN_TRY_VOID(manager.addPipeline(options.passes));
+    for (const std::string &warning : manager.warnings())
+      std::cerr << fileName << ": warning: " << warning << "\n";
     manager.setVerifyEach(options.verify);
     if (options.printAfterEach)
       manager.setPrintAfterEach(&std::cerr);
