@@ -124,7 +124,8 @@ Expected<TensorType> inferResultType(OpKind kind, std::span<const TensorType> op
                                : fmt::format("{} to {}", info.minOperands, info.maxOperands);
     return makeError(ErrorCode::InvalidArgument,
                      fmt::format("{}: expects {} operand{}, got {}", info.name, expected,
-                                 expected == "1" ? "" : "s", count));
+                                 info.maxOperands == 1 || (info.minOperands == 1 && info.maxOperands < 0) ? "" : "s",
+                                 count));
   }
   KILN_TRY(attrs, normalizeAttrs(kind, std::move(attrs)));
   KILN_TRY(TensorType result, info.infer(InferContext{kind, operands, attrs}));

@@ -191,9 +191,9 @@ TEST_CASE("huge attributes give errors, never integer overflow", "[infer]") {
                {"stops", std::vector<int64_t>{kBig}},
                {"steps", std::vector<int64_t>{kBig}}})
             ->shape == Shape{1});
-  CHECK_THAT(errorOf(OpKind::Conv2D, {f32({1, 1, 3, 3}), f32({1, 1, 1, 1})},
-                     {{"padding", std::vector<int64_t>{kBig, 1, 0, 0}}}),
-             Catch::Contains("has more than 2^53 elements"));
+  CHECK(errorOf(OpKind::Conv2D, {f32({1, 1, 3, 3}), f32({1, 1, 1, 1})},
+                {{"padding", std::vector<int64_t>{kBig, 1, 0, 0}}}) ==
+        "conv2d: the output size overflows (padding [9223372036854775807,1,0,0])");
   CHECK(errorOf(OpKind::Iota, {},
                 {{"shape", std::vector<int64_t>{int64_t{1} << 30, int64_t{1} << 30}},
                  {"axis", int64_t{0}},

@@ -2,6 +2,8 @@
 // reductions (pooling).
 #include "ir/graph/inference/InferenceUtil.h"
 
+#include <cmath>
+
 namespace kiln::ir {
 
 using namespace inference;
@@ -30,21 +32,36 @@ Expected<void> checkAccumulate(const InferContext &context, DType operandType) {
   return {};
 }
 
-Expected<Shape> broadcastBatch(const InferContext &context, std::vector<Shape> batches) {
-  Shape shape = batches[0];
-  for (size_t i = 1; i < batches.size(); ++i) {
-    auto next = broadcastShapes(shape, batches[i]);
-    if (!next)
-      return fail(context, ErrorCode::ShapeMismatch, "batch dims {} and {} do not broadcast",
-                  shapeStr(shape), shapeStr(batches[i]));
+// Broadcasts the batch dims (all but the last two) of the operands; the error
+// names every operand in full, not a partially broadcast shape.
+Expected<Shape> broadcastBatch(const InferContext &context, std::vector<std::string_view> names) {
+  Shape shape;
+  for (const TensorType &type : context.operands) {
+    Shape batch(type.shape.begin(), type.shape.end() - 2);
+    auto next = broadcastShapes(shape, batch);
+    if (!next) {
+      std::string operands;
+      for (size_t i = 0; i < names.size(); ++i)
+        operands += fmt::format("{}{} {}", i == 0 ? "" : i + 1 == names.size() ? " and " : ", ",
+                                names[i], operand(context, i).str());
+      return fail(context, ErrorCode::ShapeMismatch, "batch dims of {} do not broadcast",
+                  operands);
+    }
     shape = *next;
   }
   return shape;
 }
 
-Shape leading(const Shape &shape, size_t drop) {
-  return Shape(shape.begin(), shape.end() - static_cast<ptrdiff_t>(drop));
+// Window sizes are clamped to kMaxElements + 1 by windowOutputSize; say so
+// plainly rather than printing the clamp value.
+Expected<void> checkOutputFits(const InferContext &context, int64_t outH, int64_t outW) {
+  if (outH > kMaxElements || outW > kMaxElements)
+    return fail(context, ErrorCode::ShapeMismatch,
+                "the output size overflows (padding {})",
+                shapeStr(getInts(context.attrs, "padding")));
+  return {};
 }
+
 
 } // namespace
 
@@ -67,7 +84,7 @@ Expected<TensorType> inferMatMul(const InferContext &context) {
     return fail(context, ErrorCode::ShapeMismatch,
                 "contraction dims differ: a {} has K = {}, b {} has K = {}", a.str(), ka, b.str(),
                 kb);
-  KILN_TRY(Shape shape, broadcastBatch(context, {leading(a.shape, 2), leading(b.shape, 2)}));
+  KILN_TRY(Shape shape, broadcastBatch(context, {"a", "b"}));
   shape.push_back(m);
   shape.push_back(n);
   return TensorType{a.dtype, shape};
@@ -99,6 +116,9 @@ Expected<TensorType> inferConv2D(const InferContext &context) {
     return fail(context, ErrorCode::ShapeMismatch,
                 "groups = {} must divide input channels ({}) and output channels ({})", groups,
                 channels, outChannels);
+  if (kernelH == 0 || kernelW == 0)
+    return fail(context, ErrorCode::ShapeMismatch, "filter {} has an empty {}x{} window",
+                shapeStr(filter.shape), kernelH, kernelW);
   if (filterChannels * groups != channels)
     return fail(context, ErrorCode::ShapeMismatch,
                 "input has {} channels, filter expects {} (filter shape {}, groups {})", channels,
@@ -112,6 +132,7 @@ Expected<TensorType> inferConv2D(const InferContext &context) {
     return fail(context, ErrorCode::ShapeMismatch,
                 "the {}x{} filter (dilation {}x{}) does not fit the {}x{} input with padding {}",
                 kernelH, kernelW, dilation[0], dilation[1], height, width, shapeStr(padding));
+  KILN_TRY_VOID(checkOutputFits(context, outH, outW));
   Shape shape = nhwc ? Shape{batch, outH, outW, outChannels} : Shape{batch, outChannels, outH, outW};
   return TensorType{input.dtype, shape};
 }
@@ -135,11 +156,17 @@ Expected<TensorType> inferPool2D(const InferContext &context) {
                   "padding {} must be smaller than the kernel {} on every side", shapeStr(padding),
                   shapeStr(kernel));
   int64_t height = input.shape[nhwc ? 1 : 2], width = input.shape[nhwc ? 2 : 3];
+  // Every window must cover some input, or max pooling would return padding.
+  if (height == 0 || width == 0)
+    return fail(context, ErrorCode::ShapeMismatch, "input {} has an empty spatial axis",
+                input.str());
   int64_t outH = windowOutputSize(height, kernel[0], stride[0], padding[0], padding[1], 1);
   int64_t outW = windowOutputSize(width, kernel[1], stride[1], padding[2], padding[3], 1);
   if (outH < 1 || outW < 1)
-    return fail(context, ErrorCode::ShapeMismatch, "the {}x{} window does not fit the {}x{} input",
-                kernel[0], kernel[1], height, width);
+    return fail(context, ErrorCode::ShapeMismatch,
+                "the {}x{} window does not fit the {}x{} input with padding {}", kernel[0],
+                kernel[1], height, width, shapeStr(padding));
+  KILN_TRY_VOID(checkOutputFits(context, outH, outW));
   Shape shape = input.shape;
   shape[nhwc ? 1 : 2] = outH;
   shape[nhwc ? 2 : 3] = outW;
@@ -151,8 +178,8 @@ Expected<TensorType> inferGlobalAvgPool(const InferContext &context) {
   KILN_TRY(bool nhwc, layoutIsNhwc(context));
   KILN_TRY_VOID(requireRank(context, 0, 4, nhwc ? "input [N,H,W,C]" : "input [N,C,H,W]"));
   TensorType type = operand(context, 0);
-  if (type.shape[1] == 0 || type.shape[2] == 0 || type.shape[3] == 0)
-    return fail(context, ErrorCode::ShapeMismatch, "cannot average an empty input {}", type.str());
+  if (type.shape[nhwc ? 1 : 2] == 0 || type.shape[nhwc ? 2 : 3] == 0)
+    return fail(context, ErrorCode::ShapeMismatch, "H and W of {} must be non-empty", type.str());
   type.shape[nhwc ? 1 : 2] = 1;
   type.shape[nhwc ? 2 : 3] = 1;
   return type;
@@ -177,6 +204,9 @@ Expected<TensorType> inferAttention(const InferContext &context) {
                 k.str(), v.str());
   if (keys == 0)
     return fail(context, ErrorCode::ShapeMismatch, "no keys to attend to: k is {}", k.str());
+  double scale = getFloat(context.attrs, "scale");
+  if (!std::isfinite(scale))
+    return fail(context, ErrorCode::InvalidArgument, "scale must be finite, got {}", scale);
   int64_t queries = q.shape[q.rank() - 2];
   // Query i sees keys j <= i + (Lk - Lq); with Lq > Lk the first queries would
   // see no key at all and their softmax would be 0/0.
@@ -184,8 +214,7 @@ Expected<TensorType> inferAttention(const InferContext &context) {
     return fail(context, ErrorCode::ShapeMismatch,
                 "causal attention needs at least as many keys as queries, got Lq = {} > Lk = {}",
                 queries, keys);
-  KILN_TRY(Shape shape, broadcastBatch(context, {leading(q.shape, 2), leading(k.shape, 2),
-                                                 leading(v.shape, 2)}));
+  KILN_TRY(Shape shape, broadcastBatch(context, {"q", "k", "v"}));
   shape.push_back(queries);
   shape.push_back(v.shape.back());
   return TensorType{q.dtype, shape};

@@ -2,6 +2,8 @@
 // dtype rules (no implicit promotion: mixed dtypes need an explicit cast).
 #include "ir/graph/inference/InferenceUtil.h"
 
+#include <cmath>
+
 namespace kiln::ir {
 
 using namespace inference;
@@ -27,9 +29,14 @@ Expected<Shape> broadcastOperands(const InferContext &context) {
 
 Expected<TensorType> inferUnaryNumeric(const InferContext &context) {
   KILN_TRY_VOID(requireNumeric(context, 0));
-  if (context.kind == OpKind::Clamp && getFloat(context.attrs, "min") > getFloat(context.attrs, "max"))
-    return fail(context, ErrorCode::InvalidArgument, "min {} is greater than max {}",
-                getFloat(context.attrs, "min"), getFloat(context.attrs, "max"));
+  if (context.kind == OpKind::Clamp) {
+    double low = getFloat(context.attrs, "min"), high = getFloat(context.attrs, "max");
+    if (std::isnan(low) || std::isnan(high))
+      return fail(context, ErrorCode::InvalidArgument, "bounds must not be NaN, got min {} max {}",
+                  low, high);
+    if (low > high)
+      return fail(context, ErrorCode::InvalidArgument, "min {} is greater than max {}", low, high);
+  }
   return operand(context, 0);
 }
 

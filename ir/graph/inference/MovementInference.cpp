@@ -145,6 +145,10 @@ Expected<TensorType> inferGather(const InferContext &context) {
   if (data.rank() == 0)
     return fail(context, ErrorCode::ShapeMismatch, "data must have rank >= 1, got {}", data.str());
   KILN_TRY(int64_t axis, axisAttr(context, "axis", data.rank()));
+  if (data.shape[axis] == 0 && indices.numElements() != 0)
+    return fail(context, ErrorCode::ShapeMismatch,
+                "axis {} of data {} is empty, so no index in {} can be valid", axis, data.str(),
+                indices.str());
   Shape shape(data.shape.begin(), data.shape.begin() + axis);
   shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
   shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
@@ -159,6 +163,10 @@ Expected<TensorType> inferTakeAlongAxis(const InferContext &context) {
     return fail(context, ErrorCode::ShapeMismatch,
                 "indices {} must have the rank of data {} (>= 1)", indices.str(), data.str());
   KILN_TRY(int64_t axis, axisAttr(context, "axis", data.rank()));
+  if (data.shape[axis] == 0 && indices.numElements() != 0)
+    return fail(context, ErrorCode::ShapeMismatch,
+                "axis {} of data {} is empty, so no index in {} can be valid", axis, data.str(),
+                indices.str());
   for (int64_t d = 0; d < data.rank(); ++d)
     if (d != axis && indices.shape[d] != data.shape[d])
       return fail(context, ErrorCode::ShapeMismatch,
@@ -185,11 +193,16 @@ Expected<TensorType> inferSqueeze(const InferContext &context) {
 Expected<TensorType> inferUnsqueeze(const InferContext &context) {
   const TensorType &input = operand(context, 0);
   int64_t rank = input.rank() + static_cast<int64_t>(getInts(context.attrs, "axes").size());
-  KILN_TRY(auto axes, axesAttr(context, "axes", rank));
+  auto axes = axesAttr(context, "axes", rank);
+  if (!axes)
+    return std::unexpected(Error(axes.error().code(),
+                                 fmt::format("{} (axes are positions in the result: {} plus {} new axes)",
+                                             axes.error().message(), input.str(),
+                                             rank - input.rank())));
   Shape shape;
   size_t next = 0;
   for (int64_t d = 0; d < rank; ++d)
-    shape.push_back(std::find(axes.begin(), axes.end(), d) != axes.end() ? 1
+    shape.push_back(std::find(axes->begin(), axes->end(), d) != axes->end() ? 1
                                                                           : input.shape[next++]);
   return TensorType{input.dtype, shape};
 }
