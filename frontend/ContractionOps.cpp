@@ -5,6 +5,7 @@
 #include "frontend/Ops.h"
 
 #include <cmath>
+#include <fmt/format.h>
 
 namespace kiln {
 
@@ -49,11 +50,13 @@ Tensor pool(OpKind kind, Tensor x, const Pool2DOptions &options, const std::sour
   std::array<int64_t, 2> stride = options.stride;
   if (stride[0] == 0 && stride[1] == 0)
     stride = options.kernel;
-  std::array<int64_t, 4> pads =
-      options.padding.resolve(spatialDims(x, options.layout), options.kernel, stride);
+  auto pads = options.padding.resolve(spatialDims(x, options.layout), options.kernel, stride);
+  if (!pads)
+    return detail::failOn(x, pads.error().code(),
+                          fmt::format("{}: {}", ir::opName(kind), pads.error().message()), loc);
   ir::AttrMap attrs{{"kernel", toVector(options.kernel)},
                     {"stride", toVector(stride)},
-                    {"padding", toVector(pads)},
+                    {"padding", toVector(*pads)},
                     {"layout", std::string(layoutName(options.layout))}};
   if (kind == OpKind::AvgPool2D)
     attrs.emplace("count_include_pad", options.countIncludePad);
@@ -71,11 +74,13 @@ Tensor matmul(Tensor a, Tensor b, MatMulOptions options, std::source_location lo
 }
 
 Tensor conv2d(Tensor x, Tensor filter, Conv2DOptions options, std::source_location loc) {
-  std::array<int64_t, 4> pads =
+  auto pads =
       options.padding.resolve(spatialDims(x, options.layout), filterWindow(filter, options.layout),
                               options.stride, options.dilation);
+  if (!pads)
+    return detail::failOn(x, pads.error().code(), "conv2d: " + pads.error().message(), loc);
   ir::AttrMap attrs{{"stride", toVector(options.stride)},
-                    {"padding", toVector(pads)},
+                    {"padding", toVector(*pads)},
                     {"dilation", toVector(options.dilation)},
                     {"groups", options.groups},
                     {"layout", std::string(layoutName(options.layout))},

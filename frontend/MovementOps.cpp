@@ -15,7 +15,11 @@ Tensor reshape(Tensor x, std::vector<int64_t> shape, std::source_location loc) {
   if (!x.ok())
     return buildOp(OpKind::Reshape, {x}, {{"shape", shape}}, loc);
   std::optional<size_t> inferred;
+  // The product of the other sizes: 0 if one is 0, else their product while
+  // it stays <= 2^53 (checked: sizes come from the user).
   int64_t known = 1;
+  bool knownHasZero = false;
+  bool knownTooLarge = false;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       if (inferred)
@@ -30,12 +34,23 @@ Tensor reshape(Tensor x, std::vector<int64_t> shape, std::source_location loc) {
                                 "\"inferred\", is allowed)",
                                 shape[i], ir::shapeStr(shape)),
                     loc);
-    } else {
-      known *= shape[i];
+    } else if (shape[i] == 0) {
+      knownHasZero = true;
+    } else if (!knownTooLarge && (__builtin_mul_overflow(known, shape[i], &known) ||
+                                  known > ir::kMaxElements)) {
+      knownTooLarge = true;
     }
   }
+  if (knownHasZero)
+    known = 0;
   if (inferred) {
     int64_t total = x.numElements();
+    if (knownTooLarge && !knownHasZero)
+      return failOn(x, ErrorCode::ShapeMismatch,
+                    fmt::format("reshape: cannot infer the -1 in {}: the other sizes multiply to "
+                                "more than 2^53, and {} has {} elements",
+                                ir::shapeStr(shape), x.str(), total),
+                    loc);
     if (known == 0 || total % known != 0)
       return failOn(x, ErrorCode::ShapeMismatch,
                     fmt::format("reshape: cannot infer the -1 in {}: {} has {} elements, not a "

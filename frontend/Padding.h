@@ -2,8 +2,11 @@
 // resolved by the DSL into the explicit [top, bottom, left, right] the IR stores.
 #pragma once
 
+#include "support/Error.h"
+
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace kiln {
@@ -24,8 +27,12 @@ struct AxisPadding {
 /// TensorFlow's "same" rule for one axis: the output has ceil(input / stride)
 /// elements; the total padding is
 ///   max((ceil(input / stride) - 1) * stride + (kernel - 1) * dilation + 1 - input, 0),
-/// with the smaller half before and the odd element after.
-AxisPadding samePadding(int64_t input, int64_t kernel, int64_t stride, int64_t dilation = 1);
+/// with the smaller half before and the odd element after. Sizes <= 0 give
+/// no padding (shape inference reports them with the op's context); nullopt
+/// when the window's extent (kernel - 1) * dilation + 1, and so the padding,
+/// would exceed 2^53, the most any IR dimension or attribute may hold.
+std::optional<AxisPadding> samePadding(int64_t input, int64_t kernel, int64_t stride,
+                                       int64_t dilation = 1);
 
 /// How a window op pads its input.
 class Padding {
@@ -47,10 +54,13 @@ public:
 
   Kind kind() const { return kind_; }
 
-  /// [top, bottom, left, right] for an input of `inputHW` with the given window.
-  std::array<int64_t, 4> resolve(std::array<int64_t, 2> inputHW, std::array<int64_t, 2> kernel,
-                                 std::array<int64_t, 2> stride,
-                                 std::array<int64_t, 2> dilation = {1, 1}) const;
+  /// [top, bottom, left, right] for an input of `inputHW` with the given
+  /// window. InvalidArgument when "same" padding cannot be represented (see
+  /// samePadding); the caller adds the op's name and location.
+  Expected<std::array<int64_t, 4>> resolve(std::array<int64_t, 2> inputHW,
+                                           std::array<int64_t, 2> kernel,
+                                           std::array<int64_t, 2> stride,
+                                           std::array<int64_t, 2> dilation = {1, 1}) const;
 
   /// "valid", "same" or "[t, b, l, r]".
   std::string str() const;

@@ -6,7 +6,6 @@
 #include "ir/graph/Verifier.h"
 #include "passes/graph/GraphPasses.h"
 
-#include <algorithm>
 #include <fmt/format.h>
 
 namespace kiln::passes {
@@ -50,11 +49,14 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-/// Adds the pass's name to an error raised while running or verifying it.
-Error inPass(Error error, std::string_view what, std::string_view passName) {
-  return Error(error.code(), fmt::format("{} '{}': {}", what, passName, error.message()),
-               error.location())
-      .withNote(fmt::format("pipeline stopped at pass '{}'", passName));
+/// Adds the pass's name to an error raised while running or verifying it,
+/// keeping its code, location and notes, and appends a note naming the pass.
+Error inPass(const Error &error, std::string_view what, std::string_view passName) {
+  Error named(error.code(), fmt::format("{} '{}': {}", what, passName, error.message()),
+              error.location());
+  for (const std::string &note : error.notes())
+    named.withNote(note);
+  return std::move(named).withNote(fmt::format("pipeline stopped at pass '{}'", passName));
 }
 
 } // namespace
@@ -76,13 +78,6 @@ Expected<std::unique_ptr<Pass>> createPass(std::string_view name) {
 
 void PassManager::add(std::unique_ptr<Pass> pass) {
   KILN_CHECK(pass != nullptr, "adding a null pass");
-  for (std::string_view needed : pass->needs()) {
-    bool before = std::any_of(passes_.begin(), passes_.end(),
-                              [&](const auto &earlier) { return earlier->name() == needed; });
-    if (!before)
-      warnings_.push_back(fmt::format("pass '{}' expects '{}' to run before it", pass->name(),
-                                      needed));
-  }
   passes_.push_back(std::move(pass));
 }
 
@@ -116,7 +111,7 @@ Expected<bool> PassManager::run(ir::Graph &graph) {
     while (true) {
       auto changed = pass->run(graph);
       if (!changed)
-        return std::unexpected(inPass(std::move(changed).error(), "in pass", pass->name()));
+        return std::unexpected(inPass(changed.error(), "in pass", pass->name()));
       ++iterations;
       anyChange |= *changed;
       if (!*changed || !pass->runsToFixedPoint())
@@ -134,7 +129,7 @@ Expected<bool> PassManager::run(ir::Graph &graph) {
       auto verified = ir::verifyGraph(graph);
       if (!verified)
         return std::unexpected(
-            inPass(std::move(verified).error(), "invalid IR after pass", pass->name()));
+            inPass(verified.error(), "invalid IR after pass", pass->name()));
     }
   }
   return anyChange;

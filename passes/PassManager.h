@@ -22,9 +22,6 @@ public:
   virtual std::string_view name() const = 0;
   /// One line on what the pass does and why it exists.
   virtual std::string_view description() const = 0;
-  /// Names of passes whose effect this pass relies on having run first (for
-  /// documentation and for PassManager::add to warn about order); empty if none.
-  virtual std::vector<std::string_view> needs() const { return {}; }
   /// A fixed-point pass is rerun until it reports no change.
   virtual bool runsToFixedPoint() const { return false; }
   /// Rewrites the graph; returns whether anything changed.
@@ -50,13 +47,8 @@ public:
   /// Runs the pipeline in order. Returns whether any pass changed the graph.
   Expected<bool> run(ir::Graph &graph);
 
-  /// Order warnings collected by add(): a pass added before (or without) a
-  /// pass it needs. Tools print them; they never stop a pipeline.
-  const std::vector<std::string> &warnings() const { return warnings_; }
-
 private:
   std::vector<std::unique_ptr<Pass>> passes_;
-  std::vector<std::string> warnings_;
   std::ostream *printAfterEach_ = nullptr;
   bool verifyEach_ = true;
 };

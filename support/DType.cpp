@@ -1,5 +1,6 @@
-// DType names, sizes and classes (expanded from KILN_DTYPES), and roundToDType,
-// the reference model of what storing an fp64 value in each dtype does.
+// DType names, sizes and classes (expanded from KILN_DTYPES), roundToDType,
+// the reference model of what storing an fp64 value in each dtype does, and
+// convertFloatToInteger, the model of a saturating float -> integer cast.
 #include "support/DType.h"
 
 #include "support/Error.h"
@@ -73,6 +74,33 @@ uint64_t truncateAndWrap(double value) {
 }
 
 } // namespace
+
+double convertFloatToInteger(double value, DType type) {
+  double low;
+  double high;
+  switch (type) {
+  case DType::I8:
+    low = -128.0;
+    high = 127.0;
+    break;
+  case DType::I32:
+    low = -2147483648.0;
+    high = 2147483647.0;
+    break;
+  case DType::I64:
+    low = -9223372036854775808.0;
+    high = kMaxI64AsDouble;
+    break;
+  default:
+    KILN_CHECK(false, "convertFloatToInteger: " + std::string(dtypeName(type)) +
+                          " is not an integer dtype");
+  }
+  if (std::isnan(value))
+    return 0.0;
+  // Clamping before truncating is the same as after: both bounds are integers.
+  // The clamped value is in range, so later wrapping (roundToDType) keeps it.
+  return std::trunc(std::fmin(std::fmax(value, low), high));
+}
 
 double roundToDType(double value, DType type) {
   switch (type) {

@@ -43,9 +43,30 @@ bool isInteger(DType type);
 inline bool isBool(DType type) { return type == DType::Bool; }
 
 /// Rounds an fp64 value to the nearest value representable in `type` and
-/// returns it as fp64: round-to-nearest-even for floats (with each format's
-/// overflow rule), truncation toward zero with two's-complement wrap for
-/// integers (NaN and +-inf become 0), and x != 0 for bool.
+/// returns it as fp64: the model of storing a value in a tensor of `type`.
+/// - f32, f16, bf16: round to nearest even; overflow gives +-inf (IEEE, as
+///   cvt.rn.f32.f64 / cvt.rn.f16.f32 / cvt.rn.bf16.f32 do).
+/// - f8e4m3, f8e5m2: round to nearest even with satfinite (cvt.rn.satfinite):
+///   +-inf and overflow give +-max finite (448, 57344); NaN stays NaN.
+/// - i8, i32, i64: truncate toward zero, then wrap two's-complement modulo 2^N
+///   (NaN and +-inf give 0). This is the rule for values that are already
+///   integers — integer arithmetic results, int -> int casts, constants — and
+///   matches cvt.sN.sM without .sat. It is not the float -> integer
+///   conversion of a cast, which saturates: see convertFloatToInteger.
+/// - bool: x != 0 (NaN gives true).
 double roundToDType(double value, DType type);
+
+/// The largest fp64 value an i64 can hold in the reference interpreter,
+/// 2^63 - 1024: INT64_MAX (2^63 - 1) is not an fp64 value, and the nearest
+/// one, 2^63, is out of range (converting it to int64_t is undefined).
+inline constexpr double kMaxI64AsDouble = 9223372036854774784.0;
+
+/// A float -> integer conversion as NVIDIA GPUs do it (cvt.rzi.sN.fM):
+/// truncate toward zero, saturate to the range of `type` (i8, i32 or i64),
+/// and give 0 for NaN; +-inf give the minimum / maximum. The result is an
+/// exact fp64 integer. Limitation: for i64 the maximum is kMaxI64AsDouble
+/// (INT64_MAX - 1023), not INT64_MAX, because the interpreter holds values in
+/// fp64; the minimum, -2^63, is exact. `type` must be an integer dtype.
+double convertFloatToInteger(double value, DType type);
 
 } // namespace kiln

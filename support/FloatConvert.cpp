@@ -18,9 +18,10 @@ struct SmallFloatFormat {
   int exponentBits;
   int mantissaBits;
   bool hasInfinity;
-  /// Finite values that round beyond the largest finite value clamp to it
-  /// instead of becoming infinity (or NaN, for formats without infinity).
-  bool saturateOverflow;
+  /// PTX .satfinite: +-inf and finite values beyond the largest finite value
+  /// clamp to it instead of becoming infinity (or NaN, for formats without
+  /// infinity). NaN stays NaN either way.
+  bool saturateFinite;
 
   int bias() const { return (1 << (exponentBits - 1)) - 1; }
   int minNormalExponent() const { return 1 - bias(); }
@@ -41,8 +42,10 @@ struct SmallFloatFormat {
 
 constexpr SmallFloatFormat kHalf{5, 10, true, false};
 constexpr SmallFloatFormat kBFloat16{8, 7, true, false};
+// Both fp8 formats saturate: cvt.rn.satfinite is the GPU's only f32 -> fp8
+// conversion. f16 and bf16 follow cvt.rn.f16.f32 / cvt.rn.bf16.f32 (IEEE).
 constexpr SmallFloatFormat kF8E4M3{4, 3, false, true};
-constexpr SmallFloatFormat kF8E5M2{5, 2, true, false};
+constexpr SmallFloatFormat kF8E5M2{5, 2, true, true};
 
 /// Rounds `value` to nearest-even in `format` and returns its bit pattern.
 /// Works on the double's integer significand, so it rounds exactly once.
@@ -51,8 +54,11 @@ uint32_t encodeSmallFloat(double value, const SmallFloatFormat &format) {
   uint32_t sign = (doubleBits >> 63) ? format.signBit() : 0;
   if (std::isnan(value))
     return sign | format.nanBits();
-  if (std::isinf(value))
+  if (std::isinf(value)) {
+    if (format.saturateFinite)
+      return sign | format.maxFiniteBits();
     return sign | (format.hasInfinity ? format.infinityBits() : format.nanBits());
+  }
   if (value == 0.0)
     return sign;
 
@@ -93,7 +99,7 @@ uint32_t encodeSmallFloat(double value, const SmallFloatFormat &format) {
        << format.mantissaBits) +
       static_cast<int64_t>(quanta);
   if (magnitude > static_cast<int64_t>(format.maxFiniteBits())) {
-    if (format.saturateOverflow)
+    if (format.saturateFinite)
       return sign | format.maxFiniteBits();
     return sign | (format.hasInfinity ? format.infinityBits() : format.nanBits());
   }

@@ -8,7 +8,11 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <iterator>
+#include <new>
 #include <numbers>
+#include <optional>
+#include <unistd.h>
 
 namespace kiln {
 
@@ -44,14 +48,60 @@ double Rng::normal() {
 
 namespace {
 
-int64_t countElements(const std::vector<int64_t> &shape) {
-  int64_t count = 1;
+/// The element count of a shape, or nullopt for a negative dimension or a
+/// count over kMaxElements (checked without overflowing). The bound applies
+/// to the product of the non-zero dimensions, as in ir::checkedNumElements.
+std::optional<int64_t> checkedCount(const std::vector<int64_t> &shape) {
+  int64_t nonZeroProduct = 1;
+  bool zero = false;
   for (int64_t dim : shape) {
-    KILN_CHECK(dim >= 0, fmt::format("negative dimension {} in a HostTensor shape", dim));
-    KILN_CHECK(dim == 0 || count <= INT64_MAX / dim, "HostTensor element count overflows int64");
-    count *= dim;
+    if (dim < 0)
+      return std::nullopt;
+    if (dim == 0) {
+      zero = true;
+      continue;
+    }
+    if (__builtin_mul_overflow(nonZeroProduct, dim, &nonZeroProduct) ||
+        nonZeroProduct > HostTensor::kMaxElements)
+      return std::nullopt;
   }
-  return count;
+  return zero ? 0 : nonZeroProduct;
+}
+
+int64_t countElements(const std::vector<int64_t> &shape) {
+  std::optional<int64_t> count = checkedCount(shape);
+  KILN_CHECK(count.has_value(),
+             fmt::format("invalid HostTensor shape [{}] (a negative dimension or more than 2^53 "
+                         "elements): unchecked input must go through HostTensor::create",
+                         fmt::join(shape, ",")));
+  return *count;
+}
+
+std::string typeText(DType dtype, const std::vector<int64_t> &shape) {
+  return fmt::format("{}[{}]", dtypeName(dtype), fmt::join(shape, ","));
+}
+
+/// "12 bytes", "3.0 GiB (3221225472 bytes)".
+std::string byteSizeText(uint64_t bytes) {
+  static constexpr const char *kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024)
+    return fmt::format("{} bytes", bytes);
+  double scaled = static_cast<double>(bytes);
+  size_t unit = 0;
+  for (scaled /= 1024; scaled >= 1024 && unit + 1 < std::size(kUnits); scaled /= 1024)
+    ++unit;
+  return fmt::format("{:.1f} {} ({} bytes)", scaled, kUnits[unit], bytes);
+}
+
+/// The machine's physical memory in bytes, or 0 when unknown. No single
+/// tensor larger than this can be usefully allocated: with overcommit the
+/// allocation may succeed and the process be killed while filling it.
+uint64_t physicalMemoryBytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long pageSize = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
 }
 
 /// Bounds check from the byte count: O(1), unlike numElements() (a product
@@ -76,9 +126,48 @@ template <typename T> void storeAt(std::vector<uint8_t> &bytes, int64_t index, T
 
 HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape)
     : dtype_(dtype), shape_(std::move(shape)) {
+  // count <= 2^53 and byte sizes <= 8, so the product cannot overflow.
   int64_t count = countElements(shape_);
-  KILN_CHECK(count <= INT64_MAX / dtypeByteSize(dtype_), "HostTensor byte size overflows int64");
   bytes_.assign(static_cast<size_t>(count * dtypeByteSize(dtype_)), 0);
+}
+
+Expected<int64_t> HostTensor::checkedByteSize(DType dtype, const std::vector<int64_t> &shape) {
+  for (int64_t dim : shape)
+    if (dim < 0)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("cannot make tensor {}: dimension {} is negative",
+                                   typeText(dtype, shape), dim));
+  std::optional<int64_t> count = checkedCount(shape);
+  if (!count)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("cannot make tensor {}: it has more than 2^53 elements",
+                                 typeText(dtype, shape)));
+  int64_t bytes = *count * dtypeByteSize(dtype);
+  uint64_t memory = physicalMemoryBytes();
+  if (memory != 0 && static_cast<uint64_t>(bytes) > memory)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("cannot allocate tensor {}: it needs {}, more than the {} of "
+                                 "physical memory",
+                                 typeText(dtype, shape), byteSizeText(static_cast<uint64_t>(bytes)),
+                                 byteSizeText(memory)));
+  return bytes;
+}
+
+Expected<HostTensor> HostTensor::create(DType dtype, std::vector<int64_t> shape) {
+  KILN_TRY(int64_t bytes, checkedByteSize(dtype, shape));
+  HostTensor tensor;
+  tensor.dtype_ = dtype;
+  tensor.shape_ = std::move(shape);
+  // The allocator is the environment: its failure is an error to report,
+  // not a crash (and the size check above cannot know what else is in use).
+  try {
+    tensor.bytes_.assign(static_cast<size_t>(bytes), 0);
+  } catch (const std::bad_alloc &) {
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("cannot allocate tensor {}: out of memory for {}",
+                                 tensor.typeStr(), byteSizeText(static_cast<uint64_t>(bytes))));
+  }
+  return tensor;
 }
 
 int64_t HostTensor::numElements() const { return countElements(shape_); }
@@ -89,6 +178,22 @@ HostTensor HostTensor::fromDoubles(DType dtype, std::vector<int64_t> shape,
   KILN_CHECK(static_cast<int64_t>(values.size()) == tensor.numElements(),
              fmt::format("fromDoubles: {} values for a {} tensor of {} elements", values.size(),
                          tensor.typeStr(), tensor.numElements()));
+  for (size_t i = 0; i < values.size(); ++i)
+    tensor.setDouble(static_cast<int64_t>(i), values[i]);
+  return tensor;
+}
+
+Expected<HostTensor> HostTensor::fromValues(DType dtype, std::vector<int64_t> shape,
+                                            std::span<const double> values) {
+  // The count is checked before anything is allocated.
+  KILN_TRY(int64_t bytes, checkedByteSize(dtype, shape));
+  auto count = static_cast<uint64_t>(bytes / dtypeByteSize(dtype));
+  if (values.size() != count)
+    return makeError(ErrorCode::ShapeMismatch,
+                     fmt::format("{} value{} given for a {} tensor of {} element{}", values.size(),
+                                 values.size() == 1 ? "" : "s", typeText(dtype, shape), count,
+                                 count == 1 ? "" : "s"));
+  KILN_TRY(HostTensor tensor, create(dtype, std::move(shape)));
   for (size_t i = 0; i < values.size(); ++i)
     tensor.setDouble(static_cast<int64_t>(i), values[i]);
   return tensor;
@@ -210,8 +315,6 @@ HostTensor HostTensor::castTo(DType dtype) const {
   return result;
 }
 
-std::string HostTensor::typeStr() const {
-  return fmt::format("{}[{}]", dtypeName(dtype_), fmt::join(shape_, ","));
-}
+std::string HostTensor::typeStr() const { return typeText(dtype_, shape_); }
 
 } // namespace kiln

@@ -30,15 +30,47 @@ private:
   uint64_t state_;
 };
 
+/// A tensor's values in host memory.
+///
+/// Two ways to make one: the checked factories (create, fromValues) for
+/// shapes and values that come from a user or a file, which return an Error
+/// for a negative dimension, more than kMaxElements elements, a size the
+/// machine cannot allocate, or a wrong value count; and the asserting
+/// constructor and fromDoubles for shapes the caller has already validated
+/// (an IR type, a copy of another tensor), where the same problems are
+/// compiler bugs (KILN_CHECK).
 class HostTensor {
 public:
+  /// The most elements a HostTensor may hold: 2^53, the bound the IR puts on
+  /// every tensor (ir::kMaxElements; Layer.cpp asserts the two agree), so
+  /// counts and flat indices stay exact in fp64.
+  static constexpr int64_t kMaxElements = int64_t{1} << 53;
+
   HostTensor() = default;
-  /// Zero-filled.
+  /// Zero-filled. `shape` must be valid (no negative dimension, at most
+  /// kMaxElements elements); for unchecked shapes use create().
   HostTensor(DType dtype, std::vector<int64_t> shape);
 
-  /// Each value is rounded to `dtype` (roundToDType) and stored.
+  /// Zero-filled, for a shape from a user or a file. InvalidArgument when a
+  /// dimension is negative, when the shape has more than kMaxElements
+  /// elements, or when its bytes cannot be allocated (more than the machine's
+  /// physical memory, or std::bad_alloc); the message names the type and the
+  /// size.
+  static Expected<HostTensor> create(DType dtype, std::vector<int64_t> shape);
+
+  /// The byte size create() would allocate, or the error it would return,
+  /// without allocating anything.
+  static Expected<int64_t> checkedByteSize(DType dtype, const std::vector<int64_t> &shape);
+
+  /// Each value is rounded to `dtype` (roundToDType) and stored. The shape
+  /// must be valid and `values` must hold exactly one value per element; for
+  /// unchecked input use fromValues().
   static HostTensor fromDoubles(DType dtype, std::vector<int64_t> shape,
                                 std::span<const double> values);
+  /// fromDoubles for input from a user or a file: the errors of create(), and
+  /// ShapeMismatch when the number of values is not the element count.
+  static Expected<HostTensor> fromValues(DType dtype, std::vector<int64_t> shape,
+                                         std::span<const double> values);
   /// Uniform in [low, high), then rounded to dtype.
   static HostTensor randomUniform(DType dtype, std::vector<int64_t> shape, Rng &rng,
                                   double low = -1.0, double high = 1.0);

@@ -6,7 +6,10 @@
 #include "ir/graph/Verifier.h"
 #include "passes/PassManager.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -27,7 +30,8 @@ runs a pipeline of passes and prints the resulting IR to stdout. Errors go to
 stderr as 'file:line:column: error: message' and make the exit status 1.
 
 options:
-  --passes=a,b,c       run these passes in order (see --list-passes)
+  --passes=a,b,c       run these passes in order (see --list-passes); without
+                       it no pass runs, and an empty list is an error
   --print-after-each   print the IR to stderr after every pass
   --no-verify          skip the verifier, before and between passes
   --split-input-file   treat each chunk between '// -----' lines as its own
@@ -40,7 +44,7 @@ options:
 
 struct Options {
   std::string file = "-";
-  std::string passes;
+  std::string passes; ///< Empty when --passes was not given (it may not be given empty).
   bool printAfterEach = false;
   bool verify = true;
   bool splitInputFile = false;
@@ -58,16 +62,28 @@ std::string diagnosticStr(const Error &error) {
   return out;
 }
 
+/// The whole input; a directory, or a file that cannot be opened or read, is
+/// an error naming the reason (an ifstream opens a directory on Linux and then
+/// reads nothing, which would look like an empty input).
 Expected<std::string> readInput(const std::string &file) {
   std::ostringstream buffer;
   if (file == "-") {
     buffer << std::cin.rdbuf();
     return buffer.str();
   }
+  std::error_code status;
+  if (std::filesystem::is_directory(file, status))
+    return makeError(ErrorCode::IOError,
+                     "cannot read '" + file + "': " + std::strerror(EISDIR));
+  errno = 0;
   std::ifstream stream(file, std::ios::binary);
   if (!stream)
-    return makeError(ErrorCode::IOError, "cannot open '" + file + "'");
+    return makeError(ErrorCode::IOError, "cannot open '" + file + "'" +
+                                             (errno != 0 ? std::string(": ") + std::strerror(errno)
+                                                         : std::string()));
   buffer << stream.rdbuf();
+  if (stream.bad())
+    return makeError(ErrorCode::IOError, "cannot read '" + file + "'");
   return buffer.str();
 }
 
@@ -131,8 +147,6 @@ Expected<std::string> processChunk(const Chunk &chunk, const std::string &fileNa
   if (!options.passes.empty()) {
     passes::PassManager manager;
     KILN_TRY_VOID(manager.addPipeline(options.passes));
-    for (const std::string &warning : manager.warnings())
-      std::cerr << fileName << ": warning: " << warning << "\n";
     manager.setVerifyEach(options.verify);
     if (options.printAfterEach)
       manager.setPrintAfterEach(&std::cerr);
@@ -170,6 +184,13 @@ int main(int argc, char **argv) {
       return 0;
     } else if (arg.starts_with("--passes=")) {
       options.passes = std::string(arg.substr(std::string_view("--passes=").size()));
+      // An empty list is a mistake (a shell variable that expanded to
+      // nothing), not a request to run no passes: leave out --passes for that.
+      if (options.passes.empty()) {
+        std::cerr << "kiln-opt: error: --passes is empty; name at least one pass (see "
+                     "--list-passes)\n";
+        return 1;
+      }
     } else if (arg == "--print-after-each") {
       options.printAfterEach = true;
     } else if (arg == "--no-verify") {

@@ -14,8 +14,10 @@ namespace kiln::io {
 /// F64 tensor with the file's shape; every element type converts exactly.
 /// Errors: IOError for a missing or unreadable file (naming the path and the
 /// system's reason); FormatError for bad magic, an unknown type code, corrupt
-/// gzip data, or a size that disagrees with the dimensions (expected vs actual
-/// bytes).
+/// gzip data, dimensions of more than 2^30 elements, or a size that disagrees
+/// with the dimensions (expected vs actual bytes). The header is checked
+/// before any data is read, and memory grows only with the data actually
+/// present, so a file whose header lies cannot exhaust memory.
 Expected<HostTensor> readIdx(const std::string &path);
 
 /// An unsigned-byte image file [N, H, W] as F32 [N, 1, H, W] (NCHW with one

@@ -3,6 +3,7 @@
 #include "frontend/io/Safetensors.h"
 
 #include "frontend/io/JsonReader.h"
+#include "ir/graph/TensorType.h"
 
 #include <algorithm>
 #include <atomic>
@@ -149,23 +150,34 @@ std::string temporaryPathFor(const std::string &path) {
   return fmt::format("{}.tmp-{}-{}", path, ::getpid(), counter.fetch_add(1));
 }
 
-Expected<void> writeFileContents(int fd, const std::string &header, const TensorMap &tensors,
-                                 const std::string &temporaryPath) {
+/// Writes the file's bytes to `fd`; on failure, the errno of the call that failed.
+int writeFileContents(int fd, const std::string &header, const TensorMap &tensors) {
   uint8_t lengthBytes[8];
   uint64_t length = header.size();
   for (int i = 0; i < 8; ++i)
     lengthBytes[i] = static_cast<uint8_t>(length >> (8 * i));
   if (int err = writeAll(fd, lengthBytes, sizeof(lengthBytes)))
-    return ioError("cannot write", temporaryPath, err);
+    return err;
   if (int err = writeAll(fd, header.data(), header.size()))
-    return ioError("cannot write", temporaryPath, err);
+    return err;
   for (const auto &[name, tensor] : tensors) {
     if (int err = writeAll(fd, tensor.bytes().data(), tensor.byteSize()))
-      return ioError("cannot write", temporaryPath, err);
+      return err;
   }
   if (::fsync(fd) != 0)
-    return ioError("cannot sync", temporaryPath, errno);
-  return {};
+    return errno;
+  return 0;
+}
+
+/// A failed save names the file the user asked for; the temporary it was
+/// writing is a note (it has been removed by then).
+std::unexpected<Error> saveError(const std::string &path, const std::string &what,
+                                 const std::string &temporaryPath, int errorNumber) {
+  return std::unexpected(Error(ErrorCode::IOError, fmt::format("cannot save {}: {}: {}", path,
+                                                               what, std::strerror(errorNumber)))
+                             .withNote(fmt::format("a save writes the temporary file {} and "
+                                                   "renames it into place; it has been removed",
+                                                   temporaryPath)));
 }
 
 /// One tensor entry of a header, validated except for how its byte range
@@ -246,6 +258,11 @@ Expected<TensorEntry> parseTensorEntry(const std::string &path, const JsonMember
     else
       elementCount *= extent;
   }
+  // Even with a zero dimension (and so no bytes), the others must form a
+  // shape the IR accepts: their product is bounded by 2^53.
+  if (!ir::checkedNumElements(entry.shape))
+    return fail(fmt::format("\"shape\" [{}] has more than 2^53 elements", fmt::join(entry.shape, ",")),
+                shapeValue->offset);
 
   if (offsetsValue->kind != JsonValue::Kind::Array || offsetsValue->elements.size() != 2 ||
       offsetsValue->elements[0].kind != JsonValue::Kind::Integer ||
@@ -353,20 +370,21 @@ Expected<void> saveSafetensors(const std::string &path, const TensorMap &tensors
   std::string temporaryPath = temporaryPathFor(path);
   FileDescriptor file(::open(temporaryPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
   if (file.get() < 0)
-    return ioError("cannot create", temporaryPath, errno);
-  auto written = writeFileContents(file.get(), header, tensors, temporaryPath);
+    return saveError(path, "cannot create a temporary file next to it", temporaryPath, errno);
+  int writeErrno = writeFileContents(file.get(), header, tensors);
   int closeResult = file.close();
   int closeErrno = errno;
-  if (!written || closeResult != 0) {
+  if (writeErrno != 0 || closeResult != 0) {
     ::unlink(temporaryPath.c_str());
-    if (!written)
-      return std::unexpected(std::move(written).error());
-    return ioError("cannot close", temporaryPath, closeErrno);
+    return writeErrno != 0
+               ? saveError(path, "cannot write its temporary file", temporaryPath, writeErrno)
+               : saveError(path, "cannot close its temporary file", temporaryPath, closeErrno);
   }
   if (::rename(temporaryPath.c_str(), path.c_str()) != 0) {
     int renameErrno = errno;
     ::unlink(temporaryPath.c_str());
-    return ioError(fmt::format("cannot rename {} to", temporaryPath), path, renameErrno);
+    return saveError(path, "cannot rename the temporary file onto it", temporaryPath,
+                     renameErrno);
   }
   return {};
 }
@@ -437,7 +455,12 @@ Expected<TensorMap> loadSafetensors(const std::string &path) {
 
   TensorMap tensors;
   for (const TensorEntry &entry : entries) {
-    HostTensor tensor(entry.dtype, entry.shape);
+    // The shape was checked; the allocation itself can still fail.
+    auto created = HostTensor::create(entry.dtype, entry.shape);
+    if (!created)
+      return makeError(created.error().code(), fmt::format("{}: tensor '{}': {}", path, entry.name,
+                                                           created.error().message()));
+    HostTensor tensor = std::move(*created);
     if (int err = readAllAt(file.get(), tensor.bytes().data(), tensor.byteSize(),
                             dataStart + entry.begin))
       return err < 0 ? formatError(path,

@@ -9,7 +9,9 @@ namespace kiln::nn {
 Fans denseFans(int64_t inputs, int64_t units) { return {inputs, units}; }
 
 Fans convFans(const Shape &filterShape, Layout layout) {
-  if (filterShape.size() != 4)
+  // An invalid shape gets default fans: Layer::weight reports it before any
+  // initializer runs. A valid one bounds every product below by 2^53.
+  if (filterShape.size() != 4 || !ir::checkedNumElements(filterShape))
     return {};
   int64_t outChannels = filterShape[0];
   int64_t inChannels = layout == Layout::NHWC ? filterShape[3] : filterShape[1];

@@ -23,7 +23,9 @@ Fans denseFans(int64_t inputs, int64_t units);
 /// PyTorch count them): in = I * KH * KW, out = O * KH * KW.
 Fans convFans(const Shape &filterShape, Layout layout);
 
-/// Makes a parameter's initial value.
+/// Makes a parameter's initial value. Layer::weight calls it with a shape it
+/// has checked (at most 2^53 elements, within the machine's memory) and fails
+/// the layer when the result is not a tensor of the requested dtype and shape.
 using Initializer = std::function<HostTensor(DType, const Shape &, Fans, Rng &)>;
 
 /// Uniform in [-limit, limit) with limit = sqrt(6 / (fanIn + fanOut)) (Glorot

@@ -18,6 +18,13 @@ Tensor LSTM::forward(Graph &graph, Tensor x, const std::source_location &loc) {
   int64_t units = config_.units;
   if (units <= 0)
     return fail(graph, fmt::format("units must be positive, got {}", units), loc);
+  // The four gates are stacked along one axis of 4 * units.
+  if (units > ir::kMaxElements / 4)
+    return fail(graph,
+                fmt::format("units = {} is too large: the four gates need 4 * units, more than "
+                            "2^53",
+                            units),
+                loc);
   if (x.rank() != 3 || x.dim(1) == 0)
     return fail(
         graph, fmt::format("input must be [batch, time, features] with time >= 1, got {}", x.str()),

@@ -2,6 +2,10 @@
 #include "frontend/nn/Layer.h"
 
 #include <fmt/format.h>
+#include <new>
+
+// A shape the IR accepts must be one a HostTensor can hold.
+static_assert(kiln::HostTensor::kMaxElements == kiln::ir::kMaxElements);
 
 namespace kiln::nn {
 
@@ -64,8 +68,30 @@ Tensor Layer::weight(Graph &graph, const std::string &suffix, Shape shape, DType
                   loc);
     return existing;
   }
+  // The shape comes from the layer's configuration: check it before the
+  // initializer allocates (Dense(1 << 40) would ask for terabytes).
+  std::string wanted = ir::TensorType{dtype, shape}.str();
+  if (!ir::checkedNumElements(shape))
+    return fail(graph,
+                fmt::format("parameter '{}' would be {}, which has more than 2^53 elements", suffix,
+                            wanted),
+                loc);
+  if (auto size = HostTensor::checkedByteSize(dtype, shape); !size)
+    return fail(graph, fmt::format("parameter '{}': {}", suffix, size.error().message()), loc);
   Rng rng = graph.paramRng(graph.scopedName(suffix));
-  HostTensor value = initializer(dtype, shape, fans, rng);
+  HostTensor value;
+  try {
+    value = initializer(dtype, shape, fans, rng);
+  } catch (const std::bad_alloc &) {
+    return fail(graph, fmt::format("parameter '{}': out of memory allocating {}", suffix, wanted),
+                loc);
+  }
+  if (value.dtype() != dtype || value.shape() != shape)
+    return fail(graph,
+                fmt::format("the initializer of parameter '{}' returned {}, but the layer asked "
+                            "for {}",
+                            suffix, value.typeStr(), wanted),
+                loc);
   Tensor param = graph.param(suffix, std::move(value), trainable && trainable_, loc);
   weights_.emplace(suffix, param);
   return param;

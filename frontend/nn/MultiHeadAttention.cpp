@@ -13,6 +13,18 @@ int64_t valueDimOf(const MultiHeadAttentionConfig &config) {
   return config.valueDim > 0 ? config.valueDim : config.keyDim;
 }
 
+/// heads * depth, the width of a projection; 0 when it is not a valid size
+/// (a non-positive factor, or a product over 2^53). The constructor builds
+/// its sub-layers from it before anything is checked; attend() then reports
+/// the configuration error before those layers are used.
+int64_t projectionWidth(int64_t heads, int64_t depth) {
+  int64_t width = 0;
+  if (heads <= 0 || depth <= 0 || __builtin_mul_overflow(heads, depth, &width) ||
+      width > ir::kMaxElements)
+    return 0;
+  return width;
+}
+
 // [B, L, H*D] -> [B, H, L, D]
 Tensor splitHeads(Tensor x, int64_t heads, int64_t depth, const std::source_location &loc) {
   return transpose(reshape(x, {x.dim(0), x.dim(1), heads, depth}, loc), {0, 2, 1, 3}, loc);
@@ -28,10 +40,12 @@ Tensor mergeHeads(Tensor x, const std::source_location &loc) {
 
 MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionConfig config)
     : Layer("multi_head_attention", config.name), config_(std::move(config)),
-      query_(config_.numHeads * config_.keyDim, Activation::Linear, config_.useBias, "query"),
-      key_(config_.numHeads * config_.keyDim, Activation::Linear, config_.useBias, "key"),
-      value_(config_.numHeads * valueDimOf(config_), Activation::Linear, config_.useBias, "value") {
-}
+      query_(projectionWidth(config_.numHeads, config_.keyDim), Activation::Linear,
+             config_.useBias, "query"),
+      key_(projectionWidth(config_.numHeads, config_.keyDim), Activation::Linear, config_.useBias,
+           "key"),
+      value_(projectionWidth(config_.numHeads, valueDimOf(config_)), Activation::Linear,
+             config_.useBias, "value") {}
 
 MultiHeadAttention::MultiHeadAttention(int64_t numHeads, int64_t keyDim, bool causal,
                                        std::string name)
@@ -53,6 +67,19 @@ Tensor MultiHeadAttention::attend(Graph &graph, Tensor query, Tensor value,
   if (c.numHeads <= 0 || c.keyDim <= 0)
     return fail(graph,
                 fmt::format("numHeads ({}) and keyDim ({}) must be positive", c.numHeads, c.keyDim),
+                loc);
+  if (c.valueDim < 0 || c.outputDim < 0)
+    return fail(graph,
+                fmt::format("valueDim ({}) and outputDim ({}) must be positive, or 0 for the "
+                            "default",
+                            c.valueDim, c.outputDim),
+                loc);
+  if (projectionWidth(c.numHeads, c.keyDim) == 0 ||
+      projectionWidth(c.numHeads, valueDimOf(c)) == 0)
+    return fail(graph,
+                fmt::format("numHeads * keyDim ({} * {}) and numHeads * valueDim ({} * {}) must "
+                            "be at most 2^53",
+                            c.numHeads, c.keyDim, c.numHeads, valueDimOf(c)),
                 loc);
   if (query.rank() != 3 || value.rank() != 3)
     return fail(graph,

@@ -2,6 +2,8 @@
 // topological order.
 #include "ir/graph/Graph.h"
 
+#include "ir/graph/Identifier.h"
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <queue>
@@ -10,14 +12,6 @@
 namespace kiln::ir {
 
 namespace {
-
-bool isIdentifier(std::string_view name) {
-  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_'))
-    return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
-  });
-}
 
 std::string operandTypesStr(std::span<const TensorType> types) {
   std::string out;
@@ -75,7 +69,7 @@ static Expected<void> checkLeaf(const Graph &graph, std::string_view what, std::
                        fmt::format("{} '{}' has a negative dimension: {}", what, name, type.str()));
   if (!checkedNumElements(type.shape))
     return makeError(ErrorCode::ShapeMismatch,
-                     fmt::format("{} '{}' has more than 2^53 elements: {}", what, name, type.str()));
+                     fmt::format("{} '{}' has more than 2^53 elements (zero-size dims aside): {}", what, name, type.str()));
   return {};
 }
 

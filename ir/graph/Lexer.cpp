@@ -8,10 +8,6 @@ namespace kiln::ir {
 namespace {
 
 bool isDigit(char c) { return c >= '0' && c <= '9'; }
-bool isIdentifierStart(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
-}
-bool isIdentifierChar(char c) { return isIdentifierStart(c) || isDigit(c) || c == '.'; }
 
 int hexValue(char c) {
   if (isDigit(c))
@@ -33,15 +29,6 @@ std::string printableChar(char c) {
 }
 
 } // namespace
-
-bool isIdentifierName(std::string_view name) {
-  if (name.empty() || !isIdentifierStart(name[0]))
-    return false;
-  for (char c : name)
-    if (!isIdentifierChar(c))
-      return false;
-  return true;
-}
 
 std::string describeToken(const Token &token) {
   if (token.kind == TokenKind::EndOfInput)

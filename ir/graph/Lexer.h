@@ -2,6 +2,7 @@
 // their line and column, so every parse error can point at the offending token.
 #pragma once
 
+#include "ir/graph/Identifier.h"
 #include "support/Error.h"
 
 #include <string>
@@ -40,9 +41,6 @@ struct Token {
 
 /// How a token reads in an error message: "'%3'", "end of input".
 std::string describeToken(const Token &token);
-
-/// Whether `name` matches [A-Za-z_][A-Za-z0-9_.]*, the syntax of bare names.
-bool isIdentifierName(std::string_view name);
 
 /// Splits IR text into tokens. Whitespace and `//` comments separate tokens.
 class Lexer {

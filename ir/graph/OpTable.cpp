@@ -133,7 +133,7 @@ Expected<TensorType> inferResultType(OpKind kind, std::span<const TensorType> op
   // overflow in element counts and flat indices.
   if (!checkedNumElements(result.shape))
     return makeError(ErrorCode::ShapeMismatch,
-                     fmt::format("{}: result shape {} has more than 2^53 elements", info.name,
+                     fmt::format("{}: result shape {} has more than 2^53 elements (zero-size dims aside)", info.name,
                                  shapeStr(result.shape)));
   return result;
 }

@@ -13,11 +13,8 @@ namespace kiln::ir {
 
 namespace {
 
-// Larger tensors cannot exist, and the bound keeps element counts, strides and
-// byte sizes computed from parsed types far from int64 overflow. Zero-size
-// dimensions are left out of the product because strides still multiply the
-// other dimensions.
-constexpr int64_t kMaxElements = int64_t{1} << 53;
+// The parser checks kMaxElements (TensorType.h) dimension by dimension so the
+// error points at the dimension that breaks it; the rule is checkedNumElements'.
 
 std::string kindPhrase(AttrKind kind) {
   switch (kind) {
@@ -122,7 +119,7 @@ private:
     bool isInput = token_.spelling == "input";
     std::string keyword(token_.spelling);
     KILN_TRY_VOID(advance());
-    if (token_.kind != TokenKind::ValueName || !isIdentifierName(token_.text))
+    if (token_.kind != TokenKind::ValueName || !isIdentifier(token_.text))
       return fail(token_, fmt::format("expected {} name such as %x after '{}', got {}",
                                       isInput ? "an input" : "a parameter", keyword,
                                       describe(token_)));

@@ -48,7 +48,7 @@ std::vector<Node *> printOrder(const Graph &graph) {
 }
 
 std::string graphNameStr(const std::string &name) {
-  return isIdentifierName(name) ? name : attrStr(Attr(name));
+  return isIdentifier(name) ? name : attrStr(Attr(name));
 }
 
 void printNode(std::string &out, const Node &node, const ValueNames &names) {

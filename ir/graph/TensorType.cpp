@@ -11,19 +11,20 @@ int64_t TensorType::numElements() const {
 }
 
 std::optional<int64_t> checkedNumElements(const Shape &shape) {
-  int64_t count = 1;
+  int64_t nonZeroProduct = 1;
   bool zero = false;
   for (int64_t size : shape) {
     if (size < 0)
       return std::nullopt;
-    zero = zero || size == 0;
-  }
-  if (zero)
-    return 0;
-  for (int64_t size : shape)
-    if (__builtin_mul_overflow(count, size, &count) || count > kMaxElements)
+    if (size == 0) {
+      zero = true;
+      continue;
+    }
+    if (__builtin_mul_overflow(nonZeroProduct, size, &nonZeroProduct) ||
+        nonZeroProduct > kMaxElements)
       return std::nullopt;
-  return count;
+  }
+  return zero ? 0 : nonZeroProduct;
 }
 
 std::string shapeStr(const Shape &shape) {

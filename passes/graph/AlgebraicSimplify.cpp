@@ -5,10 +5,12 @@
 // no-op arithmetic (x * 1), pairs that cancel (neg of neg, transpose of its
 // inverse) and chains of data movement that fusion would otherwise have to
 // see through. Every rule is exact: the simplified graph computes the same
-// bits, except that x + 0 and 0 + x may turn a -0 result into +0 (the sign of
-// zero is not preserved, as in XLA). Nodes left unused are erased by "dce".
+// bits, the sign of zero included (kiln checks numerics against a reference
+// bit for bit), so for floats only x + (-0.0) and x - (+0.0) are identities:
+// -0 + +0 is +0, and -0 - -0 is +0. Nodes left unused are erased by "dce".
 // The rules, each documented in docs/passes.md:
-//   x * 1, 1 * x, x + 0, 0 + x, x - 0, x / 1 -> x   (the constant is a splat of
+//   x * 1, 1 * x, x / 1 -> x; for floats x + (-0), (-0) + x, x - (+0) -> x;
+//       for integers x + 0, 0 + x, x - 0 -> x   (the constant is a splat of
 //       exactly that value after rounding to its dtype, and x already has the
 //       result's type, so no broadcast or type change is lost)
 //   neg(neg(x)) -> x
@@ -24,6 +26,9 @@
 #include "ir/graph/Graph.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <optional>
 
 namespace kiln::passes {
@@ -34,8 +39,16 @@ using ir::Node;
 using ir::OpKind;
 using ir::Value;
 
+/// Two elements of a constant of `dtype` are the same: for floats the same
+/// bits (so -0 and +0 differ), for integers and bools the same number.
+bool sameElement(double a, double b, DType dtype) {
+  if (!isFloatingPoint(dtype))
+    return a == b;
+  return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+}
+
 /// The single value of a constant whose elements (rounded to its dtype, as
-/// the interpreter reads them) are all equal; nullopt for anything else.
+/// the interpreter reads them) are all the same; nullopt for anything else.
 std::optional<double> splatValue(const Value *value) {
   const Node *node = value->definingNode();
   if (!node || node->kind() != OpKind::Constant)
@@ -46,26 +59,35 @@ std::optional<double> splatValue(const Value *value) {
     return std::nullopt;
   double first = roundToDType(values.front(), dtype);
   for (double v : values)
-    if (!(roundToDType(v, dtype) == first))
+    if (!sameElement(roundToDType(v, dtype), first, dtype))
       return std::nullopt;
   return first;
 }
 
+/// Whether `value` is a constant splat of exactly `expected`; for floats the
+/// sign of zero must match too.
 bool isSplatOf(const Value *value, double expected) {
   std::optional<double> splat = splatValue(value);
-  return splat && *splat == expected;
+  return splat && !std::isnan(*splat) && *splat == expected &&
+         sameElement(*splat, expected, value->type().dtype);
 }
+
+/// The zero that add leaves every value of `dtype` unchanged with, bit for
+/// bit: -0.0 for floats (+0 is not: -0 + +0 is +0), 0 for integers. The
+/// zero of sub is its negation: x - (+0) = x + (-0).
+double additiveIdentity(DType dtype) { return isFloatingPoint(dtype) ? -0.0 : 0.0; }
 
 /// x op c -> x where c is the identity of op and x already has the result type.
 Value *identityOperand(Node &node) {
   Value *lhs = node.operand(0);
   Value *rhs = node.operand(1);
   auto keeps = [&](Value *x) { return x->type() == node.type(); };
+  double zero = additiveIdentity(node.type().dtype);
   switch (node.kind()) {
   case OpKind::Add:
-    if (isSplatOf(rhs, 0.0) && keeps(lhs))
+    if (isSplatOf(rhs, zero) && keeps(lhs))
       return lhs;
-    if (isSplatOf(lhs, 0.0) && keeps(rhs))
+    if (isSplatOf(lhs, zero) && keeps(rhs))
       return rhs;
     return nullptr;
   case OpKind::Mul:
@@ -75,7 +97,7 @@ Value *identityOperand(Node &node) {
       return rhs;
     return nullptr;
   case OpKind::Sub:
-    return isSplatOf(rhs, 0.0) && keeps(lhs) ? lhs : nullptr;
+    return isSplatOf(rhs, -zero) && keeps(lhs) ? lhs : nullptr;
   case OpKind::Div:
     return isSplatOf(rhs, 1.0) && keeps(lhs) ? lhs : nullptr;
   default:

@@ -6,8 +6,10 @@
 // Why: decompositions and the DSL produce arithmetic on literals (epsilon
 // added to a constant, a causal mask built from iotas, scales multiplied
 // together); computing it once at compile time removes kernels. Results larger
-// than kMaxFoldedElements are left alone so the IR does not bloat, and a
-// result whose elements are all equal folds to a one-value (splat) constant.
+// than kMaxFoldedElements are left alone so the IR does not bloat, nodes that
+// would take more than kMaxFoldWork steps are left alone so compiling stays
+// fast, and a result whose elements are all equal folds to a one-value
+// (splat) constant.
 // Operands that become unused are left for "dce".
 #include "passes/graph/GraphPasses.h"
 
@@ -30,9 +32,11 @@ bool shouldFold(const ir::Node &node) {
     return false;
   if (node.type().numElements() > kMaxFoldedElements)
     return false;
-  return std::all_of(node.operands().begin(), node.operands().end(), [](const ir::Value *v) {
-    return isFoldableLeaf(v) && v->type().numElements() <= kMaxFoldOperandElements;
-  });
+  bool leaves =
+      std::all_of(node.operands().begin(), node.operands().end(), [](const ir::Value *v) {
+        return isFoldableLeaf(v) && v->type().numElements() <= kMaxFoldOperandElements;
+      });
+  return leaves && foldWorkEstimate(node) <= static_cast<double>(kMaxFoldWork);
 }
 
 /// The node's value as the interpreter computes it: reference, then rounding.
@@ -107,6 +111,47 @@ private:
 };
 
 } // namespace
+
+double foldWorkEstimate(const ir::Node &node) {
+  auto elements = [](const ir::TensorType &type) { return static_cast<double>(type.numElements()); };
+  double result = elements(node.type());
+  switch (node.kind()) {
+  case ir::OpKind::MatMul: {
+    const ir::TensorType &a = node.operand(0)->type();
+    bool transposed = ir::getBool(node.attrs(), "transpose_a");
+    return result * static_cast<double>(a.dim(a.rank() - (transposed ? 2 : 1)));
+  }
+  case ir::OpKind::Conv2D: {
+    // The filter is [O, I/groups, KH, KW] (or [O, KH, KW, I/groups]): each
+    // result element reads one output channel's slice of it.
+    const ir::TensorType &filter = node.operand(1)->type();
+    int64_t outputs = filter.dim(0);
+    return outputs == 0 ? result : result * elements(filter) / static_cast<double>(outputs);
+  }
+  case ir::OpKind::MaxPool2D:
+  case ir::OpKind::AvgPool2D: {
+    const std::vector<int64_t> &kernel = ir::getInts(node.attrs(), "kernel");
+    return result * static_cast<double>(kernel.at(0)) * static_cast<double>(kernel.at(1));
+  }
+  case ir::OpKind::ScaledDotProductAttention: {
+    // Per query row (batch dims times Lq): Lk scores of depth D, then Lk
+    // weighted value rows of depth Dv.
+    const ir::Shape &shape = node.type().shape;
+    double rows = 1;
+    for (size_t i = 0; i + 1 < shape.size(); ++i)
+      rows *= static_cast<double>(shape[i]);
+    const ir::TensorType &k = node.operand(1)->type();
+    double depths = static_cast<double>(k.dim(k.rank() - 1) + shape.back());
+    return rows * static_cast<double>(k.dim(k.rank() - 2)) * depths;
+  }
+  default: {
+    double operands = 0;
+    for (const ir::Value *operand : node.operands())
+      operands += elements(operand->type());
+    return std::max(result, operands);
+  }
+  }
+}
 
 std::unique_ptr<Pass> createConstantFoldingPass() { return std::make_unique<ConstantFolding>(); }
 

@@ -17,9 +17,21 @@ namespace kiln::passes {
 /// Constant folding leaves a node alone when its result has more elements than
 /// this: a folded constant stores one double per element in the IR text.
 inline constexpr int64_t kMaxFoldedElements = int64_t{1} << 16;
-/// ...or when an operand has more elements than this, which bounds the work
-/// (a matmul of two large splats) done at compile time.
+/// ...or when an operand has more elements than this, which bounds the memory
+/// the operands take once expanded...
 inline constexpr int64_t kMaxFoldOperandElements = int64_t{1} << 20;
+/// ...or when evaluating it would take more than this many steps (see
+/// foldWorkEstimate), which bounds compile time: a conv2d of two splats can
+/// have a small result and small operands yet need 4e10 multiply-adds.
+inline constexpr int64_t kMaxFoldWork = 10'000'000;
+
+/// The steps the reference takes to evaluate `node`: result elements times the
+/// reduction extent for matmul (K), conv2d (I/groups * KH * KW), pooling
+/// (KH * KW) and attention (Lk * (D + Dv) per query row); for everything else
+/// the larger of the result's and the operands' element counts (a reduction
+/// or a normalization reads each input element a few times). A double, since
+/// the product of two element counts can overflow int64.
+double foldWorkEstimate(const ir::Node &node);
 
 /// "dce": erases nodes whose results are neither used nor outputs.
 std::unique_ptr<Pass> createDeadCodeEliminationPass();

@@ -5,6 +5,8 @@
 #include "frontend/Ops.h"
 #include "frontend/nn/Layers.h"
 
+#include <limits>
+
 using namespace kiln;
 using namespace kiln::dsltest;
 
@@ -170,4 +172,133 @@ TEST_CASE("finalize requires an output and evaluate refuses a graph with errors"
   auto result = evaluate(h, {{"x", HostTensor(DType::F32, {2})}});
   REQUIRE_FALSE(result.has_value());
   CHECK_THAT(result.error().str(), Catch::Contains("DslErrorsTest.cpp"));
+}
+
+TEST_CASE("a parameter too large to build is an error at the layer call, not an abort",
+          "[dsl][errors][nn]") {
+  SECTION("larger than the machine's memory: 32 TiB of f32") {
+    Graph g;
+    Tensor x = g.input("x", {1, 8});
+    const int line = __LINE__ + 1; // the next line
+    Tensor y = nn::Dense(int64_t{1} << 40)(g, x);
+    CHECK(y.poisoned());
+    CHECK(g.paramValues().empty());
+    std::string message = firstError(g);
+    CHECK_THAT(message, Catch::Contains(fileLine(__FILE__, line)));
+    CHECK_THAT(message, Catch::Contains("dense 'dense': parameter 'weight': cannot allocate tensor "
+                                        "f32[8,1099511627776]: it needs 32.0 TiB "
+                                        "(35184372088832 bytes), more than the "));
+  }
+  SECTION("more than 2^53 elements") {
+    Graph g;
+    Tensor x = g.input("x", {1, 16});
+    const int line = __LINE__ + 1; // the next line
+    nn::Dense(int64_t{1} << 50)(g, x);
+    std::string message = firstError(g);
+    CHECK_THAT(message, Catch::Contains(fileLine(__FILE__, line)));
+    CHECK_THAT(message, Catch::Contains("dense 'dense': parameter 'weight' would be "
+                                        "f32[16,1125899906842624], which has more than 2^53 "
+                                        "elements"));
+  }
+  SECTION("a Conv2D kernel whose fans would overflow") {
+    Graph g;
+    Tensor x = g.input("x", {1, 3, 8, 8});
+    const int64_t huge = int64_t{1} << 40;
+    nn::Conv2D(nn::Conv2DConfig{.filters = 4, .kernel = {huge, huge}})(g, x);
+    CHECK_THAT(firstError(g), Catch::Contains("conv2d 'conv2d': parameter 'weight' would be "
+                                              "f32[4,3,1099511627776,1099511627776]"));
+  }
+}
+
+TEST_CASE("an initializer must return the requested dtype and shape", "[dsl][errors][nn]") {
+  Graph g;
+  Tensor x = g.input("x", {2, 4});
+  nn::Initializer wrongShape = [](DType dtype, const Shape &, nn::Fans, Rng &) {
+    return HostTensor(dtype, {2});
+  };
+  const int line = __LINE__ + 1; // the next line
+  Tensor y = nn::Dense(nn::DenseConfig{.units = 3, .kernelInitializer = wrongShape})(g, x);
+  CHECK(y.poisoned());
+  std::string message = firstError(g);
+  CHECK_THAT(message, Catch::Contains(fileLine(__FILE__, line)));
+  CHECK_THAT(message, Catch::Contains("dense 'dense': the initializer of parameter 'weight' "
+                                      "returned f32[2], but the layer asked for f32[4,3]"));
+
+  Graph h;
+  Tensor z = h.input("z", {2, 4});
+  nn::Initializer wrongDType = [](DType, const Shape &shape, nn::Fans, Rng &) {
+    return HostTensor(DType::F64, shape);
+  };
+  nn::Dense(nn::DenseConfig{.units = 3, .biasInitializer = wrongDType})(h, z);
+  CHECK_THAT(firstError(h), Catch::Contains("the initializer of parameter 'bias' returned f64[3], "
+                                            "but the layer asked for f32[3]"));
+}
+
+TEST_CASE("configuration sizes whose arithmetic would overflow are DSL errors",
+          "[dsl][errors]") {
+  constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+  SECTION("reshape's -1 with a product past int64") {
+    Graph g;
+    Tensor x = g.input("x", {2, 3});
+    const int line = __LINE__ + 1; // the next line
+    Tensor y = reshape(x, {int64_t{1} << 40, int64_t{1} << 40, -1});
+    CHECK(y.poisoned());
+    std::string message = firstError(g);
+    CHECK_THAT(message, Catch::Contains(fileLine(__FILE__, line)));
+    CHECK_THAT(message, Catch::Contains("reshape: cannot infer the -1 in "
+                                        "[1099511627776,1099511627776,-1]: the other sizes "
+                                        "multiply to more than 2^53, and f32[2,3] has 6 elements"));
+    // A zero among the other sizes still reads as "a multiple of 0".
+    Graph h;
+    reshape(h.input("x", {2, 3}), {kInt64Max, 0, -1});
+    CHECK_THAT(firstError(h), Catch::Contains("not a multiple of 0"));
+  }
+  SECTION("\"same\" padding with a huge dilation") {
+    Graph g;
+    Tensor x = g.input("x", {1, 3, 8, 8});
+    Tensor w = g.param("w", HostTensor(DType::F32, {4, 3, 3, 3}));
+    const int line = __LINE__ + 1; // the next line
+    Tensor y = conv2d(x, w, {.padding = Padding::same(), .dilation = {1, kInt64Max}});
+    CHECK(y.poisoned());
+    std::string message = firstError(g);
+    CHECK_THAT(message, Catch::Contains(fileLine(__FILE__, line)));
+    CHECK_THAT(message, Catch::Contains("conv2d: \"same\" padding cannot be computed: along the "
+                                        "width the window of 3 with dilation "
+                                        "9223372036854775807 spans more than 2^53 elements"));
+  }
+  SECTION("\"same\" padding with a huge stride is no error of its own") {
+    // ceil(8 / stride) once overflowed computing 8 + stride - 1; now the
+    // padding resolves and shape inference judges the stride.
+    Graph g;
+    Tensor x = g.input("x", {1, 3, 8, 8});
+    Tensor y = maxPool2d(x, {.kernel = {2, 2}, .stride = {2, kInt64Max}, .padding = Padding::same()});
+    CHECK(y.poisoned());
+    CHECK_THAT(firstError(g), Catch::Contains("max_pool2d") && Catch::Contains("stride"));
+  }
+  SECTION("LSTM units whose four gates overflow") {
+    Graph g;
+    Tensor x = g.input("x", {1, 2, 3});
+    const int line = __LINE__ + 1; // the next line
+    nn::LSTM(int64_t{1} << 62)(g, x);
+    std::string message = firstError(g);
+    CHECK_THAT(message, Catch::Contains(fileLine(__FILE__, line)));
+    CHECK_THAT(message, Catch::Contains("lstm 'lstm': units = 4611686018427387904 is too large: "
+                                        "the four gates need 4 * units, more than 2^53"));
+  }
+  SECTION("attention heads whose width overflows") {
+    Graph g;
+    Tensor x = g.input("x", {1, 2, 4});
+    // The product numHeads * keyDim is 2^80: the constructor must not compute it.
+    nn::MultiHeadAttention attention(int64_t{1} << 40, int64_t{1} << 40);
+    const int line = __LINE__ + 1; // the next line
+    attention(g, x);
+    std::string message = firstError(g);
+    CHECK_THAT(message, Catch::Contains(fileLine(__FILE__, line)));
+    CHECK_THAT(message, Catch::Contains("multi_head_attention 'multi_head_attention': numHeads * "
+                                        "keyDim (1099511627776 * 1099511627776)"));
+    Graph h;
+    nn::MultiHeadAttention(nn::MultiHeadAttentionConfig{.numHeads = 2, .keyDim = 2, .valueDim = -1})(
+        h, h.input("x", {1, 2, 4}));
+    CHECK_THAT(firstError(h), Catch::Contains("valueDim (-1) and outputDim (0) must be positive"));
+  }
 }

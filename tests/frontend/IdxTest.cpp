@@ -9,6 +9,7 @@
 #include <array>
 #include <bit>
 #include <filesystem>
+#include <sys/resource.h>
 
 using namespace kiln;
 using namespace kiln::io;
@@ -60,6 +61,86 @@ std::vector<uint8_t> gzipStored(const std::vector<uint8_t> &data) {
     for (int shift = 0; shift < 32; shift += 8)
       out.push_back(static_cast<uint8_t>(word >> shift));
   return out;
+}
+
+/// Writes a deflate bit stream (RFC 1951): header fields LSB first, Huffman
+/// codes MSB first.
+class DeflateBits {
+public:
+  void putBits(uint32_t value, int count) { // LSB first
+    for (int i = 0; i < count; ++i)
+      putBit((value >> i) & 1);
+  }
+  void putCode(uint32_t code, int length) { // MSB first
+    for (int i = length - 1; i >= 0; --i)
+      putBit((code >> i) & 1);
+  }
+  /// A literal byte in the fixed Huffman code.
+  void putLiteral(uint8_t byte) {
+    if (byte <= 143)
+      putCode(0x30 + byte, 8);
+    else
+      putCode(0x190 + (byte - 144), 9);
+  }
+  std::vector<uint8_t> finish() {
+    if (bitCount_ > 0)
+      bytes_.push_back(current_);
+    return std::move(bytes_);
+  }
+
+private:
+  void putBit(uint32_t bit) {
+    current_ |= static_cast<uint8_t>(bit << bitCount_);
+    if (++bitCount_ == 8) {
+      bytes_.push_back(current_);
+      current_ = 0;
+      bitCount_ = 0;
+    }
+  }
+  std::vector<uint8_t> bytes_;
+  uint8_t current_ = 0;
+  int bitCount_ = 0;
+};
+
+/// A gzip file whose stream inflates to `prefix` followed by `zeros` zero
+/// bytes, 1 + 258 * k of them (one literal, then 258-byte matches at 13 bits
+/// each: about 160:1): a "gzip bomb" built by hand. The trailer's CRC is
+/// real when `realTrailer` is set, else zero (computing it would take long).
+std::vector<uint8_t> gzipZeroBomb(const std::vector<uint8_t> &prefix, uint64_t zeros,
+                                  bool realTrailer) {
+  REQUIRE(zeros % 258 == 1);
+  DeflateBits bits;
+  bits.putBits(1, 1); // BFINAL
+  bits.putBits(1, 2); // BTYPE = 01, fixed Huffman codes
+  for (uint8_t byte : prefix)
+    bits.putLiteral(byte);
+  bits.putLiteral(0);
+  for (uint64_t left = zeros - 1; left >= 258; left -= 258) {
+    bits.putCode(0xc5, 8); // length code 285: 258 bytes
+    bits.putCode(0, 5);    // distance code 0: distance 1
+  }
+  bits.putCode(0, 7); // end of block
+  std::vector<uint8_t> out = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};
+  std::vector<uint8_t> deflated = bits.finish();
+  out.insert(out.end(), deflated.begin(), deflated.end());
+  uint32_t crc = 0;
+  if (realTrailer) {
+    std::vector<uint8_t> plain = prefix;
+    plain.resize(prefix.size() + zeros, 0);
+    crc = crc32Of(plain);
+  }
+  auto size = static_cast<uint32_t>(prefix.size() + zeros);
+  for (uint32_t word : {crc, size})
+    for (int shift = 0; shift < 32; shift += 8)
+      out.push_back(static_cast<uint8_t>(word >> shift));
+  return out;
+}
+
+/// The peak resident memory of this process so far, in MiB.
+long peakResidentMiB() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024; // ru_maxrss is in KiB on Linux
 }
 
 /// The message of a failed read; the test fails if the read succeeded.
@@ -221,6 +302,42 @@ TEST_CASE("IDX rejects bad files with precise messages", "[idx]") {
     writeBytes(path, bytes);
     CHECK_THAT(errorOf(readIdx(path)),
                Catch::Contains("trailing bytes") && Catch::Contains("expected 11 bytes"));
+  }
+}
+
+TEST_CASE("IDX checks a gzip file's header before inflating its data", "[idx]") {
+  TempDir dir;
+  std::string path = dir.file("bomb-idx3-ubyte.gz");
+
+  SECTION("the hand-made deflate stream is what a reader inflates") {
+    writeBytes(path, gzipZeroBomb(idxFile(0x08, {1033}, {}), 1033, /*realTrailer=*/true));
+    auto zeros = readIdx(path);
+    REQUIRE(zeros.has_value());
+    CHECK(zeros->toDoubles() == std::vector<double>(1033, 0.0));
+    // With the dummy trailer the CRC check fails, after all the data.
+    writeBytes(path, gzipZeroBomb(idxFile(0x08, {1033}, {}), 1033, /*realTrailer=*/false));
+    CHECK_THAT(errorOf(readIdx(path)), Catch::Contains("corrupt gzip data"));
+  }
+  SECTION("a header claiming more than 2^30 elements is rejected without inflating") {
+    // 6.8 MB on disk inflating to 1 GiB: the header claims 2^31 bytes. A
+    // reader that inflates everything first needs a gigabyte to say no.
+    std::vector<uint8_t> header = idxFile(0x08, {32768, 32768, 2}, {});
+    writeBytes(path, gzipZeroBomb(header, 258 * 4161793 + 1, /*realTrailer=*/false));
+    long before = peakResidentMiB();
+    CHECK_THAT(errorOf(readIdx(path)),
+               Catch::Contains("IDX dimensions [32768,32768,2] describe more than 2^30 elements"));
+    CHECK(peakResidentMiB() - before < 256);
+  }
+  SECTION("a header claiming more than the file holds costs only what it holds") {
+    // 2^29 elements claimed, 12 present: the buffer grows with the data.
+    std::vector<uint8_t> bytes = idxFile(0x08, {8192, 256, 256}, kImageBytes);
+    writeBytes(path, gzipStored(bytes));
+    long before = peakResidentMiB();
+    CHECK_THAT(errorOf(readIdx(path)),
+               Catch::Contains("truncated data: expected 536870928 bytes (16 header + 536870912 "
+                               "unsigned byte elements of shape [8192,256,256])") &&
+                   Catch::Contains("the decompressed size is 28 bytes"));
+    CHECK(peakResidentMiB() - before < 256);
   }
 }
 

@@ -1,10 +1,8 @@
 // The reference interpreter as a whole: multi-node graphs with parameters,
 // rounding after every node, outputs that alias inputs, binding errors with
-// their exact text, node locations on data errors, and the seed CNN at batch 8.
+// their exact text, and node locations on data errors. (The seed CNN at its
+// real size runs in ExampleModelsTest.)
 #include "ir/ReferenceTestUtil.h"
-
-#include <chrono>
-#include <cmath>
 
 using namespace kiln;
 using namespace kiln::ir;
@@ -118,64 +116,4 @@ TEST_CASE("a data error points at the node's location", "[interpreter]") {
   REQUIRE_FALSE(result);
   CHECK(result.error().str() == "model.cpp:12:3: gather: index 4 is out of range for axis 0 of "
                                 "size 4 (data f32[4,2], indices i32[3])");
-}
-
-TEST_CASE("the seed CNN runs at batch 8", "[interpreter]") {
-  // Conv2D(32,3x3,relu) MaxPool Conv2D(64) MaxPool Conv2D(64) Flatten Dense(64,relu)
-  // Dense(10,softmax) on 28x28x1 images, in nhwc as Keras lays it out.
-  Graph graph("cnn");
-  NamedTensors bound;
-  Rng rng(2024);
-  auto param = [&](std::string name, Shape shape, double limit) {
-    bound.emplace(name, HostTensor::randomUniform(DType::F32, shape, rng, -limit, limit));
-    return *graph.addParam(std::move(name), type(DType::F32, std::move(shape)));
-  };
-  auto conv = [&](Value *x, int index, int64_t in, int64_t out) {
-    Value *w =
-        param(fmt::format("conv{}.weight", index), {out, 3, 3, in}, 1.0 / std::sqrt(9.0 * in));
-    Value *b = param(fmt::format("conv{}.bias", index), {out}, 0.1);
-    Value *y = *graph.addNode(OpKind::Conv2D, {x, w}, {{"layout", std::string("nhwc")}});
-    return *graph.addNode(OpKind::Relu, {*graph.addNode(OpKind::Add, {y, b})});
-  };
-  auto maxPool = [&](Value *x) {
-    return *graph.addNode(OpKind::MaxPool2D, {x},
-                          {{"kernel", std::vector<int64_t>{2, 2}},
-                           {"stride", std::vector<int64_t>{2, 2}},
-                           {"layout", std::string("nhwc")}});
-  };
-  auto dense = [&](Value *x, int index, int64_t in, int64_t out) {
-    Value *w = param(fmt::format("dense{}.weight", index), {in, out}, 1.0 / std::sqrt(double(in)));
-    Value *b = param(fmt::format("dense{}.bias", index), {out}, 0.1);
-    return *graph.addNode(OpKind::Add, {*graph.addNode(OpKind::MatMul, {x, w}), b});
-  };
-  Value *images = *graph.addInput("images", type(DType::F32, {8, 28, 28, 1}));
-  bound.emplace("images", HostTensor::randomUniform(DType::F32, {8, 28, 28, 1}, rng, 0, 1));
-  Value *x = maxPool(conv(images, 1, 1, 32)); // [8,13,13,32]
-  x = maxPool(conv(x, 2, 32, 64));            // [8,5,5,64]
-  x = conv(x, 3, 64, 64);                     // [8,3,3,64]
-  CHECK(x->type() == type(DType::F32, {8, 3, 3, 64}));
-  x = *graph.addNode(OpKind::Reshape, {x}, {{"shape", std::vector<int64_t>{8, 576}}});
-  x = *graph.addNode(OpKind::Relu, {dense(x, 1, 576, 64)});
-  Value *probabilities = *graph.addNode(OpKind::Softmax, {dense(x, 2, 64, 10)});
-  REQUIRE(graph.addOutput("probabilities", probabilities));
-
-  auto start = std::chrono::steady_clock::now();
-  auto outputs = interpret(graph, bound);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  REQUIRE(outputs);
-  INFO("seed CNN at batch 8 took " << seconds << " s");
-  const HostTensor &result = outputs->at("probabilities");
-  REQUIRE(result.shape() == std::vector<int64_t>{8, 10});
-  for (int64_t row = 0; row < 8; ++row) {
-    double sum = 0;
-    for (int64_t c = 0; c < 10; ++c) {
-      double p = result.getDouble(row * 10 + c);
-      CHECK(p > 0);
-      CHECK(p < 1);
-      sum += p;
-    }
-    CHECK(sum == Approx(1.0).epsilon(1e-6));
-  }
-  // Generous even for an unoptimized build; an optimized one takes well under a second.
-  CHECK(seconds < 30);
 }

@@ -122,11 +122,16 @@ TEST_CASE("matmul accumulates in fp64 and rounds once", "[reference][op:matmul]"
   checkExact(run(OpKind::MatMul, {tensor(DType::F16, {1, 3}, {1, 0.00048828125, 0.00048828125}),
                                   tensor(DType::F16, {3, 1}, {1, 1, 1})}),
              DType::F16, {1, 1}, {1.0009765625});
-  // Integer products wrap to the result dtype: 100 + 100 = 200 -> -56 in i8.
+  // i8 x i8 gives the i32 accumulator: 100 + 100 = 200 does not wrap.
   checkExact(run(OpKind::MatMul,
                  {tensor(DType::I8, {1, 2}, {100, 50}), tensor(DType::I8, {2, 1}, {1, 2})},
                  {{"accumulate", DType::I32}}),
-             DType::I8, {1, 1}, {-56});
+             DType::I32, {1, 1}, {200});
+  // The i32 accumulator wraps: (2^31 - 1) * 2 = 2^32 - 2 -> -2.
+  checkExact(run(OpKind::MatMul,
+                 {tensor(DType::I32, {1, 1}, {2147483647}), tensor(DType::I32, {1, 1}, {2})},
+                 {{"accumulate", DType::I32}}),
+             DType::I32, {1, 1}, {-2});
 }
 
 TEST_CASE("conv2d nchw by hand: plain, stride 2 + padding, dilation, groups",
@@ -194,10 +199,10 @@ TEST_CASE("conv2d nhwc equals the transposed nchw result", "[reference][op:conv2
   checkClose(got, expectedNhwc.shape(), expectedNhwc.toDoubles());
 }
 
-TEST_CASE("conv2d on integers wraps to the dtype", "[reference][op:conv2d]") {
-  // 1x1 filter of 3 over an i8 image: 50 * 3 = 150 -> -106.
+TEST_CASE("conv2d on integers gives the accumulator dtype", "[reference][op:conv2d]") {
+  // 1x1 filter of 3 over an i8 image: 50 * 3 = 150 fits the i32 accumulator.
   checkExact(run(OpKind::Conv2D,
                  {tensor(DType::I8, {1, 1, 1, 2}, {50, -2}), tensor(DType::I8, {1, 1, 1, 1}, {3})},
                  {{"accumulate", DType::I32}}),
-             DType::I8, {1, 1, 1, 2}, {-106, -6});
+             DType::I32, {1, 1, 1, 2}, {150, -6});
 }

@@ -1,9 +1,11 @@
 // Reference interpreter: every elementwise op against hand-computed values,
-// NumPy broadcasting, NaN propagation, integer wrap and division, and rounding
-// of results to f16/bf16/integer dtypes. Transcendental expectations are the
-// fp64 values of the formulas (checked to 1e-12 relative); the rest is exact.
+// NumPy broadcasting, NaN propagation, integer wrap and division, rounding of
+// results to f16/bf16/integer dtypes, and saturating float -> int/fp8 casts.
+// Transcendental expectations are the fp64 values of the formulas (checked to
+// 1e-12 relative); the rest is exact.
 #include "ir/ReferenceTestUtil.h"
 
+#include <cstdint>
 #include <limits>
 
 using namespace kiln;
@@ -68,9 +70,13 @@ TEST_CASE("not of bools", "[reference][op:not]") {
 }
 
 TEST_CASE("cast rounds, truncates and wraps", "[reference][op:cast]") {
-  // Float to int truncates toward zero, then wraps: 300 -> 44 in i8.
-  checkExact(run(OpKind::Cast, {f32({5}, {1.7, -1.7, 2.5, 300, -0.5})}, {{"dtype", DType::I8}}),
-             DType::I8, {5}, {1, -1, 2, 44, 0});
+  // Float to int truncates toward zero and saturates (cvt.rzi.s8.f32): 300.7 -> 127.
+  checkExact(run(OpKind::Cast, {f32({6}, {1.7, -1.7, 2.5, 300.7, -0.5, -300.7})},
+                 {{"dtype", DType::I8}}),
+             DType::I8, {6}, {1, -1, 2, 127, 0, -128});
+  // Int to int wraps (cvt.s8.s32 without .sat): 300 -> 44, -129 -> 127.
+  checkExact(run(OpKind::Cast, {tensor(DType::I32, {3}, {300, -129, -5})}, {{"dtype", DType::I8}}),
+             DType::I8, {3}, {44, 127, -5});
   // 0.1 to f16 is the nearest f16, 0.0999755859375.
   checkExact(run(OpKind::Cast, {f64({1}, {0.1})}, {{"dtype", DType::F16}}), DType::F16, {1},
              {0.0999755859375});
@@ -81,6 +87,56 @@ TEST_CASE("cast rounds, truncates and wraps", "[reference][op:cast]") {
              {3}, {0, 1, 1});
   checkExact(run(OpKind::Cast, {tensor(DType::Bool, {2}, {1, 0})}, {{"dtype", DType::F32}}),
              DType::F32, {2}, {1, 0});
+}
+
+TEST_CASE("cast from float to integer saturates; NaN gives 0", "[reference][op:cast]") {
+  const double i32Min = -2147483648.0;
+  const double i32Max = 2147483647.0;
+  checkExact(run(OpKind::Cast, {f32({6}, {-1e10, 1e10, kNaN, kInf, -kInf, -2147483648.0})},
+                 {{"dtype", DType::I32}}),
+             DType::I32, {6}, {i32Min, i32Max, 0, i32Max, i32Min, i32Min});
+  // The same from f64 and f16 sources, and NaN / inf to i8.
+  checkExact(run(OpKind::Cast, {f64({3}, {2147483647.9, -2147483648.9, 3e9})},
+                 {{"dtype", DType::I32}}),
+             DType::I32, {3}, {i32Max, i32Min, i32Max});
+  checkExact(run(OpKind::Cast, {tensor(DType::F16, {4}, {kNaN, kInf, -kInf, 65504})},
+                 {{"dtype", DType::I8}}),
+             DType::I8, {4}, {0, 127, -128, 127});
+  // Bool to int is not a float conversion: 1 stays 1.
+  checkExact(run(OpKind::Cast, {tensor(DType::Bool, {2}, {1, 0})}, {{"dtype", DType::I8}}),
+             DType::I8, {2}, {1, 0});
+}
+
+TEST_CASE("cast from float to i64 saturates to exact stored bounds", "[reference][op:cast]") {
+  // The minimum -2^63 is exact. The maximum cannot be INT64_MAX: the
+  // interpreter holds values in fp64, where 2^63 - 1 rounds to 2^63, out of
+  // range; it is the largest fp64 below 2^63 (documented in DType.h).
+  HostTensor result = run(OpKind::Cast, {f64({5}, {1e30, -1e30, kInf, -kInf, kNaN})},
+                          {{"dtype", DType::I64}});
+  checkExact(result, DType::I64, {5},
+             {kMaxI64AsDouble, -9223372036854775808.0, kMaxI64AsDouble, -9223372036854775808.0, 0});
+  auto stored = result.as<int64_t>();
+  REQUIRE(stored.size() == 5);
+  CHECK(stored[0] == INT64_C(9223372036854774784));
+  CHECK(stored[1] == std::numeric_limits<int64_t>::min());
+  CHECK(stored[2] == INT64_C(9223372036854774784));
+  CHECK(stored[3] == std::numeric_limits<int64_t>::min());
+  CHECK(stored[4] == 0);
+  // In-range values keep their (fp64-exact) integer part.
+  checkExact(run(OpKind::Cast, {f64({2}, {-4503599627370495.5, 1e18})}, {{"dtype", DType::I64}}),
+             DType::I64, {2}, {-4503599627370495.0, 1e18});
+}
+
+TEST_CASE("cast to fp8 saturates like cvt.rn.satfinite", "[reference][op:cast]") {
+  checkExact(run(OpKind::Cast, {f32({5}, {464, 1e6, kInf, -kInf, kNaN})},
+                 {{"dtype", DType::F8E4M3}}),
+             DType::F8E4M3, {5}, {448, 448, 448, -448, kNaN});
+  checkExact(run(OpKind::Cast, {f32({5}, {61440, 1e9, kInf, -kInf, kNaN})},
+                 {{"dtype", DType::F8E5M2}}),
+             DType::F8E5M2, {5}, {57344, 57344, 57344, -57344, kNaN});
+  // f16 keeps IEEE overflow: 65520 ties to even, which is inf.
+  checkExact(run(OpKind::Cast, {f32({2}, {65520, -1e6})}, {{"dtype", DType::F16}}), DType::F16,
+             {2}, {kInf, -kInf});
 }
 
 TEST_CASE("clamp, with NaN passing through", "[reference][op:clamp]") {

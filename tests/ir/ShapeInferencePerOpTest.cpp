@@ -326,7 +326,8 @@ void addContractionRows(Rows &rows) {
   rows.push_back(valid(MatMul, {f32({7, 1, 3, 5}), f32({4, 5, 9})}, {}, f32({7, 4, 3, 9})));
   rows.push_back(valid(MatMul, {f32({5, 3}), f32({5, 7})}, {{"transpose_a", true}}, f32({3, 7})));
   rows.push_back(valid(MatMul, {f32({3, 5}), f32({7, 5})}, {{"transpose_b", true}}, f32({3, 7})));
-  rows.push_back(valid(MatMul, {i8({3, 5}), i8({5, 7})}, {{"accumulate", DType::I32}}, i8({3, 7})));
+  // Integer contractions return the accumulator dtype.
+  rows.push_back(valid(MatMul, {i8({3, 5}), i8({5, 7})}, {{"accumulate", DType::I32}}, i32({3, 7})));
   rows.push_back(valid(MatMul, {f64({3, 5}), f64({5, 1})}, {{"accumulate", DType::F64}}, f64({3, 1})));
   rows.push_back(
       valid(MatMul, {f32({3, 5}), f32({5, 7})}, {{"allow_tf32", true}}, f32({3, 7})));
@@ -367,7 +368,7 @@ void addContractionRows(Rows &rows) {
   rows.push_back(valid(Conv2D, {f32({1, 7, 9, 3}), f32({11, 3, 1, 3})}, {{"layout", "nhwc"s}},
                        f32({1, 5, 9, 11})));
   rows.push_back(valid(Conv2D, {i8({1, 1, 5, 5}), i8({1, 1, 3, 3})}, {{"accumulate", DType::I32}},
-                       i8({1, 1, 3, 3})));
+                       i32({1, 1, 3, 3})));
   rows.push_back(invalid(Conv2D, {f32({1, 6, 5, 5}), f32({4, 2, 3, 3})}, {{"groups", int64_t{3}}},
                          "conv2d: groups = 3 must divide input channels (6) and output channels (4)"));
   rows.push_back(invalid(Conv2D, {f32({1, 5, 5, 5}), f32({6, 2, 3, 3})}, {{"groups", int64_t{2}}},

@@ -174,29 +174,48 @@ TEST_CASE("helpers: broadcastShapes, normalizeAxis, windowOutputSize, sliceLengt
 
 TEST_CASE("huge attributes give errors, never integer overflow", "[infer]") {
   constexpr int64_t kBig = std::numeric_limits<int64_t>::max();
-  // Zero-sized shapes may have huge other dims: the count is 0, not an overflow.
-  CHECK(infer(OpKind::Reshape, {f32({0})},
-              {{"shape", std::vector<int64_t>{int64_t{1} << 62, 4, 0}}})
-            ->shape == Shape{int64_t{1} << 62, 4, 0});
+  // A zero-size dim does not excuse huge other dims: strides still multiply them.
+  CHECK(errorOf(OpKind::Reshape, {f32({0})},
+                {{"shape", std::vector<int64_t>{int64_t{1} << 62, 4, 0}}}) ==
+        "reshape: shape [4611686018427387904,4,0] has more than 2^53 elements (zero-size dims "
+        "aside)");
   auto zeroSized = infer(OpKind::Reshape, {f32({0})}, {{"shape", std::vector<int64_t>{3, 0}}});
   CHECK(zeroSized->shape == Shape{3, 0});
   CHECK(errorOf(OpKind::Reshape, {f32({2})},
                 {{"shape", std::vector<int64_t>{int64_t{1} << 62, 4}}}) ==
-        "reshape: shape [4611686018427387904,4] has more than 2^53 elements");
+        "reshape: shape [4611686018427387904,4] has more than 2^53 elements (zero-size dims aside)");
   CHECK(errorOf(OpKind::Pad, {f32({2})},
                 {{"low", std::vector<int64_t>{1}}, {"high", std::vector<int64_t>{kBig}}}) ==
-        "pad: padding axis 0 of f32[2] overflows");
+        "pad: high entries must be <= 2^53, got 9223372036854775807");
   CHECK(infer(OpKind::Slice, {f32({4})},
               {{"starts", std::vector<int64_t>{-kBig}},
                {"stops", std::vector<int64_t>{kBig}},
-               {"steps", std::vector<int64_t>{kBig}}})
+               {"steps", std::vector<int64_t>{int64_t{1} << 53}}})
             ->shape == Shape{1});
+  CHECK(errorOf(OpKind::Slice, {f32({4})},
+                {{"starts", std::vector<int64_t>{0}},
+                 {"stops", std::vector<int64_t>{4}},
+                 {"steps", std::vector<int64_t>{kBig}}}) ==
+        "slice: steps entries must be <= 2^53, got 9223372036854775807");
   CHECK(errorOf(OpKind::Conv2D, {f32({1, 1, 3, 3}), f32({1, 1, 1, 1})},
                 {{"padding", std::vector<int64_t>{kBig, 1, 0, 0}}}) ==
-        "conv2d: the output size overflows (padding [9223372036854775807,1,0,0])");
+        "conv2d: padding entries must be <= 2^53, got 9223372036854775807");
+  constexpr int64_t kCap = int64_t{1} << 53;
+  CHECK(errorOf(OpKind::Conv2D, {f32({1, 1, 3, 3}), f32({1, 1, 1, 1})},
+                {{"padding", std::vector<int64_t>{kCap, kCap, 0, 0}}}) ==
+        "conv2d: the output size overflows (padding [9007199254740992,9007199254740992,0,0])");
+  CHECK(errorOf(OpKind::AvgPool2D, {f32({1, 1, 1, 1})},
+                {{"kernel", std::vector<int64_t>{kCap, 4}},
+                 {"stride", std::vector<int64_t>{1, 1}},
+                 {"padding", std::vector<int64_t>{kCap - 1, 0, 1, 2}}}) ==
+        "avg_pool2d: the 9007199254740992x4 window has more than 2^53 elements");
+  // Zero-size dims do not excuse the other dims: strides still multiply them.
+  CHECK_FALSE(checkedNumElements({0, int64_t{1} << 40, int64_t{1} << 40}).has_value());
+  CHECK(checkedNumElements({0, 7}) == 0);
   CHECK(errorOf(OpKind::Iota, {},
                 {{"shape", std::vector<int64_t>{int64_t{1} << 30, int64_t{1} << 30}},
                  {"axis", int64_t{0}},
                  {"dtype", DType::F32}}) ==
-        "iota: result shape [1073741824,1073741824] has more than 2^53 elements");
+        "iota: result shape [1073741824,1073741824] has more than 2^53 elements (zero-size "
+        "dims aside)");
 }

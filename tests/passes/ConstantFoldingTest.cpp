@@ -132,3 +132,62 @@ TEST_CASE("fold produces NaN and infinity constants that verify", "[passes][fold
   CHECK(constantValues(graph.outputs()[1].value) ==
         std::vector<double>{-std::numeric_limits<double>::infinity()});
 }
+
+TEST_CASE("fold leaves a conv2d of splats that would take 4e10 steps", "[passes][fold]") {
+  // The result (1x1x253x253) and both operands are under the element limits,
+  // but the reference needs 253 * 253 * 768 * 768 ~ 3.8e10 multiply-adds:
+  // before the work limit this ran for hours.
+  Graph graph;
+  Value *image = splat(graph, DType::F32, {1, 1, 1020, 1020}, 0.5);
+  Value *filter = splat(graph, DType::F32, {1, 1, 768, 768}, 0.25);
+  Value *conv = node(graph, OpKind::Conv2D, {image, filter});
+  REQUIRE(conv->type() == tensorType(DType::F32, {1, 1, 253, 253}));
+  REQUIRE(graph.addOutput("y", conv));
+  CHECK(foldWorkEstimate(*conv->definingNode()) == 253.0 * 253.0 * 768.0 * 768.0);
+  CHECK_FALSE(runPassOrFail(createConstantFoldingPass(), graph));
+  CHECK(graph.outputs()[0].value == conv);
+}
+
+TEST_CASE("fold's work limit counts result elements times the reduction extent",
+          "[passes][fold]") {
+  // matmul [10, K] @ [K, 1000]: 10^4 result elements times K steps each.
+  static_assert(kMaxFoldWork == 10'000'000);
+  int64_t k = GENERATE(int64_t{1000}, int64_t{1001});
+  INFO("K = " << k);
+  Graph graph;
+  Value *a = splat(graph, DType::F32, {10, k}, 0.5);
+  Value *b = splat(graph, DType::F32, {k, 1000}, 2.0);
+  Value *product = node(graph, OpKind::MatMul, {a, b});
+  REQUIRE(graph.addOutput("y", product));
+  CHECK(foldWorkEstimate(*product->definingNode()) == 10.0 * 1000.0 * static_cast<double>(k));
+  bool folded = runPassOrFail(createConstantFoldingPass(), graph);
+  CHECK(folded == (k == 1000));
+  if (folded)
+    CHECK(constantValues(graph.outputs()[0].value) == std::vector<double>{1000.0});
+  else
+    CHECK(graph.outputs()[0].value == product);
+}
+
+TEST_CASE("fold's work estimate per op kind", "[passes][fold]") {
+  Graph graph;
+  auto f32 = [&](Shape shape) { return splat(graph, DType::F32, std::move(shape), 1.0); };
+  // transpose_a reads K from a's second-to-last axis.
+  Value *matmulT = node(graph, OpKind::MatMul, {f32({7, 3}), f32({7, 5})}, {{"transpose_a", true}});
+  CHECK(foldWorkEstimate(*matmulT->definingNode()) == 3.0 * 5.0 * 7.0);
+  // Grouped conv: each output element reads I/groups * KH * KW filter values.
+  Value *conv = node(graph, OpKind::Conv2D, {f32({1, 4, 6, 6}), f32({8, 2, 3, 3})},
+                     {{"groups", int64_t{2}}});
+  CHECK(foldWorkEstimate(*conv->definingNode()) == 8.0 * 4 * 4 * (2 * 3 * 3));
+  Value *pool = node(graph, OpKind::MaxPool2D, {f32({1, 2, 6, 6})},
+                     {{"kernel", std::vector<int64_t>{3, 2}}, {"stride", std::vector<int64_t>{1, 1}}});
+  CHECK(foldWorkEstimate(*pool->definingNode()) == 2.0 * 4 * 5 * (3 * 2));
+  // Attention: per query row, Lk scores of depth D and Lk value rows of depth Dv.
+  Value *attention = node(graph, OpKind::ScaledDotProductAttention,
+                          {f32({2, 3, 4}), f32({2, 5, 4}), f32({2, 5, 6})}, {{"scale", 0.5}});
+  CHECK(foldWorkEstimate(*attention->definingNode()) == 2.0 * 3 * 5 * (4 + 6));
+  // A reduction reads every input element; an elementwise op writes every result.
+  Value *sum = node(graph, OpKind::ReduceSum, {f32({6, 7})}, {{"axes", std::vector<int64_t>{1}}});
+  CHECK(foldWorkEstimate(*sum->definingNode()) == 42.0);
+  Value *broadcast = node(graph, OpKind::Add, {f32({1, 7}), f32({6, 1})});
+  CHECK(foldWorkEstimate(*broadcast->definingNode()) == 42.0);
+}

@@ -76,12 +76,17 @@ public:
   }
 };
 
-class NeedsCse final : public Pass {
+/// Test-only: fails with an error that has a location and two notes.
+class FailingWithNotes final : public Pass {
 public:
-  std::string_view name() const override { return "test-needs-cse"; }
-  std::string_view description() const override { return "declares a dependency"; }
-  std::vector<std::string_view> needs() const override { return {"cse"}; }
-  Expected<bool> run(Graph &) override { return false; }
+  std::string_view name() const override { return "test-fails-noted"; }
+  std::string_view description() const override { return "returns an error with notes"; }
+  Expected<bool> run(Graph &) override {
+    return std::unexpected(Error(ErrorCode::ShapeMismatch, "operand shapes disagree",
+                                 Location{"model.cpp", 42, 7})
+                               .withNote("lhs is f32[3]")
+                               .withNote("rhs is f32[4]"));
+  }
 };
 
 } // namespace
@@ -186,6 +191,8 @@ TEST_CASE("a pass's own error names the pass", "[passes][manager]") {
   REQUIRE_FALSE(result);
   CHECK(result.error().code() == ErrorCode::Unsupported);
   CHECK(result.error().message() == "in pass 'test-fails': cannot handle this graph");
+  CHECK_FALSE(result.error().location());
+  CHECK(result.error().notes() == std::vector<std::string>{"pipeline stopped at pass 'test-fails'"});
 }
 
 TEST_CASE("fixed-point passes rerun until they settle, within a cap", "[passes][manager]") {
@@ -209,16 +216,19 @@ TEST_CASE("fixed-point passes rerun until they settle, within a cap", "[passes][
   CHECK(raw->runs == 32);
 }
 
-TEST_CASE("add warns when a needed pass has not been added before", "[passes][manager]") {
-  PassManager early;
-  early.add(std::make_unique<NeedsCse>());
-  REQUIRE(early.warnings().size() == 1);
-  CHECK(early.warnings()[0] == "pass 'test-needs-cse' expects 'cse' to run before it");
-
-  PassManager ordered;
-  REQUIRE(ordered.addPipeline("cse"));
-  ordered.add(std::make_unique<NeedsCse>());
-  CHECK(ordered.warnings().empty());
+TEST_CASE("a pass's error keeps its location and notes", "[passes][manager]") {
+  auto graph = smallGraph();
+  PassManager manager;
+  manager.add(std::make_unique<FailingWithNotes>());
+  auto result = manager.run(*graph);
+  REQUIRE_FALSE(result);
+  const Error &error = result.error();
+  CHECK(error.code() == ErrorCode::ShapeMismatch);
+  CHECK(error.message() == "in pass 'test-fails-noted': operand shapes disagree");
+  REQUIRE(error.location());
+  CHECK(error.location()->str() == "model.cpp:42:7");
+  CHECK(error.notes() == std::vector<std::string>{"lhs is f32[3]", "rhs is f32[4]",
+                                                  "pipeline stopped at pass 'test-fails-noted'"});
 }
 
 TEST_CASE("a decompose pass can be limited to named ops", "[passes][manager]") {

@@ -1,5 +1,6 @@
-// Tests of DType names, sizes and classes, and of roundToDType's per-dtype
-// rounding, wrapping and special-value rules.
+// Tests of DType names, sizes and classes, of roundToDType's per-dtype
+// rounding, wrapping and special-value rules, and of convertFloatToInteger's
+// saturation.
 #include "support/DType.h"
 
 #include <catch2/catch.hpp>
@@ -72,13 +73,21 @@ TEST_CASE("roundToDType rounds floats to nearest even", "[dtype]") {
   CHECK(roundToDType(1.0 + pow2(-8), DType::BF16) == 1.0);
   CHECK(roundToDType(1000.0, DType::F8E4M3) == 448.0);
   CHECK(roundToDType(-1000.0, DType::F8E4M3) == -448.0);
-  CHECK(std::isnan(roundToDType(kInf, DType::F8E4M3)));
-  CHECK(roundToDType(1e6, DType::F8E5M2) == kInf);
+  // fp8 saturates like cvt.rn.satfinite: inf and overflow give max finite.
+  CHECK(roundToDType(kInf, DType::F8E4M3) == 448.0);
+  CHECK(roundToDType(-kInf, DType::F8E4M3) == -448.0);
+  CHECK(std::isnan(roundToDType(kNaN, DType::F8E4M3)));
+  CHECK(roundToDType(1e6, DType::F8E5M2) == 57344.0);
+  CHECK(roundToDType(-kInf, DType::F8E5M2) == -57344.0);
+  CHECK(std::isnan(roundToDType(kNaN, DType::F8E5M2)));
   CHECK(roundToDType(0.3, DType::F8E5M2) == 0.3125); // 1.25 * 2^-2
   CHECK(std::isnan(roundToDType(kNaN, DType::F16)));
   CHECK(std::signbit(roundToDType(-0.0, DType::F16)));
 }
 
+// roundToDType's integer rule models storing values that are already integers
+// (integer arithmetic, int -> int casts); float -> integer casts saturate
+// instead (convertFloatToInteger, below).
 TEST_CASE("roundToDType truncates and wraps integers", "[dtype]") {
   CHECK(roundToDType(3.7, DType::I32) == 3.0);
   CHECK(roundToDType(-3.7, DType::I32) == -3.0);
@@ -102,6 +111,47 @@ TEST_CASE("roundToDType truncates and wraps integers", "[dtype]") {
   CHECK(roundToDType(kNaN, DType::I64) == 0.0);
   CHECK(roundToDType(kInf, DType::I32) == 0.0);
   CHECK(roundToDType(-kInf, DType::I8) == 0.0);
+}
+
+TEST_CASE("convertFloatToInteger truncates and saturates like cvt.rzi", "[dtype]") {
+  CHECK(convertFloatToInteger(3.7, DType::I32) == 3.0);
+  CHECK(convertFloatToInteger(-3.7, DType::I32) == -3.0);
+  CHECK(convertFloatToInteger(-0.5, DType::I8) == 0.0);
+  CHECK(convertFloatToInteger(127.9, DType::I8) == 127.0);
+  CHECK(convertFloatToInteger(128.0, DType::I8) == 127.0); // roundToDType would wrap to -128
+  CHECK(convertFloatToInteger(300.7, DType::I8) == 127.0);
+  CHECK(convertFloatToInteger(-128.9, DType::I8) == -128.0);
+  CHECK(convertFloatToInteger(-1000.5, DType::I8) == -128.0);
+  CHECK(convertFloatToInteger(pow2(31), DType::I32) == pow2(31) - 1);
+  CHECK(convertFloatToInteger(pow2(31) - 0.5, DType::I32) == pow2(31) - 1);
+  CHECK(convertFloatToInteger(-pow2(31) - 1, DType::I32) == -pow2(31));
+  CHECK(convertFloatToInteger(-1e10, DType::I32) == -pow2(31));
+  CHECK(convertFloatToInteger(1e300, DType::I32) == pow2(31) - 1);
+  CHECK(convertFloatToInteger(kNaN, DType::I8) == 0.0);
+  CHECK(convertFloatToInteger(-kNaN, DType::I32) == 0.0);
+  CHECK(convertFloatToInteger(kNaN, DType::I64) == 0.0);
+  CHECK(convertFloatToInteger(kInf, DType::I8) == 127.0);
+  CHECK(convertFloatToInteger(-kInf, DType::I8) == -128.0);
+  CHECK(convertFloatToInteger(kInf, DType::I32) == pow2(31) - 1);
+  CHECK(convertFloatToInteger(-kInf, DType::I32) == -pow2(31));
+  // i64: the minimum -2^63 is exact; the maximum is the largest fp64 below
+  // 2^63, because INT64_MAX itself rounds to 2^63 in fp64.
+  CHECK(kMaxI64AsDouble == pow2(63) - 1024);
+  CHECK(std::nextafter(kMaxI64AsDouble, kInf) == pow2(63));
+  CHECK(convertFloatToInteger(-kInf, DType::I64) == -pow2(63));
+  CHECK(convertFloatToInteger(-1e30, DType::I64) == -pow2(63));
+  CHECK(convertFloatToInteger(kInf, DType::I64) == kMaxI64AsDouble);
+  CHECK(convertFloatToInteger(1e30, DType::I64) == kMaxI64AsDouble);
+  CHECK(convertFloatToInteger(pow2(63), DType::I64) == kMaxI64AsDouble);
+  CHECK(convertFloatToInteger(kMaxI64AsDouble, DType::I64) == kMaxI64AsDouble);
+  CHECK(convertFloatToInteger(pow2(62) + 0.0, DType::I64) == pow2(62));
+  CHECK(convertFloatToInteger(-123456789.75, DType::I64) == -123456789.0);
+  // The saturated bounds survive the interpreter's later wrap unchanged.
+  for (DType type : {DType::I8, DType::I32, DType::I64})
+    for (double v : {kInf, -kInf, 1e300, -1e300}) {
+      double converted = convertFloatToInteger(v, type);
+      CHECK(roundToDType(converted, type) == converted);
+    }
 }
 
 TEST_CASE("roundToDType to bool is x != 0", "[dtype]") {

@@ -96,17 +96,29 @@ TEST_CASE("bf16 matches the top half of an fp32 with rounding", "[floatconvert]"
   }
 }
 
-TEST_CASE("f8e4m3 saturates finite overflow and has one NaN", "[floatconvert]") {
+TEST_CASE("f8e4m3 saturates like cvt.rn.satfinite and has one NaN", "[floatconvert]") {
   CHECK(doubleToF8E4M3Bits(1.0) == 0x38);
   CHECK(doubleToF8E4M3Bits(448.0) == 0x7e);
   CHECK(f8e4m3BitsToFloat(0x7e) == 448.0f);
-  CHECK(doubleToF8E4M3Bits(464.0) == 0x7e); // tie between 448 and (NaN slot) 480: even
-  CHECK(doubleToF8E4M3Bits(470.0) == 0x7e); // would round to 480: saturates
+  CHECK(doubleToF8E4M3Bits(416.0) == 0x7d);  // the value below max: 1.625 * 2^8
+  CHECK(doubleToF8E4M3Bits(440.0) == 0x7e);  // above the 432 tie: rounds up to max normally
+  CHECK(doubleToF8E4M3Bits(432.0) == 0x7e);  // tie between 416 (odd) and 448 (even)
+  CHECK(doubleToF8E4M3Bits(449.0) == 0x7e);  // beyond max: clamps
+  CHECK(doubleToF8E4M3Bits(464.0) == 0x7e);  // tie with the (NaN slot) 480: clamps
+  CHECK(doubleToF8E4M3Bits(470.0) == 0x7e);  // would round to 480: clamps
   CHECK(doubleToF8E4M3Bits(1e6) == 0x7e);
+  CHECK(doubleToF8E4M3Bits(1e300) == 0x7e);
+  CHECK(doubleToF8E4M3Bits(-449.0) == 0xfe);
   CHECK(doubleToF8E4M3Bits(-1e6) == 0xfe);
+  CHECK(doubleToF8E4M3Bits(kInf) == 0x7e);   // satfinite: inf becomes max, not NaN
+  CHECK(doubleToF8E4M3Bits(-kInf) == 0xfe);
+  CHECK(floatToF8E4M3Bits(std::numeric_limits<float>::infinity()) == 0x7e);
+  CHECK(floatToF8E4M3Bits(-std::numeric_limits<float>::infinity()) == 0xfe);
+  CHECK(floatToF8E4M3Bits(std::numeric_limits<float>::max()) == 0x7e);
+  CHECK(floatToF8E4M3Bits(1e6f) == 0x7e);
   CHECK(doubleToF8E4M3Bits(kNaN) == 0x7f);
-  CHECK(doubleToF8E4M3Bits(kInf) == 0x7f); // no infinity in the format
-  CHECK(doubleToF8E4M3Bits(-kInf) == 0xff);
+  CHECK(doubleToF8E4M3Bits(-kNaN) == 0xff);
+  CHECK(std::isnan(f8e4m3BitsToFloat(floatToF8E4M3Bits(std::numeric_limits<float>::quiet_NaN()))));
   CHECK(std::isnan(f8e4m3BitsToFloat(0x7f)));
   CHECK(std::isnan(f8e4m3BitsToFloat(0xff)));
   CHECK(f8e4m3BitsToFloat(0x78) == 256.0f);    // top exponent still finite
@@ -121,20 +133,33 @@ TEST_CASE("f8e4m3 saturates finite overflow and has one NaN", "[floatconvert]") 
   CHECK(doubleToF8E4M3Bits(1.0 + 3 * pow2(-4)) == 0x3a); // tie up to even
 }
 
-TEST_CASE("f8e5m2 is IEEE-like with infinities", "[floatconvert]") {
+TEST_CASE("f8e5m2 saturates like cvt.rn.satfinite and decodes infinities", "[floatconvert]") {
   CHECK(doubleToF8E5M2Bits(1.0) == 0x3c);
   CHECK(doubleToF8E5M2Bits(57344.0) == 0x7b);
   CHECK(f8e5m2BitsToFloat(0x7b) == 57344.0f);
-  CHECK(doubleToF8E5M2Bits(61439.0) == 0x7b); // below the tie with 65536
-  CHECK(doubleToF8E5M2Bits(61440.0) == 0x7c); // tie to even: inf
-  CHECK(doubleToF8E5M2Bits(1e9) == 0x7c);
-  CHECK(doubleToF8E5M2Bits(-1e9) == 0xfc);
-  CHECK(doubleToF8E5M2Bits(kInf) == 0x7c);
+  CHECK(doubleToF8E5M2Bits(49152.0) == 0x7a); // the value below max: 1.5 * 2^15
+  CHECK(doubleToF8E5M2Bits(53248.0) == 0x7a); // tie between 49152 (even) and 57344 (odd)
+  CHECK(doubleToF8E5M2Bits(53249.0) == 0x7b); // above the tie: rounds up to max normally
+  CHECK(doubleToF8E5M2Bits(57345.0) == 0x7b); // beyond max: clamps
+  CHECK(doubleToF8E5M2Bits(61439.0) == 0x7b);
+  CHECK(doubleToF8E5M2Bits(61440.0) == 0x7b); // IEEE would tie to even inf: clamps
+  CHECK(doubleToF8E5M2Bits(1e9) == 0x7b);
+  CHECK(doubleToF8E5M2Bits(-1e9) == 0xfb);
+  CHECK(doubleToF8E5M2Bits(kInf) == 0x7b); // satfinite: inf becomes max
+  CHECK(doubleToF8E5M2Bits(-kInf) == 0xfb);
+  CHECK(floatToF8E5M2Bits(std::numeric_limits<float>::infinity()) == 0x7b);
+  CHECK(floatToF8E5M2Bits(-std::numeric_limits<float>::infinity()) == 0xfb);
+  CHECK(floatToF8E5M2Bits(-std::numeric_limits<float>::max()) == 0xfb);
+  CHECK(floatToF8E5M2Bits(61440.0f) == 0x7b);
+  // Decoding is unchanged: the inf patterns still mean inf.
   CHECK(f8e5m2BitsToFloat(0x7c) == std::numeric_limits<float>::infinity());
+  CHECK(f8e5m2BitsToFloat(0xfc) == -std::numeric_limits<float>::infinity());
   CHECK(std::isnan(f8e5m2BitsToFloat(0x7d)));
   uint8_t nanBits = doubleToF8E5M2Bits(kNaN);
   CHECK((nanBits & 0x7c) == 0x7c);
   CHECK((nanBits & 0x03) != 0);
+  CHECK(std::isnan(f8e5m2BitsToFloat(nanBits)));
+  CHECK(std::isnan(f8e5m2BitsToFloat(floatToF8E5M2Bits(std::numeric_limits<float>::quiet_NaN()))));
   CHECK(doubleToF8E5M2Bits(pow2(-16)) == 0x01); // smallest subnormal
   CHECK(f8e5m2BitsToFloat(0x01) == static_cast<float>(pow2(-16)));
   CHECK(doubleToF8E5M2Bits(pow2(-17)) == 0x00);
@@ -194,9 +219,10 @@ TEST_CASE("every 16-bit pattern round-trips through f16 and bf16", "[floatconver
   CHECK(bf16NaNs == 2 * 127);
 }
 
-TEST_CASE("every 8-bit pattern round-trips through f8e4m3 and f8e5m2", "[floatconvert]") {
+TEST_CASE("every finite 8-bit pattern round-trips through f8e4m3 and f8e5m2", "[floatconvert]") {
   int e4m3NaNs = 0;
   int e5m2NaNs = 0;
+  int e5m2Infs = 0;
   for (uint32_t bits = 0; bits <= 0xff; ++bits) {
     auto pattern = static_cast<uint8_t>(bits);
     INFO("pattern 0x" << std::hex << bits);
@@ -212,6 +238,12 @@ TEST_CASE("every 8-bit pattern round-trips through f8e4m3 and f8e5m2", "[floatco
     if (std::isnan(e5m2)) {
       ++e5m2NaNs;
       CHECK(std::isnan(f8e5m2BitsToFloat(floatToF8E5M2Bits(e5m2))));
+    } else if (std::isinf(e5m2)) {
+      // Only the two inf patterns do not round-trip: satfinite encodes inf as max.
+      ++e5m2Infs;
+      auto max = static_cast<uint8_t>((pattern & 0x80) | 0x7b);
+      CHECK(floatToF8E5M2Bits(e5m2) == max);
+      CHECK(doubleToF8E5M2Bits(e5m2) == max);
     } else {
       CHECK(floatToF8E5M2Bits(e5m2) == pattern);
       CHECK(doubleToF8E5M2Bits(e5m2) == pattern);
@@ -219,6 +251,7 @@ TEST_CASE("every 8-bit pattern round-trips through f8e4m3 and f8e5m2", "[floatco
   }
   CHECK(e4m3NaNs == 2); // only S.1111.111
   CHECK(e5m2NaNs == 2 * 3);
+  CHECK(e5m2Infs == 2);
 }
 
 TEST_CASE("f16 encoding is monotonic and lands on a neighbour", "[floatconvert]") {

@@ -139,6 +139,51 @@ TEST_CASE("HostTensor handles scalars, empty shapes and odd sizes", "[hosttensor
   CHECK(odd.byteSize() == 210);
 }
 
+TEST_CASE("HostTensor::create and fromValues report bad shapes and counts", "[hosttensor]") {
+  auto messageOf = [](const Expected<HostTensor> &result, ErrorCode code) {
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().code() == code);
+    return result.error().message();
+  };
+
+  auto made = HostTensor::create(DType::F16, {3, 5});
+  REQUIRE(made.has_value());
+  CHECK(made->typeStr() == "f16[3,5]");
+  CHECK(made->byteSize() == 30);
+  CHECK(made->toDoubles() == std::vector<double>(15, 0.0));
+  CHECK(HostTensor::checkedByteSize(DType::F64, {7, 3}).value() == 168);
+  CHECK(HostTensor::create(DType::I8, {4, 0, 3})->byteSize() == 0);
+
+  CHECK(messageOf(HostTensor::create(DType::F32, {2, -3}), ErrorCode::InvalidArgument) ==
+        "cannot make tensor f32[2,-3]: dimension -3 is negative");
+  // 2^27 * 2^27 = 2^54 elements; a zero dimension does not excuse the others,
+  // because strides still multiply them.
+  const int64_t big = int64_t{1} << 27;
+  CHECK(messageOf(HostTensor::create(DType::I8, {big, big}), ErrorCode::InvalidArgument) ==
+        "cannot make tensor i8[134217728,134217728]: it has more than 2^53 elements");
+  CHECK_THAT(messageOf(HostTensor::create(DType::I8, {0, big, big}), ErrorCode::InvalidArgument),
+             Catch::Contains("more than 2^53 elements"));
+  // Exactly 2^53 elements pass the count check but not the memory check:
+  // 64 PiB of f64 is more than any machine holds, and nothing is allocated.
+  CHECK_THAT(
+      messageOf(HostTensor::create(DType::F64, {int64_t{1} << 26, big}), ErrorCode::InvalidArgument),
+      Catch::StartsWith("cannot allocate tensor f64[67108864,134217728]: it needs 64.0 PiB "
+                        "(72057594037927936 bytes), more than the ") &&
+          Catch::EndsWith("of physical memory"));
+  CHECK_FALSE(HostTensor::checkedByteSize(DType::F64, {int64_t{1} << 26, big}).has_value());
+
+  std::vector<double> five{1, 2, 3, 4, 5};
+  CHECK(messageOf(HostTensor::fromValues(DType::F32, {2, 3}, five), ErrorCode::ShapeMismatch) ==
+        "5 values given for a f32[2,3] tensor of 6 elements");
+  CHECK(messageOf(HostTensor::fromValues(DType::F32, {}, five), ErrorCode::ShapeMismatch) ==
+        "5 values given for a f32[] tensor of 1 element");
+  CHECK(messageOf(HostTensor::fromValues(DType::F32, {-5}, five), ErrorCode::InvalidArgument) ==
+        "cannot make tensor f32[-5]: dimension -5 is negative");
+  auto rounded = HostTensor::fromValues(DType::BF16, {5}, std::vector<double>{1, 2, 3, 4, 257});
+  REQUIRE(rounded.has_value());
+  CHECK(rounded->toDoubles() == std::vector<double>{1, 2, 3, 4, 256}); // bf16 has 8 bits
+}
+
 TEST_CASE("HostTensor castTo rounds and keeps int64 exact", "[hosttensor]") {
   HostTensor f64 = HostTensor::fromDoubles(DType::F64, {4}, std::vector<double>{1.5, -7.9, 1e6, 0});
   CHECK(f64.castTo(DType::I8).toDoubles() == std::vector<double>{1, -7, 64, 0}); // 1e6 % 256 = 64

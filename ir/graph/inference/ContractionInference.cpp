@@ -32,6 +32,12 @@ Expected<void> checkAccumulate(const InferContext &context, DType operandType) {
   return {};
 }
 
+// Float contractions round the accumulator back to the operand dtype; integer
+// ones return the accumulator (i8 x i8 -> i32 is the point of int8 inference).
+DType contractionResultType(const InferContext &context, DType operandType) {
+  return isInteger(operandType) ? getType(context.attrs, "accumulate") : operandType;
+}
+
 // Broadcasts the batch dims (all but the last two) of the operands; the error
 // names every operand in full, not a partially broadcast shape.
 Expected<Shape> broadcastBatch(const InferContext &context, std::vector<std::string_view> names) {
@@ -87,7 +93,7 @@ Expected<TensorType> inferMatMul(const InferContext &context) {
   KILN_TRY(Shape shape, broadcastBatch(context, {"a", "b"}));
   shape.push_back(m);
   shape.push_back(n);
-  return TensorType{a.dtype, shape};
+  return TensorType{contractionResultType(context, a.dtype), shape};
 }
 
 Expected<TensorType> inferConv2D(const InferContext &context) {
@@ -134,7 +140,7 @@ Expected<TensorType> inferConv2D(const InferContext &context) {
                 kernelH, kernelW, dilation[0], dilation[1], height, width, shapeStr(padding));
   KILN_TRY_VOID(checkOutputFits(context, outH, outW));
   Shape shape = nhwc ? Shape{batch, outH, outW, outChannels} : Shape{batch, outChannels, outH, outW};
-  return TensorType{input.dtype, shape};
+  return TensorType{contractionResultType(context, input.dtype), shape};
 }
 
 Expected<TensorType> inferPool2D(const InferContext &context) {
@@ -150,6 +156,9 @@ Expected<TensorType> inferPool2D(const InferContext &context) {
   const auto &kernel = getInts(context.attrs, "kernel");
   const auto &stride = getInts(context.attrs, "stride");
   const auto &padding = getInts(context.attrs, "padding");
+  if (!checkedNumElements(kernel))
+    return fail(context, ErrorCode::InvalidArgument, "the {}x{} window has more than 2^53 elements",
+                kernel[0], kernel[1]);
   for (int i = 0; i < 4; ++i)
     if (padding[i] >= kernel[i / 2])
       return fail(context, ErrorCode::InvalidArgument,

@@ -103,10 +103,16 @@ Expected<void> requireInts(const InferContext &context, std::string_view name, s
   if (values.size() != count)
     return fail(context, ErrorCode::InvalidArgument, "{} must have {} entries, got {}", name,
                 count, values.size());
-  for (int64_t value : values)
+  for (int64_t value : values) {
     if (value < minValue)
       return fail(context, ErrorCode::InvalidArgument, "{} entries must be >= {}, got {}", name,
                   minValue, value);
+    // Window and padding sizes beyond any tensor size are nonsense, and the cap
+    // keeps every later product of two of them inside int64.
+    if (value > kMaxElements)
+      return fail(context, ErrorCode::InvalidArgument, "{} entries must be <= 2^53, got {}",
+                  name, value);
+  }
   return {};
 }
 

@@ -34,7 +34,8 @@ Expected<int64_t> axisAttr(const InferContext &context, std::string_view name, i
 /// Validates a list of distinct axes against `rank`, returning them normalized and sorted.
 Expected<std::vector<int64_t>> axesAttr(const InferContext &context, std::string_view name,
                                         int64_t rank);
-/// Fails unless the ints attribute has exactly `count` entries, each >= minValue.
+/// Fails unless the ints attribute has exactly `count` entries, each in
+/// [minValue, kMaxElements].
 Expected<void> requireInts(const InferContext &context, std::string_view name, size_t count,
                            int64_t minValue);
 /// Fails unless the string attribute `layout` is "nchw" or "nhwc"; returns whether nhwc.

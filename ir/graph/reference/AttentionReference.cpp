@@ -34,9 +34,9 @@ Expected<std::vector<double>> referenceAttention(const ReferenceContext &context
                                              batchStrides(k, keys * depth),
                                              batchStrides(v, keys * valueDepth)});
 
-  std::vector<double> out(static_cast<size_t>(reference::productOf(result)), 0.0);
+  std::vector<double> out(static_cast<size_t>(context.resultType.numElements()), 0.0);
   std::vector<double> scores(static_cast<size_t>(keys));
-  int64_t numBatches = reference::productOf(batch);
+  int64_t numBatches = TensorType{context.resultType.dtype, batch}.numElements();
   for (int64_t b = 0; b < numBatches; ++b) {
     const double *qm = q.data.data() + walker.offset(0);
     const double *km = k.data.data() + walker.offset(1);

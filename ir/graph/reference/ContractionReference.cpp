@@ -15,7 +15,6 @@ namespace kiln::ir {
 namespace {
 
 using reference::broadcastStrides;
-using reference::productOf;
 using reference::StridedWalker;
 
 /// Element type of the accumulation: fp64 for floats, a wrapping 64-bit
@@ -96,8 +95,8 @@ std::vector<double> matmul(const RefTensor &a, const RefTensor &b, const TensorT
     stride *= dims.k * dims.n;
 
   std::vector<T> aData = asAccumulator<T>(a.data), bData = asAccumulator<T>(b.data);
-  std::vector<T> out(static_cast<size_t>(productOf(result)), T(0));
-  int64_t numBatches = productOf(batch);
+  std::vector<T> out(static_cast<size_t>(resultType.numElements()), T(0));
+  int64_t numBatches = TensorType{dtype, batch}.numElements();
   StridedWalker<2> walker(batch, {aStrides, bStrides});
   for (int64_t index = 0; index < numBatches; ++index) {
     multiplyMatrix(aData.data() + walker.offset(0), bData.data() + walker.offset(1),
@@ -246,7 +245,7 @@ Expected<std::vector<double>> referenceConv2D(const ReferenceContext &context) {
   dims.padTop = padding[0];
   dims.padLeft = padding[2];
   dims.groups = getInt(context.attrs, "groups");
-  size_t resultSize = static_cast<size_t>(productOf(out));
+  size_t resultSize = static_cast<size_t>(context.resultType.numElements());
   if (isInteger(context.resultType.dtype))
     return conv2d<uint64_t>(input, filter, resultSize, context.resultType.dtype, dims, nhwc);
   return conv2d<double>(input, filter, resultSize, context.resultType.dtype, dims, nhwc);

@@ -1,6 +1,7 @@
 // Reference implementations of every elementwise op (unary, binary with NumPy
-// broadcasting, where), computed in fp64; integer add/sub/mul/div compute in
-// 64-bit wrapping arithmetic so the interpreter's wrap to the dtype is exact.
+// broadcasting, where, cast), computed in fp64; integer add/sub/mul/div compute
+// in 64-bit wrapping arithmetic so the interpreter's wrap to the dtype is exact,
+// and float -> integer casts saturate as GPU conversions do.
 #include "ir/graph/Reference.h"
 #include "ir/graph/reference/IndexMath.h"
 #include "ir/graph/reference/IntegerArithmetic.h"
@@ -29,7 +30,7 @@ template <typename F> std::vector<double> mapUnary(const RefTensor &x, F f) {
 
 template <typename F>
 std::vector<double> mapBinary(const RefTensor &a, const RefTensor &b, const Shape &result, F f) {
-  std::vector<double> out(static_cast<size_t>(reference::productOf(result)));
+  std::vector<double> out(static_cast<size_t>(TensorType{.shape = result}.numElements()));
   if (a.type.shape == result && b.type.shape == result) {
     for (size_t i = 0; i < out.size(); ++i)
       out[i] = f(a.data[i], b.data[i]);
@@ -47,7 +48,7 @@ std::vector<double> mapBinary(const RefTensor &a, const RefTensor &b, const Shap
 
 std::vector<double> selectWhere(const RefTensor &cond, const RefTensor &a, const RefTensor &b,
                                 const Shape &result) {
-  std::vector<double> out(static_cast<size_t>(reference::productOf(result)));
+  std::vector<double> out(static_cast<size_t>(TensorType{.shape = result}.numElements()));
   StridedWalker<3> walker(result, {broadcastStrides(cond.type.shape, result),
                                    broadcastStrides(a.type.shape, result),
                                    broadcastStrides(b.type.shape, result)});
@@ -82,6 +83,16 @@ double minPropagatingNaN(double a, double b) {
   return a < b ? a : b;
 }
 
+/// cast: float -> integer saturates (NaN -> 0, +-inf -> min/max), as the
+/// GPU's cvt.rzi.sN.fM does; every other conversion is the interpreter's
+/// rounding to the result dtype — so int -> int and bool -> int wrap (cvt
+/// without .sat), and float -> float rounds to nearest even (fp8 satfinite).
+std::vector<double> cast(const RefTensor &x, DType target) {
+  if (isFloatingPoint(x.type.dtype) && isInteger(target))
+    return mapUnary(x, [target](double v) { return convertFloatToInteger(v, target); });
+  return x.data;
+}
+
 Expected<std::vector<double>> unary(const ReferenceContext &context) {
   const RefTensor &x = *context.operands[0];
   switch (context.kind) {
@@ -103,8 +114,7 @@ Expected<std::vector<double>> unary(const ReferenceContext &context) {
   case OpKind::Sin: return mapUnary(x, [](double v) { return std::sin(v); });
   case OpKind::Cos: return mapUnary(x, [](double v) { return std::cos(v); });
   case OpKind::Not: return mapUnary(x, [](double v) { return v == 0.0 ? 1.0 : 0.0; });
-  // The interpreter's rounding to the result dtype is the conversion itself.
-  case OpKind::Cast: return x.data;
+  case OpKind::Cast: return cast(x, context.resultType.dtype);
   case OpKind::Clamp: {
     double low = getFloat(context.attrs, "min");
     double high = getFloat(context.attrs, "max");

@@ -1,6 +1,8 @@
-// Row-major index arithmetic shared by the reference implementations: strides,
-// NumPy broadcasting of an operand onto a result shape, and an odometer that
-// walks a shape while keeping several strided offsets in step.
+// Row-major index arithmetic shared by the reference implementations: NumPy
+// broadcasting of an operand onto a result shape, splitting a shape around an
+// axis, and an odometer that walks a shape while keeping several strided
+// offsets in step. Whole-shape counts and strides are TensorType's
+// (numElements, rowMajorStrides).
 #pragma once
 
 #include "ir/graph/OpTable.h"
@@ -11,29 +13,11 @@
 
 namespace kiln::ir::reference {
 
-/// Product of `shape[begin, end)`.
-inline int64_t productOf(const Shape &shape, size_t begin, size_t end) {
-  int64_t product = 1;
-  for (size_t i = begin; i < end && i < shape.size(); ++i)
-    product *= shape[i];
-  return product;
-}
-
-inline int64_t productOf(const Shape &shape) { return productOf(shape, 0, shape.size()); }
-
-/// Row-major strides of `shape` in elements (the last axis has stride 1).
-inline std::vector<int64_t> stridesOf(const Shape &shape) {
-  std::vector<int64_t> strides(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;)
-    strides[i - 1] = strides[i] * shape[i];
-  return strides;
-}
-
 /// Strides that read a row-major tensor of shape `operand` as if it had been
 /// NumPy-broadcast to `result`: one stride per result axis, 0 on axes the
 /// operand lacks or has as size 1. `operand` must be broadcastable to `result`.
 inline std::vector<int64_t> broadcastStrides(const Shape &operand, const Shape &result) {
-  std::vector<int64_t> own = stridesOf(operand);
+  std::vector<int64_t> own = rowMajorStrides(operand);
   std::vector<int64_t> strides(result.size(), 0);
   size_t offset = result.size() - operand.size();
   for (size_t i = 0; i < operand.size(); ++i)
@@ -86,7 +70,11 @@ struct AxisSplit {
 
 inline AxisSplit splitAround(const Shape &shape, int64_t axis) {
   size_t a = static_cast<size_t>(axis);
-  return {productOf(shape, 0, a), shape[a], productOf(shape, a + 1, shape.size())};
+  int64_t outer = 1;
+  for (size_t i = 0; i < a; ++i)
+    outer *= shape[i];
+  // The stride of an axis is the product of the sizes after it.
+  return {outer, shape[a], rowMajorStrides(shape)[a]};
 }
 
 } // namespace kiln::ir::reference

@@ -3,12 +3,10 @@
 // constant. Index ops report an out-of-range index as an Error naming the op,
 // the index, the axis and its size.
 #include "ir/graph/Reference.h"
+#include "ir/graph/ShapeInference.h"
 #include "ir/graph/reference/IndexMath.h"
 
 #include <fmt/format.h>
-
-#include <algorithm>
-#include <cmath>
 
 namespace kiln::ir {
 namespace {
@@ -17,10 +15,10 @@ using reference::StridedWalker;
 
 /// Gathers `input` through a walker over the result: element i of the result
 /// is input[offset] where the walker's offset is read before step i.
-std::vector<double> gatherStrided(const RefTensor &input, const Shape &result,
+std::vector<double> gatherStrided(const RefTensor &input, const TensorType &result,
                                   std::vector<int64_t> strides, int64_t base = 0) {
-  std::vector<double> out(static_cast<size_t>(reference::productOf(result)));
-  StridedWalker<1> walker(result, {std::move(strides)}, {base});
+  std::vector<double> out(static_cast<size_t>(result.numElements()));
+  StridedWalker<1> walker(result.shape, {std::move(strides)}, {base});
   for (double &value : out) {
     value = input.data[static_cast<size_t>(walker.offset(0))];
     walker.next();
@@ -28,25 +26,25 @@ std::vector<double> gatherStrided(const RefTensor &input, const Shape &result,
   return out;
 }
 
-/// Python's clamping of a slice bound for a positive step.
-int64_t clampSliceBound(int64_t bound, int64_t size) {
-  if (bound < 0)
-    bound += size;
-  return std::clamp<int64_t>(bound, 0, size);
-}
-
 /// Resolves one index value (NumPy style: negative counts from the end) or
 /// fails naming the op, the index, the axis and its size.
 Expected<int64_t> resolveIndex(const ReferenceContext &context, double rawIndex, int64_t axis,
                                int64_t size) {
-  int64_t index = static_cast<int64_t>(rawIndex);
-  int64_t resolved = index < 0 ? index + size : index;
-  if (resolved < 0 || resolved >= size)
+  auto outOfRange = [&](auto index) {
     return makeError(ErrorCode::InvalidArgument,
                      fmt::format("{}: index {} is out of range for axis {} of size {} "
                                  "(data {}, indices {})",
                                  opName(context.kind), index, axis, size,
                                  context.operands[0]->type.str(), context.operands[1]->type.str()));
+  };
+  // An i64 index near 2^63 arrives as 2^63 exactly, which int64 cannot hold:
+  // check the range in fp64 before converting.
+  if (!(rawIndex >= -0x1p63 && rawIndex < 0x1p63))
+    return outOfRange(rawIndex);
+  auto index = static_cast<int64_t>(rawIndex);
+  int64_t resolved = index < 0 ? index + size : index;
+  if (resolved < 0 || resolved >= size)
+    return outOfRange(index);
   return resolved;
 }
 
@@ -59,17 +57,17 @@ Expected<std::vector<double>> referenceCopy(const ReferenceContext &context) {
 Expected<std::vector<double>> referenceTranspose(const ReferenceContext &context) {
   const RefTensor &x = *context.operands[0];
   const auto &perm = getInts(context.attrs, "perm");
-  std::vector<int64_t> inStrides = reference::stridesOf(x.type.shape);
+  std::vector<int64_t> inStrides = rowMajorStrides(x.type.shape);
   std::vector<int64_t> strides(perm.size());
   for (size_t i = 0; i < perm.size(); ++i)
     strides[i] = inStrides[static_cast<size_t>(perm[i])];
-  return gatherStrided(x, context.resultType.shape, std::move(strides));
+  return gatherStrided(x, context.resultType, std::move(strides));
 }
 
 Expected<std::vector<double>> referenceBroadcastTo(const ReferenceContext &context) {
   const RefTensor &x = *context.operands[0];
-  const Shape &result = context.resultType.shape;
-  return gatherStrided(x, result, reference::broadcastStrides(x.type.shape, result));
+  return gatherStrided(x, context.resultType,
+                       reference::broadcastStrides(x.type.shape, context.resultType.shape));
 }
 
 Expected<std::vector<double>> referenceSlice(const ReferenceContext &context) {
@@ -77,21 +75,22 @@ Expected<std::vector<double>> referenceSlice(const ReferenceContext &context) {
   const auto &starts = getInts(context.attrs, "starts");
   const auto &stops = getInts(context.attrs, "stops");
   const auto &steps = getInts(context.attrs, "steps");
-  std::vector<int64_t> inStrides = reference::stridesOf(x.type.shape);
+  std::vector<int64_t> inStrides = rowMajorStrides(x.type.shape);
   std::vector<int64_t> strides(inStrides.size());
   int64_t base = 0;
   for (size_t axis = 0; axis < inStrides.size(); ++axis) {
     int64_t size = x.type.shape[axis];
-    int64_t start = clampSliceBound(starts[axis], size);
-    int64_t stop = clampSliceBound(stops[axis], size);
-    int64_t count = stop > start ? (stop - start + steps[axis] - 1) / steps[axis] : 0;
+    int64_t count = sliceLength(size, starts[axis], stops[axis], steps[axis]);
     KILN_CHECK(count == context.resultType.shape[axis],
                fmt::format("slice: reference size {} disagrees with inferred {} on axis {}", count,
                            context.resultType.shape[axis], axis));
-    base += count > 0 ? start * inStrides[axis] : 0;
+    // The first index taken, with Python's clamping: the elements from it to
+    // the end of the axis number sliceLength(size, start, size, 1).
+    int64_t first = size - sliceLength(size, starts[axis], size, 1);
+    base += count > 0 ? first * inStrides[axis] : 0;
     strides[axis] = inStrides[axis] * steps[axis];
   }
-  return gatherStrided(x, context.resultType.shape, std::move(strides), base);
+  return gatherStrided(x, context.resultType, std::move(strides), base);
 }
 
 Expected<std::vector<double>> referenceConcat(const ReferenceContext &context) {
@@ -99,7 +98,7 @@ Expected<std::vector<double>> referenceConcat(const ReferenceContext &context) {
   int64_t axis = reference::wrapAxis(getInt(context.attrs, "axis"), context.resultType.rank());
   reference::AxisSplit split = reference::splitAround(result, axis);
   std::vector<double> out;
-  out.reserve(static_cast<size_t>(reference::productOf(result)));
+  out.reserve(static_cast<size_t>(context.resultType.numElements()));
   for (int64_t outer = 0; outer < split.outer; ++outer) {
     for (const RefTensor *operand : context.operands) {
       int64_t chunk = operand->type.shape[static_cast<size_t>(axis)] * split.inner;
@@ -114,9 +113,9 @@ Expected<std::vector<double>> referencePad(const ReferenceContext &context) {
   const RefTensor &x = *context.operands[0];
   const auto &low = getInts(context.attrs, "low");
   const Shape &result = context.resultType.shape;
-  std::vector<double> out(static_cast<size_t>(reference::productOf(result)),
+  std::vector<double> out(static_cast<size_t>(context.resultType.numElements()),
                           getFloat(context.attrs, "value"));
-  std::vector<int64_t> outStrides = reference::stridesOf(result);
+  std::vector<int64_t> outStrides = rowMajorStrides(result);
   int64_t base = 0;
   for (size_t axis = 0; axis < outStrides.size(); ++axis)
     base += low[axis] * outStrides[axis];
@@ -156,7 +155,7 @@ Expected<std::vector<double>> referenceTakeAlongAxis(const ReferenceContext &con
   int64_t axis = reference::wrapAxis(getInt(context.attrs, "axis"), data.type.rank());
   // indices match data on every other axis, so the data offset of result
   // element r is data's row-major offset of r's index with axis replaced.
-  std::vector<int64_t> dataStrides = reference::stridesOf(data.type.shape);
+  std::vector<int64_t> dataStrides = rowMajorStrides(data.type.shape);
   int64_t axisStride = dataStrides[static_cast<size_t>(axis)];
   int64_t size = data.type.shape[static_cast<size_t>(axis)];
   std::vector<int64_t> walkStrides = dataStrides;
@@ -175,7 +174,7 @@ Expected<std::vector<double>> referenceIota(const ReferenceContext &context) {
   const Shape &shape = context.resultType.shape;
   int64_t axis = reference::wrapAxis(getInt(context.attrs, "axis"), context.resultType.rank());
   reference::AxisSplit split = reference::splitAround(shape, axis);
-  std::vector<double> out(static_cast<size_t>(reference::productOf(shape)));
+  std::vector<double> out(static_cast<size_t>(context.resultType.numElements()));
   for (size_t i = 0; i < out.size(); ++i)
     out[i] = static_cast<double>((static_cast<int64_t>(i) / split.inner) % split.size);
   return out;

@@ -56,9 +56,9 @@ Expected<std::vector<double>> referenceLayerNorm(const ReferenceContext &context
   int64_t axis = reference::wrapAxis(getInt(context.attrs, "axis"), x.type.rank());
   double epsilon = getFloat(context.attrs, "epsilon");
   // scale and bias have shape x[axis:], so they index like one row.
-  int64_t rowSize =
-      reference::productOf(x.type.shape, static_cast<size_t>(axis), x.type.shape.size());
-  int64_t rows = reference::productOf(x.type.shape, 0, static_cast<size_t>(axis));
+  reference::AxisSplit split = reference::splitAround(x.type.shape, axis);
+  int64_t rowSize = split.size * split.inner;
+  int64_t rows = split.outer;
   std::vector<double> result(x.data.size());
   for (int64_t row = 0; row < rows; ++row) {
     const double *in = x.data.data() + row * rowSize;

@@ -18,7 +18,7 @@ struct ImageStrides {
 };
 
 ImageStrides imageStrides(const Shape &shape, bool nhwc) {
-  std::vector<int64_t> strides = reference::stridesOf(shape);
+  std::vector<int64_t> strides = rowMajorStrides(shape);
   if (nhwc)
     return {strides[0], strides[3], strides[1], strides[2]};
   return {strides[0], strides[1], strides[2], strides[3]};
@@ -71,8 +71,12 @@ Expected<std::vector<double>> referencePool2D(const ReferenceContext &context) {
             }
           }
           if (!isMax) {
-            int64_t count = countPadding ? kernel[0] * kernel[1] : (hHigh - hLow) * (wHigh - wLow);
-            accumulator /= static_cast<double>(count);
+            // The window's area in fp64: two kernel sizes of up to 2^53 each
+            // would overflow int64.
+            double count = countPadding
+                               ? static_cast<double>(kernel[0]) * static_cast<double>(kernel[1])
+                               : static_cast<double>((hHigh - hLow) * (wHigh - wLow));
+            accumulator /= count;
           }
           result[static_cast<size_t>(n * outStride.n + c * outStride.c + oh * outStride.h +
                                      ow * outStride.w)] = accumulator;
