@@ -225,11 +225,21 @@ private:
                          node.location());
   }
 
+  // cast(cast(x, a), b) equals cast(x, b) when x -> a is exact, except that an
+  // integer going through a float saturates into an integer b (float-to-int
+  // casts saturate) where the direct int-to-int cast would wrap.
+  static bool castsCompose(DType from, DType middle, DType to) {
+    if (!isExactConversion(from, middle))
+      return false;
+    bool saturatesInstead = isInteger(from) && isFloatingPoint(middle) && isInteger(to);
+    return !saturatesInstead || isExactConversion(from, to);
+  }
+
   static Expected<Value *> simplifyCast(ir::Graph &graph, Node &node) {
     Value *source = node.operand(0);
     DType target = node.type().dtype;
     if (Node *inner = producer(source, OpKind::Cast);
-        inner && isExactConversion(inner->operand(0)->type().dtype, inner->type().dtype))
+        inner && castsCompose(inner->operand(0)->type().dtype, inner->type().dtype, target))
       source = inner->operand(0);
     if (source->type().dtype == target)
       return source;

@@ -276,3 +276,27 @@ TEST_CASE("simplify reaches a fixed point and reports no change on clean graphs"
   CHECK(output(graph, 0)->definingNode()->operand(0) == x);
   simplifyAndCompare(graph, /*expectChange=*/false);
 }
+
+TEST_CASE("an integer cast through a float into an integer is not merged when it saturates",
+          "[passes][simplify]") {
+  // i32 -> f64 -> i8 saturates (float-to-int) where i32 -> i8 would wrap:
+  // 300 gives 127, not 44. i8 -> f32 -> i32 is exact both ways and merges.
+  Graph graph;
+  Value *wide = *graph.addInput("wide", tensorType(DType::I32, {3}));
+  Value *narrow = *graph.addInput("narrow", tensorType(DType::I8, {3}));
+  auto cast = [&](Value *v, DType to) { return node(graph, OpKind::Cast, {v}, {{"dtype", to}}); };
+  Value *saturating = cast(cast(wide, DType::F64), DType::I8);
+  Value *exact = cast(cast(narrow, DType::F32), DType::I32);
+  REQUIRE(graph.addOutput("saturating", saturating));
+  REQUIRE(graph.addOutput("exact", exact));
+  NamedTensors bindings;
+  bindings["wide"] = HostTensor::fromDoubles(DType::I32, {3}, std::vector<double>{300, -129, 5});
+  bindings["narrow"] = HostTensor::fromDoubles(DType::I8, {3}, std::vector<double>{-128, 127, 0});
+  NamedTensors before = interpretOrFail(graph, bindings);
+  CHECK(before.at("saturating").toDoubles() == std::vector<double>{127, -128, 5});
+  runPassOrFail(createAlgebraicSimplifyPass(), graph);
+  runPassOrFail(createDeadCodeEliminationPass(), graph);
+  requireSameOutputs(before, interpretOrFail(graph, bindings));
+  CHECK(output(graph, 0) == saturating);
+  CHECK(output(graph, 1)->definingNode()->operand(0) == narrow);
+}

@@ -230,7 +230,9 @@ TEST_CASE("decompose scaled_dot_product_attention", "[passes][decompose]") {
   Case c = GENERATE(Case{{2, 5, 3}, {2, 7, 3}, {2, 7, 4}},      // more keys than queries
                     Case{{2, 7, 3}, {2, 5, 3}, {2, 5, 4}},      // fewer (not causal: see below)
                     Case{{2, 3, 5, 4}, {3, 6, 4}, {1, 6, 5}},   // broadcast batch dims
-                    Case{{1, 1, 9}, {1, 1, 9}, {1, 1, 1}});     // a single key
+                    Case{{1, 1, 9}, {1, 1, 9}, {1, 1, 1}},      // a single key
+                    Case{{3, 0}, {4, 0}, {4, 2}},               // D = 0: every score is 0
+                    Case{{2, 0, 3}, {2, 4, 3}, {2, 4, 2}});     // no queries: an empty result
   // Causal attention needs Lk >= Lq (the op rejects fewer keys), so every
   // query sees at least one key.
   if (causal && c.q[c.q.size() - 2] > c.k[c.k.size() - 2])
@@ -238,7 +240,7 @@ TEST_CASE("decompose scaled_dot_product_attention", "[passes][decompose]") {
   INFO(dtypeName(dtype) << (causal ? " causal" : "") << " q " << shapeStr(c.q) << " k "
                         << shapeStr(c.k) << " v " << shapeStr(c.v));
   Graph graph;
-  double scale = 1.0 / std::sqrt(static_cast<double>(c.q.back()));
+  double scale = c.q.back() == 0 ? 1.0 : 1.0 / std::sqrt(static_cast<double>(c.q.back()));
   addComposite(graph, OpKind::ScaledDotProductAttention, dtype, {c.q, c.k, c.v},
                {{"causal", causal}, {"scale", scale}});
   checkDecomposition(graph, dtype);
@@ -268,4 +270,87 @@ TEST_CASE("a limited decompose pass leaves other composites alone", "[passes][de
   CHECK(runPassOrFail(createDecomposePass(), graph));
   CHECK(countNodes(graph, OpKind::LayerNorm) == 0);
   requireCloseOutputs(before, interpretOrFail(graph, bindings), 1e-5);
+}
+
+TEST_CASE("decompose layer_norm of a constant row in narrow floats", "[passes][decompose]") {
+  // The variance is exactly 0, so the result is the bias. In f8 an epsilon of
+  // 1e-5 rounds to 0, so computing in the node's dtype gave 0 * rsqrt(0) =
+  // NaN; in f32 the epsilon survives.
+  DType dtype = GENERATE(DType::F16, DType::BF16, DType::F8E4M3, DType::F8E5M2);
+  INFO(dtypeName(dtype));
+  REQUIRE(roundToDType(1e-5, DType::F8E4M3) == 0.0);
+  Graph graph;
+  addComposite(graph, OpKind::LayerNorm, dtype, {{2, 4}, {4}, {4}}, {{"epsilon", 1e-5}});
+  NamedTensors bindings{
+      {"a", HostTensor::fromDoubles(dtype, {2, 4}, std::vector<double>{1.5, 1.5, 1.5, 1.5, -2, -2, -2, -2})},
+      {"b", HostTensor::fromDoubles(dtype, {4}, std::vector<double>{1, -1, 0.5, 2})},
+      {"c", HostTensor::fromDoubles(dtype, {4}, std::vector<double>{0.25, -0.5, 1, -1.5})}};
+  NamedTensors expected = interpretOrFail(graph, bindings);
+  CHECK(runPassOrFail(createDecomposePass(), graph));
+  NamedTensors got = interpretOrFail(graph, bindings);
+  requireSameOutputs(expected, got);
+  for (int64_t i = 0; i < 8; ++i)
+    CHECK(got["out"].getDouble(i) == bindings["c"].getDouble(i % 4));
+}
+
+TEST_CASE("decomposed causal attention masks exactly, without infinities", "[passes][decompose]") {
+  // Lq = Lk = 2, D = 1: query 0 sees key 0 only, query 1 sees both.
+  DType dtype = GENERATE(DType::F64, DType::F32, DType::F16, DType::F8E4M3);
+  INFO(dtypeName(dtype));
+  double inf = std::numeric_limits<double>::infinity();
+  auto run = [&](std::vector<double> q, std::vector<double> k) {
+    Graph graph;
+    addComposite(graph, OpKind::ScaledDotProductAttention, dtype, {{2, 1}, {2, 1}, {2, 1}},
+                 {{"causal", true}, {"scale", 1.0}});
+    NamedTensors bindings{{"a", HostTensor::fromDoubles(dtype, {2, 1}, q)},
+                          {"b", HostTensor::fromDoubles(dtype, {2, 1}, k)},
+                          {"c", HostTensor::fromDoubles(dtype, {2, 1}, std::vector<double>{3, -1})}};
+    NamedTensors expected = interpretOrFail(graph, bindings);
+    REQUIRE(runPassOrFail(createDecomposePass(), graph));
+    NamedTensors got = interpretOrFail(graph, bindings);
+    requireSameOutputs(expected, got);
+    return std::pair{got["out"].getDouble(0), got["out"].getDouble(1)};
+  };
+  SECTION("a hidden key's score does not matter, even when it is huge") {
+    // A softmax taking its row maximum over hidden keys too would underflow
+    // query 0's only visible exponential to 0 and give 0 / 0.
+    double huge = dtype == DType::F8E4M3 ? 448 : dtype == DType::F16 ? 60000 : 1e30;
+    auto [first, second] = run({1, 1}, {1, huge});
+    CHECK(first == 3.0); // query 0 sees only key 0: its value exactly
+    CHECK(second == -1.0); // query 1: key 1's score dominates
+  }
+  SECTION("a row whose visible scores are all -inf is NaN, as in the reference") {
+    if (dtype == DType::F8E4M3)
+      return; // no -inf to feed in
+    auto [first, second] = run({-inf, 1}, {1, 1});
+    CHECK(std::isnan(first));
+    CHECK(second == (3.0 + -1.0) / 2);
+  }
+}
+
+TEST_CASE("decompose leaves an empty tensor as it is", "[passes][decompose]") {
+  // softmax of f32[3,0] has an empty axis (reduce_max cannot reduce it); the
+  // result is empty either way, so every normalization decomposes to its input.
+  DType dtype = GENERATE(DType::F32, DType::BF16);
+  INFO(dtypeName(dtype));
+  Graph graph;
+  Value *x = *graph.addInput("x", tensorType(dtype, {3, 0}));
+  Value *rows = *graph.addInput("rows", tensorType(dtype, {0, 4}));
+  Value *empty = *graph.addParam("empty", tensorType(dtype, {0}));
+  Value *four = *graph.addParam("four", tensorType(dtype, {4}));
+  REQUIRE(graph.addOutput("softmax", node(graph, OpKind::Softmax, {x})));
+  REQUIRE(graph.addOutput("log_softmax", node(graph, OpKind::LogSoftmax, {x}, {{"axis", int64_t{1}}})));
+  REQUIRE(graph.addOutput("softmax_rows", node(graph, OpKind::Softmax, {rows})));
+  REQUIRE(graph.addOutput("layer_norm", node(graph, OpKind::LayerNorm, {x, empty, empty})));
+  REQUIRE(graph.addOutput("batch_norm", node(graph, OpKind::BatchNorm, {rows, four, four, four, four})));
+  NamedTensors bindings = randomBindings(graph, 5);
+  NamedTensors before = interpretOrFail(graph, bindings);
+  CHECK(runPassOrFail(createDecomposePass(), graph));
+  CHECK(graph.numNodes() == 0);
+  CHECK(graph.outputs()[0].value == x);
+  CHECK(graph.outputs()[1].value == x);
+  CHECK(graph.outputs()[2].value == rows);
+  CHECK(graph.outputs()[3].value == x);
+  CHECK(graph.outputs()[4].value == rows);
+  requireSameOutputs(before, interpretOrFail(graph, bindings));
 }
