@@ -36,8 +36,8 @@ Tensor reshape(Tensor x, std::vector<int64_t> shape, std::source_location loc) {
                     loc);
     } else if (shape[i] == 0) {
       knownHasZero = true;
-    } else if (!knownTooLarge && (__builtin_mul_overflow(known, shape[i], &known) ||
-                                  known > ir::kMaxElements)) {
+    } else if (!knownTooLarge &&
+               (__builtin_mul_overflow(known, shape[i], &known) || known > ir::kMaxElements)) {
       knownTooLarge = true;
     }
   }

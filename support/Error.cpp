@@ -17,6 +17,7 @@ const char *errorCodeName(ErrorCode code) {
   case ErrorCode::FormatError: return "format error";
   case ErrorCode::NotFound: return "not found";
   case ErrorCode::Unsupported: return "unsupported";
+  case ErrorCode::OutOfMemory: return "out of memory";
   }
   return "error";
 }

@@ -21,6 +21,7 @@ enum class ErrorCode {
   FormatError,     ///< A file whose contents are malformed or truncated.
   NotFound,        ///< A name that does not exist.
   Unsupported,     ///< Valid input that kiln does not handle (yet).
+  OutOfMemory,     ///< An allocation the machine or device could not satisfy.
 };
 
 const char *errorCodeName(ErrorCode code);

@@ -297,9 +297,13 @@ HostTensor HostTensor::castTo(DType dtype) const {
   bool exactIntegerPath = !isFloatingPoint(dtype_) && !isFloatingPoint(dtype);
   for (int64_t i = 0; i < count; ++i) {
     // Through fp64: exact for every float source; an int64 beyond 2^53 is
-    // rounded to fp64 first, then to the destination float type.
+    // rounded to fp64 first, then to the destination float type. Float to
+    // integer saturates, as a graph cast does.
     if (!exactIntegerPath) {
-      result.setDouble(i, getDouble(i));
+      double value = getDouble(i);
+      if (isFloatingPoint(dtype_) && isInteger(dtype))
+        value = convertFloatToInteger(value, dtype);
+      result.setDouble(i, value);
       continue;
     }
     // Integer-to-integer casts wrap two's-complement, like C++ conversions.

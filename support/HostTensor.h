@@ -91,7 +91,9 @@ public:
   /// Rounds `value` to the dtype and stores it at `index`.
   void setDouble(int64_t index, double value);
   std::vector<double> toDoubles() const;
-  /// A copy converted to another dtype (rounding each element).
+  /// A copy converted to another dtype with a graph cast's rules: floats round
+  /// to nearest even (f8 saturating), float to integer truncates and saturates
+  /// (NaN to 0), integer to integer wraps.
   HostTensor castTo(DType dtype) const;
 
   /// Typed view; `T` must match the dtype's size (uint16_t for f16/bf16,

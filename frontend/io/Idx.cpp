@@ -234,7 +234,8 @@ std::unexpected<Error> kindMismatch(const std::string &path, const IdxFile &idx,
 }
 
 /// The result tensor; its allocation (up to 8 bytes per file byte) can fail.
-Expected<HostTensor> createTensor(const std::string &path, DType dtype, std::vector<int64_t> shape) {
+Expected<HostTensor> createTensor(const std::string &path, DType dtype,
+                                  std::vector<int64_t> shape) {
   auto tensor = HostTensor::create(dtype, std::move(shape));
   if (!tensor)
     return makeError(tensor.error().code(),
@@ -257,8 +258,8 @@ Expected<HostTensor> readIdxImages(const std::string &path, bool normalize) {
   KILN_TRY(IdxFile idx, parseIdxFile(path));
   if (idx.type->code != 0x08 || idx.shape.size() != 3)
     return kindMismatch(path, idx, "unsigned-byte images of shape [N, H, W]");
-  KILN_TRY(HostTensor tensor, createTensor(path, DType::F32,
-                                           {idx.shape[0], 1, idx.shape[1], idx.shape[2]}));
+  KILN_TRY(HostTensor tensor,
+           createTensor(path, DType::F32, {idx.shape[0], 1, idx.shape[1], idx.shape[2]}));
   auto values = tensor.as<float>();
   // Dividing in fp64 and rounding once gives the correctly rounded v / 255.
   const double divisor = normalize ? 255.0 : 1.0;

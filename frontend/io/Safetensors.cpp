@@ -173,8 +173,8 @@ int writeFileContents(int fd, const std::string &header, const TensorMap &tensor
 /// writing is a note (it has been removed by then).
 std::unexpected<Error> saveError(const std::string &path, const std::string &what,
                                  const std::string &temporaryPath, int errorNumber) {
-  return std::unexpected(Error(ErrorCode::IOError, fmt::format("cannot save {}: {}: {}", path,
-                                                               what, std::strerror(errorNumber)))
+  return std::unexpected(Error(ErrorCode::IOError, fmt::format("cannot save {}: {}: {}", path, what,
+                                                               std::strerror(errorNumber)))
                              .withNote(fmt::format("a save writes the temporary file {} and "
                                                    "renames it into place; it has been removed",
                                                    temporaryPath)));
@@ -261,8 +261,9 @@ Expected<TensorEntry> parseTensorEntry(const std::string &path, const JsonMember
   // Even with a zero dimension (and so no bytes), the others must form a
   // shape the IR accepts: their product is bounded by 2^53.
   if (!ir::checkedNumElements(entry.shape))
-    return fail(fmt::format("\"shape\" [{}] has more than 2^53 elements", fmt::join(entry.shape, ",")),
-                shapeValue->offset);
+    return fail(
+        fmt::format("\"shape\" [{}] has more than 2^53 elements", fmt::join(entry.shape, ",")),
+        shapeValue->offset);
 
   if (offsetsValue->kind != JsonValue::Kind::Array || offsetsValue->elements.size() != 2 ||
       offsetsValue->elements[0].kind != JsonValue::Kind::Integer ||
@@ -383,8 +384,7 @@ Expected<void> saveSafetensors(const std::string &path, const TensorMap &tensors
   if (::rename(temporaryPath.c_str(), path.c_str()) != 0) {
     int renameErrno = errno;
     ::unlink(temporaryPath.c_str());
-    return saveError(path, "cannot rename the temporary file onto it", temporaryPath,
-                     renameErrno);
+    return saveError(path, "cannot rename the temporary file onto it", temporaryPath, renameErrno);
   }
   return {};
 }

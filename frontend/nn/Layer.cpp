@@ -69,13 +69,10 @@ Tensor Layer::weight(Graph &graph, const std::string &suffix, Shape shape, DType
     return existing;
   }
   // The shape comes from the layer's configuration: check it before the
-  // initializer allocates (Dense(1 << 40) would ask for terabytes).
+  // initializer allocates (Dense(1 << 40) would ask for terabytes). This is
+  // the IR's check (at most ir::kMaxElements elements, see the static_assert
+  // above) plus one against the machine's memory.
   std::string wanted = ir::TensorType{dtype, shape}.str();
-  if (!ir::checkedNumElements(shape))
-    return fail(graph,
-                fmt::format("parameter '{}' would be {}, which has more than 2^53 elements", suffix,
-                            wanted),
-                loc);
   if (auto size = HostTensor::checkedByteSize(dtype, shape); !size)
     return fail(graph, fmt::format("parameter '{}': {}", suffix, size.error().message()), loc);
   Rng rng = graph.paramRng(graph.scopedName(suffix));

@@ -40,8 +40,8 @@ Tensor mergeHeads(Tensor x, const std::source_location &loc) {
 
 MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionConfig config)
     : Layer("multi_head_attention", config.name), config_(std::move(config)),
-      query_(projectionWidth(config_.numHeads, config_.keyDim), Activation::Linear,
-             config_.useBias, "query"),
+      query_(projectionWidth(config_.numHeads, config_.keyDim), Activation::Linear, config_.useBias,
+             "query"),
       key_(projectionWidth(config_.numHeads, config_.keyDim), Activation::Linear, config_.useBias,
            "key"),
       value_(projectionWidth(config_.numHeads, valueDimOf(config_)), Activation::Linear,
@@ -74,8 +74,7 @@ Tensor MultiHeadAttention::attend(Graph &graph, Tensor query, Tensor value,
                             "default",
                             c.valueDim, c.outputDim),
                 loc);
-  if (projectionWidth(c.numHeads, c.keyDim) == 0 ||
-      projectionWidth(c.numHeads, valueDimOf(c)) == 0)
+  if (projectionWidth(c.numHeads, c.keyDim) == 0 || projectionWidth(c.numHeads, valueDimOf(c)) == 0)
     return fail(graph,
                 fmt::format("numHeads * keyDim ({} * {}) and numHeads * valueDim ({} * {}) must "
                             "be at most 2^53",

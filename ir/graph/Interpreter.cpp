@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <new>
 #include <unordered_map>
 
 namespace kiln::ir {
@@ -70,7 +71,17 @@ Expected<RefTensor> runNode(const Node &node,
   }
   const TensorType &type = node.type();
   ReferenceContext context{node.kind(), operands, node.attrs(), type};
-  auto data = node.info().reference(context);
+  // A valid graph can still need more memory than the machine has: that is an
+  // environment error for the caller, not a crash.
+  Expected<std::vector<double>> data = std::vector<double>();
+  try {
+    data = node.info().reference(context);
+  } catch (const std::bad_alloc &) {
+    return makeError(ErrorCode::OutOfMemory,
+                     fmt::format("interpret: out of memory computing {} ({} fp64 values)",
+                                 node.name(), type.numElements()),
+                     node.location().known() ? std::optional(node.location()) : std::nullopt);
+  }
   if (!data) {
     Error error = std::move(data).error();
     if (!error.location() && node.location().known())

@@ -383,8 +383,7 @@ TEST_CASE("MultiHeadAttention matches attention computed by hand in fp64", "[nn]
   // What a wrong split (interleaved heads) or a wrong scale (1 / sqrt(d_model))
   // would give: the inputs are chosen so both differ visibly.
   auto interleaved = [](size_t h, size_t d) { return d * 2 + h; };
-  Matrix wrongSplit =
-      attentionByHand(rows, g.paramValues(), 2, 2, 1 / std::sqrt(2.0), interleaved);
+  Matrix wrongSplit = attentionByHand(rows, g.paramValues(), 2, 2, 1 / std::sqrt(2.0), interleaved);
   Matrix wrongScale = attentionByHand(rows, g.paramValues(), 2, 2, 0.5, contiguous);
 
   std::vector<double> actual = run(g, {{"x", input}}).at("y").toDoubles();

@@ -273,10 +273,10 @@ TEST_CASE("a failed safetensors save leaves no file behind", "[safetensors]") {
     auto saved = saveSafetensors(path, tensors);
     REQUIRE_FALSE(saved.has_value());
     CHECK(saved.error().code() == ErrorCode::IOError);
-    CHECK_THAT(saved.error().message(),
-               Catch::StartsWith("cannot save " + path +
-                                 ": cannot rename the temporary file onto it: ") &&
-                   !Catch::Contains(".tmp-"));
+    CHECK_THAT(
+        saved.error().message(),
+        Catch::StartsWith("cannot save " + path + ": cannot rename the temporary file onto it: ") &&
+            !Catch::Contains(".tmp-"));
     CHECK(dir.entries() == std::set<std::string>{"model.safetensors"});
     CHECK(std::filesystem::is_directory(path));
   }

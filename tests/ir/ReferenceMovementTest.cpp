@@ -4,6 +4,8 @@
 // out-of-range indices.
 #include "ir/ReferenceTestUtil.h"
 
+#include <limits>
+
 using namespace kiln;
 using namespace kiln::ir;
 using namespace kiln::test;
@@ -111,6 +113,22 @@ TEST_CASE("gather reports an out-of-range index", "[reference][op:gather]") {
   REQUIRE_FALSE(tooNegative);
   CHECK(tooNegative.error().message() ==
         "gather: index -3 is out of range for axis 1 of size 2 (data f32[3,2], indices i64[1])");
+}
+
+TEST_CASE("gather reports an i64 index beyond 2^63 in fp64", "[reference][op:gather]") {
+  // INT64_MAX reaches the interpreter as the fp64 value 2^63, which no int64
+  // holds: converting it was undefined behaviour.
+  HostTensor indices(DType::I64, {1});
+  indices.as<int64_t>()[0] = std::numeric_limits<int64_t>::max();
+  auto result = runOp(OpKind::Gather, {f32({3}, {1, 2, 3}), indices});
+  REQUIRE_FALSE(result);
+  CHECK(result.error().message() == "gather: index 9.223372036854776e+18 is out of range for axis "
+                                    "0 of size 3 (data f32[3], indices i64[1])");
+  indices.as<int64_t>()[0] = std::numeric_limits<int64_t>::min(); // -2^63 converts exactly
+  auto lowest = runOp(OpKind::Gather, {f32({3}, {1, 2, 3}), indices});
+  REQUIRE_FALSE(lowest);
+  CHECK(lowest.error().message() == "gather: index -9223372036854775808 is out of range for axis "
+                                    "0 of size 3 (data f32[3], indices i64[1])");
 }
 
 TEST_CASE("take_along_axis", "[reference][op:take_along_axis]") {

@@ -71,12 +71,9 @@ Expected<std::vector<double>> referencePool2D(const ReferenceContext &context) {
             }
           }
           if (!isMax) {
-            // The window's area in fp64: two kernel sizes of up to 2^53 each
-            // would overflow int64.
-            double count = countPadding
-                               ? static_cast<double>(kernel[0]) * static_cast<double>(kernel[1])
-                               : static_cast<double>((hHigh - hLow) * (wHigh - wLow));
-            accumulator /= count;
+            // Shape inference bounds the window's area by 2^53.
+            int64_t count = countPadding ? kernel[0] * kernel[1] : (hHigh - hLow) * (wHigh - wLow);
+            accumulator /= static_cast<double>(count);
           }
           result[static_cast<size_t>(n * outStride.n + c * outStride.c + oh * outStride.h +
                                      ow * outStride.w)] = accumulator;
