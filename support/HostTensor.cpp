@@ -48,28 +48,9 @@ double Rng::normal() {
 
 namespace {
 
-/// The element count of a shape, or nullopt for a negative dimension or a
-/// count over kMaxElements (checked without overflowing). The bound applies
-/// to the product of the non-zero dimensions, as in ir::checkedNumElements.
-std::optional<int64_t> checkedCount(const std::vector<int64_t> &shape) {
-  int64_t nonZeroProduct = 1;
-  bool zero = false;
-  for (int64_t dim : shape) {
-    if (dim < 0)
-      return std::nullopt;
-    if (dim == 0) {
-      zero = true;
-      continue;
-    }
-    if (__builtin_mul_overflow(nonZeroProduct, dim, &nonZeroProduct) ||
-        nonZeroProduct > HostTensor::kMaxElements)
-      return std::nullopt;
-  }
-  return zero ? 0 : nonZeroProduct;
-}
 
 int64_t countElements(const std::vector<int64_t> &shape) {
-  std::optional<int64_t> count = checkedCount(shape);
+  std::optional<int64_t> count = checkedNumElements(shape);
   KILN_CHECK(count.has_value(),
              fmt::format("invalid HostTensor shape [{}] (a negative dimension or more than 2^53 "
                          "elements): unchecked input must go through HostTensor::create",
@@ -137,7 +118,7 @@ Expected<int64_t> HostTensor::checkedByteSize(DType dtype, const std::vector<int
       return makeError(ErrorCode::InvalidArgument,
                        fmt::format("cannot make tensor {}: dimension {} is negative",
                                    typeText(dtype, shape), dim));
-  std::optional<int64_t> count = checkedCount(shape);
+  std::optional<int64_t> count = checkedNumElements(shape);
   if (!count)
     return makeError(ErrorCode::InvalidArgument,
                      fmt::format("cannot make tensor {}: it has more than 2^53 elements",

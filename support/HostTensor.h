@@ -5,6 +5,7 @@
 
 #include "support/DType.h"
 #include "support/Error.h"
+#include "support/ShapeLimits.h"
 
 #include <cstdint>
 #include <span>
@@ -41,11 +42,6 @@ private:
 /// compiler bugs (KILN_CHECK).
 class HostTensor {
 public:
-  /// The most elements a HostTensor may hold: 2^53, the bound the IR puts on
-  /// every tensor (ir::kMaxElements; Layer.cpp asserts the two agree), so
-  /// counts and flat indices stay exact in fp64.
-  static constexpr int64_t kMaxElements = int64_t{1} << 53;
-
   HostTensor() = default;
   /// Zero-filled. `shape` must be valid (no negative dimension, at most
   /// kMaxElements elements); for unchecked shapes use create().

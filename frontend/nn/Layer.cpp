@@ -4,9 +4,6 @@
 #include <fmt/format.h>
 #include <new>
 
-// A shape the IR accepts must be one a HostTensor can hold.
-static_assert(kiln::HostTensor::kMaxElements == kiln::ir::kMaxElements);
-
 namespace kiln::nn {
 
 Layer::Layer(std::string baseName, std::string name)
@@ -70,8 +67,8 @@ Tensor Layer::weight(Graph &graph, const std::string &suffix, Shape shape, DType
   }
   // The shape comes from the layer's configuration: check it before the
   // initializer allocates (Dense(1 << 40) would ask for terabytes). This is
-  // the IR's check (at most ir::kMaxElements elements, see the static_assert
-  // above) plus one against the machine's memory.
+  // the tensor size rule (support/ShapeLimits.h) plus one against the
+  // machine's memory.
   std::string wanted = ir::TensorType{dtype, shape}.str();
   if (auto size = HostTensor::checkedByteSize(dtype, shape); !size)
     return fail(graph, fmt::format("parameter '{}': {}", suffix, size.error().message()), loc);

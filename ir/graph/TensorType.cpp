@@ -10,23 +10,6 @@ int64_t TensorType::numElements() const {
   return count;
 }
 
-std::optional<int64_t> checkedNumElements(const Shape &shape) {
-  int64_t nonZeroProduct = 1;
-  bool zero = false;
-  for (int64_t size : shape) {
-    if (size < 0)
-      return std::nullopt;
-    if (size == 0) {
-      zero = true;
-      continue;
-    }
-    if (__builtin_mul_overflow(nonZeroProduct, size, &nonZeroProduct) ||
-        nonZeroProduct > kMaxElements)
-      return std::nullopt;
-  }
-  return zero ? 0 : nonZeroProduct;
-}
-
 std::string shapeStr(const Shape &shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "support/DType.h"
+#include "support/ShapeLimits.h"
 
 #include <cstdint>
 #include <optional>
@@ -26,16 +27,10 @@ struct TensorType {
   std::string str() const;
 };
 
-/// The most elements a tensor may have: 2^53, so element counts and flat
-/// indices stay exact in fp64 and far from int64 overflow. The bound applies to
-/// the product of the non-zero dimensions, because strides multiply the other
-/// dimensions even when one of them is zero.
-inline constexpr int64_t kMaxElements = int64_t{1} << 53;
-
-/// The element count of `shape`, or nullopt when a dimension is negative or
-/// the product of its non-zero dimensions exceeds kMaxElements (checked
-/// without overflowing).
-std::optional<int64_t> checkedNumElements(const Shape &shape);
+// The size rule (kMaxElements, checkedNumElements) lives in support/ so host
+// tensors share it; the IR names it here too.
+using kiln::checkedNumElements;
+using kiln::kMaxElements;
 
 /// "[8,1,28,28]".
 std::string shapeStr(const Shape &shape);

@@ -210,8 +210,8 @@ TEST_CASE("huge attributes give errors, never integer overflow", "[infer]") {
                  {"padding", std::vector<int64_t>{kCap - 1, 0, 1, 2}}}) ==
         "avg_pool2d: the 9007199254740992x4 window has more than 2^53 elements");
   // Zero-size dims do not excuse the other dims: strides still multiply them.
-  CHECK_FALSE(checkedNumElements({0, int64_t{1} << 40, int64_t{1} << 40}).has_value());
-  CHECK(checkedNumElements({0, 7}) == 0);
+  CHECK_FALSE(checkedNumElements(Shape{0, int64_t{1} << 40, int64_t{1} << 40}).has_value());
+  CHECK(checkedNumElements(Shape{0, 7}) == 0);
   CHECK(errorOf(OpKind::Iota, {},
                 {{"shape", std::vector<int64_t>{int64_t{1} << 30, int64_t{1} << 30}},
                  {"axis", int64_t{0}},
