@@ -17,7 +17,7 @@ std::string_view dtypeName(DType type) {
     KILN_DTYPES(KILN_DTYPE_NAME)
 #undef KILN_DTYPE_NAME
   }
-  KILN_CHECK(false, "invalid DType value " + std::to_string(static_cast<int>(type)));
+  KILN_UNREACHABLE("invalid DType value " + std::to_string(static_cast<int>(type)));
 }
 
 std::optional<DType> parseDType(std::string_view text) {
@@ -36,7 +36,7 @@ int dtypeByteSize(DType type) {
     KILN_DTYPES(KILN_DTYPE_SIZE)
 #undef KILN_DTYPE_SIZE
   }
-  KILN_CHECK(false, "invalid DType value " + std::to_string(static_cast<int>(type)));
+  KILN_UNREACHABLE("invalid DType value " + std::to_string(static_cast<int>(type)));
 }
 
 bool isFloatingPoint(DType type) {
@@ -46,7 +46,7 @@ bool isFloatingPoint(DType type) {
     KILN_DTYPES(KILN_DTYPE_IS_FLOAT)
 #undef KILN_DTYPE_IS_FLOAT
   }
-  KILN_CHECK(false, "invalid DType value " + std::to_string(static_cast<int>(type)));
+  KILN_UNREACHABLE("invalid DType value " + std::to_string(static_cast<int>(type)));
 }
 
 bool isInteger(DType type) {
@@ -56,7 +56,7 @@ bool isInteger(DType type) {
     KILN_DTYPES(KILN_DTYPE_IS_INT)
 #undef KILN_DTYPE_IS_INT
   }
-  KILN_CHECK(false, "invalid DType value " + std::to_string(static_cast<int>(type)));
+  KILN_UNREACHABLE("invalid DType value " + std::to_string(static_cast<int>(type)));
 }
 
 namespace {
@@ -92,7 +92,7 @@ double convertFloatToInteger(double value, DType type) {
     high = kMaxI64AsDouble;
     break;
   default:
-    KILN_CHECK(false, "convertFloatToInteger: " + std::string(dtypeName(type)) +
+    KILN_UNREACHABLE("convertFloatToInteger: " + std::string(dtypeName(type)) +
                           " is not an integer dtype");
   }
   if (std::isnan(value))
@@ -117,7 +117,7 @@ double roundToDType(double value, DType type) {
   case DType::I8: return static_cast<int8_t>(static_cast<uint8_t>(truncateAndWrap(value)));
   case DType::Bool: return value != 0.0 ? 1.0 : 0.0; // NaN != 0: true
   }
-  KILN_CHECK(false, "invalid DType value " + std::to_string(static_cast<int>(type)));
+  KILN_UNREACHABLE("invalid DType value " + std::to_string(static_cast<int>(type)));
 }
 
 } // namespace kiln

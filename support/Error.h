@@ -111,6 +111,9 @@ inline std::unexpected<Error> makeError(ErrorCode code, std::string message,
       return std::unexpected(std::move(kilnTryVoid_).error());                                     \
   } while (0)
 
+/// Marks a path the op table makes unreachable (a compiler bug if taken).
+#define KILN_UNREACHABLE(message) ::kiln::checkFailed("unreachable", (message), __FILE__, __LINE__)
+
 /// Asserts a compiler invariant, in every build type.
 #define KILN_CHECK(cond, message)                                                                  \
   do {                                                                                             \

@@ -212,7 +212,7 @@ double HostTensor::getDouble(int64_t index) const {
   case DType::I8: return loadAt<int8_t>(bytes_, index);
   case DType::Bool: return loadAt<uint8_t>(bytes_, index) != 0 ? 1.0 : 0.0;
   }
-  KILN_CHECK(false, "invalid DType in HostTensor");
+  KILN_UNREACHABLE("invalid DType in HostTensor");
 }
 
 void HostTensor::setDouble(int64_t index, double value) {
@@ -234,7 +234,7 @@ void HostTensor::setDouble(int64_t index, double value) {
     return storeAt<int8_t>(bytes_, index, static_cast<int8_t>(roundToDType(value, DType::I8)));
   case DType::Bool: return storeAt<uint8_t>(bytes_, index, value != 0.0 ? 1 : 0);
   }
-  KILN_CHECK(false, "invalid DType in HostTensor");
+  KILN_UNREACHABLE("invalid DType in HostTensor");
 }
 
 std::vector<double> HostTensor::toDoubles() const {
@@ -264,7 +264,7 @@ int64_t loadInteger(const HostTensor &tensor, int64_t index) {
   }
   case DType::I8: return static_cast<int8_t>(bytes[static_cast<size_t>(index)]);
   case DType::Bool: return bytes[static_cast<size_t>(index)] != 0 ? 1 : 0;
-  default: KILN_CHECK(false, "loadInteger on a floating-point tensor");
+  default: KILN_UNREACHABLE("loadInteger on a floating-point tensor");
   }
 }
 
@@ -294,7 +294,7 @@ HostTensor HostTensor::castTo(DType dtype) const {
     case DType::I32: storeAt<int32_t>(result.bytes_, i, static_cast<int32_t>(value)); break;
     case DType::I8: storeAt<int8_t>(result.bytes_, i, static_cast<int8_t>(value)); break;
     case DType::Bool: storeAt<uint8_t>(result.bytes_, i, value != 0 ? 1 : 0); break;
-    default: KILN_CHECK(false, "unreachable: floating-point destination");
+    default: KILN_UNREACHABLE("unreachable: floating-point destination");
     }
   }
   return result;

@@ -224,7 +224,7 @@ double loadElement(const IdxFile &idx, int64_t i) {
   case 0x0d: return std::bit_cast<float>(static_cast<uint32_t>(raw));
   case 0x0e: return std::bit_cast<double>(raw);
   }
-  KILN_CHECK(false, "IDX type code passed validation but has no decoder");
+  KILN_UNREACHABLE("IDX type code passed validation but has no decoder");
 }
 
 std::unexpected<Error> kindMismatch(const std::string &path, const IdxFile &idx,

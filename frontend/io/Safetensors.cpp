@@ -344,7 +344,7 @@ std::string_view safetensorsDTypeName(DType type) {
     KILN_SAFETENSORS_DTYPES(KILN_SAFETENSORS_NAME)
 #undef KILN_SAFETENSORS_NAME
   }
-  KILN_CHECK(false, "dtype missing from the safetensors table");
+  KILN_UNREACHABLE("dtype missing from the safetensors table");
 }
 
 std::optional<DType> parseSafetensorsDType(std::string_view name) {

@@ -433,7 +433,7 @@ private:
       return Attr(std::move(values));
     }
     }
-    KILN_CHECK(false, "unhandled attribute kind");
+    KILN_UNREACHABLE("unhandled attribute kind");
   }
 
   std::unexpected<Error> listElementMismatch(const OpInfo &op, const AttrSpec &spec) const {

@@ -123,8 +123,7 @@ Expected<std::vector<double>> unary(const ReferenceContext &context) {
   }
   default: break;
   }
-  return makeError(ErrorCode::Unsupported,
-                   fmt::format("{}: no elementwise reference", opName(context.kind)));
+  KILN_UNREACHABLE(fmt::format("{}: no elementwise reference", opName(context.kind)));
 }
 
 Expected<std::vector<double>> integerArithmetic(const ReferenceContext &context,
@@ -152,8 +151,7 @@ Expected<std::vector<double>> integerArithmetic(const ReferenceContext &context,
     });
   default: break;
   }
-  return makeError(ErrorCode::Unsupported,
-                   fmt::format("{}: no integer reference", opName(context.kind)));
+  KILN_UNREACHABLE(fmt::format("{}: no integer reference", opName(context.kind)));
 }
 
 double boolean(bool value) { return value ? 1.0 : 0.0; }
@@ -202,8 +200,7 @@ Expected<std::vector<double>> binary(const ReferenceContext &context) {
                      [](double x, double y) { return boolean(x != 0.0 || y != 0.0); });
   default: break;
   }
-  return makeError(ErrorCode::Unsupported,
-                   fmt::format("{}: no elementwise reference", opName(context.kind)));
+  KILN_UNREACHABLE(fmt::format("{}: no elementwise reference", opName(context.kind)));
 }
 
 } // namespace
@@ -219,8 +216,7 @@ Expected<std::vector<double>> referenceElementwise(const ReferenceContext &conte
     break;
   default: break;
   }
-  return makeError(ErrorCode::Unsupported,
-                   fmt::format("{}: no elementwise reference for {} operands", opName(context.kind),
+  KILN_UNREACHABLE(fmt::format("{}: no elementwise reference for {} operands", opName(context.kind),
                                context.operands.size()));
 }
 

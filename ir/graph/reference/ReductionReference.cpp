@@ -129,8 +129,7 @@ Expected<std::vector<double>> referenceReduce(const ReferenceContext &context) {
   case OpKind::ReduceMin: return extremum(x, reduced, resultSize, /*findMax=*/false);
   default: break;
   }
-  return makeError(ErrorCode::Unsupported,
-                   fmt::format("{}: no reduction reference", opName(context.kind)));
+  KILN_UNREACHABLE(fmt::format("{}: no reduction reference", opName(context.kind)));
 }
 
 Expected<std::vector<double>> referenceArgReduce(const ReferenceContext &context) {
