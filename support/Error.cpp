@@ -47,6 +47,14 @@ std::string Error::str() const {
   return out;
 }
 
+std::string Error::diagnosticStr(std::string_view fallbackWhere) const {
+  std::string where = location_ && location_->known() ? location_->str() : std::string(fallbackWhere);
+  std::string out = where + ": error: " + message_ + "\n";
+  for (const std::string &note : notes_)
+    out += where + ": note: " + note + "\n";
+  return out;
+}
+
 void checkFailed(const char *condition, const std::string &message, const char *file, int line) {
   std::fprintf(stderr, "kiln internal error at %s:%d: %s (check `%s` failed)\n", file, line,
                message.c_str(), condition);

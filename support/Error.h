@@ -5,6 +5,7 @@
 #include <expected>
 #include <optional>
 #include <source_location>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,10 @@ public:
 
   /// "file:line: message" followed by one "  note: ..." line per note.
   std::string str() const;
+  /// Compiler-style lines, each ending in a newline: "where: error: message",
+  /// then "where: note: ..." per note. `where` is the location, or
+  /// `fallbackWhere` (a tool name) when the error has none.
+  std::string diagnosticStr(std::string_view fallbackWhere) const;
 
 private:
   ErrorCode code_;

@@ -50,18 +50,6 @@ struct Options {
   bool splitInputFile = false;
 };
 
-/// "file:line:column: error: message", then one "note:" line per note.
-std::string diagnosticStr(const Error &error) {
-  std::string out;
-  std::string where = error.location() && error.location()->known()
-                          ? error.location()->str() + ": "
-                          : std::string("kiln-opt: ");
-  out = where + "error: " + error.message() + "\n";
-  for (const std::string &note : error.notes())
-    out += where + "note: " + note + "\n";
-  return out;
-}
-
 /// The whole input; a directory, or a file that cannot be opened or read, is
 /// an error naming the reason (an ifstream opens a directory on Linux and then
 /// reads nothing, which would look like an empty input).
@@ -212,7 +200,7 @@ int main(int argc, char **argv) {
 
   auto text = readInput(options.file);
   if (!text) {
-    std::cerr << diagnosticStr(text.error());
+    std::cerr << text.error().diagnosticStr("kiln-opt");
     return 1;
   }
   std::string fileName = options.file == "-" ? "<stdin>" : options.file;
@@ -228,7 +216,7 @@ int main(int argc, char **argv) {
       std::cout << *output;
     } else {
       std::cout.flush();
-      std::cerr << diagnosticStr(output.error());
+      std::cerr << output.error().diagnosticStr("kiln-opt");
       failed = true;
     }
   }
