@@ -5,7 +5,9 @@
 #include "ir/graph/Printer.h"
 #include "ir/graph/Verifier.h"
 #include "passes/PassManager.h"
+#include "passes/graph/Fusion.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -31,7 +34,9 @@ stderr as 'file:line:column: error: message' and make the exit status 1.
 
 options:
   --passes=a,b,c       run these passes in order (see --list-passes); without
-                       it no pass runs, and an empty list is an error
+                       it no pass runs, and an empty list is an error. A last
+                       'fuse' (--passes=decompose,fuse) prints, after the IR, the
+                       fusion plan of the final graph: one line per group
   --print-after-each   print the IR to stderr after every pass
   --no-verify          skip the verifier, before and between passes
   --split-input-file   treat each chunk between '// -----' lines as its own
@@ -45,10 +50,44 @@ options:
 struct Options {
   std::string file = "-";
   std::string passes; ///< Empty when --passes was not given (it may not be given empty).
+  bool fuse = false;  ///< --passes ended in the `fuse` pseudo-pass, taken out of `passes`.
   bool printAfterEach = false;
   bool verify = true;
   bool splitInputFile = false;
 };
+
+constexpr std::string_view kFusePass = "fuse";
+constexpr std::string_view kFuseDescription =
+    "prints the fusion plan (one line per group) after the IR; an analysis, must come last";
+
+std::string_view trimmed(std::string_view text) {
+  size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos)
+    return {};
+  size_t last = text.find_last_not_of(" \t\r\n");
+  return text.substr(first, last - first + 1);
+}
+
+/// Takes a final `fuse` out of the pass list: it is not a pass (it changes
+/// nothing) but a request to print the plan of the graph the passes leave.
+Expected<void> takeFusePass(Options &options) {
+  std::string_view list = options.passes;
+  size_t lastComma = list.rfind(',');
+  size_t lastStart = lastComma == std::string_view::npos ? 0 : lastComma + 1;
+  for (size_t start = 0; start < lastStart;) {
+    size_t comma = list.find(',', start);
+    if (trimmed(list.substr(start, comma - start)) == kFusePass)
+      return makeError(ErrorCode::InvalidArgument,
+                       "'fuse' must be the last name in --passes ('" + options.passes +
+                           "'): it prints the fusion plan of the final graph");
+    start = comma + 1;
+  }
+  if (trimmed(list.substr(lastStart)) == kFusePass) {
+    options.fuse = true;
+    options.passes = std::string(list.substr(0, lastComma == std::string_view::npos ? 0 : lastComma));
+  }
+  return {};
+}
 
 /// The whole input; a directory, or a file that cannot be opened or read, is
 /// an error naming the reason (an ifstream opens a directory on Linux and then
@@ -141,15 +180,27 @@ Expected<std::string> processChunk(const Chunk &chunk, const std::string &fileNa
     KILN_TRY(bool changed, manager.run(*graph));
     (void)changed;
   }
-  return ir::printGraph(*graph);
+  std::string out = ir::printGraph(*graph);
+  if (options.fuse) {
+    KILN_TRY(passes::FusionPlan plan, passes::planFusion(*graph));
+    out += "// fusion plan: " + std::to_string(plan.groups.size()) + " groups\n";
+    out += passes::printFusionPlan(*graph, plan);
+  }
+  return out;
 }
 
 int listPasses() {
+  std::vector<std::pair<std::string_view, std::string>> entries;
   for (std::string_view name : passes::registeredPassNames()) {
     auto pass = passes::createPass(name);
+    entries.emplace_back(name, pass ? std::string((*pass)->description()) : std::string());
+  }
+  entries.emplace_back(kFusePass, std::string(kFuseDescription));
+  std::sort(entries.begin(), entries.end());
+  for (const auto &[name, description] : entries) {
     std::cout << name;
-    if (pass)
-      std::cout << "\t" << (*pass)->description();
+    if (!description.empty())
+      std::cout << "\t" << description;
     std::cout << "\n";
   }
   return 0;
@@ -177,6 +228,10 @@ int main(int argc, char **argv) {
       if (options.passes.empty()) {
         std::cerr << "kiln-opt: error: --passes is empty; name at least one pass (see "
                      "--list-passes)\n";
+        return 1;
+      }
+      if (auto fuse = takeFusePass(options); !fuse) {
+        std::cerr << fuse.error().diagnosticStr("kiln-opt");
         return 1;
       }
     } else if (arg == "--print-after-each") {

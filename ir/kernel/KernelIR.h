@@ -1,0 +1,283 @@
+// Kernel IR: the loop-level IR every fusion group is lowered to, and the one
+// input of every backend (host LLVM, NVPTX, CUDA C, the simulator).
+//
+// Expressions are immutable and shared (ExprPtr); statements form a tree. Every
+// expression has an explicit type: a dtype and a lane count (lanes > 1 is a
+// short vector, as a 16-byte load or a SIMD register). Arithmetic is defined
+// on f64, f32, i64, i32, i8 and bool; the narrow floats (f16, bf16, f8) appear
+// only as buffer element types, in Load, Store and Cast, so a backend converts
+// them in registers and computes in f32.
+#pragma once
+
+#include "support/DType.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <string>
+#include <vector>
+
+namespace kiln::kir {
+
+/// A value's type: an element dtype and a vector lane count.
+struct Type {
+  DType dtype = DType::F32;
+  int lanes = 1;
+
+  static Type scalar(DType dtype) { return {dtype, 1}; }
+  static Type index() { return {DType::I64, 1}; }
+  static Type boolean() { return {DType::Bool, 1}; }
+  Type withLanes(int n) const { return {dtype, n}; }
+  bool isVector() const { return lanes > 1; }
+  bool operator==(const Type &) const = default;
+};
+
+/// Where a buffer lives. Global buffers are kernel parameters; the others are
+/// allocated inside the kernel by an Allocate statement.
+enum class MemScope { Global, Local, Shared, Register };
+
+/// A typed, flat array of `size` elements. Identity is the object: two
+/// buffers with the same name are different buffers.
+struct Buffer {
+  std::string name;
+  DType dtype = DType::F32;
+  int64_t size = 0;
+  MemScope scope = MemScope::Global;
+};
+using BufferPtr = std::shared_ptr<const Buffer>;
+
+/// A scalar variable bound by a For or a Let. Identity is the object.
+struct Var {
+  std::string name;
+  Type type = Type::index();
+};
+using VarPtr = std::shared_ptr<const Var>;
+
+// ---- Expressions --------------------------------------------------------------------------------
+
+enum class ExprKind { IntImm, FloatImm, VarRef, Unary, Binary, Select, Cast, Load, Call, Broadcast };
+
+class Expr;
+using ExprPtr = std::shared_ptr<const Expr>;
+
+class Expr {
+public:
+  virtual ~Expr() = default;
+  ExprKind kind() const { return kind_; }
+  const Type &type() const { return type_; }
+
+protected:
+  Expr(ExprKind kind, Type type) : kind_(kind), type_(type) {}
+
+private:
+  ExprKind kind_;
+  Type type_;
+};
+
+/// An integer or bool constant (bool: 0 or 1), broadcast to all lanes.
+class IntImm final : public Expr {
+public:
+  IntImm(int64_t value, Type type) : Expr(ExprKind::IntImm, type), value(value) {}
+  const int64_t value;
+};
+
+/// A floating-point constant, exactly representable in its dtype.
+class FloatImm final : public Expr {
+public:
+  FloatImm(double value, Type type) : Expr(ExprKind::FloatImm, type), value(value) {}
+  const double value;
+};
+
+class VarRef final : public Expr {
+public:
+  explicit VarRef(VarPtr var) : Expr(ExprKind::VarRef, var->type), var(std::move(var)) {}
+  const VarPtr var;
+};
+
+enum class UnaryOp { Neg, Not };
+
+class Unary final : public Expr {
+public:
+  Unary(UnaryOp op, ExprPtr operand)
+      : Expr(ExprKind::Unary, operand->type()), op(op), operand(std::move(operand)) {}
+  const UnaryOp op;
+  const ExprPtr operand;
+};
+
+/// Integer Div and Mod truncate toward zero (C semantics); kernels only divide
+/// non-negative indices. Comparisons give bool; And/Or take bools (or ints, bitwise).
+enum class BinaryOp { Add, Sub, Mul, Div, Mod, Min, Max, Eq, Ne, Lt, Le, Gt, Ge, And, Or };
+
+bool isComparison(BinaryOp op);
+
+class Binary final : public Expr {
+public:
+  Binary(BinaryOp op, ExprPtr lhs, ExprPtr rhs, Type type)
+      : Expr(ExprKind::Binary, type), op(op), lhs(std::move(lhs)), rhs(std::move(rhs)) {}
+  const BinaryOp op;
+  const ExprPtr lhs, rhs;
+};
+
+/// cond ? onTrue : onFalse (lane-wise for vectors). Both arms may be evaluated.
+class Select final : public Expr {
+public:
+  Select(ExprPtr cond, ExprPtr onTrue, ExprPtr onFalse)
+      : Expr(ExprKind::Select, onTrue->type()), cond(std::move(cond)), onTrue(std::move(onTrue)),
+        onFalse(std::move(onFalse)) {}
+  const ExprPtr cond, onTrue, onFalse;
+};
+
+/// A conversion with the graph's cast semantics: floats round to nearest even
+/// (f8 saturating), float to int truncates and saturates with NaN -> 0, int to
+/// int wraps, anything to bool is "!= 0".
+class Cast final : public Expr {
+public:
+  Cast(ExprPtr value, Type type) : Expr(ExprKind::Cast, type), value(std::move(value)) {}
+  const ExprPtr value;
+};
+
+/// Reads `type().lanes` consecutive elements of `buffer` starting at element
+/// `index` (an i64 scalar). With a predicate, a false predicate reads nothing
+/// and yields zero.
+class Load final : public Expr {
+public:
+  Load(BufferPtr buffer, ExprPtr index, int lanes, ExprPtr predicate = nullptr)
+      : Expr(ExprKind::Load, Type{buffer->dtype, lanes}), buffer(std::move(buffer)),
+        index(std::move(index)), predicate(std::move(predicate)) {}
+  const BufferPtr buffer;
+  const ExprPtr index;
+  const ExprPtr predicate; ///< nullptr: always read
+};
+
+/// Math functions on f32/f64 (lane-wise). Fma is a*b+c rounded once. Pow takes
+/// two arguments; the rest take one.
+enum class Intrinsic { Exp, Log, Sqrt, Rsqrt, Tanh, Erf, Sin, Cos, Abs, Floor, Pow, Fma };
+
+std::string_view intrinsicName(Intrinsic fn);
+
+class Call final : public Expr {
+public:
+  Call(Intrinsic fn, std::vector<ExprPtr> args, Type type)
+      : Expr(ExprKind::Call, type), fn(fn), args(std::move(args)) {}
+  const Intrinsic fn;
+  const std::vector<ExprPtr> args;
+};
+
+/// A scalar repeated into `lanes` lanes.
+class Broadcast final : public Expr {
+public:
+  Broadcast(ExprPtr value, int lanes)
+      : Expr(ExprKind::Broadcast, value->type().withLanes(lanes)), value(std::move(value)) {}
+  const ExprPtr value;
+};
+
+// ---- Statements ---------------------------------------------------------------------------------
+
+/// How a loop runs. Serial/Unrolled/Vectorized/Parallel are for the host;
+/// Block*/Thread* bind the loop to the GPU grid and are added by GPU lowering.
+/// Vectorized asks the backend to vectorize a loop whose body is scalar; code
+/// that must be vector uses explicit vector types instead.
+enum class ForKind { Serial, Unrolled, Vectorized, Parallel, BlockX, BlockY, BlockZ, ThreadX, ThreadY, ThreadZ };
+
+std::string_view forKindName(ForKind kind);
+
+enum class StmtKind { Block, For, Let, If, Allocate, Store, Evaluate };
+
+class Stmt;
+using StmtPtr = std::shared_ptr<const Stmt>;
+
+class Stmt {
+public:
+  virtual ~Stmt() = default;
+  StmtKind kind() const { return kind_; }
+
+protected:
+  explicit Stmt(StmtKind kind) : kind_(kind) {}
+
+private:
+  StmtKind kind_;
+};
+
+/// Statements run in order.
+class Block final : public Stmt {
+public:
+  explicit Block(std::vector<StmtPtr> stmts) : Stmt(StmtKind::Block), stmts(std::move(stmts)) {}
+  const std::vector<StmtPtr> stmts;
+};
+
+/// for var in [begin, begin + extent): body. `extent` is evaluated once.
+class For final : public Stmt {
+public:
+  For(VarPtr var, ExprPtr begin, ExprPtr extent, ForKind loopKind, StmtPtr body)
+      : Stmt(StmtKind::For), var(std::move(var)), begin(std::move(begin)),
+        extent(std::move(extent)), loopKind(loopKind), body(std::move(body)) {}
+  const VarPtr var;
+  const ExprPtr begin, extent;
+  const ForKind loopKind;
+  const StmtPtr body;
+};
+
+/// Binds `var` to `value` within `body` (immutable; mutable state lives in buffers).
+class Let final : public Stmt {
+public:
+  Let(VarPtr var, ExprPtr value, StmtPtr body)
+      : Stmt(StmtKind::Let), var(std::move(var)), value(std::move(value)), body(std::move(body)) {}
+  const VarPtr var;
+  const ExprPtr value;
+  const StmtPtr body;
+};
+
+class If final : public Stmt {
+public:
+  If(ExprPtr cond, StmtPtr thenBody, StmtPtr elseBody = nullptr)
+      : Stmt(StmtKind::If), cond(std::move(cond)), thenBody(std::move(thenBody)),
+        elseBody(std::move(elseBody)) {}
+  const ExprPtr cond;
+  const StmtPtr thenBody;
+  const StmtPtr elseBody; ///< may be nullptr
+};
+
+/// Allocates a non-global buffer for the duration of `body` (uninitialized).
+class Allocate final : public Stmt {
+public:
+  Allocate(BufferPtr buffer, StmtPtr body)
+      : Stmt(StmtKind::Allocate), buffer(std::move(buffer)), body(std::move(body)) {}
+  const BufferPtr buffer;
+  const StmtPtr body;
+};
+
+/// Writes `value` (lanes consecutive elements) at element `index`; a false
+/// predicate writes nothing.
+class Store final : public Stmt {
+public:
+  Store(BufferPtr buffer, ExprPtr index, ExprPtr value, ExprPtr predicate = nullptr)
+      : Stmt(StmtKind::Store), buffer(std::move(buffer)), index(std::move(index)),
+        value(std::move(value)), predicate(std::move(predicate)) {}
+  const BufferPtr buffer;
+  const ExprPtr index, value;
+  const ExprPtr predicate; ///< nullptr: always write
+};
+
+/// Evaluates an expression for its effect (reserved for calls with effects).
+class Evaluate final : public Stmt {
+public:
+  explicit Evaluate(ExprPtr value) : Stmt(StmtKind::Evaluate), value(std::move(value)) {}
+  const ExprPtr value;
+};
+
+// ---- Kernels ------------------------------------------------------------------------------------
+
+/// One kernel: global buffer parameters and a body. The calling convention of
+/// every backend passes the parameters' base pointers in this order.
+struct Kernel {
+  std::string name;
+  std::vector<BufferPtr> params;
+  StmtPtr body;
+};
+
+/// Checked downcasts: `as<Load>(expr)` is nullptr when the node is another kind.
+template <typename T> const T *as(const Expr &e) { return dynamic_cast<const T *>(&e); }
+template <typename T> const T *as(const Stmt &s) { return dynamic_cast<const T *>(&s); }
+
+} // namespace kiln::kir

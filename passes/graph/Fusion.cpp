@@ -1,0 +1,350 @@
+// Fusion: partitions a verified graph into groups, each one kernel with one
+// materialized result (rules in docs/passes.md, "Fusion").
+//
+// Two sweeps. The first, in topological order, lets each anchor claim the
+// elementwise epilogue that follows it, so a free op between two anchors goes
+// to the earlier one's epilogue rather than the later one's prologue
+// (conv2d -> add -> relu -> max_pool2d fuses as [conv2d add relu] [max_pool2d]).
+// The second, consumer first, grows every group upward from its root: a node
+// joins the group of its users when they all sit in one group and the group's
+// rules allow it.
+#include "passes/graph/Fusion.h"
+
+#include "passes/graph/FusionRules.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <unordered_map>
+
+namespace kiln::passes {
+
+using namespace fusion;
+
+namespace {
+
+constexpr int kNone = -1;
+
+/// A group under construction: node positions in no particular order.
+struct Draft {
+  int root = kNone;
+  int anchor = kNone;
+  /// Nothing joins a closed group: a large constant, an opaque op.
+  bool closed = false;
+  std::vector<int> members;
+};
+
+class FusionPlanner {
+public:
+  explicit FusionPlanner(const ir::Graph &graph);
+
+  Expected<FusionPlan> plan();
+
+private:
+  const ir::Node &node(int position) const { return *order_[position]; }
+  bool isAnchor(int position) const { return role_[position] == FusionRole::Anchor; }
+  int size() const { return static_cast<int>(order_.size()); }
+
+  Expected<void> rejectComposites() const;
+  void claimEpilogue(int anchor);
+  void assignGroups();
+  bool tryJoin(int position, int group);
+  bool epilogueAllows(int anchor, int group) const;
+  int newDraft(int root);
+  void placeDuplicatedNodes();
+  FusionPlan buildPlan() const;
+
+  const ir::Graph &graph_;
+  std::vector<const ir::Node *> order_;
+  std::unordered_map<const ir::Node *, int> position_;
+  // Indexed by position in order_.
+  std::vector<FusionRole> role_;
+  std::vector<std::vector<int>> users_; ///< Distinct users, in topological order.
+  std::vector<bool> isOutput_;
+  std::vector<int> claimedBy_;  ///< The anchor whose epilogue claims the node.
+  std::vector<bool> forcedRoot_;
+  std::vector<int> groupOf_;
+  std::vector<bool> feedsAnchor_; ///< The node is its group's anchor or computes its operands.
+  std::vector<bool> materialized_; ///< For duplicated nodes: computed once, in their own group.
+  std::vector<Draft> drafts_;
+};
+
+FusionPlanner::FusionPlanner(const ir::Graph &graph) : graph_(graph) {
+  for (const ir::Node *node : graph.topologicalOrder())
+    order_.push_back(node);
+  int n = size();
+  for (int i = 0; i < n; ++i)
+    position_[order_[i]] = i;
+  role_.resize(n);
+  users_.resize(n);
+  isOutput_.assign(n, false);
+  claimedBy_.assign(n, kNone);
+  forcedRoot_.assign(n, false);
+  groupOf_.assign(n, kNone);
+  feedsAnchor_.assign(n, false);
+  materialized_.assign(n, false);
+  for (int i = 0; i < n; ++i) {
+    role_[i] = fusionRole(*order_[i]);
+    for (const ir::Use &use : order_[i]->result()->uses())
+      users_[i].push_back(position_.at(use.user));
+    std::sort(users_[i].begin(), users_[i].end());
+    users_[i].erase(std::unique(users_[i].begin(), users_[i].end()), users_[i].end());
+  }
+  for (const ir::GraphOutput &output : graph.outputs())
+    if (const ir::Node *producer = output.value->definingNode())
+      isOutput_[position_.at(producer)] = true;
+}
+
+Expected<void> FusionPlanner::rejectComposites() const {
+  ValueNames names(graph_);
+  for (int i = 0; i < size(); ++i) {
+    if (role_[i] != FusionRole::Decomposable)
+      continue;
+    const ir::Node &composite = node(i);
+    std::optional<Location> where;
+    if (composite.location().known())
+      where = composite.location();
+    return makeError(ErrorCode::Unsupported,
+                     fmt::format("fusion: {} ({}) has no kernel of its own; decompose it first "
+                                 "(the 'decompose' pass)",
+                                 composite.name(), names(composite.result())),
+                     where);
+  }
+  return {};
+}
+
+// Grows the anchor's epilogue breadth first through elementwise ops of its
+// shape, and keeps the largest stage at which the region has one exit (one
+// node whose value leaves it or is an output): that node becomes a root, and
+// the region's other nodes belong to this anchor's epilogue.
+void FusionPlanner::claimEpilogue(int anchor) {
+  std::vector<int> region = {anchor};
+  std::vector<bool> inRegion(size(), false);
+  inRegion[anchor] = true;
+  size_t bestSize = 1;
+  int bestExit = kNone;
+  while (true) {
+    if (std::any_of(region.begin(), region.end(), [&](int m) { return isOutput_[m]; }))
+      break; // an output is materialized: nothing may follow it inside the group
+    std::vector<int> next;
+    for (int member : region)
+      for (int user : users_[member])
+        if (!inRegion[user])
+          next.push_back(user);
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    if (next.empty())
+      break;
+    bool allowed = std::all_of(next.begin(), next.end(), [&](int user) {
+      return isEpilogueOp(node(user), node(anchor)) && claimedBy_[user] == kNone;
+    });
+    if (!allowed)
+      break;
+    for (int user : next) {
+      region.push_back(user);
+      inRegion[user] = true;
+    }
+    int exits = 0, exit = kNone;
+    for (int member : region) {
+      bool leaves = isOutput_[member] || users_[member].empty() ||
+                    std::any_of(users_[member].begin(), users_[member].end(),
+                                [&](int user) { return !inRegion[user]; });
+      if (leaves) {
+        ++exits;
+        exit = member;
+      }
+    }
+    if (exits == 1) {
+      bestSize = region.size();
+      bestExit = exit;
+    }
+  }
+  if (bestSize == 1)
+    return;
+  for (size_t i = 1; i < bestSize; ++i)
+    claimedBy_[region[i]] = anchor;
+  forcedRoot_[bestExit] = true;
+}
+
+int FusionPlanner::newDraft(int root) {
+  Draft draft;
+  draft.root = root;
+  draft.members = {root};
+  if (isAnchor(root)) {
+    draft.anchor = root;
+    feedsAnchor_[root] = true;
+    draft.closed = anchorKind(node(root)) == GroupKind::Opaque;
+  }
+  draft.closed = draft.closed || role_[root] == FusionRole::Constant;
+  drafts_.push_back(std::move(draft));
+  int id = static_cast<int>(drafts_.size()) - 1;
+  groupOf_[root] = id;
+  return id;
+}
+
+// An anchor joining `group` turns every node of the group that depends on it
+// into its epilogue; those must all be epilogue ops, and none may belong to
+// another anchor's claimed epilogue.
+bool FusionPlanner::epilogueAllows(int anchor, int group) const {
+  std::vector<int> pending(users_[anchor]);
+  std::vector<bool> seen(size(), false);
+  while (!pending.empty()) {
+    int member = pending.back();
+    pending.pop_back();
+    if (seen[member])
+      continue;
+    seen[member] = true;
+    if (!isEpilogueOp(node(member), node(anchor)) ||
+        (claimedBy_[member] != kNone && claimedBy_[member] != anchor))
+      return false;
+    for (int user : users_[member])
+      if (groupOf_[user] == group)
+        pending.push_back(user);
+  }
+  return true;
+}
+
+bool FusionPlanner::tryJoin(int position, int group) {
+  Draft &draft = drafts_[group];
+  if (draft.closed)
+    return false;
+  bool feeds = std::any_of(users_[position].begin(), users_[position].end(),
+                           [&](int user) { return feedsAnchor_[user]; });
+  if (isAnchor(position)) {
+    if (draft.anchor != kNone || anchorKind(node(position)) == GroupKind::Opaque ||
+        !epilogueAllows(position, group))
+      return false;
+    draft.anchor = position;
+    feeds = true;
+  } else if (feeds && draft.anchor != kNone && takesNoPrologue(anchorKind(node(draft.anchor)))) {
+    return false;
+  }
+  feedsAnchor_[position] = feeds;
+  draft.members.push_back(position);
+  groupOf_[position] = group;
+  return true;
+}
+
+void FusionPlanner::assignGroups() {
+  for (int i = size() - 1; i >= 0; --i) {
+    if (role_[i] == FusionRole::Duplicated)
+      continue;
+    const std::vector<int> &users = users_[i];
+    bool mustBeRoot = isOutput_[i] || users.empty() || forcedRoot_[i] ||
+                      role_[i] == FusionRole::Constant;
+    int group = users.empty() ? kNone : groupOf_[users.front()];
+    bool oneGroup = std::all_of(users.begin(), users.end(),
+                                [&](int user) { return groupOf_[user] == group; });
+    if (mustBeRoot || !oneGroup || !tryJoin(i, group))
+      newDraft(i);
+  }
+}
+
+// A duplicated node is recomputed inside each group that reads it, unless a
+// kernel needs it in memory: it is an output, or a contraction or opaque
+// anchor reads it. Then it is computed once and every reader takes it as input.
+void FusionPlanner::placeDuplicatedNodes() {
+  for (int i = 0; i < size(); ++i) {
+    if (role_[i] != FusionRole::Duplicated)
+      continue;
+    bool needsMemory =
+        isOutput_[i] || std::any_of(users_[i].begin(), users_[i].end(), [&](int user) {
+          return isAnchor(user) && takesNoPrologue(anchorKind(node(user)));
+        });
+    if (needsMemory) {
+      materialized_[i] = true;
+      newDraft(i);
+    }
+  }
+  for (Draft &draft : drafts_) {
+    std::vector<int> copies;
+    for (int member : draft.members)
+      for (const ir::Value *operand : node(member).operands()) {
+        const ir::Node *producer = operand->definingNode();
+        if (producer == nullptr)
+          continue;
+        int source = position_.at(producer);
+        if (role_[source] == FusionRole::Duplicated && !materialized_[source])
+          copies.push_back(source);
+      }
+    std::sort(copies.begin(), copies.end());
+    copies.erase(std::unique(copies.begin(), copies.end()), copies.end());
+    draft.members.insert(draft.members.end(), copies.begin(), copies.end());
+  }
+}
+
+GroupKind kindOf(const FusionGroup &group) {
+  if (group.anchor != nullptr)
+    return anchorKind(*group.anchor);
+  if (group.root->kind() == ir::OpKind::Constant)
+    return GroupKind::Constant;
+  if (std::all_of(group.nodes.begin(), group.nodes.end(),
+                  [](const ir::Node *n) { return isAliasOp(*n); }))
+    return GroupKind::Alias;
+  return GroupKind::Pointwise;
+}
+
+FusionPlan FusionPlanner::buildPlan() const {
+  // Every edge between groups runs from a root to a later node, so ordering
+  // groups by root position is a topological order of the group graph.
+  std::vector<const Draft *> sorted;
+  for (const Draft &draft : drafts_)
+    sorted.push_back(&draft);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const Draft *a, const Draft *b) { return a->root < b->root; });
+  FusionPlan plan;
+  for (const Draft *draft : sorted) {
+    FusionGroup group;
+    group.id = static_cast<int>(plan.groups.size());
+    std::vector<int> members = draft->members;
+    std::sort(members.begin(), members.end());
+    for (int member : members)
+      group.nodes.push_back(order_[member]);
+    group.root = order_[draft->root];
+    KILN_CHECK(group.nodes.back() == group.root, "a fusion group's root must come last");
+    group.anchor = draft->anchor == kNone ? nullptr : order_[draft->anchor];
+    group.kind = kindOf(group);
+    for (const ir::Node *member : group.nodes)
+      for (const ir::Value *operand : member->operands()) {
+        const ir::Node *producer = operand->definingNode();
+        bool internal = producer != nullptr && std::binary_search(members.begin(), members.end(),
+                                                                  position_.at(producer));
+        if (!internal && std::find(group.inputs.begin(), group.inputs.end(), operand) ==
+                             group.inputs.end())
+          group.inputs.push_back(operand);
+      }
+    plan.groups.push_back(std::move(group));
+  }
+  return plan;
+}
+
+Expected<FusionPlan> FusionPlanner::plan() {
+  if (order_.size() != graph_.numNodes())
+    return makeError(ErrorCode::VerifyError,
+                     fmt::format("fusion: graph @{} has a cycle; verify it first", graph_.name()));
+  KILN_TRY_VOID(rejectComposites());
+  for (int i = 0; i < size(); ++i)
+    if (isAnchor(i) && anchorKind(node(i)) != GroupKind::Opaque)
+      claimEpilogue(i);
+  assignGroups();
+  placeDuplicatedNodes();
+  return buildPlan();
+}
+
+} // namespace
+
+bool FusionGroup::contains(const ir::Node *node) const {
+  return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
+}
+
+const FusionGroup *FusionPlan::groupOf(const ir::Node *node) const {
+  for (const FusionGroup &group : groups)
+    if (group.contains(node))
+      return &group;
+  return nullptr;
+}
+
+Expected<FusionPlan> planFusion(const ir::Graph &graph) {
+  return FusionPlanner(graph).plan();
+}
+
+} // namespace kiln::passes

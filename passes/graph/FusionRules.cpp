@@ -1,0 +1,100 @@
+// The per-op rules of fusion: roles, anchor kinds, what may follow an anchor,
+// and the printer's value names.
+#include "passes/graph/FusionRules.h"
+
+#include <algorithm>
+
+namespace kiln::passes::fusion {
+
+using ir::OpCategory;
+using ir::OpKind;
+
+FusionRole fusionRole(const ir::Node &node) {
+  switch (node.kind()) {
+  case OpKind::ScaledDotProductAttention:
+    return FusionRole::Decomposable;
+  case OpKind::Iota:
+    return FusionRole::Duplicated;
+  case OpKind::Constant:
+    // One element costs nothing to recompute; more would be a table to bake in.
+    return node.type().numElements() == 1 ? FusionRole::Duplicated : FusionRole::Constant;
+  default:
+    break;
+  }
+  switch (node.info().category) {
+  case OpCategory::Elementwise:
+  case OpCategory::DataMovement:
+    return FusionRole::Free;
+  case OpCategory::Reduction:
+  case OpCategory::Contraction:
+    return FusionRole::Anchor;
+  }
+  KILN_UNREACHABLE("unknown op category");
+}
+
+GroupKind anchorKind(const ir::Node &anchor) {
+  switch (anchor.kind()) {
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMean:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMin:
+  case OpKind::ReduceProd:
+  case OpKind::ArgMax:
+  case OpKind::ArgMin:
+    return GroupKind::Reduction;
+  case OpKind::Softmax:
+  case OpKind::LogSoftmax:
+  case OpKind::LayerNorm:
+    return GroupKind::RowNorm;
+  case OpKind::MaxPool2D:
+  case OpKind::AvgPool2D:
+  case OpKind::GlobalAvgPool:
+    return GroupKind::Pooling;
+  case OpKind::MatMul:
+  case OpKind::Conv2D:
+    return GroupKind::Contraction;
+  default:
+    // A reduction or contraction added to the op table without a kernel
+    // template of its own: run it alone rather than fuse it wrongly.
+    return GroupKind::Opaque;
+  }
+}
+
+bool takesNoPrologue(GroupKind kind) {
+  return kind == GroupKind::Contraction || kind == GroupKind::Opaque;
+}
+
+bool isEpilogueOp(const ir::Node &node, const ir::Node &anchor) {
+  return fusionRole(node) == FusionRole::Free &&
+         node.info().category == OpCategory::Elementwise &&
+         node.type().shape == anchor.type().shape;
+}
+
+bool isAliasOp(const ir::Node &node) {
+  return node.kind() == OpKind::Reshape || node.kind() == OpKind::Squeeze ||
+         node.kind() == OpKind::Unsqueeze;
+}
+
+// Mirrors ValueNames in ir/graph/Printer.cpp: the listing must name values as
+// the printed graph does.
+ValueNames::ValueNames(const ir::Graph &graph) {
+  for (const ir::Value *input : graph.inputs())
+    names_[input] = "%" + input->name();
+  for (const ir::Value *param : graph.params())
+    names_[param] = "%" + param->name();
+  std::vector<ir::Node *> order = graph.topologicalOrder();
+  if (order.size() != graph.numNodes())
+    for (ir::Node *node : graph.nodes())
+      if (std::find(order.begin(), order.end(), node) == order.end())
+        order.push_back(node);
+  size_t next = 0;
+  for (const ir::Node *node : order)
+    names_[node->result()] = "%" + std::to_string(next++);
+}
+
+std::string ValueNames::operator()(const ir::Value *value) const {
+  auto it = names_.find(value);
+  return it == names_.end() ? std::string("%<unknown>") : it->second;
+}
+
+} // namespace kiln::passes::fusion

@@ -1,0 +1,81 @@
+// Schedules: plain data saying how a fusion group becomes a kernel. Each group
+// kind has a heuristic default and an enumerable space (the autotuner searches
+// it); lowering is (group, schedule) -> kernel IR.
+#pragma once
+
+#include "codegen/Target.h"
+#include "passes/graph/Fusion.h"
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace kiln::lower {
+
+/// Elementwise chains, broadcasts and movement: the outer loops (collapsed) run
+/// in parallel, the innermost is vectorized.
+struct PointwiseSchedule {
+  int vectorWidth = 8;          ///< elements per vector iteration of the innermost loop
+  int64_t minParallelWork = 1 << 15; ///< below this many elements the kernel runs serially
+};
+
+/// A transpose-like group (the innermost output axis is strided in the input):
+/// square tiles so both sides stay in cache.
+struct TransposeSchedule {
+  int64_t tile = 32;
+};
+
+/// reduce_*, argmax/argmin: parallel over kept elements, accumulate in
+/// registers; a contiguous inner reduction uses `vectorWidth` partial sums.
+struct ReductionSchedule {
+  int vectorWidth = 8;
+  int64_t minParallelWork = 1 << 15;
+};
+
+/// softmax, log_softmax, layer_norm: one row per iteration of a parallel loop.
+struct RowNormSchedule {
+  int vectorWidth = 8;
+  int64_t minParallelWork = 1 << 15;
+};
+
+struct PoolingSchedule {
+  int vectorWidth = 8;
+  int64_t minParallelWork = 1 << 15;
+};
+
+/// A cache-blocked GEMM (the BLIS loop nest): B packed into kc x nc panels, A
+/// packed into mc x kc blocks, an mr x nr register-tile micro-kernel with
+/// explicit vectors of `vectorWidth` lanes along n.
+struct MatMulSchedule {
+  int64_t mc = 96, nc = 512, kc = 256; ///< cache blocks
+  int64_t mr = 6, nr = 16;             ///< register tile (nr a multiple of vectorWidth)
+  int vectorWidth = 8;
+  bool packA = true, packB = true;
+};
+
+struct Conv2DSchedule {
+  enum class Algorithm { Im2col, Direct };
+  Algorithm algorithm = Algorithm::Im2col;
+  MatMulSchedule gemm;  ///< for Im2col
+  int64_t ocBlock = 16; ///< for Direct: output channels per register tile
+};
+
+/// Kinds with nothing to choose (constants, aliases) use NoSchedule.
+struct NoSchedule {};
+
+using Schedule = std::variant<NoSchedule, PointwiseSchedule, TransposeSchedule, ReductionSchedule,
+                              RowNormSchedule, PoolingSchedule, MatMulSchedule, Conv2DSchedule>;
+
+/// One line, deterministic: "matmul mc=96 nc=512 kc=256 mr=6 nr=16 vw=8 pack=ab".
+std::string scheduleStr(const Schedule &schedule);
+
+/// A good schedule for `group` on `target` without running anything.
+Schedule defaultSchedule(const ir::Graph &graph, const passes::FusionGroup &group,
+                         const codegen::CpuTarget &target);
+
+/// Every legal schedule for `group` on `target` (the default among them).
+std::vector<Schedule> scheduleSpace(const ir::Graph &graph, const passes::FusionGroup &group,
+                                    const codegen::CpuTarget &target);
+
+} // namespace kiln::lower
