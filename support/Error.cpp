@@ -18,6 +18,7 @@ const char *errorCodeName(ErrorCode code) {
   case ErrorCode::NotFound: return "not found";
   case ErrorCode::Unsupported: return "unsupported";
   case ErrorCode::OutOfMemory: return "out of memory";
+  case ErrorCode::CompileError: return "compile error";
   }
   return "error";
 }

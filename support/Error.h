@@ -23,6 +23,7 @@ enum class ErrorCode {
   NotFound,        ///< A name that does not exist.
   Unsupported,     ///< Valid input that kiln does not handle (yet).
   OutOfMemory,     ///< An allocation the machine or device could not satisfy.
+  CompileError,    ///< A backend (LLVM, NVRTC, ptxas) rejected generated code.
 };
 
 const char *errorCodeName(ErrorCode code);

@@ -93,13 +93,15 @@ void checkIndex(const HostTensor &tensor, int64_t index) {
              fmt::format("element {} out of range for {}", index, tensor.typeStr()));
 }
 
-template <typename T> T loadAt(const std::vector<uint8_t> &bytes, int64_t index) {
+using ByteVector = std::vector<uint8_t, AlignedAllocator<uint8_t>>;
+
+template <typename T> T loadAt(const ByteVector &bytes, int64_t index) {
   T value;
   std::memcpy(&value, bytes.data() + index * sizeof(T), sizeof(T));
   return value;
 }
 
-template <typename T> void storeAt(std::vector<uint8_t> &bytes, int64_t index, T value) {
+template <typename T> void storeAt(ByteVector &bytes, int64_t index, T value) {
   std::memcpy(bytes.data() + index * sizeof(T), &value, sizeof(T));
 }
 

@@ -3,6 +3,7 @@
 // random fills. Inputs, weights and results cross every API as HostTensors.
 #pragma once
 
+#include "support/AlignedAllocator.h"
 #include "support/DType.h"
 #include "support/Error.h"
 #include "support/ShapeLimits.h"
@@ -11,6 +12,7 @@
 #include <span>
 #include <string>
 #include <vector>
+#include <map>
 
 namespace kiln {
 
@@ -107,7 +109,11 @@ public:
 private:
   DType dtype_ = DType::F32;
   std::vector<int64_t> shape_;
-  std::vector<uint8_t> bytes_;
+  /// 64-byte aligned, so kernels can read a tensor in place.
+  std::vector<uint8_t, AlignedAllocator<uint8_t>> bytes_;
 };
+
+/// Tensors bound by name: graph inputs and parameters going in, outputs coming out.
+using NamedTensors = std::map<std::string, HostTensor, std::less<>>;
 
 } // namespace kiln

@@ -11,8 +11,7 @@
 
 namespace kiln::ir {
 
-/// Tensors bound by name: graph inputs and parameters going in, outputs coming out.
-using NamedTensors = std::map<std::string, HostTensor, std::less<>>;
+using kiln::NamedTensors;
 
 /// Runs `graph` on `inputsAndParams` (every input and parameter by name, no
 /// other names, each with its declared dtype and shape) and returns each graph

@@ -1,0 +1,203 @@
+// Launch plan construction: buffers, storage, lifetimes and the arena.
+#include "compiler/LaunchPlanBuilder.h"
+
+#include "ir/graph/OpTable.h"
+#include "passes/graph/ArenaPlanner.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace kiln::compiler {
+
+using passes::FusionGroup;
+using passes::GroupKind;
+using runtime::LaunchPlan;
+using runtime::PlanBuffer;
+using runtime::Storage;
+
+HostTensor constantTensor(const ir::Node &node) {
+  const auto &type = node.type();
+  HostTensor tensor(type.dtype, type.shape);
+  const std::vector<double> &values = ir::getFloats(node.attrs(), "value");
+  int64_t count = tensor.numElements();
+  for (int64_t i = 0; i < count; ++i)
+    tensor.setDouble(i, values.size() == 1 ? values[0] : values[static_cast<size_t>(i)]);
+  return tensor;
+}
+
+bool canWriteInPlace(const FusionGroup &group, const ir::Value *input) {
+  if (group.kind != GroupKind::Pointwise)
+    return false;
+  const ir::TensorType &out = group.root->type();
+  if (input->type().shape != out.shape ||
+      dtypeByteSize(input->type().dtype) != dtypeByteSize(out.dtype))
+    return false;
+  for (const ir::Node *node : group.nodes) {
+    if (node->info().category != ir::OpCategory::Elementwise || node->type().shape != out.shape)
+      return false;
+  }
+  return true;
+}
+
+namespace {
+
+class PlanBuilder {
+public:
+  PlanBuilder(const ir::Graph &graph, const passes::FusionPlan &fusion)
+      : graph_(graph), fusion_(fusion) {}
+
+  Expected<LaunchPlan> build(const std::vector<std::optional<lower::LoweredKernel>> &kernels,
+                             const std::function<runtime::CpuKernelFn(std::string_view)> &lookup);
+
+private:
+  int addBuffer(PlanBuffer buffer) {
+    plan_.buffers.push_back(std::move(buffer));
+    lifetimes_.push_back({});
+    return static_cast<int>(plan_.buffers.size()) - 1;
+  }
+  int addValueBuffer(const ir::Value *value, std::string name, Storage storage) {
+    const auto &type = value->type();
+    int id = addBuffer({std::move(name), type.dtype, type.shape,
+                        type.numElements() * dtypeByteSize(type.dtype), storage});
+    bufferOf_[value] = id;
+    return id;
+  }
+  /// The buffer whose bytes an alias chain ends at.
+  int storageRoot(int id) const {
+    while (plan_.buffers[id].storage == Storage::Alias)
+      id = plan_.buffers[id].aliasOf;
+    return id;
+  }
+  void markUse(int id, int step) {
+    int root = storageRoot(id);
+    lifetimes_[root].last = std::max(lifetimes_[root].last, step);
+  }
+
+  const ir::Graph &graph_;
+  const passes::FusionPlan &fusion_;
+  LaunchPlan plan_;
+  std::vector<passes::BufferLifetime> lifetimes_;
+  std::map<const ir::Value *, int> bufferOf_;
+};
+
+Expected<LaunchPlan>
+PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kernels,
+                   const std::function<runtime::CpuKernelFn(std::string_view)> &lookup) {
+  for (const ir::Value *input : graph_.inputs()) {
+    int id = addValueBuffer(input, input->name(), Storage::Input);
+    plan_.buffers[id].binding = static_cast<int>(plan_.inputs.size());
+    plan_.inputs.push_back({input->name(), id});
+  }
+  for (const ir::Value *param : graph_.params()) {
+    int id = addValueBuffer(param, param->name(), Storage::Param);
+    plan_.buffers[id].binding = static_cast<int>(plan_.params.size());
+    plan_.params.push_back({param->name(), id});
+  }
+
+  // Values named by an output are written straight into the result tensor
+  // (the first name; other names of the same value are copies).
+  std::map<const ir::Value *, int> firstOutput;
+  for (size_t i = 0; i < graph_.outputs().size(); ++i)
+    firstOutput.emplace(graph_.outputs()[i].value, static_cast<int>(i));
+
+  std::vector<std::pair<int, int>> inPlaceCandidates; // (output buffer, input buffer)
+  for (size_t g = 0; g < fusion_.groups.size(); ++g) {
+    const FusionGroup &group = fusion_.groups[g];
+    const ir::Value *result = group.root->result();
+    std::string name = fmt::format("g{}_{}", group.id, group.root->name());
+    if (group.kind == GroupKind::Constant) {
+      int id = addValueBuffer(result, name, Storage::Constant);
+      plan_.buffers[id].binding = static_cast<int>(plan_.constants.size());
+      plan_.constants.push_back(constantTensor(*group.root));
+      continue;
+    }
+    if (group.kind == GroupKind::Alias) {
+      KILN_CHECK(group.inputs.size() == 1, "an alias group reads one value");
+      int id = addValueBuffer(result, name, Storage::Alias);
+      plan_.buffers[id].aliasOf = bufferOf_.at(group.inputs[0]);
+      continue;
+    }
+    KILN_CHECK(kernels[g].has_value(), fmt::format("group {} has no kernel", group.id));
+    const lower::LoweredKernel &lowered = *kernels[g];
+    const kir::Kernel &kernel = lowered.kernel;
+    int step = static_cast<int>(plan_.steps.size());
+    runtime::PlanStep launch{kernel.name, lookup(kernel.name), {}};
+    KILN_CHECK(launch.fn != nullptr,
+               fmt::format("kernel {} was not found in the compiled module", kernel.name));
+    for (const ir::Value *input : group.inputs) {
+      int id = bufferOf_.at(input);
+      launch.args.push_back(id);
+      markUse(id, step);
+    }
+    auto output = firstOutput.find(result);
+    bool isOutput = output != firstOutput.end();
+    int out = addValueBuffer(result, name, isOutput ? Storage::Output : Storage::Arena);
+    if (isOutput)
+      plan_.buffers[out].binding = output->second;
+    lifetimes_[out] = {plan_.buffers[out].bytes, step, step, -1};
+    launch.args.push_back(out);
+    if (!isOutput)
+      for (const ir::Value *input : group.inputs)
+        if (canWriteInPlace(group, input))
+          inPlaceCandidates.push_back({out, bufferOf_.at(input)});
+    for (int w = 0; w < lowered.numWorkspaces; ++w) {
+      const kir::BufferPtr &param = kernel.params[lowered.numInputs + 1 + w];
+      int id = addBuffer({fmt::format("{}_ws{}", kernel.name, w), param->dtype,
+                          {param->size}, param->size * dtypeByteSize(param->dtype),
+                          Storage::Arena});
+      lifetimes_[id] = {plan_.buffers[id].bytes, step, step, -1};
+      launch.args.push_back(id);
+    }
+    KILN_CHECK(launch.args.size() == kernel.params.size(),
+               fmt::format("kernel {} takes {} buffers, the plan passes {}", kernel.name,
+                           kernel.params.size(), launch.args.size()));
+    plan_.steps.push_back(std::move(launch));
+  }
+
+  // Outputs: bind each name; a buffer read at the end (an alias's root, copied
+  // out after the last kernel) lives to the end.
+  int end = static_cast<int>(plan_.steps.size());
+  for (const ir::GraphOutput &output : graph_.outputs()) {
+    int id = bufferOf_.at(output.value);
+    plan_.outputs.push_back({output.name, id});
+    markUse(id, end);
+  }
+
+  // Only arena buffers are planned; an in-place pair must end/begin at one step.
+  std::vector<int> arenaIds;
+  std::map<int, int> arenaIndex;
+  for (size_t id = 0; id < plan_.buffers.size(); ++id)
+    if (plan_.buffers[id].storage == Storage::Arena) {
+      arenaIndex[static_cast<int>(id)] = static_cast<int>(arenaIds.size());
+      arenaIds.push_back(static_cast<int>(id));
+    }
+  std::vector<passes::BufferLifetime> arenaLifetimes;
+  for (int id : arenaIds)
+    arenaLifetimes.push_back(lifetimes_[id]);
+  for (auto [out, in] : inPlaceCandidates) {
+    auto inIt = arenaIndex.find(in);
+    if (inIt == arenaIndex.end() || lifetimes_[in].last != lifetimes_[out].first)
+      continue;
+    auto &lifetime = arenaLifetimes[arenaIndex.at(out)];
+    if (lifetime.reuses < 0)
+      lifetime.reuses = inIt->second;
+  }
+  passes::ArenaPlan arena = passes::planArena(arenaLifetimes);
+  for (size_t i = 0; i < arenaIds.size(); ++i)
+    plan_.buffers[arenaIds[i]].arenaOffset = arena.offsets[i];
+  plan_.arenaBytes = arena.arenaBytes;
+  plan_.unplannedBytes = arena.unplannedBytes;
+  return std::move(plan_);
+}
+
+} // namespace
+
+Expected<LaunchPlan>
+buildLaunchPlan(const ir::Graph &graph, const passes::FusionPlan &plan,
+                const std::vector<std::optional<lower::LoweredKernel>> &kernels,
+                const std::function<runtime::CpuKernelFn(std::string_view)> &lookup) {
+  return PlanBuilder(graph, plan).build(kernels, lookup);
+}
+
+} // namespace kiln::compiler

@@ -1,0 +1,32 @@
+// Builds a launch plan from a fused, lowered graph: one buffer per
+// materialized value and workspace, lifetimes, in-place reuse, the arena plan.
+#pragma once
+
+#include "ir/graph/Graph.h"
+#include "passes/graph/Fusion.h"
+#include "passes/lower/Lower.h"
+#include "runtime/LaunchPlan.h"
+
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace kiln::compiler {
+
+/// `kernels[i]` is group i's kernel (nullopt for Alias and Constant groups);
+/// `lookup` finds a compiled kernel's entry point by name.
+Expected<runtime::LaunchPlan>
+buildLaunchPlan(const ir::Graph &graph, const passes::FusionPlan &plan,
+                const std::vector<std::optional<lower::LoweredKernel>> &kernels,
+                const std::function<runtime::CpuKernelFn(std::string_view)> &lookup);
+
+/// The value of a `constant` node as a tensor.
+HostTensor constantTensor(const ir::Node &node);
+
+/// Whether `group`'s kernel may write its output over `input`: every node is
+/// elementwise at the output's shape, so element i is read before it is
+/// written and by the same iteration.
+bool canWriteInPlace(const passes::FusionGroup &group, const ir::Value *input);
+
+} // namespace kiln::compiler

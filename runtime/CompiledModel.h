@@ -1,0 +1,64 @@
+// CompiledModel: a launch plan with its loaded kernels, ready to run. It holds
+// only runtime objects (no graph, no LLVM), and it is safe to run from several
+// threads at once: each concurrent run takes its own arena from a pool.
+#pragma once
+
+#include "runtime/LaunchPlan.h"
+#include "support/Error.h"
+#include "support/HostTensor.h"
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct RunOptions {
+  /// Fill the arena and the output tensors with a NaN bit pattern before the
+  /// kernels run, so an element no kernel writes cannot pass for a result.
+  bool poisonBuffers = false;
+};
+
+/// Memory a model uses, in bytes.
+struct MemoryStats {
+  int64_t arenaBytes = 0;     ///< one run's planned arena (intermediates and workspaces)
+  int64_t unplannedBytes = 0; ///< the same buffers without reuse
+  int64_t constantBytes = 0;  ///< baked-in constants
+};
+
+class CompiledModel {
+public:
+  /// `codeOwner` keeps the kernels' code alive as long as the model.
+  CompiledModel(runtime::LaunchPlan plan, std::shared_ptr<const void> codeOwner);
+  CompiledModel(CompiledModel &&) noexcept;
+  CompiledModel &operator=(CompiledModel &&) noexcept;
+  ~CompiledModel();
+
+  /// Binds parameters by name so later runs need only the inputs. Each tensor
+  /// must name a parameter and match its dtype and shape; the values are copied.
+  Expected<void> bindParams(const NamedTensors &params);
+
+  /// Runs the model. `tensors` holds every graph input and any parameters not
+  /// bound (they override bound ones); a missing, unknown or mistyped name is
+  /// an error naming it. Returns the outputs by name.
+  Expected<NamedTensors> run(const NamedTensors &tensors, const RunOptions &options = {}) const;
+
+  const runtime::LaunchPlan &plan() const { return plan_; }
+  MemoryStats memoryStats() const;
+  /// The kernel launches of one run, in order.
+  size_t numKernels() const { return plan_.steps.size(); }
+
+private:
+  struct Arena;
+  std::unique_ptr<Arena> acquireArena() const;
+  void releaseArena(std::unique_ptr<Arena> arena) const;
+
+  runtime::LaunchPlan plan_;
+  std::shared_ptr<const void> codeOwner_;
+  NamedTensors boundParams_;
+  mutable std::unique_ptr<std::mutex> arenaMutex_;
+  mutable std::vector<std::unique_ptr<Arena>> freeArenas_;
+};
+
+} // namespace kiln

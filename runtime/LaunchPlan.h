@@ -1,0 +1,63 @@
+// The launch plan: everything a compiled model needs at run time and nothing
+// from the compiler — buffers with their storage, kernels in order, constants.
+// It is what an AOT bundle will serialize.
+#pragma once
+
+#include "support/DType.h"
+#include "support/HostTensor.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln::runtime {
+
+/// A CPU kernel: args[i] is the base address of the kernel's i-th buffer.
+using CpuKernelFn = void (*)(void *const *args);
+
+/// Where a buffer's bytes live during a run.
+enum class Storage {
+  Input,    ///< a graph input, read in place from the caller's tensor
+  Param,    ///< a parameter, from run()'s tensors or the ones bound to the model
+  Constant, ///< baked into the model (LaunchPlan::constants)
+  Arena,    ///< an intermediate or workspace at `arenaOffset` in the run's arena
+  Output,   ///< a graph output written by a kernel straight into the result tensor
+  Alias,    ///< the same bytes as buffer `aliasOf` (a reshape)
+};
+
+std::string_view storageName(Storage storage);
+
+struct PlanBuffer {
+  std::string name; ///< the input/param/output name, or a descriptive one
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;
+  Storage storage = Storage::Arena;
+  int64_t arenaOffset = 0; ///< Arena only
+  int binding = -1;        ///< Input/Param/Output: index in inputs/params/outputs; Constant: in constants
+  int aliasOf = -1;        ///< Alias only
+};
+
+/// One kernel call.
+struct PlanStep {
+  std::string kernelName;
+  CpuKernelFn fn = nullptr;
+  std::vector<int> args; ///< buffer ids, in the kernel's parameter order
+};
+
+/// A named input, parameter or output and its buffer.
+struct PlanBinding {
+  std::string name;
+  int buffer = -1;
+};
+
+struct LaunchPlan {
+  std::vector<PlanBuffer> buffers;
+  std::vector<PlanStep> steps;
+  std::vector<PlanBinding> inputs, params, outputs;
+  std::vector<HostTensor> constants;
+  int64_t arenaBytes = 0;       ///< the planned arena
+  int64_t unplannedBytes = 0;   ///< every intermediate and workspace in its own allocation
+};
+
+} // namespace kiln::runtime
