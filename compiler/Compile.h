@@ -33,6 +33,8 @@ struct CompileOptions {
   /// Which forms to print to `dumpStream` (stderr when null).
   unsigned dump = 0;
   std::ostream *dumpStream = nullptr;
+  /// Fill CompileReport::fusedGraphDot with a Graphviz picture of the groups.
+  bool fusedGraphDot = false;
   /// Verify the graph after every graph pass.
   bool verifyEach = true;
   /// Overrides the heuristic schedule of a group (the autotuner's hook);
@@ -48,6 +50,7 @@ struct CompileReport {
   int numGroups = 0;
   int numKernels = 0;
   double graphPassSeconds = 0, loweringSeconds = 0, codegenSeconds = 0, totalSeconds = 0;
+  std::string fusedGraphDot; ///< when CompileOptions::fusedGraphDot
 };
 
 /// Compiles `graph` (left unchanged). Errors name the node, group or kernel at fault.

@@ -84,7 +84,8 @@ Expected<void> takeFusePass(Options &options) {
   }
   if (trimmed(list.substr(lastStart)) == kFusePass) {
     options.fuse = true;
-    options.passes = std::string(list.substr(0, lastComma == std::string_view::npos ? 0 : lastComma));
+    options.passes = lastComma == std::string_view::npos ? std::string()
+                                                         : std::string(list.substr(0, lastComma));
   }
   return {};
 }
@@ -183,7 +184,8 @@ Expected<std::string> processChunk(const Chunk &chunk, const std::string &fileNa
   std::string out = ir::printGraph(*graph);
   if (options.fuse) {
     KILN_TRY(passes::FusionPlan plan, passes::planFusion(*graph));
-    out += "// fusion plan: " + std::to_string(plan.groups.size()) + " groups\n";
+    size_t groups = plan.groups.size();
+    out += "// fusion plan: " + std::to_string(groups) + (groups == 1 ? " group\n" : " groups\n");
     out += passes::printFusionPlan(*graph, plan);
   }
   return out;
@@ -223,6 +225,7 @@ int main(int argc, char **argv) {
       return 0;
     } else if (arg.starts_with("--passes=")) {
       options.passes = std::string(arg.substr(std::string_view("--passes=").size()));
+      options.fuse = false; // a later --passes replaces an earlier one, `fuse` included
       // An empty list is a mistake (a shell variable that expanded to
       // nothing), not a request to run no passes: leave out --passes for that.
       if (options.passes.empty()) {

@@ -12,8 +12,9 @@
 
 #include "passes/graph/FusionRules.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+
+#include <algorithm>
 #include <unordered_map>
 
 namespace kiln::passes {
@@ -60,10 +61,10 @@ private:
   std::vector<FusionRole> role_;
   std::vector<std::vector<int>> users_; ///< Distinct users, in topological order.
   std::vector<bool> isOutput_;
-  std::vector<int> claimedBy_;  ///< The anchor whose epilogue claims the node.
+  std::vector<int> claimedBy_; ///< The anchor whose epilogue claims the node.
   std::vector<bool> forcedRoot_;
   std::vector<int> groupOf_;
-  std::vector<bool> feedsAnchor_; ///< The node is its group's anchor or computes its operands.
+  std::vector<bool> feedsAnchor_;  ///< The node is its group's anchor or computes its operands.
   std::vector<bool> materialized_; ///< For duplicated nodes: computed once, in their own group.
   std::vector<Draft> drafts_;
 };
@@ -71,6 +72,8 @@ private:
 FusionPlanner::FusionPlanner(const ir::Graph &graph) : graph_(graph) {
   for (const ir::Node *node : graph.topologicalOrder())
     order_.push_back(node);
+  if (order_.size() != graph.numNodes())
+    return; // a cycle: plan() reports it before looking at anything else
   int n = size();
   for (int i = 0; i < n; ++i)
     position_[order_[i]] = i;
@@ -229,11 +232,11 @@ void FusionPlanner::assignGroups() {
     if (role_[i] == FusionRole::Duplicated)
       continue;
     const std::vector<int> &users = users_[i];
-    bool mustBeRoot = isOutput_[i] || users.empty() || forcedRoot_[i] ||
-                      role_[i] == FusionRole::Constant;
+    bool mustBeRoot =
+        isOutput_[i] || users.empty() || forcedRoot_[i] || role_[i] == FusionRole::Constant;
     int group = users.empty() ? kNone : groupOf_[users.front()];
-    bool oneGroup = std::all_of(users.begin(), users.end(),
-                                [&](int user) { return groupOf_[user] == group; });
+    bool oneGroup =
+        std::all_of(users.begin(), users.end(), [&](int user) { return groupOf_[user] == group; });
     if (mustBeRoot || !oneGroup || !tryJoin(i, group))
       newDraft(i);
   }
@@ -306,10 +309,10 @@ FusionPlan FusionPlanner::buildPlan() const {
     for (const ir::Node *member : group.nodes)
       for (const ir::Value *operand : member->operands()) {
         const ir::Node *producer = operand->definingNode();
-        bool internal = producer != nullptr && std::binary_search(members.begin(), members.end(),
-                                                                  position_.at(producer));
-        if (!internal && std::find(group.inputs.begin(), group.inputs.end(), operand) ==
-                             group.inputs.end())
+        bool internal = producer != nullptr &&
+                        std::binary_search(members.begin(), members.end(), position_.at(producer));
+        if (!internal &&
+            std::find(group.inputs.begin(), group.inputs.end(), operand) == group.inputs.end())
           group.inputs.push_back(operand);
       }
     plan.groups.push_back(std::move(group));
@@ -343,8 +346,6 @@ const FusionGroup *FusionPlan::groupOf(const ir::Node *node) const {
   return nullptr;
 }
 
-Expected<FusionPlan> planFusion(const ir::Graph &graph) {
-  return FusionPlanner(graph).plan();
-}
+Expected<FusionPlan> planFusion(const ir::Graph &graph) { return FusionPlanner(graph).plan(); }
 
 } // namespace kiln::passes

@@ -55,11 +55,9 @@ std::string printFusionPlan(const ir::Graph &graph, const FusionPlan &plan) {
                        names(group.root->result()));
     if (group.anchor != nullptr)
       out += " anchor=" + names(group.anchor->result());
-    out += " nodes=" +
-           listStr(group.nodes, [&](const ir::Node *n) { return names(n->result()); });
+    out += " nodes=" + listStr(group.nodes, [&](const ir::Node *n) { return names(n->result()); });
     out += " inputs=" + listStr(group.inputs, [&](const ir::Value *v) { return names(v); });
-    out += " ops=" +
-           listStr(group.nodes, [](const ir::Node *n) { return std::string(n->name()); });
+    out += " ops=" + listStr(group.nodes, [](const ir::Node *n) { return std::string(n->name()); });
     out += "\n";
   }
   return out;
@@ -99,14 +97,14 @@ std::string fusionPlanToDot(const ir::Graph &graph, const FusionPlan &plan) {
         style = ", style=filled, fillcolor=lightgrey";
       else if (node == group.root)
         style = ", style=bold";
-      out += fmt::format("    {} [label={}{}];\n", localId(node->result()),
-                         dotQuoted(names(node->result()) + " = " + std::string(node->name())),
-                         style);
+      out +=
+          fmt::format("    {} [label={}{}];\n", localId(node->result()),
+                      dotQuoted(names(node->result()) + " = " + std::string(node->name())), style);
       for (const ir::Value *operand : node->operands()) {
         bool internal =
             operand->definingNode() != nullptr && group.contains(operand->definingNode());
         auto found = shared.find(operand);
-        std::string from = internal ? localId(operand)
+        std::string from = internal                ? localId(operand)
                            : found != shared.end() ? found->second
                                                    : std::string("unknown");
         edges += fmt::format("  {} -> {};\n", from, localId(node->result()));
@@ -118,8 +116,8 @@ std::string fusionPlanToDot(const ir::Graph &graph, const FusionPlan &plan) {
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     const ir::GraphOutput &output = graph.outputs()[i];
     auto found = shared.find(output.value);
-    out += fmt::format("  out{} [shape=ellipse, label={}];\n", i,
-                       dotQuoted("output " + output.name));
+    out +=
+        fmt::format("  out{} [shape=ellipse, label={}];\n", i, dotQuoted("output " + output.name));
     out += fmt::format("  {} -> out{};\n", found != shared.end() ? found->second : "unknown", i);
   }
   out += "}\n";

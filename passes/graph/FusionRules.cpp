@@ -11,23 +11,18 @@ using ir::OpKind;
 
 FusionRole fusionRole(const ir::Node &node) {
   switch (node.kind()) {
-  case OpKind::ScaledDotProductAttention:
-    return FusionRole::Decomposable;
-  case OpKind::Iota:
-    return FusionRole::Duplicated;
+  case OpKind::ScaledDotProductAttention: return FusionRole::Decomposable;
+  case OpKind::Iota: return FusionRole::Duplicated;
   case OpKind::Constant:
     // One element costs nothing to recompute; more would be a table to bake in.
     return node.type().numElements() == 1 ? FusionRole::Duplicated : FusionRole::Constant;
-  default:
-    break;
+  default: break;
   }
   switch (node.info().category) {
   case OpCategory::Elementwise:
-  case OpCategory::DataMovement:
-    return FusionRole::Free;
+  case OpCategory::DataMovement: return FusionRole::Free;
   case OpCategory::Reduction:
-  case OpCategory::Contraction:
-    return FusionRole::Anchor;
+  case OpCategory::Contraction: return FusionRole::Anchor;
   }
   KILN_UNREACHABLE("unknown op category");
 }
@@ -40,19 +35,15 @@ GroupKind anchorKind(const ir::Node &anchor) {
   case OpKind::ReduceMin:
   case OpKind::ReduceProd:
   case OpKind::ArgMax:
-  case OpKind::ArgMin:
-    return GroupKind::Reduction;
+  case OpKind::ArgMin: return GroupKind::Reduction;
   case OpKind::Softmax:
   case OpKind::LogSoftmax:
-  case OpKind::LayerNorm:
-    return GroupKind::RowNorm;
+  case OpKind::LayerNorm: return GroupKind::RowNorm;
   case OpKind::MaxPool2D:
   case OpKind::AvgPool2D:
-  case OpKind::GlobalAvgPool:
-    return GroupKind::Pooling;
+  case OpKind::GlobalAvgPool: return GroupKind::Pooling;
   case OpKind::MatMul:
-  case OpKind::Conv2D:
-    return GroupKind::Contraction;
+  case OpKind::Conv2D: return GroupKind::Contraction;
   default:
     // A reduction or contraction added to the op table without a kernel
     // template of its own: run it alone rather than fuse it wrongly.
@@ -65,8 +56,7 @@ bool takesNoPrologue(GroupKind kind) {
 }
 
 bool isEpilogueOp(const ir::Node &node, const ir::Node &anchor) {
-  return fusionRole(node) == FusionRole::Free &&
-         node.info().category == OpCategory::Elementwise &&
+  return fusionRole(node) == FusionRole::Free && node.info().category == OpCategory::Elementwise &&
          node.type().shape == anchor.type().shape;
 }
 

@@ -39,6 +39,14 @@ private:
   const passes::FusionGroup &group_;
   const BufferMap &buffers_;
   std::map<const ir::Value *, ElementFn> overrides_;
+  /// Elements already built, so a value read twice at one index is one shared
+  /// expression (a DAG the lowerings bind to Lets) rather than two copies.
+  struct MemoEntry {
+    const ir::Value *value;
+    std::vector<kir::ExprPtr> index;
+    kir::ExprPtr element;
+  };
+  std::vector<MemoEntry> memo_;
 };
 
 } // namespace kiln::lower

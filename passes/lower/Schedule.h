@@ -24,6 +24,7 @@ struct PointwiseSchedule {
 /// square tiles so both sides stay in cache.
 struct TransposeSchedule {
   int64_t tile = 32;
+  int64_t minParallelWork = 1 << 15; ///< below this many elements the kernel runs serially
 };
 
 /// reduce_*, argmax/argmin: parallel over kept elements, accumulate in
@@ -48,17 +49,29 @@ struct PoolingSchedule {
 /// packed into mc x kc blocks, an mr x nr register-tile micro-kernel with
 /// explicit vectors of `vectorWidth` lanes along n.
 struct MatMulSchedule {
+  /// How the loop nest uses the thread pool.
+  enum class Parallel {
+    Serial, ///< one thread: small problems, where a fork-join costs more than it saves
+    Outer,  ///< parallel over (batch, nc column panel) tasks, each packing into its own stack buffers
+    Inner,  ///< serial over batch, nc and kc; the B panel is packed in parallel into a shared
+            ///< workspace, then (mc row block x column chunk) tiles run in parallel
+  };
   int64_t mc = 96, nc = 512, kc = 256; ///< cache blocks
   int64_t mr = 6, nr = 16;             ///< register tile (nr a multiple of vectorWidth)
-  int vectorWidth = 8;
-  bool packA = true, packB = true;
+  int vectorWidth = 8;                 ///< lanes of the accumulate dtype per vector
+  bool packA = true, packB = true;     ///< packB must be true: the micro-kernel reads B vectors from a packed panel
+  Parallel parallel = Parallel::Inner;
 };
 
 struct Conv2DSchedule {
+  /// Im2col: implicit GEMM, output channels along M (nchw) or N (nhwc), the input packed as
+  /// im2col panels on the fly. Direct: output channels along the vector (N) axis, output pixels
+  /// along M, the input read in place by the micro-kernel (no A packing): best for few input
+  /// channels, where packing costs as much as the arithmetic.
   enum class Algorithm { Im2col, Direct };
   Algorithm algorithm = Algorithm::Im2col;
-  MatMulSchedule gemm;  ///< for Im2col
-  int64_t ocBlock = 16; ///< for Direct: output channels per register tile
+  MatMulSchedule gemm;  ///< blocking and register tile of either algorithm
+  int64_t ocBlock = 16; ///< for Direct: output channels per register tile (the GEMM's nr; gemm.nr is ignored)
 };
 
 /// Kinds with nothing to choose (constants, aliases) use NoSchedule.

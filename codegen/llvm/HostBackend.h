@@ -1,0 +1,63 @@
+// The host backend: kernel IR -> LLVM IR -> O3 -> machine code for this CPU,
+// loaded with LLVM's ORC JIT. LLVM stays behind this header (no LLVM types).
+//
+// Calling convention of every compiled kernel:
+//   extern "C" void <kernel.name>(void *const *args);
+// args[i] is the base pointer of kernel.params[i]: a dense array of its dtype
+// (bool as one byte 0/1, f16/bf16 as their 16-bit patterns, f8 as bytes).
+// Every pointer must be 64-byte aligned (the executor's buffers and
+// HostTensor are): the generated code assumes it. Parameters may alias (the
+// executor runs elementwise kernels in place), so none is marked noalias.
+// Parallel loops run on kiln::cpu::ThreadPool::global().
+#pragma once
+
+#include "codegen/Target.h"
+#include "ir/kernel/KernelIR.h"
+#include "support/Error.h"
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace kiln::codegen {
+
+/// The signature of a compiled host kernel.
+using HostKernelFn = void (*)(void *const *args);
+
+/// The LLVM IR of one kernel as text, as compiled for `target` (what
+/// `kiln compile --dump=llvm` prints): before optimization, or after the O3
+/// pipeline when `optimized`. Unsupported kernel IR is an error naming the kernel.
+Expected<std::string> emitHostLlvmIr(const kir::Kernel &kernel, const CpuTarget &target,
+                                     bool optimized);
+
+/// JIT-compiled machine code for a set of kernels, and the memory that holds it.
+/// Immutable once built, so lookups may come from any thread.
+class HostModule {
+public:
+  struct Impl;
+  explicit HostModule(std::unique_ptr<Impl> impl);
+  ~HostModule();
+  HostModule(const HostModule &) = delete;
+  HostModule &operator=(const HostModule &) = delete;
+
+  /// The entry point of the kernel named `kernelName` (a HostKernelFn), or
+  /// nullptr when the module has no such kernel.
+  void *lookup(std::string_view kernelName) const;
+
+  /// lookup() cast to the kernel signature.
+  HostKernelFn lookupKernel(std::string_view kernelName) const {
+    return reinterpret_cast<HostKernelFn>(lookup(kernelName));
+  }
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Compiles `kernels` (distinct names) into one LLVM module, optimizes it at
+/// O3 for `target` and JIT-links it in this process. `target` must describe
+/// this machine (normally hostCpuTarget()). Errors name the failing kernel.
+Expected<std::shared_ptr<HostModule>> compileHostModule(std::span<const kir::Kernel> kernels,
+                                                        const CpuTarget &target);
+
+} // namespace kiln::codegen

@@ -1,0 +1,147 @@
+// The host backend's driver: builds the LLVM module for a set of kernels, runs
+// the O3 pipeline for the target CPU, and JIT-links the result with ORC LLJIT
+// (runtime helpers and libm bound as absolute symbols).
+#include "codegen/llvm/HostBackend.h"
+
+#include "codegen/llvm/HostTargetMachine.h"
+#include "codegen/llvm/KernelToLlvm.h"
+
+#include <fmt/format.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/SubtargetFeature.h>
+
+#include <map>
+#include <set>
+
+namespace kiln::codegen {
+
+struct HostModule::Impl {
+  std::unique_ptr<llvm::orc::LLJIT> jit; ///< owns the code and data of every kernel
+  std::map<std::string, void *, std::less<>> entries;
+};
+
+HostModule::HostModule(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HostModule::~HostModule() = default;
+
+void *HostModule::lookup(std::string_view kernelName) const {
+  auto it = impl_->entries.find(kernelName);
+  return it == impl_->entries.end() ? nullptr : it->second;
+}
+
+namespace {
+
+/// The default O3 pipeline with the target's cost model (loop and SLP
+/// vectorization, unrolling), honouring the loops' llvm.loop metadata.
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  tuning.LoopInterleaving = true;
+  tuning.LoopUnrolling = true;
+  llvm::PassBuilder builder(&machine, tuning);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  llvm::ModulePassManager pipeline =
+      builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  pipeline.run(module, modules);
+}
+
+std::string kernelNames(std::span<const kir::Kernel> kernels) {
+  std::vector<std::string> names;
+  for (const auto &kernel : kernels)
+    names.push_back(fmt::format("'{}'", kernel.name));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+Error jitError(std::span<const kir::Kernel> kernels, const std::string &what, llvm::Error error) {
+  return Error(ErrorCode::Unsupported,
+               fmt::format("host backend: {} for kernel(s) {}: {}", what, kernelNames(kernels),
+                           llvm::toString(std::move(error))));
+}
+
+Expected<std::unique_ptr<llvm::orc::LLJIT>> createJit(std::span<const kir::Kernel> kernels,
+                                                      const CpuTarget &target) {
+  llvm::orc::JITTargetMachineBuilder machineBuilder{llvm::Triple(target.triple)};
+  machineBuilder.setCPU(target.cpuName);
+  llvm::SubtargetFeatures features(target.features);
+  machineBuilder.addFeatures(features.getFeatures());
+  machineBuilder.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  machineBuilder.getOptions().AllowFPOpFusion = llvm::FPOpFusion::Strict;
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(machineBuilder)).create();
+  if (!jit)
+    return std::unexpected(jitError(kernels, "cannot start the JIT", jit.takeError()));
+
+  // The runtime's entry points by address: the generated code calls into
+  // this very process, whatever its dynamic symbol table exports.
+  llvm::orc::SymbolMap symbols;
+  for (const host::RuntimeSymbol &symbol : host::hostRuntimeSymbols())
+    symbols[(*jit)->mangleAndIntern(symbol.name)] = llvm::orc::ExecutorSymbolDef(
+        llvm::orc::ExecutorAddr::fromPtr(symbol.address),
+        llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
+  if (auto error = (*jit)->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(symbols))))
+    return std::unexpected(jitError(kernels, "cannot bind runtime symbols", std::move(error)));
+  return std::move(*jit);
+}
+
+} // namespace
+
+Expected<std::string> emitHostLlvmIr(const kir::Kernel &kernel, const CpuTarget &target,
+                                     bool optimized) {
+  KILN_TRY(auto machine, host::createTargetMachine(target));
+  llvm::LLVMContext context;
+  KILN_TRY(auto module, host::buildHostModule(std::span(&kernel, 1), target, *machine, context));
+  if (optimized)
+    optimizeModule(*module, *machine);
+  std::string text;
+  llvm::raw_string_ostream stream(text);
+  module->print(stream, nullptr);
+  stream.flush();
+  return text;
+}
+
+Expected<std::shared_ptr<HostModule>> compileHostModule(std::span<const kir::Kernel> kernels,
+                                                        const CpuTarget &target) {
+  std::set<std::string_view> names;
+  for (const auto &kernel : kernels)
+    if (!names.insert(kernel.name).second)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("host backend: two kernels are named '{}'", kernel.name));
+
+  KILN_TRY(auto machine, host::createTargetMachine(target));
+  auto context = std::make_unique<llvm::LLVMContext>();
+  KILN_TRY(auto module, host::buildHostModule(kernels, target, *machine, *context));
+  optimizeModule(*module, *machine);
+
+  KILN_TRY(auto jit, createJit(kernels, target));
+  if (auto error = jit->addIRModule(
+          llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
+    return std::unexpected(jitError(kernels, "cannot add the module", std::move(error)));
+
+  // Looking every kernel up now compiles and links the module here, so a
+  // failure is reported by compileHostModule rather than at the first run.
+  auto impl = std::make_unique<HostModule::Impl>();
+  for (const auto &kernel : kernels) {
+    auto address = jit->lookup(kernel.name);
+    if (!address)
+      return std::unexpected(
+          jitError(std::span(&kernel, 1), "cannot compile or link", address.takeError()));
+    impl->entries.emplace(kernel.name, address->toPtr<void *>());
+  }
+  impl->jit = std::move(jit);
+  return std::make_shared<HostModule>(std::move(impl));
+}
+
+} // namespace kiln::codegen

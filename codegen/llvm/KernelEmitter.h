@@ -1,0 +1,116 @@
+// Internal to codegen/llvm: the emitter that turns kernel IR into LLVM IR for
+// the host. Its members are split by concern over KernelToLlvm.cpp (functions,
+// types, runtime declarations), KernelStmtToLlvm.cpp (statements and parallel
+// outlining), KernelExprToLlvm.cpp (expressions) and KernelCastToLlvm.cpp (casts).
+#pragma once
+
+#include "codegen/Target.h"
+#include "ir/kernel/KernelIR.h"
+#include "support/Error.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kiln::codegen::host {
+
+/// Emits kernels into one LLVM module; one emitter may emit several kernels.
+class KernelEmitter {
+public:
+  KernelEmitter(llvm::Module &module, const CpuTarget &target);
+
+  /// Defines `void @<kernel.name>(ptr %args)` and the internal functions its
+  /// parallel loops are outlined into.
+  Expected<void> emitKernel(const kir::Kernel &kernel);
+
+private:
+  /// What belongs to the LLVM function being emitted (the kernel, or the
+  /// outlined body of a parallel loop).
+  struct FunctionState {
+    llvm::Function *function = nullptr;
+    llvm::BasicBlock *entry = nullptr; ///< allocas and heap scratch, ahead of all loops
+    std::unordered_map<const kir::Var *, llvm::Value *> vars;
+    std::unordered_map<const kir::Buffer *, llvm::Value *> buffers;
+    std::vector<llvm::Value *> heapScratch; ///< freed before the function returns
+    bool inParallelBody = false;
+  };
+
+  // ---- KernelToLlvm.cpp: functions, types, declarations, errors
+  Error error(ErrorCode code, const std::string &message) const;
+  std::unexpected<Error> fail(ErrorCode code, const std::string &message) const {
+    return std::unexpected(error(code, message));
+  }
+  llvm::Type *registerType(kir::Type type);
+  llvm::Type *registerType(DType dtype) { return registerType(kir::Type::scalar(dtype)); }
+  llvm::Type *memoryType(DType dtype);
+  /// Starts `function`: an entry block for allocas, then a block for code.
+  void beginFunction(llvm::Function *function);
+  /// Frees heap scratch and returns from the current function.
+  void finishFunction();
+  void setFunctionAttributes(llvm::Function &function);
+  /// An external C function, declared once per module with the given return
+  /// and parameter types; small integers are zero-extended (C ABI).
+  llvm::Function *declareRuntimeFunction(const std::string &name, llvm::Type *result,
+                                         std::vector<llvm::Type *> params, bool pure);
+  /// Allocates `bytes` for a Local/Register buffer in the entry block: on the
+  /// stack when small, else on the heap (freed at function exit).
+  llvm::Value *allocateScratch(const kir::Buffer &buffer);
+
+  // ---- KernelStmtToLlvm.cpp
+  Expected<void> emitStmt(const kir::Stmt &stmt);
+  Expected<void> emitFor(const kir::For &loop);
+  /// A plain counted loop binding loop.var to [begin, end); `loopProperties`
+  /// (may be empty) become the back edge's llvm.loop metadata.
+  Expected<void> emitCountedLoop(const kir::For &loop, llvm::Value *begin, llvm::Value *end,
+                                 std::vector<llvm::Metadata *> loopProperties);
+  Expected<void> emitParallelFor(const kir::For &loop);
+  Expected<void> emitLet(const kir::Let &let);
+  Expected<void> emitIf(const kir::If &branch);
+  Expected<void> emitAllocate(const kir::Allocate &allocate);
+  Expected<void> emitStore(const kir::Store &store);
+  std::vector<llvm::Metadata *> vectorizeProperties(const kir::For &loop);
+
+  // ---- KernelExprToLlvm.cpp
+  Expected<llvm::Value *> emitExpr(const kir::Expr &expr);
+  Expected<llvm::Value *> emitConstant(const kir::Expr &expr);
+  Expected<llvm::Value *> emitUnary(const kir::Unary &unary);
+  Expected<llvm::Value *> emitBinary(const kir::Binary &binary);
+  Expected<llvm::Value *> emitFloatBinary(kir::BinaryOp op, llvm::Value *a, llvm::Value *b);
+  Expected<llvm::Value *> emitIntegerBinary(kir::BinaryOp op, const kir::Binary &binary,
+                                            llvm::Value *a, llvm::Value *b);
+  Expected<llvm::Value *> emitLoad(const kir::Load &load);
+  Expected<llvm::Value *> emitCall(const kir::Call &call);
+  /// The address of element `index` of `buffer` in the current function.
+  Expected<llvm::Value *> elementPointer(const kir::Buffer &buffer, const kir::Expr &index);
+  /// The lane mask for a predicated vector access: the predicate, splat when scalar.
+  Expected<llvm::Value *> laneMask(const kir::Expr &predicate, int lanes);
+  /// Register value <-> memory representation (bool is i1 in registers, i8 in memory).
+  llvm::Value *toMemory(llvm::Value *value, kir::Type type);
+  llvm::Value *fromMemory(llvm::Value *value, kir::Type type);
+  /// Calls a scalar function on each lane of `value` (or once, for a scalar).
+  llvm::Value *callPerLane(llvm::Function *function, llvm::Value *value, int lanes);
+
+  // ---- KernelCastToLlvm.cpp
+  Expected<llvm::Value *> emitCast(llvm::Value *value, kir::Type from, kir::Type to);
+  /// Widens a narrow float (f16, bf16, f8) held as its bits to f32: exact.
+  llvm::Value *decodeNarrowFloat(llvm::Value *bits, DType dtype, int lanes);
+  /// Rounds an f32 or f64 value to a narrow float's bits, once, to nearest even.
+  llvm::Value *encodeNarrowFloat(llvm::Value *value, DType from, DType to, int lanes);
+
+  llvm::Module &module_;
+  llvm::LLVMContext &context_;
+  llvm::IRBuilder<> builder_;
+  const CpuTarget &target_;
+  bool nativeHalf_;
+  const kir::Kernel *kernel_ = nullptr;
+  FunctionState fn_;
+  int outlinedBodies_ = 0;
+};
+
+/// True for the dtypes that live only in memory (f16, bf16, f8e4m3, f8e5m2).
+bool isNarrowFloat(DType dtype);
+
+} // namespace kiln::codegen::host

@@ -1,0 +1,45 @@
+// The reference evaluator of kernel IR: runs a kernel on the host, one
+// statement at a time, so lowering can be tested independently of any backend.
+#pragma once
+
+#include "ir/kernel/KernelIR.h"
+#include "support/Error.h"
+#include "support/HostTensor.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace kiln::kir {
+
+/// Limits that turn a runaway kernel into an error instead of a hang.
+struct EvaluateOptions {
+  int64_t maxLoopIterations = int64_t{1} << 30; ///< summed over every loop
+  int64_t maxLocalBytes = int64_t{1} << 30;     ///< one Allocate's storage
+};
+
+/// Runs `kernel` with `params[i]` as the memory of `kernel.params[i]`: each
+/// span must hold exactly size * dtypeByteSize elements' bytes, in the
+/// element encoding of ScalarOps.h (little-endian, f16/bf16/f8 as their bits,
+/// bool as one byte).
+///
+/// Every loop runs serially in order, whatever its kind (parallel, vectorized,
+/// block and thread loops included). Allocate gives zero-filled storage. Each
+/// operation has the meaning stated in ScalarOps.h. A Select evaluates both arms
+/// (a backend may), so an out-of-bounds load in the arm not taken is reported.
+///
+/// Errors (the message starts with "kernel <name>: "): a parameter count or
+/// size mismatch; an out-of-bounds access, naming the buffer, the element, the
+/// buffer's size and, for vectors, the access's first element; integer division
+/// by zero or overflow; an unbound variable or buffer; operand types that do not
+/// fit (IR built without the checked Builder); the limits of `options`. On error
+/// the parameters may be partly written.
+Expected<void> evaluateKernel(const Kernel &kernel, std::span<const std::span<std::byte>> params,
+                              const EvaluateOptions &options = {});
+
+/// The same with HostTensors: tensor i must have kernel.params[i]'s dtype and
+/// its number of elements (any shape).
+Expected<void> evaluateKernel(const Kernel &kernel, std::span<HostTensor> params,
+                              const EvaluateOptions &options = {});
+
+} // namespace kiln::kir

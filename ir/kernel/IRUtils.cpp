@@ -1,0 +1,167 @@
+// Structural equality, variable-use and load queries, and substitution on
+// kernel IR, built on the visitors.
+#include "ir/kernel/IRUtils.h"
+
+#include "ir/kernel/Visitor.h"
+#include "support/Error.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace kiln::kir {
+
+bool exprEqual(const ExprPtr &a, const ExprPtr &b) {
+  if (a == b)
+    return true;
+  if (!a || !b || a->kind() != b->kind() || a->type() != b->type())
+    return false;
+  switch (a->kind()) {
+  case ExprKind::IntImm:
+    return static_cast<const IntImm &>(*a).value == static_cast<const IntImm &>(*b).value;
+  case ExprKind::FloatImm:
+    return std::bit_cast<uint64_t>(static_cast<const FloatImm &>(*a).value) ==
+           std::bit_cast<uint64_t>(static_cast<const FloatImm &>(*b).value);
+  case ExprKind::VarRef:
+    return static_cast<const VarRef &>(*a).var == static_cast<const VarRef &>(*b).var;
+  case ExprKind::Unary: {
+    auto &x = static_cast<const Unary &>(*a);
+    auto &y = static_cast<const Unary &>(*b);
+    return x.op == y.op && exprEqual(x.operand, y.operand);
+  }
+  case ExprKind::Binary: {
+    auto &x = static_cast<const Binary &>(*a);
+    auto &y = static_cast<const Binary &>(*b);
+    return x.op == y.op && exprEqual(x.lhs, y.lhs) && exprEqual(x.rhs, y.rhs);
+  }
+  case ExprKind::Select: {
+    auto &x = static_cast<const Select &>(*a);
+    auto &y = static_cast<const Select &>(*b);
+    return exprEqual(x.cond, y.cond) && exprEqual(x.onTrue, y.onTrue) &&
+           exprEqual(x.onFalse, y.onFalse);
+  }
+  case ExprKind::Cast:
+    return exprEqual(static_cast<const Cast &>(*a).value, static_cast<const Cast &>(*b).value);
+  case ExprKind::Load: {
+    auto &x = static_cast<const Load &>(*a);
+    auto &y = static_cast<const Load &>(*b);
+    return x.buffer == y.buffer && exprEqual(x.index, y.index) &&
+           exprEqual(x.predicate, y.predicate);
+  }
+  case ExprKind::Call: {
+    auto &x = static_cast<const Call &>(*a);
+    auto &y = static_cast<const Call &>(*b);
+    return x.fn == y.fn && std::ranges::equal(x.args, y.args, exprEqual);
+  }
+  case ExprKind::Broadcast:
+    return exprEqual(static_cast<const Broadcast &>(*a).value,
+                     static_cast<const Broadcast &>(*b).value);
+  }
+  KILN_UNREACHABLE("expression kind");
+}
+
+namespace {
+
+class VarUseFinder : public IRVisitor {
+public:
+  explicit VarUseFinder(const Var *var) : var_(var) {}
+  bool found = false;
+
+  void visitVarRef(const VarRef &node) override { found |= node.var.get() == var_; }
+
+private:
+  const Var *var_;
+};
+
+class LoadCollector : public IRVisitor {
+public:
+  std::vector<const Load *> loads;
+  void visitLoad(const Load &node) override {
+    loads.push_back(&node);
+    IRVisitor::visitLoad(node);
+  }
+};
+
+class StoreCollector : public StmtVisitor {
+public:
+  std::vector<const Buffer *> buffers;
+  void visitStore(const Store &node) override {
+    if (std::ranges::find(buffers, node.buffer.get()) == buffers.end())
+      buffers.push_back(node.buffer.get());
+  }
+};
+
+class ExprCallback : public StmtVisitor {
+public:
+  explicit ExprCallback(const std::function<void(const ExprPtr &)> &fn) : fn_(fn) {}
+  void visitExpr(const ExprPtr &expr) override { fn_(expr); }
+
+private:
+  const std::function<void(const ExprPtr &)> &fn_;
+};
+
+class Substituter : public Mutator {
+public:
+  Substituter(const Var *var, ExprPtr replacement)
+      : var_(var), replacement_(std::move(replacement)) {}
+
+  ExprPtr mutateVarRef(const std::shared_ptr<const VarRef> &node) override {
+    return node->var.get() == var_ ? replacement_ : node;
+  }
+
+private:
+  const Var *var_;
+  ExprPtr replacement_;
+};
+
+} // namespace
+
+bool usesVar(const ExprPtr &expr, const Var *var) {
+  VarUseFinder finder(var);
+  finder.ExprVisitor::visit(expr);
+  return finder.found;
+}
+
+bool usesVar(const StmtPtr &stmt, const Var *var) {
+  VarUseFinder finder(var);
+  finder.StmtVisitor::visit(stmt);
+  return finder.found;
+}
+
+bool containsLoad(const ExprPtr &expr) { return !collectLoads(expr).empty(); }
+
+void forEachExpr(const StmtPtr &stmt, const std::function<void(const ExprPtr &)> &fn) {
+  ExprCallback callback(fn);
+  callback.visit(stmt);
+}
+
+std::vector<const Load *> collectLoads(const ExprPtr &expr) {
+  LoadCollector collector;
+  collector.ExprVisitor::visit(expr);
+  return std::move(collector.loads);
+}
+
+std::vector<const Load *> collectLoads(const StmtPtr &stmt) {
+  LoadCollector collector;
+  collector.StmtVisitor::visit(stmt);
+  return std::move(collector.loads);
+}
+
+std::vector<const Buffer *> storedBuffers(const StmtPtr &stmt) {
+  StoreCollector collector;
+  collector.visit(stmt);
+  return std::move(collector.buffers);
+}
+
+ExprPtr substitute(const ExprPtr &expr, const Var *var, const ExprPtr &replacement) {
+  KILN_CHECK(replacement->type() == var->type, "substitute: replacement type differs");
+  Substituter substituter(var, replacement);
+  return substituter.mutate(expr);
+}
+
+StmtPtr substitute(const StmtPtr &stmt, const Var *var, const ExprPtr &replacement) {
+  KILN_CHECK(replacement->type() == var->type, "substitute: replacement type differs");
+  Substituter substituter(var, replacement);
+  return substituter.mutate(stmt);
+}
+
+} // namespace kiln::kir

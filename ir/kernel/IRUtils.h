@@ -1,0 +1,42 @@
+// Small queries and rewrites over kernel IR used by the printer, the passes and
+// the tests: structural equality, variable uses, loads, stored buffers,
+// substitution.
+#pragma once
+
+#include "ir/kernel/KernelIR.h"
+
+#include <functional>
+#include <vector>
+
+namespace kiln::kir {
+
+/// Whether two expressions compute the same thing by structure: same kinds,
+/// types, operators and constants (floats compared bit for bit), and the same
+/// Var and Buffer objects.
+bool exprEqual(const ExprPtr &a, const ExprPtr &b);
+
+/// Whether `expr` (or `stmt`, anywhere inside it) refers to `var`.
+bool usesVar(const ExprPtr &expr, const Var *var);
+bool usesVar(const StmtPtr &stmt, const Var *var);
+
+/// Whether `expr` contains a Load.
+bool containsLoad(const ExprPtr &expr);
+
+/// Calls `fn` on every expression a statement tree holds directly (loop
+/// bounds, let values, conditions, store indices, values and predicates), in
+/// program order. Subexpressions are not visited separately.
+void forEachExpr(const StmtPtr &stmt, const std::function<void(const ExprPtr &)> &fn);
+
+/// Every Load in `expr` / in `stmt`, in program order (repeats kept).
+std::vector<const Load *> collectLoads(const ExprPtr &expr);
+std::vector<const Load *> collectLoads(const StmtPtr &stmt);
+
+/// The buffers `stmt` stores to, each once, in order of first store.
+std::vector<const Buffer *> storedBuffers(const StmtPtr &stmt);
+
+/// `expr` / `stmt` with every reference to `var` replaced by `replacement`
+/// (which must have the variable's type). Untouched subtrees stay shared.
+ExprPtr substitute(const ExprPtr &expr, const Var *var, const ExprPtr &replacement);
+StmtPtr substitute(const StmtPtr &stmt, const Var *var, const ExprPtr &replacement);
+
+} // namespace kiln::kir

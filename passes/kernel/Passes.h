@@ -1,0 +1,37 @@
+// The kernel IR passes (one per file in passes/kernel/) and the straight-line
+// pipeline that runs them on every lowered kernel before codegen.
+#pragma once
+
+#include "ir/kernel/KernelIR.h"
+
+namespace kiln::kir {
+
+/// simplify (Simplify.cpp): constant folding with the evaluator's exact
+/// semantics, algebraic identities on index math (including the div/mod of a
+/// split index, (i * c + j) / c -> i when j is in [0, c) by its loop bounds),
+/// and removal of dead control flow: loops of extent 0, loops of extent 1
+/// (host loops only), constant conditions and predicates, lets of constants
+/// and variables, empty blocks. Runs to a fixed point (at most
+/// kMaxSimplifyRounds rounds). Lowering emits straightforward index math and
+/// relies on this pass to make it short.
+ExprPtr simplifyExpr(const ExprPtr &expr);
+StmtPtr simplifyStmt(const StmtPtr &stmt);
+Kernel simplifyKernel(Kernel kernel);
+
+inline constexpr int kMaxSimplifyRounds = 8;
+
+/// hoist (Hoist.cpp): loop-invariant code motion out of host loops (serial,
+/// unrolled, vectorized, parallel). Moves lets whose value does not depend on
+/// the loop (its variable, variables bound inside it, buffers stored inside
+/// it) to just before the loop, and binds invariant integer subexpressions
+/// that contain a multiply, divide or modulo to new lets there. A let that
+/// could fault (a load, a division by a non-constant) moves only out of a loop
+/// that certainly runs, and only from where it always ran. GPU-bound loops
+/// are left alone: each thread runs their body once.
+StmtPtr hoistLoopInvariants(const StmtPtr &stmt);
+Kernel hoistLoopInvariants(Kernel kernel);
+
+/// The default kernel pipeline: simplify, hoist, simplify.
+Kernel runKernelPasses(Kernel kernel);
+
+} // namespace kiln::kir

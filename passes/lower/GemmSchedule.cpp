@@ -1,0 +1,270 @@
+// GEMM schedule legality, the heuristic default and the tuning space (see GemmSchedule.h).
+#include "passes/lower/GemmSchedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+namespace kiln::lower {
+namespace {
+
+using Parallel = MatMulSchedule::Parallel;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+int64_t roundDown(int64_t a, int64_t b) { return a / b * b; }
+
+/// Below this many multiply-adds a fork-join costs more than the threads save.
+constexpr double kMinParallelWork = 1 << 17;
+/// The largest register tile the lowering unrolls (vectors).
+constexpr int64_t kMaxTileVectors = 64;
+/// Stack buffers the default stays under (the legal limit is kMaxStackBufferBytes).
+constexpr int64_t kDefaultStackBytes = 192 * 1024;
+
+bool isPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+Expected<void> scheduleError(std::string message) {
+  return makeError(ErrorCode::InvalidArgument, "matmul schedule: " + std::move(message));
+}
+
+/// A register tile and its score for one problem.
+struct RegisterTile {
+  int64_t mr, vectors;
+  double score;
+};
+
+/// Register tiles that fit the register file: mr*nv accumulators, nv B vectors, one
+/// broadcast A value and, for integers (no fused multiply-add), one product temporary.
+std::vector<RegisterTile> rankRegisterTiles(const GemmShape &shape, int vw, int registers) {
+  bool isFloat = isFloatingPoint(shape.accumulate);
+  std::vector<RegisterTile> tiles;
+  for (int64_t nv = 1; nv <= 4; ++nv)
+    for (int64_t mr = 1; mr <= 16; ++mr) {
+      if (mr * nv + nv + 1 + (isFloat ? 0 : 1) > registers)
+        continue;
+      int64_t nr = nv * vw;
+      double m = std::max<int64_t>(shape.m, 1), n = std::max<int64_t>(shape.n, 1);
+      // The fraction of the padded tiles' arithmetic that lands in the output.
+      double useful = m * n / (double(roundUp(int64_t(m), mr)) * double(roundUp(int64_t(n), nr)));
+      // Multiply-adds per load (mr broadcasts + nv vector loads per k step), saturating once
+      // the loads stop being the bottleneck; and enough independent accumulators to cover
+      // the latency of two fused multiply-add pipes.
+      double intensity = std::min(double(mr * nv) / double(mr + nv), 2.4) / 2.4;
+      double latency = std::min(double(mr * nv) / 8.0, 1.0);
+      tiles.push_back({mr, nv, useful * intensity * latency});
+    }
+  // Ties go to the larger tile, then to the wider one (fewer strips, longer vector runs).
+  std::stable_sort(tiles.begin(), tiles.end(), [](const RegisterTile &a, const RegisterTile &b) {
+    if (a.score != b.score)
+      return a.score > b.score;
+    if (a.mr * a.vectors != b.mr * b.vectors)
+      return a.mr * a.vectors > b.mr * b.vectors;
+    return a.vectors > b.vectors;
+  });
+  return tiles;
+}
+
+/// kc so a kc x nr strip of packed B stays in L1 with room for the A strip, split evenly
+/// over K so that no block is a sliver.
+int64_t chooseKc(const GemmShape &shape, int64_t nr, int64_t bytes,
+                 const codegen::CpuTarget &target) {
+  int64_t kcTarget = std::clamp<int64_t>(target.l1dBytes * 3 / 4 / (nr * bytes), 64, 512);
+  if (shape.k <= 0)
+    return 1;
+  int64_t blocks = std::max<int64_t>(1, std::llround(double(shape.k) / double(kcTarget)));
+  return ceilDiv(shape.k, blocks);
+}
+
+/// Tasks a parallel loop over the problem should offer: every core, unless the work per task
+/// would be too small to pay for the dispatch.
+int64_t wantedTasks(const GemmShape &shape, int cores) {
+  double perTask = kMinParallelWork / 4;
+  return std::clamp<int64_t>(int64_t(shape.work() / perTask), 1, cores);
+}
+
+MatMulSchedule withTile(const GemmShape &shape, const codegen::CpuTarget &target, int64_t mr,
+                        int64_t vectors, Parallel parallel) {
+  MatMulSchedule s;
+  int vw = accumulateLanes(shape.accumulate, target);
+  int64_t bytes = dtypeByteSize(shape.accumulate);
+  s.vectorWidth = vw;
+  s.mr = mr;
+  s.nr = vectors * vw;
+  s.kc = chooseKc(shape, s.nr, bytes, target);
+  s.packA = true;
+  s.packB = true;
+  s.parallel = parallel;
+  int64_t mPadded = roundUp(std::max<int64_t>(shape.m, 1), s.mr);
+  int64_t nPadded = roundUp(std::max<int64_t>(shape.n, 1), s.nr);
+  // The packed A block lives in L2 (and on the stack of each task).
+  int64_t mcCap = std::min(target.l2Bytes / 2, kDefaultStackBytes) / (s.kc * bytes);
+  s.mc = std::clamp(roundDown(mcCap, s.mr), s.mr, mPadded);
+  if (parallel == Parallel::Outer) {
+    // Each task packs its own B panel on its stack and keeps it in L2.
+    int64_t ncCap = std::min(target.l2Bytes / 2, kDefaultStackBytes) / (s.kc * bytes);
+    s.nc = std::clamp(roundDown(ncCap, s.nr), s.nr, nPadded);
+  } else {
+    // One shared B panel in L3.
+    int64_t ncCap = target.l3Bytes / 2 / (s.kc * bytes);
+    s.nc = std::clamp(roundDown(ncCap, s.nr), s.nr, nPadded);
+  }
+  if (parallel == Parallel::Inner) {
+    // Enough row blocks x column chunks for every core.
+    int64_t strips = s.nc / s.nr;
+    int64_t tasks = wantedTasks(shape, target.cores);
+    int64_t rowBlocks = ceilDiv(tasks, strips);
+    if (ceilDiv(shape.m, s.mc) < rowBlocks)
+      s.mc = std::max(s.mr, roundUp(ceilDiv(shape.m, rowBlocks), s.mr));
+  }
+  return s;
+}
+
+Parallel chooseParallel(const GemmShape &shape, const codegen::CpuTarget &target,
+                        const MatMulSchedule &outer) {
+  if (target.cores <= 1 || shape.work() < kMinParallelWork)
+    return Parallel::Serial;
+  int64_t outerTasks = shape.batch * ceilDiv(std::max<int64_t>(shape.n, 1), outer.nc);
+  // Per-task packing wins when it gives every core at least one task of its own and the
+  // tasks divide evenly enough (at most a quarter of a round idle).
+  if (outerTasks >= target.cores) {
+    int64_t rounds = ceilDiv(outerTasks, target.cores);
+    if (double(outerTasks) / double(rounds * target.cores) >= 0.75)
+      return Parallel::Outer;
+  }
+  return Parallel::Inner;
+}
+
+auto scheduleKey(const MatMulSchedule &s) {
+  return std::tuple(s.mc, s.nc, s.kc, s.mr, s.nr, s.vectorWidth, s.packA, s.packB,
+                    static_cast<int>(s.parallel));
+}
+
+} // namespace
+
+int vectorRegisters(const codegen::CpuTarget &target) { return target.vectorBits >= 512 ? 32 : 16; }
+
+int accumulateLanes(DType accumulate, const codegen::CpuTarget &target) {
+  return std::max(1, target.vectorBits / (8 * dtypeByteSize(accumulate)));
+}
+
+MatMulSchedule clampGemmSchedule(const MatMulSchedule &schedule, const GemmShape &shape) {
+  MatMulSchedule s = schedule;
+  if (s.mr >= 1 && s.mc >= s.mr)
+    s.mc = std::min(s.mc, roundUp(std::max<int64_t>(shape.m, 1), s.mr));
+  if (s.nr >= 1 && s.nc >= s.nr)
+    s.nc = std::min(s.nc, roundUp(std::max<int64_t>(shape.n, 1), s.nr));
+  if (s.kc >= 1)
+    s.kc = std::min(s.kc, std::max<int64_t>(shape.k, 1));
+  return s;
+}
+
+Expected<void> checkGemmSchedule(const MatMulSchedule &schedule, const GemmShape &shape) {
+  const MatMulSchedule &s = schedule;
+  if (!isPowerOfTwo(s.vectorWidth) || s.vectorWidth > 64)
+    return scheduleError(
+        fmt::format("vectorWidth = {} must be a power of two up to 64", s.vectorWidth));
+  if (s.nr < s.vectorWidth || s.nr % s.vectorWidth != 0)
+    return scheduleError(fmt::format("nr = {} must be a positive multiple of vectorWidth = {}",
+                                     s.nr, s.vectorWidth));
+  if (s.mr < 1)
+    return scheduleError(fmt::format("mr = {} must be at least 1", s.mr));
+  if (s.mr * (s.nr / s.vectorWidth) > kMaxTileVectors)
+    return scheduleError(fmt::format("the {}x{} register tile needs {} vectors, at most {}", s.mr,
+                                     s.nr, s.mr * (s.nr / s.vectorWidth), kMaxTileVectors));
+  if (s.mc < s.mr || s.mc % s.mr != 0)
+    return scheduleError(fmt::format("mc = {} must be a positive multiple of mr = {}", s.mc, s.mr));
+  if (s.nc < s.nr || s.nc % s.nr != 0)
+    return scheduleError(fmt::format("nc = {} must be a positive multiple of nr = {}", s.nc, s.nr));
+  if (s.kc < 1)
+    return scheduleError(fmt::format("kc = {} must be at least 1", s.kc));
+  if (!s.packB)
+    return scheduleError("packB = false is not supported: the micro-kernel reads B vectors from "
+                         "a packed panel");
+  MatMulSchedule c = clampGemmSchedule(s, shape);
+  int64_t bytes = dtypeByteSize(shape.accumulate);
+  if (c.packA && c.mc * c.kc * bytes > kMaxStackBufferBytes)
+    return scheduleError(fmt::format("the packed A block mc x kc = {} x {} takes {} bytes of "
+                                     "stack, at most {}",
+                                     c.mc, c.kc, c.mc * c.kc * bytes, kMaxStackBufferBytes));
+  if (c.parallel == Parallel::Outer && c.nc * c.kc * bytes > kMaxStackBufferBytes)
+    return scheduleError(fmt::format("parallel = outer packs a kc x nc = {} x {} B panel per task: "
+                                     "{} bytes of stack, at most {}",
+                                     c.kc, c.nc, c.kc * c.nc * bytes, kMaxStackBufferBytes));
+  return {};
+}
+
+int64_t innerColumnChunks(int64_t numRowBlocks, int64_t stripsPerPanel, int cores) {
+  if (cores <= 1 || stripsPerPanel <= 1)
+    return 1;
+  // Time in units of the whole job: rounds of equal tasks, plus the A block each extra chunk
+  // packs again (about 1% of a task's work).
+  int64_t best = 1;
+  double bestTime = 1e300;
+  for (int64_t chunks = 1; chunks <= stripsPerPanel; ++chunks) {
+    int64_t tasks = numRowBlocks * chunks;
+    double time = double(ceilDiv(tasks, cores)) / double(tasks) + 0.01 * double(chunks) / cores;
+    if (time < bestTime - 1e-12) {
+      bestTime = time;
+      best = chunks;
+    }
+  }
+  return best;
+}
+
+MatMulSchedule defaultGemmSchedule(const GemmShape &shape, const codegen::CpuTarget &target) {
+  int vw = accumulateLanes(shape.accumulate, target);
+  RegisterTile tile = rankRegisterTiles(shape, vw, vectorRegisters(target)).front();
+  MatMulSchedule outer = withTile(shape, target, tile.mr, tile.vectors, Parallel::Outer);
+  Parallel parallel = chooseParallel(shape, target, outer);
+  if (parallel == Parallel::Outer)
+    return outer;
+  return withTile(shape, target, tile.mr, tile.vectors, parallel);
+}
+
+std::vector<MatMulSchedule> gemmScheduleSpace(const GemmShape &shape,
+                                              const codegen::CpuTarget &target,
+                                              bool allowUnpackedA) {
+  std::vector<MatMulSchedule> space;
+  auto addIfNew = [&](MatMulSchedule s) {
+    if (!checkGemmSchedule(s, shape))
+      return;
+    s = clampGemmSchedule(s, shape);
+    for (const MatMulSchedule &existing : space)
+      if (scheduleKey(existing) == scheduleKey(s))
+        return;
+    space.push_back(s);
+  };
+  MatMulSchedule base = clampGemmSchedule(defaultGemmSchedule(shape, target), shape);
+  addIfNew(base);
+  // Register tiles: the best few for this shape, each with every parallel mode.
+  int vw = accumulateLanes(shape.accumulate, target);
+  std::vector<RegisterTile> tiles = rankRegisterTiles(shape, vw, vectorRegisters(target));
+  for (size_t t = 0; t < std::min<size_t>(tiles.size(), 4); ++t)
+    for (Parallel parallel : {Parallel::Inner, Parallel::Outer, Parallel::Serial})
+      addIfNew(withTile(shape, target, tiles[t].mr, tiles[t].vectors, parallel));
+  // Cache blocks around the default.
+  for (int64_t factor : {2, 4}) {
+    MatMulSchedule s = base;
+    s.kc = std::max<int64_t>(1, base.kc / factor);
+    addIfNew(s);
+    s = base;
+    s.kc = base.kc * factor;
+    addIfNew(s);
+    s = base;
+    s.mc = std::max(base.mr, roundDown(base.mc / factor, base.mr));
+    addIfNew(s);
+    s = base;
+    s.nc = std::max(base.nr, roundDown(base.nc / factor, base.nr));
+    addIfNew(s);
+  }
+  if (allowUnpackedA) {
+    MatMulSchedule s = base;
+    s.packA = false;
+    addIfNew(s);
+  }
+  return space;
+}
+
+} // namespace kiln::lower

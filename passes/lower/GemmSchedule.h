@@ -1,0 +1,59 @@
+// GEMM schedules: which MatMulSchedules are legal for a problem, the heuristic default, and
+// the space the autotuner searches. Shared by matmul and conv2d (both lower through the GEMM
+// template).
+#pragma once
+
+#include "codegen/Target.h"
+#include "passes/lower/Schedule.h"
+#include "support/DType.h"
+#include "support/Error.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln::lower {
+
+/// The sizes of a batched GEMM, all that schedule choice looks at.
+struct GemmShape {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  DType accumulate = DType::F32;
+
+  /// Multiply-adds of the whole problem.
+  double work() const { return double(batch) * double(m) * double(n) * double(k); }
+};
+
+/// The largest stack buffer (packed A block, or the B panel of a per-task pack) a schedule may
+/// ask for: the buffers become allocas of the outlined parallel function.
+inline constexpr int64_t kMaxStackBufferBytes = 256 * 1024;
+
+/// SIMD registers of the target's vector ISA (32 with AVX-512, else 16).
+int vectorRegisters(const codegen::CpuTarget &target);
+
+/// Lanes of `accumulate` in one target vector register.
+int accumulateLanes(DType accumulate, const codegen::CpuTarget &target);
+
+/// Whether `schedule` is legal for `shape` (block sizes are clamped to the problem first, so a
+/// block larger than the problem is fine). The error names the field and what it must be.
+Expected<void> checkGemmSchedule(const MatMulSchedule &schedule, const GemmShape &shape);
+
+/// A good schedule without running anything: a register tile that fills the vector registers
+/// and wastes little at the edges, kc so a kc x nr B strip stays in L1, mc so the packed A
+/// block stays in L2, nc so the B panel stays in L3 (or in L2 and the stack for per-task
+/// packing), and the parallel mode that gives every core work.
+MatMulSchedule defaultGemmSchedule(const GemmShape &shape, const codegen::CpuTarget &target);
+
+/// Legal variants around the default: register tiles, kc/mc/nc, A packing (when
+/// `allowUnpackedA`; B is always packed), parallel modes. The default comes first; no
+/// duplicates after clamping to the problem.
+std::vector<MatMulSchedule> gemmScheduleSpace(const GemmShape &shape,
+                                              const codegen::CpuTarget &target,
+                                              bool allowUnpackedA);
+
+/// `schedule` with its blocks clamped to the problem (what the lowering actually uses).
+MatMulSchedule clampGemmSchedule(const MatMulSchedule &schedule, const GemmShape &shape);
+
+/// How many column chunks each nc panel is split into in Parallel::Inner mode, so that
+/// numRowBlocks * chunks tasks keep `cores` threads evenly busy.
+int64_t innerColumnChunks(int64_t numRowBlocks, int64_t stripsPerPanel, int cores);
+
+} // namespace kiln::lower

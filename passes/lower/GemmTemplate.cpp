@@ -1,0 +1,491 @@
+// The GEMM template: the BLIS loop nest in kernel IR (see GemmTemplate.h and docs/lowering.md,
+// "Contraction").
+//
+//   for jc by nc:                         B panel: kc x nc, nr-wide strips, zero-padded
+//     for pc by kc:  pack B panel
+//       for ic by mc:  pack A block       A block: mc x kc, mr-row strips, zero-padded
+//         for jr by nr, ir by mr:  micro-kernel (mr x nr accumulators in vector registers)
+//
+// Edges: panels are padded to whole strips, so the micro-kernel always runs a full tile and
+// only its write-out is bounded.
+#include "passes/lower/GemmTemplate.h"
+
+#include "ir/kernel/Builder.h"
+#include "passes/lower/GemmSchedule.h"
+
+#include <fmt/format.h>
+
+namespace kiln::lower {
+namespace {
+
+using namespace kir;
+using Parallel = MatMulSchedule::Parallel;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+ExprPtr ceilDiv(ExprPtr a, int64_t b) { return div(add(std::move(a), index(b - 1)), index(b)); }
+
+/// Binds `value` to a new variable for `body`, or passes a constant straight through so
+/// index math keeps folding.
+Expected<StmtPtr> bindOrError(const std::string &name, ExprPtr value,
+                              const std::function<Expected<StmtPtr>(ExprPtr)> &body) {
+  if (constIntValue(value))
+    return body(value);
+  VarPtr var = makeVar(name, value->type());
+  KILN_TRY(StmtPtr inner, body(kir::ref(var)));
+  return let(var, value, inner);
+}
+
+StmtPtr loop(const VarPtr &var, ExprPtr begin, ExprPtr extent, ForKind kind, StmtPtr body) {
+  return forLoop(var, std::move(begin), std::move(extent), kind, std::move(body));
+}
+
+class GemmBuilder {
+public:
+  GemmBuilder(const GemmProblem &problem, const MatMulSchedule &schedule,
+              const codegen::CpuTarget &target)
+      : p_(problem), target_(target) {
+    GemmShape shape{problem.batch, problem.m, problem.n, problem.k, problem.accumulate};
+    s_ = clampGemmSchedule(schedule, shape);
+    mr_ = s_.mr;
+    nr_ = s_.nr;
+    vw_ = s_.vectorWidth;
+    nv_ = nr_ / vw_;
+    mc_ = s_.mc;
+    nc_ = s_.nc;
+    kc_ = s_.kc;
+    numIc_ = ceilDiv(p_.m, mc_);
+    numJc_ = ceilDiv(p_.n, nc_);
+    numPc_ = p_.k == 0 ? 0 : ceilDiv(p_.k, kc_);
+    accType_ = Type::scalar(p_.accumulate);
+    vecType_ = Type{p_.accumulate, static_cast<int>(vw_)};
+    isFloat_ = isFloatingPoint(p_.accumulate);
+  }
+
+  Expected<GemmLowering> build();
+
+private:
+  std::string name(std::string_view suffix) const { return fmt::format("{}_{}", p_.name, suffix); }
+  ExprPtr zero() const { return constant(0.0, accType_); }
+
+  ExprPtr blockExtent(const ExprPtr &start, int64_t block, int64_t total) const {
+    if (total % block == 0)
+      return index(block);
+    return min(index(block), sub(index(total), start));
+  }
+
+  // ---- element reads, guarded at the padded edges
+  ExprPtr elementA(const ExprPtr &b, const ExprPtr &i, const ExprPtr &k) const;
+  ExprPtr elementB(const ExprPtr &b, const ExprPtr &k, const ExprPtr &j) const;
+
+  StmtPtr packB(const ExprPtr &b, const ExprPtr &jc, const ExprPtr &ncCur, const ExprPtr &pc,
+                const ExprPtr &kcCur, ForKind stripKind) const;
+  StmtPtr packA(const ExprPtr &b, const ExprPtr &ic, const ExprPtr &mcCur, const ExprPtr &pc,
+                const ExprPtr &kcCur) const;
+  StmtPtr microKernel(const ExprPtr &b, const ExprPtr &i0, const ExprPtr &aStrip,
+                      const ExprPtr &bStrip, const ExprPtr &pc, const ExprPtr &kcCur) const;
+  Expected<StmtPtr> writeOut(const ExprPtr &b, const ExprPtr &i0, const ExprPtr &j0,
+                             const ExprPtr &pcIdx) const;
+  StmtPtr vectorWriteOut(const BufferPtr &dest, const GemmOffsetFn &offset, const ExprPtr &b,
+                         const ExprPtr &i0, const ExprPtr &j0, const ExprPtr &pcIdx) const;
+  Expected<StmtPtr> tileWriteOut(const ExprPtr &b, const ExprPtr &i0, const ExprPtr &j0,
+                                 const ExprPtr &pcIdx, bool full, bool final) const;
+  Expected<StmtPtr> computeBlock(const ExprPtr &b, const ExprPtr &ic, const ExprPtr &mcCur,
+                                 const ExprPtr &jc, const ExprPtr &stripBegin,
+                                 const ExprPtr &stripCount, const ExprPtr &pcIdx,
+                                 const ExprPtr &pc, const ExprPtr &kcCur) const;
+  Expected<StmtPtr> rowBlocks(const ExprPtr &b, const ExprPtr &jc, const ExprPtr &pcIdx, const ExprPtr &pc, const ExprPtr &kcCur,
+                              const ExprPtr &icIdxFirst, int64_t icCount, const ExprPtr &stripBegin,
+                              const ExprPtr &stripCount) const;
+  Expected<StmtPtr> outerNest(ForKind kind);
+  Expected<StmtPtr> innerNest(bool parallel);
+  Expected<StmtPtr> emptyK() const;
+  StmtPtr withTaskBuffers(StmtPtr body) const;
+
+  const GemmProblem &p_;
+  const codegen::CpuTarget &target_;
+  MatMulSchedule s_;
+  int64_t mr_, nr_, vw_, nv_, mc_, nc_, kc_;
+  int64_t numIc_, numJc_, numPc_;
+  Type accType_, vecType_;
+  bool isFloat_ = true;
+
+  BufferPtr bPanel_, aBlock_, tile_, acc_;
+  /// Where partial sums over K blocks live between blocks (nullptr with a single block).
+  BufferPtr partial_;
+  GemmOffsetFn partialOffset_;
+  std::vector<BufferPtr> workspaces_;
+};
+
+ExprPtr GemmBuilder::elementA(const ExprPtr &b, const ExprPtr &i, const ExprPtr &k) const {
+  if (p_.m % mr_ == 0) {
+    std::vector<ExprPtr> idx{b, i, k};
+    return cast(p_.a(idx), accType_);
+  }
+  std::vector<ExprPtr> idx{b, min(i, index(p_.m - 1)), k};
+  return select(lt(i, index(p_.m)), cast(p_.a(idx), accType_), zero());
+}
+
+ExprPtr GemmBuilder::elementB(const ExprPtr &b, const ExprPtr &k, const ExprPtr &j) const {
+  if (p_.n % nr_ == 0) {
+    std::vector<ExprPtr> idx{b, k, j};
+    return cast(p_.b(idx), accType_);
+  }
+  std::vector<ExprPtr> idx{b, k, min(j, index(p_.n - 1))};
+  return select(lt(j, index(p_.n)), cast(p_.b(idx), accType_), zero());
+}
+
+// Bp[s][k][c] = B(b, pc + k, jc + s*nr + c): each nr-wide strip is contiguous per k, which
+// is the order the micro-kernel reads it in.
+StmtPtr GemmBuilder::packB(const ExprPtr &b, const ExprPtr &jc, const ExprPtr &ncCur,
+                           const ExprPtr &pc, const ExprPtr &kcCur, ForKind stripKind) const {
+  VarPtr s = makeVar(name("pb_s")), k = makeVar(name("pb_k")), c = makeVar(name("pb_c"));
+  ExprPtr j = add(add(jc, mul(kir::ref(s), index(nr_))), kir::ref(c));
+  ExprPtr dest = add(add(mul(kir::ref(s), index(kc_ * nr_)), mul(kir::ref(k), index(nr_))), kir::ref(c));
+  StmtPtr body = store(bPanel_, dest, elementB(b, add(pc, kir::ref(k)), j));
+  StmtPtr inner = p_.bContiguousInK
+                      ? forRange(c, nr_, ForKind::Serial,
+                                 loop(k, index(0), kcCur, ForKind::Vectorized, body))
+                      : loop(k, index(0), kcCur, ForKind::Serial,
+                             forRange(c, nr_, ForKind::Vectorized, body));
+  return loop(s, index(0), ceilDiv(ncCur, nr_), stripKind, inner);
+}
+
+// Ap[s][k][r] = A(b, ic + s*mr + r, pc + k).
+StmtPtr GemmBuilder::packA(const ExprPtr &b, const ExprPtr &ic, const ExprPtr &mcCur,
+                           const ExprPtr &pc, const ExprPtr &kcCur) const {
+  VarPtr s = makeVar(name("pa_s")), k = makeVar(name("pa_k")), r = makeVar(name("pa_r"));
+  ExprPtr i = add(add(ic, mul(kir::ref(s), index(mr_))), kir::ref(r));
+  ExprPtr dest = add(add(mul(kir::ref(s), index(kc_ * mr_)), mul(kir::ref(k), index(mr_))), kir::ref(r));
+  StmtPtr body = store(aBlock_, dest, elementA(b, i, add(pc, kir::ref(k))));
+  StmtPtr inner = p_.aContiguousInK
+                      ? forRange(r, mr_, ForKind::Serial,
+                                 loop(k, index(0), kcCur, ForKind::Vectorized, body))
+                      : loop(k, index(0), kcCur, ForKind::Serial,
+                             forRange(r, mr_, ForKind::Vectorized, body));
+  return loop(s, index(0), ceilDiv(mcCur, mr_), ForKind::Serial, inner);
+}
+
+// The register tile: mr * nr/vw vector accumulators at constant indices of a Register buffer,
+// fully unrolled here so the backend keeps each in a register. Per k: nr/vw vector loads of
+// packed B, mr broadcasts of A, mr * nr/vw fused multiply-adds.
+StmtPtr GemmBuilder::microKernel(const ExprPtr &b, const ExprPtr &i0, const ExprPtr &aStrip,
+                                 const ExprPtr &bStrip, const ExprPtr &pc,
+                                 const ExprPtr &kcCur) const {
+  std::vector<StmtPtr> init;
+  for (int64_t r = 0; r < mr_; ++r)
+    for (int64_t v = 0; v < nv_; ++v)
+      init.push_back(store(acc_, index(r * nr_ + v * vw_), constant(0.0, vecType_)));
+
+  VarPtr k = makeVar(name("k"));
+  std::vector<VarPtr> bVecs;
+  for (int64_t v = 0; v < nv_; ++v)
+    bVecs.push_back(makeVar(fmt::format("{}_b{}", p_.name, v), vecType_));
+
+  std::vector<StmtPtr> rows;
+  for (int64_t r = 0; r < mr_; ++r) {
+    ExprPtr aValue = s_.packA ? load(aBlock_, add(aStrip, add(mul(kir::ref(k), index(mr_)), index(r))))
+                              : elementA(b, add(i0, index(r)), add(pc, kir::ref(k)));
+    VarPtr aVar = makeVar(fmt::format("{}_a{}", p_.name, r), vecType_);
+    std::vector<StmtPtr> fmas;
+    for (int64_t v = 0; v < nv_; ++v) {
+      ExprPtr at = index(r * nr_ + v * vw_);
+      ExprPtr old = load(acc_, at, static_cast<int>(vw_));
+      ExprPtr updated = isFloat_ ? call(Intrinsic::Fma, {kir::ref(aVar), kir::ref(bVecs[v]), old})
+                                 : add(old, mul(kir::ref(aVar), kir::ref(bVecs[v])));
+      fmas.push_back(store(acc_, at, updated));
+    }
+    rows.push_back(let(aVar, broadcast(aValue, static_cast<int>(vw_)), seq(std::move(fmas))));
+  }
+  StmtPtr step = seq(std::move(rows));
+  for (int64_t v = nv_ - 1; v >= 0; --v) {
+    ExprPtr at = add(bStrip, add(mul(kir::ref(k), index(nr_)), index(v * vw_)));
+    step = let(bVecs[v], load(bPanel_, at, static_cast<int>(vw_)), step);
+  }
+  return seq({seq(std::move(init)), loop(k, index(0), kcCur, ForKind::Serial, step)});
+}
+
+// Full tile, plain output (or a non-final block into the partial-sum buffer): vector stores
+// straight from the accumulators, adding the previous blocks' partial sums back in.
+StmtPtr GemmBuilder::vectorWriteOut(const BufferPtr &dest, const GemmOffsetFn &offset,
+                                    const ExprPtr &b, const ExprPtr &i0, const ExprPtr &j0,
+                                    const ExprPtr &pcIdx) const {
+  std::vector<StmtPtr> stores;
+  for (int64_t r = 0; r < mr_; ++r)
+    for (int64_t v = 0; v < nv_; ++v) {
+      ExprPtr at = offset(b, add(i0, index(r)), add(j0, index(v * vw_)));
+      ExprPtr value = load(acc_, index(r * nr_ + v * vw_), static_cast<int>(vw_));
+      if (numPc_ > 1)
+        value = add(value, load(partial_, at, static_cast<int>(vw_), gt(pcIdx, index(0))));
+      stores.push_back(store(dest, at, value));
+    }
+  return seq(std::move(stores));
+}
+
+// The general write-out: the accumulators go to a small tile buffer, then a loop over the
+// valid part of the tile adds the partial sums and either stores the next partial sum or
+// (final) runs the epilogue. The innermost loop is vectorized along the output's contiguous axis.
+Expected<StmtPtr> GemmBuilder::tileWriteOut(const ExprPtr &b, const ExprPtr &i0,
+                                            const ExprPtr &j0, const ExprPtr &pcIdx, bool full,
+                                            bool final) const {
+  std::vector<StmtPtr> stmts;
+  for (int64_t r = 0; r < mr_; ++r)
+    for (int64_t v = 0; v < nv_; ++v) {
+      ExprPtr at = index(r * nr_ + v * vw_);
+      stmts.push_back(store(tile_, at, load(acc_, at, static_cast<int>(vw_))));
+    }
+  VarPtr r = makeVar(name("wr")), c = makeVar(name("wc"));
+  ExprPtr i = add(i0, kir::ref(r)), j = add(j0, kir::ref(c));
+  ExprPtr value = load(tile_, add(mul(kir::ref(r), index(nr_)), kir::ref(c)));
+  ExprPtr partialAt = partial_ ? partialOffset_(b, i, j) : nullptr;
+  if (partial_)
+    value = add(value, load(partial_, partialAt, 1, gt(pcIdx, index(0))));
+  StmtPtr element;
+  if (final) {
+    std::vector<ExprPtr> bij{b, i, j};
+    KILN_TRY(element, p_.storeResult(bij, value));
+  } else {
+    element = store(partial_, partialAt, value);
+  }
+  ExprPtr rows = full ? index(mr_) : min(index(mr_), sub(index(p_.m), i0));
+  ExprPtr cols = full ? index(nr_) : min(index(nr_), sub(index(p_.n), j0));
+  if (p_.outputContiguousInI)
+    stmts.push_back(loop(c, index(0), cols, ForKind::Serial,
+                         loop(r, index(0), rows, ForKind::Vectorized, element)));
+  else
+    stmts.push_back(loop(r, index(0), rows, ForKind::Serial,
+                         loop(c, index(0), cols, ForKind::Vectorized, element)));
+  return seq(std::move(stmts));
+}
+
+Expected<StmtPtr> GemmBuilder::writeOut(const ExprPtr &b, const ExprPtr &i0, const ExprPtr &j0,
+                                        const ExprPtr &pcIdx) const {
+  bool edgesPossible = p_.m % mr_ != 0 || p_.n % nr_ != 0;
+  ExprPtr isFull = logicalAnd(le(add(i0, index(mr_)), index(p_.m)),
+                              le(add(j0, index(nr_)), index(p_.n)));
+  // Final block of K: the epilogue, through the tile buffer (or plain vector stores).
+  auto finalWriteOut = [&]() -> Expected<StmtPtr> {
+    if (p_.plainOutput) {
+      StmtPtr fast = vectorWriteOut(p_.plainOutput, p_.plainOffset, b, i0, j0, pcIdx);
+      if (!edgesPossible)
+        return fast;
+      KILN_TRY(StmtPtr edge, tileWriteOut(b, i0, j0, pcIdx, false, true));
+      return ifThen(isFull, fast, edge);
+    }
+    KILN_TRY(StmtPtr fullTile, tileWriteOut(b, i0, j0, pcIdx, true, true));
+    if (!edgesPossible)
+      return fullTile;
+    KILN_TRY(StmtPtr edge, tileWriteOut(b, i0, j0, pcIdx, false, true));
+    return ifThen(isFull, fullTile, edge);
+  };
+  if (numPc_ <= 1 || p_.plainOutput)
+    return finalWriteOut();
+  // A non-final block with a separate partial-sum workspace.
+  KILN_TRY(StmtPtr last, finalWriteOut());
+  StmtPtr fast = vectorWriteOut(partial_, partialOffset_, b, i0, j0, pcIdx);
+  StmtPtr notLast = fast;
+  if (edgesPossible) {
+    KILN_TRY(StmtPtr edge, tileWriteOut(b, i0, j0, pcIdx, false, false));
+    notLast = ifThen(isFull, fast, edge);
+  }
+  return ifThen(eq(pcIdx, index(numPc_ - 1)), last, notLast);
+}
+
+// All micro-tiles of one packed A block against strips [stripBegin, stripBegin + stripCount)
+// of the packed B panel.
+Expected<StmtPtr> GemmBuilder::computeBlock(const ExprPtr &b, const ExprPtr &ic,
+                                            const ExprPtr &mcCur, const ExprPtr &jc,
+                                            const ExprPtr &stripBegin, const ExprPtr &stripCount,
+                                            const ExprPtr &pcIdx, const ExprPtr &pc,
+                                            const ExprPtr &kcCur) const {
+  VarPtr jr = makeVar(name("jr")), ir = makeVar(name("ir"));
+  ExprPtr i0 = add(ic, mul(kir::ref(ir), index(mr_)));
+  ExprPtr j0 = add(jc, mul(kir::ref(jr), index(nr_)));
+  ExprPtr aStrip = mul(kir::ref(ir), index(kc_ * mr_));
+  ExprPtr bStrip = mul(kir::ref(jr), index(kc_ * nr_));
+  KILN_TRY(StmtPtr tail, writeOut(b, i0, j0, pcIdx));
+  StmtPtr tileBody = seq({microKernel(b, i0, aStrip, bStrip, pc, kcCur), tail});
+  return loop(jr, stripBegin, stripCount, ForKind::Serial,
+              loop(ir, index(0), ceilDiv(mcCur, mr_), ForKind::Serial, tileBody));
+}
+
+// Row blocks [icIdxFirst, icIdxFirst + icCount) of one (b, jc, pc) step: pack A, compute.
+Expected<StmtPtr> GemmBuilder::rowBlocks(const ExprPtr &b, const ExprPtr &jc,
+                                         const ExprPtr &pcIdx,
+                                         const ExprPtr &pc, const ExprPtr &kcCur,
+                                         const ExprPtr &icIdxFirst, int64_t icCount,
+                                         const ExprPtr &stripBegin,
+                                         const ExprPtr &stripCount) const {
+  VarPtr icIdx = makeVar(name("ic_block"));
+  ExprPtr icIndex = icCount == 1 ? icIdxFirst : kir::ref(icIdx);
+  KILN_TRY(StmtPtr body, bindOrError(name("ic"), mul(icIndex, index(mc_)), [&](ExprPtr ic) {
+    return bindOrError(name("mc_cur"), blockExtent(ic, mc_, p_.m),
+                       [&](ExprPtr mcCur) -> Expected<StmtPtr> {
+                         KILN_TRY(StmtPtr compute, computeBlock(b, ic, mcCur, jc, stripBegin,
+                                                                stripCount, pcIdx, pc, kcCur));
+                         if (!s_.packA)
+                           return compute;
+                         return seq({packA(b, ic, mcCur, pc, kcCur), compute});
+                       });
+  }));
+  if (icCount == 1)
+    return body;
+  return loop(icIdx, icIdxFirst, index(icCount), ForKind::Serial, body);
+}
+
+StmtPtr GemmBuilder::withTaskBuffers(StmtPtr body) const {
+  body = allocate(acc_, allocate(tile_, std::move(body)));
+  if (s_.packA)
+    body = allocate(aBlock_, body);
+  return body;
+}
+
+// Parallel::Outer (and Serial): tasks over (batch, column panel), each packing privately.
+Expected<StmtPtr> GemmBuilder::outerNest(ForKind kind) {
+  bPanel_ = makeBuffer(name("b_panel"), p_.accumulate, kc_ * nc_, MemScope::Local);
+  VarPtr task = makeVar(name("task"));
+  ExprPtr t = kir::ref(task);
+  ExprPtr bIndex = p_.batch == 1 ? index(0) : numJc_ == 1 ? t : div(t, index(numJc_));
+  ExprPtr jcIndex = numJc_ == 1 ? index(0) : p_.batch == 1 ? t : mod(t, index(numJc_));
+  KILN_TRY(StmtPtr body, bindOrError(name("b"), bIndex, [&](ExprPtr b) {
+    return bindOrError(name("jc"), mul(jcIndex, index(nc_)), [&](ExprPtr jc) {
+      return bindOrError(name("nc_cur"), blockExtent(jc, nc_, p_.n),
+                         [&](ExprPtr ncCur) -> Expected<StmtPtr> {
+        VarPtr pcIdx = makeVar(name("pc_block"));
+        ExprPtr pcIndex = numPc_ == 1 ? index(0) : kir::ref(pcIdx);
+        KILN_TRY(StmtPtr step, bindOrError(name("pc"), mul(pcIndex, index(kc_)), [&](ExprPtr pc) {
+          return bindOrError(name("kc_cur"), blockExtent(pc, kc_, p_.k),
+                             [&](ExprPtr kcCur) -> Expected<StmtPtr> {
+            KILN_TRY(StmtPtr blocks, rowBlocks(b, jc, pcIndex, pc, kcCur, index(0), numIc_,
+                                               index(0), ceilDiv(ncCur, nr_)));
+            return seq({packB(b, jc, ncCur, pc, kcCur, ForKind::Serial), blocks});
+          });
+        }));
+        if (numPc_ == 1)
+          return step;
+        return loop(pcIdx, index(0), index(numPc_), ForKind::Serial, step);
+      });
+    });
+  }));
+  body = allocate(bPanel_, withTaskBuffers(body));
+  int64_t tasks = p_.batch * numJc_;
+  return loop(task, index(0), index(tasks), kind, body);
+}
+
+// Parallel::Inner: serial over (batch, column panel, K block); per step the B panel is packed
+// in parallel into a shared workspace, then (row block x column chunk) tasks run in parallel.
+Expected<StmtPtr> GemmBuilder::innerNest(bool parallel) {
+  bPanel_ = makeBuffer(name("b_panel"), p_.accumulate, kc_ * nc_, MemScope::Global);
+  workspaces_.insert(workspaces_.begin(), bPanel_);
+  int64_t stripsPerPanel = nc_ / nr_;
+  int64_t chunks = parallel ? innerColumnChunks(numIc_, stripsPerPanel, target_.cores) : 1;
+  int64_t stripsPerChunk = ceilDiv(stripsPerPanel, chunks);
+  chunks = ceilDiv(stripsPerPanel, stripsPerChunk);
+  ForKind kind = parallel ? ForKind::Parallel : ForKind::Serial;
+
+  VarPtr bVar = makeVar(name("b")), jcIdx = makeVar(name("jc_block")),
+         pcIdx = makeVar(name("pc_block")), task = makeVar(name("task"));
+  ExprPtr bIndex = p_.batch == 1 ? index(0) : kir::ref(bVar);
+  ExprPtr jcIndex = numJc_ == 1 ? index(0) : kir::ref(jcIdx);
+  ExprPtr pcIndex = numPc_ == 1 ? index(0) : kir::ref(pcIdx);
+
+  KILN_TRY(StmtPtr perStep, bindOrError(name("jc"), mul(jcIndex, index(nc_)), [&](ExprPtr jc) {
+    return bindOrError(name("nc_cur"), blockExtent(jc, nc_, p_.n),
+                       [&](ExprPtr ncCur) -> Expected<StmtPtr> {
+      return bindOrError(name("pc"), mul(pcIndex, index(kc_)), [&](ExprPtr pc) {
+        return bindOrError(name("kc_cur"), blockExtent(pc, kc_, p_.k),
+                           [&](ExprPtr kcCur) -> Expected<StmtPtr> {
+          ExprPtr t = kir::ref(task);
+          ExprPtr icIndex = numIc_ == 1 ? index(0) : chunks == 1 ? t : div(t, index(chunks));
+          ExprPtr chunk = chunks == 1 ? index(0) : numIc_ == 1 ? t : mod(t, index(chunks));
+          ExprPtr stripBegin = mul(chunk, index(stripsPerChunk));
+          ExprPtr stripCount =
+              chunks == 1 ? ceilDiv(ncCur, nr_)
+                          : max(index(0), sub(min(add(stripBegin, index(stripsPerChunk)),
+                                                  ceilDiv(ncCur, nr_)),
+                                              stripBegin));
+          KILN_TRY(StmtPtr blocks, rowBlocks(bIndex, jc, pcIndex, pc, kcCur, icIndex, 1,
+                                             stripBegin, stripCount));
+          StmtPtr tasks = loop(task, index(0), index(numIc_ * chunks), kind,
+                               withTaskBuffers(blocks));
+          return seq({packB(bIndex, jc, ncCur, pc, kcCur, kind), tasks});
+        });
+      });
+    });
+  }));
+  StmtPtr body = perStep;
+  if (numPc_ > 1)
+    body = loop(pcIdx, index(0), index(numPc_), ForKind::Serial, body);
+  if (numJc_ > 1)
+    body = loop(jcIdx, index(0), index(numJc_), ForKind::Serial, body);
+  if (p_.batch > 1)
+    body = loop(bVar, index(0), index(p_.batch), ForKind::Serial, body);
+  return body;
+}
+
+// K = 0: every output is the epilogue of an empty sum.
+Expected<StmtPtr> GemmBuilder::emptyK() const {
+  VarPtr b = makeVar(name("b")), i = makeVar(name("i")), j = makeVar(name("j"));
+  std::vector<ExprPtr> bij{kir::ref(b), kir::ref(i), kir::ref(j)};
+  KILN_TRY(StmtPtr element, p_.storeResult(bij, zero()));
+  return forRange(b, p_.batch, ForKind::Serial,
+                  forRange(i, p_.m, ForKind::Serial, forRange(j, p_.n, ForKind::Vectorized, element)));
+}
+
+Expected<GemmLowering> GemmBuilder::build() {
+  KILN_CHECK(p_.a && p_.b && p_.storeResult, "GEMM problem without element functions");
+  KILN_CHECK(!p_.plainOutput || (p_.plainOffset && p_.plainOutput->dtype == p_.accumulate &&
+                                 !p_.outputContiguousInI),
+             "a plain GEMM output must hold the accumulator, contiguous in j");
+  GemmShape shape{p_.batch, p_.m, p_.n, p_.k, p_.accumulate};
+  KILN_TRY_VOID(checkGemmSchedule(s_, shape));
+  if (p_.batch == 0 || p_.m == 0 || p_.n == 0)
+    return GemmLowering{seq({}), {}};
+  if (p_.k == 0) {
+    KILN_TRY(StmtPtr body, emptyK());
+    return GemmLowering{body, {}};
+  }
+
+  aBlock_ = makeBuffer(name("a_block"), p_.accumulate, kc_ * mc_, MemScope::Local);
+  tile_ = makeBuffer(name("tile"), p_.accumulate, mr_ * nr_, MemScope::Local);
+  acc_ = makeBuffer(name("acc"), p_.accumulate, mr_ * nr_, MemScope::Register);
+  if (numPc_ > 1) {
+    if (p_.plainOutput) {
+      partial_ = p_.plainOutput;
+      partialOffset_ = p_.plainOffset;
+    } else {
+      partial_ = makeBuffer(name("partial"), p_.accumulate, p_.batch * p_.m * p_.n);
+      int64_t m = p_.m, n = p_.n;
+      partialOffset_ = [m, n](ExprPtr b, ExprPtr i, ExprPtr j) {
+        return add(mul(add(mul(b, index(m)), i), index(n)), j);
+      };
+      workspaces_.push_back(partial_);
+    }
+  }
+
+  StmtPtr body;
+  switch (s_.parallel) {
+  case Parallel::Outer: {
+    KILN_TRY(body, outerNest(ForKind::Parallel));
+    break;
+  }
+  case Parallel::Inner: {
+    KILN_TRY(body, innerNest(true));
+    break;
+  }
+  case Parallel::Serial: {
+    KILN_TRY(body, innerNest(false));
+    break;
+  }
+  }
+  return GemmLowering{body, workspaces_};
+}
+
+} // namespace
+
+Expected<GemmLowering> lowerGemm(const GemmProblem &problem, const MatMulSchedule &schedule,
+                                 const codegen::CpuTarget &target) {
+  GemmBuilder builder(problem, schedule, target);
+  return builder.build();
+}
+
+} // namespace kiln::lower

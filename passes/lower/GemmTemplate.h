@@ -1,0 +1,71 @@
+// The CPU GEMM template every contraction lowers through: C[b][i][j] = sum_k A(b,i,k) B(b,k,j)
+// as the BLIS loop nest (packed panels, cache blocks, a vector register-tile micro-kernel).
+// A and B are element functions, so transposes, batch broadcasting and implicit im2col are
+// only different functions read while packing.
+#pragma once
+
+#include "codegen/Target.h"
+#include "ir/kernel/KernelIR.h"
+#include "passes/lower/ElementEmitter.h"
+#include "passes/lower/Schedule.h"
+#include "support/Error.h"
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace kiln::lower {
+
+/// The flat element offset of (b, i, j) in a buffer.
+using GemmOffsetFn = std::function<kir::ExprPtr(kir::ExprPtr b, kir::ExprPtr i, kir::ExprPtr j)>;
+
+/// Stores the finished value of output element (b, i, j): `acc` is the full sum over K in the
+/// accumulate dtype. Called a few times at lowering time with symbolic indices; the statement
+/// it returns runs exactly once per output element.
+using GemmStoreFn =
+    std::function<Expected<kir::StmtPtr>(std::span<const kir::ExprPtr> bij, kir::ExprPtr acc)>;
+
+/// One batched GEMM as the template sees it.
+struct GemmProblem {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  /// f32, f64, i32 or i64: packed panels, the registers and partial sums use it.
+  DType accumulate = DType::F32;
+  ElementFn a; ///< (b, i, k) -> an element of any numeric dtype; cast to `accumulate` when read
+  ElementFn b; ///< (b, k, j)
+  /// Which axis of each operand is contiguous in memory, so packing reads it innermost.
+  bool aContiguousInK = true;
+  bool bContiguousInK = false;
+  GemmStoreFn storeResult;
+  /// Set when the result is the accumulator itself (output dtype == accumulate, no epilogue)
+  /// and `plainOffset` is unit-stride in j: full tiles are stored straight from the vector
+  /// registers and partial sums over K blocks are kept in the output, needing no workspace.
+  kir::BufferPtr plainOutput;
+  GemmOffsetFn plainOffset;
+  /// The output is contiguous along i, not j (nchw direct convolution): the write-out of a
+  /// register tile runs i innermost.
+  bool outputContiguousInI = false;
+  /// A prefix for the names of loop variables and buffers.
+  std::string name = "gemm";
+};
+
+/// The kernel body of a lowered GEMM and the workspace buffers it needs (extra kernel
+/// parameters after the output, in this order, each of exactly the size given).
+struct GemmLowering {
+  kir::StmtPtr body;
+  std::vector<kir::BufferPtr> workspaces;
+};
+
+/// Lowers `problem` with `schedule` (checked with checkGemmSchedule; blocks larger than the
+/// problem are clamped to it).
+///
+/// Partial sums over K blocks: the micro-kernel accumulates one kc block in registers; the
+/// first block's tile is stored, later blocks add the stored value back in (a predicated load
+/// that reads zero for the first block), so partial sums stay in the accumulate dtype. They
+/// live in the output when `plainOutput` is set, else in a batch*m*n workspace, which is only
+/// needed when K spans more than one block. The last block runs `storeResult` (the epilogue)
+/// once per element.
+Expected<GemmLowering> lowerGemm(const GemmProblem &problem, const MatMulSchedule &schedule,
+                                 const codegen::CpuTarget &target);
+
+} // namespace kiln::lower

@@ -1,0 +1,305 @@
+// conv2d as element functions of the GEMM template (implicit im2col): an element of the
+// im2col matrix is one input element at (image, channel, oh*sh - pt + kh*dh, ow*sw - pl + kw*dw),
+// read through a predicated load that yields 0 in the padding.
+#include "passes/lower/LowerConv2D.h"
+
+#include "ir/kernel/Builder.h"
+#include "passes/lower/ContractionKernel.h"
+#include "passes/lower/GemmTemplate.h"
+
+#include <fmt/format.h>
+
+#include <array>
+
+namespace kiln::lower {
+namespace {
+
+using namespace kir;
+using Algorithm = Conv2DSchedule::Algorithm;
+
+/// Reductions at most this long (input channels per group x window) run Direct: packing the
+/// im2col panel would cost about as much as the multiply-adds it feeds.
+constexpr int64_t kDirectMaxReduction = 32;
+
+/// The sizes and attributes of one conv2d node.
+struct ConvGeometry {
+  bool nhwc = false;
+  int64_t images, channels, height, width;
+  int64_t outChannels, outHeight, outWidth;
+  int64_t kernelH, kernelW, groupChannels, groupOutChannels, groups;
+  int64_t strideH, strideW, dilationH, dilationW, padTop, padLeft;
+  DType accumulate;
+  /// Static facts that drop bounds checks: which sides of the window can leave the input.
+  bool checkTop, checkBottom, checkLeft, checkRight;
+
+  explicit ConvGeometry(const ir::Node &node) {
+    const ir::Shape &in = node.operand(0)->type().shape, &taps = node.operand(1)->type().shape;
+    const ir::Shape &out = node.type().shape;
+    const auto &attrs = node.attrs();
+    nhwc = ir::getString(attrs, "layout") == "nhwc";
+    images = in[0];
+    channels = in[nhwc ? 3 : 1];
+    height = in[nhwc ? 1 : 2];
+    width = in[nhwc ? 2 : 3];
+    outChannels = taps[0];
+    kernelH = taps[nhwc ? 1 : 2];
+    kernelW = taps[nhwc ? 2 : 3];
+    groupChannels = taps[nhwc ? 3 : 1];
+    outHeight = out[nhwc ? 1 : 2];
+    outWidth = out[nhwc ? 2 : 3];
+    groups = ir::getInt(attrs, "groups");
+    groupOutChannels = outChannels / groups;
+    const auto &stride = ir::getInts(attrs, "stride");
+    const auto &dilation = ir::getInts(attrs, "dilation");
+    const auto &padding = ir::getInts(attrs, "padding");
+    strideH = stride[0];
+    strideW = stride[1];
+    dilationH = dilation[0];
+    dilationW = dilation[1];
+    padTop = padding[0];
+    padLeft = padding[2];
+    accumulate = ir::getType(attrs, "accumulate");
+    checkTop = padTop > 0;
+    checkLeft = padLeft > 0;
+    checkBottom = (outHeight - 1) * strideH - padTop + (kernelH - 1) * dilationH >= height;
+    checkRight = (outWidth - 1) * strideW - padLeft + (kernelW - 1) * dilationW >= width;
+  }
+
+  int64_t pixels() const { return outHeight * outWidth; }
+  int64_t window() const { return kernelH * kernelW; }
+  /// The reduction length of one output element.
+  int64_t reduction() const { return groupChannels * window(); }
+  /// A 1x1, stride-1, unpadded convolution reads pixel p of the output at pixel p of the input.
+  bool isPointwise() const {
+    return window() == 1 && strideH == 1 && strideW == 1 && !checkTop && !checkLeft &&
+           !checkBottom && !checkRight && outHeight == height && outWidth == width;
+  }
+
+  ExprPtr inputOffset(const ExprPtr &n, const ExprPtr &channel, const ExprPtr &ih,
+                      const ExprPtr &iw) const {
+    if (nhwc)
+      return add(mul(add(mul(add(mul(n, index(height)), ih), index(width)), iw), index(channels)),
+                 channel);
+    return add(mul(add(mul(add(mul(n, index(channels)), channel), index(height)), ih),
+                   index(width)),
+               iw);
+  }
+
+  /// Input element under tap (kh, kw) of output pixel p (within the image), 0 in the padding.
+  ExprPtr readWindow(const BufferPtr &input, const ExprPtr &n, const ExprPtr &channel,
+                     const ExprPtr &p, const ExprPtr &kh, const ExprPtr &kw) const {
+    if (isPointwise()) {
+      if (nhwc)
+        return load(input, add(mul(add(mul(n, index(pixels())), p), index(channels)), channel));
+      return load(input, add(mul(add(mul(n, index(channels)), channel), index(pixels())), p));
+    }
+    ExprPtr oh = div(p, index(outWidth)), ow = mod(p, index(outWidth));
+    ExprPtr ih = add(sub(mul(oh, index(strideH)), index(padTop)), mul(kh, index(dilationH)));
+    ExprPtr iw = add(sub(mul(ow, index(strideW)), index(padLeft)), mul(kw, index(dilationW)));
+    ExprPtr inside = boolImm(true);
+    if (checkTop)
+      inside = logicalAnd(inside, ge(ih, index(0)));
+    if (checkBottom)
+      inside = logicalAnd(inside, lt(ih, index(height)));
+    if (checkLeft)
+      inside = logicalAnd(inside, ge(iw, index(0)));
+    if (checkRight)
+      inside = logicalAnd(inside, lt(iw, index(width)));
+    ExprPtr offset = inputOffset(n, channel, ih, iw);
+    if (constIntValue(inside))
+      return load(input, offset);
+    return load(input, offset, 1, inside);
+  }
+
+  /// Splits a reduction index into (channel within the group, kh, kw) in the filter's order:
+  /// (c, kh, kw) for nchw, (kh, kw, c) for nhwc.
+  std::array<ExprPtr, 3> splitReduction(const ExprPtr &k) const {
+    if (nhwc) {
+      ExprPtr c = mod(k, index(groupChannels));
+      ExprPtr tap = div(k, index(groupChannels));
+      return {c, div(tap, index(kernelW)), mod(tap, index(kernelW))};
+    }
+    ExprPtr tap = mod(k, index(window()));
+    return {div(k, index(window())), div(tap, index(kernelW)), mod(tap, index(kernelW))};
+  }
+
+  GemmShape gemmShape(Algorithm algorithm) const {
+    if (nhwc)
+      return {groups, images * pixels(), groupOutChannels, reduction(), accumulate};
+    if (algorithm == Algorithm::Direct)
+      return {images * groups, pixels(), groupOutChannels, reduction(), accumulate};
+    return {images * groups, groupOutChannels, pixels(), reduction(), accumulate};
+  }
+};
+
+/// Im2col (either layout) and Direct nhwc share the "C[p][o]" orientation for nhwc.
+GemmProblem nhwcProblem(const ConvGeometry &g, const BufferPtr &input, const BufferPtr &filter) {
+  GemmProblem problem;
+  problem.aContiguousInK = true; // channels are innermost in the window
+  problem.bContiguousInK = true; // a filter row [KH, KW, I/g] is contiguous
+  problem.a = [g, input](std::span<const ExprPtr> idx) {
+    ExprPtr n = div(idx[1], index(g.pixels())), p = mod(idx[1], index(g.pixels()));
+    auto [c, kh, kw] = g.splitReduction(idx[2]);
+    ExprPtr channel = add(mul(idx[0], index(g.groupChannels)), c);
+    return g.readWindow(input, n, channel, p, kh, kw);
+  };
+  problem.b = [g, filter](std::span<const ExprPtr> idx) {
+    ExprPtr o = add(mul(idx[0], index(g.groupOutChannels)), idx[2]);
+    return load(filter, add(mul(o, index(g.reduction())), idx[1]));
+  };
+  return problem;
+}
+
+/// The im2col^T read of nchw: element (b = image*groups + group, p, k).
+ElementFn nchwWindowElement(const ConvGeometry &g, const BufferPtr &input, int pixelAxis,
+                            int reductionAxis) {
+  return [g, input, pixelAxis, reductionAxis](std::span<const ExprPtr> idx) {
+    ExprPtr n = div(idx[0], index(g.groups)), group = mod(idx[0], index(g.groups));
+    auto [c, kh, kw] = g.splitReduction(idx[reductionAxis]);
+    ExprPtr channel = add(mul(group, index(g.groupChannels)), c);
+    return g.readWindow(input, n, channel, idx[pixelAxis], kh, kw);
+  };
+}
+
+/// Filter row o of group (b mod groups), element k: W is [O, I/g, KH, KW], k = (c, kh, kw).
+ExprPtr nchwFilterElement(const ConvGeometry &g, const BufferPtr &filter, const ExprPtr &b,
+                          const ExprPtr &o, const ExprPtr &k) {
+  ExprPtr row = add(mul(mod(b, index(g.groups)), index(g.groupOutChannels)), o);
+  return load(filter, add(mul(row, index(g.reduction())), k));
+}
+
+Algorithm chooseAlgorithm(const ConvGeometry &g, const codegen::CpuTarget &target) {
+  int lanes = accumulateLanes(g.accumulate, target);
+  if (g.reduction() <= kDirectMaxReduction && 2 * g.groupOutChannels >= lanes)
+    return Algorithm::Direct;
+  return Algorithm::Im2col;
+}
+
+} // namespace
+
+GemmShape conv2DGemmShape(const ir::Node &conv, Algorithm algorithm) {
+  return ConvGeometry(conv).gemmShape(algorithm);
+}
+
+Conv2DSchedule defaultConv2DSchedule(const ir::Node &conv, const codegen::CpuTarget &target) {
+  ConvGeometry g(conv);
+  Conv2DSchedule schedule;
+  schedule.algorithm = chooseAlgorithm(g, target);
+  schedule.gemm = defaultGemmSchedule(g.gemmShape(schedule.algorithm), target);
+  if (schedule.algorithm == Algorithm::Direct)
+    schedule.gemm.packA = false;
+  schedule.ocBlock = schedule.gemm.nr;
+  return schedule;
+}
+
+std::vector<Conv2DSchedule> conv2DScheduleSpace(const ir::Node &conv,
+                                                const codegen::CpuTarget &target) {
+  ConvGeometry g(conv);
+  std::vector<Conv2DSchedule> space{defaultConv2DSchedule(conv, target)};
+  for (Algorithm algorithm : {Algorithm::Im2col, Algorithm::Direct}) {
+    bool direct = algorithm == Algorithm::Direct;
+    for (MatMulSchedule gemm : gemmScheduleSpace(g.gemmShape(algorithm), target, false)) {
+      Conv2DSchedule schedule;
+      schedule.algorithm = algorithm;
+      if (direct)
+        gemm.packA = false;
+      schedule.gemm = gemm;
+      schedule.ocBlock = gemm.nr;
+      const Conv2DSchedule &first = space.front();
+      bool same = first.algorithm == schedule.algorithm && first.ocBlock == schedule.ocBlock &&
+                  first.gemm.mr == gemm.mr && first.gemm.nr == gemm.nr &&
+                  first.gemm.mc == gemm.mc && first.gemm.nc == gemm.nc &&
+                  first.gemm.kc == gemm.kc && first.gemm.packA == gemm.packA &&
+                  first.gemm.parallel == gemm.parallel &&
+                  first.gemm.vectorWidth == gemm.vectorWidth;
+      if (!same)
+        space.push_back(schedule);
+    }
+  }
+  return space;
+}
+
+Expected<LoweredKernel> lowerConv2D(const ir::Graph &graph, const passes::FusionGroup &group,
+                                    const Conv2DSchedule &schedule,
+                                    const codegen::CpuTarget &target) {
+  (void)graph;
+  ConvGeometry g(*group.anchor);
+  ContractionKernel kernel(group);
+  BufferPtr input = kernel.operandBuffer(0), filter = kernel.operandBuffer(1);
+  bool direct = schedule.algorithm == Algorithm::Direct;
+  GemmShape shape = g.gemmShape(schedule.algorithm);
+  MatMulSchedule gemm = schedule.gemm;
+  if (direct) {
+    gemm.nr = schedule.ocBlock;
+    gemm.packA = false;
+  }
+
+  GemmProblem problem;
+  GemmOffsetFn outputOffset;
+  RootIndexFn rootIndex;
+  int64_t pixels = g.pixels(), outWidth = g.outWidth, outChannels = g.outChannels;
+  int64_t groupOut = g.groupOutChannels, groups = g.groups;
+  if (g.nhwc) {
+    // C[p][o]: output [N, OH, OW, O] is p-major with o contiguous.
+    problem = nhwcProblem(g, input, filter);
+    outputOffset = [outChannels, groupOut](ExprPtr b, ExprPtr i, ExprPtr j) {
+      return add(add(mul(i, index(outChannels)), mul(b, index(groupOut))), j);
+    };
+    rootIndex = [pixels, outWidth, groupOut](std::span<const ExprPtr> bij) {
+      ExprPtr p = mod(bij[1], index(pixels));
+      return std::vector<ExprPtr>{div(bij[1], index(pixels)), div(p, index(outWidth)),
+                                  mod(p, index(outWidth)),
+                                  add(mul(bij[0], index(groupOut)), bij[2])};
+    };
+  } else if (!direct) {
+    // Per (image, group): C[o][p] = W[o][k] X[k][p]; output plane (b*Og + o) is contiguous in p.
+    problem.aContiguousInK = true;
+    problem.bContiguousInK = false;
+    problem.a = [g, filter](std::span<const ExprPtr> idx) {
+      return nchwFilterElement(g, filter, idx[0], idx[1], idx[2]);
+    };
+    problem.b = nchwWindowElement(g, input, /*pixelAxis=*/2, /*reductionAxis=*/1);
+    outputOffset = [pixels, groupOut](ExprPtr b, ExprPtr i, ExprPtr j) {
+      return add(mul(add(mul(b, index(groupOut)), i), index(pixels)), j);
+    };
+    rootIndex = [groups, groupOut, outWidth](std::span<const ExprPtr> bij) {
+      return std::vector<ExprPtr>{
+          div(bij[0], index(groups)),
+          add(mul(mod(bij[0], index(groups)), index(groupOut)), bij[1]),
+          div(bij[2], index(outWidth)), mod(bij[2], index(outWidth))};
+    };
+  } else {
+    // Direct nchw, per (image, group): C[p][o], output channel planes strided by OH*OW.
+    problem.aContiguousInK = false;
+    problem.bContiguousInK = true;
+    problem.a = nchwWindowElement(g, input, /*pixelAxis=*/1, /*reductionAxis=*/2);
+    problem.b = [g, filter](std::span<const ExprPtr> idx) {
+      return nchwFilterElement(g, filter, idx[0], idx[2], idx[1]);
+    };
+    problem.outputContiguousInI = true;
+    outputOffset = [pixels, groupOut](ExprPtr b, ExprPtr i, ExprPtr j) {
+      return add(mul(add(mul(b, index(groupOut)), j), index(pixels)), i);
+    };
+    rootIndex = [groups, groupOut, outWidth](std::span<const ExprPtr> bij) {
+      return std::vector<ExprPtr>{
+          div(bij[0], index(groups)),
+          add(mul(mod(bij[0], index(groups)), index(groupOut)), bij[2]),
+          div(bij[1], index(outWidth)), mod(bij[1], index(outWidth))};
+    };
+  }
+  problem.name = "conv";
+  problem.batch = shape.batch;
+  problem.m = shape.m;
+  problem.n = shape.n;
+  problem.k = shape.k;
+  problem.accumulate = g.accumulate;
+  problem.storeResult = kernel.storeResult(rootIndex, outputOffset);
+  if (kernel.plainResult(g.accumulate) && !problem.outputContiguousInI) {
+    problem.plainOutput = kernel.output();
+    problem.plainOffset = outputOffset;
+  }
+  KILN_TRY(GemmLowering lowered, lowerGemm(problem, gemm, target));
+  return kernel.finish(lowered);
+}
+
+} // namespace kiln::lower

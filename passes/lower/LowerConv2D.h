@@ -1,0 +1,38 @@
+// conv2d (nchw and nhwc, stride, padding, dilation, groups) lowered through the GEMM template
+// as an implicit GEMM: the im2col matrix is never materialized, its elements are read from
+// the input while packing (Im2col) or by the micro-kernel itself (Direct).
+#pragma once
+
+#include "codegen/Target.h"
+#include "ir/graph/Graph.h"
+#include "passes/graph/Fusion.h"
+#include "passes/lower/GemmSchedule.h"
+#include "passes/lower/Lower.h"
+#include "passes/lower/Schedule.h"
+#include "support/Error.h"
+
+#include <vector>
+
+namespace kiln::lower {
+
+/// The GEMM a conv2d node becomes with `algorithm`:
+///   Im2col nchw: per (image, group) C[o][p] = W[o][(c,kh,kw)] X[(c,kh,kw)][p];
+///   Im2col nhwc and Direct nhwc: per group C[p][o] = X[p][(kh,kw,c)] W^T[(kh,kw,c)][o], p over
+///     every image's pixels;
+///   Direct nchw: per (image, group) C[p][o] = X^T[p][(c,kh,kw)] W^T[(c,kh,kw)][o].
+GemmShape conv2DGemmShape(const ir::Node &conv, Conv2DSchedule::Algorithm algorithm);
+
+/// The heuristic schedule of a conv2d: Direct when the reduction per output (input channels
+/// per group x window) is so short that packing would cost as much as the arithmetic.
+Conv2DSchedule defaultConv2DSchedule(const ir::Node &conv, const codegen::CpuTarget &target);
+
+/// Both algorithms with their GEMM schedule spaces (the default first).
+std::vector<Conv2DSchedule> conv2DScheduleSpace(const ir::Node &conv,
+                                                const codegen::CpuTarget &target);
+
+/// Lowers a Contraction group anchored at a conv2d.
+Expected<LoweredKernel> lowerConv2D(const ir::Graph &graph, const passes::FusionGroup &group,
+                                    const Conv2DSchedule &schedule,
+                                    const codegen::CpuTarget &target);
+
+} // namespace kiln::lower

@@ -1,0 +1,105 @@
+// The per-kind CPU lowerings behind lowerGroupForCpu, the state they share
+// while building one kernel, and the loop builders they have in common.
+#pragma once
+
+#include "passes/lower/ElementEmitter.h"
+#include "passes/lower/Lower.h"
+#include "passes/lower/LowerUtil.h"
+
+#include <functional>
+
+namespace kiln::lower {
+
+/// Everything one kernel's lowering reads and builds with.
+struct LowerContext {
+  LowerContext(const ir::Graph &graph, const passes::FusionGroup &group,
+               const codegen::CpuTarget &target)
+      : graph(graph), group(group), target(target), signature(makeSignature(group)),
+        emitter(group, signature.buffers) {}
+  LowerContext(const LowerContext &) = delete;
+  LowerContext &operator=(const LowerContext &) = delete;
+
+  const ir::Graph &graph;
+  const passes::FusionGroup &group;
+  const codegen::CpuTarget &target;
+  KernelSignature signature;
+  ElementEmitter emitter;
+  VarNames names;
+
+  const ir::Value *root() const { return group.root->result(); }
+  /// Stores the root's element at `index` into the output buffer.
+  Expected<kir::StmtPtr> storeRoot(std::span<const kir::ExprPtr> index);
+};
+
+/// The body of the kernel of each kind.
+Expected<kir::StmtPtr> lowerPointwise(LowerContext &cx, const PointwiseSchedule &schedule);
+Expected<kir::StmtPtr> lowerTranspose(LowerContext &cx, const TransposeSchedule &schedule);
+Expected<kir::StmtPtr> lowerReduction(LowerContext &cx, const ReductionSchedule &schedule);
+Expected<kir::StmtPtr> lowerRowNorm(LowerContext &cx, const RowNormSchedule &schedule);
+Expected<kir::StmtPtr> lowerPooling(LowerContext &cx, const PoolingSchedule &schedule);
+
+/// For a pointwise group whose innermost output axis reads a transposed
+/// operand with a stride: the output axis that is contiguous in that operand
+/// (the other tile axis); nullopt when the group is not transpose-like.
+std::optional<int64_t> transposedAxis(const passes::FusionGroup &group);
+
+// ---- loop builders
+
+using BodyFn = std::function<Expected<kir::StmtPtr>(kir::ExprPtr)>;
+using IndexBodyFn = std::function<Expected<kir::StmtPtr>(std::span<const kir::ExprPtr>)>;
+
+/// for v in [begin, begin + extent) of `kind`; no loop at all for a constant
+/// extent of 1, and nothing for a constant extent of 0.
+Expected<kir::StmtPtr> loop(VarNames &names, const std::string &prefix, kir::ExprPtr begin,
+                            kir::ExprPtr extent, kir::ForKind kind, const BodyFn &body);
+Expected<kir::StmtPtr> loop(VarNames &names, const std::string &prefix, int64_t extent,
+                            kir::ForKind kind, const BodyFn &body);
+
+/// Nested loops over `extents` (the last of kind `innermost`, the others
+/// serial); the body gets one index per axis.
+Expected<kir::StmtPtr> loopNest(VarNames &names, const std::vector<int64_t> &extents,
+                                kir::ForKind innermost, const IndexBodyFn &body);
+
+/// One loop over `count` tasks, Parallel when `parallel` and there are at
+/// least two; the body gets the task index.
+Expected<kir::StmtPtr> taskLoop(VarNames &names, int64_t count, bool parallel, const BodyFn &body);
+
+/// A reduction's state: one or more accumulators updated together (argmax
+/// keeps a value and its index).
+struct AccumulatorSpec {
+  std::vector<kir::Type> types;
+  State init;
+  /// Folds one element into a state; within one partial accumulator elements
+  /// arrive in increasing index order.
+  std::function<State(const State &state, const State &element)> fold;
+  /// Merges two partial states (lane order: `a` holds the lower lane).
+  std::function<State(const State &a, const State &b)> merge;
+};
+
+using ElementSource = std::function<Expected<State>(std::span<const kir::ExprPtr>)>;
+using ResultFn = std::function<Expected<kir::StmtPtr>(State)>;
+
+/// Accumulates `element` over the index space `extents` (nested serial loops;
+/// the innermost axis split over `lanes` partial accumulators in a Register
+/// buffer, updated by a Vectorized loop, plus a serial tail), merges the
+/// lanes pairwise and continues with `then` on the result bound to Lets.
+Expected<kir::StmtPtr> accumulate(VarNames &names, const std::vector<int64_t> &extents, int lanes,
+                                  const AccumulatorSpec &spec, const ElementSource &element,
+                                  const ResultFn &then);
+
+// ---- common accumulators (elements in the accumulator's type)
+
+AccumulatorSpec sumSpec(kir::Type type);
+AccumulatorSpec productSpec(kir::Type type);
+/// max or min with NaN propagation; `type` is a compute type.
+AccumulatorSpec extremumSpec(kir::Type type, bool findMax);
+/// (value, i64 index) of the first maximum or minimum, NaN counting as the extreme.
+AccumulatorSpec argExtremumSpec(kir::Type type, bool findMax);
+
+/// max/min with the reference's NaN rule: `acc` stays NaN once NaN, and a
+/// NaN element wins.
+kir::ExprPtr foldExtremum(const kir::ExprPtr &acc, const kir::ExprPtr &value, bool findMax);
+/// The lowest (or highest) value of a compute type: -inf / +inf for floats.
+kir::ExprPtr extremumInit(kir::Type type, bool findMax);
+
+} // namespace kiln::lower

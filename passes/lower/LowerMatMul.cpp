@@ -1,0 +1,133 @@
+// Matmul as element functions of the GEMM template: A(b, i, k) and B(b, k, j) read the
+// operands through their (possibly broadcast) batch strides and transposes.
+#include "passes/lower/LowerMatMul.h"
+
+#include "ir/kernel/Builder.h"
+#include "passes/lower/ContractionKernel.h"
+#include "passes/lower/GemmTemplate.h"
+
+#include <fmt/format.h>
+
+namespace kiln::lower {
+namespace {
+
+using namespace kir;
+using ir::Shape;
+
+/// The geometry of one matmul node.
+struct MatMulLayout {
+  Shape batchShape;           ///< the result's batch dims
+  Shape aBatch, bBatch;       ///< each operand's batch dims (broadcast to batchShape)
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool transposeA = false, transposeB = false;
+  /// b is one matrix for every batch element and a is [batch..., M, K]: one GEMM of batch*M rows.
+  bool foldBatch = false;
+  DType accumulate = DType::F32;
+
+  explicit MatMulLayout(const ir::Node &node) {
+    const Shape &a = node.operand(0)->type().shape, &b = node.operand(1)->type().shape;
+    const Shape &result = node.type().shape;
+    transposeA = ir::getBool(node.attrs(), "transpose_a");
+    transposeB = ir::getBool(node.attrs(), "transpose_b");
+    accumulate = ir::getType(node.attrs(), "accumulate");
+    batchShape.assign(result.begin(), result.end() - 2);
+    aBatch.assign(a.begin(), a.end() - 2);
+    bBatch.assign(b.begin(), b.end() - 2);
+    batch = product(batchShape);
+    m = result[result.size() - 2];
+    n = result.back();
+    k = a[a.size() - (transposeA ? 2 : 1)];
+    foldBatch = batch > 1 && product(bBatch) == 1 && product(aBatch) == batch && !transposeA;
+  }
+
+  GemmShape gemmShape() const {
+    if (foldBatch)
+      return {1, batch * m, n, k, accumulate};
+    return {batch, m, n, k, accumulate};
+  }
+};
+
+/// The element offset of batch element `b`'s matrix in an operand whose batch dims
+/// `operandBatch` broadcast to `batchShape`.
+ExprPtr batchOffset(const ExprPtr &b, const Shape &batchShape, const Shape &operandBatch,
+                    int64_t matrixSize) {
+  int64_t count = product(operandBatch);
+  if (count == 1)
+    return index(0);
+  if (count == product(batchShape))
+    return mul(b, index(matrixSize));
+  std::vector<ExprPtr> idx = delinearize(b, batchShape);
+  size_t skip = batchShape.size() - operandBatch.size();
+  ExprPtr offset = index(0);
+  int64_t stride = matrixSize;
+  for (size_t d = operandBatch.size(); d-- > 0;) {
+    if (operandBatch[d] != 1)
+      offset = add(offset, mul(idx[skip + d], index(stride)));
+    stride *= operandBatch[d];
+  }
+  return offset;
+}
+
+} // namespace
+
+GemmShape matMulGemmShape(const ir::Node &matmul) { return MatMulLayout(matmul).gemmShape(); }
+
+Expected<LoweredKernel> lowerMatMul(const ir::Graph &graph, const passes::FusionGroup &group,
+                                    const MatMulSchedule &schedule,
+                                    const codegen::CpuTarget &target) {
+  (void)graph;
+  const ir::Node &node = *group.anchor;
+  MatMulLayout layout(node);
+  ContractionKernel kernel(group);
+  BufferPtr aBuffer = kernel.operandBuffer(0), bBuffer = kernel.operandBuffer(1);
+  GemmShape shape = layout.gemmShape();
+  int64_t m = layout.m, n = layout.n, k = layout.k, gemmM = shape.m;
+
+  GemmProblem problem;
+  problem.name = "mm";
+  problem.batch = shape.batch;
+  problem.m = shape.m;
+  problem.n = shape.n;
+  problem.k = shape.k;
+  problem.accumulate = layout.accumulate;
+  problem.aContiguousInK = !layout.transposeA;
+  problem.bContiguousInK = layout.transposeB;
+  problem.a = [=](std::span<const ExprPtr> idx) {
+    // Folded: i runs over batch*M rows of a contiguous [batch..., M, K] operand.
+    ExprPtr base = layout.foldBatch ? index(0)
+                                    : batchOffset(idx[0], layout.batchShape, layout.aBatch, m * k);
+    ExprPtr within = layout.transposeA ? add(mul(idx[2], index(m)), idx[1])
+                                       : add(mul(idx[1], index(k)), idx[2]);
+    return load(aBuffer, add(base, within));
+  };
+  problem.b = [=](std::span<const ExprPtr> idx) {
+    ExprPtr base = batchOffset(idx[0], layout.batchShape, layout.bBatch, k * n);
+    ExprPtr within = layout.transposeB ? add(mul(idx[2], index(k)), idx[1])
+                                       : add(mul(idx[1], index(n)), idx[2]);
+    return load(bBuffer, add(base, within));
+  };
+  // The output is [batch..., M, N] row-major: flat (b*M' + i)*N + j either way.
+  GemmOffsetFn outputOffset = [gemmM, n](ExprPtr b, ExprPtr i, ExprPtr j) {
+    return add(mul(add(mul(b, index(gemmM)), i), index(n)), j);
+  };
+  RootIndexFn rootIndex = [layout, m](std::span<const ExprPtr> bij) {
+    ExprPtr b = bij[0], i = bij[1];
+    if (layout.foldBatch) {
+      b = div(bij[1], index(m));
+      i = mod(bij[1], index(m));
+    }
+    std::vector<ExprPtr> idx = delinearize(b, layout.batchShape);
+    idx.push_back(i);
+    idx.push_back(bij[2]);
+    return idx;
+  };
+  problem.storeResult = kernel.storeResult(rootIndex, outputOffset);
+  if (kernel.plainResult(layout.accumulate)) {
+    problem.plainOutput = kernel.output();
+    problem.plainOffset = outputOffset;
+  }
+  KILN_TRY(GemmLowering gemm, lowerGemm(problem, schedule, target));
+  return kernel.finish(gemm);
+}
+
+} // namespace kiln::lower

@@ -1,0 +1,25 @@
+// Matmul (2-D and batched, with broadcast batch dims and transposes) lowered through the
+// GEMM template.
+#pragma once
+
+#include "codegen/Target.h"
+#include "ir/graph/Graph.h"
+#include "passes/graph/Fusion.h"
+#include "passes/lower/GemmSchedule.h"
+#include "passes/lower/Lower.h"
+#include "passes/lower/Schedule.h"
+#include "support/Error.h"
+
+namespace kiln::lower {
+
+/// The GEMM a matmul node becomes: batch dims flattened, and folded into M when b is shared
+/// by every batch element and a is stored untransposed ([B, M, K] @ [K, N] is one
+/// [B*M, K] @ [K, N]), which gives one large GEMM instead of many small ones.
+GemmShape matMulGemmShape(const ir::Node &matmul);
+
+/// Lowers a Contraction group anchored at a matmul.
+Expected<LoweredKernel> lowerMatMul(const ir::Graph &graph, const passes::FusionGroup &group,
+                                    const MatMulSchedule &schedule,
+                                    const codegen::CpuTarget &target);
+
+} // namespace kiln::lower

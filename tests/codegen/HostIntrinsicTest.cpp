@@ -1,0 +1,206 @@
+// Host JIT tests of math intrinsics against <cmath>, in f32 and f64, scalar
+// (vectorized by LLVM) and explicit 4-lane vectors; Fma rounds once and a
+// plain a*b+c is never contracted into one.
+#include "HostTestUtil.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+
+using namespace kiln;
+using namespace kiln::kir;
+using kiln::testing::AlignedVector;
+using kiln::testing::JitKernel;
+
+namespace {
+
+/// Distance in units in the last place; NaN vs NaN is 0, NaN vs number is huge.
+template <typename F> int64_t ulpDistance(F a, F b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::isnan(a) && std::isnan(b) ? 0 : INT64_MAX;
+  if (a == b)
+    return 0;
+  using Bits = std::conditional_t<sizeof(F) == 4, int32_t, int64_t>;
+  auto ordered = [](F x) {
+    auto bits = std::bit_cast<Bits>(x);
+    return bits < 0 ? static_cast<int64_t>(std::numeric_limits<Bits>::min() - bits)
+                    : static_cast<int64_t>(bits);
+  };
+  return std::llabs(ordered(a) - ordered(b));
+}
+
+/// out[i] = fn(in[i]...) with `args` inputs per element.
+template <typename F>
+AlignedVector<F> applyIntrinsic(Intrinsic fn, const std::vector<AlignedVector<F>> &inputs,
+                                int lanes) {
+  DType dtype = sizeof(F) == 4 ? DType::F32 : DType::F64;
+  int64_t n = static_cast<int64_t>(inputs[0].size());
+  REQUIRE(n % lanes == 0);
+  std::vector<BufferPtr> params;
+  auto i = makeVar("i");
+  ExprPtr at = mul(ref(i), index(lanes));
+  std::vector<ExprPtr> args;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    params.push_back(makeBuffer(fmt::format("in{}", k), dtype, n));
+    args.push_back(load(params.back(), at, lanes));
+  }
+  auto out = makeBuffer("out", dtype, n);
+  params.push_back(out);
+  StmtPtr body = store(out, at, call(fn, args));
+  JitKernel kernel(Kernel{fmt::format("call_{}_{}_x{}", intrinsicName(fn), dtypeName(dtype), lanes),
+                          params,
+                          forRange(i, n / lanes, lanes == 1 ? ForKind::Vectorized : ForKind::Serial,
+                                   body)});
+  AlignedVector<F> result(inputs[0].size());
+  std::vector<void *> pointers;
+  for (const auto &input : inputs)
+    pointers.push_back(const_cast<F *>(input.data()));
+  pointers.push_back(result.data());
+  kernel(pointers);
+  return result;
+}
+
+template <typename F> AlignedVector<F> range(double low, double high, int count) {
+  AlignedVector<F> values;
+  for (int k = 0; k < count; ++k)
+    values.push_back(static_cast<F>(low + (high - low) * k / (count - 1)));
+  return values;
+}
+
+struct UnaryCase {
+  Intrinsic fn;
+  double low, high;
+  std::function<double(double)> reference;
+  int64_t maxUlps;
+};
+
+template <typename F> void checkUnary(const UnaryCase &c) {
+  auto inputs = range<F>(c.low, c.high, 1000);
+  for (int lanes : {1, 4}) {
+    auto result = applyIntrinsic<F>(c.fn, {inputs}, lanes);
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      F expected = static_cast<F>(c.reference(static_cast<double>(inputs[k])));
+      if (ulpDistance(result[k], expected) > c.maxUlps)
+        FAIL(intrinsicName(c.fn) << "(" << inputs[k] << ") = " << result[k] << ", expected "
+                                 << expected << " (lanes " << lanes << ")");
+    }
+  }
+}
+
+const std::vector<UnaryCase> &unaryCases() {
+  static const std::vector<UnaryCase> cases{
+      {Intrinsic::Exp, -20, 20, [](double x) { return std::exp(x); }, 2},
+      {Intrinsic::Log, 1e-6, 1e6, [](double x) { return std::log(x); }, 2},
+      {Intrinsic::Sqrt, 0, 1e6, [](double x) { return std::sqrt(x); }, 1},
+      {Intrinsic::Rsqrt, 1e-3, 1e6, [](double x) { return 1.0 / std::sqrt(x); }, 2},
+      {Intrinsic::Tanh, -10, 10, [](double x) { return std::tanh(x); }, 2},
+      {Intrinsic::Erf, -5, 5, [](double x) { return std::erf(x); }, 2},
+      {Intrinsic::Sin, -100, 100, [](double x) { return std::sin(x); }, 2},
+      {Intrinsic::Cos, -100, 100, [](double x) { return std::cos(x); }, 2},
+      {Intrinsic::Abs, -1e6, 1e6, [](double x) { return std::fabs(x); }, 0},
+      {Intrinsic::Floor, -100.5, 100.5, [](double x) { return std::floor(x); }, 0},
+  };
+  return cases;
+}
+
+} // namespace
+
+TEST_CASE("f32 unary intrinsics match <cmath> within 2 ulp", "[codegen][host][intrinsic]") {
+  for (const auto &c : unaryCases()) {
+    SECTION(std::string(intrinsicName(c.fn))) { checkUnary<float>(c); }
+  }
+}
+
+TEST_CASE("f64 unary intrinsics match <cmath> within 2 ulp", "[codegen][host][intrinsic]") {
+  for (const auto &c : unaryCases()) {
+    SECTION(std::string(intrinsicName(c.fn))) { checkUnary<double>(c); }
+  }
+}
+
+TEST_CASE("special values through intrinsics", "[codegen][host][intrinsic]") {
+  AlignedVector<float> x{-1.0f, 0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1.0f, 4.0f};
+  auto sqrt = applyIntrinsic<float>(Intrinsic::Sqrt, {x}, 4);
+  CHECK(std::isnan(sqrt[0]));
+  CHECK(sqrt[3] == INFINITY);
+  CHECK(std::signbit(sqrt[2]));
+  auto rsqrt = applyIntrinsic<float>(Intrinsic::Rsqrt, {x}, 1);
+  CHECK(rsqrt[1] == INFINITY);
+  CHECK(rsqrt[3] == 0.0f);
+  CHECK(rsqrt[7] == 0.5f);
+  auto log = applyIntrinsic<float>(Intrinsic::Log, {x}, 4);
+  CHECK(std::isnan(log[0]));
+  CHECK(log[1] == -INFINITY);
+  CHECK(log[6] == 0.0f);
+  auto tanh = applyIntrinsic<float>(Intrinsic::Tanh, {x}, 4);
+  CHECK(tanh[3] == 1.0f);
+  CHECK(tanh[4] == -1.0f);
+  CHECK(std::isnan(tanh[5]));
+  auto erf = applyIntrinsic<float>(Intrinsic::Erf, {x}, 1);
+  CHECK(erf[3] == 1.0f);
+  CHECK(erf[4] == -1.0f);
+  auto abs = applyIntrinsic<float>(Intrinsic::Abs, {x}, 4);
+  CHECK(!std::signbit(abs[2]));
+  CHECK(abs[4] == INFINITY);
+}
+
+TEST_CASE("pow matches std::pow", "[codegen][host][intrinsic]") {
+  AlignedVector<double> base64, exponent64;
+  for (int k = 0; k < 400; ++k) {
+    base64.push_back(0.05 + 0.025 * k);
+    exponent64.push_back(-3.0 + 0.015 * k);
+  }
+  AlignedVector<float> base32(base64.begin(), base64.end()),
+      exponent32(exponent64.begin(), exponent64.end());
+  for (int lanes : {1, 4}) {
+    auto r64 = applyIntrinsic<double>(Intrinsic::Pow, {base64, exponent64}, lanes);
+    auto r32 = applyIntrinsic<float>(Intrinsic::Pow, {base32, exponent32}, lanes);
+    for (size_t k = 0; k < base64.size(); ++k) {
+      REQUIRE(ulpDistance(r64[k], std::pow(base64[k], exponent64[k])) <= 2);
+      float expected = static_cast<float>(std::pow(static_cast<double>(base32[k]),
+                                                   static_cast<double>(exponent32[k])));
+      REQUIRE(ulpDistance(r32[k], expected) <= 2);
+    }
+  }
+}
+
+TEST_CASE("fma rounds once; a*b+c is not contracted", "[codegen][host][intrinsic]") {
+  // (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24: the 2^-24 is lost when the product
+  // rounds to f32 on its own, and kept by a fused multiply-add.
+  float a32 = 1.0f + std::ldexp(1.0f, -12);
+  float c32 = -(1.0f + std::ldexp(1.0f, -11));
+  double a64 = 1.0 + std::ldexp(1.0, -27);
+  double c64 = -(1.0 + std::ldexp(1.0, -26));
+  for (int lanes : {1, 4}) {
+    AlignedVector<float> a(8, a32), c(8, c32);
+    auto fused = applyIntrinsic<float>(Intrinsic::Fma, {a, a, c}, lanes);
+    for (float v : fused)
+      REQUIRE(v == std::ldexp(1.0f, -24));
+    AlignedVector<double> a2(8, a64), c2(8, c64);
+    auto fused64 = applyIntrinsic<double>(Intrinsic::Fma, {a2, a2, c2}, lanes);
+    for (double v : fused64)
+      REQUIRE(v == std::ldexp(1.0, -54));
+  }
+  // The same computation written as a multiply and an add rounds twice.
+  const int64_t n = 64;
+  auto x = makeBuffer("x", DType::F32, n), y = makeBuffer("y", DType::F32, n);
+  auto z = makeBuffer("z", DType::F32, n), out = makeBuffer("out", DType::F32, n);
+  auto i = makeVar("i");
+  StmtPtr body = store(out, ref(i), add(mul(load(x, ref(i)), load(y, ref(i))), load(z, ref(i))));
+  JitKernel kernel(Kernel{"mul_add", {x, y, z, out}, forRange(i, n, ForKind::Vectorized, body)});
+  AlignedVector<float> xs(n, a32), zs(n, c32), result(n, 1.0f);
+  kernel({xs.data(), xs.data(), zs.data(), result.data()});
+  for (float v : result)
+    REQUIRE(v == 0.0f);
+}
+
+TEST_CASE("integer abs wraps at the minimum", "[codegen][host][intrinsic]") {
+  auto in = makeBuffer("in", DType::I32, 4);
+  auto out = makeBuffer("out", DType::I32, 4);
+  JitKernel kernel(Kernel{"abs_i32", {in, out},
+                          store(out, index(0), call(Intrinsic::Abs, {load(in, index(0), 4)}))});
+  AlignedVector<int32_t> values{-5, 7, INT32_MIN, 0}, result(4);
+  kernel({values.data(), result.data()});
+  CHECK(result == AlignedVector<int32_t>{5, 7, INT32_MIN, 0});
+}

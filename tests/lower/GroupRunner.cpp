@@ -1,0 +1,160 @@
+// The lowering test harness: fusion plan -> lowered kernels -> evaluator or
+// JIT, group by group, with poisoned outputs; and the per-dtype tolerances.
+#include "GroupRunner.h"
+
+#include "codegen/llvm/HostBackend.h"
+#include "ir/kernel/Evaluator.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+namespace kiln::test {
+
+const char *executorName(Executor executor) {
+  return executor == Executor::Jit ? "jit" : "evaluator";
+}
+
+const codegen::CpuTarget &testHostTarget() {
+  static const codegen::CpuTarget target = codegen::hostCpuTarget();
+  return target;
+}
+
+void poisonTensor(HostTensor &tensor) {
+  std::memset(tensor.bytes().data(), isFloatingPoint(tensor.dtype()) ? 0xFF : 0x5A,
+              tensor.byteSize());
+}
+
+namespace {
+
+HostTensor constantTensor(const ir::Node &node) {
+  const auto &values = ir::getFloats(node.attrs(), "value");
+  const ir::TensorType &type = node.type();
+  std::vector<double> data(static_cast<size_t>(type.numElements()),
+                           values.empty() ? 0.0 : values[0]);
+  if (values.size() == data.size())
+    data = values;
+  return HostTensor::fromDoubles(type.dtype, type.shape, data);
+}
+
+struct PlannedKernel {
+  const passes::FusionGroup *group;
+  lower::LoweredKernel lowered;
+};
+
+} // namespace
+
+Expected<NamedTensors> runLoweredGraph(const ir::Graph &graph, const NamedTensors &inputs,
+                                       const GroupRunOptions &options) {
+  KILN_TRY(passes::FusionPlan plan, passes::planFusion(graph));
+  const codegen::CpuTarget &target = testHostTarget();
+
+  // Lower everything first, so the JIT compiles one module for the graph.
+  std::vector<PlannedKernel> kernels;
+  for (const passes::FusionGroup &group : plan.groups) {
+    if (group.kind == passes::GroupKind::Constant || group.kind == passes::GroupKind::Alias)
+      continue;
+    lower::Schedule schedule = options.chooseSchedule
+                                   ? options.chooseSchedule(graph, group, target)
+                                   : lower::defaultSchedule(graph, group, target);
+    KILN_TRY(lower::LoweredKernel lowered, lower::lowerGroupForCpu(graph, group, schedule, target));
+    kernels.push_back({&group, std::move(lowered)});
+  }
+  std::shared_ptr<codegen::HostModule> module;
+  if (options.executor == Executor::Jit && !kernels.empty()) {
+    std::vector<kir::Kernel> all;
+    for (const PlannedKernel &k : kernels)
+      all.push_back(k.lowered.kernel);
+    KILN_TRY(module, codegen::compileHostModule(all, target));
+  }
+
+  std::map<const ir::Value *, HostTensor> values;
+  for (const ir::Value *value : graph.inputs())
+    values[value] = inputs.at(value->name());
+  for (const ir::Value *value : graph.params())
+    values[value] = inputs.at(value->name());
+
+  size_t next = 0;
+  for (const passes::FusionGroup &group : plan.groups) {
+    const ir::TensorType &type = group.root->type();
+    if (group.kind == passes::GroupKind::Constant) {
+      values[group.root->result()] = constantTensor(*group.root);
+      continue;
+    }
+    if (group.kind == passes::GroupKind::Alias) {
+      KILN_CHECK(group.inputs.size() == 1, "an alias group reads one value");
+      const HostTensor &source = values.at(group.inputs[0]);
+      HostTensor alias(type.dtype, type.shape);
+      KILN_CHECK(alias.byteSize() == source.byteSize(), "an alias keeps the byte size");
+      std::memcpy(alias.bytes().data(), source.bytes().data(), source.byteSize());
+      values[group.root->result()] = std::move(alias);
+      continue;
+    }
+    const lower::LoweredKernel &lowered = kernels.at(next++).lowered;
+    std::vector<HostTensor> buffers;
+    for (const ir::Value *input : group.inputs)
+      buffers.push_back(values.at(input));
+    buffers.emplace_back(type.dtype, type.shape);
+    size_t outIndex = buffers.size() - 1;
+    for (size_t i = outIndex + 1; i < lowered.kernel.params.size(); ++i)
+      buffers.emplace_back(lowered.kernel.params[i]->dtype,
+                           std::vector<int64_t>{lowered.kernel.params[i]->size});
+    for (size_t i = outIndex; i < buffers.size(); ++i)
+      poisonTensor(buffers[i]);
+    KILN_CHECK(buffers.size() == lowered.kernel.params.size(), "one buffer per kernel parameter");
+    if (options.executor == Executor::Evaluator) {
+      KILN_TRY_VOID(kir::evaluateKernel(lowered.kernel, buffers));
+    } else {
+      codegen::HostKernelFn fn = module->lookupKernel(lowered.kernel.name);
+      KILN_CHECK(fn != nullptr, "the JIT module has every kernel");
+      std::vector<void *> args;
+      for (HostTensor &buffer : buffers)
+        args.push_back(buffer.bytes().data());
+      fn(args.data());
+    }
+    values[group.root->result()] = std::move(buffers[outIndex]);
+  }
+
+  NamedTensors outputs;
+  for (const ir::GraphOutput &output : graph.outputs())
+    outputs.emplace(output.name, values.at(output.value));
+  return outputs;
+}
+
+double toleranceOf(DType dtype) {
+  switch (dtype) {
+  case DType::F64: return 1e-12;
+  case DType::F32: return 1e-5;
+  case DType::F16: return 0x1p-9;   // ulp at 1 is 2^-10
+  case DType::BF16: return 0x1p-6;  // ulp at 1 is 2^-7
+  case DType::F8E4M3: return 0x1p-2; // ulp at 1 is 2^-3
+  case DType::F8E5M2: return 0x1p-1; // ulp at 1 is 2^-2
+  default: return 0.0;
+  }
+}
+
+std::string compareTensors(const HostTensor &got, const HostTensor &want, double toleranceScale) {
+  if (got.dtype() != want.dtype() || got.shape() != want.shape())
+    return fmt::format("type {} differs from the reference's {}", got.typeStr(), want.typeStr());
+  double tolerance = toleranceOf(want.dtype()) * toleranceScale;
+  std::string report;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < want.numElements(); ++i) {
+    double g = got.getDouble(i), w = want.getDouble(i);
+    bool ok = std::isnan(w) ? std::isnan(g)
+              : std::isinf(w) ? g == w
+                              : std::abs(g - w) <= tolerance * std::max(1.0, std::abs(w));
+    if (ok)
+      continue;
+    if (++bad <= 5)
+      report += fmt::format("  element {}: got {} want {}\n", i, g, w);
+  }
+  if (bad > 0)
+    report = fmt::format("{} of {} elements differ (tolerance {:g} x max(1, |want|)):\n{}", bad,
+                         want.numElements(), tolerance, report);
+  return report;
+}
+
+} // namespace kiln::test

@@ -1,0 +1,186 @@
+// conv2d lowering against the reference interpreter: both layouts and both algorithms (im2col
+// implicit GEMM, direct), padding, stride, dilation, groups and depthwise, 1x1 / 3x3 / 5x5
+// windows, odd spatial sizes and the CNN's layers.
+#include "lower/contraction/ContractionTestUtil.h"
+
+#include "passes/lower/GemmSchedule.h"
+#include "passes/lower/LowerConv2D.h"
+
+using namespace kiln;
+using namespace kiln::test;
+using ir::OpKind;
+using Algorithm = lower::Conv2DSchedule::Algorithm;
+
+namespace {
+
+struct ConvCase {
+  int64_t images, channels, height, width, outChannels, kernelH, kernelW;
+  ConvParams params;
+  std::string what;
+};
+
+/// The default GEMM schedule of `algorithm` for the conv node.
+lower::Conv2DSchedule scheduleFor(const ir::Node &conv, Algorithm algorithm) {
+  lower::Conv2DSchedule s;
+  s.algorithm = algorithm;
+  s.gemm = lower::defaultGemmSchedule(lower::conv2DGemmShape(conv, algorithm), hostTarget());
+  if (algorithm == Algorithm::Direct)
+    s.gemm.packA = false;
+  s.ocBlock = s.gemm.nr;
+  return s;
+}
+
+/// Builds the conv (plus `bias` + relu when asked) and checks it with both algorithms.
+void checkConv(const ConvCase &cc, std::vector<Runner> runners, bool biasRelu = false,
+               DType dtype = DType::F32) {
+  bool nhwc = cc.params.layout == "nhwc";
+  INFO(fmt::format("{}: {} input {}x{}x{}x{}, {} filters {}x{}, stride {}x{}, dilation {}x{}, "
+                   "groups {}",
+                   cc.what, cc.params.layout, cc.images, cc.channels, cc.height, cc.width,
+                   cc.outChannels, cc.kernelH, cc.kernelW, cc.params.stride[0],
+                   cc.params.stride[1], cc.params.dilation[0], cc.params.dilation[1],
+                   cc.params.groups));
+  GraphCase c(3);
+  int64_t groupChannels = cc.channels / cc.params.groups;
+  ir::Value *x = c.input("x", dtype,
+                         nhwc ? std::vector<int64_t>{cc.images, cc.height, cc.width, cc.channels}
+                              : std::vector<int64_t>{cc.images, cc.channels, cc.height, cc.width});
+  ir::Value *w = c.input(
+      "w", dtype,
+      nhwc ? std::vector<int64_t>{cc.outChannels, cc.kernelH, cc.kernelW, groupChannels}
+           : std::vector<int64_t>{cc.outChannels, groupChannels, cc.kernelH, cc.kernelW});
+  ConvParams p = cc.params;
+  ir::Value *conv = c.node(OpKind::Conv2D, {x, w}, p.attrs());
+  ir::Value *out = conv;
+  if (biasRelu) {
+    ir::Value *bias = c.input("bias", dtype,
+                              nhwc ? std::vector<int64_t>{cc.outChannels}
+                                   : std::vector<int64_t>{cc.outChannels, 1, 1});
+    out = c.node(OpKind::Relu, {c.node(OpKind::Add, {conv, bias})});
+  }
+  c.output(out);
+  int64_t k = groupChannels * cc.kernelH * cc.kernelW;
+  for (Algorithm algorithm : {Algorithm::Im2col, Algorithm::Direct})
+    for (Runner runner : runners) {
+      INFO("algorithm " << (algorithm == Algorithm::Direct ? "direct" : "im2col"));
+      checkContraction(c, k, p.accumulate, runner, scheduleFor(*conv->definingNode(), algorithm));
+    }
+}
+
+ConvParams params(std::string layout, std::vector<int64_t> stride = {1, 1},
+                  std::vector<int64_t> padding = {0, 0, 0, 0},
+                  std::vector<int64_t> dilation = {1, 1}, int64_t groups = 1) {
+  ConvParams p;
+  p.layout = std::move(layout);
+  p.stride = std::move(stride);
+  p.padding = std::move(padding);
+  p.dilation = std::move(dilation);
+  p.groups = groups;
+  return p;
+}
+
+} // namespace
+
+TEST_CASE("conv2d: windows, padding, stride, dilation and groups in both layouts",
+          "[lower][contraction][conv2d]") {
+  for (std::string layout : {"nchw", "nhwc"}) {
+    std::vector<ConvCase> cases = {
+        {2, 3, 9, 11, 5, 1, 1, params(layout), "1x1"},
+        {2, 3, 9, 11, 5, 1, 1, params(layout, {2, 2}), "1x1 stride 2"},
+        {2, 4, 9, 11, 7, 3, 3, params(layout), "3x3 valid"},
+        {1, 4, 10, 9, 6, 3, 3, params(layout, {1, 1}, {1, 1, 1, 1}), "3x3 same padding"},
+        {2, 3, 11, 13, 5, 3, 3, params(layout, {1, 1}, {0, 2, 1, 0}), "asymmetric padding"},
+        {2, 3, 11, 12, 6, 3, 3, params(layout, {2, 2}, {1, 1, 1, 1}), "stride 2"},
+        {1, 3, 13, 11, 4, 3, 2, params(layout, {2, 1}, {1, 0, 0, 1}), "stride 2x1, 3x2 window"},
+        {2, 2, 12, 13, 5, 3, 3, params(layout, {1, 1}, {2, 2, 2, 2}, {2, 2}), "dilation 2"},
+        {1, 3, 13, 11, 4, 5, 5, params(layout, {1, 1}, {2, 2, 2, 2}), "5x5"},
+        {2, 6, 9, 7, 8, 3, 3, params(layout, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2), "groups 2"},
+        {2, 8, 9, 7, 8, 3, 3, params(layout, {1, 1}, {1, 1, 1, 1}, {1, 1}, 8), "depthwise"},
+        {1, 4, 9, 7, 8, 3, 3, params(layout, {2, 2}, {1, 1, 1, 1}, {1, 1}, 4),
+         "depthwise, multiplier 2, stride 2"},
+        {1, 1, 7, 5, 3, 7, 5, params(layout), "window as large as the input"},
+        {3, 1, 13, 13, 4, 3, 3, params(layout, {1, 1}, {3, 3, 3, 3}), "padding wider than a tap"},
+    };
+    for (const ConvCase &cc : cases) {
+      checkConv(cc, {Runner::Jit, Runner::Evaluator});
+      checkConv(cc, {Runner::Jit}, /*biasRelu=*/true);
+    }
+  }
+}
+
+TEST_CASE("conv2d: the CNN's layers with bias and relu", "[lower][contraction][conv2d]") {
+  for (std::string layout : {"nchw", "nhwc"}) {
+    std::vector<ConvCase> cases = {
+        {8, 1, 28, 28, 32, 3, 3, params(layout), "Conv2D(32, 3x3) on 28x28x1"},
+        {8, 32, 13, 13, 64, 3, 3, params(layout), "Conv2D(64, 3x3) on 13x13x32"},
+        {8, 64, 5, 5, 64, 3, 3, params(layout), "Conv2D(64, 3x3) on 5x5x64"},
+    };
+    for (const ConvCase &cc : cases)
+      checkConv(cc, {Runner::Jit}, /*biasRelu=*/true);
+  }
+}
+
+TEST_CASE("conv2d: narrow and wide float dtypes", "[lower][contraction][conv2d]") {
+  for (std::string layout : {"nchw", "nhwc"})
+    for (DType dtype : {DType::F16, DType::BF16, DType::F64}) {
+      ConvCase cc{2, 4, 9, 8, 6, 3, 3, params(layout, {1, 1}, {1, 1, 1, 1}), "dtype"};
+      cc.params.accumulate = dtype == DType::F64 ? DType::F64 : DType::F32;
+      checkConv(cc, {Runner::Jit}, /*biasRelu=*/true, dtype);
+    }
+}
+
+TEST_CASE("conv2d: integer operands", "[lower][contraction][conv2d]") {
+  for (std::string layout : {"nchw", "nhwc"}) {
+    ConvCase cc{2, 3, 7, 9, 5, 3, 3, params(layout, {2, 1}, {1, 1, 0, 2}), "i8"};
+    cc.params.accumulate = DType::I32;
+    checkConv(cc, {Runner::Jit, Runner::Evaluator}, false, DType::I8);
+  }
+}
+
+TEST_CASE("conv2d: the heuristic runs few-channel convolutions directly",
+          "[lower][contraction][conv2d]") {
+  GraphCase c;
+  ir::Value *x = c.input("x", DType::F32, {8, 1, 28, 28});
+  ir::Value *w1 = c.input("w1", DType::F32, {32, 1, 3, 3});
+  ir::Value *conv1 = c.node(OpKind::Conv2D, {x, w1}, params("nchw").attrs());
+  lower::Conv2DSchedule first = lower::defaultConv2DSchedule(*conv1->definingNode(), hostTarget());
+  CHECK(first.algorithm == Algorithm::Direct);
+  CHECK_FALSE(first.gemm.packA);
+  CHECK(first.ocBlock % first.gemm.vectorWidth == 0);
+
+  ir::Value *y = c.input("y", DType::F32, {8, 32, 13, 13});
+  ir::Value *w2 = c.input("w2", DType::F32, {64, 32, 3, 3});
+  ir::Value *conv2 = c.node(OpKind::Conv2D, {y, w2}, params("nchw").attrs());
+  lower::Conv2DSchedule second = lower::defaultConv2DSchedule(*conv2->definingNode(), hostTarget());
+  CHECK(second.algorithm == Algorithm::Im2col);
+  CHECK(second.gemm.packA);
+}
+
+TEST_CASE("conv2d: GEMM shapes of each layout and algorithm", "[lower][contraction][conv2d]") {
+  GraphCase c;
+  // 2 images, 6 channels in 2 groups, 9x7 -> 9x7 with padding 1, 10 filters.
+  ir::Value *x = c.input("x", DType::F32, {2, 6, 9, 7});
+  ir::Value *w = c.input("w", DType::F32, {10, 3, 3, 3});
+  ir::Value *conv =
+      c.node(OpKind::Conv2D, {x, w}, params("nchw", {1, 1}, {1, 1, 1, 1}, {1, 1}, 2).attrs());
+  lower::GemmShape im2col = lower::conv2DGemmShape(*conv->definingNode(), Algorithm::Im2col);
+  CHECK(im2col.batch == 4);  // images x groups
+  CHECK(im2col.m == 5);      // output channels per group
+  CHECK(im2col.n == 63);     // output pixels
+  CHECK(im2col.k == 27);     // 3 channels x 3 x 3
+  lower::GemmShape direct = lower::conv2DGemmShape(*conv->definingNode(), Algorithm::Direct);
+  CHECK(direct.batch == 4);
+  CHECK(direct.m == 63);
+  CHECK(direct.n == 5);
+  CHECK(direct.k == 27);
+
+  ir::Value *xh = c.input("xh", DType::F32, {2, 9, 7, 6});
+  ir::Value *wh = c.input("wh", DType::F32, {10, 3, 3, 3});
+  ir::Value *convh =
+      c.node(OpKind::Conv2D, {xh, wh}, params("nhwc", {1, 1}, {1, 1, 1, 1}, {1, 1}, 2).attrs());
+  lower::GemmShape nhwc = lower::conv2DGemmShape(*convh->definingNode(), Algorithm::Im2col);
+  CHECK(nhwc.batch == 2);  // groups
+  CHECK(nhwc.m == 126);    // pixels of both images
+  CHECK(nhwc.n == 5);
+  CHECK(nhwc.k == 27);
+}

@@ -1,0 +1,39 @@
+// A small flag parser shared by the kiln subcommands: "--name value",
+// "--name=value" and boolean "--name", with errors naming the flag.
+#pragma once
+
+#include "support/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kiln::tool {
+
+class Args {
+public:
+  /// `valueFlags` take a value; `boolFlags` do not. Anything else starting with
+  /// "--" is an error; other words are positional.
+  static Expected<Args> parse(const std::vector<std::string> &words,
+                              const std::set<std::string> &valueFlags,
+                              const std::set<std::string> &boolFlags);
+
+  bool has(const std::string &flag) const { return values_.contains(flag); }
+  std::optional<std::string> value(const std::string &flag) const;
+  Expected<int64_t> intValue(const std::string &flag, int64_t fallback, int64_t min) const;
+  const std::vector<std::string> &positional() const { return positional_; }
+
+private:
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positional_;
+};
+
+/// Exit codes: 0 success, 1 a failure (compile, run, check), 2 bad usage.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+} // namespace kiln::tool

@@ -1,0 +1,66 @@
+// kiln: the command line of the compiler — compile, run and opt.
+#include "tools/kiln/Commands.h"
+#include "tools/kiln/ModelSource.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
+
+namespace {
+
+constexpr const char *kUsage = R"(usage: kiln <command> [options]
+
+commands:
+  compile   compile a model and print a summary (--dump=graph,fused,kernel,llvm, --dot)
+  run       compile and run a model, print its outputs and time per run (--check)
+  opt       run graph passes on IR text and print the result (the kiln-opt tool)
+
+'kiln <command> --help' describes each command. Models are graph IR files
+(.kir) or built-in examples:
+{}
+exit status: 0 success, 1 a failure, 2 bad usage
+)";
+
+/// `kiln opt ...` is kiln-opt, installed next to kiln.
+int execOpt(char **argv) {
+  std::error_code error;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  std::filesystem::path opt = self.parent_path() / "kiln-opt";
+  if (error || !std::filesystem::exists(opt)) {
+    fmt::print(stderr, "kiln opt: error: kiln-opt was not found next to kiln ({})\n",
+               opt.string());
+    return kiln::tool::kExitFailure;
+  }
+  argv[1] = const_cast<char *>("kiln-opt");
+  execv(opt.c_str(), argv + 1);
+  fmt::print(stderr, "kiln opt: error: cannot run {}: {}\n", opt.string(), std::strerror(errno));
+  return kiln::tool::kExitFailure;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  using namespace kiln::tool;
+  if (argc < 2) {
+    fmt::print(stderr, kUsage, exampleListing());
+    return kExitUsage;
+  }
+  std::string command = argv[1];
+  std::vector<std::string> rest(argv + 2, argv + argc);
+  if (command == "--help" || command == "-h" || command == "help") {
+    fmt::print(kUsage, exampleListing());
+    return kExitOk;
+  }
+  if (command == "compile")
+    return compileCommand(rest);
+  if (command == "run")
+    return runCommand(rest);
+  if (command == "opt")
+    return execOpt(argv);
+  fmt::print(stderr, "kiln: unknown command '{}'\n\n", command);
+  fmt::print(stderr, kUsage, exampleListing());
+  return kExitUsage;
+}

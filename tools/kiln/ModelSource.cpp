@@ -1,0 +1,89 @@
+// Loading models for the kiln command.
+#include "tools/kiln/ModelSource.h"
+
+#include "examples/models/ExampleRegistry.h"
+#include "ir/graph/Parser.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace kiln::tool {
+
+namespace {
+
+HostTensor randomTensor(const ir::TensorType &type, Rng &rng) {
+  HostTensor tensor(type.dtype, type.shape);
+  for (int64_t i = 0; i < tensor.numElements(); ++i) {
+    double value;
+    if (isFloatingPoint(type.dtype))
+      value = rng.normal();
+    else if (type.dtype == DType::Bool)
+      value = static_cast<double>(rng.nextU64() % 2);
+    else
+      value = static_cast<double>(rng.nextU64() % 10);
+    tensor.setDouble(i, value);
+  }
+  return tensor;
+}
+
+Expected<std::string> readFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return makeError(ErrorCode::IOError, fmt::format("cannot open '{}'", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad())
+    return makeError(ErrorCode::IOError, fmt::format("cannot read '{}'", path));
+  return text.str();
+}
+
+} // namespace
+
+NamedTensors randomInputs(const ir::Graph &graph, uint64_t seed) {
+  Rng rng(seed);
+  NamedTensors inputs;
+  for (const ir::Value *input : graph.inputs())
+    inputs.emplace(input->name(), randomTensor(input->type(), rng));
+  return inputs;
+}
+
+std::string exampleListing() {
+  std::string text;
+  for (const auto &model : examples::exampleModels())
+    text += fmt::format("  example:{:<12} {} (batch {})\n", model.name, model.description,
+                        model.defaultBatch);
+  return text;
+}
+
+Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t seed) {
+  LoadedModel loaded;
+  constexpr std::string_view kExamplePrefix = "example:";
+  if (spec.starts_with(kExamplePrefix)) {
+    std::string name = spec.substr(kExamplePrefix.size());
+    const examples::ExampleModel *model = examples::findExampleModel(name);
+    if (!model)
+      return makeError(ErrorCode::NotFound,
+                       fmt::format("no example called '{}'; the examples are:\n{}", name,
+                                   exampleListing()));
+    loaded.dsl = std::make_unique<Graph>(name, seed);
+    model->build(*loaded.dsl, batch > 0 ? batch : model->defaultBatch);
+    KILN_TRY_VOID(loaded.dsl->finalize());
+    loaded.graph = &loaded.dsl->ir();
+    loaded.params = loaded.dsl->paramValues();
+    return loaded;
+  }
+  if (batch > 0)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("--batch applies to examples only; '{}' has fixed shapes", spec));
+  KILN_TRY(std::string text, readFile(spec));
+  KILN_TRY(loaded.owned, ir::parseGraph(text, spec));
+  loaded.graph = loaded.owned.get();
+  Rng rng(seed ^ 0x9e3779b97f4a7c15ULL);
+  for (const ir::Value *param : loaded.graph->params())
+    loaded.params.emplace(param->name(), randomTensor(param->type(), rng));
+  return loaded;
+}
+
+} // namespace kiln::tool

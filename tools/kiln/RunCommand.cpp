@@ -1,0 +1,163 @@
+// kiln run: compiles a model, runs it on given or random inputs, prints the
+// outputs and the time per run, and optionally checks against the reference.
+#include "frontend/io/Safetensors.h"
+#include "ir/graph/Interpreter.h"
+#include "support/Tolerance.h"
+#include "tools/kiln/Commands.h"
+#include "tools/kiln/ModelSource.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace kiln::tool {
+
+namespace {
+
+constexpr const char *kRunHelp = R"(usage: kiln run <model> [options]
+
+Compiles a model, runs it and prints each output's type and first values and
+the median time per run.
+
+<model> is a graph IR file (.kir) or example:<name>; the examples are:
+{}
+options:
+  --target cpu|auto     where to run (default auto: the best device present)
+  --batch N             batch size of an example (default: the example's)
+  --inputs FILE         input tensors from a safetensors file (default: seeded
+                        random values: normal floats, integers in [0, 10))
+  --params FILE         parameter values from a safetensors file (default: the
+                        example's initializers, or seeded random values)
+  --seed S              seed for random inputs and parameters (default 0)
+  --iterations N        runs to time (default 10); the first is not timed
+  --output FILE         write the outputs to a safetensors file
+  --check               also run the fp64 reference interpreter and compare
+                        every output with the per-dtype tolerance; a mismatch
+                        makes the exit status 1
+  --help                print this help and exit
+exit status: 0 success, 1 compile/run failure or check mismatch, 2 bad usage
+)";
+
+std::string firstValues(const HostTensor &tensor, int64_t count) {
+  std::vector<std::string> values;
+  for (int64_t i = 0; i < std::min(count, tensor.numElements()); ++i)
+    values.push_back(fmt::format("{:.6g}", tensor.getDouble(i)));
+  if (tensor.numElements() > count)
+    values.push_back("...");
+  return fmt::format("{}", fmt::join(values, " "));
+}
+
+} // namespace
+
+int runCommand(const std::vector<std::string> &words) {
+  auto args = Args::parse(words,
+                          {"--target", "--batch", "--inputs", "--params", "--seed", "--iterations",
+                           "--output"},
+                          {"--check", "--help"});
+  if (!args) {
+    fmt::print(stderr, "kiln run: {}\nrun 'kiln run --help' for usage\n", args.error().message());
+    return kExitUsage;
+  }
+  if (args->has("--help")) {
+    fmt::print(kRunHelp, exampleListing());
+    return kExitOk;
+  }
+  if (args->positional().size() != 1) {
+    fmt::print(stderr, "kiln run: expected one model, got {}\nrun 'kiln run --help'\n",
+               args->positional().size());
+    return kExitUsage;
+  }
+  auto target = parseTarget(*args);
+  auto batch = args->intValue("--batch", 0, 1);
+  auto seed = args->intValue("--seed", 0, 0);
+  auto iterations = args->intValue("--iterations", 10, 1);
+  for (const Error *error : {target ? nullptr : &target.error(), batch ? nullptr : &batch.error(),
+                             seed ? nullptr : &seed.error(),
+                             iterations ? nullptr : &iterations.error()})
+    if (error) {
+      fmt::print(stderr, "kiln run: {}\n", error->message());
+      return kExitUsage;
+    }
+
+  auto model = loadModel(args->positional()[0], *batch, static_cast<uint64_t>(*seed));
+  if (!model)
+    return reportError("run", model.error());
+  NamedTensors tensors = randomInputs(*model->graph, static_cast<uint64_t>(*seed));
+  if (auto path = args->value("--inputs")) {
+    auto loaded = io::loadSafetensors(*path);
+    if (!loaded)
+      return reportError("run", loaded.error());
+    tensors = std::move(*loaded);
+  }
+  NamedTensors params = model->params;
+  if (auto path = args->value("--params")) {
+    auto loaded = io::loadSafetensors(*path);
+    if (!loaded)
+      return reportError("run", loaded.error());
+    params = std::move(*loaded);
+  }
+
+  CompileOptions options;
+  options.target = *target;
+  CompileReport report;
+  auto compiled = compile(*model->graph, options, &report);
+  if (!compiled)
+    return reportError("run", compiled.error());
+  fmt::print("target: {}\n", report.target);
+  if (!report.fallbackReason.empty())
+    fmt::print("note:   {}\n", report.fallbackReason);
+  fmt::print("compiled {} kernels in {:.3f} s\n", report.numKernels, report.totalSeconds);
+  if (auto bound = compiled->bindParams(params); !bound)
+    return reportError("run", bound.error());
+
+  Expected<NamedTensors> outputs = compiled->run(tensors);
+  if (!outputs)
+    return reportError("run", outputs.error());
+  std::vector<double> seconds;
+  for (int64_t i = 1; i < *iterations; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    auto again = compiled->run(tensors);
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (!again)
+      return reportError("run", again.error());
+  }
+  for (const auto &[name, tensor] : *outputs)
+    fmt::print("output {}: {} = {}\n", name, tensor.typeStr(), firstValues(tensor, 8));
+  if (!seconds.empty()) {
+    std::sort(seconds.begin(), seconds.end());
+    fmt::print("time per run: {:.3f} ms (median of {})\n", seconds[seconds.size() / 2] * 1e3,
+               seconds.size());
+  }
+
+  if (auto path = args->value("--output"))
+    if (auto saved = io::saveSafetensors(*path, *outputs); !saved)
+      return reportError("run", saved.error());
+
+  if (args->has("--check")) {
+    NamedTensors referenceInputs = tensors;
+    for (const auto &[name, value] : params)
+      referenceInputs.insert_or_assign(name, value);
+    auto expected = ir::interpret(*model->graph, referenceInputs);
+    if (!expected)
+      return reportError("run", expected.error());
+    bool allOk = true;
+    for (const auto &[name, tensor] : *outputs) {
+      const HostTensor &want = expected->at(name);
+      Comparison comparison = compareTensors(tensor, want, toleranceFor(want.dtype()));
+      fmt::print("check {}: {} (max abs error {:.3g}, max rel error {:.3g}){}\n", name,
+                 comparison.ok ? "ok" : "MISMATCH", comparison.maxAbsError,
+                 comparison.maxRelError,
+                 comparison.ok ? "" : fmt::format("; {} elements differ, first at {}",
+                                                  comparison.mismatches,
+                                                  comparison.firstMismatchStr));
+      allOk = allOk && comparison.ok;
+    }
+    if (!allOk)
+      return kExitFailure;
+  }
+  return kExitOk;
+}
+
+} // namespace kiln::tool
