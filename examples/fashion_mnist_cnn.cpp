@@ -1,17 +1,22 @@
-// The main-job example: builds the seed CNN in the DSL, prints its IR, and
-// classifies the first images of Fashion-MNIST's test set with the reference
-// interpreter, using seeded untrained weights or weights from a safetensors file.
+// The main-job example: builds the seed CNN in the DSL, compiles it with
+// kiln::compile for the best device present (the CPU in this build), checks the
+// first batch against the reference interpreter, classifies Fashion-MNIST's
+// test set and reports accuracy and time per batch. Weights are seeded and
+// untrained unless loaded from a safetensors file.
 //
-//   fashion_mnist_cnn [--batch N] [--data DIR] [--weights FILE] [--seed S]
-//                     [--save-weights FILE]
+//   fashion_mnist_cnn [--batch N] [--images N] [--target cpu|auto] [--data DIR]
+//                     [--weights FILE] [--seed S] [--save-weights FILE] [--print-ir]
 #include "examples/models/FashionMnistCnn.h"
 #include "frontend/Evaluate.h"
 #include "frontend/io/Idx.h"
 #include "frontend/io/Safetensors.h"
+#include "compiler/Compile.h"
 #include "ir/graph/Printer.h"
+#include "support/Tolerance.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <chrono>
@@ -31,7 +36,10 @@ constexpr std::array<const char *, 10> kClassNames = {
     "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
 struct Options {
-  int64_t batch = 8;
+  int64_t batch = 64;
+  int64_t images = 0; ///< 0: the whole test set
+  TargetKind target = TargetKind::Auto;
+  bool printIr = false;
   std::string dataDir = kDefaultDataDir;
   std::string weights;
   std::string saveWeights;
@@ -40,9 +48,12 @@ struct Options {
 
 void printUsage(std::FILE *out) {
   fmt::print(out,
-             "usage: fashion_mnist_cnn [--batch N] [--data DIR] [--weights FILE] [--seed S]\n"
-             "                         [--save-weights FILE]\n"
-             "  --batch N        images to classify (default 8)\n"
+             "usage: fashion_mnist_cnn [--batch N] [--images N] [--target cpu|auto] [--data DIR]\n"
+             "                         [--weights FILE] [--seed S] [--save-weights FILE] [--print-ir]\n"
+             "  --batch N        images per run of the compiled model (default 64)\n"
+             "  --images N       test images to classify (default: all 10000)\n"
+             "  --target T       cpu or auto (default auto: the best device present)\n"
+             "  --print-ir       print the model's graph IR first\n"
              "  --data DIR       Fashion-MNIST IDX files (default {})\n"
              "  --weights FILE   parameters from a safetensors file (default: untrained,\n"
              "                   random weights from --seed)\n"
@@ -67,6 +78,10 @@ Expected<Options> parseOptions(int argc, char **argv) {
       printUsage(stdout);
       std::exit(0);
     }
+    if (flag == "--print-ir") {
+      options.printIr = true;
+      continue;
+    }
     if (i + 1 >= argc)
       return makeError(ErrorCode::InvalidArgument, fmt::format("{} needs a value", flag));
     std::string_view value = argv[++i];
@@ -82,6 +97,17 @@ Expected<Options> parseOptions(int argc, char **argv) {
         return makeError(ErrorCode::InvalidArgument,
                          fmt::format("--seed expects a non-negative integer, got '{}'", value));
       options.seed = *seed;
+    } else if (flag == "--images") {
+      auto images = parseNumber<int64_t>(value);
+      if (!images || *images < 1)
+        return makeError(ErrorCode::InvalidArgument,
+                         fmt::format("--images expects a positive integer, got '{}'", value));
+      options.images = *images;
+    } else if (flag == "--target") {
+      if (value != "cpu" && value != "auto")
+        return makeError(ErrorCode::InvalidArgument,
+                         fmt::format("--target expects cpu or auto, got '{}'", value));
+      options.target = value == "cpu" ? TargetKind::Cpu : TargetKind::Auto;
     } else if (flag == "--data") {
       options.dataDir = value;
     } else if (flag == "--weights") {
@@ -108,104 +134,141 @@ Expected<std::string> findIdxFile(const std::string &dir, const std::string &nam
                                dir, name));
 }
 
-/// The first `count` entries along axis 0 of `tensor`.
-Expected<HostTensor> firstRows(const HostTensor &tensor, int64_t count, const std::string &what) {
-  if (tensor.rank() == 0 || tensor.shape()[0] < count)
-    return makeError(ErrorCode::InvalidArgument,
-                     fmt::format("--batch {} asks for more {} than the file holds ({})", count,
-                                 what, tensor.typeStr()));
-  std::vector<int64_t> shape = tensor.shape();
-  shape[0] = count;
-  HostTensor rows(tensor.dtype(), shape);
-  std::memcpy(rows.bytes().data(), tensor.bytes().data(), rows.byteSize());
+/// Images [first, first + batch) of `all`, zero-padded past the end of the set.
+HostTensor batchAt(const HostTensor &all, int64_t first, int64_t batch) {
+  std::vector<int64_t> shape = all.shape();
+  shape[0] = batch;
+  HostTensor rows(all.dtype(), shape);
+  size_t rowBytes = all.byteSize() / static_cast<size_t>(all.shape()[0]);
+  int64_t available = std::min(batch, all.shape()[0] - first);
+  std::memcpy(rows.bytes().data(), all.bytes().data() + static_cast<size_t>(first) * rowBytes,
+              static_cast<size_t>(available) * rowBytes);
   return rows;
+}
+
+int64_t argmaxRow(const HostTensor &probabilities, int64_t row, int64_t classes) {
+  int64_t best = 0;
+  for (int64_t k = 1; k < classes; ++k)
+    if (probabilities.getDouble(row * classes + k) > probabilities.getDouble(row * classes + best))
+      best = k;
+  return best;
+}
+
+int fail(const Error &error) {
+  fmt::print(stderr, "error: {}\n", error.str());
+  return 1;
 }
 
 int run(const Options &options) {
   Graph graph("fashion_mnist_cnn", options.seed);
   examples::buildFashionMnistCnn(graph, {.batch = options.batch});
-  if (auto status = graph.finalize(); !status) {
-    fmt::print(stderr, "error: {}\n", status.error().str());
-    return 1;
-  }
-  fmt::print("== The seed CNN's graph IR (batch {}) ==\n{}\n", options.batch,
-             ir::printGraph(graph.ir()));
+  if (auto status = graph.finalize(); !status)
+    return fail(status.error());
+  if (options.printIr)
+    fmt::print("== The seed CNN's graph IR (batch {}) ==\n{}\n", options.batch,
+               ir::printGraph(graph.ir()));
 
   if (options.weights.empty()) {
-    fmt::print("Weights: UNTRAINED -- random, seeded (seed {}). The predictions below are "
-               "meaningless until the model is trained (training comes in a later issue) or "
-               "weights are loaded with --weights FILE.\n\n",
+    fmt::print("Weights: UNTRAINED -- random, seeded (seed {}). Accuracy stays near chance "
+               "(10%) until the model is trained (training comes in a later issue) or weights "
+               "are loaded with --weights FILE.\n",
                options.seed);
   } else {
     auto loaded = io::loadSafetensors(options.weights);
-    if (!loaded) {
-      fmt::print(stderr, "error: {}\n", loaded.error().str());
-      return 1;
-    }
+    if (!loaded)
+      return fail(loaded.error());
     if (auto status = graph.loadParamValues(*loaded); !status) {
       fmt::print(stderr, "error: {}: {}\n", options.weights, status.error().str());
       return 1;
     }
-    fmt::print("Weights: loaded from {} ({} tensors).\n\n", options.weights, loaded->size());
+    fmt::print("Weights: loaded from {} ({} tensors).\n", options.weights, loaded->size());
   }
-
   if (!options.saveWeights.empty()) {
-    if (auto saved = io::saveSafetensors(options.saveWeights, graph.paramValues()); !saved) {
-      fmt::print(stderr, "error: {}\n", saved.error().str());
-      return 1;
-    }
-    fmt::print("Saved the {} parameters to {}.\n\n", graph.paramValues().size(),
+    if (auto saved = io::saveSafetensors(options.saveWeights, graph.paramValues()); !saved)
+      return fail(saved.error());
+    fmt::print("Saved the {} parameters to {}.\n", graph.paramValues().size(),
                options.saveWeights);
   }
 
   auto imagesPath = findIdxFile(options.dataDir, "t10k-images-idx3-ubyte");
   auto labelsPath = findIdxFile(options.dataDir, "t10k-labels-idx1-ubyte");
-  if (!imagesPath || !labelsPath) {
-    fmt::print(stderr, "error: {}\n", (!imagesPath ? imagesPath : labelsPath).error().str());
-    return 1;
-  }
+  if (!imagesPath || !labelsPath)
+    return fail((!imagesPath ? imagesPath : labelsPath).error());
   auto allImages = io::readIdxImages(*imagesPath, /*normalize=*/true);
   auto allLabels = io::readIdxLabels(*labelsPath);
-  if (!allImages || !allLabels) {
-    fmt::print(stderr, "error: {}\n", (!allImages ? allImages.error() : allLabels.error()).str());
-    return 1;
-  }
-  auto images = firstRows(*allImages, options.batch, "images");
-  auto labels = firstRows(*allLabels, options.batch, "labels");
-  if (!images || !labels) {
-    fmt::print(stderr, "error: {}\n", (!images ? images.error() : labels.error()).str());
-    return 1;
-  }
+  if (!allImages || !allLabels)
+    return fail(!allImages ? allImages.error() : allLabels.error());
+  int64_t total = allImages->shape()[0];
+  int64_t count = options.images > 0 ? std::min(options.images, total) : total;
 
-  auto start = std::chrono::steady_clock::now();
-  auto outputs = evaluate(graph, {{"images", *images}});
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!outputs) {
-    fmt::print(stderr, "error: {}\n", outputs.error().str());
+  // Compile for the CPU (auto: the best device present).
+  CompileOptions compileOptions;
+  compileOptions.target = options.target;
+  CompileReport report;
+  auto model = compile(graph.ir(), compileOptions, &report);
+  if (!model)
+    return fail(model.error());
+  if (auto bound = model->bindParams(graph.paramValues()); !bound)
+    return fail(bound.error());
+  MemoryStats memory = model->memoryStats();
+  fmt::print("Target: {}\n", report.target);
+  if (!report.fallbackReason.empty())
+    fmt::print("Note: {}\n", report.fallbackReason);
+  fmt::print("Compiled {} fusion groups into {} kernels in {:.2f} s; arena {:.1f} KiB "
+             "(unplanned {:.1f} KiB).\n\n",
+             report.numGroups, report.numKernels, report.totalSeconds,
+             static_cast<double>(memory.arenaBytes) / 1024,
+             static_cast<double>(memory.unplannedBytes) / 1024);
+
+  // The first batch is also checked against the fp64 reference interpreter.
+  HostTensor firstBatch = batchAt(*allImages, 0, options.batch);
+  auto reference = evaluate(graph, {{"images", firstBatch}});
+  auto compiledFirst = model->run({{"images", firstBatch}});
+  if (!reference || !compiledFirst)
+    return fail(!reference ? reference.error() : compiledFirst.error());
+  Comparison check = compareTensors(compiledFirst->at("probabilities"),
+                                    reference->at("probabilities"), toleranceFor(DType::F32));
+  fmt::print("First batch against the reference interpreter: {} (max abs error {:.2g}).\n",
+             check.ok ? "match" : "MISMATCH " + check.firstMismatchStr, check.maxAbsError);
+  if (!check.ok)
     return 1;
-  }
-  const HostTensor &probabilities = outputs->at("probabilities");
+
   int64_t classes = static_cast<int64_t>(kClassNames.size());
   int64_t correct = 0;
-  fmt::print("== First {} test images of {} ==\n", options.batch, *imagesPath);
-  fmt::print("{:>5}  {:<12} {:>11}  {}\n", "image", "predicted", "probability", "true");
-  for (int64_t image = 0; image < options.batch; ++image) {
-    int64_t best = 0;
-    for (int64_t k = 1; k < classes; ++k)
-      if (probabilities.getDouble(image * classes + k) >
-          probabilities.getDouble(image * classes + best))
-        best = k;
-    auto truth = static_cast<int64_t>(labels->getDouble(image));
-    correct += best == truth;
-    fmt::print("{:>5}  {:<12} {:>11.4f}  {}{}\n", image, kClassNames[best],
-               probabilities.getDouble(image * classes + best),
-               truth >= 0 && truth < classes ? kClassNames[truth] : "?",
-               best == truth ? "  (correct)" : "");
+  std::vector<double> batchSeconds;
+  std::vector<int64_t> firstPredictions;
+  for (int64_t first = 0; first < count; first += options.batch) {
+    HostTensor images = batchAt(*allImages, first, options.batch);
+    auto start = std::chrono::steady_clock::now();
+    auto outputs = model->run({{"images", images}});
+    batchSeconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (!outputs)
+      return fail(outputs.error());
+    const HostTensor &probabilities = outputs->at("probabilities");
+    for (int64_t row = 0; row < options.batch && first + row < count; ++row) {
+      int64_t predicted = argmaxRow(probabilities, row, classes);
+      correct += predicted == static_cast<int64_t>(allLabels->getDouble(first + row));
+      if (first + row < 8)
+        firstPredictions.push_back(predicted);
+    }
   }
-  fmt::print("\n{} of {} correct{}.\n", correct, options.batch,
-             options.weights.empty() ? " (untrained weights: chance is 1 in 10)" : "");
-  fmt::print("Reference interpreter (fp64, unoptimized): {:.3f} s for {} images.\n", seconds,
-             options.batch);
+
+  fmt::print("\n{:>5}  {:<12} {}\n", "image", "predicted", "true");
+  for (size_t i = 0; i < firstPredictions.size(); ++i) {
+    auto truth = static_cast<int64_t>(allLabels->getDouble(static_cast<int64_t>(i)));
+    fmt::print("{:>5}  {:<12} {}\n", i, kClassNames[firstPredictions[i]],
+               truth >= 0 && truth < classes ? kClassNames[truth] : "?");
+  }
+  std::vector<double> sorted = batchSeconds;
+  std::sort(sorted.begin(), sorted.end());
+  double median = sorted[sorted.size() / 2];
+  fmt::print("\nAccuracy: {:.2f}% ({} of {} test images){}\n",
+             100.0 * static_cast<double>(correct) / static_cast<double>(count), correct, count,
+             options.weights.empty() ? " -- untrained weights, chance is 10%" : "");
+  fmt::print("Time per batch of {}: {:.3f} ms median over {} batches ({:.0f} images/s)\n",
+             options.batch, median * 1e3, batchSeconds.size(),
+             static_cast<double>(options.batch) / median);
   return 0;
 }
 
