@@ -5,6 +5,7 @@
 #include "ir/graph/Printer.h"
 #include "ir/graph/Verifier.h"
 #include "passes/PassManager.h"
+#include "passes/lower/PrintLowered.h"
 #include "passes/graph/Fusion.h"
 
 #include <algorithm>
@@ -37,6 +38,10 @@ options:
                        it no pass runs, and an empty list is an error. A last
                        'fuse' (--passes=decompose,fuse) prints, after the IR, the
                        fusion plan of the final graph: one line per group
+  --lower              after the passes, print every fusion group's kernel IR
+                       (default schedules, for the fixed reference CPU target
+                       x86-64 AVX2 so the text does not depend on the machine)
+                       in place of the graph
   --print-after-each   print the IR to stderr after every pass
   --no-verify          skip the verifier, before and between passes
   --split-input-file   treat each chunk between '// -----' lines as its own
@@ -52,6 +57,7 @@ struct Options {
   std::string passes; ///< Empty when --passes was not given (it may not be given empty).
   bool fuse = false;  ///< --passes ended in the `fuse` pseudo-pass, taken out of `passes`.
   bool printAfterEach = false;
+  bool lower = false; ///< print the lowered kernels instead of the graph
   bool verify = true;
   bool splitInputFile = false;
 };
@@ -181,6 +187,8 @@ Expected<std::string> processChunk(const Chunk &chunk, const std::string &fileNa
     KILN_TRY(bool changed, manager.run(*graph));
     (void)changed;
   }
+  if (options.lower)
+    return lower::printLoweredGraph(*graph, codegen::referenceCpuTarget());
   std::string out = ir::printGraph(*graph);
   if (options.fuse) {
     KILN_TRY(passes::FusionPlan plan, passes::planFusion(*graph));
@@ -237,6 +245,8 @@ int main(int argc, char **argv) {
         std::cerr << fuse.error().diagnosticStr("kiln-opt");
         return 1;
       }
+    } else if (arg == "--lower") {
+      options.lower = true;
     } else if (arg == "--print-after-each") {
       options.printAfterEach = true;
     } else if (arg == "--no-verify") {
