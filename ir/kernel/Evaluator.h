@@ -30,8 +30,8 @@ struct EvaluateOptions {
 ///
 /// Errors (the message starts with "kernel <name>: "): a parameter count or
 /// size mismatch; an out-of-bounds access, naming the buffer, the element, the
-/// buffer's size and, for vectors, the access's first element; integer division
-/// by zero or overflow; an unbound variable or buffer; operand types that do not
+/// buffer's size and, for vectors, the access's first element; an unbound
+/// variable or buffer; operand types that do not
 /// fit (IR built without the checked Builder); the limits of `options`. On error
 /// the parameters may be partly written.
 Expected<void> evaluateKernel(const Kernel &kernel, std::span<const std::span<std::byte>> params,

@@ -105,8 +105,9 @@ public:
   const ExprPtr operand;
 };
 
-/// Integer Div and Mod truncate toward zero (C semantics); kernels only divide
-/// non-negative indices. Comparisons give bool; And/Or take bools (or ints, bitwise).
+/// Integer Div and Mod truncate toward zero (C semantics) and never trap, as the
+/// graph's integer ops: x / 0 = 0, x % 0 = 0, x / -1 = -x (MIN / -1 = MIN),
+/// x % -1 = 0. Comparisons give bool; And/Or take bools (or ints, bitwise).
 enum class BinaryOp { Add, Sub, Mul, Div, Mod, Min, Max, Eq, Ne, Lt, Le, Gt, Ge, And, Or };
 
 bool isComparison(BinaryOp op);

@@ -173,9 +173,9 @@ private:
     case ExprKind::Binary: return binary(static_cast<const Binary &>(e));
     case ExprKind::Select: {
       auto &node = static_cast<const Select &>(e);
-      return {fmt::format("select({}, {}, {})", expr(node.cond), expr(node.onTrue),
-                          expr(node.onFalse)),
-              kPrecPrimary};
+      return {
+          fmt::format("select({}, {}, {})", expr(node.cond), expr(node.onTrue), expr(node.onFalse)),
+          kPrecPrimary};
     }
     case ExprKind::Cast: {
       auto &node = static_cast<const Cast &>(e);
@@ -183,8 +183,8 @@ private:
     }
     case ExprKind::Load: {
       auto &node = static_cast<const Load &>(e);
-      std::string text = fmt::format("load {} {}[{}]", typeName(e.type()),
-                                     bufferName(*node.buffer), expr(node.index));
+      std::string text = fmt::format("load {} {}[{}]", typeName(e.type()), bufferName(*node.buffer),
+                                     expr(node.index));
       // A predicated load is always parenthesized: its "if" would otherwise
       // run into the surrounding expression or a store's own predicate.
       if (node.predicate)
@@ -330,9 +330,8 @@ private:
     }
     case StmtKind::Store: {
       auto &node = static_cast<const Store &>(*s);
-      std::string text =
-          fmt::format("store {} {}[{}] = {}", typeName(node.value->type()),
-                      bufferName(*node.buffer), expr(node.index), expr(node.value));
+      std::string text = fmt::format("store {} {}[{}] = {}", typeName(node.value->type()),
+                                     bufferName(*node.buffer), expr(node.index), expr(node.value));
       if (node.predicate)
         text += fmt::format(" if {}", expr(node.predicate));
       line(text);

@@ -57,7 +57,7 @@ template <typename T> std::optional<bool> compare(BinaryOp op, T a, T b) {
 }
 
 /// A float op computed in T (double for f64, float for every other float).
-template <typename T> Expected<Scalar> floatBinary(BinaryOp op, DType dtype, T a, T b) {
+template <typename T> Scalar floatBinary(BinaryOp op, DType dtype, T a, T b) {
   if (auto cmp = compare(op, a, b))
     return boolScalar(*cmp);
   T result;
@@ -73,7 +73,7 @@ template <typename T> Expected<Scalar> floatBinary(BinaryOp op, DType dtype, T a
   case BinaryOp::Max:
     result = std::isnan(a) || std::isnan(b) ? std::numeric_limits<T>::quiet_NaN() : a > b ? a : b;
     break;
-  default: return undefinedOn(binaryOpName(op), dtype);
+  default: KILN_UNREACHABLE("unchecked float binary op");
   }
   double wide = static_cast<double>(result);
   // Narrow floats compute in f32, then round to their storage dtype.
@@ -82,15 +82,7 @@ template <typename T> Expected<Scalar> floatBinary(BinaryOp op, DType dtype, T a
   return Scalar::ofFloat(wide);
 }
 
-int64_t minimumOf(DType dtype) {
-  switch (dtype) {
-  case DType::I8: return std::numeric_limits<int8_t>::min();
-  case DType::I32: return std::numeric_limits<int32_t>::min();
-  default: return std::numeric_limits<int64_t>::min();
-  }
-}
-
-Expected<Scalar> integerBinary(BinaryOp op, DType dtype, int64_t a, int64_t b) {
+Scalar integerBinary(BinaryOp op, DType dtype, int64_t a, int64_t b) {
   if (auto cmp = compare(op, a, b))
     return boolScalar(*cmp);
   auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
@@ -103,13 +95,12 @@ Expected<Scalar> integerBinary(BinaryOp op, DType dtype, int64_t a, int64_t b) {
   case BinaryOp::Mul: return wrapped(ua * ub);
   case BinaryOp::Div:
   case BinaryOp::Mod:
+    // The graph's integer division never traps: x / 0 = 0, x / -1 = -x
+    // (wrapping, so MIN / -1 = MIN), x % 0 = x % -1 = 0.
     if (b == 0)
-      return makeError(ErrorCode::InvalidArgument,
-                       fmt::format("{} {} by zero", dtypeName(dtype), binaryOpName(op)));
-    if (b == -1 && a == minimumOf(dtype))
-      return makeError(ErrorCode::InvalidArgument,
-                       fmt::format("{} {} overflows ({} by -1)", dtypeName(dtype),
-                                   binaryOpName(op), a));
+      return Scalar::ofInt(0);
+    if (b == -1)
+      return op == BinaryOp::Mod ? Scalar::ofInt(0) : wrapped(0 - ua);
     return Scalar::ofInt(op == BinaryOp::Div ? a / b : a % b);
   case BinaryOp::Min: return Scalar::ofInt(std::min(a, b));
   case BinaryOp::Max: return Scalar::ofInt(std::max(a, b));
@@ -120,7 +111,7 @@ Expected<Scalar> integerBinary(BinaryOp op, DType dtype, int64_t a, int64_t b) {
   KILN_UNREACHABLE("integer binary op");
 }
 
-Expected<Scalar> boolBinary(BinaryOp op, int64_t a, int64_t b) {
+Scalar boolBinary(BinaryOp op, int64_t a, int64_t b) {
   if (auto cmp = compare(op, a, b))
     return boolScalar(*cmp);
   switch (op) {
@@ -128,7 +119,7 @@ Expected<Scalar> boolBinary(BinaryOp op, int64_t a, int64_t b) {
   case BinaryOp::Min: return boolScalar(a != 0 && b != 0);
   case BinaryOp::Or:
   case BinaryOp::Max: return boolScalar(a != 0 || b != 0);
-  default: return undefinedOn(binaryOpName(op), DType::Bool);
+  default: KILN_UNREACHABLE("unchecked bool binary op");
   }
 }
 
@@ -166,7 +157,7 @@ int64_t floatToInteger(double value, DType to) {
   return static_cast<int64_t>(std::trunc(value));
 }
 
-template <typename T> Expected<T> floatIntrinsic(Intrinsic fn, std::span<const T> x) {
+template <typename T> T floatIntrinsic(Intrinsic fn, const T *x) {
   switch (fn) {
   case Intrinsic::Exp: return std::exp(x[0]);
   case Intrinsic::Log: return std::log(x[0]);
@@ -200,7 +191,23 @@ int64_t wrapInteger(int64_t value, DType dtype) {
   }
 }
 
-Expected<Scalar> evaluateBinaryLane(BinaryOp op, DType dtype, Scalar a, Scalar b) {
+Expected<void> checkBinaryLane(BinaryOp op, DType dtype) {
+  bool defined;
+  if (isComparison(op))
+    defined = true;
+  else if (isFloatingPoint(dtype))
+    defined = op != BinaryOp::And && op != BinaryOp::Or;
+  else if (dtype == DType::Bool)
+    defined =
+        op == BinaryOp::And || op == BinaryOp::Or || op == BinaryOp::Min || op == BinaryOp::Max;
+  else
+    defined = true;
+  if (!defined)
+    return undefinedOn(binaryOpName(op), dtype);
+  return {};
+}
+
+Scalar binaryLane(BinaryOp op, DType dtype, Scalar a, Scalar b) {
   if (dtype == DType::F64)
     return floatBinary<double>(op, dtype, a.f, b.f);
   if (isFloatingPoint(dtype))
@@ -210,17 +217,28 @@ Expected<Scalar> evaluateBinaryLane(BinaryOp op, DType dtype, Scalar a, Scalar b
   return integerBinary(op, dtype, a.i, b.i);
 }
 
-Expected<Scalar> evaluateUnaryLane(UnaryOp op, DType dtype, Scalar a) {
-  if (op == UnaryOp::Not) {
-    if (dtype != DType::Bool)
-      return undefinedOn("not", dtype);
+Expected<Scalar> evaluateBinaryLane(BinaryOp op, DType dtype, Scalar a, Scalar b) {
+  KILN_TRY_VOID(checkBinaryLane(op, dtype));
+  return binaryLane(op, dtype, a, b);
+}
+
+Expected<void> checkUnaryLane(UnaryOp op, DType dtype) {
+  if (op == UnaryOp::Not ? dtype != DType::Bool : dtype == DType::Bool)
+    return undefinedOn(op == UnaryOp::Not ? "not" : "neg", dtype);
+  return {};
+}
+
+Scalar unaryLane(UnaryOp op, DType dtype, Scalar a) {
+  if (op == UnaryOp::Not)
     return boolScalar(a.i == 0);
-  }
   if (isFloatingPoint(dtype))
     return Scalar::ofFloat(-a.f); // exact in every float format
-  if (dtype == DType::Bool)
-    return undefinedOn("neg", dtype);
   return Scalar::ofInt(wrapInteger(static_cast<int64_t>(0 - static_cast<uint64_t>(a.i)), dtype));
+}
+
+Expected<Scalar> evaluateUnaryLane(UnaryOp op, DType dtype, Scalar a) {
+  KILN_TRY_VOID(checkUnaryLane(op, dtype));
+  return unaryLane(op, dtype, a);
 }
 
 Scalar castLane(Scalar value, DType from, DType to) {
@@ -243,33 +261,41 @@ Scalar castLane(Scalar value, DType from, DType to) {
   return Scalar::ofInt(wrapInteger(value.i, to));
 }
 
-Expected<Scalar> evaluateIntrinsicLane(Intrinsic fn, DType dtype, std::span<const Scalar> args) {
-  if (args.size() != intrinsicArity(fn))
+Expected<void> checkIntrinsicLane(Intrinsic fn, DType dtype, size_t argumentCount) {
+  if (argumentCount != intrinsicArity(fn))
     return makeError(ErrorCode::InvalidArgument,
                      fmt::format("{} takes {} arguments, got {}", intrinsicName(fn),
-                                 intrinsicArity(fn), args.size()));
-  if (!isFloatingPoint(dtype)) {
-    if (fn != Intrinsic::Abs || dtype == DType::Bool)
-      return undefinedOn(intrinsicName(fn), dtype);
+                                 intrinsicArity(fn), argumentCount));
+  if (!isFloatingPoint(dtype) && (fn != Intrinsic::Abs || dtype == DType::Bool))
+    return undefinedOn(intrinsicName(fn), dtype);
+  return {};
+}
+
+Scalar intrinsicLane(Intrinsic fn, DType dtype, const Scalar *args) {
+  if (!isFloatingPoint(dtype)) { // abs
     int64_t x = args[0].i;
     return Scalar::ofInt(
         wrapInteger(x < 0 ? static_cast<int64_t>(0 - static_cast<uint64_t>(x)) : x, dtype));
   }
+  size_t count = intrinsicArity(fn);
   if (dtype == DType::F64) {
     double x[3] = {};
-    for (size_t i = 0; i < args.size(); ++i)
+    for (size_t i = 0; i < count; ++i)
       x[i] = args[i].f;
-    KILN_TRY(double result, floatIntrinsic<double>(fn, std::span<const double>(x, args.size())));
-    return Scalar::ofFloat(result);
+    return Scalar::ofFloat(floatIntrinsic<double>(fn, x));
   }
   float x[3] = {};
-  for (size_t i = 0; i < args.size(); ++i)
+  for (size_t i = 0; i < count; ++i)
     x[i] = static_cast<float>(args[i].f);
-  KILN_TRY(float result, floatIntrinsic<float>(fn, std::span<const float>(x, args.size())));
-  double wide = static_cast<double>(result);
+  double wide = static_cast<double>(floatIntrinsic<float>(fn, x));
   if (dtype != DType::F32)
     wide = roundToDType(wide, dtype);
   return Scalar::ofFloat(wide);
+}
+
+Expected<Scalar> evaluateIntrinsicLane(Intrinsic fn, DType dtype, std::span<const Scalar> args) {
+  KILN_TRY_VOID(checkIntrinsicLane(fn, dtype, args.size()));
+  return intrinsicLane(fn, dtype, args.data());
 }
 
 Scalar loadElement(const std::byte *bytes, DType dtype) {

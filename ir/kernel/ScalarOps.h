@@ -30,18 +30,20 @@ int64_t wrapInteger(int64_t value, DType dtype);
 
 /// A binary op on operands of `dtype` (the result dtype is bool for
 /// comparisons, `dtype` otherwise).
-/// - Integers wrap (i64, i32, i8); Div and Mod truncate toward zero. Division
-///   by zero and MIN / -1 are errors (undefined on the hardware).
+/// - Integers wrap (i64, i32, i8); Div and Mod truncate toward zero and, as the
+///   graph's integer div does, never trap: x / 0 = 0, x / -1 = -x (so
+///   MIN / -1 = MIN), x % 0 = x % -1 = 0. (Backends guard non-constant divisors.)
 /// - f64 computes in double, f32 in float (IEEE, round to nearest even); the
 ///   narrow floats compute in f32 and round the result to their dtype. Mod is
 ///   fmod. Min and Max return NaN when either operand is NaN, as the graph's
 ///   minimum/maximum do, else `a < b ? a : b` / `a > b ? a : b`. Comparisons
 ///   are false on NaN except Ne.
-/// - bool: And, Or, Min (and), Max (or) and comparisons (false < true);
-///   arithmetic on bool is an error. And/Or on integers are bitwise.
+/// - bool: And, Or, Min (and), Max (or) and comparisons (false < true).
+///   And/Or on integers are bitwise.
+/// The error, "add is not defined on bool", is for the combinations not listed.
 Expected<Scalar> evaluateBinaryLane(BinaryOp op, DType dtype, Scalar a, Scalar b);
 
-/// Neg (integers wrap) and Not (bool).
+/// Neg (integers wrap, floats exact) and Not (bool only).
 Expected<Scalar> evaluateUnaryLane(UnaryOp op, DType dtype, Scalar a);
 
 /// The graph's cast semantics (see support/DType.h): float -> float rounds
@@ -55,6 +57,18 @@ Scalar castLane(Scalar value, DType from, DType to);
 /// <cmath>, f32 through the float ones, narrow floats in f32 then rounded.
 /// Abs also takes integers (wrapping: |MIN| is MIN). Rsqrt is 1 / sqrt(x).
 Expected<Scalar> evaluateIntrinsicLane(Intrinsic fn, DType dtype, std::span<const Scalar> args);
+
+/// The same operations split into a check of the (op, dtype) combination,
+/// done once per node, and an unchecked per-lane part for the evaluator's
+/// inner loop. Calling a lane function on a combination its check rejects is
+/// a compiler bug.
+Expected<void> checkBinaryLane(BinaryOp op, DType dtype);
+Expected<void> checkUnaryLane(UnaryOp op, DType dtype);
+Expected<void> checkIntrinsicLane(Intrinsic fn, DType dtype, size_t argumentCount);
+Scalar binaryLane(BinaryOp op, DType dtype, Scalar a, Scalar b);
+Scalar unaryLane(UnaryOp op, DType dtype, Scalar a);
+/// `args` holds the intrinsic's 1 to 3 arguments.
+Scalar intrinsicLane(Intrinsic fn, DType dtype, const Scalar *args);
 
 /// Decodes / encodes one element of `dtype` in little-endian memory (bools
 /// are one byte: any non-zero byte reads as true, true writes 1). `bytes`

@@ -51,17 +51,22 @@ Bounds mul(Interval a, Interval b) {
   return Interval{*std::min_element(corners, corners + 4), *std::max_element(corners, corners + 4)};
 }
 
-/// Truncating division by a constant: monotone in the numerator.
+/// Truncating division by a constant: monotone in the numerator (x / 0 = 0).
 Bounds divByConstant(Interval a, int64_t c) {
-  if (c == 0 || (c == -1 && a.min == std::numeric_limits<int64_t>::min()))
+  if (c == 0)
+    return Interval::point(0);
+  if (c == -1 && a.min == std::numeric_limits<int64_t>::min())
     return std::nullopt;
   int64_t x = a.min / c, y = a.max / c;
   return Interval{std::min(x, y), std::max(x, y)};
 }
 
-/// Truncating remainder by a constant: the sign of the numerator, below |c|.
+/// Truncating remainder by a constant: the sign of the numerator, below |c|
+/// (x % 0 = 0).
 Bounds modByConstant(Interval a, int64_t c) {
-  if (c == 0 || c == std::numeric_limits<int64_t>::min())
+  if (c == 0)
+    return Interval::point(0);
+  if (c == std::numeric_limits<int64_t>::min())
     return std::nullopt;
   int64_t limit = (c < 0 ? -c : c) - 1;
   if (a.min >= 0 && a.max <= limit)

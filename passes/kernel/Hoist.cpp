@@ -25,22 +25,9 @@ bool isPositiveConstant(const ExprPtr &e) {
   return imm && !e->type().isVector() && imm->value > 0;
 }
 
-/// Whether evaluating `e` can fault: a load (out of bounds when the code that
-/// guarded it is skipped) or a division whose divisor may be 0 or -1.
-bool mayFault(const ExprPtr &e) {
-  struct Finder : ExprVisitor {
-    bool found = false;
-    void visitLoad(const Load &) override { found = true; }
-    void visitBinary(const Binary &node) override {
-      if ((node.op == BinaryOp::Div || node.op == BinaryOp::Mod) &&
-          !isFloatingPoint(node.type().dtype) && !isPositiveConstant(node.rhs))
-        found = true;
-      ExprVisitor::visitBinary(node);
-    }
-  } finder;
-  finder.visit(e);
-  return finder.found;
-}
+/// Whether evaluating `e` can fault: only a load can (out of bounds when the
+/// loop that guarded it does not run); integer division is total in kernel IR.
+bool mayFault(const ExprPtr &e) { return containsLoad(e); }
 
 /// Whether `e` contains a multiply, a divide or a modulo (worth a register).
 bool isExpensive(const ExprPtr &e) {
@@ -146,8 +133,9 @@ StmtPtr extractInvariantLets(const StmtPtr &stmt, LoopFacts &facts, std::vector<
 }
 
 /// Replaces maximal invariant integer subexpressions that contain a multiply,
-/// divide or modulo with variables bound before the loop. Only pure arithmetic
-/// that cannot fault moves, so it may come from under an if or an inner loop.
+/// divide or modulo with variables bound before the loop. Only arithmetic
+/// without loads moves (it cannot fault), so it may come from under an if or
+/// an inner loop.
 class InvariantExpressionHoister : public Mutator {
 public:
   InvariantExpressionHoister(const LoopFacts &facts, std::vector<Binding> &out)
@@ -171,7 +159,7 @@ private:
     auto &node = static_cast<const Binary &>(*e);
     if (isComparison(node.op) || node.op == BinaryOp::And || node.op == BinaryOp::Or)
       return false;
-    return isExpensive(e) && !mayFault(e) && facts_.isInvariant(e, false) && usesAnyVar(e);
+    return isExpensive(e) && facts_.isInvariant(e, false) && usesAnyVar(e);
   }
 
   static bool usesAnyVar(const ExprPtr &e) {

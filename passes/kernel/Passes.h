@@ -25,8 +25,9 @@ inline constexpr int kMaxSimplifyRounds = 8;
 /// the loop (its variable, variables bound inside it, buffers stored inside
 /// it) to just before the loop, and binds invariant integer subexpressions
 /// that contain a multiply, divide or modulo to new lets there. A let that
-/// could fault (a load, a division by a non-constant) moves only out of a loop
-/// that certainly runs, and only from where it always ran. GPU-bound loops
+/// could fault (one that loads: the load may be in bounds only when the loop
+/// runs) moves only out of a loop that certainly runs, and only from where it
+/// always ran. (Integer division never traps in kernel IR, see ScalarOps.h.) GPU-bound loops
 /// are left alone: each thread runs their body once.
 StmtPtr hoistLoopInvariants(const StmtPtr &stmt);
 Kernel hoistLoopInvariants(Kernel kernel);

@@ -11,6 +11,7 @@
 #include "ir/kernel/Visitor.h"
 #include "passes/kernel/Bounds.h"
 
+#include <bit>
 #include <limits>
 
 namespace kiln::kir {
@@ -56,9 +57,8 @@ bool isFloatConstant(const ExprPtr &e, double value) {
 
 ExprPtr makeConstant(Scalar value, Type type) {
   Type scalarType = type.withLanes(1);
-  ExprPtr c = isFloatingPoint(type.dtype)
-                  ? floatImm(value.f, scalarType)
-                  : intImm(wrapInteger(value.i, type.dtype), scalarType);
+  ExprPtr c = isFloatingPoint(type.dtype) ? floatImm(value.f, scalarType)
+                                          : intImm(wrapInteger(value.i, type.dtype), scalarType);
   return broadcast(std::move(c), type.lanes);
 }
 
@@ -371,8 +371,7 @@ private:
 
   std::optional<Interval> bounds(const ExprPtr &e) { return integerBounds(e, ranges_); }
 
-  template <typename F>
-  StmtPtr withRange(const Var *var, std::optional<Interval> range, F body) {
+  template <typename F> StmtPtr withRange(const Var *var, std::optional<Interval> range, F body) {
     std::optional<Interval> saved;
     if (auto it = ranges_.find(var); it != ranges_.end())
       saved = it->second;
@@ -557,7 +556,8 @@ private:
       if (cb)
         if (auto inner = as<Binary>(*a); inner && inner->op == BinaryOp::Mul)
           if (auto c1 = intConstant(inner->rhs))
-            return make(BinaryOp::Mul, inner->lhs, intConstantOf(wrappedMul(*c1, *cb, dtype), type));
+            return make(BinaryOp::Mul, inner->lhs,
+                        intConstantOf(wrappedMul(*c1, *cb, dtype), type));
       return nullptr;
     case BinaryOp::Div:
     case BinaryOp::Mod: return divModRules(op, a, cb);
@@ -596,10 +596,14 @@ private:
     bool less = ba->max < bb->min, lessEqual = ba->max <= bb->min;
     bool greater = ba->min > bb->max, greaterEqual = ba->min >= bb->max;
     switch (op) {
-    case BinaryOp::Lt: return less ? std::optional(true) : greaterEqual ? std::optional(false) : std::nullopt;
-    case BinaryOp::Le: return lessEqual ? std::optional(true) : greater ? std::optional(false) : std::nullopt;
-    case BinaryOp::Gt: return greater ? std::optional(true) : lessEqual ? std::optional(false) : std::nullopt;
-    case BinaryOp::Ge: return greaterEqual ? std::optional(true) : less ? std::optional(false) : std::nullopt;
+    case BinaryOp::Lt:
+      return less ? std::optional(true) : greaterEqual ? std::optional(false) : std::nullopt;
+    case BinaryOp::Le:
+      return lessEqual ? std::optional(true) : greater ? std::optional(false) : std::nullopt;
+    case BinaryOp::Gt:
+      return greater ? std::optional(true) : lessEqual ? std::optional(false) : std::nullopt;
+    case BinaryOp::Ge:
+      return greaterEqual ? std::optional(true) : less ? std::optional(false) : std::nullopt;
     case BinaryOp::Eq: return less || greater ? std::optional(false) : std::nullopt;
     case BinaryOp::Ne: return less || greater ? std::optional(true) : std::nullopt;
     default: return std::nullopt;
@@ -610,6 +614,13 @@ private:
     const Type &type = a->type();
     if (cb == 1)
       return op == BinaryOp::Div ? a : intConstantOf(0, type);
+    // Integer division is total: x / 0 = 0, x / -1 = -x, x % 0 = x % -1 = 0.
+    if (cb == 0 || (cb == -1 && op == BinaryOp::Mod))
+      return intConstantOf(0, type);
+    if (cb == -1) {
+      ExprPtr negated = unaryRules(UnaryOp::Neg, a);
+      return negated ? negated : std::make_shared<Unary>(UnaryOp::Neg, a);
+    }
     if (!cb || *cb <= 0)
       return nullptr;
     int64_t c = *cb;

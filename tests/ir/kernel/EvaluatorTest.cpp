@@ -61,28 +61,30 @@ TEST_CASE("evaluator: integer arithmetic wraps and truncates like the hardware",
           "[kernel][evaluator]") {
   using enum BinaryOp;
   int64_t max64 = std::numeric_limits<int64_t>::max();
-  checkSameDoubles(evalScalars(DType::I64, {raw(Add, index(max64 - 5), index(10)),
-                                            raw(Sub, index(-7), index(3)),
-                                            raw(Div, index(-7), index(2)),
-                                            raw(Mod, index(-7), index(2)),
-                                            raw(Mod, index(7), index(-2)),
-                                            raw(Min, index(-3), index(2)),
-                                            raw(Max, index(-3), index(2)),
-                                            raw(And, index(12), index(10)),
-                                            raw(Or, index(12), index(10)), neg(index(5))}),
-                   {static_cast<double>(std::numeric_limits<int64_t>::min() + 4), -10, -3, -1, 1,
-                    -3, 2, 8, 14, -5});
-  checkSameDoubles(evalScalars(DType::I32, {raw(Mul, i32(65536), i32(65536 + 3)),
-                                            raw(Add, i32(2147483647), i32(1)), neg(i32(-2147483648LL))}),
-                   {196608, -2147483648.0, -2147483648.0});
-  checkSameDoubles(evalScalars(DType::I8, {raw(Add, i8(127), i8(1)), raw(Mul, i8(16), i8(9)),
-                                           call(Intrinsic::Abs, {i8(-128)}),
-                                           call(Intrinsic::Abs, {i8(-5)})}),
-                   {-128, -112, -128, 5});
+  checkSameDoubles(
+      evalScalars(DType::I64, {raw(Add, index(max64 - 5), index(10)), raw(Sub, index(-7), index(3)),
+                               raw(Div, index(-7), index(2)), raw(Mod, index(-7), index(2)),
+                               raw(Mod, index(7), index(-2)), raw(Min, index(-3), index(2)),
+                               raw(Max, index(-3), index(2)), raw(And, index(12), index(10)),
+                               raw(Or, index(12), index(10)), neg(index(5)),
+                               raw(Div, index(7), index(0)), raw(Mod, index(7), index(0)),
+                               raw(Div, index(7), index(-1)), raw(Mod, index(7), index(-1)),
+                               raw(Div, index(std::numeric_limits<int64_t>::min()), index(-1))}),
+      {static_cast<double>(std::numeric_limits<int64_t>::min() + 4), -10, -3, -1, 1, -3, 2, 8, 14,
+       -5, 0, 0, -7, 0, static_cast<double>(std::numeric_limits<int64_t>::min())});
+  checkSameDoubles(
+      evalScalars(DType::I32,
+                  {raw(Mul, i32(65536), i32(65536 + 3)), raw(Add, i32(2147483647), i32(1)),
+                   neg(i32(-2147483648LL)), raw(Div, i32(-2147483648LL), i32(-1)),
+                   raw(Mod, i32(-2147483648LL), i32(-1))}),
+      {196608, -2147483648.0, -2147483648.0, -2147483648.0, 0});
+  checkSameDoubles(
+      evalScalars(DType::I8, {raw(Add, i8(127), i8(1)), raw(Mul, i8(16), i8(9)),
+                              call(Intrinsic::Abs, {i8(-128)}), call(Intrinsic::Abs, {i8(-5)})}),
+      {-128, -112, -128, 5});
 }
 
-TEST_CASE("evaluator: float arithmetic rounds in the expression's dtype",
-          "[kernel][evaluator]") {
+TEST_CASE("evaluator: float arithmetic rounds in the expression's dtype", "[kernel][evaluator]") {
   using enum BinaryOp;
   double tiny = std::ldexp(1.0, -30);
   // 1 + 2^-30 is 1 in f32 but exact in f64.
@@ -91,10 +93,11 @@ TEST_CASE("evaluator: float arithmetic rounds in the expression's dtype",
   CHECK(evalOne(raw(Div, f32(1), f32(3))) == static_cast<double>(1.0f / 3.0f));
   CHECK(evalOne(raw(Mod, f64(7.5), f64(2))) == 1.5);
   CHECK(evalOne(raw(Mod, f64(-7.5), f64(2))) == -1.5);
-  checkSameDoubles(evalScalars(DType::F32, {raw(Min, f32(kNaN), f32(1)), raw(Max, f32(1), f32(kNaN)),
-                                            raw(Min, f32(-2), f32(1)), raw(Max, f32(-2), f32(1)),
-                                            raw(Div, f32(1), f32(0)), neg(f32(0))}),
-                   {kNaN, kNaN, -2, 1, kInf, -0.0});
+  checkSameDoubles(
+      evalScalars(DType::F32, {raw(Min, f32(kNaN), f32(1)), raw(Max, f32(1), f32(kNaN)),
+                               raw(Min, f32(-2), f32(1)), raw(Max, f32(-2), f32(1)),
+                               raw(Div, f32(1), f32(0)), neg(f32(0))}),
+      {kNaN, kNaN, -2, 1, kInf, -0.0});
 }
 
 TEST_CASE("evaluator: comparisons, logic and select", "[kernel][evaluator]") {
@@ -102,20 +105,22 @@ TEST_CASE("evaluator: comparisons, logic and select", "[kernel][evaluator]") {
   auto nan = f64(kNaN);
   checkSameDoubles(
       evalScalars(DType::Bool,
-                  {raw(Lt, index(-1), index(0)), raw(Ge, index(-1), index(0)),
-                   raw(Eq, nan, nan), raw(Ne, nan, nan), raw(Lt, nan, f64(1)),
-                   raw(Le, f64(1), f64(1)), raw(Gt, f64(2), f64(1)),
-                   raw(And, boolImm(true), boolImm(false)), raw(Or, boolImm(true), boolImm(false)),
-                   logicalNot(boolImm(false)), raw(Lt, boolImm(false), boolImm(true))}),
+                  {raw(Lt, index(-1), index(0)), raw(Ge, index(-1), index(0)), raw(Eq, nan, nan),
+                   raw(Ne, nan, nan), raw(Lt, nan, f64(1)), raw(Le, f64(1), f64(1)),
+                   raw(Gt, f64(2), f64(1)), raw(And, boolImm(true), boolImm(false)),
+                   raw(Or, boolImm(true), boolImm(false)), logicalNot(boolImm(false)),
+                   raw(Lt, boolImm(false), boolImm(true))}),
       {1, 0, 0, 1, 0, 1, 1, 0, 1, 1, 1});
   auto c = makeVar("c", Type::boolean());
   auto out = makeBuffer("out", DType::I64, 2);
-  Kernel kernel{"select", {out},
-                seq({let(c, raw(Lt, index(1), index(2)),
-                         store(out, index(0), std::make_shared<Select>(kir::ref(c), index(10), index(20)))),
-                     store(out, index(1),
-                           std::make_shared<Select>(logicalNot(raw(Lt, index(1), index(2))),
-                                                    index(10), index(20)))})};
+  Kernel kernel{
+      "select",
+      {out},
+      seq({let(c, raw(Lt, index(1), index(2)),
+               store(out, index(0), std::make_shared<Select>(kir::ref(c), index(10), index(20)))),
+           store(out, index(1),
+                 std::make_shared<Select>(logicalNot(raw(Lt, index(1), index(2))), index(10),
+                                          index(20)))})};
   std::vector<HostTensor> params{HostTensor(DType::I64, {2})};
   REQUIRE(evaluateKernel(kernel, params));
   CHECK(params[0].toDoubles() == std::vector<double>{10, 20});
@@ -123,15 +128,14 @@ TEST_CASE("evaluator: comparisons, logic and select", "[kernel][evaluator]") {
 
 TEST_CASE("evaluator: intrinsics in f32 and f64", "[kernel][evaluator]") {
   using enum Intrinsic;
-  checkSameDoubles(evalScalars(DType::F64, {call(Exp, {f64(1)}), call(Log, {f64(2)}),
-                                            call(Sqrt, {f64(2)}), call(Rsqrt, {f64(4)}),
-                                            call(Tanh, {f64(0.5)}), call(Erf, {f64(0.5)}),
-                                            call(Sin, {f64(1)}), call(Cos, {f64(1)}),
-                                            call(Abs, {f64(-2.5)}), call(Floor, {f64(-2.5)}),
-                                            call(Pow, {f64(2), f64(10)}),
-                                            call(Fma, {f64(3), f64(4), f64(5)})}),
-                   {std::exp(1.0), std::log(2.0), std::sqrt(2.0), 0.5, std::tanh(0.5),
-                    std::erf(0.5), std::sin(1.0), std::cos(1.0), 2.5, -3, 1024, 17});
+  checkSameDoubles(
+      evalScalars(DType::F64, {call(Exp, {f64(1)}), call(Log, {f64(2)}), call(Sqrt, {f64(2)}),
+                               call(Rsqrt, {f64(4)}), call(Tanh, {f64(0.5)}), call(Erf, {f64(0.5)}),
+                               call(Sin, {f64(1)}), call(Cos, {f64(1)}), call(Abs, {f64(-2.5)}),
+                               call(Floor, {f64(-2.5)}), call(Pow, {f64(2), f64(10)}),
+                               call(Fma, {f64(3), f64(4), f64(5)})}),
+      {std::exp(1.0), std::log(2.0), std::sqrt(2.0), 0.5, std::tanh(0.5), std::erf(0.5),
+       std::sin(1.0), std::cos(1.0), 2.5, -3, 1024, 17});
   // f32 computes with the float functions, not double ones rounded to f32.
   double erf32 = evalOne(call(Erf, {f32(0.5)}));
   CHECK(erf32 == static_cast<double>(std::erf(0.5f)));
@@ -148,7 +152,8 @@ TEST_CASE("evaluator: loads and stores of every dtype round-trip", "[kernel][eva
     auto in = makeBuffer("in", dtype, 37), out = makeBuffer("out", dtype, 37);
     auto i = makeVar("i");
     // Reversed copy: out[i] = in[36 - i].
-    Kernel kernel{"copy", {in, out},
+    Kernel kernel{"copy",
+                  {in, out},
                   forRange(i, 37, ForKind::Serial,
                            store(out, kir::ref(i), load(in, sub(index(36), kir::ref(i)))))};
     std::vector<HostTensor> params = randomParams(kernel, 11);
@@ -162,8 +167,9 @@ TEST_CASE("evaluator: casts between every pair of dtypes follow the graph's cast
           "[kernel][evaluator]") {
   // HostTensor::castTo implements the graph's cast independently; values cover
   // fractions, negatives, overflow for every narrower type, and NaN/inf.
-  std::vector<double> values{0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 3.75, 127.0, 128.0, -129.0, 300.7,
-                             -300.7, 65504.0, 70000.0, 1e10, -3e9, 1e30, kInf, -kInf, kNaN};
+  std::vector<double> values{0.0,   -0.0,  1.0,    -1.0,  2.5,    -2.5,    3.75,
+                             127.0, 128.0, -129.0, 300.7, -300.7, 65504.0, 70000.0,
+                             1e10,  -3e9,  1e30,   kInf,  -kInf,  kNaN};
   for (int from = 0; from < kNumDTypes; ++from) {
     auto src = static_cast<DType>(from);
     HostTensor input(src, {static_cast<int64_t>(values.size())});
@@ -180,9 +186,11 @@ TEST_CASE("evaluator: casts between every pair of dtypes follow the graph's cast
       auto in = makeBuffer("in", src, input.numElements());
       auto out = makeBuffer("out", dst, input.numElements());
       auto i = makeVar("i");
-      Kernel kernel{"cast", {in, out},
-                    forRange(i, input.numElements(), ForKind::Serial,
-                             store(out, kir::ref(i), cast(load(in, kir::ref(i)), Type::scalar(dst))))};
+      Kernel kernel{
+          "cast",
+          {in, out},
+          forRange(i, input.numElements(), ForKind::Serial,
+                   store(out, kir::ref(i), cast(load(in, kir::ref(i)), Type::scalar(dst))))};
       std::vector<HostTensor> params{input, HostTensor(dst, input.shape())};
       REQUIRE(evaluateKernel(kernel, params));
       HostTensor expected = input.castTo(dst);
@@ -206,7 +214,8 @@ TEST_CASE("evaluator: integer to narrow float conversions round once", "[kernel]
   // on the midpoint and round to even (down). Rounding once goes up.
   int64_t value = (int64_t{1} << 62) + (int64_t{1} << 54) + 1;
   auto out = makeBuffer("out", DType::BF16, 1);
-  Kernel kernel{"convert", {out}, store(out, index(0), cast(index(value), Type::scalar(DType::BF16)))};
+  Kernel kernel{
+      "convert", {out}, store(out, index(0), cast(index(value), Type::scalar(DType::BF16)))};
   std::vector<HostTensor> params{HostTensor(DType::BF16, {1})};
   REQUIRE(evaluateKernel(kernel, params));
   CHECK(params[0].getDouble(0) == std::ldexp(1.0, 62) + std::ldexp(1.0, 55));
@@ -215,8 +224,7 @@ TEST_CASE("evaluator: integer to narrow float conversions round once", "[kernel]
         static_cast<double>(static_cast<float>(value)));
 }
 
-TEST_CASE("evaluator: vectors, broadcasts and predicated loads and stores",
-          "[kernel][evaluator]") {
+TEST_CASE("evaluator: vectors, broadcasts and predicated loads and stores", "[kernel][evaluator]") {
   // y[i*4 .. i*4+3] = x[i*4 ..] * 2 + 1 with the tail masked: 10 elements, 3 vector steps.
   auto x = makeBuffer("x", DType::F32, 10), y = makeBuffer("y", DType::F32, 10);
   auto i = makeVar("i");
@@ -225,11 +233,12 @@ TEST_CASE("evaluator: vectors, broadcasts and predicated loads and stores",
   auto offsets = makeBuffer("offsets", DType::I64, 4);
   ExprPtr mask = lt(add(broadcast(base, 4), load(offsets, index(0), 4)), broadcast(index(10), 4));
   ExprPtr value = add(mul(load(x, base, 4, mask), broadcast(f32(2), 4)), broadcast(f32(1), 4));
-  Kernel kernel{"axpb", {x, y, offsets},
-                forRange(i, 3, ForKind::Vectorized, store(y, base, value, mask))};
-  std::vector<HostTensor> params{HostTensor::fromDoubles(DType::F32, {10}, std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}),
-                                 HostTensor::fromDoubles(DType::F32, {10}, std::vector<double>(10, -99)),
-                                 HostTensor::fromDoubles(DType::I64, {4}, std::vector<double>{0, 1, 2, 3})};
+  Kernel kernel{
+      "axpb", {x, y, offsets}, forRange(i, 3, ForKind::Vectorized, store(y, base, value, mask))};
+  std::vector<HostTensor> params{
+      HostTensor::fromDoubles(DType::F32, {10}, std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}),
+      HostTensor::fromDoubles(DType::F32, {10}, std::vector<double>(10, -99)),
+      HostTensor::fromDoubles(DType::I64, {4}, std::vector<double>{0, 1, 2, 3})};
   auto result = evaluateKernel(kernel, params);
   INFO(printKernel(kernel));
   REQUIRE(result);
@@ -237,9 +246,11 @@ TEST_CASE("evaluator: vectors, broadcasts and predicated loads and stores",
 
   // A masked-off lane reads nothing (no bounds error) and yields zero.
   auto z = makeBuffer("z", DType::F32, 4);
-  Kernel masked{"masked", {x, z, offsets},
-                store(z, index(0),
-                      load(x, index(8), 4, lt(load(offsets, index(0), 4), broadcast(index(2), 4))))};
+  Kernel masked{
+      "masked",
+      {x, z, offsets},
+      store(z, index(0),
+            load(x, index(8), 4, lt(load(offsets, index(0), 4), broadcast(index(2), 4))))};
   std::vector<HostTensor> maskedParams{params[0], HostTensor(DType::F32, {4}), params[2]};
   REQUIRE(evaluateKernel(masked, maskedParams));
   CHECK(maskedParams[1].toDoubles() == std::vector<double>{8, 9, 0, 0});
@@ -254,12 +265,13 @@ TEST_CASE("evaluator: every loop kind runs serially in order; lets and allocatio
     auto out = makeBuffer("out", DType::I64, 8);
     auto scratch = makeBuffer("scratch", DType::I64, 2, MemScope::Local);
     auto i = makeVar("i"), prev = makeVar("prev");
-    StmtPtr body = let(prev, select(gt(kir::ref(i), index(0)), load(out, kir::max(sub(kir::ref(i), index(1)), index(0))), index(0)),
+    StmtPtr body = let(prev,
+                       select(gt(kir::ref(i), index(0)),
+                              load(out, kir::max(sub(kir::ref(i), index(1)), index(0))), index(0)),
                        store(out, kir::ref(i), add(kir::ref(prev), kir::ref(i))));
     // The allocation starts zeroed: scratch[1] is read before any write.
-    StmtPtr withScratch =
-        allocate(scratch, seq({forLoop(i, index(1), index(7), kind, body),
-                               store(out, index(0), load(scratch, index(1)))}));
+    StmtPtr withScratch = allocate(scratch, seq({forLoop(i, index(1), index(7), kind, body),
+                                                 store(out, index(0), load(scratch, index(1)))}));
     Kernel kernel{"prefix", {out}, withScratch};
     std::vector<HostTensor> params{
         HostTensor::fromDoubles(DType::I64, {8}, std::vector<double>(8, 0))};
@@ -273,24 +285,27 @@ TEST_CASE("evaluator: out-of-bounds accesses are errors naming kernel, buffer, i
   auto a = makeBuffer("A", DType::F32, 64), out = makeBuffer("out", DType::F32, 64);
   auto i = makeVar("i");
   std::vector<HostTensor> params{HostTensor(DType::F32, {64}), HostTensor(DType::F32, {64})};
-  Kernel readPastEnd{"k1", {a, out},
+  Kernel readPastEnd{"k1",
+                     {a, out},
                      forRange(i, 64, ForKind::Serial,
                               store(out, kir::ref(i), load(a, add(kir::ref(i), index(1)))))};
-  CHECK(evalError(readPastEnd, params) == "kernel k1: out-of-bounds load A[64] (A has 64 elements)");
+  CHECK(evalError(readPastEnd, params) ==
+        "kernel k1: out-of-bounds load A[64] (A has 64 elements)");
   Kernel negative{"k2", {a, out}, store(out, index(0), load(a, index(-1)))};
   CHECK(evalError(negative, params) == "kernel k2: out-of-bounds load A[-1] (A has 64 elements)");
-  Kernel vectorStore{"k3", {a, out},
-                     store(out, index(60), load(a, index(0), 8))};
+  Kernel vectorStore{"k3", {a, out}, store(out, index(60), load(a, index(0), 8))};
   CHECK(evalError(vectorStore, params) ==
         "kernel k3: out-of-bounds store out[64] (out has 64 elements; 8-lane access at out[60])");
   // A select evaluates both arms, so the guarded load still faults.
-  Kernel guarded{"k4", {a, out},
-                 store(out, index(0),
-                       std::make_shared<Select>(boolImm(false), load(a, index(99)), f32(0)))};
+  Kernel guarded{
+      "k4",
+      {a, out},
+      store(out, index(0), std::make_shared<Select>(boolImm(false), load(a, index(99)), f32(0)))};
   CHECK(evalError(guarded, params) == "kernel k4: out-of-bounds load A[99] (A has 64 elements)");
   // A failing vector store writes none of its lanes.
-  std::vector<HostTensor> poisoned{HostTensor(DType::F32, {64}),
-                                   HostTensor::fromDoubles(DType::F32, {64}, std::vector<double>(64, -1))};
+  std::vector<HostTensor> poisoned{
+      HostTensor(DType::F32, {64}),
+      HostTensor::fromDoubles(DType::F32, {64}, std::vector<double>(64, -1))};
   Kernel partial{"k5", {a, out}, store(out, index(62), broadcast(f32(5), 4))};
   CHECK(evalError(partial, poisoned) ==
         "kernel k5: out-of-bounds store out[64] (out has 64 elements; 4-lane access at out[62])");
@@ -298,17 +313,16 @@ TEST_CASE("evaluator: out-of-bounds accesses are errors naming kernel, buffer, i
   CHECK(poisoned[1].getDouble(63) == -1);
 }
 
-TEST_CASE("evaluator: division by zero, unbound names and bad parameters are errors",
+TEST_CASE("evaluator: unbound names, undefined ops and bad parameters are errors",
           "[kernel][evaluator]") {
   auto out = makeBuffer("out", DType::I64, 4);
+  auto flags = makeBuffer("flags", DType::Bool, 4);
   auto n = makeVar("n");
   std::vector<HostTensor> params{HostTensor(DType::I64, {4})};
-  Kernel divide{"div", {out}, let(n, index(0), store(out, index(0), raw(BinaryOp::Div, index(7), kir::ref(n))))};
-  CHECK(evalError(divide, params) == "kernel div: i64 div by zero");
-  Kernel modulo{"mod", {out},
-                store(out, index(0),
-                      cast(raw(BinaryOp::Mod, i32(-2147483648LL), i32(-1)), Type::index()))};
-  CHECK(evalError(modulo, params) == "kernel mod: i32 mod overflows (-2147483648 by -1)");
+  Kernel boolAdd{
+      "booladd", {flags}, store(flags, index(0), raw(BinaryOp::Add, boolImm(true), boolImm(true)))};
+  CHECK(evalError(boolAdd, {HostTensor(DType::Bool, {4})}) ==
+        "kernel booladd: add is not defined on bool");
   Kernel unbound{"free", {out}, store(out, kir::ref(n), index(1))};
   CHECK(evalError(unbound, params) == "kernel free: variable n is used outside its scope");
   auto local = makeBuffer("tmp", DType::I64, 4, MemScope::Local);
@@ -328,11 +342,34 @@ TEST_CASE("evaluator: division by zero, unbound names and bad parameters are err
   CHECK(result.error().message() == "kernel free: parameter out (i64[4]) needs 32 bytes, got 16");
 
   auto i = makeVar("i");
-  Kernel forever{"long", {out}, forRange(i, int64_t{1} << 40, ForKind::Serial, store(out, index(0), kir::ref(i)))};
+  Kernel forever{"long",
+                 {out},
+                 forRange(i, int64_t{1} << 40, ForKind::Serial, store(out, index(0), kir::ref(i)))};
   EvaluateOptions options;
   options.maxLoopIterations = 1000;
   auto limited = evaluateKernel(forever, params, options);
   REQUIRE_FALSE(limited);
   CHECK(limited.error().message() == "kernel long: more than 1000 loop iterations");
   CHECK(params[0].getDouble(0) == 999);
+}
+
+TEST_CASE("evaluator: shadowed variables and shared subexpressions", "[kernel][evaluator]") {
+  auto out = makeBuffer("out", DType::I64, 8);
+  auto x = makeVar("x");
+  ExprPtr twice = mul(kir::ref(x), index(2)); // one node, used under three bindings of x
+  StmtPtr body = seq({
+      let(x, index(1),
+          seq({store(out, index(0), kir::ref(x)),
+               let(x, add(kir::ref(x), index(10)),
+                   seq({store(out, index(1), kir::ref(x)), store(out, index(2), twice)})),
+               store(out, index(3), kir::ref(x))})),
+      let(x, index(3), store(out, index(4), twice)),
+      let(x, index(5), store(out, index(5), add(twice, add(twice, index(1))))),
+  });
+  std::vector<HostTensor> params{HostTensor(DType::I64, {8})};
+  REQUIRE(evaluateKernel(Kernel{"shadow", {out}, body}, params));
+  CHECK(params[0].toDoubles() == std::vector<double>{1, 11, 22, 1, 6, 21, 0, 0});
+  // After its let, the variable is unbound again.
+  Kernel after{"after", {out}, seq({body, store(out, index(6), kir::ref(x))})};
+  CHECK(evalError(after, params) == "kernel after: variable x is used outside its scope");
 }

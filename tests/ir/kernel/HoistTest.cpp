@@ -44,8 +44,7 @@ TEST_CASE("hoist moves invariant lets before the loop, keeps variant ones", "[ke
              "}\n");
 }
 
-TEST_CASE("hoist keeps loads in loops that may not run and lets under an if",
-          "[kernel][hoist]") {
+TEST_CASE("hoist keeps loads in loops that may not run and lets under an if", "[kernel][hoist]") {
   auto in = makeBuffer("in", DType::F32, 16), sizes = makeBuffer("sizes", DType::I64, 1);
   auto out = makeBuffer("out", DType::F32, 16);
   auto i = makeVar("i"), n = makeVar("n"), m = makeVar("m");
@@ -56,7 +55,8 @@ TEST_CASE("hoist keeps loads in loops that may not run and lets under an if",
               seq({store(out, kir::ref(i), mul(kir::ref(s), cast(kir::ref(m), f32Type()))),
                    ifThen(lt(kir::ref(i), index(8)),
                           let(z, load(in, index(1)), store(out, kir::ref(i), kir::ref(z))))})));
-  Kernel kernel{"guarded", {in, sizes, out},
+  Kernel kernel{"guarded",
+                {in, sizes, out},
                 let(n, kir::min(load(sizes, index(0)), index(16)),
                     forLoop(i, index(0), kir::ref(n), ForKind::Serial, body))};
   checkHoist(kernel, "kernel guarded(in: f32[16], sizes: i64[1], out: f32[16]) {\n"
@@ -73,36 +73,40 @@ TEST_CASE("hoist keeps loads in loops that may not run and lets under an if",
                      "}\n");
 }
 
-TEST_CASE("hoist moves a faulting let only out of a loop that certainly runs",
-          "[kernel][hoist]") {
-  auto d = makeBuffer("d", DType::I64, 1), out = makeBuffer("out", DType::I64, 8);
+TEST_CASE("hoist moves a loading let only out of a loop that certainly runs", "[kernel][hoist]") {
+  auto d = makeBuffer("d", DType::I64, 1), table = makeBuffer("table", DType::I64, 4);
+  auto out = makeBuffer("out", DType::I64, 8);
   auto i = makeVar("i"), k = makeVar("k"), q = makeVar("q"), r = makeVar("r");
-  StmtPtr runs = forRange(i, 4, ForKind::Serial,
-                          let(q, div(index(100), load(d, index(0))), store(out, kir::ref(i), kir::ref(q))));
-  // extent load(d) - 7: zero when d = 7, and then 100 / (d - 7) must never run.
-  StmtPtr mayNotRun =
-      forLoop(k, index(0), sub(load(d, index(0)), index(7)), ForKind::Serial,
-              let(r, div(index(100), sub(load(d, index(0)), index(7))), store(out, kir::ref(k), kir::ref(r))));
-  Kernel kernel{"faults", {d, out}, seq({runs, mayNotRun})};
+  StmtPtr runs =
+      forRange(i, 4, ForKind::Serial,
+               let(q, div(index(100), load(d, index(0))), store(out, kir::ref(i), kir::ref(q))));
+  // The loop runs d - 7 times and reads table[d - 8]: in bounds whenever it
+  // runs (d in [8, 11]), out of bounds for d = 7, when it must not run.
+  StmtPtr mayNotRun = forLoop(
+      k, index(0), sub(load(d, index(0)), index(7)), ForKind::Serial,
+      let(r, load(table, sub(load(d, index(0)), index(8))), store(out, kir::ref(k), kir::ref(r))));
+  Kernel kernel{"faults", {d, table, out}, seq({runs, mayNotRun})};
   Kernel result = hoistLoopInvariants(kernel);
-  CHECK(printKernel(result) == "kernel faults(d: i64[1], out: i64[8]) {\n"
+  CHECK(printKernel(result) == "kernel faults(d: i64[1], table: i64[4], out: i64[8]) {\n"
                                "  let q = 100 / load i64 d[0] {\n"
                                "    for i in [0, 4) serial {\n"
                                "      store i64 out[i] = q\n"
                                "    }\n"
                                "  }\n"
                                "  for k in [0, load i64 d[0] - 7) serial {\n"
-                               "    let r = 100 / (load i64 d[0] - 7)\n"
+                               "    let r = load i64 table[load i64 d[0] - 8]\n"
                                "    store i64 out[k] = r\n"
                                "  }\n"
                                "}\n");
-  for (double divisor : {7.0, 9.0}) {
-    std::vector<HostTensor> a{HostTensor::fromDoubles(DType::I64, {1}, std::vector<double>{divisor}),
-                              HostTensor(DType::I64, {8})};
+  for (double value : {7.0, 9.0}) {
+    std::vector<HostTensor> a{
+        HostTensor::fromDoubles(DType::I64, {1}, std::vector<double>{value}),
+        HostTensor::fromDoubles(DType::I64, {4}, std::vector<double>{10, 20, 30, 40}),
+        HostTensor(DType::I64, {8})};
     std::vector<HostTensor> b = a;
     REQUIRE(evaluateKernel(kernel, a));
     REQUIRE(evaluateKernel(result, b));
-    CHECK(a[1].toDoubles() == b[1].toDoubles());
+    CHECK(a[2].toDoubles() == b[2].toDoubles());
   }
 }
 
@@ -110,7 +114,8 @@ TEST_CASE("hoist binds invariant index products before the loop", "[kernel][hois
   auto in = makeBuffer("in", DType::F32, 128), out = makeBuffer("out", DType::F32, 64);
   auto i = makeVar("i"), j = makeVar("j");
   auto flat = [&] { return add(mul(kir::ref(i), index(8)), kir::ref(j)); };
-  Kernel kernel{"products", {in, out},
+  Kernel kernel{"products",
+                {in, out},
                 forRange(i, 8, ForKind::Serial,
                          forRange(j, 8, ForKind::Serial,
                                   store(out, flat(), load(in, mul(flat(), index(2))))))};
@@ -130,7 +135,8 @@ TEST_CASE("hoisted products climb as far out as their operands allow", "[kernel]
   auto flat = [&] {
     return add(add(mul(kir::ref(i), index(4096)), mul(kir::ref(j), index(64))), kir::ref(k));
   };
-  Kernel kernel{"nest", {a, out},
+  Kernel kernel{"nest",
+                {a, out},
                 forRange(i, 2, ForKind::Serial,
                          forRange(j, 64, ForKind::Serial,
                                   forRange(k, 64, ForKind::Unrolled,
@@ -151,18 +157,20 @@ TEST_CASE("hoisted products climb as far out as their operands allow", "[kernel]
 TEST_CASE("hoist leaves GPU-bound loops and twice-bound variables alone", "[kernel][hoist]") {
   auto scale = makeBuffer("scale", DType::I64, 1), out = makeBuffer("out", DType::I64, 16);
   auto b = makeVar("b"), t = makeVar("t"), s = makeVar("s");
-  StmtPtr gpu = forRange(b, 2, ForKind::BlockX,
-                         forRange(t, 8, ForKind::ThreadX,
-                                  let(s, mul(load(scale, index(0)), index(3)),
-                                      store(out, add(mul(kir::ref(b), index(8)), kir::ref(t)), kir::ref(s)))));
+  StmtPtr gpu = forRange(
+      b, 2, ForKind::BlockX,
+      forRange(t, 8, ForKind::ThreadX,
+               let(s, mul(load(scale, index(0)), index(3)),
+                   store(out, add(mul(kir::ref(b), index(8)), kir::ref(t)), kir::ref(s)))));
   CHECK(hoistLoopInvariants(gpu) == gpu);
 
   // The same Var bound by two lets in one body: hoisting both would shadow one.
   auto i = makeVar("i"), n = makeVar("n"), x = makeVar("x");
-  StmtPtr twice = forRange(i, 4, ForKind::Serial,
-                           seq({let(x, mul(kir::ref(n), index(2)), store(out, kir::ref(i), kir::ref(x))),
-                                let(x, mul(kir::ref(n), index(3)),
-                                    store(out, add(kir::ref(i), index(4)), kir::ref(x)))}));
+  StmtPtr twice =
+      forRange(i, 4, ForKind::Serial,
+               seq({let(x, mul(kir::ref(n), index(2)), store(out, kir::ref(i), kir::ref(x))),
+                    let(x, mul(kir::ref(n), index(3)),
+                        store(out, add(kir::ref(i), index(4)), kir::ref(x)))}));
   checkHoist(Kernel{"twice", {scale, out}, let(n, load(scale, index(0)), twice)},
              "kernel twice(scale: i64[1], out: i64[16]) {\n"
              "  let n = load i64 scale[0]\n"
@@ -187,30 +195,31 @@ TEST_CASE("runKernelPasses cleans up a lowered split-loop reduction", "[kernel][
   ExprPtr flat = add(mul(kir::ref(r), index(12)), kir::ref(c));
   ExprPtr element = add(mul(div(flat, index(12)), index(12)), mod(flat, index(12)));
   StmtPtr update = store(acc, index(0), add(load(acc, index(0)), load(in, element)));
-  StmtPtr body =
-      allocate(acc, seq({store(acc, index(0), f32c(0)),
-                         forRange(co, 3, ForKind::Serial,
-                                  forRange(ci, 4, ForKind::Serial,
-                                           let(c, add(mul(kir::ref(co), index(4)), kir::ref(ci)), update))),
-                         store(out, kir::ref(r), load(acc, index(0)))}));
+  StmtPtr body = allocate(
+      acc, seq({store(acc, index(0), f32c(0)),
+                forRange(co, 3, ForKind::Serial,
+                         forRange(ci, 4, ForKind::Serial,
+                                  let(c, add(mul(kir::ref(co), index(4)), kir::ref(ci)), update))),
+                store(out, kir::ref(r), load(acc, index(0)))}));
   Kernel kernel{"rowsum", {in, out}, forRange(r, 8, ForKind::Parallel, body)};
   Kernel result = runKernelPasses(kernel);
-  CHECK(printKernel(result) == "kernel rowsum(in: f32[96], out: f32[8]) {\n"
-                               "  for r in [0, 8) parallel {\n"
-                               "    alloc acc: f32[1] register\n"
-                               "    store f32 acc[0] = 0.0f32\n"
-                               "    let inv = r * 12 {\n"
-                               "      for co in [0, 3) serial {\n"
-                               "        let inv.1 = co * 4\n"
-                               "        for ci in [0, 4) serial {\n"
-                               "          let c = inv.1 + ci\n"
-                               "          store f32 acc[0] = load f32 acc[0] + load f32 in[inv + c]\n"
-                               "        }\n"
-                               "      }\n"
-                               "    }\n"
-                               "    store f32 out[r] = load f32 acc[0]\n"
-                               "  }\n"
-                               "}\n");
+  CHECK(printKernel(result) ==
+        "kernel rowsum(in: f32[96], out: f32[8]) {\n"
+        "  for r in [0, 8) parallel {\n"
+        "    alloc acc: f32[1] register\n"
+        "    store f32 acc[0] = 0.0f32\n"
+        "    let inv = r * 12 {\n"
+        "      for co in [0, 3) serial {\n"
+        "        let inv.1 = co * 4\n"
+        "        for ci in [0, 4) serial {\n"
+        "          let c = inv.1 + ci\n"
+        "          store f32 acc[0] = load f32 acc[0] + load f32 in[inv + c]\n"
+        "        }\n"
+        "      }\n"
+        "    }\n"
+        "    store f32 out[r] = load f32 acc[0]\n"
+        "  }\n"
+        "}\n");
   requireSameResults(kernel, result);
   // A second run changes nothing.
   CHECK(printKernel(runKernelPasses(result)) == printKernel(result));

@@ -19,14 +19,13 @@ Kernel matmulKernel() {
   auto acc = makeBuffer("acc", DType::F32, 1, MemScope::Register);
   auto i = makeVar("i"), j = makeVar("j"), k = makeVar("k");
   Type f32 = Type::scalar(DType::F32);
-  StmtPtr update = store(acc, index(0),
-                         add(load(acc, index(0)),
-                             mul(load(a, add(mul(kir::ref(i), index(64)), kir::ref(k))),
-                                 load(b, add(mul(kir::ref(k), index(64)), kir::ref(j))))));
-  StmtPtr body = allocate(acc, seq({store(acc, index(0), floatImm(0, f32)),
-                                    forRange(k, 64, ForKind::Serial, update),
-                                    store(out, add(mul(kir::ref(i), index(64)), kir::ref(j)),
-                                          load(acc, index(0)))}));
+  StmtPtr update =
+      store(acc, index(0),
+            add(load(acc, index(0)), mul(load(a, add(mul(kir::ref(i), index(64)), kir::ref(k))),
+                                         load(b, add(mul(kir::ref(k), index(64)), kir::ref(j))))));
+  StmtPtr body = allocate(
+      acc, seq({store(acc, index(0), floatImm(0, f32)), forRange(k, 64, ForKind::Serial, update),
+                store(out, add(mul(kir::ref(i), index(64)), kir::ref(j)), load(acc, index(0)))}));
   return Kernel{"k3_matmul",
                 {a, b, out},
                 forRange(i, 64, ForKind::Parallel, forRange(j, 64, ForKind::Serial, body))};
@@ -42,7 +41,8 @@ TEST_CASE("printKernel prints a matmul kernel", "[kernel][printer]") {
         "      alloc acc: f32[1] register\n"
         "      store f32 acc[0] = 0.0f32\n"
         "      for k in [0, 64) serial {\n"
-        "        store f32 acc[0] = load f32 acc[0] + load f32 A[i * 64 + k] * load f32 B[k * 64 + j]\n"
+        "        store f32 acc[0] = load f32 acc[0] + load f32 A[i * 64 + k] * load f32 B[k * 64 + "
+        "j]\n"
         "      }\n"
         "      store f32 out[i * 64 + j] = load f32 acc[0]\n"
         "    }\n"
@@ -58,11 +58,12 @@ TEST_CASE("printKernel prints vectors, predicates, casts and non-global params",
   auto i = makeVar("i");
   ExprPtr base = mul(kir::ref(i), index(8));
   ExprPtr lanes = broadcast(base, 8);
-  ExprPtr mask = lt(add(lanes, std::make_shared<IntImm>(3, Type{DType::I64, 8})),
-                    broadcast(index(100), 8));
+  ExprPtr mask =
+      lt(add(lanes, std::make_shared<IntImm>(3, Type{DType::I64, 8})), broadcast(index(100), 8));
   ExprPtr value = mul(cast(load(x, base, 8, mask), Type{DType::F32, 8}),
                       broadcast(floatImm(1.5, Type::scalar(DType::F32)), 8));
-  Kernel kernel{"scale", {x, y, tile}, forRange(i, 13, ForKind::Vectorized, store(y, base, value, mask))};
+  Kernel kernel{
+      "scale", {x, y, tile}, forRange(i, 13, ForKind::Vectorized, store(y, base, value, mask))};
   CHECK(printKernel(kernel) ==
         "kernel scale(x: f16[100], y: f32[100], tile: f32[32] shared) {\n"
         "  for i in [0, 13) vectorized {\n"
@@ -104,8 +105,9 @@ TEST_CASE("printer braces a let or alloc that other statements follow", "[kernel
   StmtPtr body = seq({
       let(x, floatImm(0.25, f64), store(out, index(0), kir::ref(x))),
       allocate(tmp, store(tmp, index(1), floatImm(-2, f64))),
-      let(n, index(3), seq({store(out, kir::ref(n), floatImm(1e-300, f64)),
-                            std::make_shared<Evaluate>(kir::ref(n))})),
+      let(n, index(3),
+          seq({store(out, kir::ref(n), floatImm(1e-300, f64)),
+               std::make_shared<Evaluate>(kir::ref(n))})),
   });
   CHECK(printStmt(body) == "let x: f64 = 0.25f64 {\n"
                            "  store f64 out[0] = x\n"

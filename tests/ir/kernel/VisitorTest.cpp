@@ -1,8 +1,8 @@
 // Visitors and the Mutator: traversal order and coverage, sharing of untouched
 // subtrees, statement deletion; and the IRUtils queries built on them.
+#include "ir/kernel/Visitor.h"
 #include "ir/kernel/IRUtils.h"
 #include "ir/kernel/KernelTestUtil.h"
-#include "ir/kernel/Visitor.h"
 
 #include <map>
 
@@ -20,11 +20,11 @@ struct Fixture {
   ExprPtr second = load(a, add(kir::ref(i), index(1)), 1, lt(kir::ref(i), index(63)));
   // for i in [0, 64): let x = a[i] { out[i] = select(i < 63, x * a[i + 1], exp(x)) }; out[0] = 0
   StmtPtr keep = store(out, index(0), floatImm(0, Type::scalar(DType::F32)));
-  StmtPtr loop = forRange(
-      i, 64, ForKind::Serial,
-      let(x, first,
-          store(out, kir::ref(i),
-                select(lt(kir::ref(i), index(63)), mul(kir::ref(x), second), call(Intrinsic::Exp, {kir::ref(x)})))));
+  StmtPtr loop = forRange(i, 64, ForKind::Serial,
+                          let(x, first,
+                              store(out, kir::ref(i),
+                                    select(lt(kir::ref(i), index(63)), mul(kir::ref(x), second),
+                                           call(Intrinsic::Exp, {kir::ref(x)})))));
   StmtPtr body = seq({loop, keep});
 };
 
