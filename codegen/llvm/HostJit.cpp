@@ -10,6 +10,9 @@
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/DiagnosticHandler.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -36,6 +39,53 @@ void *HostModule::lookup(std::string_view kernelName) const {
 
 namespace {
 
+std::string kernelNames(std::span<const kir::Kernel> kernels) {
+  std::vector<std::string> names;
+  for (const auto &kernel : kernels)
+    names.push_back(fmt::format("'{}'", kernel.name));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+/// Keeps LLVM's remarks and warnings (such as "loop not vectorized" for a
+/// Vectorized loop that calls an fp8 helper) off the user's terminal, and
+/// collects errors so they become a kiln::Error.
+class DiagnosticCollector : public llvm::DiagnosticHandler {
+public:
+  explicit DiagnosticCollector(std::shared_ptr<std::vector<std::string>> errors)
+      : errors_(std::move(errors)) {}
+  bool handleDiagnostics(const llvm::DiagnosticInfo &info) override {
+    if (info.getSeverity() == llvm::DS_Error) {
+      std::string text;
+      llvm::raw_string_ostream stream(text);
+      llvm::DiagnosticPrinterRawOStream printer(stream);
+      info.print(printer);
+      stream.flush();
+      errors_->push_back(std::move(text));
+    }
+    return true;
+  }
+
+private:
+  std::shared_ptr<std::vector<std::string>> errors_;
+};
+
+/// A fresh context whose diagnostics land in `errors`.
+std::unique_ptr<llvm::LLVMContext>
+createContext(const std::shared_ptr<std::vector<std::string>> &errors) {
+  auto context = std::make_unique<llvm::LLVMContext>();
+  context->setDiagnosticHandler(std::make_unique<DiagnosticCollector>(errors));
+  return context;
+}
+
+Expected<void> checkDiagnostics(std::span<const kir::Kernel> kernels,
+                                const std::vector<std::string> &errors) {
+  if (errors.empty())
+    return {};
+  return makeError(ErrorCode::Unsupported,
+                   fmt::format("host backend: LLVM failed on kernel(s) {}: {}",
+                               kernelNames(kernels), fmt::join(errors, "; ")));
+}
+
 /// The default O3 pipeline with the target's cost model (loop and SLP
 /// vectorization, unrolling), honouring the loops' llvm.loop metadata.
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
@@ -59,13 +109,6 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
   pipeline.run(module, modules);
 }
 
-std::string kernelNames(std::span<const kir::Kernel> kernels) {
-  std::vector<std::string> names;
-  for (const auto &kernel : kernels)
-    names.push_back(fmt::format("'{}'", kernel.name));
-  return fmt::format("{}", fmt::join(names, ", "));
-}
-
 Error jitError(std::span<const kir::Kernel> kernels, const std::string &what, llvm::Error error) {
   return Error(ErrorCode::Unsupported,
                fmt::format("host backend: {} for kernel(s) {}: {}", what, kernelNames(kernels),
@@ -80,7 +123,8 @@ Expected<std::unique_ptr<llvm::orc::LLJIT>> createJit(std::span<const kir::Kerne
   machineBuilder.addFeatures(features.getFeatures());
   machineBuilder.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   machineBuilder.getOptions().AllowFPOpFusion = llvm::FPOpFusion::Strict;
-  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(machineBuilder)).create();
+  auto jit =
+      llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(machineBuilder)).create();
   if (!jit)
     return std::unexpected(jitError(kernels, "cannot start the JIT", jit.takeError()));
 
@@ -101,10 +145,13 @@ Expected<std::unique_ptr<llvm::orc::LLJIT>> createJit(std::span<const kir::Kerne
 Expected<std::string> emitHostLlvmIr(const kir::Kernel &kernel, const CpuTarget &target,
                                      bool optimized) {
   KILN_TRY(auto machine, host::createTargetMachine(target));
-  llvm::LLVMContext context;
-  KILN_TRY(auto module, host::buildHostModule(std::span(&kernel, 1), target, *machine, context));
+  auto errors = std::make_shared<std::vector<std::string>>();
+  auto context = createContext(errors);
+  std::span<const kir::Kernel> kernels(&kernel, 1);
+  KILN_TRY(auto module, host::buildHostModule(kernels, target, *machine, *context));
   if (optimized)
     optimizeModule(*module, *machine);
+  KILN_TRY_VOID(checkDiagnostics(kernels, *errors));
   std::string text;
   llvm::raw_string_ostream stream(text);
   module->print(stream, nullptr);
@@ -121,13 +168,15 @@ Expected<std::shared_ptr<HostModule>> compileHostModule(std::span<const kir::Ker
                        fmt::format("host backend: two kernels are named '{}'", kernel.name));
 
   KILN_TRY(auto machine, host::createTargetMachine(target));
-  auto context = std::make_unique<llvm::LLVMContext>();
+  auto errors = std::make_shared<std::vector<std::string>>();
+  auto context = createContext(errors);
   KILN_TRY(auto module, host::buildHostModule(kernels, target, *machine, *context));
   optimizeModule(*module, *machine);
+  KILN_TRY_VOID(checkDiagnostics(kernels, *errors));
 
   KILN_TRY(auto jit, createJit(kernels, target));
-  if (auto error = jit->addIRModule(
-          llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
+  if (auto error =
+          jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
     return std::unexpected(jitError(kernels, "cannot add the module", std::move(error)));
 
   // Looking every kernel up now compiles and links the module here, so a
@@ -140,6 +189,7 @@ Expected<std::shared_ptr<HostModule>> compileHostModule(std::span<const kir::Ker
           jitError(std::span(&kernel, 1), "cannot compile or link", address.takeError()));
     impl->entries.emplace(kernel.name, address->toPtr<void *>());
   }
+  KILN_TRY_VOID(checkDiagnostics(kernels, *errors));
   impl->jit = std::move(jit);
   return std::make_shared<HostModule>(std::move(impl));
 }

@@ -111,9 +111,9 @@ void deriveVectorFeatures(CpuTarget &target) {
 } // namespace
 
 std::string CpuTarget::cacheKey() const {
-  return fmt::format("cpu;triple={};cpu={};features={};vector={};fma={};cores={};l1d={};l2={};l3={}",
-                     triple, cpuName, features, vectorBits, hasFma ? 1 : 0, cores, l1dBytes,
-                     l2Bytes, l3Bytes);
+  return fmt::format(
+      "cpu;triple={};cpu={};features={};vector={};fma={};cores={};l1d={};l2={};l3={}", triple,
+      cpuName, features, vectorBits, hasFma ? 1 : 0, cores, l1dBytes, l2Bytes, l3Bytes);
 }
 
 CpuTarget hostCpuTarget() {

@@ -36,8 +36,7 @@ llvm::Value *KernelEmitter::decodeNarrowFloat(llvm::Value *bits, DType dtype, in
   }
   case DType::F8E4M3:
   case DType::F8E5M2: {
-    const char *name =
-        dtype == DType::F8E4M3 ? "kiln_cpu_f8e4m3_to_f32" : "kiln_cpu_f8e5m2_to_f32";
+    const char *name = dtype == DType::F8E4M3 ? "kiln_cpu_f8e4m3_to_f32" : "kiln_cpu_f8e5m2_to_f32";
     return callPerLane(
         declareRuntimeFunction(name, builder_.getFloatTy(), {builder_.getInt8Ty()}, true), bits,
         lanes);
@@ -46,8 +45,7 @@ llvm::Value *KernelEmitter::decodeNarrowFloat(llvm::Value *bits, DType dtype, in
   }
 }
 
-llvm::Value *KernelEmitter::encodeNarrowFloat(llvm::Value *value, DType from, DType to,
-                                              int lanes) {
+llvm::Value *KernelEmitter::encodeNarrowFloat(llvm::Value *value, DType from, DType to, int lanes) {
   bool fromF32 = from == DType::F32;
   llvm::Type *source = registerType(from);
   auto helper = [&](const char *name, llvm::Type *result) {

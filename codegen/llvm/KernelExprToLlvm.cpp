@@ -41,9 +41,9 @@ Expected<llvm::Value *> KernelEmitter::emitExpr(const kir::Expr &expr) {
     const kir::Var *var = as<kir::VarRef>(expr)->var.get();
     auto it = fn_.vars.find(var);
     if (it == fn_.vars.end())
-      return fail(ErrorCode::VerifyError,
-                  fmt::format("variable '{}' is used outside the loop or let that binds it",
-                              var->name));
+      return fail(
+          ErrorCode::VerifyError,
+          fmt::format("variable '{}' is used outside the loop or let that binds it", var->name));
     return it->second;
   }
   case kir::ExprKind::Unary: return emitUnary(*as<kir::Unary>(expr));
@@ -55,8 +55,9 @@ Expected<llvm::Value *> KernelEmitter::emitExpr(const kir::Expr &expr) {
         (condType.lanes != 1 && condType.lanes != select.type().lanes) ||
         select.onTrue->type() != select.onFalse->type())
       return fail(ErrorCode::VerifyError,
-                  fmt::format("select of {} and {} on a {} condition", typeName(select.onTrue->type()),
-                              typeName(select.onFalse->type()), typeName(condType)));
+                  fmt::format("select of {} and {} on a {} condition",
+                              typeName(select.onTrue->type()), typeName(select.onFalse->type()),
+                              typeName(condType)));
     KILN_TRY(llvm::Value * cond, emitExpr(*select.cond));
     KILN_TRY(llvm::Value * onTrue, emitExpr(*select.onTrue));
     KILN_TRY(llvm::Value * onFalse, emitExpr(*select.onFalse));
@@ -87,7 +88,8 @@ Expected<llvm::Value *> KernelEmitter::emitConstant(const kir::Expr &expr) {
   llvm::Type *llvmType = registerType(type);
   if (auto imm = kir::as<kir::IntImm>(expr)) {
     if (isFloatingPoint(type.dtype))
-      return fail(ErrorCode::VerifyError, fmt::format("integer constant of type {}", typeName(type)));
+      return fail(ErrorCode::VerifyError,
+                  fmt::format("integer constant of type {}", typeName(type)));
     int64_t value = type.dtype == DType::Bool ? (imm->value != 0) : imm->value;
     return llvm::ConstantInt::get(llvmType, static_cast<uint64_t>(value), /*isSigned=*/true);
   }
@@ -110,16 +112,16 @@ Expected<llvm::Value *> KernelEmitter::emitUnary(const kir::Unary &unary) {
   } else if (isInteger(type.dtype) || type.dtype == DType::Bool) {
     return builder_.CreateNot(operand); // logical for bool, bitwise for ints
   }
-  return fail(ErrorCode::Unsupported,
-              fmt::format("{} of {}", unary.op == kir::UnaryOp::Neg ? "negation" : "not",
-                          typeName(type)));
+  return fail(
+      ErrorCode::Unsupported,
+      fmt::format("{} of {}", unary.op == kir::UnaryOp::Neg ? "negation" : "not", typeName(type)));
 }
 
 Expected<llvm::Value *> KernelEmitter::emitBinary(const kir::Binary &binary) {
   kir::Type type = binary.lhs->type();
   if (type != binary.rhs->type())
-    return fail(ErrorCode::VerifyError,
-                fmt::format("binary op on {} and {}", typeName(type), typeName(binary.rhs->type())));
+    return fail(ErrorCode::VerifyError, fmt::format("binary op on {} and {}", typeName(type),
+                                                    typeName(binary.rhs->type())));
   if (isNarrowFloat(type.dtype))
     return fail(ErrorCode::Unsupported,
                 fmt::format("arithmetic on {}: narrow floats appear only in loads, stores and "
@@ -147,8 +149,10 @@ Expected<llvm::Value *> KernelEmitter::emitFloatBinary(kir::BinaryOp op, llvm::V
   case BinaryOp::Mul: return builder_.CreateFMul(a, b);
   case BinaryOp::Div: return builder_.CreateFDiv(a, b);
   case BinaryOp::Mod: return builder_.CreateFRem(a, b); // C fmod
-  case BinaryOp::Min: return propagateNaN(builder_.CreateSelect(builder_.CreateFCmpOLT(a, b), a, b));
-  case BinaryOp::Max: return propagateNaN(builder_.CreateSelect(builder_.CreateFCmpOGT(a, b), a, b));
+  case BinaryOp::Min:
+    return propagateNaN(builder_.CreateSelect(builder_.CreateFCmpOLT(a, b), a, b));
+  case BinaryOp::Max:
+    return propagateNaN(builder_.CreateSelect(builder_.CreateFCmpOGT(a, b), a, b));
   case BinaryOp::Eq: return builder_.CreateFCmpOEQ(a, b);
   case BinaryOp::Ne: return builder_.CreateFCmpUNE(a, b); // NaN != x is true, as in C
   case BinaryOp::Lt: return builder_.CreateFCmpOLT(a, b);
@@ -162,8 +166,8 @@ Expected<llvm::Value *> KernelEmitter::emitFloatBinary(kir::BinaryOp op, llvm::V
 }
 
 Expected<llvm::Value *> KernelEmitter::emitIntegerBinary(kir::BinaryOp op,
-                                                         const kir::Binary &binary,
-                                                         llvm::Value *a, llvm::Value *b) {
+                                                         const kir::Binary &binary, llvm::Value *a,
+                                                         llvm::Value *b) {
   using kir::BinaryOp;
   // bool orders false < true: compare unsigned (as i1, true is -1 signed).
   bool isBool = binary.lhs->type().dtype == DType::Bool;
@@ -193,11 +197,11 @@ Expected<llvm::Value *> KernelEmitter::emitIntegerBinary(kir::BinaryOp op,
     return builder_.CreateSelect(isZero, llvm::Constant::getNullValue(type), quotient);
   }
   case BinaryOp::Min:
-    return builder_.CreateSelect(isBool ? builder_.CreateICmpULT(a, b) : builder_.CreateICmpSLT(a, b),
-                                 a, b);
+    return builder_.CreateSelect(
+        isBool ? builder_.CreateICmpULT(a, b) : builder_.CreateICmpSLT(a, b), a, b);
   case BinaryOp::Max:
-    return builder_.CreateSelect(isBool ? builder_.CreateICmpUGT(a, b) : builder_.CreateICmpSGT(a, b),
-                                 a, b);
+    return builder_.CreateSelect(
+        isBool ? builder_.CreateICmpUGT(a, b) : builder_.CreateICmpSGT(a, b), a, b);
   case BinaryOp::Eq: return builder_.CreateICmpEQ(a, b);
   case BinaryOp::Ne: return builder_.CreateICmpNE(a, b);
   case BinaryOp::Lt: return isBool ? builder_.CreateICmpULT(a, b) : builder_.CreateICmpSLT(a, b);
@@ -218,9 +222,8 @@ Expected<llvm::Value *> KernelEmitter::elementPointer(const kir::Buffer &buffer,
                 fmt::format("buffer '{}' is neither a parameter nor allocated around its use",
                             buffer.name));
   if (index.type() != kir::Type::index())
-    return fail(ErrorCode::VerifyError,
-                fmt::format("index into '{}' is {}, not an i64 scalar", buffer.name,
-                            typeName(index.type())));
+    return fail(ErrorCode::VerifyError, fmt::format("index into '{}' is {}, not an i64 scalar",
+                                                    buffer.name, typeName(index.type())));
   KILN_TRY(llvm::Value * offset, emitExpr(index));
   return builder_.CreateInBoundsGEP(memoryType(buffer.dtype), it->second, offset);
 }
@@ -308,10 +311,11 @@ Expected<llvm::Value *> KernelEmitter::emitCall(const kir::Call &call) {
                 fmt::format("{} takes {} arguments, not {}", name, arity, call.args.size()));
   for (const auto &arg : call.args)
     if (arg->type() != type)
-      return fail(ErrorCode::VerifyError,
-                  fmt::format("{} of {} returning {}", name, typeName(arg->type()), typeName(type)));
+      return fail(ErrorCode::VerifyError, fmt::format("{} of {} returning {}", name,
+                                                      typeName(arg->type()), typeName(type)));
   bool isFloat = isWideFloat(type.dtype);
-  if (!isFloat && !(call.fn == Intrinsic::Abs && (isInteger(type.dtype) || type.dtype == DType::Bool)))
+  if (!isFloat &&
+      !(call.fn == Intrinsic::Abs && (isInteger(type.dtype) || type.dtype == DType::Bool)))
     return fail(ErrorCode::Unsupported, fmt::format("{} of {}", name, typeName(type)));
 
   std::vector<llvm::Value *> args;

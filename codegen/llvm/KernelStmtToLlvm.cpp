@@ -147,7 +147,7 @@ int widestDataBytes(const kir::Stmt &body) {
 
 template <typename Key>
 llvm::Value *bindScoped(std::unordered_map<const Key *, llvm::Value *> &map, const Key *key,
-                  llvm::Value *value) {
+                        llvm::Value *value) {
   auto [it, inserted] = map.try_emplace(key, value);
   if (inserted)
     return nullptr;
@@ -157,7 +157,7 @@ llvm::Value *bindScoped(std::unordered_map<const Key *, llvm::Value *> &map, con
 
 template <typename Key>
 void unbindScoped(std::unordered_map<const Key *, llvm::Value *> &map, const Key *key,
-            llvm::Value *previous) {
+                  llvm::Value *previous) {
   if (previous)
     map[key] = previous;
   else
@@ -169,8 +169,8 @@ llvm::MDNode *loopProperty(llvm::LLVMContext &context, const char *name) {
 }
 
 llvm::MDNode *loopProperty(llvm::LLVMContext &context, const char *name, llvm::Constant *value) {
-  return llvm::MDNode::get(context,
-                           {llvm::MDString::get(context, name), llvm::ConstantAsMetadata::get(value)});
+  return llvm::MDNode::get(
+      context, {llvm::MDString::get(context, name), llvm::ConstantAsMetadata::get(value)});
 }
 
 } // namespace
@@ -199,8 +199,13 @@ Expected<void> KernelEmitter::emitStmt(const kir::Stmt &stmt) {
 std::vector<llvm::Metadata *> KernelEmitter::vectorizeProperties(const kir::For &loop) {
   int registerBytes = std::max(16, target_.vectorBits / 8);
   int width = std::max(2, registerBytes / widestDataBytes(*loop.body));
+  // Without unroll.disable, O3 fully unrolls short constant-trip loops before
+  // the loop vectorizer runs, and SLP cannot vectorize the copies without
+  // knowing that the buffers do not overlap; the loop vectorizer checks that
+  // at run time. It still interleaves the vector loop where that pays.
   return {loopProperty(context_, "llvm.loop.vectorize.enable", builder_.getTrue()),
-          loopProperty(context_, "llvm.loop.vectorize.width", builder_.getInt32(width))};
+          loopProperty(context_, "llvm.loop.vectorize.width", builder_.getInt32(width)),
+          loopProperty(context_, "llvm.loop.unroll.disable")};
 }
 
 Expected<void> KernelEmitter::emitFor(const kir::For &loop) {
@@ -311,8 +316,7 @@ Expected<void> KernelEmitter::emitParallelFor(const kir::For &loop) {
   auto *bodyType = llvm::FunctionType::get(
       builder_.getVoidTy(), {builder_.getPtrTy(), builder_.getInt64Ty(), builder_.getInt64Ty()},
       false);
-  auto *body =
-      llvm::Function::Create(bodyType, llvm::Function::InternalLinkage, bodyName, module_);
+  auto *body = llvm::Function::Create(bodyType, llvm::Function::InternalLinkage, bodyName, module_);
   setFunctionAttributes(*body);
   body->getArg(0)->setName("closure");
   body->getArg(0)->addAttr(llvm::Attribute::ReadOnly);
@@ -325,8 +329,8 @@ Expected<void> KernelEmitter::emitParallelFor(const kir::For &loop) {
   beginFunction(body);
   fn_.inParallelBody = true;
   auto loadField = [&](unsigned i, const llvm::Twine &name) -> llvm::LoadInst * {
-    return builder_.CreateLoad(fieldTypes[i], builder_.CreateStructGEP(closureType, body->getArg(0), i),
-                               name);
+    return builder_.CreateLoad(fieldTypes[i],
+                               builder_.CreateStructGEP(closureType, body->getArg(0), i), name);
   };
   llvm::Value *loopBegin = loadField(0, loop.var->name + ".begin");
   unsigned field = 1;
@@ -375,8 +379,7 @@ Expected<void> KernelEmitter::emitIf(const kir::If &branch) {
   llvm::Function *function = fn_.function;
   auto *thenBlock = llvm::BasicBlock::Create(context_, "then", function);
   auto *merge = llvm::BasicBlock::Create(context_, "endif", function);
-  auto *elseBlock =
-      branch.elseBody ? llvm::BasicBlock::Create(context_, "else", function) : merge;
+  auto *elseBlock = branch.elseBody ? llvm::BasicBlock::Create(context_, "else", function) : merge;
   builder_.CreateCondBr(cond, thenBlock, elseBlock);
   builder_.SetInsertPoint(thenBlock);
   KILN_TRY_VOID(emitStmt(*branch.thenBody));
@@ -396,13 +399,13 @@ Expected<void> KernelEmitter::emitAllocate(const kir::Allocate &allocate) {
   case kir::MemScope::Local:
   case kir::MemScope::Register: break;
   case kir::MemScope::Shared:
-    return fail(ErrorCode::Unsupported,
-                fmt::format("buffer '{}' is in shared memory, which only GPU kernels have",
-                            buffer.name));
+    return fail(
+        ErrorCode::Unsupported,
+        fmt::format("buffer '{}' is in shared memory, which only GPU kernels have", buffer.name));
   case kir::MemScope::Global:
-    return fail(ErrorCode::VerifyError,
-                fmt::format("buffer '{}': global buffers are parameters, not allocations",
-                            buffer.name));
+    return fail(
+        ErrorCode::VerifyError,
+        fmt::format("buffer '{}': global buffers are parameters, not allocations", buffer.name));
   }
   if (buffer.size < 0)
     return fail(ErrorCode::VerifyError,

@@ -14,6 +14,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <cmath>
+#include <cstring>
 #include <set>
 
 namespace kiln::codegen::host {
@@ -38,8 +39,8 @@ KernelEmitter::KernelEmitter(llvm::Module &module, const CpuTarget &target)
       target_(target), nativeHalf_(hasNativeHalfConversions(target)) {}
 
 Error KernelEmitter::error(ErrorCode code, const std::string &message) const {
-  return Error(code, fmt::format("host backend: kernel '{}': {}", kernel_ ? kernel_->name : "?",
-                                 message));
+  return Error(
+      code, fmt::format("host backend: kernel '{}': {}", kernel_ ? kernel_->name : "?", message));
 }
 
 llvm::Type *KernelEmitter::registerType(kir::Type type) {
@@ -100,8 +101,7 @@ void KernelEmitter::finishFunction() {
 }
 
 llvm::Function *KernelEmitter::declareRuntimeFunction(const std::string &name, llvm::Type *result,
-                                                      std::vector<llvm::Type *> params,
-                                                      bool pure) {
+                                                      std::vector<llvm::Type *> params, bool pure) {
   if (llvm::Function *existing = module_.getFunction(name)) {
     KILN_CHECK(existing->getReturnType() == result && existing->arg_size() == params.size(),
                fmt::format("runtime function {} declared with two signatures", name));
@@ -115,9 +115,7 @@ llvm::Function *KernelEmitter::declareRuntimeFunction(const std::string &name, l
     function->setDoesNotAccessMemory();
     function->addFnAttr(llvm::Attribute::WillReturn);
   }
-  auto isSmallInt = [](llvm::Type *t) {
-    return t->isIntegerTy() && t->getIntegerBitWidth() < 32;
-  };
+  auto isSmallInt = [](llvm::Type *t) { return t->isIntegerTy() && t->getIntegerBitWidth() < 32; };
   if (isSmallInt(result))
     function->addRetAttr(llvm::Attribute::ZExt);
   for (unsigned i = 0; i < params.size(); ++i)
@@ -131,7 +129,8 @@ llvm::Value *KernelEmitter::allocateScratch(const kir::Buffer &buffer) {
   int64_t bytes = buffer.size * dtypeByteSize(buffer.dtype);
   llvm::IRBuilder<> entry(fn_.entry->getTerminator());
   if (bytes <= kMaxStackScratchBytes) {
-    auto *array = llvm::ArrayType::get(element, static_cast<uint64_t>(std::max<int64_t>(buffer.size, 1)));
+    auto *array =
+        llvm::ArrayType::get(element, static_cast<uint64_t>(std::max<int64_t>(buffer.size, 1)));
     llvm::AllocaInst *slot = entry.CreateAlloca(array, nullptr, buffer.name);
     slot->setAlignment(llvm::Align(kParamAlignment));
     return slot;
@@ -188,8 +187,8 @@ Expected<void> KernelEmitter::emitKernel(const kir::Kernel &kernel) {
   for (size_t i = 0; i < kernel.params.size(); ++i) {
     const kir::Buffer &param = *kernel.params[i];
     llvm::Value *slot = builder_.CreateConstInBoundsGEP1_64(builder_.getPtrTy(), args, i);
-    llvm::LoadInst *base = builder_.CreateAlignedLoad(builder_.getPtrTy(), slot, llvm::Align(8),
-                                                     param.name);
+    llvm::LoadInst *base =
+        builder_.CreateAlignedLoad(builder_.getPtrTy(), slot, llvm::Align(8), param.name);
     base->setMetadata(llvm::LLVMContext::MD_align, alignment);
     base->setMetadata(llvm::LLVMContext::MD_noundef, empty);
     fn_.buffers[&param] = base;
@@ -255,6 +254,17 @@ std::span<const RuntimeSymbol> hostRuntimeSymbols() {
       {"cos", reinterpret_cast<void *>(static_cast<double (*)(double)>(&::cos))},
       {"powf", reinterpret_cast<void *>(static_cast<float (*)(float, float)>(&::powf))},
       {"pow", reinterpret_cast<void *>(static_cast<double (*)(double, double)>(&::pow))},
+      // What LLVM itself may emit calls to: loop idioms, sin+cos pairs, and
+      // fma/floor on CPUs without the instructions.
+      {"sincosf", reinterpret_cast<void *>(&::sincosf)},
+      {"sincos", reinterpret_cast<void *>(&::sincos)},
+      {"fmaf", reinterpret_cast<void *>(static_cast<float (*)(float, float, float)>(&::fmaf))},
+      {"fma", reinterpret_cast<void *>(static_cast<double (*)(double, double, double)>(&::fma))},
+      {"floorf", reinterpret_cast<void *>(static_cast<float (*)(float)>(&::floorf))},
+      {"floor", reinterpret_cast<void *>(static_cast<double (*)(double)>(&::floor))},
+      {"memset", reinterpret_cast<void *>(&::memset)},
+      {"memcpy", reinterpret_cast<void *>(&::memcpy)},
+      {"memmove", reinterpret_cast<void *>(&::memmove)},
   };
   return symbols;
 }

@@ -73,9 +73,8 @@ int ThreadPool::defaultThreadCount() {
     long value = std::strtol(env, &end, 10);
     if (*end == '\0' && value >= 1 && value <= kMaxThreads)
       return static_cast<int>(value);
-    std::fprintf(stderr,
-                 "kiln: ignoring KILN_NUM_THREADS='%s' (expected an integer in [1, %d])\n", env,
-                 kMaxThreads);
+    std::fprintf(stderr, "kiln: ignoring KILN_NUM_THREADS='%s' (expected an integer in [1, %d])\n",
+                 env, kMaxThreads);
   }
   return hardwareThreadCount();
 }
@@ -152,9 +151,8 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_
   runChunks(*job);
   {
     std::unique_lock lock(job->mutex);
-    job->finished.wait(lock, [&] {
-      return job->doneChunks.load(std::memory_order_acquire) == job->numChunks;
-    });
+    job->finished.wait(
+        lock, [&] { return job->doneChunks.load(std::memory_order_acquire) == job->numChunks; });
   }
   {
     // Workers drop exhausted jobs lazily; dropping ours now keeps the queue short.

@@ -32,11 +32,12 @@ AlignedVector<Out> applyBinary(BinaryOp op, DType dtype, const AlignedVector<In>
   auto bufB = makeBuffer("b", dtype, n);
   auto out = makeBuffer("out", outType, n);
   auto i = makeVar("i");
-  ExprPtr at = mul(ref(i), index(lanes));
+  ExprPtr at = mul(kir::ref(i), index(lanes));
   StmtPtr body = store(out, at, binary(op, load(bufA, at, lanes), load(bufB, at, lanes)));
-  JitKernel kernel(Kernel{fmt::format("binary_{}_{}_x{}", static_cast<int>(op), dtypeName(dtype), lanes),
-                          {bufA, bufB, out},
-                          forRange(i, n / lanes, ForKind::Serial, body)});
+  JitKernel kernel(
+      Kernel{fmt::format("binary_{}_{}_x{}", static_cast<int>(op), dtypeName(dtype), lanes),
+             {bufA, bufB, out},
+             forRange(i, n / lanes, ForKind::Serial, body)});
   AlignedVector<Out> result(a.size());
   kernel({const_cast<In *>(a.data()), const_cast<In *>(b.data()), result.data()});
   return result;
@@ -70,8 +71,8 @@ double referenceMin(double a, double b) {
 
 template <typename T> void checkIntegerDivision(DType dtype) {
   using Lim = std::numeric_limits<T>;
-  AlignedVector<T> a{7, -7, 7, -7, Lim::min(), Lim::min(), Lim::max(), 0,
-                     5, -5, 100, Lim::min(), 3, -3, 1, Lim::max()};
+  AlignedVector<T> a{7, -7, 7,   -7,         Lim::min(), Lim::min(), Lim::max(), 0,
+                     5, -5, 100, Lim::min(), 3,          -3,         1,          Lim::max()};
   AlignedVector<T> b{2, 2, -2, -2, -1, 1, -1, 0, 0, 0, 7, 0, 3, 4, -1, Lim::max()};
   for (int lanes : {1, 4}) {
     auto quotient = applyBinary<T>(BinaryOp::Div, dtype, a, b, lanes);
@@ -106,11 +107,12 @@ TEST_CASE("integer division by constants", "[codegen][host][arith]") {
   auto out = makeBuffer("out", DType::I32, 4 * n);
   auto i = makeVar("i");
   Type i32 = Type::scalar(DType::I32);
-  ExprPtr x = load(in, ref(i));
-  StmtPtr body = seq({store(out, mul(ref(i), index(4)), div(x, intImm(7, i32))),
-                      store(out, add(mul(ref(i), index(4)), index(1)), mod(x, intImm(7, i32))),
-                      store(out, add(mul(ref(i), index(4)), index(2)), div(x, intImm(-3, i32))),
-                      store(out, add(mul(ref(i), index(4)), index(3)), div(x, intImm(-1, i32)))});
+  ExprPtr x = load(in, kir::ref(i));
+  StmtPtr body =
+      seq({store(out, mul(kir::ref(i), index(4)), div(x, intImm(7, i32))),
+           store(out, add(mul(kir::ref(i), index(4)), index(1)), mod(x, intImm(7, i32))),
+           store(out, add(mul(kir::ref(i), index(4)), index(2)), div(x, intImm(-3, i32))),
+           store(out, add(mul(kir::ref(i), index(4)), index(3)), div(x, intImm(-1, i32)))});
   JitKernel kernel(Kernel{"const_div", {in, out}, forRange(i, n, ForKind::Serial, body)});
   AlignedVector<int32_t> input(n), result(4 * n);
   for (int64_t k = 0; k < n; ++k)
@@ -140,13 +142,15 @@ TEST_CASE("integer add/sub/mul/neg wrap", "[codegen][host][arith]") {
   CHECK(sum[0] == INT32_MIN);
   CHECK(product[2] == 0); // 2^32 wraps to 0
   AlignedVector<int8_t> c{127, -128, 100, -100}, d{1, -1, 100, -100};
-  CHECK(applyBinary<int8_t>(BinaryOp::Add, DType::I8, c, d) == AlignedVector<int8_t>{-128, 127, -56, 56});
+  CHECK(applyBinary<int8_t>(BinaryOp::Add, DType::I8, c, d) ==
+        AlignedVector<int8_t>{-128, 127, -56, 56});
   CHECK(applyBinary<int8_t>(BinaryOp::Mul, DType::I8, c, d, 4) ==
         AlignedVector<int8_t>{127, -128, 16, 16});
 
   auto in = makeBuffer("in", DType::I32, 4);
   auto out = makeBuffer("out", DType::I32, 4);
-  JitKernel negate(Kernel{"negate_i32", {in, out}, store(out, index(0), neg(load(in, index(0), 4)))});
+  JitKernel negate(
+      Kernel{"negate_i32", {in, out}, store(out, index(0), neg(load(in, index(0), 4)))});
   AlignedVector<int32_t> values{INT32_MIN, 5, -7, 0}, negated(4);
   negate({values.data(), negated.data()});
   CHECK(negated == AlignedVector<int32_t>{INT32_MIN, -5, 7, 0});
@@ -195,10 +199,12 @@ TEST_CASE("integer and bool min/max", "[codegen][host][arith]") {
   CHECK(applyBinary<int64_t>(BinaryOp::Min, DType::I64, a, b) ==
         AlignedVector<int64_t>{-5, -3, INT64_MIN, 0});
   AlignedVector<uint8_t> p{0, 0, 1, 1}, q{0, 1, 0, 1};
-  CHECK(applyBinary<uint8_t>(BinaryOp::Max, DType::Bool, p, q) == AlignedVector<uint8_t>{0, 1, 1, 1});
+  CHECK(applyBinary<uint8_t>(BinaryOp::Max, DType::Bool, p, q) ==
+        AlignedVector<uint8_t>{0, 1, 1, 1});
   CHECK(applyBinary<uint8_t>(BinaryOp::Min, DType::Bool, p, q, 4) ==
         AlignedVector<uint8_t>{0, 0, 0, 1});
-  CHECK(applyBinary<uint8_t>(BinaryOp::Lt, DType::Bool, p, q) == AlignedVector<uint8_t>{0, 1, 0, 0});
+  CHECK(applyBinary<uint8_t>(BinaryOp::Lt, DType::Bool, p, q) ==
+        AlignedVector<uint8_t>{0, 1, 0, 0});
 }
 
 TEST_CASE("float comparisons are ordered except !=", "[codegen][host][arith]") {
@@ -219,25 +225,30 @@ TEST_CASE("float comparisons are ordered except !=", "[codegen][host][arith]") {
           AlignedVector<uint8_t>{1, 0, 0, 0, 1, 1, 0, 1});
   }
   AlignedVector<int32_t> x{-1, 0, 5, INT32_MIN}, y{0, 0, -5, INT32_MAX};
-  CHECK(applyBinary<uint8_t>(BinaryOp::Lt, DType::I32, x, y, 4) == AlignedVector<uint8_t>{1, 0, 0, 1});
+  CHECK(applyBinary<uint8_t>(BinaryOp::Lt, DType::I32, x, y, 4) ==
+        AlignedVector<uint8_t>{1, 0, 0, 1});
   CHECK(applyBinary<uint8_t>(BinaryOp::Ge, DType::I32, x, y) == AlignedVector<uint8_t>{0, 1, 1, 0});
 }
 
 TEST_CASE("and/or/not on bools and integers", "[codegen][host][arith]") {
   AlignedVector<uint8_t> p{0, 0, 1, 1}, q{0, 1, 0, 1};
-  CHECK(applyBinary<uint8_t>(BinaryOp::And, DType::Bool, p, q, 4) == AlignedVector<uint8_t>{0, 0, 0, 1});
-  CHECK(applyBinary<uint8_t>(BinaryOp::Or, DType::Bool, p, q) == AlignedVector<uint8_t>{0, 1, 1, 1});
+  CHECK(applyBinary<uint8_t>(BinaryOp::And, DType::Bool, p, q, 4) ==
+        AlignedVector<uint8_t>{0, 0, 0, 1});
+  CHECK(applyBinary<uint8_t>(BinaryOp::Or, DType::Bool, p, q) ==
+        AlignedVector<uint8_t>{0, 1, 1, 1});
   AlignedVector<int32_t> x{0x0ff0, -1, 6, 0}, y{0x00ff, 12345, 3, -1};
   CHECK(applyBinary<int32_t>(BinaryOp::And, DType::I32, x, y) ==
         AlignedVector<int32_t>{0x00f0, 12345, 2, 0});
-  CHECK(applyBinary<int32_t>(BinaryOp::Or, DType::I32, x, y, 4) == AlignedVector<int32_t>{0x0fff, -1, 7, -1});
+  CHECK(applyBinary<int32_t>(BinaryOp::Or, DType::I32, x, y, 4) ==
+        AlignedVector<int32_t>{0x0fff, -1, 7, -1});
 
   auto in = makeBuffer("in", DType::Bool, 4);
   auto out = makeBuffer("out", DType::Bool, 4);
   auto i = makeVar("i");
-  JitKernel notKernel(Kernel{"not_bool", {in, out},
-                             forRange(i, 4, ForKind::Serial,
-                                      store(out, ref(i), logicalNot(load(in, ref(i)))))});
+  JitKernel notKernel(Kernel{
+      "not_bool",
+      {in, out},
+      forRange(i, 4, ForKind::Serial, store(out, kir::ref(i), logicalNot(load(in, kir::ref(i)))))});
   AlignedVector<uint8_t> flags{0, 1, 1, 0}, negated(4, 7);
   notKernel({flags.data(), negated.data()});
   CHECK(negated == AlignedVector<uint8_t>{1, 0, 0, 1}); // stored as exactly 0/1
@@ -277,7 +288,8 @@ TEST_CASE("float arithmetic, negation and fmod", "[codegen][host][arith]") {
   }
   auto in = makeBuffer("in", DType::F32, 4);
   auto out = makeBuffer("out", DType::F32, 4);
-  JitKernel negate(Kernel{"negate_f32", {in, out}, store(out, index(0), neg(load(in, index(0), 4)))});
+  JitKernel negate(
+      Kernel{"negate_f32", {in, out}, store(out, index(0), neg(load(in, index(0), 4)))});
   AlignedVector<float> values{0.0f, -0.0f, 2.5f, INFINITY}, negated(4);
   negate({values.data(), negated.data()});
   CHECK(std::signbit(negated[0]));

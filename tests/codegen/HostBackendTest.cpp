@@ -17,9 +17,10 @@ Kernel scaleKernel(std::string name = "scale") {
   auto in = makeBuffer("in", DType::F32, rows * cols);
   auto out = makeBuffer("out", DType::F32, rows * cols);
   auto r = makeVar("r"), c = makeVar("c");
-  ExprPtr i = add(mul(ref(r), index(cols)), ref(c));
-  StmtPtr inner = forRange(c, cols, ForKind::Vectorized,
-                           store(out, i, mul(load(in, i), floatImm(2.0, Type::scalar(DType::F32)))));
+  ExprPtr i = add(mul(kir::ref(r), index(cols)), kir::ref(c));
+  StmtPtr inner =
+      forRange(c, cols, ForKind::Vectorized,
+               store(out, i, mul(load(in, i), floatImm(2.0, Type::scalar(DType::F32)))));
   return Kernel{std::move(name), {in, out}, forRange(r, rows, ForKind::Parallel, inner)};
 }
 
@@ -84,9 +85,10 @@ TEST_CASE("LLVM IR dump before O3 shows the ABI, outlining and loop metadata",
 
   auto unrolled = makeBuffer("out", DType::I32, 4);
   auto i = makeVar("i");
-  Kernel unrollKernel{"unroll_me", {unrolled},
+  Kernel unrollKernel{"unroll_me",
+                      {unrolled},
                       forRange(i, 4, ForKind::Unrolled,
-                               store(unrolled, ref(i), intImm(1, Type::scalar(DType::I32))))};
+                               store(unrolled, kir::ref(i), intImm(1, Type::scalar(DType::I32))))};
   auto unrolledIr = codegen::emitHostLlvmIr(unrollKernel, codegen::referenceCpuTarget(), false);
   REQUIRE(unrolledIr.has_value());
   CHECK(contains(*unrolledIr, "!{!\"llvm.loop.unroll.full\"}"));
@@ -107,9 +109,10 @@ TEST_CASE("LLVM IR dump after O3 is vectorized for the target", "[codegen][host]
 TEST_CASE("GPU loop kinds are an error naming the kernel", "[codegen][host][errors]") {
   auto out = makeBuffer("out", DType::F32, 32);
   auto t = makeVar("tid");
-  Kernel gpu{"gpu_kernel", {out},
+  Kernel gpu{"gpu_kernel",
+             {out},
              forRange(t, 32, ForKind::ThreadX,
-                      store(out, ref(t), floatImm(1.0, Type::scalar(DType::F32))))};
+                      store(out, kir::ref(t), floatImm(1.0, Type::scalar(DType::F32))))};
   auto module = codegen::compileHostModule(std::span(&gpu, 1), kiln::testing::hostTarget());
   REQUIRE(!module.has_value());
   CHECK(module.error().code() == ErrorCode::Unsupported);
@@ -120,8 +123,10 @@ TEST_CASE("GPU loop kinds are an error naming the kernel", "[codegen][host][erro
   REQUIRE(!ir.has_value());
   CHECK(contains(ir.error().message(), "kernel 'gpu_kernel'"));
 
-  Kernel block{"block_kernel", {out},
-               forRange(t, 2, ForKind::BlockY, store(out, ref(t), floatImm(1.0, Type::scalar(DType::F32))))};
+  Kernel block{"block_kernel",
+               {out},
+               forRange(t, 2, ForKind::BlockY,
+                        store(out, kir::ref(t), floatImm(1.0, Type::scalar(DType::F32))))};
   auto blockError = codegen::compileHostModule(std::span(&block, 1), kiln::testing::hostTarget());
   REQUIRE(!blockError.has_value());
   CHECK(contains(blockError.error().message(), "block.y"));
@@ -130,8 +135,7 @@ TEST_CASE("GPU loop kinds are an error naming the kernel", "[codegen][host][erro
 TEST_CASE("shared memory is an error on the host", "[codegen][host][errors]") {
   auto out = makeBuffer("out", DType::F32, 4);
   auto tile = makeBuffer("tile", DType::F32, 4, MemScope::Shared);
-  Kernel k{"uses_smem", {out},
-           allocate(tile, store(out, index(0), load(tile, index(0))))};
+  Kernel k{"uses_smem", {out}, allocate(tile, store(out, index(0), load(tile, index(0))))};
   auto module = codegen::compileHostModule(std::span(&k, 1), kiln::testing::hostTarget());
   REQUIRE(!module.has_value());
   CHECK(module.error().code() == ErrorCode::Unsupported);
@@ -146,7 +150,7 @@ TEST_CASE("malformed kernels are errors, not crashes", "[codegen][host][errors]"
   auto unbound = makeVar("unbound");
   Type f32 = Type::scalar(DType::F32);
 
-  Kernel outOfScope{"out_of_scope", {out}, store(out, ref(unbound), floatImm(1.0, f32))};
+  Kernel outOfScope{"out_of_scope", {out}, store(out, kir::ref(unbound), floatImm(1.0, f32))};
   auto e1 = codegen::emitHostLlvmIr(outOfScope, kiln::testing::hostTarget(), false);
   REQUIRE(!e1.has_value());
   CHECK(e1.error().code() == ErrorCode::VerifyError);
@@ -158,8 +162,8 @@ TEST_CASE("malformed kernels are errors, not crashes", "[codegen][host][errors]"
   CHECK(contains(e2.error().message(), "buffer 'stray' is neither a parameter"));
 
   auto half = makeBuffer("half", DType::F16, 4);
-  Kernel halfMath{"half_math", {half},
-                  store(half, index(0), add(load(half, index(0)), load(half, index(1))))};
+  Kernel halfMath{
+      "half_math", {half}, store(half, index(0), add(load(half, index(0)), load(half, index(1))))};
   auto e3 = codegen::emitHostLlvmIr(halfMath, kiln::testing::hostTarget(), false);
   REQUIRE(!e3.has_value());
   CHECK(e3.error().code() == ErrorCode::Unsupported);
@@ -173,8 +177,10 @@ TEST_CASE("malformed kernels are errors, not crashes", "[codegen][host][errors]"
   CHECK(e4.error().message() == "host backend: two kernels are named 'dup'");
 
   // A kernel named like a runtime function would replace it.
-  Kernel clash{"kiln_cpu_parallel_for", {out}, forRange(unbound, 2, ForKind::Parallel,
-                                                        store(out, ref(unbound), floatImm(1.0, f32)))};
+  Kernel clash{
+      "kiln_cpu_parallel_for",
+      {out},
+      forRange(unbound, 2, ForKind::Parallel, store(out, kir::ref(unbound), floatImm(1.0, f32)))};
   auto e5 = codegen::compileHostModule(std::span(&clash, 1), kiln::testing::hostTarget());
   REQUIRE(!e5.has_value());
   CHECK(contains(e5.error().message(), "kiln_cpu_parallel_for"));

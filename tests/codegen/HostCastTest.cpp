@@ -34,12 +34,13 @@ AlignedVector<Out> convert(DType from, DType to, const AlignedVector<In> &input,
   auto in = makeBuffer("in", from, n);
   auto out = makeBuffer("out", to, n);
   auto i = makeVar("i");
-  ExprPtr at = mul(ref(i), index(lanes));
+  ExprPtr at = mul(kir::ref(i), index(lanes));
   StmtPtr body = store(out, at, cast(load(in, at, lanes), Type{to, lanes}));
   std::string name = fmt::format("cast_{}_{}_x{}", dtypeName(from), dtypeName(to), lanes);
-  JitKernel kernel(Kernel{name, {in, out},
-                          forRange(i, n / lanes, lanes == 1 ? ForKind::Vectorized : ForKind::Serial,
-                                   body)});
+  JitKernel kernel(
+      Kernel{name,
+             {in, out},
+             forRange(i, n / lanes, lanes == 1 ? ForKind::Vectorized : ForKind::Serial, body)});
   AlignedVector<Out> output(input.size());
   kernel({const_cast<In *>(input.data()), output.data()});
   return output;
@@ -163,8 +164,14 @@ TEST_CASE("f32 -> bf16 rounds to nearest even bit-exactly", "[codegen][host][cas
                          << result[k] << ", expected " << floatToBFloat16Bits(inputs[k]));
   }
   // Hand-checked: 1 + 2^-8 is a tie between 1 and 1 + 2^-7: even is 1.
-  AlignedVector<float> ties{1.0f + std::ldexp(1.0f, -8), 1.0f + 3 * std::ldexp(1.0f, -8),
-                            3.4028235e38f, -0.0f, 0.0f, 1.0f, -2.0f, kInfF};
+  AlignedVector<float> ties{1.0f + std::ldexp(1.0f, -8),
+                            1.0f + 3 * std::ldexp(1.0f, -8),
+                            3.4028235e38f,
+                            -0.0f,
+                            0.0f,
+                            1.0f,
+                            -2.0f,
+                            kInfF};
   auto tieBits = convert<uint16_t>(DType::F32, DType::BF16, ties, 8);
   CHECK(tieBits[0] == 0x3f80);
   CHECK(tieBits[1] == 0x3f82); // 1 + 3*2^-8 ties up to the even 1 + 2^-6
@@ -211,8 +218,8 @@ TEST_CASE("f64 -> narrow floats round once, not through f32", "[codegen][host][c
   double aboveHalfTie = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
   double aboveBf16Tie = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40);
   double aboveE4M3Tie = 1.0 + std::ldexp(1.0, -4) + std::ldexp(1.0, -40);
-  AlignedVector<double> inputs{aboveHalfTie, aboveBf16Tie, aboveE4M3Tie, 1e300, -1e300,
-                               kInf, kNaN, -0.0, 1e-310, 65519.99, 3.0e38, 123.456};
+  AlignedVector<double> inputs{aboveHalfTie, aboveBf16Tie, aboveE4M3Tie, 1e300,    -1e300, kInf,
+                               kNaN,         -0.0,         1e-310,       65519.99, 3.0e38, 123.456};
   std::mt19937_64 rng(99);
   for (int k = 0; k < 4096; ++k)
     inputs.push_back(std::ldexp(static_cast<double>(rng() >> 11), -53) *
@@ -253,10 +260,11 @@ TEST_CASE("narrow -> f64 and narrow -> narrow convert through exact f32", "[code
 }
 
 TEST_CASE("float -> int truncates, saturates and maps NaN to 0", "[codegen][host][cast]") {
-  AlignedVector<float> f32{kNaNF, -kNaNF, kInfF, -kInfF, 1e10f, -1e10f, 127.9f, 128.0f,
-                           -128.9f, -129.0f, 2.5f, -2.5f, 0.999f, -0.999f, -0.0f,
-                           2147483520.0f, 2147483648.0f, -2147483648.0f, 3e9f, -3e9f,
-                           9.2233715e18f, 9.223372e18f, 1e19f, -1e19f};
+  AlignedVector<float> f32{kNaNF,         -kNaNF,        kInfF,          -kInfF,  1e10f,
+                           -1e10f,        127.9f,        128.0f,         -128.9f, -129.0f,
+                           2.5f,          -2.5f,         0.999f,         -0.999f, -0.0f,
+                           2147483520.0f, 2147483648.0f, -2147483648.0f, 3e9f,    -3e9f,
+                           9.2233715e18f, 9.223372e18f,  1e19f,          -1e19f};
   f32 = padTo8(std::move(f32));
   for (int lanes : {1, 8}) {
     auto i8 = convert<int8_t>(DType::F32, DType::I8, f32, lanes);
@@ -280,8 +288,8 @@ TEST_CASE("float -> int truncates, saturates and maps NaN to 0", "[codegen][host
     CHECK(i64[22] == std::numeric_limits<int64_t>::max());
     CHECK(i64[23] == std::numeric_limits<int64_t>::min());
   }
-  AlignedVector<double> f64{kNaN, 4294967296.5, -2147483648.9, -2147483649.0, 2147483647.9,
-                            -7.75, 9.3e18, -9.3e18};
+  AlignedVector<double> f64{kNaN,         4294967296.5, -2147483648.9, -2147483649.0,
+                            2147483647.9, -7.75,        9.3e18,        -9.3e18};
   auto i32 = convert<int32_t>(DType::F64, DType::I32, f64, 8);
   CHECK(i32 == AlignedVector<int32_t>{0, INT32_MAX, INT32_MIN, INT32_MIN, INT32_MAX, -7, INT32_MAX,
                                       INT32_MIN});
@@ -292,13 +300,15 @@ TEST_CASE("float -> int truncates, saturates and maps NaN to 0", "[codegen][host
   AlignedVector<uint16_t> half{0x7c00, 0xfc00, 0x7e00, 0x7bff, 0xc100, 0x3c00, 0x0001, 0xbc00};
   auto fromHalf = convert<int32_t>(DType::F16, DType::I32, half, 8);
   CHECK(fromHalf == AlignedVector<int32_t>{INT32_MAX, INT32_MIN, 0, 65504, -2, 1, 0, -1});
-  auto e4m3ToI8 = convert<int8_t>(DType::F8E4M3, DType::I8, AlignedVector<uint8_t>{0x7e, 0xfe, 0x7f, 0x38}, 1);
+  auto e4m3ToI8 =
+      convert<int8_t>(DType::F8E4M3, DType::I8, AlignedVector<uint8_t>{0x7e, 0xfe, 0x7f, 0x38}, 1);
   CHECK(e4m3ToI8 == AlignedVector<int8_t>{127, -128, 0, 1});
 }
 
 TEST_CASE("int -> int wraps and sign-extends", "[codegen][host][cast]") {
-  AlignedVector<int64_t> i64{0, 1, -1, 255, 256, 128, -129, 0x1'0000'0005, INT64_MIN, INT64_MAX,
-                             2147483648, -2147483649, 300, -300, 127, -128};
+  AlignedVector<int64_t> i64{
+      0,         1,         -1,         255,         256, 128,  -129, 0x1'0000'0005,
+      INT64_MIN, INT64_MAX, 2147483648, -2147483649, 300, -300, 127,  -128};
   for (int lanes : {1, 8}) {
     auto toI32 = convert<int32_t>(DType::I64, DType::I32, i64, lanes);
     auto toI8 = convert<int8_t>(DType::I64, DType::I8, i64, lanes);
@@ -358,8 +368,14 @@ TEST_CASE("casts to and from bool", "[codegen][host][cast]") {
 }
 
 TEST_CASE("f32 <-> f64 round to nearest even", "[codegen][host][cast]") {
-  AlignedVector<double> f64{1.0 + std::ldexp(1.0, -24), 1.0 + 3 * std::ldexp(1.0, -24), 1e300, -1e300,
-                            1e-300, kNaN, 0.1, -0.0};
+  AlignedVector<double> f64{1.0 + std::ldexp(1.0, -24),
+                            1.0 + 3 * std::ldexp(1.0, -24),
+                            1e300,
+                            -1e300,
+                            1e-300,
+                            kNaN,
+                            0.1,
+                            -0.0};
   auto f32 = convert<float>(DType::F64, DType::F32, f64, 8);
   for (size_t k = 0; k < f64.size(); ++k)
     REQUIRE(sameFloat(f32[k], static_cast<float>(f64[k])));

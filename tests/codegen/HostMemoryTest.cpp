@@ -18,9 +18,9 @@ TEST_CASE("predicated scalar loads yield zero and never touch memory when false"
   auto i = makeVar("i");
   // Where the predicate is false the index is far outside any mapping: a load
   // that ran anyway would crash the test.
-  ExprPtr keep = ne(mod(ref(i), index(3)), index(0));
-  ExprPtr wild = select(keep, ref(i), index(int64_t{1} << 44));
-  StmtPtr body = store(out, ref(i), load(in, wild, 1, keep));
+  ExprPtr keep = ne(mod(kir::ref(i), index(3)), index(0));
+  ExprPtr wild = select(keep, kir::ref(i), index(int64_t{1} << 44));
+  StmtPtr body = store(out, kir::ref(i), load(in, wild, 1, keep));
   JitKernel kernel(Kernel{"predicated_load", {in, out}, forRange(i, n, ForKind::Vectorized, body)});
   AlignedVector<float> input(n), output(n, -1.0f);
   for (int64_t k = 0; k < n; ++k)
@@ -34,12 +34,12 @@ TEST_CASE("predicated scalar stores write only where true", "[codegen][host][mem
   const int64_t n = 29;
   auto out = makeBuffer("out", DType::I32, n);
   auto i = makeVar("i");
-  ExprPtr even = eq(mod(ref(i), index(2)), index(0));
+  ExprPtr even = eq(mod(kir::ref(i), index(2)), index(0));
   // The value reads far out of bounds where the predicate is false: a store
   // that evaluated it anyway would crash.
   auto table = makeBuffer("table", DType::I32, n);
-  ExprPtr value = load(table, select(even, ref(i), index(int64_t{1} << 44)));
-  StmtPtr body = store(out, ref(i), value, even);
+  ExprPtr value = load(table, select(even, kir::ref(i), index(int64_t{1} << 44)));
+  StmtPtr body = store(out, kir::ref(i), value, even);
   JitKernel kernel(Kernel{"predicated_store", {table, out}, forRange(i, n, ForKind::Serial, body)});
   AlignedVector<int32_t> tableValues(n), output(n, -99);
   for (int64_t k = 0; k < n; ++k)
@@ -57,13 +57,15 @@ TEST_CASE("predicated vector loads and stores with scalar and lane predicates",
   auto outScalarPred = makeBuffer("out_scalar_pred", DType::F32, n);
   auto outLanePred = makeBuffer("out_lane_pred", DType::F32, n);
   auto g = makeVar("g");
-  ExprPtr at = mul(ref(g), index(lanes));
-  ExprPtr groupOdd = eq(mod(ref(g), index(2)), index(1));
+  ExprPtr at = mul(kir::ref(g), index(lanes));
+  ExprPtr groupOdd = eq(mod(kir::ref(g), index(2)), index(1));
   ExprPtr values = load(in, at, lanes, groupOdd); // zeros for even groups
-  ExprPtr positive = gt(load(in, at, lanes), broadcast(floatImm(0.0, Type::scalar(DType::F32)), lanes));
-  StmtPtr body = seq({store(outScalarPred, at, values),
-                      store(outLanePred, at, load(in, at, lanes), positive)});
-  JitKernel kernel(Kernel{"predicated_vector", {in, outScalarPred, outLanePred},
+  ExprPtr positive =
+      gt(load(in, at, lanes), broadcast(floatImm(0.0, Type::scalar(DType::F32)), lanes));
+  StmtPtr body = seq(
+      {store(outScalarPred, at, values), store(outLanePred, at, load(in, at, lanes), positive)});
+  JitKernel kernel(Kernel{"predicated_vector",
+                          {in, outScalarPred, outLanePred},
                           forRange(g, groups, ForKind::Serial, body)});
   AlignedVector<float> input(n), scalarPred(n, -1.0f), lanePred(n, -1.0f);
   for (int64_t k = 0; k < n; ++k)
@@ -82,8 +84,9 @@ TEST_CASE("vector loads and stores at unaligned element offsets", "[codegen][hos
   auto in = makeBuffer("in", DType::F64, n);
   auto out = makeBuffer("out", DType::F64, n);
   // 8 lanes from element 3 onwards: not a multiple of the vector size.
-  StmtPtr body = store(out, index(5), mul(load(in, index(3), lanes),
-                                          broadcast(floatImm(2.0, Type::scalar(DType::F64)), lanes)));
+  StmtPtr body = store(
+      out, index(5),
+      mul(load(in, index(3), lanes), broadcast(floatImm(2.0, Type::scalar(DType::F64)), lanes)));
   JitKernel kernel(Kernel{"offset_vectors", {in, out}, body});
   AlignedVector<double> input(n), output(n, 0.0);
   for (int64_t k = 0; k < n; ++k)
@@ -101,13 +104,14 @@ TEST_CASE("bool buffers hold 0/1 bytes and narrow floats copy as bits", "[codege
   auto halfOut = makeBuffer("half_out", DType::F16, n);
   auto i = makeVar("i");
   // flags_out = !flags_in (vector of 8); half_out = flag ? half_in : 0.0 (as f16)
-  ExprPtr at = mul(ref(i), index(8));
+  ExprPtr at = mul(kir::ref(i), index(8));
   ExprPtr flags = load(flagsIn, at, 8);
   StmtPtr body = seq({store(flagsOut, at, logicalNot(flags)),
                       store(halfOut, at,
                             select(flags, load(halfIn, at, 8),
                                    broadcast(floatImm(0.0, Type::scalar(DType::F16)), 8)))});
-  JitKernel kernel(Kernel{"bool_and_half", {flagsIn, flagsOut, halfIn, halfOut},
+  JitKernel kernel(Kernel{"bool_and_half",
+                          {flagsIn, flagsOut, halfIn, halfOut},
                           forRange(i, n / 8, ForKind::Serial, body)});
   AlignedVector<uint8_t> flagValues(n), negated(n, 9);
   AlignedVector<uint16_t> halves(n), copied(n, 0xffff);
@@ -131,4 +135,28 @@ TEST_CASE("an Evaluate statement compiles and has no effect", "[codegen][host][m
   AlignedVector<float> result{0.0f};
   kernel({result.data()});
   CHECK(result[0] == 3.0f);
+}
+
+TEST_CASE("fill and copy loops that LLVM turns into memset/memcpy link and run",
+          "[codegen][host][memory]") {
+  const int64_t n = 4099;
+  auto src = makeBuffer("src", DType::I8, n);
+  auto zeroed = makeBuffer("zeroed", DType::I8, n);
+  auto copied = makeBuffer("copied", DType::I8, n);
+  auto i = makeVar("i"), j = makeVar("j");
+  StmtPtr body =
+      seq({forRange(i, n, ForKind::Serial,
+                    store(zeroed, kir::ref(i), intImm(0, Type::scalar(DType::I8)))),
+           forRange(j, n, ForKind::Serial, store(copied, kir::ref(j), load(src, kir::ref(j))))});
+  Kernel k{"fill_copy", {src, zeroed, copied}, body};
+  auto ir = codegen::emitHostLlvmIr(k, kiln::testing::hostTarget(), true);
+  REQUIRE(ir.has_value());
+  CHECK(ir->find("llvm.memset") != std::string::npos);
+  JitKernel kernel(k);
+  AlignedVector<int8_t> source(n), zeros(n, 5), copy(n, 0);
+  for (int64_t m = 0; m < n; ++m)
+    source[m] = static_cast<int8_t>(m * 7);
+  kernel({source.data(), zeros.data(), copy.data()});
+  CHECK(zeros == AlignedVector<int8_t>(n, 0));
+  CHECK(copy == source);
 }
