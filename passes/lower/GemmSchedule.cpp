@@ -20,8 +20,6 @@ int64_t roundDown(int64_t a, int64_t b) { return a / b * b; }
 constexpr double kMinParallelWork = 1 << 17;
 /// The largest register tile the lowering unrolls (vectors).
 constexpr int64_t kMaxTileVectors = 64;
-/// Stack buffers the default stays under (the legal limit is kMaxStackBufferBytes).
-constexpr int64_t kDefaultStackBytes = 192 * 1024;
 
 bool isPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
@@ -66,15 +64,19 @@ std::vector<RegisterTile> rankRegisterTiles(const GemmShape &shape, int vw, int 
   return tiles;
 }
 
-/// kc so a kc x nr strip of packed B stays in L1 with room for the A strip, split evenly
-/// over K so that no block is a sliver.
+/// kc: long K blocks, because every block boundary costs a pass over the output tile
+/// (partial sums out and back in); a kc x nr strip of packed B is streamed from L2 (a quarter
+/// of it), which the hardware prefetcher keeps up with (measured on Zen 4, 1024^3: kc = 256
+/// ran at 78% of the speed of kc = 1024). Split evenly over K so no block is a sliver, a multiple
+/// of 8 where K allows (whole cache lines of packed rows).
 int64_t chooseKc(const GemmShape &shape, int64_t nr, int64_t bytes,
                  const codegen::CpuTarget &target) {
-  int64_t kcTarget = std::clamp<int64_t>(target.l1dBytes * 3 / 4 / (nr * bytes), 64, 512);
+  int64_t kcTarget = std::clamp<int64_t>(target.l2Bytes / 4 / (nr * bytes), 64, 1024);
   if (shape.k <= 0)
     return 1;
-  int64_t blocks = std::max<int64_t>(1, std::llround(double(shape.k) / double(kcTarget)));
-  return ceilDiv(shape.k, blocks);
+  int64_t blocks = ceilDiv(shape.k, kcTarget);
+  int64_t kc = ceilDiv(shape.k, blocks);
+  return blocks == 1 ? kc : roundUp(kc, 8);
 }
 
 /// Tasks a parallel loop over the problem should offer: every core, unless the work per task
@@ -82,6 +84,30 @@ int64_t chooseKc(const GemmShape &shape, int64_t nr, int64_t bytes,
 int64_t wantedTasks(const GemmShape &shape, int cores) {
   double perTask = kMinParallelWork / 4;
   return std::clamp<int64_t>(int64_t(shape.work() / perTask), 1, cores);
+}
+
+/// The fraction of `cores` x rounds that `tasks` equal tasks keep busy.
+double balance(int64_t tasks, int cores) {
+  return double(tasks) / double(ceilDiv(tasks, cores) * cores);
+}
+
+/// Parallel::Outer: nc (at most `ncCap`) so that batch x column panels keep the cores evenly
+/// busy, with the fewest panels that do (each panel packs the A blocks again).
+int64_t balanceOuterPanels(const GemmShape &shape, int64_t nr, int64_t ncCap, int cores) {
+  int64_t strips = ceilDiv(std::max<int64_t>(shape.n, 1), nr);
+  int64_t maxStrips = std::max<int64_t>(1, ncCap / nr);
+  int64_t best = std::min(strips, maxStrips) * nr;
+  double bestBalance = balance(shape.batch * ceilDiv(strips, best / nr), cores);
+  for (int64_t panels = ceilDiv(strips, maxStrips); panels <= strips && bestBalance < 0.95;
+       ++panels) {
+    int64_t perPanel = ceilDiv(strips, panels);
+    double b = balance(shape.batch * ceilDiv(strips, perPanel), cores);
+    if (b > bestBalance + 1e-9) {
+      bestBalance = b;
+      best = perPanel * nr;
+    }
+  }
+  return best;
 }
 
 MatMulSchedule withTile(const GemmShape &shape, const codegen::CpuTarget &target, int64_t mr,
@@ -98,18 +124,16 @@ MatMulSchedule withTile(const GemmShape &shape, const codegen::CpuTarget &target
   s.parallel = parallel;
   int64_t mPadded = roundUp(std::max<int64_t>(shape.m, 1), s.mr);
   int64_t nPadded = roundUp(std::max<int64_t>(shape.n, 1), s.nr);
-  // The packed A block lives in L2 (and on the stack of each task).
-  int64_t mcCap = std::min(target.l2Bytes / 2, kDefaultStackBytes) / (s.kc * bytes);
+  // The packed A block stays in L2 next to the B strip streaming through.
+  int64_t mcCap = target.l2Bytes / 2 / (s.kc * bytes);
   s.mc = std::clamp(roundDown(mcCap, s.mr), s.mr, mPadded);
-  if (parallel == Parallel::Outer) {
-    // Each task packs its own B panel on its stack and keeps it in L2.
-    int64_t ncCap = std::min(target.l2Bytes / 2, kDefaultStackBytes) / (s.kc * bytes);
-    s.nc = std::clamp(roundDown(ncCap, s.nr), s.nr, nPadded);
-  } else {
-    // One shared B panel in L3.
-    int64_t ncCap = target.l3Bytes / 2 / (s.kc * bytes);
-    s.nc = std::clamp(roundDown(ncCap, s.nr), s.nr, nPadded);
-  }
+  // The B panel stays in L3: one shared panel, or with per-task packing one per core.
+  int64_t l3Share =
+      parallel == Parallel::Outer ? target.l3Bytes / std::max(1, target.cores) : target.l3Bytes;
+  int64_t ncCap = l3Share / 2 / (s.kc * bytes);
+  s.nc = std::clamp(roundDown(ncCap, s.nr), s.nr, nPadded);
+  if (parallel == Parallel::Outer)
+    s.nc = balanceOuterPanels(shape, s.nr, s.nc, target.cores);
   if (parallel == Parallel::Inner) {
     // Enough row blocks x column chunks for every core.
     int64_t strips = s.nc / s.nr;
@@ -127,12 +151,9 @@ Parallel chooseParallel(const GemmShape &shape, const codegen::CpuTarget &target
     return Parallel::Serial;
   int64_t outerTasks = shape.batch * ceilDiv(std::max<int64_t>(shape.n, 1), outer.nc);
   // Per-task packing wins when it gives every core at least one task of its own and the
-  // tasks divide evenly enough (at most a quarter of a round idle).
-  if (outerTasks >= target.cores) {
-    int64_t rounds = ceilDiv(outerTasks, target.cores);
-    if (double(outerTasks) / double(rounds * target.cores) >= 0.75)
-      return Parallel::Outer;
-  }
+  // tasks divide evenly enough (at most a quarter of a round idle): one fork-join in all.
+  if (outerTasks >= target.cores && balance(outerTasks, target.cores) >= 0.75)
+    return Parallel::Outer;
   return Parallel::Inner;
 }
 
@@ -184,14 +205,14 @@ Expected<void> checkGemmSchedule(const MatMulSchedule &schedule, const GemmShape
                          "a packed panel");
   MatMulSchedule c = clampGemmSchedule(s, shape);
   int64_t bytes = dtypeByteSize(shape.accumulate);
-  if (c.packA && c.mc * c.kc * bytes > kMaxStackBufferBytes)
-    return scheduleError(fmt::format("the packed A block mc x kc = {} x {} takes {} bytes of "
-                                     "stack, at most {}",
-                                     c.mc, c.kc, c.mc * c.kc * bytes, kMaxStackBufferBytes));
-  if (c.parallel == Parallel::Outer && c.nc * c.kc * bytes > kMaxStackBufferBytes)
+  if (c.packA && c.mc * c.kc * bytes > kMaxTaskBufferBytes)
+    return scheduleError(fmt::format("the packed A block mc x kc = {} x {} takes {} bytes per "
+                                     "task, at most {}",
+                                     c.mc, c.kc, c.mc * c.kc * bytes, kMaxTaskBufferBytes));
+  if (c.parallel == Parallel::Outer && c.nc * c.kc * bytes > kMaxTaskBufferBytes)
     return scheduleError(fmt::format("parallel = outer packs a kc x nc = {} x {} B panel per task: "
-                                     "{} bytes of stack, at most {}",
-                                     c.kc, c.nc, c.kc * c.nc * bytes, kMaxStackBufferBytes));
+                                     "{} bytes, at most {}",
+                                     c.kc, c.nc, c.kc * c.nc * bytes, kMaxTaskBufferBytes));
   return {};
 }
 
@@ -223,9 +244,8 @@ MatMulSchedule defaultGemmSchedule(const GemmShape &shape, const codegen::CpuTar
   return withTile(shape, target, tile.mr, tile.vectors, parallel);
 }
 
-std::vector<MatMulSchedule> gemmScheduleSpace(const GemmShape &shape,
-                                              const codegen::CpuTarget &target,
-                                              bool allowUnpackedA) {
+std::vector<MatMulSchedule>
+gemmScheduleSpace(const GemmShape &shape, const codegen::CpuTarget &target, bool allowUnpackedA) {
   std::vector<MatMulSchedule> space;
   auto addIfNew = [&](MatMulSchedule s) {
     if (!checkGemmSchedule(s, shape))

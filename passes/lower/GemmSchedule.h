@@ -22,9 +22,10 @@ struct GemmShape {
   double work() const { return double(batch) * double(m) * double(n) * double(k); }
 };
 
-/// The largest stack buffer (packed A block, or the B panel of a per-task pack) a schedule may
-/// ask for: the buffers become allocas of the outlined parallel function.
-inline constexpr int64_t kMaxStackBufferBytes = 256 * 1024;
+/// The largest per-task buffer (packed A block, or the B panel of Parallel::Outer) a schedule
+/// may ask for. The host backend puts small ones on the stack and larger ones in heap scratch
+/// taken once per call of the outlined parallel body; this bounds the memory per thread.
+inline constexpr int64_t kMaxTaskBufferBytes = 16 << 20;
 
 /// SIMD registers of the target's vector ISA (32 with AVX-512, else 16).
 int vectorRegisters(const codegen::CpuTarget &target);
@@ -38,16 +39,15 @@ Expected<void> checkGemmSchedule(const MatMulSchedule &schedule, const GemmShape
 
 /// A good schedule without running anything: a register tile that fills the vector registers
 /// and wastes little at the edges, kc so a kc x nr B strip stays in L1, mc so the packed A
-/// block stays in L2, nc so the B panel stays in L3 (or in L2 and the stack for per-task
+/// block stays in L2, nc so the B panel stays in L3 (a core's share of it for per-task
 /// packing), and the parallel mode that gives every core work.
 MatMulSchedule defaultGemmSchedule(const GemmShape &shape, const codegen::CpuTarget &target);
 
 /// Legal variants around the default: register tiles, kc/mc/nc, A packing (when
 /// `allowUnpackedA`; B is always packed), parallel modes. The default comes first; no
 /// duplicates after clamping to the problem.
-std::vector<MatMulSchedule> gemmScheduleSpace(const GemmShape &shape,
-                                              const codegen::CpuTarget &target,
-                                              bool allowUnpackedA);
+std::vector<MatMulSchedule>
+gemmScheduleSpace(const GemmShape &shape, const codegen::CpuTarget &target, bool allowUnpackedA);
 
 /// `schedule` with its blocks clamped to the problem (what the lowering actually uses).
 MatMulSchedule clampGemmSchedule(const MatMulSchedule &schedule, const GemmShape &shape);

@@ -35,10 +35,6 @@ Expected<StmtPtr> bindOrError(const std::string &name, ExprPtr value,
   return let(var, value, inner);
 }
 
-StmtPtr loop(const VarPtr &var, ExprPtr begin, ExprPtr extent, ForKind kind, StmtPtr body) {
-  return forLoop(var, std::move(begin), std::move(extent), kind, std::move(body));
-}
-
 class GemmBuilder {
 public:
   GemmBuilder(const GemmProblem &problem, const MatMulSchedule &schedule,
@@ -91,10 +87,11 @@ private:
                                  const ExprPtr &pcIdx, bool full, bool final) const;
   Expected<StmtPtr> computeBlock(const ExprPtr &b, const ExprPtr &ic, const ExprPtr &mcCur,
                                  const ExprPtr &jc, const ExprPtr &stripBegin,
-                                 const ExprPtr &stripCount, const ExprPtr &pcIdx,
-                                 const ExprPtr &pc, const ExprPtr &kcCur) const;
-  Expected<StmtPtr> rowBlocks(const ExprPtr &b, const ExprPtr &jc, const ExprPtr &pcIdx, const ExprPtr &pc, const ExprPtr &kcCur,
-                              const ExprPtr &icIdxFirst, int64_t icCount, const ExprPtr &stripBegin,
+                                 const ExprPtr &stripCount, const ExprPtr &pcIdx, const ExprPtr &pc,
+                                 const ExprPtr &kcCur) const;
+  Expected<StmtPtr> rowBlocks(const ExprPtr &b, const ExprPtr &jc, const ExprPtr &pcIdx,
+                              const ExprPtr &pc, const ExprPtr &kcCur, const ExprPtr &icIdxFirst,
+                              int64_t icCount, const ExprPtr &stripBegin,
                               const ExprPtr &stripCount) const;
   Expected<StmtPtr> outerNest(ForKind kind);
   Expected<StmtPtr> innerNest(bool parallel);
@@ -140,14 +137,15 @@ StmtPtr GemmBuilder::packB(const ExprPtr &b, const ExprPtr &jc, const ExprPtr &n
                            const ExprPtr &pc, const ExprPtr &kcCur, ForKind stripKind) const {
   VarPtr s = makeVar(name("pb_s")), k = makeVar(name("pb_k")), c = makeVar(name("pb_c"));
   ExprPtr j = add(add(jc, mul(kir::ref(s), index(nr_))), kir::ref(c));
-  ExprPtr dest = add(add(mul(kir::ref(s), index(kc_ * nr_)), mul(kir::ref(k), index(nr_))), kir::ref(c));
+  ExprPtr dest =
+      add(add(mul(kir::ref(s), index(kc_ * nr_)), mul(kir::ref(k), index(nr_))), kir::ref(c));
   StmtPtr body = store(bPanel_, dest, elementB(b, add(pc, kir::ref(k)), j));
   StmtPtr inner = p_.bContiguousInK
                       ? forRange(c, nr_, ForKind::Serial,
-                                 loop(k, index(0), kcCur, ForKind::Vectorized, body))
-                      : loop(k, index(0), kcCur, ForKind::Serial,
-                             forRange(c, nr_, ForKind::Vectorized, body));
-  return loop(s, index(0), ceilDiv(ncCur, nr_), stripKind, inner);
+                                 forLoop(k, index(0), kcCur, ForKind::Vectorized, body))
+                      : forLoop(k, index(0), kcCur, ForKind::Serial,
+                                forRange(c, nr_, ForKind::Vectorized, body));
+  return forLoop(s, index(0), ceilDiv(ncCur, nr_), stripKind, inner);
 }
 
 // Ap[s][k][r] = A(b, ic + s*mr + r, pc + k).
@@ -155,14 +153,15 @@ StmtPtr GemmBuilder::packA(const ExprPtr &b, const ExprPtr &ic, const ExprPtr &m
                            const ExprPtr &pc, const ExprPtr &kcCur) const {
   VarPtr s = makeVar(name("pa_s")), k = makeVar(name("pa_k")), r = makeVar(name("pa_r"));
   ExprPtr i = add(add(ic, mul(kir::ref(s), index(mr_))), kir::ref(r));
-  ExprPtr dest = add(add(mul(kir::ref(s), index(kc_ * mr_)), mul(kir::ref(k), index(mr_))), kir::ref(r));
+  ExprPtr dest =
+      add(add(mul(kir::ref(s), index(kc_ * mr_)), mul(kir::ref(k), index(mr_))), kir::ref(r));
   StmtPtr body = store(aBlock_, dest, elementA(b, i, add(pc, kir::ref(k))));
   StmtPtr inner = p_.aContiguousInK
                       ? forRange(r, mr_, ForKind::Serial,
-                                 loop(k, index(0), kcCur, ForKind::Vectorized, body))
-                      : loop(k, index(0), kcCur, ForKind::Serial,
-                             forRange(r, mr_, ForKind::Vectorized, body));
-  return loop(s, index(0), ceilDiv(mcCur, mr_), ForKind::Serial, inner);
+                                 forLoop(k, index(0), kcCur, ForKind::Vectorized, body))
+                      : forLoop(k, index(0), kcCur, ForKind::Serial,
+                                forRange(r, mr_, ForKind::Vectorized, body));
+  return forLoop(s, index(0), ceilDiv(mcCur, mr_), ForKind::Serial, inner);
 }
 
 // The register tile: mr * nr/vw vector accumulators at constant indices of a Register buffer,
@@ -183,8 +182,9 @@ StmtPtr GemmBuilder::microKernel(const ExprPtr &b, const ExprPtr &i0, const Expr
 
   std::vector<StmtPtr> rows;
   for (int64_t r = 0; r < mr_; ++r) {
-    ExprPtr aValue = s_.packA ? load(aBlock_, add(aStrip, add(mul(kir::ref(k), index(mr_)), index(r))))
-                              : elementA(b, add(i0, index(r)), add(pc, kir::ref(k)));
+    ExprPtr aValue = s_.packA
+                         ? load(aBlock_, add(aStrip, add(mul(kir::ref(k), index(mr_)), index(r))))
+                         : elementA(b, add(i0, index(r)), add(pc, kir::ref(k)));
     VarPtr aVar = makeVar(fmt::format("{}_a{}", p_.name, r), vecType_);
     std::vector<StmtPtr> fmas;
     for (int64_t v = 0; v < nv_; ++v) {
@@ -201,7 +201,7 @@ StmtPtr GemmBuilder::microKernel(const ExprPtr &b, const ExprPtr &i0, const Expr
     ExprPtr at = add(bStrip, add(mul(kir::ref(k), index(nr_)), index(v * vw_)));
     step = let(bVecs[v], load(bPanel_, at, static_cast<int>(vw_)), step);
   }
-  return seq({seq(std::move(init)), loop(k, index(0), kcCur, ForKind::Serial, step)});
+  return seq({seq(std::move(init)), forLoop(k, index(0), kcCur, ForKind::Serial, step)});
 }
 
 // Full tile, plain output (or a non-final block into the partial-sum buffer): vector stores
@@ -224,9 +224,8 @@ StmtPtr GemmBuilder::vectorWriteOut(const BufferPtr &dest, const GemmOffsetFn &o
 // The general write-out: the accumulators go to a small tile buffer, then a loop over the
 // valid part of the tile adds the partial sums and either stores the next partial sum or
 // (final) runs the epilogue. The innermost loop is vectorized along the output's contiguous axis.
-Expected<StmtPtr> GemmBuilder::tileWriteOut(const ExprPtr &b, const ExprPtr &i0,
-                                            const ExprPtr &j0, const ExprPtr &pcIdx, bool full,
-                                            bool final) const {
+Expected<StmtPtr> GemmBuilder::tileWriteOut(const ExprPtr &b, const ExprPtr &i0, const ExprPtr &j0,
+                                            const ExprPtr &pcIdx, bool full, bool final) const {
   std::vector<StmtPtr> stmts;
   for (int64_t r = 0; r < mr_; ++r)
     for (int64_t v = 0; v < nv_; ++v) {
@@ -249,19 +248,19 @@ Expected<StmtPtr> GemmBuilder::tileWriteOut(const ExprPtr &b, const ExprPtr &i0,
   ExprPtr rows = full ? index(mr_) : min(index(mr_), sub(index(p_.m), i0));
   ExprPtr cols = full ? index(nr_) : min(index(nr_), sub(index(p_.n), j0));
   if (p_.outputContiguousInI)
-    stmts.push_back(loop(c, index(0), cols, ForKind::Serial,
-                         loop(r, index(0), rows, ForKind::Vectorized, element)));
+    stmts.push_back(forLoop(c, index(0), cols, ForKind::Serial,
+                            forLoop(r, index(0), rows, ForKind::Vectorized, element)));
   else
-    stmts.push_back(loop(r, index(0), rows, ForKind::Serial,
-                         loop(c, index(0), cols, ForKind::Vectorized, element)));
+    stmts.push_back(forLoop(r, index(0), rows, ForKind::Serial,
+                            forLoop(c, index(0), cols, ForKind::Vectorized, element)));
   return seq(std::move(stmts));
 }
 
 Expected<StmtPtr> GemmBuilder::writeOut(const ExprPtr &b, const ExprPtr &i0, const ExprPtr &j0,
                                         const ExprPtr &pcIdx) const {
   bool edgesPossible = p_.m % mr_ != 0 || p_.n % nr_ != 0;
-  ExprPtr isFull = logicalAnd(le(add(i0, index(mr_)), index(p_.m)),
-                              le(add(j0, index(nr_)), index(p_.n)));
+  ExprPtr isFull =
+      logicalAnd(le(add(i0, index(mr_)), index(p_.m)), le(add(j0, index(nr_)), index(p_.n)));
   // Final block of K: the epilogue, through the tile buffer (or plain vector stores).
   auto finalWriteOut = [&]() -> Expected<StmtPtr> {
     if (p_.plainOutput) {
@@ -304,13 +303,12 @@ Expected<StmtPtr> GemmBuilder::computeBlock(const ExprPtr &b, const ExprPtr &ic,
   ExprPtr bStrip = mul(kir::ref(jr), index(kc_ * nr_));
   KILN_TRY(StmtPtr tail, writeOut(b, i0, j0, pcIdx));
   StmtPtr tileBody = seq({microKernel(b, i0, aStrip, bStrip, pc, kcCur), tail});
-  return loop(jr, stripBegin, stripCount, ForKind::Serial,
-              loop(ir, index(0), ceilDiv(mcCur, mr_), ForKind::Serial, tileBody));
+  return forLoop(jr, stripBegin, stripCount, ForKind::Serial,
+                 forLoop(ir, index(0), ceilDiv(mcCur, mr_), ForKind::Serial, tileBody));
 }
 
 // Row blocks [icIdxFirst, icIdxFirst + icCount) of one (b, jc, pc) step: pack A, compute.
-Expected<StmtPtr> GemmBuilder::rowBlocks(const ExprPtr &b, const ExprPtr &jc,
-                                         const ExprPtr &pcIdx,
+Expected<StmtPtr> GemmBuilder::rowBlocks(const ExprPtr &b, const ExprPtr &jc, const ExprPtr &pcIdx,
                                          const ExprPtr &pc, const ExprPtr &kcCur,
                                          const ExprPtr &icIdxFirst, int64_t icCount,
                                          const ExprPtr &stripBegin,
@@ -318,18 +316,19 @@ Expected<StmtPtr> GemmBuilder::rowBlocks(const ExprPtr &b, const ExprPtr &jc,
   VarPtr icIdx = makeVar(name("ic_block"));
   ExprPtr icIndex = icCount == 1 ? icIdxFirst : kir::ref(icIdx);
   KILN_TRY(StmtPtr body, bindOrError(name("ic"), mul(icIndex, index(mc_)), [&](ExprPtr ic) {
-    return bindOrError(name("mc_cur"), blockExtent(ic, mc_, p_.m),
-                       [&](ExprPtr mcCur) -> Expected<StmtPtr> {
-                         KILN_TRY(StmtPtr compute, computeBlock(b, ic, mcCur, jc, stripBegin,
-                                                                stripCount, pcIdx, pc, kcCur));
-                         if (!s_.packA)
-                           return compute;
-                         return seq({packA(b, ic, mcCur, pc, kcCur), compute});
-                       });
-  }));
+             return bindOrError(name("mc_cur"), blockExtent(ic, mc_, p_.m),
+                                [&](ExprPtr mcCur) -> Expected<StmtPtr> {
+                                  KILN_TRY(StmtPtr compute,
+                                           computeBlock(b, ic, mcCur, jc, stripBegin, stripCount,
+                                                        pcIdx, pc, kcCur));
+                                  if (!s_.packA)
+                                    return compute;
+                                  return seq({packA(b, ic, mcCur, pc, kcCur), compute});
+                                });
+           }));
   if (icCount == 1)
     return body;
-  return loop(icIdx, icIdxFirst, index(icCount), ForKind::Serial, body);
+  return forLoop(icIdx, icIdxFirst, index(icCount), ForKind::Serial, body);
 }
 
 StmtPtr GemmBuilder::withTaskBuffers(StmtPtr body) const {
@@ -346,29 +345,34 @@ Expected<StmtPtr> GemmBuilder::outerNest(ForKind kind) {
   ExprPtr t = kir::ref(task);
   ExprPtr bIndex = p_.batch == 1 ? index(0) : numJc_ == 1 ? t : div(t, index(numJc_));
   ExprPtr jcIndex = numJc_ == 1 ? index(0) : p_.batch == 1 ? t : mod(t, index(numJc_));
-  KILN_TRY(StmtPtr body, bindOrError(name("b"), bIndex, [&](ExprPtr b) {
-    return bindOrError(name("jc"), mul(jcIndex, index(nc_)), [&](ExprPtr jc) {
-      return bindOrError(name("nc_cur"), blockExtent(jc, nc_, p_.n),
-                         [&](ExprPtr ncCur) -> Expected<StmtPtr> {
-        VarPtr pcIdx = makeVar(name("pc_block"));
-        ExprPtr pcIndex = numPc_ == 1 ? index(0) : kir::ref(pcIdx);
-        KILN_TRY(StmtPtr step, bindOrError(name("pc"), mul(pcIndex, index(kc_)), [&](ExprPtr pc) {
-          return bindOrError(name("kc_cur"), blockExtent(pc, kc_, p_.k),
-                             [&](ExprPtr kcCur) -> Expected<StmtPtr> {
-            KILN_TRY(StmtPtr blocks, rowBlocks(b, jc, pcIndex, pc, kcCur, index(0), numIc_,
+  KILN_TRY(
+      StmtPtr body, bindOrError(name("b"), bIndex, [&](ExprPtr b) {
+        return bindOrError(name("jc"), mul(jcIndex, index(nc_)), [&](ExprPtr jc) {
+          return bindOrError(
+              name("nc_cur"), blockExtent(jc, nc_, p_.n), [&](ExprPtr ncCur) -> Expected<StmtPtr> {
+                VarPtr pcIdx = makeVar(name("pc_block"));
+                ExprPtr pcIndex = numPc_ == 1 ? index(0) : kir::ref(pcIdx);
+                KILN_TRY(
+                    StmtPtr step,
+                    bindOrError(name("pc"), mul(pcIndex, index(kc_)), [&](ExprPtr pc) {
+                      return bindOrError(
+                          name("kc_cur"), blockExtent(pc, kc_, p_.k),
+                          [&](ExprPtr kcCur) -> Expected<StmtPtr> {
+                            KILN_TRY(StmtPtr blocks,
+                                     rowBlocks(b, jc, pcIndex, pc, kcCur, index(0), numIc_,
                                                index(0), ceilDiv(ncCur, nr_)));
-            return seq({packB(b, jc, ncCur, pc, kcCur, ForKind::Serial), blocks});
-          });
-        }));
-        if (numPc_ == 1)
-          return step;
-        return loop(pcIdx, index(0), index(numPc_), ForKind::Serial, step);
-      });
-    });
-  }));
+                            return seq({packB(b, jc, ncCur, pc, kcCur, ForKind::Serial), blocks});
+                          });
+                    }));
+                if (numPc_ == 1)
+                  return step;
+                return forLoop(pcIdx, index(0), index(numPc_), ForKind::Serial, step);
+              });
+        });
+      }));
   body = allocate(bPanel_, withTaskBuffers(body));
   int64_t tasks = p_.batch * numJc_;
-  return loop(task, index(0), index(tasks), kind, body);
+  return forLoop(task, index(0), index(tasks), kind, body);
 }
 
 // Parallel::Inner: serial over (batch, column panel, K block); per step the B panel is packed
@@ -389,36 +393,43 @@ Expected<StmtPtr> GemmBuilder::innerNest(bool parallel) {
   ExprPtr pcIndex = numPc_ == 1 ? index(0) : kir::ref(pcIdx);
 
   KILN_TRY(StmtPtr perStep, bindOrError(name("jc"), mul(jcIndex, index(nc_)), [&](ExprPtr jc) {
-    return bindOrError(name("nc_cur"), blockExtent(jc, nc_, p_.n),
-                       [&](ExprPtr ncCur) -> Expected<StmtPtr> {
-      return bindOrError(name("pc"), mul(pcIndex, index(kc_)), [&](ExprPtr pc) {
-        return bindOrError(name("kc_cur"), blockExtent(pc, kc_, p_.k),
-                           [&](ExprPtr kcCur) -> Expected<StmtPtr> {
-          ExprPtr t = kir::ref(task);
-          ExprPtr icIndex = numIc_ == 1 ? index(0) : chunks == 1 ? t : div(t, index(chunks));
-          ExprPtr chunk = chunks == 1 ? index(0) : numIc_ == 1 ? t : mod(t, index(chunks));
-          ExprPtr stripBegin = mul(chunk, index(stripsPerChunk));
-          ExprPtr stripCount =
-              chunks == 1 ? ceilDiv(ncCur, nr_)
-                          : max(index(0), sub(min(add(stripBegin, index(stripsPerChunk)),
-                                                  ceilDiv(ncCur, nr_)),
-                                              stripBegin));
-          KILN_TRY(StmtPtr blocks, rowBlocks(bIndex, jc, pcIndex, pc, kcCur, icIndex, 1,
-                                             stripBegin, stripCount));
-          StmtPtr tasks = loop(task, index(0), index(numIc_ * chunks), kind,
-                               withTaskBuffers(blocks));
-          return seq({packB(bIndex, jc, ncCur, pc, kcCur, kind), tasks});
-        });
-      });
-    });
-  }));
+             return bindOrError(
+                 name("nc_cur"), blockExtent(jc, nc_, p_.n),
+                 [&](ExprPtr ncCur) -> Expected<StmtPtr> {
+                   return bindOrError(name("pc"), mul(pcIndex, index(kc_)), [&](ExprPtr pc) {
+                     return bindOrError(
+                         name("kc_cur"), blockExtent(pc, kc_, p_.k),
+                         [&](ExprPtr kcCur) -> Expected<StmtPtr> {
+                           ExprPtr t = kir::ref(task);
+                           ExprPtr icIndex = numIc_ == 1   ? index(0)
+                                             : chunks == 1 ? t
+                                                           : div(t, index(chunks));
+                           ExprPtr chunk = chunks == 1   ? index(0)
+                                           : numIc_ == 1 ? t
+                                                         : mod(t, index(chunks));
+                           ExprPtr stripBegin = mul(chunk, index(stripsPerChunk));
+                           ExprPtr stripCount =
+                               chunks == 1
+                                   ? ceilDiv(ncCur, nr_)
+                                   : max(index(0), sub(min(add(stripBegin, index(stripsPerChunk)),
+                                                           ceilDiv(ncCur, nr_)),
+                                                       stripBegin));
+                           KILN_TRY(StmtPtr blocks, rowBlocks(bIndex, jc, pcIndex, pc, kcCur,
+                                                              icIndex, 1, stripBegin, stripCount));
+                           StmtPtr tasks = forLoop(task, index(0), index(numIc_ * chunks), kind,
+                                                   withTaskBuffers(blocks));
+                           return seq({packB(bIndex, jc, ncCur, pc, kcCur, kind), tasks});
+                         });
+                   });
+                 });
+           }));
   StmtPtr body = perStep;
   if (numPc_ > 1)
-    body = loop(pcIdx, index(0), index(numPc_), ForKind::Serial, body);
+    body = forLoop(pcIdx, index(0), index(numPc_), ForKind::Serial, body);
   if (numJc_ > 1)
-    body = loop(jcIdx, index(0), index(numJc_), ForKind::Serial, body);
+    body = forLoop(jcIdx, index(0), index(numJc_), ForKind::Serial, body);
   if (p_.batch > 1)
-    body = loop(bVar, index(0), index(p_.batch), ForKind::Serial, body);
+    body = forLoop(bVar, index(0), index(p_.batch), ForKind::Serial, body);
   return body;
 }
 
@@ -427,8 +438,9 @@ Expected<StmtPtr> GemmBuilder::emptyK() const {
   VarPtr b = makeVar(name("b")), i = makeVar(name("i")), j = makeVar(name("j"));
   std::vector<ExprPtr> bij{kir::ref(b), kir::ref(i), kir::ref(j)};
   KILN_TRY(StmtPtr element, p_.storeResult(bij, zero()));
-  return forRange(b, p_.batch, ForKind::Serial,
-                  forRange(i, p_.m, ForKind::Serial, forRange(j, p_.n, ForKind::Vectorized, element)));
+  return forRange(
+      b, p_.batch, ForKind::Serial,
+      forRange(i, p_.m, ForKind::Serial, forRange(j, p_.n, ForKind::Vectorized, element)));
 }
 
 Expected<GemmLowering> GemmBuilder::build() {
@@ -436,8 +448,6 @@ Expected<GemmLowering> GemmBuilder::build() {
   KILN_CHECK(!p_.plainOutput || (p_.plainOffset && p_.plainOutput->dtype == p_.accumulate &&
                                  !p_.outputContiguousInI),
              "a plain GEMM output must hold the accumulator, contiguous in j");
-  GemmShape shape{p_.batch, p_.m, p_.n, p_.k, p_.accumulate};
-  KILN_TRY_VOID(checkGemmSchedule(s_, shape));
   if (p_.batch == 0 || p_.m == 0 || p_.n == 0)
     return GemmLowering{seq({}), {}};
   if (p_.k == 0) {
@@ -484,6 +494,9 @@ Expected<GemmLowering> GemmBuilder::build() {
 
 Expected<GemmLowering> lowerGemm(const GemmProblem &problem, const MatMulSchedule &schedule,
                                  const codegen::CpuTarget &target) {
+  // Checked before the builder derives block counts from it.
+  GemmShape shape{problem.batch, problem.m, problem.n, problem.k, problem.accumulate};
+  KILN_TRY_VOID(checkGemmSchedule(schedule, shape));
   GemmBuilder builder(problem, schedule, target);
   return builder.build();
 }

@@ -9,9 +9,7 @@ namespace kiln::lower {
 
 namespace {
 
-bool isConv(const passes::FusionGroup &group) {
-  return group.anchor->kind() == ir::OpKind::Conv2D;
-}
+bool isConv(const passes::FusionGroup &group) { return group.anchor->kind() == ir::OpKind::Conv2D; }
 
 } // namespace
 

@@ -19,11 +19,12 @@ namespace kiln::lower {
 ///   Im2col nchw: per (image, group) C[o][p] = W[o][(c,kh,kw)] X[(c,kh,kw)][p];
 ///   Im2col nhwc and Direct nhwc: per group C[p][o] = X[p][(kh,kw,c)] W^T[(kh,kw,c)][o], p over
 ///     every image's pixels;
-///   Direct nchw: per (image, group) C[p][o] = X^T[p][(c,kh,kw)] W^T[(c,kh,kw)][o].
+///   Direct nchw: C[p][o] = X^T[p][(c,kh,kw)] W^T[(c,kh,kw)][o] per (image, group), or per
+///     group with p over every image's pixels when images are small (at most 256 pixels).
 GemmShape conv2DGemmShape(const ir::Node &conv, Conv2DSchedule::Algorithm algorithm);
 
-/// The heuristic schedule of a conv2d: Direct when the reduction per output (input channels
-/// per group x window) is so short that packing would cost as much as the arithmetic.
+/// The heuristic schedule of a conv2d: Direct when a group's output channels fill at least
+/// half a vector, else Im2col (depthwise and other narrow groups).
 Conv2DSchedule defaultConv2DSchedule(const ir::Node &conv, const codegen::CpuTarget &target);
 
 /// Both algorithms with their GEMM schedule spaces (the default first).

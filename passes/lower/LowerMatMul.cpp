@@ -16,8 +16,8 @@ using ir::Shape;
 
 /// The geometry of one matmul node.
 struct MatMulLayout {
-  Shape batchShape;           ///< the result's batch dims
-  Shape aBatch, bBatch;       ///< each operand's batch dims (broadcast to batchShape)
+  Shape batchShape;     ///< the result's batch dims
+  Shape aBatch, bBatch; ///< each operand's batch dims (broadcast to batchShape)
   int64_t batch = 1, m = 0, n = 0, k = 0;
   bool transposeA = false, transposeB = false;
   /// b is one matrix for every batch element and a is [batch..., M, K]: one GEMM of batch*M rows.
@@ -94,16 +94,16 @@ Expected<LoweredKernel> lowerMatMul(const ir::Graph &graph, const passes::Fusion
   problem.bContiguousInK = layout.transposeB;
   problem.a = [=](std::span<const ExprPtr> idx) {
     // Folded: i runs over batch*M rows of a contiguous [batch..., M, K] operand.
-    ExprPtr base = layout.foldBatch ? index(0)
-                                    : batchOffset(idx[0], layout.batchShape, layout.aBatch, m * k);
-    ExprPtr within = layout.transposeA ? add(mul(idx[2], index(m)), idx[1])
-                                       : add(mul(idx[1], index(k)), idx[2]);
+    ExprPtr base =
+        layout.foldBatch ? index(0) : batchOffset(idx[0], layout.batchShape, layout.aBatch, m * k);
+    ExprPtr within =
+        layout.transposeA ? add(mul(idx[2], index(m)), idx[1]) : add(mul(idx[1], index(k)), idx[2]);
     return load(aBuffer, add(base, within));
   };
   problem.b = [=](std::span<const ExprPtr> idx) {
     ExprPtr base = batchOffset(idx[0], layout.batchShape, layout.bBatch, k * n);
-    ExprPtr within = layout.transposeB ? add(mul(idx[2], index(k)), idx[1])
-                                       : add(mul(idx[1], index(n)), idx[2]);
+    ExprPtr within =
+        layout.transposeB ? add(mul(idx[2], index(k)), idx[1]) : add(mul(idx[1], index(n)), idx[2]);
     return load(bBuffer, add(base, within));
   };
   // The output is [batch..., M, N] row-major: flat (b*M' + i)*N + j either way.

@@ -63,11 +63,18 @@ ExprPtr toCompute(ExprPtr value) {
   Type type = value->type();
   if (!isNarrowFloat(type.dtype))
     return value;
+  // A constant rounded to the narrow dtype (dtypeConstant) is its own f32 value.
+  if (auto narrowed = as<Cast>(*value))
+    if (auto imm = as<FloatImm>(*narrowed->value);
+        imm && imm->type() == Type{DType::F32, type.lanes} &&
+        roundToDType(imm->value, type.dtype) == imm->value)
+      return narrowed->value;
   return cast(std::move(value), Type{DType::F32, type.lanes});
 }
 
 ExprPtr fromCompute(ExprPtr value, DType dtype) {
-  return cast(std::move(value), Type{dtype, value->type().lanes});
+  Type type{dtype, value->type().lanes};
+  return cast(std::move(value), type);
 }
 
 Type sumType(DType dtype) {

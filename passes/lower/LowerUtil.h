@@ -34,7 +34,8 @@ std::string kernelName(const passes::FusionGroup &group);
 LoweredKernel finishKernel(const passes::FusionGroup &group, const KernelSignature &signature,
                            kir::StmtPtr body);
 
-/// An error naming the node and its group, for what no kernel template covers.
+/// An Unsupported error naming the node (at its source location), for what no
+/// kernel template covers.
 Error unsupportedNode(const ir::Node &node, std::string_view why);
 
 // ---- dtypes
@@ -113,7 +114,7 @@ using State = std::vector<kir::ExprPtr>;
 State combineTree(std::vector<State> parts,
                   const std::function<State(const State &, const State &)> &combine);
 
-/// Whether `extent` iterations with `work` elements each should run in parallel.
+/// Whether a kernel doing `totalWork` element operations should use parallel loops.
 bool runsInParallel(int64_t totalWork, int64_t minParallelWork);
 
 } // namespace kiln::lower

@@ -52,7 +52,7 @@ struct MatMulSchedule {
   /// How the loop nest uses the thread pool.
   enum class Parallel {
     Serial, ///< one thread: small problems, where a fork-join costs more than it saves
-    Outer,  ///< parallel over (batch, nc column panel) tasks, each packing into its own stack buffers
+    Outer,  ///< parallel over (batch, nc column panel) tasks, each packing into its own buffers
     Inner,  ///< serial over batch, nc and kc; the B panel is packed in parallel into a shared
             ///< workspace, then (mc row block x column chunk) tiles run in parallel
   };

@@ -70,6 +70,19 @@ TEST_CASE("a transpose-like group gets the tiled schedule", "[lower][movement]")
   CHECK(std::holds_alternative<lower::TransposeSchedule>(schedule));
 }
 
+TEST_CASE("a transpose read through another transpose is tiled without staging", "[lower][movement]") {
+  LoweringCase c(13);
+  ir::Value *x = c.input("x", DType::F32, {33, 33});
+  ir::Value *t = c.node(OpKind::Transpose, {x}, {{"perm", Ints{1, 0}}});
+  ir::Value *u = c.node(OpKind::Transpose, {addOne(c, t)}, {{"perm", Ints{1, 0}}});
+  c.output(c.node(OpKind::Mul, {u, x}));
+  auto plan = passes::planFusion(c.graph());
+  REQUIRE(plan);
+  REQUIRE(plan->groups.size() == 1);
+  CHECK(lower::transposedAxis(plan->groups[0]) == 0);
+  c.check();
+}
+
 TEST_CASE("lowered broadcast_to and slices", "[lower][movement]") {
   LoweringCase c(5);
   ir::Value *x = c.input("x", DType::F16, {3, 1, 5});

@@ -59,7 +59,8 @@ TEST_CASE("epilogue: explicit broadcast_to of the bias", "[lower][contraction][e
   ir::Value *w = c.input("w", DType::F32, {37, 19});
   ir::Value *bias = c.input("bias", DType::F32, {1, 19});
   ir::Value *mm = c.node(OpKind::MatMul, {x, w}, matmulAttrs());
-  ir::Value *wide = c.node(OpKind::BroadcastTo, {bias}, {{"shape", std::vector<int64_t>{2, 11, 19}}});
+  ir::Value *wide =
+      c.node(OpKind::BroadcastTo, {bias}, {{"shape", std::vector<int64_t>{2, 11, 19}}});
   c.output(c.node(OpKind::Add, {mm, wide}));
   checkAllSchedules(c, 37);
 }
@@ -126,11 +127,14 @@ TEST_CASE("epilogue: conv2d with bias and relu, K split into blocks",
     ConvParams p;
     p.layout = layout;
     p.padding = {1, 1, 1, 1};
-    ir::Value *x = c.input("x", DType::F32, nhwc ? std::vector<int64_t>{2, 9, 7, 5}
-                                                  : std::vector<int64_t>{2, 5, 9, 7});
-    ir::Value *w = c.input("w", DType::F32, nhwc ? std::vector<int64_t>{11, 3, 3, 5}
-                                                  : std::vector<int64_t>{11, 5, 3, 3});
-    std::vector<int64_t> biasShape = nhwc ? std::vector<int64_t>{11} : std::vector<int64_t>{11, 1, 1};
+    ir::Value *x =
+        c.input("x", DType::F32,
+                nhwc ? std::vector<int64_t>{2, 9, 7, 5} : std::vector<int64_t>{2, 5, 9, 7});
+    ir::Value *w =
+        c.input("w", DType::F32,
+                nhwc ? std::vector<int64_t>{11, 3, 3, 5} : std::vector<int64_t>{11, 5, 3, 3});
+    std::vector<int64_t> biasShape =
+        nhwc ? std::vector<int64_t>{11} : std::vector<int64_t>{11, 1, 1};
     ir::Value *bias = c.input("bias", DType::F32, biasShape);
     ir::Value *conv = c.node(OpKind::Conv2D, {x, w}, p.attrs());
     c.output(c.node(OpKind::Relu, {c.node(OpKind::Add, {conv, bias})}));

@@ -45,23 +45,31 @@ void checkSound(const MatMulSchedule &s, const GemmShape &shape, const codegen::
 
 } // namespace
 
-TEST_CASE("schedule: 2048^3 on AVX2 and AVX-512 uses every core", "[lower][contraction][schedule]") {
+TEST_CASE("schedule: 2048^3 on AVX2 and AVX-512 uses every core",
+          "[lower][contraction][schedule]") {
   GemmShape shape{1, 2048, 2048, 2048, DType::F32};
   for (const codegen::CpuTarget &target : {codegen::referenceCpuTarget(), avx512Target()}) {
     MatMulSchedule s = lower::defaultGemmSchedule(shape, target);
     checkSound(s, shape, target);
     CHECK(s.vectorWidth == target.f32Lanes());
     CHECK(s.packA);
-    // One matrix: parallel inside the (jc, pc) step over row blocks and column chunks.
-    CHECK(s.parallel == Parallel::Inner);
-    int64_t rowBlocks = ceilDiv(2048, s.mc);
-    int64_t chunks = lower::innerColumnChunks(rowBlocks, s.nc / s.nr, target.cores);
-    CHECK(rowBlocks * chunks >= target.cores);
-    // A kc x nr strip of B fits in L1, the packed A block in L2.
-    CHECK(s.kc * s.nr * 4 <= target.l1dBytes);
+    // Tasks for every core, in equal rounds: column panels (outer), or row blocks times
+    // column chunks inside each (jc, pc) step (inner).
+    REQUIRE(s.parallel != Parallel::Serial);
+    int64_t tasks = ceilDiv(2048, s.nc);
+    if (s.parallel == Parallel::Inner) {
+      int64_t rowBlocks = ceilDiv(2048, s.mc);
+      tasks = rowBlocks * lower::innerColumnChunks(rowBlocks, s.nc / s.nr, target.cores);
+    }
+    CHECK(tasks >= target.cores);
+    CHECK(tasks % target.cores == 0);
+    // A kc x nr strip of B takes at most a quarter of L2, the packed A block fits beside it.
+    CHECK(s.kc * s.nr * 4 <= target.l2Bytes / 4);
+    CHECK(s.kc >= 256);
     CHECK(s.mc * s.kc * 4 <= target.l2Bytes);
-    // K is split into equal blocks.
-    CHECK(2048 % s.kc == 0);
+    // K is split into balanced blocks: the last is not a sliver.
+    int64_t blocks = ceilDiv(2048, s.kc);
+    CHECK(2048 - (blocks - 1) * s.kc >= s.kc / 2);
   }
 }
 
@@ -79,15 +87,18 @@ TEST_CASE("schedule: register tiles follow the register file and the problem",
   // Ten columns waste as much in one 8-lane strip pair as in one 16-wide tile; the wider tile
   // loads less per multiply-add.
   CHECK(narrow.nr == 16);
-  // M = 1 (a matrix-vector product): a one-row tile.
+  // M = 1 (a matrix-vector product): at most one padded row. (One row alone has too few
+  // independent accumulators to hide the multiply-add latency; two rows, one of them
+  // padding, run the useful one as fast.)
   MatMulSchedule row = lower::defaultGemmSchedule({1, 1, 1000, 128, DType::F32}, avx2);
-  CHECK(row.mr == 1);
+  CHECK(row.mr <= 2);
   // f64 halves the lanes; i32 keeps them; i64 halves them.
   CHECK(lower::defaultGemmSchedule({1, 64, 64, 64, DType::F64}, avx2).vectorWidth == 4);
   CHECK(lower::defaultGemmSchedule({1, 64, 64, 64, DType::I32}, avx2).vectorWidth == 8);
   CHECK(lower::defaultGemmSchedule({1, 64, 64, 64, DType::I64}, avx512).vectorWidth == 8);
-  for (GemmShape shape : {GemmShape{1, 64, 10, 64, DType::F32}, GemmShape{1, 1, 1000, 128, DType::F32},
-                          GemmShape{3, 7, 5, 3, DType::F64}, GemmShape{1, 33, 65, 17, DType::I32}})
+  for (GemmShape shape :
+       {GemmShape{1, 64, 10, 64, DType::F32}, GemmShape{1, 1, 1000, 128, DType::F32},
+        GemmShape{3, 7, 5, 3, DType::F64}, GemmShape{1, 33, 65, 17, DType::I32}})
     for (const codegen::CpuTarget &target : {avx2, avx512})
       checkSound(lower::defaultGemmSchedule(shape, target), shape, target);
 }
@@ -103,12 +114,14 @@ TEST_CASE("schedule: parallel mode from the problem's shape", "[lower][contracti
   MatMulSchedule wide = lower::defaultGemmSchedule({1, 64, 50176, 27, DType::F32}, target);
   CHECK(wide.parallel == Parallel::Outer);
   CHECK(ceilDiv(50176, wide.nc) >= target.cores);
-  // Outer tasks pack B on their stack: within the limit.
-  CHECK(wide.kc * wide.nc * 4 <= lower::kMaxStackBufferBytes);
+  // Outer tasks pack their own B panel: a core's share of L3.
+  CHECK(wide.kc * wide.nc * 4 <= target.l3Bytes / target.cores);
   // A tall single matrix: row blocks in parallel.
   MatMulSchedule tall = lower::defaultGemmSchedule({1, 43264, 32, 9, DType::F32}, target);
   CHECK(tall.parallel == Parallel::Inner);
-  CHECK(ceilDiv(43264, tall.mc) >= target.cores);
+  int64_t rowBlocks = ceilDiv(43264, tall.mc);
+  CHECK(rowBlocks * lower::innerColumnChunks(rowBlocks, tall.nc / tall.nr, target.cores) >=
+        target.cores);
 }
 
 TEST_CASE("schedule: column chunks balance the row blocks over the cores",
@@ -154,17 +167,17 @@ TEST_CASE("schedule: illegal schedules are errors naming the field",
   CHECK_THAT(message(s), Catch::Contains("register tile needs 80 vectors"));
   s = base;
   s.parallel = Parallel::Outer;
-  s.kc = 100;
-  s.nc = 1000;
-  auto wideOuter = lower::checkGemmSchedule(s, GemmShape{1, 100, 1000, 100, DType::F32});
+  s.kc = 4096;
+  s.nc = (1040 / s.nr + 1) * s.nr; // 16 MiB of f32 and more
+  auto wideOuter = lower::checkGemmSchedule(s, GemmShape{1, 100, 4000, 4096, DType::F32});
   REQUIRE_FALSE(wideOuter);
   CHECK_THAT(wideOuter.error().message(), Catch::Contains("B panel per task"));
-  CHECK(lower::checkGemmSchedule(s, GemmShape{1, 100, 100, 100, DType::F32})); // clamped to 104
+  CHECK(lower::checkGemmSchedule(s, GemmShape{1, 100, 100, 4096, DType::F32})); // nc clamped
   s = base;
   s.packA = true;
-  s.kc = 1000;
-  s.mc = 96;
-  auto bigK = lower::checkGemmSchedule(s, GemmShape{1, 100, 100, 1000, DType::F32});
+  s.kc = 8192;
+  s.mc = (520 / s.mr + 1) * s.mr;
+  auto bigK = lower::checkGemmSchedule(s, GemmShape{1, 1000, 100, 8192, DType::F32});
   REQUIRE_FALSE(bigK);
   CHECK_THAT(bigK.error().message(), Catch::Contains("packed A block"));
   // Blocks beyond the problem are clamped, not rejected.
@@ -187,6 +200,17 @@ TEST_CASE("schedule: lowering reports an illegal or mismatched schedule",
   auto lowered = lower::lowerContractionForCpu(c.graph(), *planned.group, bad, hostTarget());
   REQUIRE_FALSE(lowered);
   CHECK_THAT(lowered.error().message(), Catch::Contains("nr = 12"));
+  // Zero sizes are reported before anything divides by them.
+  MatMulSchedule zero;
+  zero.mc = 0;
+  auto zeroMc = lower::lowerContractionForCpu(c.graph(), *planned.group, zero, hostTarget());
+  REQUIRE_FALSE(zeroMc);
+  CHECK_THAT(zeroMc.error().message(), Catch::Contains("mc = 0"));
+  zero = MatMulSchedule{};
+  zero.vectorWidth = 0;
+  auto zeroWidth = lower::lowerContractionForCpu(c.graph(), *planned.group, zero, hostTarget());
+  REQUIRE_FALSE(zeroWidth);
+  CHECK_THAT(zeroWidth.error().message(), Catch::Contains("vectorWidth = 0"));
   auto mismatched = lower::lowerContractionForCpu(c.graph(), *planned.group,
                                                   lower::PointwiseSchedule{}, hostTarget());
   REQUIRE_FALSE(mismatched);
@@ -196,9 +220,9 @@ TEST_CASE("schedule: lowering reports an illegal or mismatched schedule",
 TEST_CASE("schedule: the space is legal, starts with the default and has no duplicates",
           "[lower][contraction][schedule]") {
   for (const codegen::CpuTarget &target : {codegen::referenceCpuTarget(), avx512Target()})
-    for (GemmShape shape : {GemmShape{1, 2048, 2048, 2048, DType::F32},
-                            GemmShape{64, 32, 676, 9, DType::F32}, GemmShape{1, 7, 5, 3, DType::F64},
-                            GemmShape{4, 100, 33, 257, DType::I32}}) {
+    for (GemmShape shape :
+         {GemmShape{1, 2048, 2048, 2048, DType::F32}, GemmShape{64, 32, 676, 9, DType::F32},
+          GemmShape{1, 7, 5, 3, DType::F64}, GemmShape{4, 100, 33, 257, DType::I32}}) {
       std::vector<MatMulSchedule> space = lower::gemmScheduleSpace(shape, target, true);
       REQUIRE(space.size() >= 2);
       MatMulSchedule d = lower::clampGemmSchedule(lower::defaultGemmSchedule(shape, target), shape);
@@ -242,10 +266,12 @@ TEST_CASE("schedule: every schedule in the space computes the same result",
     ConvParams p;
     p.layout = layout;
     p.padding = {1, 1, 1, 1};
-    ir::Value *x = c->input("x", DType::F32, nhwc ? std::vector<int64_t>{3, 11, 9, 5}
-                                                   : std::vector<int64_t>{3, 5, 11, 9});
-    ir::Value *w = c->input("w", DType::F32, nhwc ? std::vector<int64_t>{13, 3, 3, 5}
-                                                   : std::vector<int64_t>{13, 5, 3, 3});
+    ir::Value *x =
+        c->input("x", DType::F32,
+                 nhwc ? std::vector<int64_t>{3, 11, 9, 5} : std::vector<int64_t>{3, 5, 11, 9});
+    ir::Value *w =
+        c->input("w", DType::F32,
+                 nhwc ? std::vector<int64_t>{13, 3, 3, 5} : std::vector<int64_t>{13, 5, 3, 3});
     c->output(c->node(OpKind::Relu, {c->node(OpKind::Conv2D, {x, w}, p.attrs())}));
     cases.push_back(std::move(c));
   }
@@ -257,5 +283,42 @@ TEST_CASE("schedule: every schedule in the space computes the same result",
     REQUIRE(space.size() >= 4);
     for (const lower::Schedule &s : space)
       checkContraction(*cases[i], reductions[i], DType::F32, Runner::Jit, s);
+  }
+}
+
+TEST_CASE("schedule: the CNN's conv layers give every core work", "[lower][contraction][schedule]") {
+  codegen::CpuTarget target = avx512Target(); // 16 cores
+  for (const char *layout : {"nchw", "nhwc"}) {
+    bool nhwc = std::string(layout) == "nhwc";
+    struct Layer {
+      int64_t channels, size, out;
+    };
+    for (Layer layer : {Layer{1, 28, 32}, Layer{32, 13, 64}, Layer{64, 5, 64}}) {
+      INFO(fmt::format("{} {}x{}x{} -> {}", layout, layer.size, layer.size, layer.channels,
+                       layer.out));
+      GraphCase c;
+      int64_t images = 64;
+      ir::Value *x = c.input("x", DType::F32,
+                             nhwc ? std::vector<int64_t>{images, layer.size, layer.size,
+                                                         layer.channels}
+                                  : std::vector<int64_t>{images, layer.channels, layer.size,
+                                                         layer.size});
+      ir::Value *w = c.input("w", DType::F32,
+                             nhwc ? std::vector<int64_t>{layer.out, 3, 3, layer.channels}
+                                  : std::vector<int64_t>{layer.out, layer.channels, 3, 3});
+      ConvParams p;
+      p.layout = layout;
+      const ir::Node &conv = *c.node(OpKind::Conv2D, {x, w}, p.attrs())->definingNode();
+      lower::Conv2DSchedule s = lower::defaultConv2DSchedule(conv, target);
+      GemmShape shape = lower::conv2DGemmShape(conv, s.algorithm);
+      MatMulSchedule g = lower::clampGemmSchedule(s.gemm, shape);
+      REQUIRE(g.parallel != Parallel::Serial);
+      int64_t tasks = shape.batch * ceilDiv(shape.n, g.nc);
+      if (g.parallel == Parallel::Inner) {
+        int64_t rowBlocks = ceilDiv(shape.m, g.mc);
+        tasks = rowBlocks * lower::innerColumnChunks(rowBlocks, g.nc / g.nr, target.cores);
+      }
+      CHECK(tasks >= target.cores);
+    }
   }
 }

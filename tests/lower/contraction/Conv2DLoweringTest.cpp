@@ -37,18 +37,17 @@ void checkConv(const ConvCase &cc, std::vector<Runner> runners, bool biasRelu = 
   INFO(fmt::format("{}: {} input {}x{}x{}x{}, {} filters {}x{}, stride {}x{}, dilation {}x{}, "
                    "groups {}",
                    cc.what, cc.params.layout, cc.images, cc.channels, cc.height, cc.width,
-                   cc.outChannels, cc.kernelH, cc.kernelW, cc.params.stride[0],
-                   cc.params.stride[1], cc.params.dilation[0], cc.params.dilation[1],
-                   cc.params.groups));
+                   cc.outChannels, cc.kernelH, cc.kernelW, cc.params.stride[0], cc.params.stride[1],
+                   cc.params.dilation[0], cc.params.dilation[1], cc.params.groups));
   GraphCase c(3);
   int64_t groupChannels = cc.channels / cc.params.groups;
   ir::Value *x = c.input("x", dtype,
                          nhwc ? std::vector<int64_t>{cc.images, cc.height, cc.width, cc.channels}
                               : std::vector<int64_t>{cc.images, cc.channels, cc.height, cc.width});
-  ir::Value *w = c.input(
-      "w", dtype,
-      nhwc ? std::vector<int64_t>{cc.outChannels, cc.kernelH, cc.kernelW, groupChannels}
-           : std::vector<int64_t>{cc.outChannels, groupChannels, cc.kernelH, cc.kernelW});
+  ir::Value *w =
+      c.input("w", dtype,
+              nhwc ? std::vector<int64_t>{cc.outChannels, cc.kernelH, cc.kernelW, groupChannels}
+                   : std::vector<int64_t>{cc.outChannels, groupChannels, cc.kernelH, cc.kernelW});
   ConvParams p = cc.params;
   ir::Value *conv = c.node(OpKind::Conv2D, {x, w}, p.attrs());
   ir::Value *out = conv;
@@ -137,7 +136,7 @@ TEST_CASE("conv2d: integer operands", "[lower][contraction][conv2d]") {
   }
 }
 
-TEST_CASE("conv2d: the heuristic runs few-channel convolutions directly",
+TEST_CASE("conv2d: the heuristic runs convolutions with enough output channels directly",
           "[lower][contraction][conv2d]") {
   GraphCase c;
   ir::Value *x = c.input("x", DType::F32, {8, 1, 28, 28});
@@ -151,9 +150,17 @@ TEST_CASE("conv2d: the heuristic runs few-channel convolutions directly",
   ir::Value *y = c.input("y", DType::F32, {8, 32, 13, 13});
   ir::Value *w2 = c.input("w2", DType::F32, {64, 32, 3, 3});
   ir::Value *conv2 = c.node(OpKind::Conv2D, {y, w2}, params("nchw").attrs());
-  lower::Conv2DSchedule second = lower::defaultConv2DSchedule(*conv2->definingNode(), hostTarget());
-  CHECK(second.algorithm == Algorithm::Im2col);
-  CHECK(second.gemm.packA);
+  CHECK(lower::defaultConv2DSchedule(*conv2->definingNode(), hostTarget()).algorithm ==
+        Algorithm::Direct);
+
+  // Depthwise: one output channel per group would leave the vector axis nearly empty.
+  ir::Value *wd = c.input("wd", DType::F32, {32, 1, 3, 3});
+  ir::Value *depthwise =
+      c.node(OpKind::Conv2D, {y, wd}, params("nchw", {1, 1}, {1, 1, 1, 1}, {1, 1}, 32).attrs());
+  lower::Conv2DSchedule third =
+      lower::defaultConv2DSchedule(*depthwise->definingNode(), hostTarget());
+  CHECK(third.algorithm == Algorithm::Im2col);
+  CHECK(third.gemm.packA);
 }
 
 TEST_CASE("conv2d: GEMM shapes of each layout and algorithm", "[lower][contraction][conv2d]") {
@@ -164,13 +171,13 @@ TEST_CASE("conv2d: GEMM shapes of each layout and algorithm", "[lower][contracti
   ir::Value *conv =
       c.node(OpKind::Conv2D, {x, w}, params("nchw", {1, 1}, {1, 1, 1, 1}, {1, 1}, 2).attrs());
   lower::GemmShape im2col = lower::conv2DGemmShape(*conv->definingNode(), Algorithm::Im2col);
-  CHECK(im2col.batch == 4);  // images x groups
-  CHECK(im2col.m == 5);      // output channels per group
-  CHECK(im2col.n == 63);     // output pixels
-  CHECK(im2col.k == 27);     // 3 channels x 3 x 3
+  CHECK(im2col.batch == 4); // images x groups
+  CHECK(im2col.m == 5);     // output channels per group
+  CHECK(im2col.n == 63);    // output pixels
+  CHECK(im2col.k == 27);    // 3 channels x 3 x 3
   lower::GemmShape direct = lower::conv2DGemmShape(*conv->definingNode(), Algorithm::Direct);
-  CHECK(direct.batch == 4);
-  CHECK(direct.m == 63);
+  CHECK(direct.batch == 2); // groups
+  CHECK(direct.m == 126);   // pixels of both images
   CHECK(direct.n == 5);
   CHECK(direct.k == 27);
 
@@ -179,8 +186,8 @@ TEST_CASE("conv2d: GEMM shapes of each layout and algorithm", "[lower][contracti
   ir::Value *convh =
       c.node(OpKind::Conv2D, {xh, wh}, params("nhwc", {1, 1}, {1, 1, 1, 1}, {1, 1}, 2).attrs());
   lower::GemmShape nhwc = lower::conv2DGemmShape(*convh->definingNode(), Algorithm::Im2col);
-  CHECK(nhwc.batch == 2);  // groups
-  CHECK(nhwc.m == 126);    // pixels of both images
+  CHECK(nhwc.batch == 2); // groups
+  CHECK(nhwc.m == 126);   // pixels of both images
   CHECK(nhwc.n == 5);
   CHECK(nhwc.k == 27);
 }

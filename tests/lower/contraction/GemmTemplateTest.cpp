@@ -48,7 +48,8 @@ public:
   }
   void visitBinary(const kir::Binary &node) override {
     if (node.op == kir::BinaryOp::Add && node.type().isVector())
-      if (auto product = kir::as<kir::Binary>(*node.rhs); product && product->op == kir::BinaryOp::Mul)
+      if (auto product = kir::as<kir::Binary>(*node.rhs);
+          product && product->op == kir::BinaryOp::Mul)
         ++vectorMulAdds;
     ExprVisitor::visitBinary(node);
   }
@@ -174,7 +175,7 @@ TEST_CASE("gemm template: workspaces are exactly what the schedule needs",
     REQUIRE(l.kernel.numWorkspaces == 2);
     CHECK(l.kernel.kernel.params.back()->dtype == DType::F32);
   }
-  SECTION("outer mode packs on the stack: no workspace with one K block") {
+  SECTION("outer mode packs per task: no workspace with one K block") {
     GraphCase c = matmulCase(50, 70, 40, true);
     Lowered l = lowerMatMul(c, schedule(6, 2, 2, 2, 64, Parallel::Outer));
     CHECK(l.kernel.numWorkspaces == 0);

@@ -89,8 +89,10 @@ TEST_CASE("matmul: every combination of transposes, non-square", "[lower][contra
       for (Runner runner : {Runner::Jit, Runner::Evaluator}) {
         INFO("transpose_a " << ta << " transpose_b " << tb);
         GraphCase c(11);
-        ir::Value *a = c.input("a", DType::F32, ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k});
-        ir::Value *b = c.input("b", DType::F32, tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n});
+        ir::Value *a =
+            c.input("a", DType::F32, ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k});
+        ir::Value *b =
+            c.input("b", DType::F32, tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n});
         c.output(c.node(OpKind::MatMul, {a, b}, matmulAttrs(ta, tb)));
         checkContraction(c, k, DType::F32, runner);
         // The same with blocks small enough to split every dimension.
@@ -105,13 +107,13 @@ TEST_CASE("matmul: batched, with broadcast batch dims", "[lower][contraction][ma
   };
   // m = 9, k = 13, n = 21 (K and N swapped where transposed).
   std::vector<BatchCase> cases = {
-      {{2, 3, 9, 13}, {3, 13, 21}, false, false},     // a carries every batch dim, b broadcasts one
-      {{1, 9, 13}, {4, 13, 21}, false, false},        // a broadcast over b's batch
-      {{4, 9, 13}, {13, 21}, false, false},           // b shared: folded into one GEMM of 36 rows
-      {{2, 5, 9, 13}, {13, 21}, false, false},        // folded, two batch dims
-      {{4, 13, 9}, {13, 21}, true, false},            // b shared but a transposed: not folded
-      {{2, 1, 9, 13}, {1, 3, 21, 13}, false, true},   // both broadcast, b transposed
-      {{3, 9, 13}, {3, 13, 21}, false, false},        // plain batched
+      {{2, 3, 9, 13}, {3, 13, 21}, false, false},   // a carries every batch dim, b broadcasts one
+      {{1, 9, 13}, {4, 13, 21}, false, false},      // a broadcast over b's batch
+      {{4, 9, 13}, {13, 21}, false, false},         // b shared: folded into one GEMM of 36 rows
+      {{2, 5, 9, 13}, {13, 21}, false, false},      // folded, two batch dims
+      {{4, 13, 9}, {13, 21}, true, false},          // b shared but a transposed: not folded
+      {{2, 1, 9, 13}, {1, 3, 21, 13}, false, true}, // both broadcast, b transposed
+      {{3, 9, 13}, {3, 13, 21}, false, false},      // plain batched
   };
   for (const BatchCase &bc : cases)
     for (Runner runner : {Runner::Jit, Runner::Evaluator}) {
@@ -154,7 +156,8 @@ TEST_CASE("matmul: every float dtype", "[lower][contraction][matmul]") {
                       DTypeCase{DType::F8E4M3, DType::F32}, DTypeCase{DType::F8E5M2, DType::F32}}) {
     checkMatMul(67, 45, 131, Runner::Jit, d.dtype, d.accumulate);
     checkMatMul(7, 19, 9, Runner::Evaluator, d.dtype, d.accumulate);
-    checkMatMul(29, 53, 37, Runner::Jit, d.dtype, d.accumulate, tinyBlocks(Parallel::Inner, d.accumulate));
+    checkMatMul(29, 53, 37, Runner::Jit, d.dtype, d.accumulate,
+                tinyBlocks(Parallel::Inner, d.accumulate));
   }
 }
 
@@ -175,7 +178,8 @@ TEST_CASE("matmul: integer operands accumulate and return the accumulate dtype",
 }
 
 TEST_CASE("matmul: i8 x i8 -> i32 by hand", "[lower][contraction][matmul]") {
-  // [[127, -128], [3, 4]] @ [[127, 1], [-128, 2]] = [[127*127 + 128*128, 127 - 256], [381 - 512, 3 + 8]]
+  // [[127, -128], [3, 4]] @ [[127, 1], [-128, 2]] = [[127*127 + 128*128, 127 - 256], [381 - 512, 3
+  // + 8]]
   ir::Graph graph("by_hand");
   auto a = graph.addInput("a", ir::TensorType{DType::I8, {2, 2}});
   auto b = graph.addInput("b", ir::TensorType{DType::I8, {2, 2}});
@@ -189,8 +193,10 @@ TEST_CASE("matmul: i8 x i8 -> i32 by hand", "[lower][contraction][matmul]") {
       hostTarget());
   REQUIRE(lowered);
   NamedTensors inputs;
-  inputs.emplace("a", HostTensor::fromDoubles(DType::I8, {2, 2}, std::vector<double>{127, -128, 3, 4}));
-  inputs.emplace("b", HostTensor::fromDoubles(DType::I8, {2, 2}, std::vector<double>{127, 1, -128, 2}));
+  inputs.emplace("a",
+                 HostTensor::fromDoubles(DType::I8, {2, 2}, std::vector<double>{127, -128, 3, 4}));
+  inputs.emplace("b",
+                 HostTensor::fromDoubles(DType::I8, {2, 2}, std::vector<double>{127, 1, -128, 2}));
   for (Runner runner : {Runner::Jit, Runner::Evaluator}) {
     auto out = runKernel(*lowered, *planned.group, inputs, runner);
     REQUIRE(out);
