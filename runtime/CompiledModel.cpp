@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -167,9 +168,10 @@ Expected<NamedTensors> CompiledModel::run(const NamedTensors &tensors,
   }
 
   if (options.poisonBuffers) {
-    std::memset(arena->bytes.data(), 0xFF, arena->bytes.size());
+    // std::ranges::fill, not memset: an empty buffer's data() may be null.
+    std::ranges::fill(arena->bytes, 0xFF);
     for (HostTensor &output : outputs)
-      std::memset(output.bytes().data(), 0xFF, output.byteSize());
+      std::ranges::fill(output.bytes(), 0xFF);
   }
 
   std::vector<void *> args;

@@ -127,10 +127,13 @@ MatMulSchedule withTile(const GemmShape &shape, const codegen::CpuTarget &target
   // The packed A block stays in L2 next to the B strip streaming through.
   int64_t mcCap = target.l2Bytes / 2 / (s.kc * bytes);
   s.mc = std::clamp(roundDown(mcCap, s.mr), s.mr, mPadded);
-  // The B panel stays in L3: one shared panel, or with per-task packing one per core.
+  // The B panel stays in L3: one shared panel, or with per-task packing one per core. Half
+  // the task-buffer bound at most: a server's L3 (hundreds of MiB, shared with other tenants)
+  // says nothing about the panel size worth packing, and the panel must stay legal.
   int64_t l3Share =
       parallel == Parallel::Outer ? target.l3Bytes / std::max(1, target.cores) : target.l3Bytes;
-  int64_t ncCap = l3Share / 2 / (s.kc * bytes);
+  int64_t panelBytes = std::min(l3Share / 2, kMaxTaskBufferBytes / 2);
+  int64_t ncCap = panelBytes / (s.kc * bytes);
   s.nc = std::clamp(roundDown(ncCap, s.nr), s.nr, nPadded);
   if (parallel == Parallel::Outer)
     s.nc = balanceOuterPanels(shape, s.nr, s.nc, target.cores);

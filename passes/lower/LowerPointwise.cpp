@@ -13,8 +13,8 @@ using namespace kiln::kir;
 namespace {
 
 /// Whether every element of the group reads its operands at the output's own
-/// flat index (or at a single element), so one flat loop with index
-/// {0, ..., 0, i} computes it: only same-shape elementwise ops and scalars.
+/// flat index (or at a single element), so one flat loop computes it: only
+/// same-shape elementwise ops and scalars.
 bool isFlat(const passes::FusionGroup &group) {
   const ir::Shape &shape = group.root->type().shape;
   for (const ir::Node *node : group.nodes) {
@@ -43,9 +43,15 @@ int64_t flatBlock(int64_t n, int vectorWidth, int cores) {
 Expected<StmtPtr> lowerFlat(LowerContext &cx, const PointwiseSchedule &schedule) {
   const ir::Shape &shape = cx.root()->type().shape;
   int64_t n = product(shape);
+  // The flat index goes on the last axis of extent > 1: axes after it have extent 1, so its
+  // stride is 1, and an operand read there is not taken for a broadcast (a size-1 axis is
+  // read at 0), which the last axis of [4, 1] would be.
+  size_t flatAxis = shape.size() - 1;
+  while (flatAxis > 0 && shape[flatAxis] == 1)
+    --flatAxis;
   auto element = [&](ExprPtr flat) -> Expected<StmtPtr> {
     std::vector<ExprPtr> index(shape.size(), kir::index(0));
-    index.back() = flat;
+    index[flatAxis] = flat;
     KILN_TRY(ExprPtr value, cx.emitter.at(cx.root(), index));
     return storeBound(cx.signature.out, flat, value, cx.names);
   };

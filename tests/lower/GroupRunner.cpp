@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <map>
 
 namespace kiln::test {
@@ -23,8 +23,8 @@ const codegen::CpuTarget &testHostTarget() {
 }
 
 void poisonTensor(HostTensor &tensor) {
-  std::memset(tensor.bytes().data(), isFloatingPoint(tensor.dtype()) ? 0xFF : 0x5A,
-              tensor.byteSize());
+  // std::ranges::fill, not memset: an empty tensor's data() may be null.
+  std::ranges::fill(tensor.bytes(), isFloatingPoint(tensor.dtype()) ? 0xFF : 0x5A);
 }
 
 namespace {
@@ -88,7 +88,7 @@ Expected<NamedTensors> runLoweredGraph(const ir::Graph &graph, const NamedTensor
       const HostTensor &source = values.at(group.inputs[0]);
       HostTensor alias(type.dtype, type.shape);
       KILN_CHECK(alias.byteSize() == source.byteSize(), "an alias keeps the byte size");
-      std::memcpy(alias.bytes().data(), source.bytes().data(), source.byteSize());
+      std::ranges::copy(source.bytes(), alias.bytes().begin());
       values[group.root->result()] = std::move(alias);
       continue;
     }

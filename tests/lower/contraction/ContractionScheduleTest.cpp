@@ -217,6 +217,26 @@ TEST_CASE("schedule: lowering reports an illegal or mismatched schedule",
   CHECK_THAT(mismatched.error().message(), Catch::Contains("matmul needs a MatMulSchedule"));
 }
 
+TEST_CASE("schedule: the default is legal on hosts with a huge shared L3",
+          "[lower][contraction][schedule]") {
+  // A server reports hundreds of MiB of L3 to a 2-core VM; the B panel must still respect the
+  // per-task buffer bound (VGG's 224x224 layers once failed to compile here).
+  for (int64_t l3 : {int64_t(260) << 20, int64_t(1) << 30})
+    for (int cores : {2, 16}) {
+      codegen::CpuTarget target = avx512Target();
+      target.l3Bytes = l3;
+      target.cores = cores;
+      for (GemmShape shape :
+           {GemmShape{1, 64, 50176, 576, DType::F32}, GemmShape{1, 50176, 64, 576, DType::F32},
+            GemmShape{1, 4096, 4096, 4096, DType::F32}, GemmShape{8, 512, 784, 4608, DType::F64}}) {
+        INFO(fmt::format("l3={} cores={} m={} n={} k={}", l3, cores, shape.m, shape.n, shape.k));
+        checkSound(lower::defaultGemmSchedule(shape, target), shape, target);
+        for (const MatMulSchedule &s : lower::gemmScheduleSpace(shape, target, true))
+          CHECK(lower::checkGemmSchedule(s, shape));
+      }
+    }
+}
+
 TEST_CASE("schedule: the space is legal, starts with the default and has no duplicates",
           "[lower][contraction][schedule]") {
   for (const codegen::CpuTarget &target : {codegen::referenceCpuTarget(), avx512Target()})

@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -117,8 +118,7 @@ inline PlannedContraction planContraction(const ir::Graph &graph) {
 /// Fills a tensor with a pattern no correct kernel leaves behind: NaN for floats, 0x7F7F...
 /// for integers.
 inline void poison(HostTensor &tensor) {
-  std::memset(tensor.bytes().data(), isFloatingPoint(tensor.dtype()) ? 0xFF : 0x7F,
-              tensor.byteSize());
+  std::ranges::fill(tensor.bytes(), isFloatingPoint(tensor.dtype()) ? 0xFF : 0x7F);
 }
 
 /// Runs a lowered kernel on `inputs` (every group input must be a named graph input) and

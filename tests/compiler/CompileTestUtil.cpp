@@ -1,0 +1,204 @@
+// Random inputs with fresh seeds and the compiled-versus-reference check.
+#include "CompileTestUtil.h"
+
+#include "ir/graph/Interpreter.h"
+#include "support/Tolerance.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace kiln::test {
+
+std::vector<DType> allDTypes() {
+  std::vector<DType> types = kFloatTypes;
+  types.insert(types.end(), kIntTypes.begin(), kIntTypes.end());
+  types.push_back(DType::Bool);
+  return types;
+}
+
+std::vector<int64_t> allSizes() {
+  std::vector<int64_t> sizes = kOddSizes;
+  sizes.insert(sizes.end(), kRoundSizes.begin(), kRoundSizes.end());
+  return sizes;
+}
+
+namespace {
+
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t hashName(std::string_view name) {
+  uint64_t hash = 0xcbf29ce484222325ULL; // FNV-1a
+  for (char c : name)
+    hash = (hash ^ static_cast<uint8_t>(c)) * 0x100000001b3ULL;
+  return hash;
+}
+
+} // namespace
+
+uint64_t freshSeed() {
+  static std::string lastTest;
+  static uint64_t counter = 0;
+  std::string test = Catch::getResultCapture().getCurrentTestName();
+  if (test != lastTest) {
+    lastTest = test;
+    counter = 0;
+  }
+  return mix(mix(Catch::rngSeed()) ^ hashName(test) ^ mix(++counter));
+}
+
+HostTensor randomTensor(DType dtype, const std::vector<int64_t> &shape, Rng &rng, Values values) {
+  HostTensor tensor(dtype, shape);
+  for (int64_t i = 0; i < tensor.numElements(); ++i) {
+    double value = 0;
+    switch (values.kind) {
+    case Values::Kind::Default:
+      if (isFloatingPoint(dtype))
+        value = rng.normal();
+      else if (dtype == DType::Bool)
+        value = static_cast<double>(rng.nextU64() % 2);
+      else
+        value = static_cast<double>(static_cast<int64_t>(rng.nextU64() % 17) - 8);
+      break;
+    case Values::Kind::Positive:
+    case Values::Kind::Uniform: value = rng.uniform(values.low, values.high); break;
+    case Values::Kind::Indices:
+      value = values.low + static_cast<double>(rng.nextU64() %
+                                               static_cast<uint64_t>(values.high - values.low));
+      break;
+    }
+    if (isInteger(dtype))
+      value = std::trunc(value);
+    tensor.setDouble(i, value);
+  }
+  return tensor;
+}
+
+CompiledModel compileOrFail(const ir::Graph &graph, const CompileOptions &options) {
+  auto compiled = compile(graph, options);
+  if (!compiled)
+    FAIL("compile failed: " << compiled.error().str());
+  return std::move(*compiled);
+}
+
+void checkOutputsMatch(const ir::Graph &graph, const NamedTensors &actual,
+                       const NamedTensors &expected) {
+  CHECK(actual.size() == expected.size());
+  int checked = 0;
+  for (const auto &[name, want] : expected) {
+    auto it = actual.find(name);
+    if (it == actual.end()) {
+      FAIL_CHECK("output '" << name << "' is missing from the compiled model's results");
+      continue;
+    }
+    const HostTensor &got = it->second;
+    Tolerance tolerance = toleranceFor(want.dtype());
+    Comparison comparison = compareTensors(got, want, tolerance);
+    if (!comparison.ok)
+      FAIL_CHECK(fmt::format("graph '{}' output '{}' {}: {} of {} elements differ; first at {}; "
+                             "max abs error {:.4g}, max rel error {:.4g} (tolerance rel {:g}, "
+                             "abs {:g})",
+                             graph.name(), name, want.typeStr(), comparison.mismatches,
+                             want.numElements(), comparison.firstMismatchStr,
+                             comparison.maxAbsError, comparison.maxRelError, tolerance.rel,
+                             tolerance.abs));
+    ++checked;
+  }
+  CHECK(checked == static_cast<int>(graph.outputs().size()));
+}
+
+NamedTensors checkCompiledMatchesReference(const ir::Graph &graph, NamedTensors inputsAndParams,
+                                           const std::string &context,
+                                           const CompileOptions &options,
+                                           CompileReport *report,
+                                           const NamedTensors *expectedOutputs) {
+  INFO(context);
+  auto compiled = compile(graph, options, report);
+  if (!compiled) {
+    FAIL_CHECK("compile of graph '" << graph.name() << "' failed: " << compiled.error().str());
+    return {};
+  }
+  auto actual = compiled->run(inputsAndParams, RunOptions{.poisonBuffers = true});
+  if (!actual) {
+    FAIL_CHECK("run of graph '" << graph.name() << "' failed: " << actual.error().str());
+    return {};
+  }
+  if (expectedOutputs) {
+    checkOutputsMatch(graph, *actual, *expectedOutputs);
+    return std::move(*actual);
+  }
+  auto expected = ir::interpret(graph, inputsAndParams);
+  if (!expected) {
+    FAIL_CHECK("the reference interpreter failed on graph '" << graph.name()
+                                                             << "': " << expected.error().str());
+    return {};
+  }
+  checkOutputsMatch(graph, *actual, *expected);
+  return std::move(*actual);
+}
+
+CompileCase::CompileCase(std::string name) : graph_(name, 0), seed_(freshSeed()), rng_(seed_) {}
+
+Tensor CompileCase::input(const std::string &name, const std::vector<int64_t> &shape, DType dtype,
+                          Values values) {
+  return input(name, randomTensor(dtype, shape, rng_, values));
+}
+
+Tensor CompileCase::input(const std::string &name, HostTensor tensor) {
+  Tensor value = graph_.input(name, tensor.shape(), tensor.dtype());
+  inputs_.insert_or_assign(name, std::move(tensor));
+  return value;
+}
+
+Tensor CompileCase::param(const std::string &name, const std::vector<int64_t> &shape, DType dtype,
+                          Values values) {
+  return graph_.param(name, randomTensor(dtype, shape, rng_, values));
+}
+
+NamedTensors CompileCase::tensors() const {
+  NamedTensors all = inputs_;
+  for (const auto &[name, value] : graph_.paramValues())
+    all.insert_or_assign(name, value);
+  return all;
+}
+
+NamedTensors CompileCase::check(const CompileOptions &options, CompileReport *report,
+                                const NamedTensors *expectedOutputs) {
+  auto finalized = graph_.finalize();
+  if (!finalized)
+    FAIL("the DSL graph '" << graph_.name() << "' has an error: " << finalized.error().str());
+  return checkCompiledMatchesReference(graph_.ir(), tensors(),
+                                       fmt::format("graph '{}', seed {:#x} (--rng-seed {})",
+                                                   graph_.name(), seed_, Catch::rngSeed()),
+                                       options, report, expectedOutputs);
+}
+
+NamedTensors CompileCase::reference() {
+  auto finalized = graph_.finalize();
+  if (!finalized)
+    FAIL("the DSL graph '" << graph_.name() << "' has an error: " << finalized.error().str());
+  auto expected = ir::interpret(graph_.ir(), tensors());
+  if (!expected)
+    FAIL("the reference interpreter failed on graph '" << graph_.name()
+                                                       << "': " << expected.error().str());
+  return std::move(*expected);
+}
+
+int CompileCase::checkAndCountKernels() {
+  CompileReport report;
+  check({}, &report);
+  return report.numKernels;
+}
+
+std::string shapeTag(const std::vector<int64_t> &shape) {
+  if (shape.empty())
+    return "scalar";
+  return fmt::format("{}", fmt::join(shape, "x"));
+}
+
+} // namespace kiln::test
