@@ -2,8 +2,11 @@
 // codegen reads it to configure LLVM; its cache string keys compiled kernels.
 #pragma once
 
+#include "support/Error.h"
+
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace kiln::codegen {
 
@@ -24,6 +27,37 @@ struct CpuTarget {
   /// Everything that changes generated code, as one canonical string.
   std::string cacheKey() const;
 };
+
+/// An NVIDIA GPU architecture: what GPU schedules are sized for and what the
+/// GPU backends (NVPTX, NVRTC) and ptxas compile for.
+struct GpuTarget {
+  int sm = 80;               ///< compute capability as major * 10 + minor: 80, 86, 89, 90
+  bool archSpecific = false; ///< the "a" variant (sm_90a: wgmma, setmaxnreg)
+  int ptxVersion = 78;       ///< PTX ISA version as major * 10 + minor (7.8 reads on every sm here)
+  int numSms = 108;          ///< streaming multiprocessors (wave quantization, grid sizing)
+  int warpSize = 32;
+  int maxThreadsPerBlock = 1024;
+  int maxThreadsPerSm = 2048;
+  int maxBlocksPerSm = 32;
+  int registersPerSm = 65536;
+  int maxRegistersPerThread = 255;
+  int64_t staticSharedBytesPerBlock = 48 * 1024; ///< without the opt-in attribute
+  int64_t sharedBytesPerSm = 164 * 1024;
+  int64_t l2Bytes = 40 << 20;
+
+  /// "sm_80", "sm_90a": the name ptxas, NVRTC and LLVM's NVPTX target use.
+  std::string archName() const;
+  /// Everything that changes generated code, as one canonical string.
+  std::string cacheKey() const;
+};
+
+/// A GPU target from its architecture name ("sm_80", "sm_86", "sm_89", "sm_90",
+/// "sm_90a"), with the figures of that generation's data-center part (A100,
+/// A10/RTX 30, L4/RTX 40, H100 SXM). A real device refines them at run time.
+Expected<GpuTarget> gpuTargetNamed(std::string_view arch);
+
+/// The architectures every GPU kernel is checked against (ptxas, both backends).
+inline constexpr std::string_view kCheckedGpuArchs[] = {"sm_80", "sm_90a"};
 
 /// The machine this process runs on (LLVM's host detection plus the cache
 /// sizes the OS reports). Implemented by the host backend.

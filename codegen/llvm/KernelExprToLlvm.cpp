@@ -79,6 +79,9 @@ Expected<llvm::Value *> KernelEmitter::emitExpr(const kir::Expr &expr) {
       return value;
     return builder_.CreateVectorSplat(broadcast.type().lanes, value);
   }
+  case kir::ExprKind::Shuffle:
+    return fail(ErrorCode::Unsupported,
+                "the host backend has no warp shuffle: it belongs to GPU kernels");
   }
   KILN_UNREACHABLE("expression kind");
 }

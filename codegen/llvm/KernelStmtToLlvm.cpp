@@ -192,6 +192,11 @@ Expected<void> KernelEmitter::emitStmt(const kir::Stmt &stmt) {
     (void)ignored;
     return {};
   }
+  case kir::StmtKind::Barrier:
+  case kir::StmtKind::Atomic:
+    return fail(ErrorCode::Unsupported,
+                fmt::format("the host backend has no {}: it belongs to GPU kernels",
+                            stmt.kind() == kir::StmtKind::Barrier ? "barrier" : "atomic"));
   }
   KILN_UNREACHABLE("statement kind");
 }

@@ -1,6 +1,8 @@
 // Kernel IR constructors with type checks and trivial integer folding.
 #include "ir/kernel/Builder.h"
 
+#include "ir/kernel/Printer.h"
+
 #include "support/Error.h"
 
 #include <fmt/format.h>
@@ -210,6 +212,15 @@ ExprPtr load(BufferPtr buffer, ExprPtr index, int lanes, ExprPtr predicate) {
   return std::make_shared<Load>(std::move(buffer), std::move(index), lanes, std::move(predicate));
 }
 
+ExprPtr shuffle(ShuffleMode mode, ExprPtr value, ExprPtr lane) {
+  DType dtype = value->type().dtype;
+  KILN_CHECK(!value->type().isVector() && (dtype == DType::F32 || dtype == DType::F64 ||
+                                           dtype == DType::I32 || dtype == DType::I64),
+             "shuffle of a value that is not an f32, f64, i32 or i64 scalar");
+  KILN_CHECK(lane->type() == Type::scalar(DType::I32), "shuffle lane must be an i32 scalar");
+  return std::make_shared<Shuffle>(mode, std::move(value), std::move(lane));
+}
+
 StmtPtr seq(std::vector<StmtPtr> stmts) {
   std::vector<StmtPtr> flat;
   for (auto &s : stmts) {
@@ -260,6 +271,41 @@ StmtPtr store(BufferPtr buffer, ExprPtr index, ExprPtr value, ExprPtr predicate)
   KILN_CHECK(!predicate || predicate->type().dtype == DType::Bool, "store predicate must be bool");
   return std::make_shared<Store>(std::move(buffer), std::move(index), std::move(value),
                                  std::move(predicate));
+}
+
+StmtPtr barrier() { return std::make_shared<Barrier>(); }
+
+StmtPtr atomic(AtomicOp op, BufferPtr buffer, ExprPtr index, ExprPtr value) {
+  KILN_CHECK(index->type() == Type::index(), "atomic index must be an i64 scalar");
+  KILN_CHECK(buffer->scope == MemScope::Global || buffer->scope == MemScope::Shared,
+             "atomics update global or shared buffers");
+  KILN_CHECK(value->type() == Type::scalar(buffer->dtype),
+             fmt::format("atomic of {} into {} buffer {}", typeName(value->type()),
+                         dtypeName(buffer->dtype), buffer->name));
+  DType dtype = buffer->dtype;
+  bool integer = dtype == DType::I32 || dtype == DType::I64;
+  KILN_CHECK(integer || (op == AtomicOp::Add && (dtype == DType::F32 || dtype == DType::F64)),
+             fmt::format("atomic {} is not defined on {}", atomicOpName(op), dtypeName(dtype)));
+  return std::make_shared<Atomic>(op, std::move(buffer), std::move(index), std::move(value));
+}
+
+std::string_view shuffleModeName(ShuffleMode mode) {
+  switch (mode) {
+  case ShuffleMode::Xor: return "xor";
+  case ShuffleMode::Down: return "down";
+  case ShuffleMode::Up: return "up";
+  case ShuffleMode::Idx: return "idx";
+  }
+  KILN_UNREACHABLE("shuffle mode");
+}
+
+std::string_view atomicOpName(AtomicOp op) {
+  switch (op) {
+  case AtomicOp::Add: return "add";
+  case AtomicOp::Max: return "max";
+  case AtomicOp::Min: return "min";
+  }
+  KILN_UNREACHABLE("atomic op");
 }
 
 std::string_view intrinsicName(Intrinsic fn) {

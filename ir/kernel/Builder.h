@@ -49,6 +49,8 @@ ExprPtr cast(ExprPtr value, Type type);
 ExprPtr call(Intrinsic fn, std::vector<ExprPtr> args);
 ExprPtr broadcast(ExprPtr value, int lanes);
 ExprPtr load(BufferPtr buffer, ExprPtr index, int lanes = 1, ExprPtr predicate = nullptr);
+/// A warp shuffle of an f32/f64/i32/i64 scalar; `lane` is an i32 scalar.
+ExprPtr shuffle(ShuffleMode mode, ExprPtr value, ExprPtr lane);
 
 // ---- Statements
 /// A Block of the non-null statements, nested Blocks flattened; a single
@@ -61,5 +63,9 @@ StmtPtr let(VarPtr var, ExprPtr value, StmtPtr body);
 StmtPtr ifThen(ExprPtr cond, StmtPtr thenBody, StmtPtr elseBody = nullptr);
 StmtPtr allocate(BufferPtr buffer, StmtPtr body);
 StmtPtr store(BufferPtr buffer, ExprPtr index, ExprPtr value, ExprPtr predicate = nullptr);
+/// A block-wide barrier (GPU kernels).
+StmtPtr barrier();
+/// buffer[index] = op(buffer[index], value) atomically (GPU kernels; a global or shared buffer).
+StmtPtr atomic(AtomicOp op, BufferPtr buffer, ExprPtr index, ExprPtr value);
 
 } // namespace kiln::kir

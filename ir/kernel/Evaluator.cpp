@@ -108,6 +108,15 @@ private:
   const ExprNode *exprTable_ = nullptr;
   Scalar *scalarTable_ = nullptr;
 
+  /// The evaluator runs every thread loop serially, one thread after another,
+  /// so it cannot give cross-thread operations their meaning.
+  std::unexpected<Error> gpuOnly(std::string_view what) {
+    return fail(fmt::format("{} needs the threads of a block to run together: run the kernel on "
+                            "the SIMT simulator (runtime/sim)",
+                            what),
+                ErrorCode::Unsupported);
+  }
+
   std::unexpected<Error> fail(std::string message, ErrorCode code = ErrorCode::InvalidArgument) {
     return makeError(code, fmt::format("kernel {}: {}", kernel_.name, message));
   }
@@ -248,6 +257,7 @@ private:
         return fail("broadcast of a vector");
       break;
     }
+    case ExprKind::Shuffle: return gpuOnly("a warp shuffle");
     }
     if (node.type.lanes < 1)
       return fail(fmt::format("an expression has {} lanes", node.type.lanes));
@@ -333,9 +343,12 @@ private:
       }
       break;
     }
-    case StmtKind::Evaluate:
+    case StmtKind::Evaluate: {
       KILN_TRY(node.exprs[0], compileExpr(static_cast<const Evaluate &>(*s).value));
       break;
+    }
+    case StmtKind::Barrier: return gpuOnly("a barrier");
+    case StmtKind::Atomic: return gpuOnly("an atomic");
     }
     stmts_.push_back(std::move(node));
     return static_cast<int>(stmts_.size() - 1);
@@ -432,6 +445,7 @@ private:
         out[l] = value;
       return true;
     }
+    case ExprKind::Shuffle: KILN_UNREACHABLE("shuffles are rejected when compiled");
     }
     KILN_UNREACHABLE("expression kind");
   }
@@ -516,6 +530,8 @@ private:
     case StmtKind::Allocate: return allocate(node);
     case StmtKind::Store: return store(node);
     case StmtKind::Evaluate: return eval(node.exprs[0]);
+    case StmtKind::Barrier:
+    case StmtKind::Atomic: KILN_UNREACHABLE("GPU statements are rejected when compiled");
     }
     KILN_UNREACHABLE("statement kind");
   }

@@ -55,6 +55,11 @@ bool exprEqual(const ExprPtr &a, const ExprPtr &b) {
   case ExprKind::Broadcast:
     return exprEqual(static_cast<const Broadcast &>(*a).value,
                      static_cast<const Broadcast &>(*b).value);
+  case ExprKind::Shuffle: {
+    auto &x = static_cast<const Shuffle &>(*a);
+    auto &y = static_cast<const Shuffle &>(*b);
+    return x.mode == y.mode && exprEqual(x.value, y.value) && exprEqual(x.lane, y.lane);
+  }
   }
   KILN_UNREACHABLE("expression kind");
 }
@@ -84,9 +89,13 @@ public:
 class StoreCollector : public StmtVisitor {
 public:
   std::vector<const Buffer *> buffers;
-  void visitStore(const Store &node) override {
-    if (std::ranges::find(buffers, node.buffer.get()) == buffers.end())
-      buffers.push_back(node.buffer.get());
+  void visitStore(const Store &node) override { add(node.buffer.get()); }
+  void visitAtomic(const Atomic &node) override { add(node.buffer.get()); }
+
+private:
+  void add(const Buffer *buffer) {
+    if (std::ranges::find(buffers, buffer) == buffers.end())
+      buffers.push_back(buffer);
   }
 };
 

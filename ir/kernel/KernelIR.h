@@ -56,7 +56,7 @@ using VarPtr = std::shared_ptr<const Var>;
 
 // ---- Expressions --------------------------------------------------------------------------------
 
-enum class ExprKind { IntImm, FloatImm, VarRef, Unary, Binary, Select, Cast, Load, Call, Broadcast };
+enum class ExprKind { IntImm, FloatImm, VarRef, Unary, Binary, Select, Cast, Load, Call, Broadcast, Shuffle };
 
 class Expr;
 using ExprPtr = std::shared_ptr<const Expr>;
@@ -173,6 +173,31 @@ public:
   const ExprPtr value;
 };
 
+/// How a warp shuffle picks the lane it reads from (the PTX shfl.sync modes,
+/// over a whole warp of 32 lanes).
+enum class ShuffleMode {
+  Xor,  ///< lane ^ `lane` (a butterfly; `lane` in [0, 32))
+  Down, ///< lane + `lane`; a source past lane 31 reads the thread's own value
+  Up,   ///< lane - `lane`; a source below lane 0 reads the thread's own value
+  Idx,  ///< lane `lane` & 31 (a broadcast from one lane)
+};
+
+std::string_view shuffleModeName(ShuffleMode mode);
+
+/// The value `value` holds in another lane of the same warp (GPU kernels
+/// only). A thread's lane is its linear thread index (x fastest) mod 32, and
+/// every thread of the warp must execute the shuffle together: the simulator
+/// reports a shuffle reached by part of a warp. `value` is a scalar f32, f64,
+/// i32 or i64; `lane` is an i32 scalar.
+class Shuffle final : public Expr {
+public:
+  Shuffle(ShuffleMode mode, ExprPtr value, ExprPtr lane)
+      : Expr(ExprKind::Shuffle, value->type()), mode(mode), value(std::move(value)),
+        lane(std::move(lane)) {}
+  const ShuffleMode mode;
+  const ExprPtr value, lane;
+};
+
 // ---- Statements ---------------------------------------------------------------------------------
 
 /// How a loop runs. Serial/Unrolled/Vectorized/Parallel are for the host;
@@ -183,7 +208,7 @@ enum class ForKind { Serial, Unrolled, Vectorized, Parallel, BlockX, BlockY, Blo
 
 std::string_view forKindName(ForKind kind);
 
-enum class StmtKind { Block, For, Let, If, Allocate, Store, Evaluate };
+enum class StmtKind { Block, For, Let, If, Allocate, Store, Evaluate, Barrier, Atomic };
 
 class Stmt;
 using StmtPtr = std::shared_ptr<const Stmt>;
@@ -265,6 +290,35 @@ class Evaluate final : public Stmt {
 public:
   explicit Evaluate(ExprPtr value) : Stmt(StmtKind::Evaluate), value(std::move(value)) {}
   const ExprPtr value;
+};
+
+/// A block-wide barrier (__syncthreads): no thread of the block passes it until
+/// every thread of the block has reached it, and shared-memory writes before it
+/// are visible to every thread after it. GPU kernels only, inside the thread
+/// loops; a barrier reached by part of a block is an error (the simulator
+/// reports it; real hardware hangs or corrupts).
+class Barrier final : public Stmt {
+public:
+  Barrier() : Stmt(StmtKind::Barrier) {}
+};
+
+/// Read-modify-write operations of an Atomic statement.
+enum class AtomicOp { Add, Max, Min };
+
+std::string_view atomicOpName(AtomicOp op);
+
+/// buffer[index] = op(buffer[index], value), atomically with respect to every
+/// other thread (GPU kernels; a Global or Shared buffer). Add takes f32, f64,
+/// i32 or i64; Max and Min take i32 or i64. `value` is a scalar of the buffer's
+/// dtype; the order in which threads' updates land is unspecified.
+class Atomic final : public Stmt {
+public:
+  Atomic(AtomicOp op, BufferPtr buffer, ExprPtr index, ExprPtr value)
+      : Stmt(StmtKind::Atomic), op(op), buffer(std::move(buffer)), index(std::move(index)),
+        value(std::move(value)) {}
+  const AtomicOp op;
+  const BufferPtr buffer;
+  const ExprPtr index, value;
 };
 
 // ---- Kernels ------------------------------------------------------------------------------------

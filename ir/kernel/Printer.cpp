@@ -202,6 +202,12 @@ private:
       auto &node = static_cast<const Broadcast &>(e);
       return {fmt::format("broadcast({}, {})", expr(node.value), e.type().lanes), kPrecPrimary};
     }
+    case ExprKind::Shuffle: {
+      auto &node = static_cast<const Shuffle &>(e);
+      return {fmt::format("shuffle_{}({}, {})", shuffleModeName(node.mode), expr(node.value),
+                          expr(node.lane)),
+              kPrecPrimary};
+    }
     }
     KILN_UNREACHABLE("expression kind");
   }
@@ -340,6 +346,14 @@ private:
     case StmtKind::Evaluate:
       line(fmt::format("eval {}", expr(static_cast<const Evaluate &>(*s).value)));
       return;
+    case StmtKind::Barrier: line("barrier"); return;
+    case StmtKind::Atomic: {
+      auto &node = static_cast<const Atomic &>(*s);
+      line(fmt::format("atomic {} {} {}[{}] <- {}", atomicOpName(node.op),
+                       typeName(node.value->type()), bufferName(*node.buffer), expr(node.index),
+                       expr(node.value)));
+      return;
+    }
     }
     KILN_UNREACHABLE("statement kind");
   }

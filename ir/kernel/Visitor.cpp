@@ -46,6 +46,7 @@ void ExprVisitor::visit(const ExprPtr &expr) {
   case ExprKind::Load: return visitLoad(static_cast<const Load &>(*expr));
   case ExprKind::Call: return visitCall(static_cast<const Call &>(*expr));
   case ExprKind::Broadcast: return visitBroadcast(static_cast<const Broadcast &>(*expr));
+  case ExprKind::Shuffle: return visitShuffle(static_cast<const Shuffle &>(*expr));
   }
   KILN_UNREACHABLE("expression kind");
 }
@@ -77,6 +78,11 @@ void ExprVisitor::visitCall(const Call &node) {
 
 void ExprVisitor::visitBroadcast(const Broadcast &node) { visit(node.value); }
 
+void ExprVisitor::visitShuffle(const Shuffle &node) {
+  visit(node.value);
+  visit(node.lane);
+}
+
 // ---- StmtVisitor --------------------------------------------------------------------------------
 
 void StmtVisitor::visit(const StmtPtr &stmt) {
@@ -90,6 +96,8 @@ void StmtVisitor::visit(const StmtPtr &stmt) {
   case StmtKind::Allocate: return visitAllocate(static_cast<const Allocate &>(*stmt));
   case StmtKind::Store: return visitStore(static_cast<const Store &>(*stmt));
   case StmtKind::Evaluate: return visitEvaluate(static_cast<const Evaluate &>(*stmt));
+  case StmtKind::Barrier: return visitBarrier(static_cast<const Barrier &>(*stmt));
+  case StmtKind::Atomic: return visitAtomic(static_cast<const Atomic &>(*stmt));
   }
   KILN_UNREACHABLE("statement kind");
 }
@@ -126,6 +134,11 @@ void StmtVisitor::visitStore(const Store &node) {
 }
 
 void StmtVisitor::visitEvaluate(const Evaluate &node) { visitExpr(node.value); }
+
+void StmtVisitor::visitAtomic(const Atomic &node) {
+  visitExpr(node.index);
+  visitExpr(node.value);
+}
 
 // ---- Rebuilders ---------------------------------------------------------------------------------
 
@@ -191,6 +204,7 @@ ExprPtr Mutator::mutate(const ExprPtr &expr) {
   case ExprKind::Load: return mutateLoad(downcast<Load>(expr));
   case ExprKind::Call: return mutateCall(downcast<Call>(expr));
   case ExprKind::Broadcast: return mutateBroadcast(downcast<Broadcast>(expr));
+  case ExprKind::Shuffle: return mutateShuffle(downcast<Shuffle>(expr));
   }
   KILN_UNREACHABLE("expression kind");
 }
@@ -206,6 +220,8 @@ StmtPtr Mutator::mutate(const StmtPtr &stmt) {
   case StmtKind::Allocate: return mutateAllocate(downcast<Allocate>(stmt));
   case StmtKind::Store: return mutateStore(downcast<Store>(stmt));
   case StmtKind::Evaluate: return mutateEvaluate(downcast<Evaluate>(stmt));
+  case StmtKind::Barrier: return mutateBarrier(downcast<Barrier>(stmt));
+  case StmtKind::Atomic: return mutateAtomic(downcast<Atomic>(stmt));
   }
   KILN_UNREACHABLE("statement kind");
 }
@@ -275,6 +291,16 @@ ExprPtr Mutator::mutateBroadcast(const std::shared_ptr<const Broadcast> &node) {
   return std::make_shared<Broadcast>(std::move(value), node->type().lanes);
 }
 
+ExprPtr Mutator::mutateShuffle(const std::shared_ptr<const Shuffle> &node) {
+  ExprPtr value = mutate(node->value);
+  ExprPtr lane = mutate(node->lane);
+  if (value == node->value && lane == node->lane)
+    return node;
+  KILN_CHECK(value && lane && lane->type() == Type::scalar(DType::I32),
+             "shuffle: lane must be an i32 scalar");
+  return std::make_shared<Shuffle>(node->mode, std::move(value), std::move(lane));
+}
+
 StmtPtr Mutator::mutateBlock(const std::shared_ptr<const Block> &node) {
   std::vector<StmtPtr> stmts;
   stmts.reserve(node->stmts.size());
@@ -342,6 +368,17 @@ StmtPtr Mutator::mutateEvaluate(const std::shared_ptr<const Evaluate> &node) {
   if (value == node->value)
     return node;
   return std::make_shared<Evaluate>(std::move(value));
+}
+
+StmtPtr Mutator::mutateAtomic(const std::shared_ptr<const Atomic> &node) {
+  ExprPtr index = mutate(node->index);
+  ExprPtr value = mutate(node->value);
+  if (index == node->index && value == node->value)
+    return node;
+  KILN_CHECK(index->type() == Type::index(), "atomic: index must be an i64 scalar");
+  KILN_CHECK(value->type() == Type::scalar(node->buffer->dtype),
+             "atomic: value type differs from the buffer's dtype");
+  return std::make_shared<Atomic>(node->op, node->buffer, std::move(index), std::move(value));
 }
 
 } // namespace kiln::kir

@@ -27,6 +27,7 @@ public:
   virtual void visitLoad(const Load &node);
   virtual void visitCall(const Call &node);
   virtual void visitBroadcast(const Broadcast &node);
+  virtual void visitShuffle(const Shuffle &node);
 };
 
 /// A read-only walk over a statement tree. Each visitX recurses into child
@@ -47,6 +48,8 @@ public:
   virtual void visitAllocate(const Allocate &node);
   virtual void visitStore(const Store &node);
   virtual void visitEvaluate(const Evaluate &node);
+  virtual void visitBarrier(const Barrier &) {}
+  virtual void visitAtomic(const Atomic &node);
 
   /// Called once for each expression directly held by a statement.
   virtual void visitExpr(const ExprPtr &) {}
@@ -87,6 +90,7 @@ public:
   virtual ExprPtr mutateLoad(const std::shared_ptr<const Load> &node);
   virtual ExprPtr mutateCall(const std::shared_ptr<const Call> &node);
   virtual ExprPtr mutateBroadcast(const std::shared_ptr<const Broadcast> &node);
+  virtual ExprPtr mutateShuffle(const std::shared_ptr<const Shuffle> &node);
 
   virtual StmtPtr mutateBlock(const std::shared_ptr<const Block> &node);
   virtual StmtPtr mutateFor(const std::shared_ptr<const For> &node);
@@ -95,6 +99,8 @@ public:
   virtual StmtPtr mutateAllocate(const std::shared_ptr<const Allocate> &node);
   virtual StmtPtr mutateStore(const std::shared_ptr<const Store> &node);
   virtual StmtPtr mutateEvaluate(const std::shared_ptr<const Evaluate> &node);
+  virtual StmtPtr mutateBarrier(const std::shared_ptr<const Barrier> &node) { return node; }
+  virtual StmtPtr mutateAtomic(const std::shared_ptr<const Atomic> &node);
 
 protected:
   /// mutate(stmt), with a null result turned into an empty Block (for bodies).

@@ -65,7 +65,11 @@ struct LoopFacts : StmtVisitor {
     StmtVisitor::visitAllocate(node);
   }
   void visitStore(const Store &node) override { written.insert(node.buffer.get()); }
+  void visitAtomic(const Atomic &node) override { written.insert(node.buffer.get()); }
   void visitEvaluate(const Evaluate &) override { hasEffects = true; }
+  // A barrier orders other threads' writes before later reads: nothing loaded
+  // may move across it.
+  void visitBarrier(const Barrier &) override { hasEffects = true; }
 
   bool isVariant(const Var *var) const {
     return var == loopVar || (bindings.contains(var) && !hoisted.contains(var));
@@ -86,6 +90,9 @@ struct LoopFacts : StmtVisitor {
         invariant &= allowLoads && !facts.hasEffects && !facts.written.contains(node.buffer.get());
         ExprVisitor::visitLoad(node);
       }
+      // A shuffle is a collective of the warp: moving it changes which
+      // threads take part.
+      void visitShuffle(const Shuffle &) override { invariant = false; }
     } checker(*this, allowLoads);
     checker.visit(e);
     return checker.invariant;

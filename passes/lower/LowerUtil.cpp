@@ -183,6 +183,7 @@ std::vector<ExprPtr> childrenOf(const Expr &e) {
   }
   case ExprKind::Call: return as<Call>(e)->args;
   case ExprKind::Broadcast: return {as<Broadcast>(e)->value};
+  case ExprKind::Shuffle: return {as<Shuffle>(e)->value, as<Shuffle>(e)->lane};
   default: return {};
   }
 }
@@ -199,6 +200,7 @@ ExprPtr withChildren(const ExprPtr &e, const std::vector<ExprPtr> &c) {
   }
   case ExprKind::Call: return std::make_shared<Call>(as<Call>(*e)->fn, c, e->type());
   case ExprKind::Broadcast: return std::make_shared<Broadcast>(c[0], e->type().lanes);
+  case ExprKind::Shuffle: return std::make_shared<Shuffle>(as<Shuffle>(*e)->mode, c[0], c[1]);
   default: return e;
   }
 }

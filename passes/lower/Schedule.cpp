@@ -19,6 +19,11 @@ std::string matMulStr(const MatMulSchedule &s) {
                      s.vectorWidth, pack);
 }
 
+std::string gpuGemmStr(const GpuMatMulSchedule &s) {
+  return fmt::format("bm={} bn={} bk={} tm={} tn={} stages={} vw={} splitk={}", s.blockM, s.blockN,
+                     s.blockK, s.threadM, s.threadN, s.stages, s.vectorWidth, s.splitK);
+}
+
 struct ScheduleStr {
   std::string operator()(const NoSchedule &) const { return "none"; }
   std::string operator()(const PointwiseSchedule &s) const {
@@ -41,6 +46,28 @@ struct ScheduleStr {
     if (s.algorithm == Conv2DSchedule::Algorithm::Direct)
       return fmt::format("conv2d direct ocb={} vw={}", s.ocBlock, s.gemm.vectorWidth);
     return "conv2d im2col " + matMulStr(s.gemm);
+  }
+  std::string operator()(const GpuPointwiseSchedule &s) const {
+    return fmt::format("gpu.pointwise threads={} vw={} ept={} bpsm={}", s.threadsPerBlock,
+                       s.vectorWidth, s.elementsPerThread, s.maxBlocksPerSm);
+  }
+  std::string operator()(const GpuTransposeSchedule &s) const {
+    return fmt::format("gpu.transpose tile={} rows={}", s.tile, s.rowsPerPass);
+  }
+  std::string operator()(const GpuReductionSchedule &s) const {
+    return fmt::format("gpu.reduction threads={} rows={} vw={}", s.threadsPerBlock,
+                       s.rowsPerBlock, s.vectorWidth);
+  }
+  std::string operator()(const GpuRowNormSchedule &s) const {
+    return fmt::format("gpu.rownorm threads={} rows={} vw={}", s.threadsPerBlock, s.rowsPerBlock,
+                       s.vectorWidth);
+  }
+  std::string operator()(const GpuPoolingSchedule &s) const {
+    return fmt::format("gpu.pooling threads={}", s.threadsPerBlock);
+  }
+  std::string operator()(const GpuMatMulSchedule &s) const { return "gpu.matmul " + gpuGemmStr(s); }
+  std::string operator()(const GpuConv2DSchedule &s) const {
+    return "gpu.conv2d " + gpuGemmStr(s.gemm);
   }
 };
 

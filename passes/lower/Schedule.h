@@ -4,6 +4,7 @@
 #pragma once
 
 #include "codegen/Target.h"
+#include "passes/lower/GpuSchedule.h"
 #include "passes/graph/Fusion.h"
 
 #include <cstdint>
@@ -77,8 +78,13 @@ struct Conv2DSchedule {
 /// Kinds with nothing to choose (constants, aliases) use NoSchedule.
 struct NoSchedule {};
 
-using Schedule = std::variant<NoSchedule, PointwiseSchedule, TransposeSchedule, ReductionSchedule,
-                              RowNormSchedule, PoolingSchedule, MatMulSchedule, Conv2DSchedule>;
+/// A CPU or a GPU schedule (passes/lower/GpuSchedule.h); each target lowers
+/// only its own kinds.
+using Schedule =
+    std::variant<NoSchedule, PointwiseSchedule, TransposeSchedule, ReductionSchedule,
+                 RowNormSchedule, PoolingSchedule, MatMulSchedule, Conv2DSchedule,
+                 GpuPointwiseSchedule, GpuTransposeSchedule, GpuReductionSchedule,
+                 GpuRowNormSchedule, GpuPoolingSchedule, GpuMatMulSchedule, GpuConv2DSchedule>;
 
 /// One line, deterministic: "matmul mc=96 nc=512 kc=256 mr=6 nr=16 vw=8 pack=ab".
 std::string scheduleStr(const Schedule &schedule);

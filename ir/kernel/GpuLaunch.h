@@ -1,0 +1,40 @@
+// The launch shape of a GPU kernel, read off its loop structure: block loops
+// give the grid, thread loops the block, shared allocations the shared memory.
+//
+// A GPU kernel has the shape of a CUDA kernel: the body is a nest of block.*
+// loops (each axis at most once, starting at 0, constant extent), with lets and
+// shared allocations between them, around exactly one nest of thread.* loops
+// (the same rules) whose body is what each thread runs. Barriers, shuffles,
+// and register/local allocations live inside the thread nest; shared
+// allocations outside it (one per block).
+#pragma once
+
+#include "ir/kernel/KernelIR.h"
+#include "support/Error.h"
+
+#include <array>
+#include <cstdint>
+
+namespace kiln::kir {
+
+struct GpuLaunch {
+  std::array<int64_t, 3> grid{1, 1, 1};  ///< blocks along x, y, z
+  std::array<int64_t, 3> block{1, 1, 1}; ///< threads along x, y, z
+  int64_t sharedBytes = 0;               ///< static shared memory per block
+  /// The loop variables bound to blockIdx.x/y/z and threadIdx.x/y/z (nullptr where absent).
+  std::array<const Var *, 3> blockVars{}, threadVars{};
+
+  int64_t threadsPerBlock() const { return block[0] * block[1] * block[2]; }
+  int64_t numBlocks() const { return grid[0] * grid[1] * grid[2]; }
+};
+
+/// Whether the kernel binds any loop to the GPU grid (a block.* or thread.* loop).
+bool isGpuKernel(const Kernel &kernel);
+
+/// The launch shape of `kernel`, or an error naming the kernel and what breaks
+/// the structure above (a thread loop outside the nest, a non-constant extent,
+/// a shared allocation inside the thread nest, two loops on one axis, a block
+/// of more than `maxThreadsPerBlock` threads).
+Expected<GpuLaunch> gpuLaunchOf(const Kernel &kernel, int64_t maxThreadsPerBlock = 1024);
+
+} // namespace kiln::kir
