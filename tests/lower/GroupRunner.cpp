@@ -4,6 +4,8 @@
 
 #include "codegen/llvm/HostBackend.h"
 #include "ir/kernel/Evaluator.h"
+#include "passes/lower/gpu/GpuLower.h"
+#include "runtime/sim/Simulator.h"
 
 #include <fmt/format.h>
 
@@ -14,7 +16,12 @@
 namespace kiln::test {
 
 const char *executorName(Executor executor) {
-  return executor == Executor::Jit ? "jit" : "evaluator";
+  switch (executor) {
+  case Executor::Evaluator: return "evaluator";
+  case Executor::Jit: return "jit";
+  case Executor::Simulator: return "simulator";
+  }
+  return "?";
 }
 
 const codegen::CpuTarget &testHostTarget() {
@@ -56,6 +63,17 @@ Expected<NamedTensors> runLoweredGraph(const ir::Graph &graph, const NamedTensor
   for (const passes::FusionGroup &group : plan.groups) {
     if (group.kind == passes::GroupKind::Constant || group.kind == passes::GroupKind::Alias)
       continue;
+    if (options.executor == Executor::Simulator) {
+      KILN_TRY(codegen::GpuTarget gpu, codegen::gpuTargetNamed(options.gpuArch));
+      lower::Schedule schedule = options.chooseGpuSchedule
+                                     ? options.chooseGpuSchedule(graph, group, gpu)
+                                     : lower::defaultGpuSchedule(graph, group, gpu);
+      KILN_TRY(lower::LoweredKernel lowered, lower::lowerGroupForGpu(graph, group, schedule, gpu));
+      if (options.loweredKernels)
+        options.loweredKernels->push_back(lowered.kernel);
+      kernels.push_back({&group, std::move(lowered)});
+      continue;
+    }
     lower::Schedule schedule = options.chooseSchedule
                                    ? options.chooseSchedule(graph, group, target)
                                    : lower::defaultSchedule(graph, group, target);
@@ -106,6 +124,9 @@ Expected<NamedTensors> runLoweredGraph(const ir::Graph &graph, const NamedTensor
     KILN_CHECK(buffers.size() == lowered.kernel.params.size(), "one buffer per kernel parameter");
     if (options.executor == Executor::Evaluator) {
       KILN_TRY_VOID(kir::evaluateKernel(lowered.kernel, buffers));
+    } else if (options.executor == Executor::Simulator) {
+      KILN_TRY(sim::SimStats stats, sim::simulateKernel(lowered.kernel, buffers));
+      (void)stats;
     } else {
       codegen::HostKernelFn fn = module->lookupKernel(lowered.kernel.name);
       KILN_CHECK(fn != nullptr, "the JIT module has every kernel");

@@ -20,6 +20,7 @@ namespace kiln::test {
 enum class Executor {
   Evaluator, ///< ir/kernel/Evaluator.h: serial, reports every out-of-bounds access
   Jit,       ///< codegen/llvm/HostBackend.h: O3 machine code, parallel loops on the pool
+  Simulator, ///< GPU lowering (lowerGroupForGpu) run on the SIMT simulator (runtime/sim)
 };
 
 const char *executorName(Executor executor);
@@ -28,9 +29,18 @@ const char *executorName(Executor executor);
 using ScheduleChooser = std::function<lower::Schedule(
     const ir::Graph &, const passes::FusionGroup &, const codegen::CpuTarget &)>;
 
+/// Picks the GPU schedule of each group (default: lower::defaultGpuSchedule).
+using GpuScheduleChooser = std::function<lower::Schedule(
+    const ir::Graph &, const passes::FusionGroup &, const codegen::GpuTarget &)>;
+
 struct GroupRunOptions {
   Executor executor = Executor::Evaluator;
   ScheduleChooser chooseSchedule; ///< empty: the default schedule
+  /// Executor::Simulator: the GPU the kernels are lowered for, and their schedules.
+  std::string gpuArch = "sm_90a";
+  GpuScheduleChooser chooseGpuSchedule; ///< empty: the default GPU schedule
+  /// Executor::Simulator: every lowered kernel, in plan order (for structure checks).
+  std::vector<kir::Kernel> *loweredKernels = nullptr;
 };
 
 /// The machine's target, computed once (hostCpuTarget()).
