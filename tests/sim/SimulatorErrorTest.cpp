@@ -1,0 +1,203 @@
+// Planted bugs the SIMT simulator must catch, each with a message that names
+// the kernel, the buffer, the element and the threads at fault.
+#include "SimTestUtil.h"
+
+using namespace kiln;
+using namespace kiln::kir;
+using Catch::Matchers::Contains;
+using kiln::test::GpuCoords;
+using kiln::test::gpuKernel;
+
+namespace {
+
+ExprPtr f32(double v) { return floatImm(v, Type::scalar(DType::F32)); }
+ExprPtr i32(int64_t v) { return intImm(v, Type::scalar(DType::I32)); }
+
+ExprPtr globalX(const GpuCoords &c, int64_t blockDim) {
+  return add(mul(c.block[0], index(blockDim)), c.thread[0]);
+}
+
+} // namespace
+
+TEST_CASE("sim errors: a shared-memory race from a missing barrier", "[sim]") {
+  const int64_t threads = 64;
+  auto in = makeBuffer("in", DType::F32, threads), out = makeBuffer("out", DType::F32, threads);
+  auto s = makeBuffer("tile", DType::F32, threads, MemScope::Shared);
+  for (bool withBarrier : {false, true}) {
+    Kernel kernel = gpuKernel("rotate", {in, out}, {1, 1, 1}, {threads, 1, 1}, {s},
+                              [&](const GpuCoords &c) {
+                                ExprPtr t = c.thread[0];
+                                ExprPtr next = mod(add(t, index(1)), index(threads));
+                                return seq({store(s, t, load(in, t)),
+                                            withBarrier ? barrier() : nullptr,
+                                            store(out, t, load(s, next))});
+                              });
+    std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+    if (withBarrier) {
+      REQUIRE(sim::simulateKernel(kernel, params).has_value());
+      auto x = params[0].as<float>(), z = params[1].as<float>();
+      for (size_t t = 0; t < static_cast<size_t>(threads); ++t)
+        REQUIRE(z[t] == x[(t + 1) % threads]);
+      continue;
+    }
+    std::string message = test::simulationError(kernel, params);
+    CHECK(message == "kernel rotate: read/write race on shared tile[1] in block (0,0,0): thread "
+                     "(1,0,0) writes it and thread (0,0,0) reads it with no barrier between");
+    // The race check can be switched off.
+    sim::SimOptions unchecked;
+    unchecked.checkSharedRaces = false;
+    CHECK(sim::simulateKernel(kernel, params, unchecked).has_value());
+  }
+}
+
+TEST_CASE("sim errors: write/write races and atomics against plain accesses", "[sim]") {
+  auto out = makeBuffer("out", DType::I32, 64);
+  auto s = makeBuffer("flag", DType::I32, 4, MemScope::Shared);
+  SECTION("two threads store one element") {
+    Kernel kernel = gpuKernel("ww", {out}, {2, 1, 1}, {64, 1, 1}, {s}, [&](const GpuCoords &c) {
+      return seq({ifThen(lt(c.thread[0], index(4)), store(s, c.thread[0], i32(0))), barrier(),
+                  ifThen(eq(c.thread[0], index(40)), store(s, index(2), i32(1))),
+                  ifThen(eq(c.thread[0], index(7)), store(s, index(2), i32(2)))});
+    });
+    std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+    CHECK(test::simulationError(kernel, params) ==
+          "kernel ww: write/write race on shared flag[2] in block (0,0,0): threads (40,0,0) and "
+          "(7,0,0) both write it with no barrier between");
+  }
+  SECTION("an atomic and a plain read") {
+    Kernel kernel = gpuKernel("ar", {out}, {1, 1, 1}, {64, 1, 1}, {s}, [&](const GpuCoords &c) {
+      return seq({ifThen(lt(c.thread[0], index(4)), store(s, c.thread[0], i32(0))), barrier(),
+                  atomic(AtomicOp::Add, s, index(1), i32(1)),
+                  store(out, c.thread[0], load(s, index(1)))});
+    });
+    std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+    std::string message = test::simulationError(kernel, params);
+    CHECK_THAT(message, Contains("kernel ar: ") && Contains("race on shared flag[1] in block (0,0,0)"));
+  }
+}
+
+TEST_CASE("sim errors: an out-of-bounds global store", "[sim]") {
+  const int64_t n = 1000, threads = 128, blocks = 8; // no tail guard: 1024 threads
+  auto a = makeBuffer("a", DType::F32, 1024), out = makeBuffer("out", DType::F32, n);
+  Kernel kernel = gpuKernel("unguarded", {a, out}, {blocks, 1, 1}, {threads, 1, 1}, {},
+                            [&](const GpuCoords &c) {
+                              ExprPtr i = globalX(c, threads);
+                              return store(out, i, load(a, i));
+                            });
+  std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+  CHECK(test::simulationError(kernel, params) ==
+        "kernel unguarded: out-of-bounds store out[1000] (out has 1000 elements) by block "
+        "(7,0,0) thread (104,0,0)");
+}
+
+TEST_CASE("sim errors: an out-of-bounds shared load", "[sim]") {
+  auto out = makeBuffer("out", DType::F32, 64);
+  auto s = makeBuffer("tile", DType::F32, 64, MemScope::Shared);
+  Kernel kernel = gpuKernel("shifted", {out}, {2, 1, 1}, {64, 1, 1}, {s}, [&](const GpuCoords &c) {
+    ExprPtr t = c.thread[0];
+    return seq({store(s, t, f32(1.0)), barrier(), store(out, t, load(s, add(t, index(1))))});
+  });
+  std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+  CHECK(test::simulationError(kernel, params) ==
+        "kernel shifted: out-of-bounds load tile[64] (tile has 64 elements) by block (0,0,0) "
+        "thread (63,0,0)");
+}
+
+TEST_CASE("sim errors: a barrier inside a divergent if", "[sim]") {
+  auto out = makeBuffer("out", DType::F32, 64);
+  auto s = makeBuffer("tile", DType::F32, 64, MemScope::Shared);
+  Kernel kernel = gpuKernel("divergent", {out}, {1, 1, 1}, {64, 1, 1}, {s}, [&](const GpuCoords &c) {
+    ExprPtr t = c.thread[0];
+    return ifThen(lt(t, index(16)),
+                  seq({store(s, t, f32(2.0)), barrier(), store(out, t, load(s, t))}));
+  });
+  std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+  CHECK(test::simulationError(kernel, params) ==
+        "kernel divergent: barrier reached by 16 of 64 threads of block (0,0,0); thread "
+        "(16,0,0) did not reach it");
+}
+
+TEST_CASE("sim errors: shuffles in a partial warp and in a divergent warp", "[sim]") {
+  auto out = makeBuffer("out", DType::F32, 48);
+  SECTION("a block of 48 threads") {
+    Kernel kernel = gpuKernel("partial", {out}, {1, 1, 1}, {48, 1, 1}, {}, [&](const GpuCoords &c) {
+      ExprPtr v = cast(c.thread[0], Type::scalar(DType::F32));
+      return store(out, c.thread[0], shuffle(ShuffleMode::Down, v, i32(1)));
+    });
+    std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+    CHECK(test::simulationError(kernel, params) ==
+          "kernel partial: a down shuffle in warp 1 of block (0,0,0), which has only 16 threads "
+          "(the block's 48 threads are not a multiple of 32)");
+  }
+  SECTION("half a warp inside an if") {
+    Kernel kernel = gpuKernel("halfwarp", {out}, {1, 1, 1}, {32, 1, 1}, {}, [&](const GpuCoords &c) {
+      ExprPtr v = cast(c.thread[0], Type::scalar(DType::F32));
+      return ifThen(ge(c.thread[0], index(8)),
+                    store(out, c.thread[0], shuffle(ShuffleMode::Xor, v, i32(1))));
+    });
+    std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+    CHECK(test::simulationError(kernel, params) ==
+          "kernel halfwarp: a xor shuffle reached by 24 of 32 lanes of warp 0 of block (0,0,0); "
+          "thread (0,0,0) (lane 0) did not reach it");
+  }
+}
+
+TEST_CASE("sim errors: a read of never-written shared memory", "[sim]") {
+  auto out = makeBuffer("out", DType::F32, 64);
+  auto s = makeBuffer("tile", DType::F32, 64, MemScope::Shared);
+  Kernel kernel = gpuKernel("uninit", {out}, {3, 1, 1}, {64, 1, 1}, {s}, [&](const GpuCoords &c) {
+    ExprPtr t = c.thread[0];
+    return seq({ifThen(lt(t, index(32)), store(s, t, f32(1.0))), barrier(),
+                store(out, t, load(s, t))});
+  });
+  std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+  CHECK(test::simulationError(kernel, params) ==
+        "kernel uninit: read of shared tile[32], which no thread has written, by block (0,0,0) "
+        "thread (32,0,0)");
+}
+
+TEST_CASE("sim errors: a misaligned vector access", "[sim]") {
+  auto a = makeBuffer("a", DType::F32, 4 * 64 + 4), out = makeBuffer("out", DType::F32, 4 * 64);
+  Kernel kernel = gpuKernel("misaligned", {a, out}, {1, 1, 1}, {64, 1, 1}, {}, [&](const GpuCoords &c) {
+    ExprPtr t4 = mul(c.thread[0], index(4));
+    return store(out, t4, load(a, add(t4, index(2)), 4));
+  });
+  std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+  CHECK(test::simulationError(kernel, params) ==
+        "kernel misaligned: misaligned 4-lane load a[2] by block (0,0,0) thread (0,0,0): a vector "
+        "access of global memory must start at a multiple of 4");
+}
+
+TEST_CASE("sim errors: a runaway loop stops at maxStepsPerBlock", "[sim]") {
+  auto out = makeBuffer("out", DType::I64, 32);
+  Kernel kernel = gpuKernel("runaway", {out}, {2, 1, 1}, {32, 1, 1}, {}, [&](const GpuCoords &c) {
+    auto k = makeVar("k");
+    return forRange(k, 1000000, ForKind::Serial, store(out, c.thread[0], kir::ref(k)));
+  });
+  std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+  sim::SimOptions options;
+  options.maxStepsPerBlock = 500;
+  CHECK(test::simulationError(kernel, params, options) ==
+        "kernel runaway: block (0,0,0) ran more than 500 statements "
+        "(SimOptions::maxStepsPerBlock): a runaway loop?");
+}
+
+TEST_CASE("sim errors: bad parameters and kernels that are not GPU kernels", "[sim]") {
+  auto a = makeBuffer("a", DType::F32, 16);
+  Kernel kernel = gpuKernel("k", {a}, {1, 1, 1}, {16, 1, 1}, {}, [&](const GpuCoords &c) {
+    return store(a, c.thread[0], f32(1.0));
+  });
+  std::vector<HostTensor> wrongSize{HostTensor(DType::F32, {15})};
+  CHECK(test::simulationError(kernel, wrongSize) ==
+        "kernel k: parameter a is f32[16], got a tensor f32[15]");
+  std::vector<HostTensor> none;
+  CHECK(test::simulationError(kernel, none) == "kernel k: takes 1 buffers, got 0");
+
+  auto i = makeVar("i");
+  Kernel host{"host", {a}, forRange(i, 16, ForKind::Serial, store(a, kir::ref(i), f32(0.0)))};
+  std::vector<HostTensor> params{HostTensor(DType::F32, {16})};
+  auto result = sim::simulateKernel(host, params);
+  REQUIRE_FALSE(result.has_value());
+  CHECK(result.error().code() == ErrorCode::VerifyError);
+  CHECK_THAT(result.error().message(), Catch::StartsWith("kernel host: "));
+}
