@@ -103,8 +103,8 @@ TEST_CASE("gpuLaunchOf rejects kernels that break the CUDA structure", "[kernel]
     return launch.error().message();
   };
   CHECK(errorOf(Kernel{"no_threads", {out}, forRange(b, 4, ForKind::BlockX, write)}) ==
-        "GPU kernel no_threads has no thread loops (a GPU kernel runs its body in a thread.* "
-        "loop nest)");
+        "GPU kernel no_threads has a store outside its thread loops (a GPU kernel runs its body "
+        "in a thread.* loop nest)");
   CHECK(errorOf(Kernel{"serial_outside", {out},
                        forRange(s, 2, ForKind::Serial, forRange(t, 64, ForKind::ThreadX, write))}) ==
         "GPU kernel serial_outside has a serial loop 's' outside its thread loops");
