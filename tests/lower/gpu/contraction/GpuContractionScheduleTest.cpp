@@ -93,7 +93,7 @@ TEST_CASE("gpu contraction: structure of the kernel", "[lower][gpu-contraction]"
     auto launch = kir::gpuLaunchOf(lowered.kernel);
     REQUIRE(launch);
     CHECK(launch->grid == std::array<int64_t, 3>{1, 2, 1}); // N tiles, M tiles, batch
-    CHECK(launch->block == std::array<int64_t, 3>{64, 1, 1});
+    CHECK(launch->block == std::array<int64_t, 3>{128, 1, 1}); // (32/4) * (32/2)
     CHECK(launch->sharedBytes == int64_t(stages) * 16 * (32 + 32) * 4);
     KernelCensus k = census(lowered.kernel);
     // One barrier per K step with double buffering (plus the prologue's), two with one stage.
@@ -120,10 +120,10 @@ TEST_CASE("gpu contraction: no vector loads where alignment is not provable",
   KernelCensus k = census(lowerGpuContraction(c, *planned.group, s).kernel);
   CHECK(k.globalVectorLoads == 0);
   checkGpuContraction(c, 47, DType::F32, s);
-  // N = 30 is even: two-lane vectors of B.
+  // N = 30 is even: two-lane vectors of B (16 x 32 / 2 = 256 per tile over 64 threads).
   s.vectorWidth = 2;
   KernelCensus two = census(lowerGpuContraction(c, *planned.group, s).kernel);
-  CHECK(two.globalVectorLoads == 2);
+  CHECK(two.globalVectorLoads == 8); // 4 per thread per tile, prologue and loop
   checkGpuContraction(c, 47, DType::F32, s);
 }
 
