@@ -4,6 +4,7 @@
 
 #include "ir/kernel/GpuLaunch.h"
 #include "passes/lower/LowerUtil.h"
+#include "passes/lower/gpu/GpuContraction.h"
 #include "passes/lower/gpu/GpuLowerContext.h"
 
 #include <fmt/format.h>
@@ -31,18 +32,24 @@ Expected<LoweredKernel> lowerGroupForGpu(const ir::Graph &graph, const passes::F
   case passes::GroupKind::Alias:
     KILN_UNREACHABLE(fmt::format("lowering: group {} is a {} group, which has no kernel", group.id,
                                  passes::groupKindName(group.kind)));
+  case passes::GroupKind::Contraction:
+    return lowerContractionForGpu(graph, group, schedule, target);
   default: break;
   }
   return std::unexpected(noGpuTemplate(group));
 }
 
-Schedule defaultGpuSchedule(const ir::Graph &, const passes::FusionGroup &,
-                            const codegen::GpuTarget &) {
+Schedule defaultGpuSchedule(const ir::Graph &graph, const passes::FusionGroup &group,
+                            const codegen::GpuTarget &target) {
+  if (group.kind == passes::GroupKind::Contraction)
+    return defaultGpuContractionSchedule(graph, group, target);
   return NoSchedule{};
 }
 
 std::vector<Schedule> gpuScheduleSpace(const ir::Graph &graph, const passes::FusionGroup &group,
                                        const codegen::GpuTarget &target) {
+  if (group.kind == passes::GroupKind::Contraction)
+    return gpuContractionScheduleSpace(graph, group, target);
   return {defaultGpuSchedule(graph, group, target)};
 }
 
