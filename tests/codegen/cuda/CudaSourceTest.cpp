@@ -63,6 +63,12 @@ TEST_CASE("CUDA C vector accesses copy aligned vector types", "[cuda-codegen]") 
   CHECK(contains(source, "alignas(16) const float out_out[4] = {in_vec[0], in_vec[1], in_vec[2], in_vec[3]};\n"));
   CHECK(contains(source, "kiln_copy<float4>(&out[(blk * 64 + t) * 4], out_out);\n"));
 
+  std::string wide = sourceOf(scaleF32x8Kernel());
+  CHECK(contains(wide, "alignas(16) float in_vec[8];\n  const long long index = t * 8;\n"
+                       "  in_vec[0] = in[index + 0];\n"));
+  CHECK(contains(wide, "in_vec[7] = in[index + 7];\n  const float v[8] = {in_vec[0], "));
+  CHECK(contains(wide, "out[index_1 + 7] = v[7] * scale[0];\n"));
+
   std::string predicated = sourceOf(predicatedKernel(61));
   CHECK(contains(predicated, "alignas(16) float in_vec[4] = {};\n  if (t * 4 + 3 < 61) kiln_copy<float4>(in_vec, &in[t * 4]);\n"));
   CHECK(contains(predicated, "if (t * 4 + 3 < 61) kiln_copy<float4>(&out[t * 4], out_out);\n"));
@@ -186,6 +192,7 @@ TEST_CASE("NVRTC compiles every test kernel for sm_80 and sm_90a", "[cuda-codege
     if (!compiled)
       FAIL(compiled.error().str() << "\n" << *source);
     const std::string &ptx = compiled->ptx;
+    CHECK(compiled->log.empty());
     CHECK(!compiled->cubin.empty());
     // A cubin is an ELF file.
     REQUIRE(compiled->cubin.size() > 4);

@@ -217,12 +217,25 @@ inline Kernel predicatedKernel(int64_t n) {
   return Kernel{"predicated", {in, out, scalarOut}, gridLoops(1, padded / 4, blk, t, body)};
 }
 
+/// An f32x8 access (32 bytes: no CUDA vector type, so lane by lane) bound to a
+/// vector let, scaled by a broadcast scalar read from memory.
+inline Kernel scaleF32x8Kernel() {
+  auto in = makeBuffer("in", DType::F32, 8 * 32), scale = makeBuffer("scale", DType::F32, 1);
+  auto out = makeBuffer("out", DType::F32, 8 * 32);
+  auto blk = makeVar("blk"), t = makeVar("t"), v = makeVar("v", Type{DType::F32, 8});
+  ExprPtr base = mul(kir::ref(t), index(8));
+  StmtPtr body = let(v, load(in, base, 8),
+                     store(out, base, mul(kir::ref(v), broadcast(load(scale, index(0)), 8))));
+  return Kernel{"scale_f32x8", {in, scale, out}, gridLoops(1, 32, blk, t, body)};
+}
+
 /// Every test kernel, in one translation unit.
 inline std::vector<Kernel> allTestKernels() {
   std::vector<Kernel> kernels = {vectorAddKernel(1000), copyF32x4Kernel(), blockReduceKernel(),
                                  warpReduceKernel(),    atomicsKernel(),   intrinsicsKernel(DType::F32),
                                  intrinsicsKernel(DType::F64), castsKernel(), integerDivisionKernel(),
-                                 transpose2dKernel(37, 45),     predicatedKernel(61)};
+                                 transpose2dKernel(37, 45),     predicatedKernel(61),
+                                 scaleF32x8Kernel()};
   for (ShuffleMode mode : {ShuffleMode::Xor, ShuffleMode::Down, ShuffleMode::Up, ShuffleMode::Idx})
     for (DType dtype : {DType::I32, DType::F32, DType::F64, DType::I64})
       kernels.push_back(shuffleKernel(mode, dtype));
