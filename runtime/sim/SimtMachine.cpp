@@ -396,13 +396,19 @@ private:
                                "and thread {} {}s it",
                                name, blockText(), other, me, access);
       break;
-    case RaceKind::AtomicPlain:
-      text = fmt::format("{} race on shared {} in block {}: thread {} {} it and thread {} {}s it",
-                         race.otherWrote || access != "read" ? "write/write" : "read/write",
-                         name, blockText(), other,
-                         race.otherWrote ? "writes" : "reads or updates atomically", me,
-                         access == "atomic" ? "update" : access);
+    case RaceKind::AtomicPlain: {
+      // One side is an atomic (a write); the other a plain read or write.
+      bool meAtomic = access == "atomic";
+      bool bothWrite = race.otherWrote || access != "read";
+      std::string otherDid = race.otherWrote ? "writes" : meAtomic ? "reads" : "updates";
+      std::string meDid = meAtomic ? "updates" : fmt::format("{}s", access);
+      text = fmt::format("{} race on shared {} in block {}: thread {} {} it{} and thread {} {} "
+                         "it{}",
+                         bothWrite ? "write/write" : "read/write", name, blockText(), other,
+                         otherDid, meAtomic ? "" : " atomically", me, meDid,
+                         meAtomic ? " atomically" : "");
       break;
+    }
     }
     return raise(text + " with no barrier between");
   }
@@ -614,6 +620,11 @@ private:
       steps_ = 0;
       ++epoch_;
       ++stats_.blocks;
+      // Shared memory is per block wherever its allocation sits (even around
+      // the block loops): each block starts with it poisoned and unwritten.
+      for (Memory &memory : memories_)
+        if (memory.bound && memory.buffer->scope == MemScope::Shared)
+          resetAllocation(memory);
     }
     int64_t bx = launch_.block[0], by = launch_.block[1];
     bool ok = bind(node.var, nullptr, a, [&](Scalar *storage) {
@@ -735,6 +746,16 @@ private:
     return true;
   }
 
+  /// Poisons a fresh allocation (NaN for floats, -1 for integers: reads of
+  /// unwritten elements are reported anyway, the poison only makes a missed
+  /// report visible) and forgets who wrote what.
+  static void resetAllocation(Memory &memory) {
+    std::ranges::fill(memory.storage, std::byte{0xFF});
+    std::ranges::fill(memory.written, uint8_t{0});
+    if (memory.trackRaces)
+      memory.races.reset(static_cast<int64_t>(memory.written.size()));
+  }
+
   bool allocate(const SimStmt &node, Active a) {
     Memory &memory = memories_[static_cast<size_t>(node.buffer)];
     const Buffer &buffer = *memory.buffer;
@@ -751,13 +772,10 @@ private:
                    ErrorCode::OutOfMemory);
     size_t elements = static_cast<size_t>(buffer.size * copies);
     try {
-      // Poison: NaN for floats, -1 for integers; reads of unwritten elements are
-      // reported anyway, this only makes a missed report visible.
-      memory.storage.assign(elements * static_cast<size_t>(memory.elementBytes), std::byte{0xFF});
-      memory.written.assign(elements, 0);
       memory.trackRaces = shared && options_.checkSharedRaces;
-      if (memory.trackRaces)
-        memory.races.reset(buffer.size);
+      memory.storage.resize(elements * static_cast<size_t>(memory.elementBytes));
+      memory.written.resize(elements);
+      resetAllocation(memory);
     } catch (const std::bad_alloc &) {
       return raise(fmt::format("allocation {}: out of memory for {}[{}]", buffer.name,
                                dtypeName(buffer.dtype), buffer.size),

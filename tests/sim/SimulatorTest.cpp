@@ -257,6 +257,9 @@ TEST_CASE("sim: per-thread loops with different trip counts and a register accum
           "[sim]") {
   const int64_t threads = 40, blocks = 3, width = 7;
   const int64_t n = threads * blocks;
+  // Every host loop kind runs serially inside a thread.
+  ForKind kind = GENERATE(ForKind::Serial, ForKind::Unrolled, ForKind::Vectorized,
+                          ForKind::Parallel);
   auto in = makeBuffer("in", DType::F32, n * width), out = makeBuffer("out", DType::F32, n);
   auto acc = makeBuffer("acc", DType::F32, 1, MemScope::Register);
   Kernel kernel = gpuKernel(
@@ -267,7 +270,7 @@ TEST_CASE("sim: per-thread loops with different trip counts and a register accum
         return let(
             i, globalX(c, threads),
             allocate(acc, seq({store(acc, index(0), f32(0.0)),
-                               forLoop(k, begin, extent, ForKind::Serial,
+                               forLoop(k, begin, extent, kind,
                                        store(acc, index(0),
                                              add(load(acc, index(0)),
                                                  load(in, add(mul(kir::ref(i), index(width)),
@@ -334,5 +337,34 @@ TEST_CASE("sim: f16 and bf16 buffers through casts", "[sim]") {
     REQUIRE(params[1].getDouble(i) == roundToDType(y, DType::BF16));
     REQUIRE(params[2].getDouble(i) == roundToDType(y, DType::F16));
   }
+  test::requireMatchesEvaluator(kernel);
+}
+
+TEST_CASE("sim: per-lane predicated vector loads and stores", "[sim]") {
+  const int64_t threads = 32, blocks = 3, n = 4 * threads * blocks;
+  auto a = makeBuffer("a", DType::F32, n), keep = makeBuffer("keep", DType::F32, n);
+  auto out = makeBuffer("out", DType::F32, n);
+  Kernel kernel = gpuKernel(
+      "masked", {a, keep, out}, {blocks, 1, 1}, {threads, 1, 1}, {}, [&](const GpuCoords &c) {
+        auto i = makeVar("i");
+        ExprPtr mask = gt(load(keep, kir::ref(i), 4), broadcast(f32(0.0), 4));
+        ExprPtr x = load(a, kir::ref(i), 4, mask);
+        return let(i, mul(globalX(c, threads), index(4)),
+                   store(out, kir::ref(i), add(x, broadcast(f32(1.0), 4)), mask));
+      });
+  std::vector<HostTensor> params = test::randomTensors(kernel, 14);
+  std::vector<float> before(params[2].as<float>().begin(), params[2].as<float>().end());
+  auto stats = sim::simulateKernel(kernel, params);
+  REQUIRE(stats.has_value());
+  auto x = params[0].as<float>(), k = params[1].as<float>(), z = params[2].as<float>();
+  int64_t kept = 0;
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+    kept += k[i] > 0;
+    REQUIRE(z[i] == (k[i] > 0 ? x[i] + 1.0f : before[i]));
+  }
+  CHECK(stats->globalStores == kept);
+  // The mask is one expression used twice (load and store predicate): each use
+  // evaluates it, as in the evaluator, so `keep` is read twice.
+  CHECK(stats->globalLoads == 2 * n + kept);
   test::requireMatchesEvaluator(kernel);
 }
