@@ -304,6 +304,7 @@ private:
       return false;
     if (!eval(node.args[0], a) || !eval(node.args[1], a))
       return false;
+    stats_.shuffles += a.count / kWarpSize;
     const Scalar *value = column(node.args[0]), *laneArg = column(node.args[1]);
     Scalar *out = output(node);
     auto mode = static_cast<ShuffleMode>(node.op);
@@ -431,6 +432,7 @@ private:
     const DType dtype = node.type.dtype;
     const size_t T = this->T();
     const bool global = memory->buffer->scope == MemScope::Global;
+    const bool shared = memory->buffer->scope == MemScope::Shared;
     for (int32_t i = 0; i < a.count; ++i) {
       size_t t = static_cast<size_t>(a.ids[i]);
       int64_t first = index[t].i;
@@ -452,6 +454,7 @@ private:
             return raceError(*memory, element, *race, t, "read");
         out[at] = loadElement(memory->data + element * memory->elementBytes, dtype);
         stats_.globalLoads += global;
+        stats_.sharedLoads += shared;
       }
     }
     return true;
@@ -475,6 +478,7 @@ private:
     const DType dtype = memory->buffer->dtype;
     const size_t T = this->T();
     const bool global = memory->buffer->scope == MemScope::Global;
+    const bool shared = memory->buffer->scope == MemScope::Shared;
     for (int32_t i = 0; i < a.count; ++i) {
       size_t t = static_cast<size_t>(a.ids[i]);
       int64_t first = index[t].i;
@@ -492,6 +496,7 @@ private:
           memory->written[static_cast<size_t>(element)] = 1;
         storeElement(memory->data + element * memory->elementBytes, dtype, value[at]);
         stats_.globalStores += global;
+        stats_.sharedStores += shared;
       }
     }
     return true;
@@ -528,6 +533,8 @@ private:
       std::byte *at = memory->data + element * memory->elementBytes;
       storeElement(at, dtype, binaryLane(op, dtype, loadElement(at, dtype), value[t]));
       stats_.globalStores += global;
+      stats_.sharedStores += !global;
+      ++stats_.atomics;
     }
     return true;
   }
@@ -541,6 +548,8 @@ private:
       return raise(fmt::format("block {} ran more than {} statements (SimOptions::"
                                "maxStepsPerBlock): a runaway loop?",
                                blockText(), options_.maxStepsPerBlock));
+    ++stats_.statements;
+    stats_.threadStatements += a.count;
     const SimStmt &node = program_.stmts[static_cast<size_t>(s)];
     switch (node.kind) {
     case StmtKind::Block:

@@ -43,6 +43,8 @@ struct SimOptions {
   /// Stop with an error after this many statement executions per block (a
   /// runaway loop in a broken kernel).
   int64_t maxStepsPerBlock = int64_t{1} << 32;
+  /// The largest block accepted (the launch shape is read by kir::gpuLaunchOf).
+  int64_t maxThreadsPerBlock = 1024;
 };
 
 /// What a run did, for tests and `kiln run --target sim --profile`.
@@ -53,6 +55,12 @@ struct SimStats {
   int64_t barriers = 0;      ///< barrier executions, summed over blocks
   int64_t globalLoads = 0;   ///< active lanes that read global memory
   int64_t globalStores = 0;  ///< active lanes that wrote global memory (atomics included)
+  int64_t sharedLoads = 0;   ///< active lanes that read shared memory
+  int64_t sharedStores = 0;  ///< active lanes that wrote shared memory (atomics included)
+  int64_t atomics = 0;       ///< threads that executed an atomic (global or shared)
+  int64_t shuffles = 0;      ///< warp shuffles, counted once per warp
+  int64_t statements = 0;    ///< statement executions (each for all its active threads)
+  int64_t threadStatements = 0; ///< statement executions times their active threads
 };
 
 /// Runs `kernel` over raw parameter bytes (one span per kernel parameter,

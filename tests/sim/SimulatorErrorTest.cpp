@@ -252,6 +252,22 @@ TEST_CASE("sim errors: bad parameters and kernels that are not GPU kernels", "[s
   std::vector<HostTensor> none;
   CHECK(test::simulationError(kernel, none) == "kernel k: takes 1 buffers, got 0");
 
+  SECTION("a block larger than maxThreadsPerBlock") {
+    auto big = makeBuffer("big", DType::F32, 2048);
+    Kernel huge = gpuKernel("huge", {big}, {1, 1, 1}, {2048, 1, 1}, {}, [&](const GpuCoords &c) {
+      return store(big, c.thread[0], f32(3.0));
+    });
+    std::vector<HostTensor> params{HostTensor(DType::F32, {2048})};
+    auto result = sim::simulateKernel(huge, params);
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().code() == ErrorCode::VerifyError);
+    CHECK_THAT(result.error().message(),
+               Catch::StartsWith("kernel huge: ") && Contains("2048 threads"));
+    sim::SimOptions options;
+    options.maxThreadsPerBlock = 2048;
+    REQUIRE(sim::simulateKernel(huge, params, options).has_value());
+    CHECK(params[0].getDouble(2047) == 3.0);
+  }
   SECTION("a shuffle outside the thread loops") {
     auto v = makeVar("v", Type::scalar(DType::F32)), tx = makeVar("tx");
     Kernel outside{"outside", {a},

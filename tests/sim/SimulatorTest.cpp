@@ -141,6 +141,7 @@ TEST_CASE("sim: warp shuffle reductions (xor and down) and an idx broadcast", "[
     std::vector<HostTensor> params = test::randomTensors(kernel, 9);
     auto stats = sim::simulateKernel(kernel, params);
     REQUIRE(stats.has_value());
+    CHECK(stats->shuffles == 5 * n / 32);
     auto x = params[0].as<float>(), z = params[1].as<float>();
     for (int64_t warp = 0; warp < n / 32; ++warp) {
       std::vector<float> v(x.begin() + warp * 32, x.begin() + warp * 32 + 32);
@@ -212,6 +213,10 @@ TEST_CASE("sim: atomics from every thread of several blocks", "[sim]") {
   std::ranges::fill(params[2].as<int32_t>(), 0);
   auto stats = sim::simulateKernel(kernel, params);
   REQUIRE(stats.has_value());
+  CHECK(stats->atomics == 4 * total + 8 * blocks);
+  CHECK(stats->sharedStores == 8 * blocks + total); // the zero fill and the shared atomics
+  CHECK(stats->sharedLoads == 8 * blocks);
+  CHECK(stats->barriers == 2 * blocks);
   auto c = params[1].as<int64_t>();
   CHECK(c[0] == total);
   CHECK(c[1] == total * (total - 1) / 2);
