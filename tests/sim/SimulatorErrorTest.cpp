@@ -249,6 +249,11 @@ TEST_CASE("sim errors: bad parameters and kernels that are not GPU kernels", "[s
   std::vector<HostTensor> wrongSize{HostTensor(DType::F32, {15})};
   CHECK(test::simulationError(kernel, wrongSize) ==
         "kernel k: parameter a is f32[16], got a tensor f32[15]");
+  std::vector<std::byte> short60(60);
+  std::vector<std::span<std::byte>> raw{short60};
+  auto rawResult = sim::simulateKernel(kernel, std::span<const std::span<std::byte>>(raw));
+  REQUIRE_FALSE(rawResult.has_value());
+  CHECK(rawResult.error().message() == "kernel k: parameter a (f32[16]) needs 64 bytes, got 60");
   std::vector<HostTensor> none;
   CHECK(test::simulationError(kernel, none) == "kernel k: takes 1 buffers, got 0");
 
