@@ -212,8 +212,11 @@ private:
     }
     if (node.type.lanes < 1)
       return fail(fmt::format("an expression has {} lanes", node.type.lanes));
-    node.slot = program_.totalLanes;
-    program_.totalLanes += node.type.lanes;
+    // A variable reference reads the variable's own column: it needs no slot.
+    if (node.kind != ExprKind::VarRef) {
+      node.slot = program_.totalLanes;
+      program_.totalLanes += node.type.lanes;
+    }
     int index = static_cast<int>(program_.exprs.size());
     program_.exprs.push_back(node);
     exprIndex_.emplace(e.get(), index);

@@ -15,7 +15,7 @@ namespace kiln::sim {
 inline constexpr int kNoNode = -1;
 
 /// One expression node. Its value for thread t, lane l lives in the machine's
-/// value table at (slot + l) * threads + t.
+/// value table at (slot + l) * threads + t (a VarRef's in its variable's column).
 struct SimExpr {
   kir::ExprKind kind = kir::ExprKind::IntImm;
   kir::Type type;

@@ -5,7 +5,8 @@
 #include "runtime/sim/SimtMachine.h"
 
 #include "runtime/sim/LaneKernels.h"
-#include "runtime/sim/SharedRaceLog.h"
+#include "runtime/sim/SimMemory.h"
+#include "runtime/sim/SimMessages.h"
 
 #include "ir/kernel/Printer.h"
 #include "ir/kernel/ScalarOps.h"
@@ -48,21 +49,6 @@ struct Active {
   int32_t count;
 };
 
-/// The memory behind one buffer while it is live.
-struct Memory {
-  const Buffer *buffer = nullptr;
-  std::byte *data = nullptr;
-  int64_t size = 0; ///< elements (per thread for local and register buffers)
-  int64_t elementBytes = 1;
-  bool bound = false;
-  bool perThread = false;   ///< local/register: thread t owns [t * size, (t + 1) * size)
-  bool trackWrites = false; ///< report reads of elements nobody wrote
-  bool trackRaces = false;
-  std::vector<std::byte> storage;
-  std::vector<uint8_t> written;
-  SharedRaceLog races;
-};
-
 class SimtMachine {
 public:
   SimtMachine(const Kernel &kernel, const SimProgram &program, const GpuLaunch &launch,
@@ -92,7 +78,7 @@ public:
     memories_.resize(program_.buffers.size());
     for (size_t b = 0; b < program_.buffers.size(); ++b) {
       const SimBuffer &buffer = program_.buffers[b];
-      Memory &memory = memories_[b];
+      SimMemory &memory = memories_[b];
       memory.buffer = buffer.buffer;
       memory.elementBytes = dtypeByteSize(buffer.buffer->dtype);
       if (buffer.param != kNoNode) {
@@ -120,7 +106,7 @@ private:
   std::vector<Scalar> values_;    ///< (slot + lane) * threads + thread
   std::vector<Scalar> varValues_; ///< (offset + lane) * threads + thread
   std::vector<uint8_t> varBound_;
-  std::vector<Memory> memories_;
+  std::vector<SimMemory> memories_;
   std::vector<int32_t> arena_; ///< active-thread lists, a stack
   size_t arenaTop_ = 0;
   std::vector<int64_t> bounds_; ///< per-thread loop bounds, a stack
@@ -143,13 +129,8 @@ private:
     return false;
   }
 
-  std::string threadText(int64_t t) const {
-    int64_t bx = launch_.block[0], by = launch_.block[1];
-    return fmt::format("({},{},{})", t % bx, (t / bx) % by, t / (bx * by));
-  }
-  std::string blockText() const {
-    return fmt::format("({},{},{})", blockCoord_[0], blockCoord_[1], blockCoord_[2]);
-  }
+  std::string threadText(int64_t t) const { return threadCoordText(t, launch_.block); }
+  std::string blockText() const { return coordText(blockCoord_); }
   std::string byThread(int64_t t) const {
     return fmt::format("by block {} thread {}", blockText(), threadText(t));
   }
@@ -304,6 +285,7 @@ private:
       return false;
     if (!eval(node.args[0], a) || !eval(node.args[1], a))
       return false;
+    stats_.shuffles += a.count / kWarpSize;
     const Scalar *value = column(node.args[0]), *laneArg = column(node.args[1]);
     Scalar *out = output(node);
     auto mode = static_cast<ShuffleMode>(node.op);
@@ -325,8 +307,8 @@ private:
 
   // ---- Memory ---------------------------------------------------------------------------------
 
-  Memory *memoryOf(int buffer) {
-    Memory &memory = memories_[static_cast<size_t>(buffer)];
+  SimMemory *memoryOf(int buffer) {
+    SimMemory &memory = memories_[static_cast<size_t>(buffer)];
     if (!memory.bound) {
       raise(fmt::format("buffer {} is neither a parameter nor allocated here",
                         memory.buffer->name));
@@ -335,24 +317,18 @@ private:
     return &memory;
   }
 
-  bool outOfBounds(const Memory &memory, int64_t first, int lane, int lanes,
+  bool outOfBounds(const SimMemory &memory, int64_t first, int lane, int lanes,
                    std::string_view access, int64_t thread) {
-    const Buffer &buffer = *memory.buffer;
-    __int128 index = static_cast<__int128>(first) + lane;
-    std::string elementText = index <= std::numeric_limits<int64_t>::max()
-                                  ? fmt::format("{}", static_cast<int64_t>(index))
-                                  : fmt::format("{} + {}", first, lane);
-    std::string vector =
-        lanes > 1 ? fmt::format("; {}-lane access at {}[{}]", lanes, buffer.name, first) : "";
-    return raise(fmt::format("out-of-bounds {} {}[{}] ({} has {} elements{}) {}", access,
-                             buffer.name, elementText, buffer.name, memory.size, vector,
+    return raise(fmt::format("{} {}",
+                             outOfBoundsText(access, memory.buffer->name, memory.size, first,
+                                             lane, lanes),
                              byThread(thread)));
   }
 
   /// Checks that thread `t`'s access of `lanes` elements at `first` with
   /// `mask` is in bounds and, for vector accesses of global and shared memory,
   /// aligned to its lane count.
-  bool checkAccess(const Memory &memory, int64_t first, int lanes, const Scalar *mask,
+  bool checkAccess(const SimMemory &memory, int64_t first, int lanes, const Scalar *mask,
                    bool wideMask, size_t t, std::string_view access) {
     bool anyActive = false;
     for (int l = 0; l < lanes; ++l) {
@@ -371,44 +347,19 @@ private:
     return true;
   }
 
-  int64_t elementOf(const Memory &memory, size_t t, int64_t index) const {
+  int64_t elementOf(const SimMemory &memory, size_t t, int64_t index) const {
     return memory.perThread ? static_cast<int64_t>(t) * memory.size + index : index;
   }
 
-  bool raceError(const Memory &memory, int64_t element, const SharedRace &race, size_t t,
+  bool raceError(const SimMemory &memory, int64_t element, const SharedRace &race, size_t t,
                  std::string_view access) {
-    std::string name = fmt::format("{}[{}]", memory.buffer->name, element);
-    std::string me = threadText(static_cast<int64_t>(t));
-    std::string other = threadText(race.otherThread);
-    std::string text;
-    switch (race.kind) {
-    case RaceKind::WriteWrite:
-      text = fmt::format("write/write race on shared {} in block {}: threads {} and {} both "
-                         "write it",
-                         name, blockText(), other, me);
-      break;
-    case RaceKind::ReadWrite:
-      text = race.otherWrote
-                 ? fmt::format("read/write race on shared {} in block {}: thread {} writes it "
-                               "and thread {} {}s it",
-                               name, blockText(), other, me, access)
-                 : fmt::format("read/write race on shared {} in block {}: thread {} reads it "
-                               "and thread {} {}s it",
-                               name, blockText(), other, me, access);
-      break;
-    case RaceKind::AtomicPlain:
-      text = fmt::format("{} race on shared {} in block {}: thread {} {} it and thread {} {}s it",
-                         race.otherWrote || access != "read" ? "write/write" : "read/write",
-                         name, blockText(), other,
-                         race.otherWrote ? "writes" : "reads or updates atomically", me,
-                         access == "atomic" ? "update" : access);
-      break;
-    }
-    return raise(text + " with no barrier between");
+    return raise(raceText(memory.buffer->name, element, race, access,
+                          threadText(static_cast<int64_t>(t)), threadText(race.otherThread),
+                          blockText()));
   }
 
   bool load(const SimExpr &node, Active a) {
-    Memory *memory = memoryOf(node.buffer);
+    SimMemory *memory = memoryOf(node.buffer);
     if (!memory || !eval(node.args[0], a))
       return false;
     const Scalar *mask = nullptr;
@@ -425,6 +376,7 @@ private:
     const DType dtype = node.type.dtype;
     const size_t T = this->T();
     const bool global = memory->buffer->scope == MemScope::Global;
+    const bool shared = memory->buffer->scope == MemScope::Shared;
     for (int32_t i = 0; i < a.count; ++i) {
       size_t t = static_cast<size_t>(a.ids[i]);
       int64_t first = index[t].i;
@@ -446,13 +398,14 @@ private:
             return raceError(*memory, element, *race, t, "read");
         out[at] = loadElement(memory->data + element * memory->elementBytes, dtype);
         stats_.globalLoads += global;
+        stats_.sharedLoads += shared;
       }
     }
     return true;
   }
 
   bool store(const SimStmt &node, Active a) {
-    Memory *memory = memoryOf(node.buffer);
+    SimMemory *memory = memoryOf(node.buffer);
     if (!memory || !eval(node.exprs[0], a) || !eval(node.exprs[1], a))
       return false;
     const Scalar *mask = nullptr;
@@ -469,6 +422,7 @@ private:
     const DType dtype = memory->buffer->dtype;
     const size_t T = this->T();
     const bool global = memory->buffer->scope == MemScope::Global;
+    const bool shared = memory->buffer->scope == MemScope::Shared;
     for (int32_t i = 0; i < a.count; ++i) {
       size_t t = static_cast<size_t>(a.ids[i]);
       int64_t first = index[t].i;
@@ -486,13 +440,14 @@ private:
           memory->written[static_cast<size_t>(element)] = 1;
         storeElement(memory->data + element * memory->elementBytes, dtype, value[at]);
         stats_.globalStores += global;
+        stats_.sharedStores += shared;
       }
     }
     return true;
   }
 
   bool atomic(const SimStmt &node, Active a) {
-    Memory *memory = memoryOf(node.buffer);
+    SimMemory *memory = memoryOf(node.buffer);
     if (!memory || !eval(node.exprs[0], a) || !eval(node.exprs[1], a))
       return false;
     const Scalar *index = column(node.exprs[0]);
@@ -522,6 +477,8 @@ private:
       std::byte *at = memory->data + element * memory->elementBytes;
       storeElement(at, dtype, binaryLane(op, dtype, loadElement(at, dtype), value[t]));
       stats_.globalStores += global;
+      stats_.sharedStores += !global;
+      ++stats_.atomics;
     }
     return true;
   }
@@ -535,6 +492,8 @@ private:
       return raise(fmt::format("block {} ran more than {} statements (SimOptions::"
                                "maxStepsPerBlock): a runaway loop?",
                                blockText(), options_.maxStepsPerBlock));
+    ++stats_.statements;
+    stats_.threadStatements += a.count;
     const SimStmt &node = program_.stmts[static_cast<size_t>(s)];
     switch (node.kind) {
     case StmtKind::Block:
@@ -614,6 +573,11 @@ private:
       steps_ = 0;
       ++epoch_;
       ++stats_.blocks;
+      // Shared memory is per block wherever its allocation sits (even around
+      // the block loops): each block starts with it poisoned and unwritten.
+      for (SimMemory &memory : memories_)
+        if (memory.bound && memory.buffer->scope == MemScope::Shared)
+          resetAllocation(memory);
     }
     int64_t bx = launch_.block[0], by = launch_.block[1];
     bool ok = bind(node.var, nullptr, a, [&](Scalar *storage) {
@@ -736,7 +700,7 @@ private:
   }
 
   bool allocate(const SimStmt &node, Active a) {
-    Memory &memory = memories_[static_cast<size_t>(node.buffer)];
+    SimMemory &memory = memories_[static_cast<size_t>(node.buffer)];
     const Buffer &buffer = *memory.buffer;
     if (memory.bound)
       return raise(fmt::format("buffer {} is allocated again inside its own allocation",
@@ -751,13 +715,10 @@ private:
                    ErrorCode::OutOfMemory);
     size_t elements = static_cast<size_t>(buffer.size * copies);
     try {
-      // Poison: NaN for floats, -1 for integers; reads of unwritten elements are
-      // reported anyway, this only makes a missed report visible.
-      memory.storage.assign(elements * static_cast<size_t>(memory.elementBytes), std::byte{0xFF});
-      memory.written.assign(elements, 0);
       memory.trackRaces = shared && options_.checkSharedRaces;
-      if (memory.trackRaces)
-        memory.races.reset(buffer.size);
+      memory.storage.resize(elements * static_cast<size_t>(memory.elementBytes));
+      memory.written.resize(elements);
+      resetAllocation(memory);
     } catch (const std::bad_alloc &) {
       return raise(fmt::format("allocation {}: out of memory for {}[{}]", buffer.name,
                                dtypeName(buffer.dtype), buffer.size),

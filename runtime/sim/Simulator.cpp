@@ -40,7 +40,7 @@ Expected<SimStats> simulateKernel(const kir::Kernel &kernel,
       return kernelError(kernel, ErrorCode::VerifyError,
                          fmt::format("parameter {} is not a global buffer", buffer.name));
   }
-  auto launch = kir::gpuLaunchOf(kernel);
+  auto launch = kir::gpuLaunchOf(kernel, options.maxThreadsPerBlock);
   if (!launch)
     return kernelError(kernel, launch.error().code(),
                        fmt::format("not a GPU kernel the simulator can run: {}",

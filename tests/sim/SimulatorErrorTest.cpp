@@ -71,9 +71,68 @@ TEST_CASE("sim errors: write/write races and atomics against plain accesses", "[
                   store(out, c.thread[0], load(s, index(1)))});
     });
     std::vector<HostTensor> params = test::randomTensors(kernel, 1);
-    std::string message = test::simulationError(kernel, params);
-    CHECK_THAT(message, Contains("kernel ar: ") && Contains("race on shared flag[1] in block (0,0,0)"));
+    CHECK(test::simulationError(kernel, params) ==
+          "kernel ar: read/write race on shared flag[1] in block (0,0,0): thread (1,0,0) updates "
+          "it atomically and thread (0,0,0) reads it with no barrier between");
   }
+  SECTION("a read, then a write by another thread") {
+    Kernel kernel = gpuKernel("rw", {out}, {1, 1, 1}, {64, 1, 1}, {s}, [&](const GpuCoords &c) {
+      ExprPtr t = c.thread[0];
+      return seq({ifThen(lt(t, index(4)), store(s, t, i32(0))), barrier(),
+                  ifThen(eq(t, index(9)), store(out, t, load(s, index(3)))),
+                  ifThen(eq(t, index(3)), store(s, index(3), i32(5)))});
+    });
+    std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+    CHECK(test::simulationError(kernel, params) ==
+          "kernel rw: read/write race on shared flag[3] in block (0,0,0): thread (9,0,0) reads it "
+          "and thread (3,0,0) writes it with no barrier between");
+  }
+  SECTION("atomics do not race with each other, and one thread may read its own write") {
+    Kernel kernel = gpuKernel("ok", {out}, {2, 1, 1}, {64, 1, 1}, {s}, [&](const GpuCoords &c) {
+      ExprPtr t = c.thread[0];
+      return seq({ifThen(lt(t, index(4)), store(s, t, i32(0))),
+                  ifThen(lt(t, index(4)), store(out, t, load(s, t))), barrier(),
+                  atomic(AtomicOp::Add, s, index(1), i32(1)),
+                  atomic(AtomicOp::Max, s, index(2), cast(t, Type::scalar(DType::I32))), barrier(),
+                  store(out, t, add(load(s, index(1)), load(s, index(2))))});
+    });
+    std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+    REQUIRE(sim::simulateKernel(kernel, params).has_value());
+    for (int32_t v : params[0].as<int32_t>())
+      CHECK(v == 64 + 63);
+  }
+}
+
+TEST_CASE("sim errors: shared memory is fresh in every block", "[sim]") {
+  // The allocation sits around the block loop: block 1 still may not read what block 0 wrote.
+  auto out = makeBuffer("out", DType::F32, 64);
+  auto s = makeBuffer("tile", DType::F32, 32, MemScope::Shared);
+  auto bx = makeVar("bx"), tx = makeVar("tx");
+  ExprPtr t = kir::ref(tx);
+  StmtPtr body = seq({ifThen(eq(kir::ref(bx), index(0)), store(s, t, f32(1.0))), barrier(),
+                      store(out, add(mul(kir::ref(bx), index(32)), t), load(s, t))});
+  Kernel kernel{"fresh", {out},
+                allocate(s, forRange(bx, 2, ForKind::BlockX, forRange(tx, 32, ForKind::ThreadX, body)))};
+  std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+  CHECK(test::simulationError(kernel, params) ==
+        "kernel fresh: read of shared tile[0], which no thread has written, by block (1,0,0) "
+        "thread (0,0,0)");
+  for (size_t i = 0; i < 32; ++i)
+    CHECK(params[0].as<float>()[i] == 1.0f); // block 0 ran
+}
+
+TEST_CASE("sim errors: a read of a register the thread never wrote", "[sim]") {
+  auto out = makeBuffer("out", DType::F32, 64);
+  auto acc = makeBuffer("acc", DType::F32, 2, MemScope::Register);
+  Kernel kernel = gpuKernel("noinit", {out}, {1, 1, 1}, {64, 1, 1}, {}, [&](const GpuCoords &c) {
+    ExprPtr t = c.thread[0];
+    return allocate(acc, seq({ifThen(ne(t, index(5)), store(acc, index(1), f32(0.0))),
+                              store(out, t, load(acc, index(1)))}));
+  });
+  std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+  CHECK(test::simulationError(kernel, params) ==
+        "kernel noinit: read of register acc[1], which no thread has written, by block (0,0,0) "
+        "thread (5,0,0)");
 }
 
 TEST_CASE("sim errors: an out-of-bounds global store", "[sim]") {
@@ -190,9 +249,41 @@ TEST_CASE("sim errors: bad parameters and kernels that are not GPU kernels", "[s
   std::vector<HostTensor> wrongSize{HostTensor(DType::F32, {15})};
   CHECK(test::simulationError(kernel, wrongSize) ==
         "kernel k: parameter a is f32[16], got a tensor f32[15]");
+  std::vector<std::byte> short60(60);
+  std::vector<std::span<std::byte>> raw{short60};
+  auto rawResult = sim::simulateKernel(kernel, std::span<const std::span<std::byte>>(raw));
+  REQUIRE_FALSE(rawResult.has_value());
+  CHECK(rawResult.error().message() == "kernel k: parameter a (f32[16]) needs 64 bytes, got 60");
   std::vector<HostTensor> none;
   CHECK(test::simulationError(kernel, none) == "kernel k: takes 1 buffers, got 0");
 
+  SECTION("a block larger than maxThreadsPerBlock") {
+    auto big = makeBuffer("big", DType::F32, 2048);
+    Kernel huge = gpuKernel("huge", {big}, {1, 1, 1}, {2048, 1, 1}, {}, [&](const GpuCoords &c) {
+      return store(big, c.thread[0], f32(3.0));
+    });
+    std::vector<HostTensor> params{HostTensor(DType::F32, {2048})};
+    auto result = sim::simulateKernel(huge, params);
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().code() == ErrorCode::VerifyError);
+    CHECK_THAT(result.error().message(),
+               Catch::StartsWith("kernel huge: ") && Contains("2048 threads"));
+    sim::SimOptions options;
+    options.maxThreadsPerBlock = 2048;
+    REQUIRE(sim::simulateKernel(huge, params, options).has_value());
+    CHECK(params[0].getDouble(2047) == 3.0);
+  }
+  SECTION("a shuffle outside the thread loops") {
+    auto v = makeVar("v", Type::scalar(DType::F32)), tx = makeVar("tx");
+    Kernel outside{"outside", {a},
+                   let(v, shuffle(ShuffleMode::Xor, f32(1.0), i32(1)),
+                       forRange(tx, 16, ForKind::ThreadX, store(a, kir::ref(tx), kir::ref(v))))};
+    std::vector<HostTensor> params{HostTensor(DType::F32, {16})};
+    auto result = sim::simulateKernel(outside, params);
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().code() == ErrorCode::VerifyError);
+    CHECK(result.error().message() == "kernel outside: a warp shuffle outside the thread loops");
+  }
   auto i = makeVar("i");
   Kernel host{"host", {a}, forRange(i, 16, ForKind::Serial, store(a, kir::ref(i), f32(0.0)))};
   std::vector<HostTensor> params{HostTensor(DType::F32, {16})};

@@ -141,6 +141,7 @@ TEST_CASE("sim: warp shuffle reductions (xor and down) and an idx broadcast", "[
     std::vector<HostTensor> params = test::randomTensors(kernel, 9);
     auto stats = sim::simulateKernel(kernel, params);
     REQUIRE(stats.has_value());
+    CHECK(stats->shuffles == 5 * n / 32);
     auto x = params[0].as<float>(), z = params[1].as<float>();
     for (int64_t warp = 0; warp < n / 32; ++warp) {
       std::vector<float> v(x.begin() + warp * 32, x.begin() + warp * 32 + 32);
@@ -159,8 +160,8 @@ TEST_CASE("sim: warp shuffle reductions (xor and down) and an idx broadcast", "[
         CHECK(v[31] == v[0]);
     }
   }
-  SECTION("idx broadcasts one lane and rotates by a per-thread lane") {
-    auto in = makeBuffer("in", DType::I32, n), out = makeBuffer("out", DType::I32, 2 * n);
+  SECTION("idx broadcasts one lane and rotates by a per-thread lane; up shifts") {
+    auto in = makeBuffer("in", DType::I32, n), out = makeBuffer("out", DType::I32, 3 * n);
     Kernel kernel = gpuKernel(
         "warp_bcast", {in, out}, {blocks, 1, 1}, {threads, 1, 1}, {}, [&](const GpuCoords &c) {
           auto i = makeVar("i");
@@ -171,7 +172,9 @@ TEST_CASE("sim: warp shuffle reductions (xor and down) and an idx broadcast", "[
                      let(v, load(in, kir::ref(i)),
                          seq({store(out, kir::ref(i), shuffle(ShuffleMode::Idx, kir::ref(v), i32(37))),
                               store(out, add(kir::ref(i), index(n)),
-                                    shuffle(ShuffleMode::Idx, kir::ref(v), nextLane))})));
+                                    shuffle(ShuffleMode::Idx, kir::ref(v), nextLane)),
+                              store(out, add(kir::ref(i), index(2 * n)),
+                                    shuffle(ShuffleMode::Up, kir::ref(v), i32(3)))})));
         });
     std::vector<HostTensor> params = test::randomTensors(kernel, 4);
     REQUIRE(sim::simulateKernel(kernel, params).has_value());
@@ -180,6 +183,8 @@ TEST_CASE("sim: warp shuffle reductions (xor and down) and an idx broadcast", "[
       int64_t warpBase = t / 32 * 32;
       REQUIRE(z[static_cast<size_t>(t)] == x[static_cast<size_t>(warpBase + 5)]); // 37 & 31
       REQUIRE(z[static_cast<size_t>(n + t)] == x[static_cast<size_t>(warpBase + (t + 1) % 32)]);
+      int64_t lane = t % 32; // below lane 0 a thread keeps its own value
+      REQUIRE(z[static_cast<size_t>(2 * n + t)] == x[static_cast<size_t>(lane >= 3 ? t - 3 : t)]);
     }
   }
 }
@@ -189,9 +194,11 @@ TEST_CASE("sim: atomics from every thread of several blocks", "[sim]") {
   auto counters = makeBuffer("counters", DType::I64, 3);
   auto hist = makeBuffer("hist", DType::I32, 8);
   auto in = makeBuffer("in", DType::I32, total);
+  auto floatSum = makeBuffer("float_sum", DType::F32, 1);
+  auto smallest = makeBuffer("smallest", DType::I32, 1);
   auto local = makeBuffer("local_hist", DType::I32, 8, MemScope::Shared);
   Kernel kernel = gpuKernel(
-      "atomics", {in, counters, hist}, {blocks, 1, 1}, {threads, 1, 1}, {local},
+      "atomics", {in, counters, hist, floatSum, smallest}, {blocks, 1, 1}, {threads, 1, 1}, {local},
       [&](const GpuCoords &c) {
         auto i = makeVar("i");
         ExprPtr t = c.thread[0];
@@ -200,7 +207,10 @@ TEST_CASE("sim: atomics from every thread of several blocks", "[sim]") {
         bucket = select(lt(bucket, index(0)), add(bucket, index(8)), bucket);
         return let(
             i, globalX(c, threads),
-            seq({atomic(AtomicOp::Add, counters, index(0), intImm(1, Type::index())),
+            seq({atomic(AtomicOp::Add, floatSum, index(0),
+                        div(cast(load(in, kir::ref(i)), Type::scalar(DType::F32)), f32(7.0))),
+                 atomic(AtomicOp::Min, smallest, index(0), load(in, kir::ref(i))),
+                 atomic(AtomicOp::Add, counters, index(0), intImm(1, Type::index())),
                  atomic(AtomicOp::Add, counters, index(1), kir::ref(i)),
                  atomic(AtomicOp::Max, counters, index(2), kir::ref(i)),
                  ifThen(lt(t, index(8)), store(local, t, i32(0))), barrier(),
@@ -210,8 +220,14 @@ TEST_CASE("sim: atomics from every thread of several blocks", "[sim]") {
   std::vector<HostTensor> params = test::randomTensors(kernel, 21);
   std::ranges::fill(params[1].as<int64_t>(), 0);
   std::ranges::fill(params[2].as<int32_t>(), 0);
+  params[3].as<float>()[0] = 0.0f;
+  params[4].as<int32_t>()[0] = 1 << 30;
   auto stats = sim::simulateKernel(kernel, params);
   REQUIRE(stats.has_value());
+  CHECK(stats->atomics == 6 * total + 8 * blocks);
+  CHECK(stats->sharedStores == 8 * blocks + total); // the zero fill and the shared atomics
+  CHECK(stats->sharedLoads == 8 * blocks);
+  CHECK(stats->barriers == 2 * blocks);
   auto c = params[1].as<int64_t>();
   CHECK(c[0] == total);
   CHECK(c[1] == total * (total - 1) / 2);
@@ -221,6 +237,15 @@ TEST_CASE("sim: atomics from every thread of several blocks", "[sim]") {
     ++expected[static_cast<size_t>(((v % 8) + 8) % 8)];
   auto h = params[2].as<int32_t>();
   CHECK(std::vector<int32_t>(h.begin(), h.end()) == expected);
+  // Float atomics land in linear thread order, blocks in order: the sum is exact.
+  float sum = 0.0f;
+  int32_t least = 1 << 30;
+  for (int32_t v : params[0].as<int32_t>()) {
+    sum += static_cast<float>(v) / 7.0f;
+    least = std::min(least, v);
+  }
+  CHECK(params[3].as<float>()[0] == sum);
+  CHECK(params[4].as<int32_t>()[0] == least);
 }
 
 TEST_CASE("sim: thread.y/thread.z and block.y layouts", "[sim]") {
@@ -257,6 +282,9 @@ TEST_CASE("sim: per-thread loops with different trip counts and a register accum
           "[sim]") {
   const int64_t threads = 40, blocks = 3, width = 7;
   const int64_t n = threads * blocks;
+  // Every host loop kind runs serially inside a thread.
+  ForKind kind = GENERATE(ForKind::Serial, ForKind::Unrolled, ForKind::Vectorized,
+                          ForKind::Parallel);
   auto in = makeBuffer("in", DType::F32, n * width), out = makeBuffer("out", DType::F32, n);
   auto acc = makeBuffer("acc", DType::F32, 1, MemScope::Register);
   Kernel kernel = gpuKernel(
@@ -267,7 +295,7 @@ TEST_CASE("sim: per-thread loops with different trip counts and a register accum
         return let(
             i, globalX(c, threads),
             allocate(acc, seq({store(acc, index(0), f32(0.0)),
-                               forLoop(k, begin, extent, ForKind::Serial,
+                               forLoop(k, begin, extent, kind,
                                        store(acc, index(0),
                                              add(load(acc, index(0)),
                                                  load(in, add(mul(kir::ref(i), index(width)),
@@ -334,5 +362,34 @@ TEST_CASE("sim: f16 and bf16 buffers through casts", "[sim]") {
     REQUIRE(params[1].getDouble(i) == roundToDType(y, DType::BF16));
     REQUIRE(params[2].getDouble(i) == roundToDType(y, DType::F16));
   }
+  test::requireMatchesEvaluator(kernel);
+}
+
+TEST_CASE("sim: per-lane predicated vector loads and stores", "[sim]") {
+  const int64_t threads = 32, blocks = 3, n = 4 * threads * blocks;
+  auto a = makeBuffer("a", DType::F32, n), keep = makeBuffer("keep", DType::F32, n);
+  auto out = makeBuffer("out", DType::F32, n);
+  Kernel kernel = gpuKernel(
+      "masked", {a, keep, out}, {blocks, 1, 1}, {threads, 1, 1}, {}, [&](const GpuCoords &c) {
+        auto i = makeVar("i");
+        ExprPtr mask = gt(load(keep, kir::ref(i), 4), broadcast(f32(0.0), 4));
+        ExprPtr x = load(a, kir::ref(i), 4, mask);
+        return let(i, mul(globalX(c, threads), index(4)),
+                   store(out, kir::ref(i), add(x, broadcast(f32(1.0), 4)), mask));
+      });
+  std::vector<HostTensor> params = test::randomTensors(kernel, 14);
+  std::vector<float> before(params[2].as<float>().begin(), params[2].as<float>().end());
+  auto stats = sim::simulateKernel(kernel, params);
+  REQUIRE(stats.has_value());
+  auto x = params[0].as<float>(), k = params[1].as<float>(), z = params[2].as<float>();
+  int64_t kept = 0;
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+    kept += k[i] > 0;
+    REQUIRE(z[i] == (k[i] > 0 ? x[i] + 1.0f : before[i]));
+  }
+  CHECK(stats->globalStores == kept);
+  // The mask is one expression used twice (load and store predicate): each use
+  // evaluates it, as in the evaluator, so `keep` is read twice.
+  CHECK(stats->globalLoads == 2 * n + kept);
   test::requireMatchesEvaluator(kernel);
 }
