@@ -2,6 +2,8 @@
 // the host. Its members are split by concern over KernelToLlvm.cpp (functions,
 // types, runtime declarations), KernelStmtToLlvm.cpp (statements and parallel
 // outlining), KernelExprToLlvm.cpp (expressions) and KernelCastToLlvm.cpp (casts).
+// The NVPTX emitter (NvptxEmitter.h) derives from it and overrides the virtual
+// members where a GPU differs, so both backends share one expression semantics.
 #pragma once
 
 #include "codegen/Target.h"
@@ -21,12 +23,18 @@ namespace kiln::codegen::host {
 class KernelEmitter {
 public:
   KernelEmitter(llvm::Module &module, const CpuTarget &target);
+  virtual ~KernelEmitter() = default;
 
   /// Defines `void @<kernel.name>(ptr %args)` and the internal functions its
   /// parallel loops are outlined into.
-  Expected<void> emitKernel(const kir::Kernel &kernel);
+  virtual Expected<void> emitKernel(const kir::Kernel &kernel);
 
-private:
+protected:
+  /// For a derived backend: no CPU target (the host-only members that read it,
+  /// function attributes and vectorize widths, must not be reached), and the
+  /// backend's name for error messages.
+  KernelEmitter(llvm::Module &module, std::string backendName, bool nativeHalf);
+
   /// What belongs to the LLVM function being emitted (the kernel, or the
   /// outlined body of a parallel loop).
   struct FunctionState {
@@ -61,7 +69,7 @@ private:
 
   // ---- KernelStmtToLlvm.cpp
   Expected<void> emitStmt(const kir::Stmt &stmt);
-  Expected<void> emitFor(const kir::For &loop);
+  virtual Expected<void> emitFor(const kir::For &loop);
   /// A plain counted loop binding loop.var to [begin, end); `loopProperties`
   /// (may be empty) become the back edge's llvm.loop metadata.
   Expected<void> emitCountedLoop(const kir::For &loop, llvm::Value *begin, llvm::Value *end,
@@ -69,7 +77,13 @@ private:
   Expected<void> emitParallelFor(const kir::For &loop);
   Expected<void> emitLet(const kir::Let &let);
   Expected<void> emitIf(const kir::If &branch);
-  Expected<void> emitAllocate(const kir::Allocate &allocate);
+  virtual Expected<void> emitAllocate(const kir::Allocate &allocate);
+  /// GPU statements and expressions: the host has none (these fail).
+  virtual Expected<void> emitBarrier(const kir::Barrier &barrier);
+  virtual Expected<void> emitAtomic(const kir::Atomic &atomic);
+  virtual Expected<llvm::Value *> emitShuffle(const kir::Shuffle &shuffle);
+  /// The alignment of a `lanes`-element access to `buffer`.
+  virtual llvm::Align accessAlignment(const kir::Buffer &buffer, int lanes);
   Expected<void> emitStore(const kir::Store &store);
   std::vector<llvm::Metadata *> vectorizeProperties(const kir::For &loop);
 
@@ -83,6 +97,9 @@ private:
                                             llvm::Value *a, llvm::Value *b);
   Expected<llvm::Value *> emitLoad(const kir::Load &load);
   Expected<llvm::Value *> emitCall(const kir::Call &call);
+  /// The math function `fn` on already emitted, type-checked arguments.
+  virtual Expected<llvm::Value *> emitMath(kir::Intrinsic fn, kir::Type type,
+                                           std::vector<llvm::Value *> args);
   /// The address of element `index` of `buffer` in the current function.
   Expected<llvm::Value *> elementPointer(const kir::Buffer &buffer, const kir::Expr &index);
   /// The lane mask for a predicated vector access: the predicate, splat when scalar.
@@ -96,14 +113,15 @@ private:
   // ---- KernelCastToLlvm.cpp
   Expected<llvm::Value *> emitCast(llvm::Value *value, kir::Type from, kir::Type to);
   /// Widens a narrow float (f16, bf16, f8) held as its bits to f32: exact.
-  llvm::Value *decodeNarrowFloat(llvm::Value *bits, DType dtype, int lanes);
+  virtual llvm::Value *decodeNarrowFloat(llvm::Value *bits, DType dtype, int lanes);
   /// Rounds an f32 or f64 value to a narrow float's bits, once, to nearest even.
-  llvm::Value *encodeNarrowFloat(llvm::Value *value, DType from, DType to, int lanes);
+  virtual llvm::Value *encodeNarrowFloat(llvm::Value *value, DType from, DType to, int lanes);
 
   llvm::Module &module_;
   llvm::LLVMContext &context_;
   llvm::IRBuilder<> builder_;
-  const CpuTarget &target_;
+  const CpuTarget *target_; ///< nullptr in a derived GPU emitter
+  std::string backendName_;
   bool nativeHalf_;
   const kir::Kernel *kernel_ = nullptr;
   FunctionState fn_;

@@ -79,11 +79,19 @@ Expected<llvm::Value *> KernelEmitter::emitExpr(const kir::Expr &expr) {
       return value;
     return builder_.CreateVectorSplat(broadcast.type().lanes, value);
   }
-  case kir::ExprKind::Shuffle:
-    return fail(ErrorCode::Unsupported,
-                "the host backend has no warp shuffle: it belongs to GPU kernels");
+  case kir::ExprKind::Shuffle: return emitShuffle(*as<kir::Shuffle>(expr));
   }
   KILN_UNREACHABLE("expression kind");
+}
+
+Expected<llvm::Value *> KernelEmitter::emitShuffle(const kir::Shuffle &) {
+  return fail(ErrorCode::Unsupported,
+              "the host backend has no warp shuffle: it belongs to GPU kernels");
+}
+
+llvm::Align KernelEmitter::accessAlignment(const kir::Buffer &buffer, int) {
+  // The host's vector accesses may start at any element.
+  return llvm::Align(dtypeByteSize(buffer.dtype));
 }
 
 Expected<llvm::Value *> KernelEmitter::emitConstant(const kir::Expr &expr) {
@@ -259,7 +267,7 @@ Expected<llvm::Value *> KernelEmitter::emitLoad(const kir::Load &load) {
   kir::Type type = load.type();
   llvm::Type *element = memoryType(type.dtype);
   llvm::Type *loaded = type.lanes > 1 ? llvm::FixedVectorType::get(element, type.lanes) : element;
-  llvm::Align align(dtypeByteSize(type.dtype));
+  llvm::Align align = accessAlignment(*load.buffer, type.lanes);
   if (!load.predicate) {
     KILN_TRY(llvm::Value * pointer, elementPointer(*load.buffer, *load.index));
     return fromMemory(builder_.CreateAlignedLoad(loaded, pointer, align), type);
@@ -326,6 +334,13 @@ Expected<llvm::Value *> KernelEmitter::emitCall(const kir::Call &call) {
     KILN_TRY(llvm::Value * value, emitExpr(*arg));
     args.push_back(value);
   }
+  return emitMath(call.fn, type, std::move(args));
+}
+
+Expected<llvm::Value *> KernelEmitter::emitMath(kir::Intrinsic fn, kir::Type type,
+                                                std::vector<llvm::Value *> args) {
+  using kir::Intrinsic;
+  bool isFloat = isWideFloat(type.dtype);
   llvm::Type *llvmType = registerType(type);
   auto intrinsic = [&](llvm::Intrinsic::ID id) -> llvm::Value * {
     return builder_.CreateIntrinsic(id, {llvmType}, args);
@@ -338,7 +353,7 @@ Expected<llvm::Value *> KernelEmitter::emitCall(const kir::Call &call) {
         declareRuntimeFunction(isF32 ? f32Name : f64Name, scalar, {scalar}, /*pure=*/true);
     return callPerLane(function, args[0], type.lanes);
   };
-  switch (call.fn) {
+  switch (fn) {
   case Intrinsic::Exp: return intrinsic(llvm::Intrinsic::exp);
   case Intrinsic::Log: return intrinsic(llvm::Intrinsic::log);
   case Intrinsic::Sqrt: return intrinsic(llvm::Intrinsic::sqrt);

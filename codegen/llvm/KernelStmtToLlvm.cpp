@@ -192,17 +192,23 @@ Expected<void> KernelEmitter::emitStmt(const kir::Stmt &stmt) {
     (void)ignored;
     return {};
   }
-  case kir::StmtKind::Barrier:
-  case kir::StmtKind::Atomic:
-    return fail(ErrorCode::Unsupported,
-                fmt::format("the host backend has no {}: it belongs to GPU kernels",
-                            stmt.kind() == kir::StmtKind::Barrier ? "barrier" : "atomic"));
+  case kir::StmtKind::Barrier: return emitBarrier(*as<kir::Barrier>(stmt));
+  case kir::StmtKind::Atomic: return emitAtomic(*as<kir::Atomic>(stmt));
   }
   KILN_UNREACHABLE("statement kind");
 }
 
+Expected<void> KernelEmitter::emitBarrier(const kir::Barrier &) {
+  return fail(ErrorCode::Unsupported, "the host backend has no barrier: it belongs to GPU kernels");
+}
+
+Expected<void> KernelEmitter::emitAtomic(const kir::Atomic &) {
+  return fail(ErrorCode::Unsupported, "the host backend has no atomic: it belongs to GPU kernels");
+}
+
 std::vector<llvm::Metadata *> KernelEmitter::vectorizeProperties(const kir::For &loop) {
-  int registerBytes = std::max(16, target_.vectorBits / 8);
+  KILN_CHECK(target_, "vectorize widths without a CPU target");
+  int registerBytes = std::max(16, target_->vectorBits / 8);
   int width = std::max(2, registerBytes / widestDataBytes(*loop.body));
   // Without unroll.disable, O3 fully unrolls short constant-trip loops before
   // the loop vectorizer runs, and SLP cannot vectorize the copies without
@@ -429,7 +435,7 @@ Expected<void> KernelEmitter::emitStore(const kir::Store &store) {
     return fail(ErrorCode::VerifyError,
                 fmt::format("store of {} into {} buffer '{}'", dtypeName(type.dtype),
                             dtypeName(buffer.dtype), buffer.name));
-  llvm::Align align(dtypeByteSize(buffer.dtype));
+  llvm::Align align = accessAlignment(buffer, type.lanes);
   auto write = [&]() -> Expected<void> {
     KILN_TRY(llvm::Value * pointer, elementPointer(buffer, *store.index));
     KILN_TRY(llvm::Value * value, emitExpr(*store.value));

@@ -36,11 +36,16 @@ bool isNarrowFloat(DType dtype) {
 
 KernelEmitter::KernelEmitter(llvm::Module &module, const CpuTarget &target)
     : module_(module), context_(module.getContext()), builder_(module.getContext()),
-      target_(target), nativeHalf_(hasNativeHalfConversions(target)) {}
+      target_(&target), backendName_("host backend"),
+      nativeHalf_(hasNativeHalfConversions(target)) {}
+
+KernelEmitter::KernelEmitter(llvm::Module &module, std::string backendName, bool nativeHalf)
+    : module_(module), context_(module.getContext()), builder_(module.getContext()),
+      target_(nullptr), backendName_(std::move(backendName)), nativeHalf_(nativeHalf) {}
 
 Error KernelEmitter::error(ErrorCode code, const std::string &message) const {
-  return Error(
-      code, fmt::format("host backend: kernel '{}': {}", kernel_ ? kernel_->name : "?", message));
+  return Error(code, fmt::format("{}: kernel '{}': {}", backendName_,
+                                 kernel_ ? kernel_->name : "?", message));
 }
 
 llvm::Type *KernelEmitter::registerType(kir::Type type) {
@@ -72,9 +77,10 @@ llvm::Type *KernelEmitter::memoryType(DType dtype) {
 
 void KernelEmitter::setFunctionAttributes(llvm::Function &function) {
   function.addFnAttr(llvm::Attribute::NoUnwind);
-  function.addFnAttr("target-cpu", target_.cpuName);
-  if (!target_.features.empty())
-    function.addFnAttr("target-features", target_.features);
+  KILN_CHECK(target_, "host function attributes without a CPU target");
+  function.addFnAttr("target-cpu", target_->cpuName);
+  if (!target_->features.empty())
+    function.addFnAttr("target-features", target_->features);
   // Kernels never inspect FP exception flags, so LLVM may speculate FP ops
   // (needed to if-convert predicated code); results are unchanged.
   function.addFnAttr("no-trapping-math", "true");

@@ -1,0 +1,62 @@
+// Internal to codegen/llvm: the emitter that turns GPU kernels into LLVM IR for
+// the NVPTX backend. It shares expression, cast and statement emission with
+// the host emitter and overrides what a GPU does differently: the kernel frame
+// and launch loops (NvptxEmitter.cpp), barriers, atomics and warp shuffles
+// (NvptxEmitter.cpp), math through libdevice and narrow-float casts in
+// registers (NvptxMathAndCasts.cpp).
+#pragma once
+
+#include "codegen/llvm/KernelEmitter.h"
+#include "ir/kernel/GpuLaunch.h"
+
+#include <functional>
+#include <string>
+
+namespace kiln::codegen::nvptx {
+
+/// Address spaces of the NVPTX target (PTX state spaces).
+inline constexpr unsigned kGlobalAddressSpace = 1;
+inline constexpr unsigned kSharedAddressSpace = 3;
+
+/// Emits GPU kernels into one module with the nvptx64 triple and data layout.
+class NvptxEmitter final : public host::KernelEmitter {
+public:
+  NvptxEmitter(llvm::Module &module, const GpuTarget &target);
+
+  /// Defines `void @<kernel.name>(ptr addrspace(1) noalias ...)`, one parameter
+  /// per buffer, annotated as a kernel with the block shape as maxntid.
+  Expected<void> emitKernel(const kir::Kernel &kernel) override;
+
+private:
+  Expected<void> emitFor(const kir::For &loop) override;
+  Expected<void> emitAllocate(const kir::Allocate &allocate) override;
+  Expected<void> emitBarrier(const kir::Barrier &barrier) override;
+  Expected<void> emitAtomic(const kir::Atomic &atomic) override;
+  Expected<llvm::Value *> emitShuffle(const kir::Shuffle &shuffle) override;
+  llvm::Align accessAlignment(const kir::Buffer &buffer, int lanes) override;
+
+  // ---- NvptxMathAndCasts.cpp
+  Expected<llvm::Value *> emitMath(kir::Intrinsic fn, kir::Type type,
+                                   std::vector<llvm::Value *> args) override;
+  llvm::Value *decodeNarrowFloat(llvm::Value *bits, DType dtype, int lanes) override;
+  llvm::Value *encodeNarrowFloat(llvm::Value *value, DType from, DType to, int lanes) override;
+  /// Applies `scalar` to each lane of equally shaped vectors (or once, to scalars).
+  llvm::Value *perLane(std::vector<llvm::Value *> args, int lanes,
+                       const std::function<llvm::Value *(std::vector<llvm::Value *>)> &scalar);
+  /// An f64 rounded to f32 toward zero with the inexact flag folded into the
+  /// last bit (round to odd), so one more rounding to a narrower format is
+  /// exactly the single rounding of the f64 value.
+  llvm::Value *roundToOddF32(llvm::Value *f64);
+  llvm::Value *f32ToF8(llvm::Value *f32, DType to);
+  llvm::Value *f8E4M3ToF32(llvm::Value *bits);
+
+  /// The lanes of the current thread's warp that exist (all 32 unless the
+  /// block's thread count is not a multiple of 32).
+  llvm::Value *activeLaneMask();
+
+  const GpuTarget &gpu_;
+  kir::GpuLaunch launch_;
+  int sharedBuffers_ = 0;
+};
+
+} // namespace kiln::codegen::nvptx
