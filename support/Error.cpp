@@ -19,6 +19,7 @@ const char *errorCodeName(ErrorCode code) {
   case ErrorCode::Unsupported: return "unsupported";
   case ErrorCode::OutOfMemory: return "out of memory";
   case ErrorCode::CompileError: return "compile error";
+  case ErrorCode::Unavailable: return "unavailable";
   }
   return "error";
 }

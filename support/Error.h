@@ -24,6 +24,7 @@ enum class ErrorCode {
   Unsupported,     ///< Valid input that kiln does not handle (yet).
   OutOfMemory,     ///< An allocation the machine or device could not satisfy.
   CompileError,    ///< A backend (LLVM, NVRTC, ptxas) rejected generated code.
+  Unavailable,     ///< A driver, library or tool kiln needs is missing (libcuda, NVRTC, ptxas, a GPU).
 };
 
 const char *errorCodeName(ErrorCode code);
