@@ -105,6 +105,11 @@ Expected<int64_t> threadsPerRow(const passes::FusionGroup &group, int threadsPer
     return invalid(fmt::format("threads per row {} (threadsPerBlock / rowsPerBlock) is not a "
                                "power of two",
                                perRow));
+  // shfl.sync names the whole warp: every lane of it must exist.
+  if (perRow > 1 && threadsPerBlock % target.warpSize != 0)
+    return invalid(fmt::format("threadsPerBlock {} is not a whole number of warps, which rows "
+                               "reduced with shuffles need",
+                               threadsPerBlock));
   return perRow;
 }
 

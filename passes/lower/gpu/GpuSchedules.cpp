@@ -63,10 +63,12 @@ int64_t defaultRowWidth(int64_t length) {
 }
 
 /// Rows per block for `width` threads per row: blocks of up to 256 threads,
-/// fewer rows while the grid would not cover every SM twice.
+/// fewer rows while the grid would not cover every SM twice, but at least a
+/// whole warp per block when rows shuffle.
 int defaultRowsPerBlock(int64_t width, int64_t rows, const codegen::GpuTarget &target) {
   int64_t perBlock = std::max<int64_t>(1, 256 / width);
-  while (perBlock > 1 && ceilDiv(rows, perBlock) < 2 * target.numSms)
+  int64_t fewest = width > 1 ? std::max<int64_t>(1, target.warpSize / width) : 1;
+  while (perBlock > fewest && ceilDiv(rows, perBlock) < 2 * target.numSms)
     perBlock /= 2;
   return static_cast<int>(perBlock);
 }
@@ -204,8 +206,8 @@ std::vector<Schedule> gpuScheduleSpace(const ir::Graph &graph, const passes::Fus
   case passes::GroupKind::Reduction:
   case passes::GroupKind::RowNorm:
     if (rowShapeOf(group)) {
-      for (int width : {1, 8, 32, 128, 512})
-        for (int rows : {1, 4})
+      for (int width : {1, 4, 8, 32, 128, 512})
+        for (int rows : {1, 4, 8})
           if (width * rows <= target.maxThreadsPerBlock) {
             if (group.kind == passes::GroupKind::Reduction)
               addUnique(GpuReductionSchedule{.threadsPerBlock = width * rows, .rowsPerBlock = rows});
