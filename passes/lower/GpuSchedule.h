@@ -7,42 +7,44 @@
 
 namespace kiln::lower {
 
-/// Elementwise chains, broadcasts, movement and gathers: one element (or one
-/// vector of `vectorWidth` elements) per thread per step, `elementsPerThread`
-/// steps per thread, the grid capped at `maxBlocksPerSm` x SMs with a
+/// Elementwise chains, broadcasts, movement and gathers: each thread handles
+/// `elementsPerThread` vectors of `vectorWidth` consecutive output elements per
+/// grid step (16-byte loads and stores where the group allows, see
+/// docs/lowering.md), the grid capped at `maxBlocksPerSm` x SMs with a
 /// grid-stride loop beyond.
 struct GpuPointwiseSchedule {
   int threadsPerBlock = 256;
-  int vectorWidth = 4;       ///< elements per vector access (16 bytes of f32)
+  int vectorWidth = 4;       ///< elements per vector access (16 bytes of f32); 1: scalar
   int elementsPerThread = 1; ///< vectors per thread per grid step
   int maxBlocksPerSm = 8;
 };
 
-/// A transpose-like group: tile x tile blocks staged through shared memory
-/// (padded against bank conflicts), `rowsPerPass` thread rows per block.
+/// A transpose-like group: a tile x tile block of the output per CUDA block,
+/// staged through a shared tile padded by one element against bank conflicts;
+/// the block has tile x `rowsPerPass` threads, each covering tile / rowsPerPass rows.
 struct GpuTransposeSchedule {
   int tile = 32;
-  int rowsPerPass = 8;
+  int rowsPerPass = 8; ///< divides tile
 };
 
-/// reduce_*, argmax/argmin: inner reductions give each row to a warp or a block
-/// (warp shuffles, then shared memory across warps); outer reductions give
-/// each thread a column.
+/// reduce_*, argmax/argmin. Inner reductions (innermost input axis reduced):
+/// `rowsPerBlock` output rows per block, threadsPerBlock / rowsPerBlock threads
+/// (a power of two) per row, combined with warp shuffles and, past a warp,
+/// shared memory. Outer reductions: a thread per output element (rowsPerBlock 1).
 struct GpuReductionSchedule {
   int threadsPerBlock = 256;
-  int rowsPerBlock = 1; ///< > 1: several short rows per block, a warp or less each
-  int vectorWidth = 1;
+  int rowsPerBlock = 1;
 };
 
-/// softmax, log_softmax, layer_norm: one kernel, each row reduced by a warp or
-/// a block, several rows per block for short rows.
+/// softmax, log_softmax, layer_norm as one kernel: rows split like inner
+/// reductions (threadsPerBlock / rowsPerBlock threads per row); softmax on a
+/// non-innermost axis runs a thread per column (rowsPerBlock 1).
 struct GpuRowNormSchedule {
   int threadsPerBlock = 256;
   int rowsPerBlock = 1;
-  int vectorWidth = 1;
 };
 
-/// max/avg pooling and global average pooling.
+/// max/avg pooling and global average pooling: a thread per output element.
 struct GpuPoolingSchedule {
   int threadsPerBlock = 256;
 };

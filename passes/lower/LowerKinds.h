@@ -38,10 +38,39 @@ Expected<kir::StmtPtr> lowerReduction(LowerContext &cx, const ReductionSchedule 
 Expected<kir::StmtPtr> lowerRowNorm(LowerContext &cx, const RowNormSchedule &schedule);
 Expected<kir::StmtPtr> lowerPooling(LowerContext &cx, const PoolingSchedule &schedule);
 
+/// Whether every element of a pointwise group reads its operands at the
+/// output's own flat index (or at a single element), so one flat loop
+/// computes it: only same-shape elementwise ops and scalars.
+bool isFlatPointwise(const passes::FusionGroup &group);
+
+/// A transpose in a pointwise group whose innermost output axis is strided in its operand.
+struct TransposedRead {
+  const ir::Node *node;
+  int64_t axis; ///< the output axis that is contiguous in the operand
+  /// Every node that depends on the transpose is elementwise of the root's
+  /// shape, so the transpose is only ever read at the output's own index and
+  /// a tile of it can be staged in a local buffer.
+  bool stageable;
+};
+std::optional<TransposedRead> findTransposedRead(const passes::FusionGroup &group);
+
 /// For a pointwise group whose innermost output axis reads a transposed
 /// operand with a stride: the output axis that is contiguous in that operand
 /// (the other tile axis); nullopt when the group is not transpose-like.
 std::optional<int64_t> transposedAxis(const passes::FusionGroup &group);
+
+/// What a reduction anchor computes, decoded from its op and attributes
+/// (shared by the CPU and GPU reduction lowerings).
+struct ReductionPlan {
+  const ir::Node *anchor;
+  const ir::Value *input;
+  std::vector<bool> reduced; ///< per input axis
+  bool keepDims;
+  ir::OpKind kind;
+  DType inputType;
+  int64_t count; ///< elements reduced into each output element
+};
+ReductionPlan planReduction(const ir::Node &anchor);
 
 // ---- loop builders
 
@@ -101,5 +130,14 @@ AccumulatorSpec argExtremumSpec(kir::Type type, bool findMax);
 kir::ExprPtr foldExtremum(const kir::ExprPtr &acc, const kir::ExprPtr &value, bool findMax);
 /// The lowest (or highest) value of a compute type: -inf / +inf for floats.
 kir::ExprPtr extremumInit(kir::Type type, bool findMax);
+
+/// The accumulator of a reduction plan (f64 sums for floats, NaN-propagating extrema, ...).
+AccumulatorSpec reductionSpec(const ReductionPlan &plan);
+/// An input element as the accumulator's element (arg reductions add the
+/// element's index along the reduced axis).
+State reductionElement(const ReductionPlan &plan, const AccumulatorSpec &spec,
+                       const kir::ExprPtr &value, const kir::ExprPtr &axisIndex);
+/// The anchor's result (its dtype) from the final state.
+kir::ExprPtr reductionResult(const ReductionPlan &plan, const State &state);
 
 } // namespace kiln::lower

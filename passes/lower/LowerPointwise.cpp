@@ -10,12 +10,7 @@ namespace kiln::lower {
 
 using namespace kiln::kir;
 
-namespace {
-
-/// Whether every element of the group reads its operands at the output's own
-/// flat index (or at a single element), so one flat loop computes it: only
-/// same-shape elementwise ops and scalars.
-bool isFlat(const passes::FusionGroup &group) {
+bool isFlatPointwise(const passes::FusionGroup &group) {
   const ir::Shape &shape = group.root->type().shape;
   for (const ir::Node *node : group.nodes) {
     if (node->type().numElements() == 1 && node->numOperands() == 0)
@@ -29,6 +24,8 @@ bool isFlat(const passes::FusionGroup &group) {
   }
   return true;
 }
+
+namespace {
 
 /// Elements per parallel task of a flat loop: enough tasks for every core to
 /// get several, none smaller than a few vectors.
@@ -75,7 +72,7 @@ Expected<StmtPtr> lowerPointwise(LowerContext &cx, const PointwiseSchedule &sche
     return seq({});
   if (shape.empty())
     return cx.storeRoot({});
-  if (isFlat(cx.group))
+  if (isFlatPointwise(cx.group))
     return lowerFlat(cx, schedule);
 
   // Rows (all axes but the last, collapsed) x column blocks of the last axis,
@@ -108,18 +105,6 @@ Expected<StmtPtr> lowerPointwise(LowerContext &cx, const PointwiseSchedule &sche
   });
 }
 
-namespace {
-
-/// A transpose in a pointwise group whose innermost output axis is strided in its operand.
-struct TransposedRead {
-  const ir::Node *node;
-  int64_t axis; ///< the output axis that is contiguous in the operand
-  /// Every node that depends on the transpose is elementwise of the root's
-  /// shape, so the transpose is only ever read at the output's own index and
-  /// a tile of it can be staged in a local buffer.
-  bool stageable;
-};
-
 std::optional<TransposedRead> findTransposedRead(const passes::FusionGroup &group) {
   const ir::Shape &shape = group.root->type().shape;
   int64_t rank = static_cast<int64_t>(shape.size());
@@ -151,8 +136,6 @@ std::optional<TransposedRead> findTransposedRead(const passes::FusionGroup &grou
   }
   return std::nullopt;
 }
-
-} // namespace
 
 std::optional<int64_t> transposedAxis(const passes::FusionGroup &group) {
   if (auto read = findTransposedRead(group))

@@ -13,17 +13,8 @@ using namespace kiln::kir;
 using ir::OpKind;
 
 namespace {
-
-/// What the anchor computes, decoded from its op and attributes.
-struct ReductionPlan {
-  const ir::Node *anchor;
-  const ir::Value *input;
-  std::vector<bool> reduced; ///< per input axis
-  bool keepDims;
-  OpKind kind;
-  DType inputType;
-  int64_t count; ///< elements reduced into each output element
-};
+bool isArg(OpKind kind) { return kind == OpKind::ArgMax || kind == OpKind::ArgMin; }
+} // namespace
 
 ReductionPlan planReduction(const ir::Node &anchor) {
   ReductionPlan plan{&anchor, anchor.operand(0), {}, ir::getBool(anchor.attrs(), "keepdims"),
@@ -44,9 +35,7 @@ ReductionPlan planReduction(const ir::Node &anchor) {
   return plan;
 }
 
-bool isArg(OpKind kind) { return kind == OpKind::ArgMax || kind == OpKind::ArgMin; }
-
-AccumulatorSpec specFor(const ReductionPlan &plan) {
+AccumulatorSpec reductionSpec(const ReductionPlan &plan) {
   switch (plan.kind) {
   case OpKind::ReduceSum:
   case OpKind::ReduceMean: return sumSpec(sumType(plan.inputType));
@@ -60,9 +49,7 @@ AccumulatorSpec specFor(const ReductionPlan &plan) {
   KILN_UNREACHABLE("reduction: unknown anchor");
 }
 
-/// The accumulator's element: the input converted to the accumulator type
-/// (and, for arg reductions, the element's index along the axis).
-State elementState(const ReductionPlan &plan, const AccumulatorSpec &spec, const ExprPtr &value,
+State reductionElement(const ReductionPlan &plan, const AccumulatorSpec &spec, const ExprPtr &value,
                    const ExprPtr &axisIndex) {
   ExprPtr converted = cast(toCompute(value), spec.types[0]);
   if (isArg(plan.kind))
@@ -70,8 +57,7 @@ State elementState(const ReductionPlan &plan, const AccumulatorSpec &spec, const
   return {converted};
 }
 
-/// The anchor's result (its dtype) from the final state.
-ExprPtr resultValue(const ReductionPlan &plan, const State &state) {
+ExprPtr reductionResult(const ReductionPlan &plan, const State &state) {
   DType out = plan.anchor->type().dtype;
   switch (plan.kind) {
   case OpKind::ArgMax:
@@ -85,11 +71,13 @@ ExprPtr resultValue(const ReductionPlan &plan, const State &state) {
   }
 }
 
+namespace {
+
 class ReductionLowering {
 public:
   ReductionLowering(LowerContext &cx, const ReductionSchedule &schedule)
       : cx_(cx), schedule_(schedule), plan_(planReduction(*cx.group.anchor)),
-        spec_(specFor(plan_)), shape_(plan_.input->type().shape) {}
+        spec_(reductionSpec(plan_)), shape_(plan_.input->type().shape) {}
 
   Expected<StmtPtr> lower() {
     if (product(cx_.root()->type().shape) == 0)
@@ -114,7 +102,7 @@ private:
 
   /// Stores the epilogue of `state` at the output element of `inputIndex`.
   Expected<StmtPtr> finish(const State &state, std::span<const ExprPtr> inputIndex) {
-    ExprPtr value = resultValue(plan_, state);
+    ExprPtr value = reductionResult(plan_, state);
     cx_.emitter.overrideValue(plan_.anchor->result(),
                               [value](std::span<const ExprPtr>) { return value; });
     return cx_.storeRoot(outputIndex(inputIndex));
@@ -130,7 +118,7 @@ private:
 
   Expected<State> element(std::span<const ExprPtr> index) {
     KILN_TRY(ExprPtr value, cx_.emitter.at(plan_.input, index));
-    return elementState(plan_, spec_, value, axisIndex(index));
+    return reductionElement(plan_, spec_, value, axisIndex(index));
   }
 
   /// One task per output element (kept axes collapsed), accumulating over the

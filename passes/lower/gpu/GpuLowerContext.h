@@ -23,6 +23,8 @@ struct GpuLowerContext {
   KernelSignature signature;
   ElementEmitter emitter;
   VarNames names;
+  /// Shared buffers of the kernel being built, allocated once per block around the thread nest.
+  std::vector<kir::BufferPtr> shared;
 
   const ir::Value *root() const { return group.root->result(); }
 };

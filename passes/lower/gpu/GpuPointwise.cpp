@@ -1,0 +1,145 @@
+// Pointwise groups on the GPU: a grid-stride loop over vectors of
+// vectorWidth consecutive output elements (16-byte loads of same-shape inputs
+// and 16-byte stores where the group allows), a scalar tail, and a
+// bounded grid (maxBlocksPerSm x SMs).
+#include "passes/lower/gpu/GpuKinds.h"
+
+#include "ir/kernel/Builder.h"
+
+#include <algorithm>
+
+namespace kiln::lower {
+
+using namespace kiln::kir;
+
+namespace {
+
+/// The output index of flat element `flat` of a flat group: the flat index on
+/// the last axis of extent > 1 (see lowerFlat in LowerPointwise.cpp).
+std::vector<ExprPtr> flatIndex(const ir::Shape &shape, ExprPtr flat) {
+  size_t axis = shape.size() - 1;
+  while (axis > 0 && shape[axis] == 1)
+    --axis;
+  std::vector<ExprPtr> index(shape.size(), kir::index(0));
+  index[axis] = std::move(flat);
+  return index;
+}
+
+class PointwiseLowering {
+public:
+  PointwiseLowering(GpuLowerContext &cx, const GpuPointwiseSchedule &schedule)
+      : cx_(cx), schedule_(schedule), shape_(cx.root()->type().shape), n_(product(shape_)),
+        flat_(isFlatPointwise(cx.group)) {}
+
+  Expected<StmtPtr> lower() {
+    if (n_ == 0 || shape_.empty())
+      return gpuNest(cx_, 1, 1, 1, [&](const GpuThread &) -> Expected<StmtPtr> {
+        if (n_ == 0)
+          return seq({});
+        return storeGpuRoot(cx_, {});
+      });
+    int64_t vw = schedule_.vectorWidth;
+    // Vectors need every vector to lie in one row (flat groups have one row)
+    // and start at a multiple of its width.
+    vectors_ = vw > 1 && n_ >= vw && (flat_ || shape_.back() % vw == 0);
+    width_ = vectors_ ? vw : 1;
+    int64_t chunks = n_ / width_, tail = n_ - chunks * width_;
+    int64_t ept = schedule_.elementsPerThread;
+    int64_t threads = std::min<int64_t>(schedule_.threadsPerBlock,
+                                        ceilDiv(ceilDiv(chunks, ept), 32) * 32);
+    threads = std::max<int64_t>(threads, ceilDiv(tail, 32) * 32);
+    int64_t perBlock = threads * ept;
+    int64_t maxBlocks = int64_t{cx_.target.numSms} * schedule_.maxBlocksPerSm;
+    int64_t blocks = std::clamp<int64_t>(ceilDiv(chunks, perBlock), 1, maxBlocks);
+    int64_t steps = ceilDiv(chunks, blocks * perBlock);
+    bool exact = steps * blocks * perBlock == chunks;
+    return gpuNest(cx_, blocks, threads, 1, [&](const GpuThread &t) -> Expected<StmtPtr> {
+      KILN_TRY(StmtPtr main, loop(cx_.names, "s", steps, ForKind::Serial, [&](ExprPtr s) {
+        return loop(cx_.names, "e", ept, ForKind::Unrolled, [&](ExprPtr e) -> Expected<StmtPtr> {
+          ExprPtr step = add(mul(s, kir::index(ept)), e);
+          ExprPtr chunk = add(mul(add(mul(step, kir::index(blocks)), t.block), kir::index(threads)), t.x);
+          KILN_TRY(StmtPtr body, vectors_ ? vectorChunk(chunk) : scalarElement(chunk));
+          return exact ? body : ifThen(lt(chunk, kir::index(chunks)), body);
+        });
+      }));
+      if (tail == 0)
+        return main;
+      ExprPtr global = add(mul(t.block, kir::index(threads)), t.x);
+      KILN_TRY(StmtPtr rest, scalarElement(add(kir::index(chunks * width_), global)));
+      return seq({main, ifThen(lt(global, kir::index(tail)), rest)});
+    });
+  }
+
+private:
+  std::vector<ExprPtr> indexOf(ExprPtr flat) const {
+    return flat_ ? flatIndex(shape_, std::move(flat)) : delinearize(std::move(flat), shape_);
+  }
+
+  Expected<StmtPtr> scalarElement(ExprPtr flat) { return storeGpuRoot(cx_, indexOf(std::move(flat))); }
+
+  /// width_ consecutive elements from `chunk * width_`: inputs of the output's
+  /// shape (flat groups) arrive by one vector load each, the results leave by
+  /// one vector store.
+  Expected<StmtPtr> vectorChunk(ExprPtr chunk) {
+    return letsBound("v", {mul(chunk, kir::index(width_))}, cx_.names,
+                     [&](State base) -> Expected<StmtPtr> {
+      std::vector<StmtPtr> loads;
+      std::vector<BufferPtr> registers;
+      int lane = 0;
+      if (flat_) {
+        for (const ir::Value *input : cx_.group.inputs) {
+          if (input->type().numElements() != n_)
+            continue; // a single element, read as a scalar
+          BufferPtr reg = makeBuffer(cx_.names.name("vin"), input->type().dtype, width_, MemScope::Register);
+          registers.push_back(reg);
+          loads.push_back(store(reg, kir::index(0),
+                                load(cx_.signature.buffers.at(input), base[0], static_cast<int>(width_))));
+          cx_.emitter.overrideValue(input, [reg, &lane](std::span<const ExprPtr>) {
+            return load(reg, kir::index(lane));
+          });
+        }
+      }
+      BufferPtr result = makeBuffer(cx_.names.name("vout"), cx_.root()->type().dtype, width_, MemScope::Register);
+      registers.push_back(result);
+      std::vector<StmtPtr> body = loads;
+      // Rows hold whole vectors, so the vector's index is the first element's with the last axis advanced.
+      std::vector<ExprPtr> first = indexOf(base[0]);
+      for (lane = 0; lane < width_; ++lane) {
+        std::vector<ExprPtr> index = first;
+        size_t axis = index.size() - 1;
+        if (flat_)
+          index = flatIndex(shape_, add(base[0], kir::index(lane)));
+        else
+          index[axis] = add(index[axis], kir::index(lane));
+        KILN_TRY(ExprPtr value, cx_.emitter.at(cx_.root(), index));
+        body.push_back(storeBound(result, kir::index(lane), value, cx_.names));
+      }
+      for (const ir::Value *input : cx_.group.inputs)
+        if (flat_ && input->type().numElements() == n_)
+          cx_.emitter.overrideValue(input, [this, input](std::span<const ExprPtr> i) {
+            return load(cx_.signature.buffers.at(input), linearIndex(i, input->type().shape));
+          });
+      body.push_back(store(cx_.signature.out, base[0], load(result, kir::index(0), static_cast<int>(width_))));
+      StmtPtr stmt = seq(std::move(body));
+      for (size_t r = registers.size(); r-- > 0;)
+        stmt = allocate(registers[r], stmt);
+      return stmt;
+    });
+  }
+
+  GpuLowerContext &cx_;
+  const GpuPointwiseSchedule &schedule_;
+  const ir::Shape &shape_;
+  int64_t n_;
+  bool flat_;
+  bool vectors_ = false;
+  int64_t width_ = 1;
+};
+
+} // namespace
+
+Expected<StmtPtr> lowerGpuPointwise(GpuLowerContext &cx, const GpuPointwiseSchedule &schedule) {
+  return PointwiseLowering(cx, schedule).lower();
+}
+
+} // namespace kiln::lower

@@ -1,0 +1,261 @@
+// Row kernels on the GPU, each one kernel: softmax / log_softmax along the
+// innermost axis and layer_norm give each row threadsPerBlock / rowsPerBlock
+// threads (max then f64 sum of exponentials, or f64 mean then variance, each
+// combined across the row), then a write pass with the fused epilogue;
+// softmax on a non-innermost axis runs a thread per column.
+#include "passes/lower/gpu/GpuKinds.h"
+
+#include "ir/kernel/Builder.h"
+
+#include <algorithm>
+
+namespace kiln::lower {
+
+using namespace kiln::kir;
+using ir::OpKind;
+
+namespace {
+
+int64_t wrapAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
+class GpuRowNormLowering {
+public:
+  GpuRowNormLowering(GpuLowerContext &cx, const GpuRowNormSchedule &schedule)
+      : cx_(cx), schedule_(schedule), anchor_(*cx.group.anchor), input_(anchor_.operand(0)),
+        shape_(input_->type().shape), dtype_(input_->type().dtype), t_(computeType(dtype_)),
+        axis_(static_cast<size_t>(wrapAxis(ir::getInt(anchor_.attrs(), "axis"),
+                                           static_cast<int64_t>(shape_.size())))) {}
+
+  Expected<StmtPtr> lower() {
+    if (product(shape_) == 0)
+      return gpuNest(cx_, 1, 1, 1, [](const GpuThread &) -> Expected<StmtPtr> { return seq({}); });
+    if (anchor_.kind() == OpKind::LayerNorm) {
+      std::vector<int64_t> outer(shape_.begin(), shape_.begin() + static_cast<std::ptrdiff_t>(axis_));
+      std::vector<int64_t> inner(shape_.begin() + static_cast<std::ptrdiff_t>(axis_), shape_.end());
+      return rows(outer, inner, [&](const RowContext &row) { return layerNorm(row); });
+    }
+    if (product(std::span(shape_).subspan(axis_ + 1)) == 1) {
+      std::vector<int64_t> outer;
+      for (size_t k = 0; k < shape_.size(); ++k)
+        if (k != axis_)
+          outer.push_back(shape_[k]);
+      return rows(outer, {shape_[axis_]}, [&](const RowContext &row) { return softmaxRow(row); });
+    }
+    return softmaxColumns();
+  }
+
+private:
+  /// What one thread knows about its row.
+  struct RowContext {
+    const GpuThread *thread;
+    std::vector<ExprPtr> outer; ///< the row's index over the outer extents
+    ExprPtr valid;              ///< nullptr: always a real row
+    int64_t width, length;
+    std::vector<int64_t> inner; ///< the row's extents
+    /// The full input index of the row's element at flat position `r`.
+    std::vector<ExprPtr> at(const ExprPtr &r) const {
+      std::vector<ExprPtr> i = delinearize(r, inner);
+      return combine(i);
+    }
+    std::function<std::vector<ExprPtr>(std::span<const ExprPtr>)> combine;
+  };
+  using RowBodyFn = std::function<Expected<StmtPtr>(const RowContext &)>;
+
+  bool logarithm() const { return anchor_.kind() == OpKind::LogSoftmax; }
+
+  Expected<ExprPtr> x(std::span<const ExprPtr> index) {
+    KILN_TRY(ExprPtr value, cx_.emitter.at(input_, index));
+    return toCompute(value);
+  }
+
+  Expected<StmtPtr> finish(ExprPtr y, std::span<const ExprPtr> index) {
+    ExprPtr value = fromCompute(std::move(y), dtype_);
+    cx_.emitter.overrideValue(anchor_.result(), [value](std::span<const ExprPtr>) { return value; });
+    return storeGpuRoot(cx_, index);
+  }
+
+  ExprPtr normalized(const ExprPtr &value, const ExprPtr &max, const ExprPtr &scale) {
+    ExprPtr shifted = sub(value, max);
+    return logarithm() ? sub(shifted, scale) : mul(call(Intrinsic::Exp, {shifted}), scale);
+  }
+  ExprPtr rowScale(const ExprPtr &sum) {
+    ExprPtr s = logarithm() ? call(Intrinsic::Log, {sum}) : div(constant(1.0, sum->type()), sum);
+    return cast(s, t_);
+  }
+
+  /// Rows over `outer` (rowsPerBlock per block), each of the elements `inner`
+  /// (row-major after the outer axes), threadsPerBlock / rowsPerBlock threads per row.
+  Expected<StmtPtr> rows(const std::vector<int64_t> &outer, const std::vector<int64_t> &inner,
+                         const RowBodyFn &body) {
+    KILN_TRY(int64_t width, threadsPerRow(cx_.group, schedule_.threadsPerBlock,
+                                          schedule_.rowsPerBlock, cx_.target));
+    int64_t rowsPerBlock = schedule_.rowsPerBlock, count = product(outer);
+    return gpuNest(cx_, ceilDiv(count, rowsPerBlock), width, rowsPerBlock,
+                   [&](const GpuThread &t) -> Expected<StmtPtr> {
+      ExprPtr row = rowsPerBlock == 1 ? t.block : add(mul(t.block, kir::index(rowsPerBlock)), t.y);
+      RowContext cxRow{&t, delinearize(row, outer),
+                       count % rowsPerBlock == 0 ? nullptr : lt(row, kir::index(count)),
+                       width, product(inner), inner, nullptr};
+      bool layer = anchor_.kind() == OpKind::LayerNorm;
+      size_t axis = axis_;
+      cxRow.combine = [outerIndex = cxRow.outer, layer, axis](std::span<const ExprPtr> i) {
+        std::vector<ExprPtr> index = outerIndex;
+        if (layer)
+          index.insert(index.end(), i.begin(), i.end());
+        else
+          index.insert(index.begin() + static_cast<std::ptrdiff_t>(axis), i[0]);
+        return index;
+      };
+      return body(cxRow);
+    });
+  }
+
+  /// for each of the thread's elements r of the row (uniform trip count): body(r) if it exists.
+  Expected<StmtPtr> overRow(const RowContext &row, const std::function<Expected<StmtPtr>(ExprPtr)> &body) {
+    return loop(cx_.names, "i", ceilDiv(row.length, row.width), ForKind::Serial,
+                [&](ExprPtr i) -> Expected<StmtPtr> {
+      ExprPtr r = add(mul(i, kir::index(row.width)), row.thread->x);
+      KILN_TRY(StmtPtr stmt, body(r));
+      ExprPtr cond = row.length % row.width == 0 ? nullptr : lt(r, kir::index(row.length));
+      if (row.valid)
+        cond = cond ? logicalAnd(row.valid, cond) : row.valid;
+      return cond ? ifThen(cond, stmt) : stmt;
+    });
+  }
+
+  /// Accumulates element(r) over the row with `spec`, combines across the
+  /// row's threads and continues with the row's total.
+  Expected<StmtPtr> rowTotal(const RowContext &row, const AccumulatorSpec &spec,
+                             const std::function<Expected<State>(ExprPtr)> &element,
+                             const ResultFn &then) {
+    RegisterState acc = registerState(cx_.names, "acc", spec.types);
+    KILN_TRY(StmtPtr steps, overRow(row, [&](ExprPtr r) -> Expected<StmtPtr> {
+      KILN_TRY(State e, element(r));
+      return acc.store(spec.fold(acc.load(), e), cx_.names);
+    }));
+    KILN_TRY(StmtPtr combine, reduceAcrossRow(cx_, *row.thread, spec, acc.load(), then));
+    return acc.allocateAround(seq({acc.store(spec.init, cx_.names), steps, combine}));
+  }
+
+  Expected<StmtPtr> softmaxRow(const RowContext &row) {
+    Type f64 = Type::scalar(DType::F64);
+    return rowTotal(row, extremumSpec(t_, true), [&](ExprPtr r) -> Expected<State> {
+      KILN_TRY(ExprPtr v, x(row.at(r)));
+      return State{v};
+    }, [&](State max) -> Expected<StmtPtr> {
+      return rowTotal(row, sumSpec(f64), [&](ExprPtr r) -> Expected<State> {
+        KILN_TRY(ExprPtr v, x(row.at(r)));
+        return State{cast(call(Intrinsic::Exp, {sub(v, max[0])}), f64)};
+      }, [&](State sum) -> Expected<StmtPtr> {
+        return letsBound("s", {rowScale(sum[0])}, cx_.names, [&](State scale) {
+          return overRow(row, [&](ExprPtr r) -> Expected<StmtPtr> {
+            std::vector<ExprPtr> index = row.at(r);
+            KILN_TRY(ExprPtr v, x(index));
+            return finish(normalized(v, max[0], scale[0]), index);
+          });
+        });
+      });
+    });
+  }
+
+  Expected<StmtPtr> layerNorm(const RowContext &row) {
+    Type f64 = Type::scalar(DType::F64);
+    double epsilon = ir::getFloat(anchor_.attrs(), "epsilon");
+    ExprPtr count = constant(static_cast<double>(row.length), f64);
+    auto wide = [&](ExprPtr r) -> Expected<ExprPtr> {
+      KILN_TRY(ExprPtr v, x(row.at(r)));
+      return cast(v, f64);
+    };
+    return rowTotal(row, sumSpec(f64), [&](ExprPtr r) -> Expected<State> {
+      KILN_TRY(ExprPtr v, wide(r));
+      return State{v};
+    }, [&](State sum) -> Expected<StmtPtr> {
+      return letsBound("mean", {div(sum[0], count)}, cx_.names, [&](State mean) {
+        return rowTotal(row, sumSpec(f64), [&](ExprPtr r) -> Expected<State> {
+          KILN_TRY(ExprPtr v, wide(r));
+          ExprPtr d = sub(v, mean[0]);
+          return State{mul(d, d)};
+        }, [&](State squared) -> Expected<StmtPtr> {
+          ExprPtr variance = div(squared[0], count);
+          ExprPtr inverse = div(constant(1.0, f64), call(Intrinsic::Sqrt, {add(variance, constant(epsilon, f64))}));
+          return letsBound("n", {cast(mean[0], t_), cast(inverse, t_)}, cx_.names, [&](State stats) {
+            return overRow(row, [&](ExprPtr r) -> Expected<StmtPtr> {
+              std::vector<ExprPtr> i = delinearize(r, row.inner);
+              std::vector<ExprPtr> index = row.combine(i);
+              KILN_TRY(ExprPtr v, x(index));
+              KILN_TRY(ExprPtr scale, cx_.emitter.at(anchor_.operand(1), i));
+              KILN_TRY(ExprPtr bias, cx_.emitter.at(anchor_.operand(2), i));
+              ExprPtr y = add(mul(mul(sub(v, stats[0]), stats[1]), toCompute(scale)), toCompute(bias));
+              return finish(y, index);
+            });
+          });
+        });
+      });
+    });
+  }
+
+  /// softmax on an axis with contiguous axes after it: a thread per column
+  /// (every index but the axis), neighbouring threads on neighbouring columns,
+  /// three serial passes down the axis with the max and sum in registers.
+  Expected<StmtPtr> softmaxColumns() {
+    std::vector<int64_t> outer;
+    for (size_t k = 0; k < shape_.size(); ++k)
+      if (k != axis_)
+        outer.push_back(shape_[k]);
+    int64_t columns = product(outer), length = shape_[axis_];
+    int64_t threads = std::min<int64_t>(schedule_.threadsPerBlock, ceilDiv(columns, 32) * 32);
+    int64_t blocks = ceilDiv(columns, threads);
+    Type f64 = Type::scalar(DType::F64);
+    return gpuNest(cx_, blocks, threads, 1, [&](const GpuThread &t) -> Expected<StmtPtr> {
+      ExprPtr column = add(mul(t.block, kir::index(threads)), t.x);
+      std::vector<ExprPtr> outerIndex = delinearize(column, outer);
+      auto at = [&](ExprPtr i) {
+        std::vector<ExprPtr> index = outerIndex;
+        index.insert(index.begin() + static_cast<std::ptrdiff_t>(axis_), i);
+        return index;
+      };
+      RegisterState maxAcc = registerState(cx_.names, "max", {t_});
+      RegisterState sumAcc = registerState(cx_.names, "sum", {f64});
+      KILN_TRY(StmtPtr maxPass, loop(cx_.names, "i", length, ForKind::Serial, [&](ExprPtr i) -> Expected<StmtPtr> {
+        KILN_TRY(ExprPtr v, x(at(i)));
+        return maxAcc.store({foldExtremum(maxAcc.load()[0], v, true)}, cx_.names);
+      }));
+      KILN_TRY(StmtPtr rest, letsBound("m", maxAcc.load(), cx_.names, [&](State max) -> Expected<StmtPtr> {
+        KILN_TRY(StmtPtr sumPass, loop(cx_.names, "i", length, ForKind::Serial, [&](ExprPtr i) -> Expected<StmtPtr> {
+          KILN_TRY(ExprPtr v, x(at(i)));
+          ExprPtr e = cast(call(Intrinsic::Exp, {sub(v, max[0])}), f64);
+          return sumAcc.store({add(sumAcc.load()[0], e)}, cx_.names);
+        }));
+        KILN_TRY(StmtPtr writePass, letsBound("s", {rowScale(sumAcc.load()[0])}, cx_.names, [&](State scale) {
+          return loop(cx_.names, "i", length, ForKind::Serial, [&](ExprPtr i) -> Expected<StmtPtr> {
+            std::vector<ExprPtr> index = at(i);
+            KILN_TRY(ExprPtr v, x(index));
+            return finish(normalized(v, max[0], scale[0]), index);
+          });
+        }));
+        return seq({sumAcc.store({constant(0.0, f64)}, cx_.names), sumPass, writePass});
+      }));
+      StmtPtr body = maxAcc.allocateAround(sumAcc.allocateAround(
+          seq({maxAcc.store({extremumInit(t_, true)}, cx_.names), maxPass, rest})));
+      return blocks * threads == columns ? body : ifThen(lt(column, kir::index(columns)), body);
+    });
+  }
+
+  GpuLowerContext &cx_;
+  const GpuRowNormSchedule &schedule_;
+  const ir::Node &anchor_;
+  const ir::Value *input_;
+  const ir::Shape &shape_;
+  DType dtype_;
+  kir::Type t_;
+  size_t axis_;
+};
+
+} // namespace
+
+Expected<StmtPtr> lowerGpuRowNorm(GpuLowerContext &cx, const GpuRowNormSchedule &schedule) {
+  KILN_CHECK(cx.group.anchor != nullptr, "a row-norm group has an anchor");
+  return GpuRowNormLowering(cx, schedule).lower();
+}
+
+} // namespace kiln::lower

@@ -1,0 +1,119 @@
+// On the GPU (SIMT simulator): Pooling groups against the reference: max and average pooling in nchw and
+// nhwc with padding and strides, count_include_pad, integer max pooling,
+// NaN, global average pooling, and fused prologues and epilogues.
+#include "lower/gpu/GpuLoweringTestUtil.h"
+
+namespace kiln::test {
+namespace {
+
+using ir::OpKind;
+using Ints = std::vector<int64_t>;
+
+struct Window {
+  Ints kernel, stride, padding;
+};
+
+const Window kWindows[] = {
+    {{2, 2}, {2, 2}, {0, 0, 0, 0}}, {{3, 3}, {1, 1}, {1, 1, 1, 1}}, {{3, 2}, {2, 3}, {2, 0, 1, 1}},
+    {{1, 1}, {1, 1}, {0, 0, 0, 0}}, {{5, 5}, {3, 2}, {2, 1, 0, 4}},
+};
+
+Ints imageShape(bool nhwc, int64_t n, int64_t c, int64_t h, int64_t w) {
+  return nhwc ? Ints{n, h, w, c} : Ints{n, c, h, w};
+}
+
+TEST_CASE("GPU-lowered max and average pooling in both layouts with padding", "[gpu-lower][pooling]") {
+  for (const char *layout : {"nchw", "nhwc"}) {
+    bool nhwc = std::string(layout) == "nhwc";
+    for (const Window &window : kWindows) {
+      for (OpKind kind : {OpKind::MaxPool2D, OpKind::AvgPool2D}) {
+        for (bool includePad : {false, true}) {
+          if (kind == OpKind::MaxPool2D && includePad)
+            continue;
+          INFO(ir::opName(kind) << " " << layout << " kernel " << ir::shapeStr(window.kernel)
+                                << " stride " << ir::shapeStr(window.stride) << " padding "
+                                << ir::shapeStr(window.padding) << " count_include_pad " << includePad);
+          LoweringCase c(7);
+          ir::Value *x = c.input("x", DType::F32, imageShape(nhwc, 2, 3, 11, 9));
+          ir::AttrMap attrs{{"kernel", window.kernel}, {"stride", window.stride},
+                            {"padding", window.padding}, {"layout", std::string(layout)}};
+          if (kind == OpKind::AvgPool2D)
+            attrs["count_include_pad"] = includePad;
+          c.output(c.node(kind, {x}, attrs));
+          checkGpu(c);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("GPU-lowered pooling on narrow floats, integers and NaN", "[gpu-lower][pooling]") {
+  for (const char *layout : {"nchw", "nhwc"}) {
+    bool nhwc = std::string(layout) == "nhwc";
+    ir::AttrMap attrs{{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1, 1, 1}},
+                      {"layout", std::string(layout)}};
+    for (DType dtype : {DType::F16, DType::BF16, DType::F64, DType::I8, DType::I32}) {
+      INFO(layout << " " << dtypeName(dtype));
+      LoweringCase c(9);
+      ir::Value *x = c.input("x", dtype, imageShape(nhwc, 1, 5, 8, 7), -100, 100);
+      c.output(c.node(OpKind::MaxPool2D, {x}, attrs));
+      if (isFloatingPoint(dtype))
+        c.output(c.node(OpKind::AvgPool2D, {x}, attrs));
+      checkGpu(c);
+    }
+    LoweringCase c(10);
+    std::vector<double> values(16, 1.0);
+    values[5] = kNaN;
+    values[15] = -kInf;
+    ir::Value *x = c.input("x", DType::F32, imageShape(nhwc, 1, 1, 4, 4), values);
+    c.output(c.node(OpKind::MaxPool2D, {x}, attrs));
+    c.output(c.node(OpKind::AvgPool2D, {x}, attrs));
+    checkGpu(c);
+  }
+}
+
+TEST_CASE("GPU-lowered global average pooling in both layouts", "[gpu-lower][pooling]") {
+  for (const char *layout : {"nchw", "nhwc"}) {
+    bool nhwc = std::string(layout) == "nhwc";
+    for (DType dtype : {DType::F32, DType::F16, DType::F64}) {
+      for (Ints hw : {Ints{7, 7}, Ints{1, 1}, Ints{3, 65}}) {
+        INFO(layout << " " << dtypeName(dtype) << " " << ir::shapeStr(hw));
+        LoweringCase c(11);
+        ir::Value *x = c.input("x", dtype, imageShape(nhwc, 2, 5, hw[0], hw[1]));
+        c.output(c.node(OpKind::GlobalAvgPool, {x}, {{"layout", std::string(layout)}}));
+        checkGpu(c);
+      }
+    }
+  }
+}
+
+TEST_CASE("GPU: pooling rows and channel blocks wider than one accumulator block", "[gpu-lower][pooling]") {
+  LoweringCase c(13);
+  ir::Value *wide = c.input("wide", DType::F32, {1, 1, 2, 4101});
+  c.output(c.node(OpKind::MaxPool2D, {wide},
+                  {{"kernel", Ints{2, 3}}, {"stride", Ints{1, 2}}, {"padding", Ints{0, 1, 1, 1}}}));
+  ir::Value *deep = c.input("deep", DType::F32, {1, 3, 2, 1030});
+  ir::AttrMap nhwc{{"kernel", Ints{2, 2}}, {"stride", Ints{1, 1}}, {"padding", Ints{1, 0, 0, 1}},
+                   {"layout", std::string("nhwc")}};
+  c.output(c.node(OpKind::AvgPool2D, {deep}, nhwc));
+  c.output(c.node(OpKind::GlobalAvgPool, {deep}, {{"layout", std::string("nhwc")}}));
+  checkGpu(c);
+}
+
+TEST_CASE("GPU: pooling fuses a prologue and an epilogue", "[gpu-lower][pooling]") {
+  LoweringCase c(12);
+  ir::Value *x = c.input("x", DType::F32, {2, 4, 10, 10});
+  ir::Value *bias = c.input("bias", DType::F32, {4, 1, 1});
+  ir::Value *pre = c.node(OpKind::Add, {x, bias});
+  ir::Value *pool = c.node(OpKind::AvgPool2D, {pre},
+                           {{"kernel", Ints{2, 2}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 0, 1, 0}}});
+  c.output(c.node(OpKind::Relu, {pool}));
+  auto plan = passes::planFusion(c.graph());
+  REQUIRE(plan);
+  REQUIRE(plan->groups.size() == 1);
+  CHECK(plan->groups[0].kind == passes::GroupKind::Pooling);
+  checkGpu(c);
+}
+
+} // namespace
+} // namespace kiln::test
