@@ -3,6 +3,7 @@
 #include "compiler/Compile.h"
 
 #include "codegen/llvm/HostBackend.h"
+#include "compiler/GpuCompile.h"
 #include "compiler/LaunchPlanBuilder.h"
 #include "compiler/Pipeline.h"
 #include "runtime/sim/SimInvoker.h"
@@ -107,11 +108,20 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
     r.target = fmt::format("sim {} (SIMT simulator)", gpu.archName());
     KILN_TRY(compiler::LoweredProgram program,
              compiler::lowerProgram(userGraph, options, gpu, dump, r));
+    // The simulator runs kernel IR; PTX is made only when a dump asks for it.
+    if (options.dump & (kDumpLlvm | kDumpPtx | kDumpCuda)) {
+      auto codegenStart = Clock::now();
+      KILN_TRY(std::string ptx, compiler::emitGpuCode(program.kernels, gpu, options, dump));
+      r.codegenSeconds = secondsSince(codegenStart);
+    }
     KILN_TRY(CompiledModel model, finishForSim(program));
     r.totalSeconds = secondsSince(start);
     return model;
   }
 
+  if (options.dump & (kDumpPtx | kDumpCuda))
+    return makeError(ErrorCode::InvalidArgument,
+                     "the ptx and cuda dumps show GPU code: compile with the cuda or sim target");
   codegen::CpuTarget target = codegen::hostCpuTarget();
   r.target = describeTarget(target);
   if (options.target == TargetKind::Auto)
