@@ -74,13 +74,14 @@ TEST_CASE("the simulator target reports bad architectures and runs twice", "[com
   CompileOptions sim;
   sim.target = TargetKind::Sim;
   CompiledModel model = compileOrFail(c.graph().ir(), sim);
-  auto first = model.run(c.tensors());
-  auto second = model.run(c.tensors());
+  NamedTensors tensors = c.tensors();
+  auto first = model.run(tensors);
+  auto second = model.run(tensors);
   REQUIRE(first.has_value());
   REQUIRE(second.has_value());
   const HostTensor &y1 = first->at("y");
   const HostTensor &y2 = second->at("y");
-  const HostTensor &xs = c.tensors().at("x");
+  const HostTensor &xs = tensors.at("x");
   for (int64_t i = 0; i < xs.numElements(); ++i) {
     CHECK(y1.getDouble(i) == std::max(0.0, 2 * xs.getDouble(i)));
     CHECK(y2.getDouble(i) == y1.getDouble(i));
