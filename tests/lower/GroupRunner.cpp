@@ -2,6 +2,8 @@
 // JIT, group by group, with poisoned outputs; and the per-dtype tolerances.
 #include "GroupRunner.h"
 
+#include "GpuAssemblyCheck.h"
+
 #include "codegen/llvm/HostBackend.h"
 #include "ir/kernel/Evaluator.h"
 #include "passes/lower/gpu/GpuLower.h"
@@ -79,6 +81,13 @@ Expected<NamedTensors> runLoweredGraph(const ir::Graph &graph, const NamedTensor
                                    : lower::defaultSchedule(graph, group, target);
     KILN_TRY(lower::LoweredKernel lowered, lower::lowerGroupForCpu(graph, group, schedule, target));
     kernels.push_back({&group, std::move(lowered)});
+  }
+  if (options.executor == Executor::Simulator && options.checkAssembly) {
+    KILN_TRY(codegen::GpuTarget gpu, codegen::gpuTargetNamed(options.gpuArch));
+    std::vector<kir::Kernel> all;
+    for (const PlannedKernel &k : kernels)
+      all.push_back(k.lowered.kernel);
+    checkGpuKernelsAssemble(all, gpu, fmt::format("graph {}", graph.name()));
   }
   std::shared_ptr<codegen::HostModule> module;
   if (options.executor == Executor::Jit && !kernels.empty()) {

@@ -41,6 +41,9 @@ struct GroupRunOptions {
   GpuScheduleChooser chooseGpuSchedule; ///< empty: the default GPU schedule
   /// Executor::Simulator: every lowered kernel, in plan order (for structure checks).
   std::vector<kir::Kernel> *loweredKernels = nullptr;
+  /// Executor::Simulator: also compile the kernels with both GPU backends and
+  /// assemble them with ptxas, failing on any error or register spill.
+  bool checkAssembly = true;
 };
 
 /// The machine's target, computed once (hostCpuTarget()).

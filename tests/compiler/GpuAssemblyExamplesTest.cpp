@@ -1,0 +1,67 @@
+// Every kernel of every example model, at its full size and at the small size
+// the simulator tests run, through both GPU backends and ptxas for sm_80 and
+// sm_90a: each assembles, none spills, and the registers and shared memory
+// of each are printed.
+#include "CompileTestUtil.h"
+
+#include "GpuAssemblyCheck.h"
+#include "examples/models/ExampleRegistry.h"
+#include "examples/models/TransformerBlock.h"
+#include "examples/models/VggTransfer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+
+namespace kiln::test {
+namespace {
+
+TEST_CASE("every example's GPU kernels assemble without spills", "[compiler][gpu-assembly]") {
+  const auto &models = examples::exampleModels();
+  size_t index = GENERATE(range<size_t>(0, 6));
+  bool small = GENERATE(true, false);
+  std::string arch = GENERATE(as<std::string>{}, "sm_80", "sm_90a");
+  const examples::ExampleModel &model = models[index];
+  std::string context = fmt::format("example {} ({} size) for {}", model.name,
+                                    small ? "test" : "full", arch);
+  INFO(context);
+  Graph graph(model.name, 1);
+  if (!small)
+    model.build(graph, model.defaultBatch);
+  else if (model.name == "vgg")
+    examples::buildVggTransfer(graph, {.batch = 1, .imageSize = 32});
+  else if (model.name == "transformer")
+    examples::buildTransformerBlock(
+        graph, {.batch = 1, .sequenceLength = 9, .modelDim = 32, .numHeads = 2, .mlpDim = 64});
+  else
+    model.build(graph, 1);
+  REQUIRE(graph.finalize());
+
+  CompileOptions options;
+  options.target = TargetKind::Cuda;
+  options.gpuArch = arch;
+  auto kernels = compileGpuKernels(graph.ir(), options);
+  REQUIRE(kernels.has_value());
+  CHECK(kernels->ptx.find(".target " + arch) != std::string::npos);
+  auto target = codegen::gpuTargetNamed(arch);
+  REQUIRE(target.has_value());
+  std::vector<AssembledKernel> assembled =
+      checkGpuKernelsAssemble(kernels->kernels, *target, context);
+  std::string table = fmt::format("{}: {} kernels\n", context, kernels->kernels.size());
+  for (const AssembledKernel &k : assembled)
+    table += fmt::format("  {:6} {:40} {:3} registers {:6} B shared {:4} B stack\n", k.backend,
+                         k.resources.name, k.resources.registers, k.resources.sharedBytes,
+                         k.resources.stackBytes);
+  std::cout << table;
+  // ptxas reports every kernel of each backend's module.
+  for (const char *backend : {"llvm", "nvrtc"}) {
+    auto count = std::ranges::count_if(
+        assembled, [&](const AssembledKernel &k) { return k.backend == backend; });
+    if (count > 0)
+      CHECK(static_cast<size_t>(count) == kernels->kernels.size());
+  }
+}
+
+} // namespace
+} // namespace kiln::test
