@@ -185,8 +185,12 @@ Expected<void> CudaEmitter::emitFor(const kir::For &loop) {
     // Each thread runs the body once: the loop variable is its coordinate.
     // gpuLaunchOf checked the bounds are [0, extent).
     int64_t extent = kir::constIntValue(loop.extent).value_or(1);
-    ranges_[loop.var.get()] = kir::Interval{0, extent - 1};
-    line(fmt::format("const long long {} = {}.{};", bind(*loop.var),
+    kir::Interval range{0, extent - 1};
+    ranges_[loop.var.get()] = range;
+    bool asInt = fitsInInt(range);
+    if (asInt)
+      intVars_.insert(loop.var.get());
+    line(fmt::format("const {} {} = {}.{};", asInt ? "int" : "long long", bind(*loop.var),
                      isBlockLoop(loop.loopKind) ? "blockIdx" : "threadIdx",
                      axisName(loop.loopKind)));
     return emitStmt(*loop.body);
@@ -196,24 +200,35 @@ Expected<void> CudaEmitter::emitFor(const kir::For &loop) {
                 fmt::format("loop variable {} is not an i64 scalar", loop.var->name));
   // begin and extent are evaluated once, before the loop.
   KILN_TRY(CCode begin, emitScalar(loop.begin));
-  KILN_TRY(CCode end, emitScalar(kir::add(loop.begin, loop.extent)));
+  kir::ExprPtr endExpr = kir::add(loop.begin, loop.extent);
+  KILN_TRY(CCode end, emitScalar(endExpr));
   auto beginRange = kir::integerBounds(loop.begin, ranges_);
   auto extentRange = kir::integerBounds(loop.extent, ranges_);
+  // An int counter needs every value it takes, the end included, to fit.
+  bool endFits = fitsInInt(kir::integerBounds(endExpr, ranges_));
   std::string name = bind(*loop.var);
   if (end.precedence != 0)
     end = CCode{[&] {
                   std::string endName = freshName(name + "_end", "end");
-                  line(fmt::format("const long long {} = {};", endName, end.text));
+                  line(fmt::format("const {} {} = {};", endFits ? "int" : "long long", endName,
+                                   end.text));
                   return endName;
                 }(),
                 0};
-  if (beginRange && extentRange && extentRange->max >= 1)
-    ranges_[loop.var.get()] = kir::Interval{beginRange->min, beginRange->max + extentRange->max - 1};
-  else
+  bool asInt = false;
+  if (beginRange && extentRange && extentRange->max >= 1) {
+    kir::Interval range{beginRange->min, beginRange->max + extentRange->max - 1};
+    ranges_[loop.var.get()] = range;
+    asInt = endFits && fitsInInt(range);
+  } else {
     ranges_.erase(loop.var.get());
+  }
+  if (asInt)
+    intVars_.insert(loop.var.get());
   if (loop.loopKind == kir::ForKind::Unrolled)
     line("#pragma unroll");
-  line(fmt::format("for (long long {0} = {1}; {0} < {2}; ++{0}) {{", name, begin.text, end.text));
+  line(fmt::format("for ({0} {1} = {2}; {1} < {3}; ++{1}) {{", asInt ? "int" : "long long", name,
+                   begin.text, end.text));
   ++indent_;
   KILN_TRY_VOID(emitStmt(*loop.body));
   --indent_;
@@ -227,21 +242,31 @@ Expected<void> CudaEmitter::emitLet(const kir::Let &let) {
                 fmt::format("let {} binds a value of another type", let.var->name));
   KILN_TRY(std::vector<CCode> lanes, emitLanes(let.value));
   std::string type = registerCType(let.var->type.dtype);
+  std::optional<kir::Interval> range;
+  if (let.var->type == kir::Type::index())
+    range = kir::integerBounds(let.value, ranges_);
+  if (fitsInInt(range)) {
+    type = "int"; // the value fits, so the conversion (if any) is exact
+    intVars_.insert(let.var.get());
+  }
   std::string name = bind(*let.var);
   if (lanes.size() == 1) {
     line(fmt::format("const {} {} = {};", type, name, lanes[0].text));
+  } else if (DType dtype = let.var->type.dtype; hasLaneFields(dtype, let.var->type.lanes)) {
+    // A vector value in registers; its lanes are the fields.
+    vectorVars_.insert(let.var.get());
+    line(fmt::format("const {} {} = {};", *vectorCType(dtype, let.var->type.lanes), name,
+                     vectorValue(lanes, dtype)));
   } else {
     std::vector<std::string> texts;
     for (const CCode &lane : lanes)
       texts.push_back(lane.text);
     line(fmt::format("const {} {}[{}] = {{{}}};", type, name, lanes.size(), fmt::join(texts, ", ")));
   }
-  if (let.var->type == kir::Type::index()) {
-    if (auto range = kir::integerBounds(let.value, ranges_))
-      ranges_[let.var.get()] = *range;
-    else
-      ranges_.erase(let.var.get());
-  }
+  if (range)
+    ranges_[let.var.get()] = *range;
+  else
+    ranges_.erase(let.var.get());
   return emitStmt(*let.body);
 }
 
@@ -305,16 +330,13 @@ Expected<void> CudaEmitter::emitStore(const kir::Store &store) {
   }
   std::optional<std::string> vectorType = vectorCType(dtype, lanes);
   if (vectorType && predicate.size() <= 1) {
-    // Gathered into an aligned array, written with one vector store.
-    std::vector<std::string> texts;
-    for (const CCode &value : values)
-      texts.push_back(value.text);
-    std::string name = freshName(buffer + "_out", "out");
-    line(fmt::format("alignas(16) const {} {}[{}] = {{{}}};", storageCType(dtype), name, lanes,
-                     fmt::join(texts, ", ")));
-    line(guarded(fmt::format("kiln_copy<{}>(&{}[{}], {});", *vectorType, buffer, index.text, name), 0));
+    // Gathered into one vector value, written with one vector store.
+    line(guarded(fmt::format("kiln_store<{}>(&{}[{}], {});", *vectorType, buffer, index.text,
+                             vectorValue(values, dtype)),
+                 0));
     return {};
   }
+  index.isInt = false; // index + k may pass int's range where index does not
   index = materialize(index, DType::I64, "index");
   for (int k = 0; k < lanes; ++k)
     line(guarded(fmt::format("{}[{} + {}] = {};", buffer, index.text, k, values[k].text), k));

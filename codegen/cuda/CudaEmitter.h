@@ -23,7 +23,15 @@ namespace kiln::codegen::cuda {
 struct CCode {
   std::string text;
   int precedence = 0;
+  /// An i64 value whose C type is int: its range, and every intermediate's,
+  /// was proven to fit in 32 bits. 32-bit index math takes half the
+  /// registers of 64-bit math (ptxas spills on the latter in tiled kernels);
+  /// C's conversions widen it exactly wherever it meets a long long.
+  bool isInt = false;
 };
+
+/// Whether `range` is known and lies within C's int.
+bool fitsInInt(const std::optional<kir::Interval> &range);
 
 /// The C type a kernel IR dtype has in registers (bool is bool) and in memory
 /// (bool is one byte, narrow floats are their bits).
@@ -48,6 +56,10 @@ private:
   std::unordered_map<const kir::Var *, std::string> varNames_;
   std::unordered_map<const kir::Buffer *, std::string> bufferNames_;
   kir::VarRanges ranges_;
+  /// i64 variables declared as C int (their range fits).
+  std::unordered_set<const kir::Var *> intVars_;
+  /// Vector variables held as one CUDA vector value (float4...), lanes in its fields.
+  std::unordered_set<const kir::Var *> vectorVars_;
 
   // ---- CudaEmitter.cpp: kernel, names, statements
   std::unexpected<Error> fail(ErrorCode code, const std::string &message) const;
@@ -75,10 +87,18 @@ private:
   Expected<std::vector<CCode>> emitLoad(const kir::Load &load);
   Expected<CCode> emitShuffle(const kir::Shuffle &shuffle);
   Expected<CCode> emitCast(CCode value, DType from, DType to);
-  /// `code` as a primary expression: itself if it is one, else a const temporary.
+  /// `code` as a primary expression: itself if it is one, else a const
+  /// temporary (an int for an i64 value computed in int).
   CCode materialize(CCode code, DType dtype, std::string_view nameHint);
   /// The bytes of `lanes` elements of `dtype` as one aligned CUDA vector type, if any.
   static std::optional<std::string> vectorCType(DType dtype, int lanes);
+  /// Whether vectorCType(dtype, lanes) holds one element per field (float4,
+  /// int2...) rather than elements packed into 32-bit words (uint2 of f16...).
+  static bool hasLaneFields(DType dtype, int lanes);
+  /// Lane k of a vector value `name` of vectorCType(dtype, lanes), as a storage value.
+  static CCode vectorLane(const std::string &name, DType dtype, int lanes, int k);
+  /// A vectorCType(dtype, lanes) value holding `values` (register values) as stored.
+  static std::string vectorValue(const std::vector<CCode> &values, DType dtype);
   /// Register value of an element read from memory (bytes of a bool become bool).
   static CCode fromStorage(CCode element, DType dtype);
 };

@@ -120,7 +120,20 @@ CCode zeroOf(DType dtype) {
   }
 }
 
+/// An i64 operand of an operator whose result may pass int's range, as a
+/// long long so C computes in 64 bits.
+CCode widened(const CCode &code) {
+  if (!code.isInt)
+    return code;
+  return castTo("long long", code);
+}
+
 } // namespace
+
+bool fitsInInt(const std::optional<kir::Interval> &range) {
+  return range && range->min >= std::numeric_limits<int32_t>::min() &&
+         range->max <= std::numeric_limits<int32_t>::max();
+}
 
 std::optional<std::string> CudaEmitter::vectorCType(DType dtype, int lanes) {
   int bytes = lanes * dtypeByteSize(dtype);
@@ -140,6 +153,53 @@ std::optional<std::string> CudaEmitter::vectorCType(DType dtype, int lanes) {
   }
 }
 
+bool CudaEmitter::hasLaneFields(DType dtype, int lanes) {
+  return vectorCType(dtype, lanes) && dtypeByteSize(dtype) >= 4;
+}
+
+namespace {
+constexpr const char *kFields[] = {"x", "y", "z", "w"};
+
+/// The unsigned type of a narrow element's bytes (packing must not sign-extend).
+const char *bitsCType(DType dtype) { return dtypeByteSize(dtype) == 1 ? "unsigned char" : "unsigned short"; }
+} // namespace
+
+CCode CudaEmitter::vectorLane(const std::string &name, DType dtype, int lanes, int k) {
+  if (hasLaneFields(dtype, lanes))
+    return {fmt::format("{}.{}", name, kFields[k]), kPrimary};
+  // Narrow elements packed little-endian into 32-bit words.
+  int bits = 8 * dtypeByteSize(dtype), perWord = 32 / bits;
+  int word = k / perWord, shift = (k % perWord) * bits;
+  std::string wordText = lanes * bits == 32 ? name : fmt::format("{}.{}", name, kFields[word]);
+  std::string shifted = shift == 0 ? wordText : fmt::format("({} >> {})", wordText, shift);
+  return castTo(storageCType(dtype), CCode{shifted, kPrimary});
+}
+
+std::string CudaEmitter::vectorValue(const std::vector<CCode> &values, DType dtype) {
+  int lanes = static_cast<int>(values.size());
+  std::string type = *vectorCType(dtype, lanes);
+  std::vector<std::string> fields;
+  if (hasLaneFields(dtype, lanes)) {
+    for (const CCode &value : values)
+      fields.push_back(value.text);
+  } else {
+    int bits = 8 * dtypeByteSize(dtype), perWord = 32 / bits;
+    for (int word = 0; word * perWord < lanes; ++word) {
+      std::vector<std::string> parts;
+      for (int k = word * perWord; k < (word + 1) * perWord; ++k) {
+        // Through the unsigned type of the element's width: no sign bits spill over.
+        std::string part = fmt::format("(unsigned int)({}){}", bitsCType(dtype), operand(values[k], kUnary));
+        int shift = (k % perWord) * bits;
+        parts.push_back(shift == 0 ? part : fmt::format("{} << {}", part, shift));
+      }
+      fields.push_back(fmt::format("{}", fmt::join(parts, " | ")));
+    }
+  }
+  if (fields.size() == 1 && !hasLaneFields(dtype, lanes))
+    return fields[0];
+  return fmt::format("make_{}({})", type, fmt::join(fields, ", "));
+}
+
 CCode CudaEmitter::fromStorage(CCode element, DType dtype) {
   if (dtype == DType::Bool)
     return infix(element, "!=", CCode{"0", kPrimary}, 10);
@@ -150,8 +210,8 @@ CCode CudaEmitter::materialize(CCode code, DType dtype, std::string_view nameHin
   if (code.precedence == kPrimary)
     return code;
   std::string name = freshName(nameHint, "tmp");
-  line(fmt::format("const {} {} = {};", registerCType(dtype), name, code.text));
-  return {name, kPrimary};
+  line(fmt::format("const {} {} = {};", code.isInt ? "int" : registerCType(dtype), name, code.text));
+  return {name, kPrimary, code.isInt};
 }
 
 Expected<CCode> CudaEmitter::emitScalar(const kir::ExprPtr &expr) {
@@ -168,7 +228,14 @@ Expected<std::vector<CCode>> CudaEmitter::emitLanes(const kir::ExprPtr &expr) {
   case kir::ExprKind::IntImm:
     if (isNarrowFloat(type.dtype))
       return fail(ErrorCode::Unsupported, "an integer constant of a narrow float type");
-    return splat(intLiteral(static_cast<const kir::IntImm &>(*expr).value, type.dtype));
+  {
+    int64_t value = static_cast<const kir::IntImm &>(*expr).value;
+    CCode literal = intLiteral(value, type.dtype);
+    // intLiteral writes i64 values of (INT_MIN, INT_MAX] as int literals.
+    literal.isInt = type.dtype == DType::I64 && value > std::numeric_limits<int32_t>::min() &&
+                    value <= std::numeric_limits<int32_t>::max();
+    return splat(literal);
+  }
   case kir::ExprKind::FloatImm: {
     auto literal = floatLiteral(static_cast<const kir::FloatImm &>(*expr).value, type.dtype);
     if (!literal)
@@ -182,26 +249,32 @@ Expected<std::vector<CCode>> CudaEmitter::emitLanes(const kir::ExprPtr &expr) {
     if (found == varNames_.end())
       return fail(ErrorCode::VerifyError, fmt::format("variable {} used outside its scope", var.name));
     if (lanes == 1)
-      return std::vector<CCode>{{found->second, kPrimary}};
+      return std::vector<CCode>{{found->second, kPrimary, intVars_.contains(&var)}};
     std::vector<CCode> result;
     for (size_t k = 0; k < lanes; ++k)
-      result.push_back({fmt::format("{}[{}]", found->second, k), kPrimary});
+      result.push_back({vectorVars_.contains(&var) ? fmt::format("{}.{}", found->second, kFields[k])
+                                                   : fmt::format("{}[{}]", found->second, k),
+                        kPrimary});
     return result;
   }
   case kir::ExprKind::Unary: {
     auto &unary = static_cast<const kir::Unary &>(*expr);
     KILN_TRY(std::vector<CCode> values, emitLanes(unary.operand));
     DType dtype = type.dtype;
-    bool plainNeg = dtype == DType::F32 || dtype == DType::F64 ||
-                    (dtype == DType::I64 && kir::integerBounds(expr, ranges_));
+    std::optional<kir::Interval> range;
+    if (dtype == DType::I64)
+      range = kir::integerBounds(expr, ranges_);
+    bool plainNeg = dtype == DType::F32 || dtype == DType::F64 || range;
     for (CCode &value : values) {
+      if (value.isInt && !fitsInInt(range))
+        value = widened(value);
       if (unary.op == kir::UnaryOp::Not) {
         if (dtype != DType::Bool)
           return fail(ErrorCode::Unsupported, fmt::format("! on {}", dtypeName(dtype)));
         value = {"!" + operand(value, kUnary), kUnary};
       } else if (plainNeg) {
         std::string inner = operand(value, kUnary);
-        value = {"-" + (inner.starts_with('-') ? "(" + inner + ")" : inner), kUnary};
+        value = {"-" + (inner.starts_with('-') ? "(" + inner + ")" : inner), kUnary, value.isInt};
       } else if (isInteger(dtype)) {
         value = callOf(fmt::format("kiln_neg_{}", integerSuffix(dtype)), {&value});
       } else {
@@ -219,9 +292,10 @@ Expected<std::vector<CCode>> CudaEmitter::emitLanes(const kir::ExprPtr &expr) {
     std::vector<CCode> result;
     for (size_t k = 0; k < lanes; ++k) {
       const CCode &cond = conds.size() == 1 ? conds[0] : conds[k];
+      // ?: takes the common type: int only when both arms are.
       result.push_back({fmt::format("{} ? {} : {}", operand(cond, kTernary, true), onTrue[k].text,
                                     operand(onFalse[k], kTernary, true)),
-                        kTernary});
+                        kTernary, onTrue[k].isInt && onFalse[k].isInt});
     }
     return result;
   }
@@ -265,8 +339,10 @@ Expected<std::vector<CCode>> CudaEmitter::emitBinary(const kir::Binary &binary,
   const char *floatSuffix = dtype == DType::F32 ? "f32" : "f64";
   // i64 index math reads as plain operators where the interval analysis proves
   // nothing wraps (a constant-only operation could still overflow C's int).
-  bool provenNoWrap = dtype == DType::I64 && kir::integerBounds(self, ranges_) &&
-                      !(kir::constIntValue(binary.lhs) && kir::constIntValue(binary.rhs));
+  std::optional<kir::Interval> range;
+  if (dtype == DType::I64)
+    range = kir::integerBounds(self, ranges_);
+  bool provenNoWrap = range && !(kir::constIntValue(binary.lhs) && kir::constIntValue(binary.rhs));
   std::optional<int64_t> constantDivisor = kir::constIntValue(binary.rhs);
   bool safeDivisor = constantDivisor && *constantDivisor > 0 && dtype != DType::I8;
 
@@ -277,15 +353,32 @@ Expected<std::vector<CCode>> CudaEmitter::emitBinary(const kir::Binary &binary,
   std::vector<CCode> result;
   for (size_t k = 0; k < lhs.size(); ++k) {
     const CCode &a = lhs[k], &b = rhs[k];
+    // Both operands are ints: C computes in int, which is exact where the
+    // result fits; elsewhere the i64 helpers or a widened operand take over.
+    bool bothInt = a.isInt && b.isInt;
+    bool intResult = bothInt && fitsInInt(range);
     auto helper = [&](std::string_view op) {
       return callOf(fmt::format("kiln_{}_{}", op, isFloat ? floatSuffix : integerSuffix(dtype)),
                     {&a, &b});
     };
+    auto intHelper = [&](std::string_view op) {
+      CCode code = callOf(fmt::format("kiln_{}_i32", op), {&a, &b});
+      code.isInt = true;
+      return code;
+    };
+    auto asInt = [](CCode code, bool isInt) {
+      code.isInt = isInt;
+      return code;
+    };
     auto arithmetic = [&](std::string_view symbol, std::string_view name, int precedence) -> Expected<CCode> {
       if (isBoolean)
         return unsupported();
-      if (isFloat || provenNoWrap)
+      if (isFloat)
         return infix(a, symbol, b, precedence);
+      if (intResult)
+        return asInt(infix(a, symbol, b, precedence), true);
+      if (provenNoWrap)
+        return infix(bothInt ? widened(a) : a, symbol, b, precedence);
       return helper(name);
     };
     CCode code;
@@ -305,7 +398,11 @@ Expected<std::vector<CCode>> CudaEmitter::emitBinary(const kir::Binary &binary,
     case kir::BinaryOp::Div:
       if (isBoolean)
         return unsupported();
-      code = isFloat || safeDivisor ? infix(a, "/", b, 5) : helper("div");
+      // A positive divisor cannot overflow int division; -1 can (INT_MIN / -1).
+      if (isFloat || safeDivisor)
+        code = asInt(infix(a, "/", b, 5), bothInt);
+      else
+        code = intResult ? intHelper("div") : helper("div");
       break;
     case kir::BinaryOp::Mod:
       if (isBoolean)
@@ -313,10 +410,17 @@ Expected<std::vector<CCode>> CudaEmitter::emitBinary(const kir::Binary &binary,
       if (isFloat)
         code = callOf(dtype == DType::F32 ? "fmodf" : "fmod", {&a, &b});
       else
-        code = safeDivisor ? infix(a, "%", b, 5) : helper("mod");
+        // |a % b| <= |a|, and the helpers give 0 for b = -1: no overflow.
+        code = safeDivisor ? asInt(infix(a, "%", b, 5), bothInt)
+               : bothInt   ? intHelper("mod")
+                           : helper("mod");
       break;
-    case kir::BinaryOp::Min: code = isBoolean ? infix(a, "&&", b, 14) : helper("min"); break;
-    case kir::BinaryOp::Max: code = isBoolean ? infix(a, "||", b, 15) : helper("max"); break;
+    case kir::BinaryOp::Min:
+      code = isBoolean ? infix(a, "&&", b, 14) : bothInt ? intHelper("min") : helper("min");
+      break;
+    case kir::BinaryOp::Max:
+      code = isBoolean ? infix(a, "||", b, 15) : bothInt ? intHelper("max") : helper("max");
+      break;
     case kir::BinaryOp::Eq: code = infix(a, "==", b, 10); break;
     case kir::BinaryOp::Ne: code = infix(a, "!=", b, 10); break;
     case kir::BinaryOp::Lt: code = infix(a, "<", b, 9); break;
@@ -330,8 +434,9 @@ Expected<std::vector<CCode>> CudaEmitter::emitBinary(const kir::Binary &binary,
         code = infix(a, isAnd ? "&&" : "||", b, isAnd ? 14 : 15);
       else if (isInteger(dtype))
         // Bitwise on integers; i8 operands promote to int, so narrow the result back.
+        // Bits of sign-extended ints are those of the sign-extended result.
         code = dtype == DType::I8 ? castTo("signed char", infix(a, isAnd ? "&" : "|", b, isAnd ? 11 : 13))
-                                  : infix(a, isAnd ? "&" : "|", b, isAnd ? 11 : 13);
+                                  : asInt(infix(a, isAnd ? "&" : "|", b, isAnd ? 11 : 13), bothInt);
       else
         return unsupported();
       break;
@@ -406,26 +511,33 @@ Expected<std::vector<CCode>> CudaEmitter::emitLoad(const kir::Load &load) {
                                kTernary}};
   }
 
-  // A vector load reads into an array first; its lanes are the elements.
   std::string name = freshName(found->second + "_vec", "vec");
   std::string storage = storageCType(dtype);
   std::optional<std::string> vectorType = vectorCType(dtype, lanes);
-  bool zeroFirst = !predicate.empty();
-  line(fmt::format("alignas(16) {} {}[{}]{};", storage, name, lanes, zeroFirst ? " = {}" : ""));
   if (vectorType && predicate.size() <= 1) {
-    // GPU kernels index vector accesses at multiples of the lane count, so the
-    // address is aligned to the access size.
-    std::string copy = fmt::format("kiln_copy<{}>({}, &{}[{}]);", *vectorType, name, buffer, index.text);
-    line(predicate.empty() ? copy : fmt::format("if ({}) {}", predicate[0].text, copy));
-  } else {
-    index = materialize(index, DType::I64, "index");
-    for (int k = 0; k < lanes; ++k) {
-      std::string copy = fmt::format("{}[{}] = {}[{} + {}];", name, k, buffer, index.text, k);
-      if (predicate.empty())
-        line(copy);
-      else
-        line(fmt::format("if ({}) {}", predicate.size() == 1 ? predicate[0].text : predicate[k].text, copy));
-    }
+    // One vector value in registers (never an array whose address is taken,
+    // which can put it in local memory). GPU kernels index vector accesses at
+    // multiples of the lane count, so the address is aligned to the access size.
+    std::string access = fmt::format("kiln_load<{}>(&{}[{}])", *vectorType, buffer, index.text);
+    if (!predicate.empty())
+      access = fmt::format("{} ? {} : {}{{}}", operand(predicate[0], kTernary, true), access, *vectorType);
+    line(fmt::format("const {} {} = {};", *vectorType, name, access));
+    std::vector<CCode> result;
+    for (int k = 0; k < lanes; ++k)
+      result.push_back(fromStorage(vectorLane(name, dtype, lanes, k), dtype));
+    return result;
+  }
+  // Otherwise element by element into an array with constant indices.
+  bool zeroFirst = !predicate.empty();
+  line(fmt::format("{} {}[{}]{};", storage, name, lanes, zeroFirst ? " = {}" : ""));
+  index.isInt = false; // index + k may pass int's range where index does not
+  index = materialize(index, DType::I64, "index");
+  for (int k = 0; k < lanes; ++k) {
+    std::string copy = fmt::format("{}[{}] = {}[{} + {}];", name, k, buffer, index.text, k);
+    if (predicate.empty())
+      line(copy);
+    else
+      line(fmt::format("if ({}) {}", predicate.size() == 1 ? predicate[0].text : predicate[k].text, copy));
   }
   std::vector<CCode> result;
   for (int k = 0; k < lanes; ++k)

@@ -9,11 +9,12 @@
 namespace kiln::codegen::cuda {
 namespace {
 
-constexpr const char *kCommonPrelude = R"(// Aligned vector copies: V is float4, uint2, ... of the access's byte size.
-template <typename V, typename T, typename S>
-__device__ inline void kiln_copy(T *destination, const S *source) {
-  *reinterpret_cast<V *>(destination) = *reinterpret_cast<const V *>(source);
-}
+constexpr const char *kCommonPrelude = R"(// Aligned vector accesses as values: V is float4, uint2, ... of the access's
+// byte size. Vector values stay in registers; their lanes are V's fields.
+template <typename V, typename T>
+__device__ inline V kiln_load(const T *source) { return *reinterpret_cast<const V *>(source); }
+template <typename V, typename T>
+__device__ inline void kiln_store(T *destination, V value) { *reinterpret_cast<V *>(destination) = value; }
 
 // Integer math of the kernel IR: wraps in two's complement, x / 0 = 0,
 // MIN / -1 = MIN, x % 0 = x % -1 = 0, |MIN| = MIN.

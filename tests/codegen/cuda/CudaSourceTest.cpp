@@ -51,34 +51,46 @@ TEST_CASE("CUDA C of a grid vector add reads like CUDA", "[cuda-codegen]") {
   std::string source = sourceOf(vectorAddKernel(1000));
   CHECK(contains(source, "extern \"C\" __global__ void __launch_bounds__(256) vector_add(float "
                          "*__restrict__ a, float *__restrict__ b, float *__restrict__ out) {\n"));
-  CHECK(contains(source, "\n  const long long blk = blockIdx.x;\n  const long long t = threadIdx.x;\n"
-                         "  const long long i = blk * 256 + t;\n  if (i < 1000) {\n"
+  // Index math the ranges prove fits in 32 bits is int math.
+  CHECK(contains(source, "\n  const int blk = blockIdx.x;\n  const int t = threadIdx.x;\n"
+                         "  const int i = blk * 256 + t;\n  if (i < 1000) {\n"
                          "    out[i] = a[i] + b[i];\n  }\n}\n"));
 }
 
-TEST_CASE("CUDA C vector accesses copy aligned vector types", "[cuda-codegen]") {
+TEST_CASE("CUDA C vector accesses are aligned vector values", "[cuda-codegen]") {
   std::string source = sourceOf(copyF32x4Kernel());
-  CHECK(contains(source, "alignas(16) float in_vec[4];\n"));
-  CHECK(contains(source, "kiln_copy<float4>(in_vec, &in[(blk * 64 + t) * 4]);\n"));
-  CHECK(contains(source, "alignas(16) const float out_out[4] = {in_vec[0], in_vec[1], in_vec[2], in_vec[3]};\n"));
-  CHECK(contains(source, "kiln_copy<float4>(&out[(blk * 64 + t) * 4], out_out);\n"));
+  CHECK(contains(source, "const float4 in_vec = kiln_load<float4>(&in[(blk * 64 + t) * 4]);\n"));
+  CHECK(contains(source, "kiln_store<float4>(&out[(blk * 64 + t) * 4], "
+                         "make_float4(in_vec.x, in_vec.y, in_vec.z, in_vec.w));\n"));
+  // No vector temporary lives in an array whose address is taken.
+  CHECK_FALSE(contains(source, "in_vec["));
 
   std::string wide = sourceOf(scaleF32x8Kernel());
-  CHECK(contains(wide, "alignas(16) float in_vec[8];\n  const long long index = t * 8;\n"
+  CHECK(contains(wide, "float in_vec[8];\n  const long long index = t * 8;\n"
                        "  in_vec[0] = in[index + 0];\n"));
   CHECK(contains(wide, "in_vec[7] = in[index + 7];\n  const float v[8] = {in_vec[0], "));
   CHECK(contains(wide, "out[index_1 + 7] = v[7] * scale[0];\n"));
 
   std::string predicated = sourceOf(predicatedKernel(61));
-  CHECK(contains(predicated, "alignas(16) float in_vec[4] = {};\n  if (t * 4 + 3 < 61) kiln_copy<float4>(in_vec, &in[t * 4]);\n"));
-  CHECK(contains(predicated, "if (t * 4 + 3 < 61) kiln_copy<float4>(&out[t * 4], out_out);\n"));
+  CHECK(contains(predicated, "const float4 in_vec = t * 4 + 3 < 61 ? kiln_load<float4>(&in[t * 4]) : float4{};\n"));
+  CHECK(contains(predicated, "if (t * 4 + 3 < 61) kiln_store<float4>(&out[t * 4], make_float4(in_vec.x * 2.0f, "));
+
+  // Narrow elements travel packed in 32-bit words, little-endian.
+  std::string halves = sourceOf(copyF16x4Kernel());
+  CHECK(contains(halves, "const uint2 in_vec = kiln_load<uint2>(&in[t * 4]);\n"));
+  CHECK(contains(halves, "kiln_store<uint2>(&out[t * 4], make_uint2((unsigned int)(unsigned short)(unsigned short)in_vec.x | "
+                         "(unsigned int)(unsigned short)(unsigned short)(in_vec.x >> 16) << 16, "));
+  CHECK(contains(halves, "(unsigned int)(unsigned short)(unsigned short)(in_vec.y >> 16) << 16));\n"));
+  // A vector let of a type with lane fields is one register value too.
+  CHECK(contains(halves, "const float4 v = make_float4(kiln_f16_to_f32((unsigned short)in_vec_1.x), "));
+  CHECK(contains(halves, "make_float4(v.x + v.x, v.y + v.y, v.z + v.z, v.w + v.w)"));
   CHECK(contains(predicated, "if (t < 61) scalar_out[t] = t < 61 ? in[t] : 0.0f;\n"));
 }
 
 TEST_CASE("CUDA C shared memory, barriers, shuffles and atomics", "[cuda-codegen]") {
   std::string reduce = sourceOf(blockReduceKernel());
   CHECK(contains(reduce, "__launch_bounds__(256) block_reduce("));
-  CHECK(contains(reduce, "{\n  __shared__ __align__(16) float partial[256];\n  const long long blk = blockIdx.x;\n"));
+  CHECK(contains(reduce, "{\n  __shared__ __align__(16) float partial[256];\n  const int blk = blockIdx.x;\n"));
   CHECK(contains(reduce, "  partial[t] = in[blk * 256 + t];\n  __syncthreads();\n  if (t < 128) {\n"
                          "    partial[t] = partial[t] + partial[t + 128];\n  }\n  __syncthreads();\n"));
 
@@ -138,8 +150,8 @@ TEST_CASE("CUDA C intrinsics, casts and total integer division", "[cuda-codegen]
 
   std::string transpose = sourceOf(transpose2dKernel(37, 45));
   CHECK(contains(transpose, "__launch_bounds__(256) transpose_2d("));
-  CHECK(contains(transpose, "const long long by = blockIdx.y;\n  const long long bx = blockIdx.x;\n"
-                            "  const long long ty = threadIdx.y;\n  const long long tx = threadIdx.x;\n"));
+  CHECK(contains(transpose, "const int by = blockIdx.y;\n  const int bx = blockIdx.x;\n"
+                            "  const int ty = threadIdx.y;\n  const int tx = threadIdx.x;\n"));
   CHECK(contains(transpose, "if (row < 37 && col < 45) {\n    out[col * 37 + row] = in[row * 45 + col];\n"));
 }
 
@@ -153,6 +165,24 @@ TEST_CASE("CUDA C integer math that could wrap uses the wrapping helpers", "[cud
   CHECK(contains(sourceOf(kernel), "out[t] = kiln_add_i64(kiln_mul_i64(a[t], 3), t);"));
 }
 
+TEST_CASE("CUDA C index math leaves int where a value could pass its range", "[cuda-codegen]") {
+  // t * 100000000 reaches 3.1e9: computed as long long although t is an int
+  // and the quotient fits again.
+  CHECK(contains(sourceOf(wideIndexKernel()), "out[t] = in[(long long)t * 100000000 / 100000000];"));
+  auto out = makeBuffer("out", DType::F32, 64);
+  auto blk = makeVar("blk"), t = makeVar("t");
+  // Loop counters are ints where the whole range, end included, fits.
+  auto i = makeVar("i"), j = makeVar("j");
+  Kernel loops{"loops", {out},
+               gridLoops(1, 1, blk, t,
+                         seq({forLoop(i, index(0), index(64), ForKind::Serial, store(out, kir::ref(i), floatImm(1.0, f32()))),
+                              forLoop(j, index(0), index(int64_t{1} << 31), ForKind::Serial,
+                                      store(out, index(0), floatImm(2.0, f32())))}))};
+  std::string source = sourceOf(loops);
+  CHECK(contains(source, "for (int i = 0; i < 64; ++i) {"));
+  CHECK(contains(source, "for (long long j = 0; j < 2147483648LL; ++j) {"));
+}
+
 TEST_CASE("CUDA C names are sanitized and unique", "[cuda-codegen]") {
   auto a = makeBuffer("x.in", DType::F32, 32), b = makeBuffer("float", DType::F32, 32);
   auto blk = makeVar("i"), t = makeVar("i"), v = makeVar("i", f32());
@@ -160,7 +190,7 @@ TEST_CASE("CUDA C names are sanitized and unique", "[cuda-codegen]") {
                 gridLoops(1, 32, blk, t, let(v, load(a, kir::ref(t)), store(b, kir::ref(t), kir::ref(v))))};
   std::string source = sourceOf(kernel);
   CHECK(contains(source, "k_1(float *__restrict__ x_in, float *__restrict__ float_1) {"));
-  CHECK(contains(source, "const long long i = blockIdx.x;\n  const long long i_1 = threadIdx.x;\n"
+  CHECK(contains(source, "const int i = blockIdx.x;\n  const int i_1 = threadIdx.x;\n"
                          "  const float i_2 = x_in[i_1];\n  float_1[i_1] = i_2;\n"));
 }
 

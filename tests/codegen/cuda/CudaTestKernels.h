@@ -229,13 +229,36 @@ inline Kernel scaleF32x8Kernel() {
   return Kernel{"scale_f32x8", {in, scale, out}, gridLoops(1, 32, blk, t, body)};
 }
 
+/// out[4k .. 4k+3] = in[4k .. 4k+3] for f16 (8 bytes: packed into a uint2)
+/// and an f32x4 vector let, doubled.
+inline Kernel copyF16x4Kernel() {
+  auto in = makeBuffer("in", DType::F16, 4 * 32), out = makeBuffer("out", DType::F16, 4 * 32);
+  auto wide = makeBuffer("wide", DType::F32, 4 * 32);
+  auto blk = makeVar("blk"), t = makeVar("t"), v = makeVar("v", Type{DType::F32, 4});
+  ExprPtr base = mul(kir::ref(t), index(4));
+  StmtPtr body = seq({store(out, base, load(in, base, 4)),
+                      let(v, cast(load(in, base, 4), Type{DType::F32, 4}),
+                          store(wide, base, add(kir::ref(v), kir::ref(v))))});
+  return Kernel{"copy_f16x4", {in, out, wide}, gridLoops(1, 32, blk, t, body)};
+}
+
+/// Index math whose intermediates pass int's range (t * 100000000) next to
+/// math that fits: the former must be computed in 64 bits.
+inline Kernel wideIndexKernel() {
+  auto in = makeBuffer("in", DType::F32, 32), out = makeBuffer("out", DType::F32, 32);
+  auto blk = makeVar("blk"), t = makeVar("t");
+  ExprPtr far = div(mul(kir::ref(t), index(100000000)), index(100000000));
+  return Kernel{"wide_index", {in, out},
+                gridLoops(1, 32, blk, t, store(out, kir::ref(t), load(in, far)))};
+}
+
 /// Every test kernel, in one translation unit.
 inline std::vector<Kernel> allTestKernels() {
   std::vector<Kernel> kernels = {vectorAddKernel(1000), copyF32x4Kernel(), blockReduceKernel(),
                                  warpReduceKernel(),    atomicsKernel(),   intrinsicsKernel(DType::F32),
                                  intrinsicsKernel(DType::F64), castsKernel(), integerDivisionKernel(),
                                  transpose2dKernel(37, 45),     predicatedKernel(61),
-                                 scaleF32x8Kernel()};
+                                 scaleF32x8Kernel(),     copyF16x4Kernel(),  wideIndexKernel()};
   for (ShuffleMode mode : {ShuffleMode::Xor, ShuffleMode::Down, ShuffleMode::Up, ShuffleMode::Idx})
     for (DType dtype : {DType::I32, DType::F32, DType::F64, DType::I64})
       kernels.push_back(shuffleKernel(mode, dtype));
