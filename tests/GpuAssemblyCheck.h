@@ -11,6 +11,9 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <exception>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,9 +29,11 @@ struct AssembledKernel {
 /// ptxas and FAIL_CHECKs any error or spill, naming `context`. A missing tool
 /// (ptxas, NVRTC) is a WARN, once per process, and skips only what needs it.
 /// Returns every kernel's resources.
-inline std::vector<AssembledKernel> checkGpuKernelsAssemble(const std::vector<kir::Kernel> &kernels,
-                                                            const codegen::GpuTarget &target,
-                                                            const std::string &context) {
+/// `describe`, when given, names where a kernel came from (by kernel name).
+inline std::vector<AssembledKernel>
+checkGpuKernelsAssemble(const std::vector<kir::Kernel> &kernels, const codegen::GpuTarget &target,
+                        const std::string &context,
+                        const std::function<std::string(const std::string &)> &describe = {}) {
   static bool warnedPtxas = false, warnedNvrtc = false;
   std::vector<AssembledKernel> assembled;
   if (kernels.empty())
@@ -48,8 +53,10 @@ inline std::vector<AssembledKernel> checkGpuKernelsAssemble(const std::vector<ki
     }
     for (const codegen::KernelResources &kernel : result->kernels) {
       if (kernel.spillStoreBytes != 0 || kernel.spillLoadBytes != 0)
-        FAIL_CHECK(context << ": kernel " << kernel.name << " (" << backend << ", "
-                           << target.archName() << ") spills: " << kernel.spillStoreBytes
+        FAIL_CHECK(context << ": kernel " << kernel.name
+                           << (describe ? " from " + describe(kernel.name) : std::string())
+                           << " (" << backend << ", " << target.archName()
+                           << ") spills: " << kernel.spillStoreBytes
                            << " bytes stored, " << kernel.spillLoadBytes << " loaded, "
                            << kernel.registers << " registers");
       assembled.push_back({backend, kernel});
@@ -80,6 +87,78 @@ inline std::vector<AssembledKernel> checkGpuKernelsAssemble(const std::vector<ki
     assemble("nvrtc", nvrtc->ptx);
   }
   return assembled;
+}
+
+/// Collects the GPU kernels a test case makes and checks them with
+/// checkGpuKernelsAssemble when it goes out of scope, in one module per
+/// backend: a test case that lowers hundreds of small graphs pays for a few
+/// compiles instead of hundreds. Declare one at the top of such a test case;
+/// while it lives, assembleOrBatch() adds to it. Kernels are renamed
+/// "a<n>_<name>" so names stay unique in the module; a failure names the
+/// kernel and where it came from.
+class AssemblyBatch {
+public:
+  explicit AssemblyBatch(std::string arch = "sm_90a")
+      : arch_(std::move(arch)), outer_(current()), exceptions_(std::uncaught_exceptions()) {
+    current() = this;
+  }
+  AssemblyBatch(const AssemblyBatch &) = delete;
+  AssemblyBatch &operator=(const AssemblyBatch &) = delete;
+  ~AssemblyBatch() {
+    current() = outer_;
+    // A test case that is already failing (a REQUIRE threw) reports that instead.
+    if (std::uncaught_exceptions() == exceptions_)
+      flush();
+  }
+
+  void add(const std::vector<kir::Kernel> &kernels, const std::string &context) {
+    for (kir::Kernel kernel : kernels) {
+      kernel.name = fmt::format("a{}_{}", kernels_.size(), kernel.name);
+      contexts_.push_back(fmt::format("{} ({})", context, kernel.name));
+      kernels_.push_back(std::move(kernel));
+    }
+  }
+
+  /// The innermost live batch, or nullptr.
+  static AssemblyBatch *&current() {
+    static AssemblyBatch *batch = nullptr;
+    return batch;
+  }
+
+private:
+  void flush() {
+    if (kernels_.empty())
+      return;
+    auto target = codegen::gpuTargetNamed(arch_);
+    REQUIRE(target.has_value());
+    std::string context = fmt::format("{} kernels of this test case, from: {}", kernels_.size(),
+                                      contexts_.front());
+    if (contexts_.size() > 1)
+      context += fmt::format(" ... {}", contexts_.back());
+    std::map<std::string, std::string> origin;
+    for (size_t i = 0; i < kernels_.size(); ++i)
+      origin[kernels_[i].name] = contexts_[i];
+    checkGpuKernelsAssemble(kernels_, *target, context, [&](const std::string &name) {
+      auto it = origin.find(name);
+      return it == origin.end() ? std::string("?") : it->second;
+    });
+  }
+
+  std::string arch_;
+  AssemblyBatch *outer_;
+  int exceptions_;
+  std::vector<kir::Kernel> kernels_;
+  std::vector<std::string> contexts_;
+};
+
+/// Checks `kernels` now (checkGpuKernelsAssemble), or adds them to the
+/// current AssemblyBatch when a test case declared one.
+inline void assembleOrBatch(const std::vector<kir::Kernel> &kernels,
+                            const codegen::GpuTarget &target, const std::string &context) {
+  if (AssemblyBatch *batch = AssemblyBatch::current())
+    batch->add(kernels, context);
+  else
+    checkGpuKernelsAssemble(kernels, target, context);
 }
 
 } // namespace kiln::test

@@ -87,7 +87,7 @@ Expected<NamedTensors> runLoweredGraph(const ir::Graph &graph, const NamedTensor
     std::vector<kir::Kernel> all;
     for (const PlannedKernel &k : kernels)
       all.push_back(k.lowered.kernel);
-    checkGpuKernelsAssemble(all, gpu, fmt::format("graph {}", graph.name()));
+    assembleOrBatch(all, gpu, fmt::format("graph {}", graph.name()));
   }
   std::shared_ptr<codegen::HostModule> module;
   if (options.executor == Executor::Jit && !kernels.empty()) {

@@ -83,6 +83,7 @@ bool sameGemm(const lower::GpuMatMulSchedule &a, const lower::GpuMatMulSchedule 
 } // namespace
 
 TEST_CASE("gpu contraction: structure of the kernel", "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (int stages : {1, 2}) {
     INFO("stages " << stages);
     GraphCase c;
@@ -113,6 +114,7 @@ TEST_CASE("gpu contraction: structure of the kernel", "[lower][gpu-contraction]"
 
 TEST_CASE("gpu contraction: no vector loads where alignment is not provable",
           "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   GraphCase c;
   buildDense(c, 33, 30, 47); // K odd (A rows unaligned), N = 30 not a multiple of 4
   PlannedContraction planned = planContraction(c.graph());
@@ -128,6 +130,7 @@ TEST_CASE("gpu contraction: no vector loads where alignment is not provable",
 }
 
 TEST_CASE("gpu contraction: batches on grid z", "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   GraphCase c;
   ir::Value *a = c.input("a", DType::F32, {3, 20, 9});
   ir::Value *b = c.input("b", DType::F32, {3, 9, 40});
@@ -141,6 +144,7 @@ TEST_CASE("gpu contraction: batches on grid z", "[lower][gpu-contraction]") {
 }
 
 TEST_CASE("gpu contraction: the default schedule", "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   const codegen::GpuTarget &target = gpuTestTarget();
   for (lower::GemmShape shape :
        {lower::GemmShape{1, 4096, 4096, 4096, DType::F32}, lower::GemmShape{1, 512, 512, 512},
@@ -169,6 +173,7 @@ TEST_CASE("gpu contraction: the default schedule", "[lower][gpu-contraction]") {
 }
 
 TEST_CASE("gpu contraction: illegal schedules name the field", "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   GraphCase c;
   buildDense(c, 17, 19, 23);
   PlannedContraction planned = planContraction(c.graph());
@@ -204,6 +209,7 @@ TEST_CASE("gpu contraction: illegal schedules name the field", "[lower][gpu-cont
 
 TEST_CASE("gpu contraction: every schedule of the space, on two groups",
           "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   GraphCase dense(9);
   buildDense(dense, 19, 23, 21);
   GraphCase conv(4);

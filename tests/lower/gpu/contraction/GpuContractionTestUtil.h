@@ -3,6 +3,7 @@
 // with the reference interpreter (tolerances of the CPU contraction tests).
 #pragma once
 
+#include "GpuAssemblyCheck.h"
 #include "ir/kernel/GpuLaunch.h"
 #include "lower/contraction/ContractionTestUtil.h"
 #include "passes/lower/LowerUtil.h"
@@ -62,6 +63,8 @@ inline lower::LoweredKernel lowerGpuContraction(GraphCase &c, const passes::Fusi
     CHECK(launch->sharedBytes == lower::gpuGemmSharedBytes(gemm, shape.accumulate));
   }
   CHECK(launch->sharedBytes <= target.staticSharedBytesPerBlock);
+  assembleOrBatch({lowered->kernel}, target,
+                  fmt::format("{} with {}", c.graph().name(), lower::scheduleStr(schedule)));
   return std::move(*lowered);
 }
 

@@ -67,6 +67,7 @@ void checkGpuConv(const ConvCase &cc, bool biasRelu = false, DType dtype = DType
 
 TEST_CASE("gpu conv2d: windows, padding, stride, dilation and groups in both layouts",
           "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (std::string layout : {"nchw", "nhwc"}) {
     std::vector<ConvCase> cases = {
         {2, 3, 9, 11, 5, 1, 1, params(layout), "1x1"},
@@ -94,6 +95,7 @@ TEST_CASE("gpu conv2d: windows, padding, stride, dilation and groups in both lay
 }
 
 TEST_CASE("gpu conv2d: narrow, wide and integer dtypes", "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (std::string layout : {"nchw", "nhwc"}) {
     for (DType dtype : {DType::F16, DType::BF16, DType::F64}) {
       ConvCase cc{2, 4, 9, 8, 6, 3, 3, params(layout, {1, 1}, {1, 1, 1, 1}), "dtype"};
@@ -107,6 +109,7 @@ TEST_CASE("gpu conv2d: narrow, wide and integer dtypes", "[lower][gpu-contractio
 }
 
 TEST_CASE("gpu conv2d: the CNN's second layer with bias and relu", "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   // Conv2D(64, 3x3) on 13x13x32 for one image: M*N*K = 64 * 121 * 288, about 2 * 10^6.
   for (std::string layout : {"nchw", "nhwc"})
     checkGpuConv({1, 32, 13, 13, 64, 3, 3, params(layout), "Conv2D(64, 3x3) on 13x13x32"},

@@ -30,6 +30,7 @@ lower::GpuMatMulSchedule smallTiles(int stages) { return gpuGemm(32, 32, 8, 2, 2
 } // namespace
 
 TEST_CASE("gpu matmul: sizes below, at and above the tiles", "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (int64_t s : {1, 3, 7, 16, 17, 33, 64, 65}) {
     checkGpuMatMul(s, 17, 33, std::nullopt);
     checkGpuMatMul(33, s, 7, std::nullopt);
@@ -40,6 +41,7 @@ TEST_CASE("gpu matmul: sizes below, at and above the tiles", "[lower][gpu-contra
 }
 
 TEST_CASE("gpu matmul: tiles larger and smaller than the problem", "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (const lower::GpuMatMulSchedule &s :
        {gpuGemm(128, 128, 32, 8, 8, 1), gpuGemm(128, 64, 16, 8, 4, 2),
         gpuGemm(32, 128, 8, 4, 8, 2), gpuGemm(64, 32, 32, 4, 2, 2), gpuGemm(32, 32, 8, 8, 8, 1)}) {
@@ -50,11 +52,13 @@ TEST_CASE("gpu matmul: tiles larger and smaller than the problem", "[lower][gpu-
 }
 
 TEST_CASE("gpu matmul: K of zero gives zeros", "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   checkGpuMatMul(5, 7, 0, std::nullopt);
   checkGpuMatMul(5, 7, 0, smallTiles(2));
 }
 
 TEST_CASE("gpu matmul: transposed operands", "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (bool ta : {false, true})
     for (bool tb : {false, true})
       for (int stages : {1, 2}) {
@@ -65,6 +69,7 @@ TEST_CASE("gpu matmul: transposed operands", "[lower][gpu-contraction]") {
 }
 
 TEST_CASE("gpu matmul: batched with broadcast batch dims", "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   struct BatchCase {
     std::vector<int64_t> a, b;
     bool transposeA, transposeB;
@@ -87,6 +92,7 @@ TEST_CASE("gpu matmul: batched with broadcast batch dims", "[lower][gpu-contract
 }
 
 TEST_CASE("gpu matmul: every float dtype", "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   struct DTypeCase {
     DType dtype, accumulate;
   };
@@ -101,6 +107,7 @@ TEST_CASE("gpu matmul: every float dtype", "[lower][gpu-contraction]") {
 }
 
 TEST_CASE("gpu matmul: integer operands wrap like the reference", "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   struct DTypeCase {
     DType dtype, accumulate;
   };
@@ -112,6 +119,7 @@ TEST_CASE("gpu matmul: integer operands wrap like the reference", "[lower][gpu-c
 }
 
 TEST_CASE("gpu matmul: fused epilogues", "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   std::vector<std::optional<lower::Schedule>> schedules{std::nullopt, smallTiles(1),
                                                         smallTiles(2)};
   SECTION("bias and relu") {
