@@ -4,19 +4,14 @@
 
 #include "codegen/llvm/HostBackend.h"
 #include "compiler/LaunchPlanBuilder.h"
-#include "ir/graph/Clone.h"
-#include "ir/graph/Printer.h"
-#include "ir/graph/Verifier.h"
-#include "ir/kernel/Printer.h"
-#include "passes/PassManager.h"
-#include "passes/graph/GraphPasses.h"
-#include "passes/kernel/Passes.h"
-#include "passes/lower/Lower.h"
+#include "compiler/Pipeline.h"
+#include "runtime/sim/SimInvoker.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
 #include <iostream>
+#include <map>
 
 namespace kiln {
 
@@ -28,24 +23,67 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-/// Graph passes before fusion: clean up, then decompose the composite ops that
-/// have no kernel template of their own (attention becomes matmuls and a softmax).
-Expected<void> runGraphPasses(ir::Graph &graph, bool verifyEach) {
-  passes::PassManager pm;
-  pm.setVerifyEach(verifyEach);
-  KILN_TRY_VOID(pm.addPipeline("simplify,fold,cse,dce"));
-  pm.add(passes::createDecomposePass({ir::OpKind::ScaledDotProductAttention}));
-  KILN_TRY_VOID(pm.addPipeline("simplify,fold,cse,dce"));
-  KILN_TRY_VOID(pm.run(graph));
-  return {};
-}
-
 std::string describeTarget(const codegen::CpuTarget &target) {
   return fmt::format("cpu {} {} ({}-bit vectors, {} threads)", target.triple, target.cpuName,
                      target.vectorBits, target.cores);
 }
 
+/// The CPU's kernels: one host module, each step calling its entry point.
+Expected<CompiledModel> finishForCpu(compiler::LoweredProgram &program,
+                                     const codegen::CpuTarget &target,
+                                     const CompileOptions &options, std::ostream &dump,
+                                     CompileReport &r) {
+  auto codegenStart = Clock::now();
+  if (options.dump & kDumpLlvm)
+    for (const kir::Kernel &kernel : program.kernels) {
+      KILN_TRY(std::string llvmIr, codegen::emitHostLlvmIr(kernel, target, /*optimized=*/true));
+      dump << "// ---- LLVM IR of " << kernel.name << "\n" << llvmIr;
+    }
+  KILN_TRY(std::shared_ptr<codegen::HostModule> module,
+           codegen::compileHostModule(program.kernels, target));
+  r.codegenSeconds = secondsSince(codegenStart);
+
+  auto lookup = [&](std::string_view name) {
+    return runtime::KernelEntry{reinterpret_cast<runtime::CpuKernelFn>(module->lookup(name)), {}};
+  };
+  KILN_TRY(runtime::LaunchPlan plan, compiler::buildLaunchPlan(*program.graph, program.fusion,
+                                                               program.groupKernels, lookup));
+  return CompiledModel(std::move(plan), std::shared_ptr<const void>(module));
+}
+
+/// The simulator's kernels: each step interprets its kernel IR.
+Expected<CompiledModel> finishForSim(compiler::LoweredProgram &program) {
+  std::map<std::string, std::shared_ptr<const runtime::KernelInvoker>, std::less<>> invokers;
+  for (const kir::Kernel &kernel : program.kernels)
+    invokers.emplace(kernel.name, sim::makeSimInvoker(kernel));
+  auto lookup = [&](std::string_view name) {
+    auto it = invokers.find(name);
+    return it == invokers.end() ? runtime::KernelEntry{} : runtime::KernelEntry{nullptr, it->second};
+  };
+  KILN_TRY(runtime::LaunchPlan plan, compiler::buildLaunchPlan(*program.graph, program.fusion,
+                                                               program.groupKernels, lookup));
+  return CompiledModel(std::move(plan), nullptr);
+}
+
 } // namespace
+
+std::string_view targetKindName(TargetKind kind) {
+  switch (kind) {
+  case TargetKind::Cpu: return "cpu";
+  case TargetKind::Sim: return "sim";
+  case TargetKind::Cuda: return "cuda";
+  case TargetKind::Auto: return "auto";
+  }
+  return "?";
+}
+
+Expected<TargetKind> parseTargetKind(std::string_view name) {
+  for (TargetKind kind : {TargetKind::Cpu, TargetKind::Sim, TargetKind::Cuda, TargetKind::Auto})
+    if (targetKindName(kind) == name)
+      return kind;
+  return makeError(ErrorCode::InvalidArgument,
+                   fmt::format("unknown target '{}': expected cpu, sim, cuda or auto", name));
+}
 
 Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions &options,
                                 CompileReport *report) {
@@ -55,68 +93,34 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
   CompileReport &r = report ? *report : localReport;
   r = {};
 
+  if (options.target == TargetKind::Cuda) {
+    KILN_TRY(GpuKernels gpu, compileGpuKernels(userGraph, options, &r));
+    return makeError(ErrorCode::Unavailable,
+                     fmt::format("compiled {} kernels for {}, but this build of kiln has no CUDA "
+                                 "runtime to load and launch them yet; run the model with "
+                                 "--target sim (the SIMT simulator) or --target cpu",
+                                 gpu.kernels.size(), gpu.arch));
+  }
+
+  if (options.target == TargetKind::Sim) {
+    KILN_TRY(codegen::GpuTarget gpu, codegen::gpuTargetNamed(options.gpuArch));
+    r.target = fmt::format("sim {} (SIMT simulator)", gpu.archName());
+    KILN_TRY(compiler::LoweredProgram program,
+             compiler::lowerProgram(userGraph, options, gpu, dump, r));
+    KILN_TRY(CompiledModel model, finishForSim(program));
+    r.totalSeconds = secondsSince(start);
+    return model;
+  }
+
   codegen::CpuTarget target = codegen::hostCpuTarget();
   r.target = describeTarget(target);
   if (options.target == TargetKind::Auto)
     r.fallbackReason = "this build of kiln has no GPU runtime yet; running on the CPU";
-
-  KILN_TRY_VOID(ir::verifyGraph(userGraph));
-  KILN_TRY(auto graph, ir::cloneGraph(userGraph));
-  KILN_TRY_VOID(runGraphPasses(*graph, options.verifyEach));
-  if (options.dump & kDumpGraph)
-    dump << "// ---- graph after graph passes\n" << ir::printGraph(*graph);
-  r.graphPassSeconds = secondsSince(start);
-
-  auto lowerStart = Clock::now();
-  KILN_TRY(passes::FusionPlan fusion, passes::planFusion(*graph));
-  r.numGroups = static_cast<int>(fusion.groups.size());
-  if (options.fusedGraphDot)
-    r.fusedGraphDot = passes::fusionPlanToDot(*graph, fusion);
-  std::vector<std::optional<lower::LoweredKernel>> kernels(fusion.groups.size());
-  std::vector<kir::Kernel> kernelList;
-  std::string scheduleListing;
-  for (size_t g = 0; g < fusion.groups.size(); ++g) {
-    const passes::FusionGroup &group = fusion.groups[g];
-    if (group.kind == passes::GroupKind::Alias || group.kind == passes::GroupKind::Constant)
-      continue;
-    std::optional<lower::Schedule> schedule;
-    if (options.chooseSchedule)
-      schedule = options.chooseSchedule(*graph, group);
-    if (!schedule)
-      schedule = lower::defaultSchedule(*graph, group, target);
-    scheduleListing +=
-        fmt::format("//   group {} schedule: {}\n", group.id, lower::scheduleStr(*schedule));
-    KILN_TRY(lower::LoweredKernel lowered,
-             lower::lowerGroupForCpu(*graph, group, *schedule, target));
-    lowered.kernel = kir::runKernelPasses(std::move(lowered.kernel));
-    kernelList.push_back(lowered.kernel);
-    kernels[g] = std::move(lowered);
-  }
-  r.numKernels = static_cast<int>(kernelList.size());
-  if (options.dump & kDumpFused)
-    dump << "// ---- fusion groups\n"
-         << passes::printFusionPlan(*graph, fusion) << scheduleListing;
-  if (options.dump & kDumpKernel)
-    for (const kir::Kernel &kernel : kernelList)
-      dump << "// ---- kernel " << kernel.name << "\n" << kir::printKernel(kernel);
-  r.loweringSeconds = secondsSince(lowerStart);
-
-  auto codegenStart = Clock::now();
-  if (options.dump & kDumpLlvm)
-    for (const kir::Kernel &kernel : kernelList) {
-      KILN_TRY(std::string llvmIr, codegen::emitHostLlvmIr(kernel, target, /*optimized=*/true));
-      dump << "// ---- LLVM IR of " << kernel.name << "\n" << llvmIr;
-    }
-  KILN_TRY(std::shared_ptr<codegen::HostModule> module,
-           codegen::compileHostModule(kernelList, target));
-  r.codegenSeconds = secondsSince(codegenStart);
-
-  auto lookup = [&](std::string_view name) {
-    return reinterpret_cast<runtime::CpuKernelFn>(module->lookup(name));
-  };
-  KILN_TRY(runtime::LaunchPlan plan, compiler::buildLaunchPlan(*graph, fusion, kernels, lookup));
+  KILN_TRY(compiler::LoweredProgram program,
+           compiler::lowerProgram(userGraph, options, target, dump, r));
+  KILN_TRY(CompiledModel model, finishForCpu(program, target, options, dump, r));
   r.totalSeconds = secondsSince(start);
-  return CompiledModel(std::move(plan), std::shared_ptr<const void>(module));
+  return model;
 }
 
 } // namespace kiln

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ir/graph/Graph.h"
+#include "ir/kernel/KernelIR.h"
 #include "passes/graph/Fusion.h"
 #include "passes/lower/Schedule.h"
 #include "runtime/CompiledModel.h"
@@ -13,23 +14,41 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace kiln {
 
 /// Where a model runs. Auto picks the best device present (the CPU until the
-/// GPU runtime lands) and says why when it falls back.
-enum class TargetKind { Cpu, Auto };
+/// GPU runtime lands) and says why when it falls back. Sim lowers for a GPU and
+/// runs every kernel on the SIMT simulator; Cuda compiles GPU kernels (running
+/// them needs the CUDA runtime, which this build does not have yet).
+enum class TargetKind { Cpu, Sim, Cuda, Auto };
+
+/// "cpu", "sim", "cuda", "auto".
+std::string_view targetKindName(TargetKind kind);
+/// The inverse of targetKindName; an unknown name is an error listing the valid ones.
+Expected<TargetKind> parseTargetKind(std::string_view name);
+
+/// How GPU kernels become PTX: LLVM's NVPTX backend, or CUDA C through NVRTC.
+enum class GpuBackend { Llvm, Nvrtc };
 
 /// Intermediate forms `compile` can print, as bit flags.
 enum DumpFlags : unsigned {
   kDumpGraph = 1u << 0,  ///< the graph after the graph passes
   kDumpFused = 1u << 1,  ///< the fusion groups and their schedules
   kDumpKernel = 1u << 2, ///< every kernel's kernel IR after the kernel passes
-  kDumpLlvm = 1u << 3,   ///< every kernel's optimized LLVM IR
+  kDumpLlvm = 1u << 3,   ///< every kernel's optimized LLVM IR (host or NVPTX)
+  kDumpPtx = 1u << 4,    ///< GPU targets: the PTX module
+  kDumpCuda = 1u << 5,   ///< GPU targets: the CUDA C source
 };
 
 struct CompileOptions {
   TargetKind target = TargetKind::Auto;
+  /// Sim and Cuda: the GPU architecture kernels are lowered for ("sm_80" ... "sm_90a").
+  std::string gpuArch = "sm_90a";
+  /// Cuda (and the PTX/CUDA dumps of Sim): which GPU backend compiles the kernels.
+  GpuBackend gpuBackend = GpuBackend::Llvm;
   /// Which forms to print to `dumpStream` (stderr when null).
   unsigned dump = 0;
   std::ostream *dumpStream = nullptr;
@@ -45,7 +64,7 @@ struct CompileOptions {
 
 /// What happened during a compile, for `kiln compile` and the benchmarks.
 struct CompileReport {
-  std::string target;         ///< e.g. "cpu x86_64 znver4 (avx512)"
+  std::string target;         ///< e.g. "cpu x86_64 znver4 (avx512)", "sim sm_90a"
   std::string fallbackReason; ///< why Auto did not pick a GPU, or empty
   int numGroups = 0;
   int numKernels = 0;
@@ -56,5 +75,18 @@ struct CompileReport {
 /// Compiles `graph` (left unchanged). Errors name the node, group or kernel at fault.
 Expected<CompiledModel> compile(const ir::Graph &graph, const CompileOptions &options = {},
                                 CompileReport *report = nullptr);
+
+/// A graph's GPU kernels, compiled but not loaded: what `kiln compile --target
+/// cuda` shows and what the CUDA runtime will load.
+struct GpuKernels {
+  std::string arch;                 ///< e.g. "sm_90a"
+  std::vector<kir::Kernel> kernels; ///< after the kernel passes, in launch order
+  std::string ptx;                  ///< one module with every kernel (empty if no kernel)
+};
+
+/// Lowers `graph` for options.gpuArch and compiles its kernels to PTX with
+/// options.gpuBackend, printing the requested dumps.
+Expected<GpuKernels> compileGpuKernels(const ir::Graph &graph, const CompileOptions &options = {},
+                                       CompileReport *report = nullptr);
 
 } // namespace kiln

@@ -48,7 +48,7 @@ public:
       : graph_(graph), fusion_(fusion) {}
 
   Expected<LaunchPlan> build(const std::vector<std::optional<lower::LoweredKernel>> &kernels,
-                             const std::function<runtime::CpuKernelFn(std::string_view)> &lookup);
+                             const std::function<runtime::KernelEntry(std::string_view)> &lookup);
 
 private:
   int addBuffer(PlanBuffer buffer) {
@@ -83,7 +83,7 @@ private:
 
 Expected<LaunchPlan>
 PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kernels,
-                   const std::function<runtime::CpuKernelFn(std::string_view)> &lookup) {
+                   const std::function<runtime::KernelEntry(std::string_view)> &lookup) {
   for (const ir::Value *input : graph_.inputs()) {
     int id = addValueBuffer(input, input->name(), Storage::Input);
     plan_.buffers[id].binding = static_cast<int>(plan_.inputs.size());
@@ -123,7 +123,7 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
     const kir::Kernel &kernel = lowered.kernel;
     int step = static_cast<int>(plan_.steps.size());
     runtime::PlanStep launch{kernel.name, lookup(kernel.name), {}};
-    KILN_CHECK(launch.fn != nullptr,
+    KILN_CHECK(static_cast<bool>(launch.entry),
                fmt::format("kernel {} was not found in the compiled module", kernel.name));
     for (const ir::Value *input : group.inputs) {
       int id = bufferOf_.at(input);
@@ -196,7 +196,7 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
 Expected<LaunchPlan>
 buildLaunchPlan(const ir::Graph &graph, const passes::FusionPlan &plan,
                 const std::vector<std::optional<lower::LoweredKernel>> &kernels,
-                const std::function<runtime::CpuKernelFn(std::string_view)> &lookup) {
+                const std::function<runtime::KernelEntry(std::string_view)> &lookup) {
   return PlanBuilder(graph, plan).build(kernels, lookup);
 }
 

@@ -15,11 +15,11 @@
 namespace kiln::compiler {
 
 /// `kernels[i]` is group i's kernel (nullopt for Alias and Constant groups);
-/// `lookup` finds a compiled kernel's entry point by name.
+/// `lookup` finds a compiled kernel's entry by name.
 Expected<runtime::LaunchPlan>
 buildLaunchPlan(const ir::Graph &graph, const passes::FusionPlan &plan,
                 const std::vector<std::optional<lower::LoweredKernel>> &kernels,
-                const std::function<runtime::CpuKernelFn(std::string_view)> &lookup);
+                const std::function<runtime::KernelEntry(std::string_view)> &lookup);
 
 /// The value of a `constant` node as a tensor.
 HostTensor constantTensor(const ir::Node &node);

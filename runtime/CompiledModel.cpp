@@ -179,7 +179,14 @@ Expected<NamedTensors> CompiledModel::run(const NamedTensors &tensors,
     args.clear();
     for (int id : step.args)
       args.push_back(addresses[id]);
-    step.fn(args.data());
+    if (step.entry.fn) {
+      step.entry.fn(args.data());
+      continue;
+    }
+    if (auto done = step.entry.invoker->invoke(args.data()); !done) {
+      releaseArena(std::move(arena));
+      return std::unexpected(std::move(done).error());
+    }
   }
 
   // Outputs no kernel wrote in place (an input, a parameter, a constant, an

@@ -4,9 +4,11 @@
 #pragma once
 
 #include "support/DType.h"
+#include "support/Error.h"
 #include "support/HostTensor.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,23 @@ namespace kiln::runtime {
 
 /// A CPU kernel: args[i] is the base address of the kernel's i-th buffer.
 using CpuKernelFn = void (*)(void *const *args);
+
+/// A kernel called through an object rather than a function pointer: one that
+/// needs state of its own (the SIMT simulator's interpreter) and may fail.
+class KernelInvoker {
+public:
+  virtual ~KernelInvoker() = default;
+  /// Runs the kernel on its buffers (args[i]: the i-th parameter's base address).
+  virtual Expected<void> invoke(void *const *args) const = 0;
+};
+
+/// How a step calls its kernel: exactly one of the two is set.
+struct KernelEntry {
+  CpuKernelFn fn = nullptr;
+  std::shared_ptr<const KernelInvoker> invoker;
+
+  explicit operator bool() const { return fn != nullptr || invoker != nullptr; }
+};
 
 /// Where a buffer's bytes live during a run.
 enum class Storage {
@@ -41,7 +60,7 @@ struct PlanBuffer {
 /// One kernel call.
 struct PlanStep {
   std::string kernelName;
-  CpuKernelFn fn = nullptr;
+  KernelEntry entry;
   std::vector<int> args; ///< buffer ids, in the kernel's parameter order
 };
 

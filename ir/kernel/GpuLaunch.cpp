@@ -26,6 +26,17 @@ int axisOf(ForKind kind) {
   }
 }
 
+std::string_view statementName(StmtKind kind) {
+  switch (kind) {
+  case StmtKind::If: return "conditional";
+  case StmtKind::Store: return "store";
+  case StmtKind::Evaluate: return "call";
+  case StmtKind::Barrier: return "barrier";
+  case StmtKind::Atomic: return "atomic";
+  default: return "statement";
+  }
+}
+
 class LaunchReader {
 public:
   LaunchReader(const Kernel &kernel, int64_t maxThreads)
@@ -33,8 +44,6 @@ public:
 
   Expected<GpuLaunch> read() {
     KILN_TRY_VOID(outside(kernel_.body));
-    if (!sawThreadNest_)
-      return fail("has no thread loops (a GPU kernel runs its body in a thread.* loop nest)");
     if (launch_.threadsPerBlock() > maxThreads_)
       return fail(fmt::format("has blocks of {} threads; at most {} are allowed",
                               launch_.threadsPerBlock(), maxThreads_));
@@ -45,7 +54,6 @@ private:
   const Kernel &kernel_;
   int64_t maxThreads_;
   GpuLaunch launch_;
-  bool sawThreadNest_ = false;
 
   std::unexpected<Error> fail(std::string what) const {
     return makeError(ErrorCode::VerifyError,
@@ -98,7 +106,10 @@ private:
         return fail("has statements beside its thread loop nest (a block runs one thread nest)");
       return outside(block.stmts.front());
     }
-    default: return fail("has a statement outside its thread loops");
+    default:
+      return fail(fmt::format("has a {} outside its thread loops (a GPU kernel runs its body in a "
+                              "thread.* loop nest)",
+                              statementName(stmt->kind())));
     }
   }
 
@@ -114,7 +125,6 @@ private:
       launch_.threadVars[axis] = loop.var.get();
       cursor = &loop.body;
     }
-    sawThreadNest_ = true;
     return threadBody(*cursor);
   }
 

@@ -11,6 +11,7 @@
 #include "support/Error.h"
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,6 +27,16 @@ using GemmOffsetFn = std::function<kir::ExprPtr(kir::ExprPtr b, kir::ExprPtr i, 
 using GemmStoreFn =
     std::function<Expected<kir::StmtPtr>(std::span<const kir::ExprPtr> bij, kir::ExprPtr acc)>;
 
+/// An operand whose element function is exactly `load(buffer, offset(b, row, col))`, contiguous
+/// along the operand's contiguous axis, where each run of that axis starts at a multiple of
+/// `alignment` elements. The GPU template reads such operands in whole vectors; the CPU
+/// template ignores it.
+struct DenseOperand {
+  kir::BufferPtr buffer;
+  GemmOffsetFn offset;
+  int64_t alignment = 1;
+};
+
 /// One batched GEMM as the template sees it.
 struct GemmProblem {
   int64_t batch = 1, m = 0, n = 0, k = 0;
@@ -36,6 +47,8 @@ struct GemmProblem {
   /// Which axis of each operand is contiguous in memory, so packing reads it innermost.
   bool aContiguousInK = true;
   bool bContiguousInK = false;
+  /// Set when the operand is a plain dense load (see DenseOperand).
+  std::optional<DenseOperand> aDense, bDense;
   GemmStoreFn storeResult;
   /// Set when the result is the accumulator itself (output dtype == accumulate, no epilogue)
   /// and `plainOffset` is unit-stride in j: full tiles are stored straight from the vector

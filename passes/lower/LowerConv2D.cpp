@@ -242,20 +242,12 @@ std::vector<Conv2DSchedule> conv2DScheduleSpace(const ir::Node &conv,
   return space;
 }
 
-Expected<LoweredKernel> lowerConv2D(const ir::Graph &graph, const passes::FusionGroup &group,
-                                    const Conv2DSchedule &schedule,
-                                    const codegen::CpuTarget &target) {
-  (void)graph;
-  ConvGeometry g(*group.anchor);
-  ContractionKernel kernel(group);
+GemmProblem conv2DGemmProblem(const ir::Node &conv, Algorithm algorithm,
+                              ContractionKernel &kernel) {
+  ConvGeometry g(conv);
   BufferPtr input = kernel.operandBuffer(0), filter = kernel.operandBuffer(1);
-  bool direct = schedule.algorithm == Algorithm::Direct;
-  GemmShape shape = g.gemmShape(schedule.algorithm);
-  MatMulSchedule gemm = schedule.gemm;
-  if (direct) {
-    gemm.nr = schedule.ocBlock;
-    gemm.packA = false;
-  }
+  bool direct = algorithm == Algorithm::Direct;
+  GemmShape shape = g.gemmShape(algorithm);
 
   GemmProblem problem;
   GemmOffsetFn outputOffset;
@@ -265,6 +257,13 @@ Expected<LoweredKernel> lowerConv2D(const ir::Graph &graph, const passes::Fusion
   if (g.nhwc) {
     // C[p][o]: output [N, OH, OW, O] is p-major with o contiguous.
     problem = nhwcProblem(g, input, filter);
+    int64_t groupOutForB = g.groupOutChannels, reduction = g.reduction();
+    problem.bDense = DenseOperand{
+        filter,
+        [groupOutForB, reduction](ExprPtr b, ExprPtr k, ExprPtr j) {
+          return add(mul(add(mul(b, index(groupOutForB)), j), index(reduction)), k);
+        },
+        reduction};
     outputOffset = [outChannels, groupOut](ExprPtr b, ExprPtr i, ExprPtr j) {
       return add(add(mul(i, index(outChannels)), mul(b, index(groupOut))), j);
     };
@@ -282,6 +281,14 @@ Expected<LoweredKernel> lowerConv2D(const ir::Graph &graph, const passes::Fusion
       return nchwFilterElement(g, filter, idx[0], idx[1], idx[2]);
     };
     problem.b = nchwWindowElement(g, input);
+    int64_t groupsForA = g.groups, groupOutForA = g.groupOutChannels, reduction = g.reduction();
+    problem.aDense = DenseOperand{
+        filter,
+        [groupsForA, groupOutForA, reduction](ExprPtr b, ExprPtr o, ExprPtr k) {
+          ExprPtr row = add(mul(mod(b, index(groupsForA)), index(groupOutForA)), o);
+          return add(mul(row, index(reduction)), k);
+        },
+        reduction};
     outputOffset = [pixels, groupOut](ExprPtr b, ExprPtr i, ExprPtr j) {
       return add(mul(add(mul(b, index(groupOut)), i), index(pixels)), j);
     };
@@ -321,6 +328,20 @@ Expected<LoweredKernel> lowerConv2D(const ir::Graph &graph, const passes::Fusion
   if (kernel.plainResult(g.accumulate) && !problem.outputContiguousInI) {
     problem.plainOutput = kernel.output();
     problem.plainOffset = outputOffset;
+  }
+  return problem;
+}
+
+Expected<LoweredKernel> lowerConv2D(const ir::Graph &graph, const passes::FusionGroup &group,
+                                    const Conv2DSchedule &schedule,
+                                    const codegen::CpuTarget &target) {
+  (void)graph;
+  ContractionKernel kernel(group);
+  GemmProblem problem = conv2DGemmProblem(*group.anchor, schedule.algorithm, kernel);
+  MatMulSchedule gemm = schedule.gemm;
+  if (schedule.algorithm == Algorithm::Direct) {
+    gemm.nr = schedule.ocBlock;
+    gemm.packA = false;
   }
   KILN_TRY(GemmLowering lowered, lowerGemm(problem, gemm, target));
   return kernel.finish(lowered);

@@ -7,6 +7,7 @@
 #include "ir/graph/Graph.h"
 #include "passes/graph/Fusion.h"
 #include "passes/lower/GemmSchedule.h"
+#include "passes/lower/GemmTemplate.h"
 #include "passes/lower/Lower.h"
 #include "passes/lower/Schedule.h"
 #include "support/Error.h"
@@ -30,6 +31,14 @@ Conv2DSchedule defaultConv2DSchedule(const ir::Node &conv, const codegen::CpuTar
 /// Both algorithms with their GEMM schedule spaces (the default first).
 std::vector<Conv2DSchedule> conv2DScheduleSpace(const ir::Node &conv,
                                                 const codegen::CpuTarget &target);
+
+class ContractionKernel;
+
+/// The GEMM problem of a conv2d with `algorithm` (the orientation of conv2DGemmShape, the
+/// implicit-im2col element functions, the fused epilogue through `kernel`), shared by the CPU
+/// and GPU templates.
+GemmProblem conv2DGemmProblem(const ir::Node &conv, Conv2DSchedule::Algorithm algorithm,
+                              ContractionKernel &kernel);
 
 /// Lowers a Contraction group anchored at a conv2d.
 Expected<LoweredKernel> lowerConv2D(const ir::Graph &graph, const passes::FusionGroup &group,

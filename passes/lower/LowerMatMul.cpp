@@ -72,13 +72,8 @@ ExprPtr batchOffset(const ExprPtr &b, const Shape &batchShape, const Shape &oper
 
 GemmShape matMulGemmShape(const ir::Node &matmul) { return MatMulLayout(matmul).gemmShape(); }
 
-Expected<LoweredKernel> lowerMatMul(const ir::Graph &graph, const passes::FusionGroup &group,
-                                    const MatMulSchedule &schedule,
-                                    const codegen::CpuTarget &target) {
-  (void)graph;
-  const ir::Node &node = *group.anchor;
+GemmProblem matMulGemmProblem(const ir::Node &node, ContractionKernel &kernel) {
   MatMulLayout layout(node);
-  ContractionKernel kernel(group);
   BufferPtr aBuffer = kernel.operandBuffer(0), bBuffer = kernel.operandBuffer(1);
   GemmShape shape = layout.gemmShape();
   int64_t m = layout.m, n = layout.n, k = layout.k, gemmM = shape.m;
@@ -92,20 +87,28 @@ Expected<LoweredKernel> lowerMatMul(const ir::Graph &graph, const passes::Fusion
   problem.accumulate = layout.accumulate;
   problem.aContiguousInK = !layout.transposeA;
   problem.bContiguousInK = layout.transposeB;
-  problem.a = [=](std::span<const ExprPtr> idx) {
+  // Offsets of operand elements; every matrix starts at a multiple of its size, so a row of
+  // the contiguous axis starts at a multiple of that axis' extent.
+  GemmOffsetFn aOffset = [=](ExprPtr b, ExprPtr i, ExprPtr kk) {
     // Folded: i runs over batch*M rows of a contiguous [batch..., M, K] operand.
     ExprPtr base =
-        layout.foldBatch ? index(0) : batchOffset(idx[0], layout.batchShape, layout.aBatch, m * k);
-    ExprPtr within =
-        layout.transposeA ? add(mul(idx[2], index(m)), idx[1]) : add(mul(idx[1], index(k)), idx[2]);
-    return load(aBuffer, add(base, within));
+        layout.foldBatch ? index(0) : batchOffset(b, layout.batchShape, layout.aBatch, m * k);
+    ExprPtr within = layout.transposeA ? add(mul(kk, index(m)), i) : add(mul(i, index(k)), kk);
+    return add(base, within);
+  };
+  GemmOffsetFn bOffset = [=](ExprPtr b, ExprPtr kk, ExprPtr j) {
+    ExprPtr base = batchOffset(b, layout.batchShape, layout.bBatch, k * n);
+    ExprPtr within = layout.transposeB ? add(mul(j, index(k)), kk) : add(mul(kk, index(n)), j);
+    return add(base, within);
+  };
+  problem.a = [=](std::span<const ExprPtr> idx) {
+    return load(aBuffer, aOffset(idx[0], idx[1], idx[2]));
   };
   problem.b = [=](std::span<const ExprPtr> idx) {
-    ExprPtr base = batchOffset(idx[0], layout.batchShape, layout.bBatch, k * n);
-    ExprPtr within =
-        layout.transposeB ? add(mul(idx[2], index(k)), idx[1]) : add(mul(idx[1], index(n)), idx[2]);
-    return load(bBuffer, add(base, within));
+    return load(bBuffer, bOffset(idx[0], idx[1], idx[2]));
   };
+  problem.aDense = DenseOperand{aBuffer, aOffset, layout.transposeA ? m : k};
+  problem.bDense = DenseOperand{bBuffer, bOffset, layout.transposeB ? k : n};
   // The output is [batch..., M, N] row-major: flat (b*M' + i)*N + j either way.
   GemmOffsetFn outputOffset = [gemmM, n](ExprPtr b, ExprPtr i, ExprPtr j) {
     return add(mul(add(mul(b, index(gemmM)), i), index(n)), j);
@@ -126,6 +129,15 @@ Expected<LoweredKernel> lowerMatMul(const ir::Graph &graph, const passes::Fusion
     problem.plainOutput = kernel.output();
     problem.plainOffset = outputOffset;
   }
+  return problem;
+}
+
+Expected<LoweredKernel> lowerMatMul(const ir::Graph &graph, const passes::FusionGroup &group,
+                                    const MatMulSchedule &schedule,
+                                    const codegen::CpuTarget &target) {
+  (void)graph;
+  ContractionKernel kernel(group);
+  GemmProblem problem = matMulGemmProblem(*group.anchor, kernel);
   KILN_TRY(GemmLowering gemm, lowerGemm(problem, schedule, target));
   return kernel.finish(gemm);
 }

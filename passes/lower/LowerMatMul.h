@@ -6,6 +6,7 @@
 #include "ir/graph/Graph.h"
 #include "passes/graph/Fusion.h"
 #include "passes/lower/GemmSchedule.h"
+#include "passes/lower/GemmTemplate.h"
 #include "passes/lower/Lower.h"
 #include "passes/lower/Schedule.h"
 #include "support/Error.h"
@@ -16,6 +17,12 @@ namespace kiln::lower {
 /// by every batch element and a is stored untransposed ([B, M, K] @ [K, N] is one
 /// [B*M, K] @ [K, N]), which gives one large GEMM instead of many small ones.
 GemmShape matMulGemmShape(const ir::Node &matmul);
+
+class ContractionKernel;
+
+/// The GEMM problem of a matmul (sizes of matMulGemmShape, operand element functions, the
+/// fused epilogue through `kernel`), shared by the CPU and GPU templates.
+GemmProblem matMulGemmProblem(const ir::Node &matmul, ContractionKernel &kernel);
 
 /// Lowers a Contraction group anchored at a matmul.
 Expected<LoweredKernel> lowerMatMul(const ir::Graph &graph, const passes::FusionGroup &group,

@@ -5,6 +5,25 @@
 // wrong: out-of-bounds global and shared accesses, shared-memory races between
 // barriers, a barrier reached by part of a block, a shuffle reached by part of
 // a warp. It is how every GPU kernel is checked on machines without a GPU.
+//
+// What a kernel must do to pass (GPU lowering follows these rules):
+// - Threads run statement by statement in lockstep, the whole block at once,
+//   so "warp-synchronous" code that shares data through shared memory without
+//   a barrier is reported as a race even within one warp: kiln requires a
+//   Barrier between a shared write and another thread's access (shuffles need
+//   none). Races on global memory are not checked.
+// - Shared memory starts poisoned in every block; reading an element no thread
+//   of the block has written is an error, as is reading a local/register
+//   element the thread has not written.
+// - A vector load/store (lanes > 1) of global or shared memory starts at an
+//   element index that is a multiple of its lane count (backends emit aligned
+//   vector accesses); local/register buffers have no such rule.
+// - Barriers are reached by every thread of the block, shuffles by all 32
+//   lanes of a whole warp (a block whose size is not a multiple of 32 may not
+//   shuffle in its last warp).
+// - Lets and loads outside the thread loops run once per thread (counted so in
+//   SimStats). Atomics land in linear thread order (x fastest), blocks run in
+//   order of the block loops.
 #pragma once
 
 #include "ir/kernel/KernelIR.h"
@@ -24,6 +43,8 @@ struct SimOptions {
   /// Stop with an error after this many statement executions per block (a
   /// runaway loop in a broken kernel).
   int64_t maxStepsPerBlock = int64_t{1} << 32;
+  /// The largest block accepted (the launch shape is read by kir::gpuLaunchOf).
+  int64_t maxThreadsPerBlock = 1024;
 };
 
 /// What a run did, for tests and `kiln run --target sim --profile`.
@@ -34,6 +55,12 @@ struct SimStats {
   int64_t barriers = 0;      ///< barrier executions, summed over blocks
   int64_t globalLoads = 0;   ///< active lanes that read global memory
   int64_t globalStores = 0;  ///< active lanes that wrote global memory (atomics included)
+  int64_t sharedLoads = 0;   ///< active lanes that read shared memory
+  int64_t sharedStores = 0;  ///< active lanes that wrote shared memory (atomics included)
+  int64_t atomics = 0;       ///< threads that executed an atomic (global or shared)
+  int64_t shuffles = 0;      ///< warp shuffles, counted once per warp
+  int64_t statements = 0;    ///< statement executions (each for all its active threads)
+  int64_t threadStatements = 0; ///< statement executions times their active threads
 };
 
 /// Runs `kernel` over raw parameter bytes (one span per kernel parameter,

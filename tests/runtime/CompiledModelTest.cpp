@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <memory>
 #include <thread>
 
 using namespace kiln;
@@ -47,7 +49,7 @@ LaunchPlan makePlan() {
                   f32Buffer("z", Storage::Alias)};
   plan.buffers[4].aliasOf = 2;
   plan.buffers[2].arenaOffset = 64;
-  plan.steps = {{"add", addKernel, {0, 1, 2}}, {"double", doubleKernel, {2, 3}}};
+  plan.steps = {{"add", {addKernel}, {0, 1, 2}}, {"double", {doubleKernel}, {2, 3}}};
   plan.inputs = {{"x", 0}};
   plan.params = {{"w", 1}};
   plan.outputs = {{"y", 3}, {"z", 4}, {"w_out", 1}};
@@ -150,4 +152,43 @@ TEST_CASE("CompiledModel reports its memory", "[runtime]") {
   CHECK(stats.unplannedBytes == 64);
   CHECK(stats.constantBytes == 20);
   CHECK(model.numKernels() == 2);
+}
+
+namespace {
+
+/// An invoker that doubles its input, or fails on a negative first element
+/// (as the simulator fails on an out-of-bounds access).
+class DoublingInvoker final : public runtime::KernelInvoker {
+public:
+  Expected<void> invoke(void *const *args) const override {
+    ++calls;
+    const auto *a = static_cast<const float *>(args[0]);
+    if (a[0] < 0)
+      return makeError(ErrorCode::InvalidArgument, "kernel double: a planted failure");
+    auto *out = static_cast<float *>(args[1]);
+    for (int64_t i = 0; i < kN; ++i)
+      out[i] = 2 * a[i];
+    return {};
+  }
+  mutable std::atomic<int> calls{0};
+};
+
+} // namespace
+
+TEST_CASE("CompiledModel calls invoker kernels and passes on their errors", "[runtime]") {
+  auto invoker = std::make_shared<DoublingInvoker>();
+  LaunchPlan plan = makePlan();
+  plan.steps[1].entry = {nullptr, invoker};
+  CompiledModel model(std::move(plan), nullptr);
+  auto ok = model.run({{"x", vec({1, 2, 3, 4, 5})}, {"w", vec({1, 1, 1, 1, 1})}});
+  REQUIRE(ok.has_value());
+  CHECK(ok->at("y").getDouble(4) == 12.0);
+  auto failed = model.run({{"x", vec({-5, 2, 3, 4, 5})}, {"w", vec({1, 1, 1, 1, 1})}});
+  REQUIRE_FALSE(failed.has_value());
+  CHECK_THAT(failed.error().message(), Catch::Contains("a planted failure"));
+  // The failed run gave its arena back: the next run reuses it and succeeds.
+  auto again = model.run({{"x", vec({0, 0, 0, 0, 1})}, {"w", vec({1, 1, 1, 1, 1})}});
+  REQUIRE(again.has_value());
+  CHECK(again->at("y").getDouble(4) == 4.0);
+  CHECK(invoker->calls == 3);
 }

@@ -5,6 +5,7 @@
 #include "compiler/Compile.h"
 #include "tools/kiln/Args.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,16 @@ namespace kiln::tool {
 int compileCommand(const std::vector<std::string> &words);
 int runCommand(const std::vector<std::string> &words);
 
-/// "--target cpu|auto" (default auto).
-Expected<TargetKind> parseTarget(const Args &args);
-/// "--dump=graph,fused,kernel,llvm" into DumpFlags.
+/// The flags every command that compiles takes.
+inline const std::set<std::string> kTargetFlags = {"--target", "--arch", "--backend"};
+
+/// "--target cpu|sim|cuda|auto" (default auto), "--arch sm_XX" (default sm_90a) and
+/// "--backend llvm|nvrtc" (default llvm) into `options`.
+Expected<void> parseTargetOptions(const Args &args, CompileOptions &options);
+/// "--dump=graph,fused,kernel,llvm,ptx,cuda" into DumpFlags.
 Expected<unsigned> parseDump(const Args &args);
+/// The help lines of the target flags.
+extern const char *const kTargetHelp;
 /// Prints `error` as "kiln <command>: error: ..." and returns kExitFailure.
 int reportError(std::string_view command, const Error &error);
 

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 namespace kiln::tool {
 
@@ -23,11 +24,10 @@ time per stage and planned memory.
 <model> is a graph IR file (.kir) or example:<name>; the examples are:
 {}
 options:
-  --target cpu|auto   where the model would run (default auto: the best device
-                      present; this build runs on the CPU)
-  --dump=LIST         print intermediate forms to stdout, a comma-separated
+{}  --dump=LIST         print intermediate forms to stdout, a comma-separated
                       subset of: graph (after graph passes), fused (groups and
-                      schedules), kernel (kernel IR), llvm (optimized LLVM IR)
+                      schedules), kernel (kernel IR), llvm (optimized LLVM IR),
+                      ptx (the PTX module) and cuda (the CUDA C source) for cuda
   --dot FILE          write a Graphviz picture of the fused graph to FILE
   --batch N           batch size of an example (default: the example's)
   --help              print this help and exit
@@ -68,16 +68,29 @@ std::string formatBytes(int64_t bytes) {
 
 } // namespace
 
-Expected<TargetKind> parseTarget(const Args &args) {
-  auto target = args.value("--target").value_or("auto");
-  if (target == "cpu")
-    return TargetKind::Cpu;
-  if (target == "auto")
-    return TargetKind::Auto;
-  return makeError(ErrorCode::InvalidArgument,
-                   fmt::format("--target expects cpu or auto, got '{}' (GPU targets arrive with "
-                               "the GPU runtime)",
-                               target));
+const char *const kTargetHelp =
+    R"(  --target T          where the model runs: cpu, sim (GPU kernels on the SIMT
+                      simulator), cuda (GPU kernels; compile only in this build)
+                      or auto (default: the best device present, here the CPU)
+  --arch sm_XX        GPU architecture for sim and cuda: sm_80, sm_86, sm_89,
+                      sm_90 or sm_90a (default sm_90a)
+  --backend B         GPU backend for cuda: llvm (NVPTX, default) or nvrtc (CUDA C)
+)";
+
+Expected<void> parseTargetOptions(const Args &args, CompileOptions &options) {
+  KILN_TRY(options.target, parseTargetKind(args.value("--target").value_or("auto")));
+  options.gpuArch = args.value("--arch").value_or("sm_90a");
+  KILN_TRY(codegen::GpuTarget checked, codegen::gpuTargetNamed(options.gpuArch));
+  (void)checked;
+  std::string backend = args.value("--backend").value_or("llvm");
+  if (backend == "llvm")
+    options.gpuBackend = GpuBackend::Llvm;
+  else if (backend == "nvrtc")
+    options.gpuBackend = GpuBackend::Nvrtc;
+  else
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("--backend expects llvm or nvrtc, got '{}'", backend));
+  return {};
 }
 
 Expected<unsigned> parseDump(const Args &args) {
@@ -98,9 +111,14 @@ Expected<unsigned> parseDump(const Args &args) {
       flags |= kDumpKernel;
     else if (name == "llvm")
       flags |= kDumpLlvm;
+    else if (name == "ptx")
+      flags |= kDumpPtx;
+    else if (name == "cuda")
+      flags |= kDumpCuda;
     else
-      return makeError(ErrorCode::InvalidArgument,
-                       fmt::format("--dump: unknown form '{}' (graph, fused, kernel, llvm)", name));
+      return makeError(
+          ErrorCode::InvalidArgument,
+          fmt::format("--dump: unknown form '{}' (graph, fused, kernel, llvm, ptx, cuda)", name));
     if (comma == std::string::npos)
       break;
     start = comma + 1;
@@ -108,20 +126,52 @@ Expected<unsigned> parseDump(const Args &args) {
   return flags;
 }
 
+namespace {
+
+void printTimes(const CompileReport &report) {
+  fmt::print("target:  {}\n", report.target);
+  if (!report.fallbackReason.empty())
+    fmt::print("note:    {}\n", report.fallbackReason);
+  fmt::print("groups:  {} ({} kernels)\n", report.numGroups, report.numKernels);
+  fmt::print("compile: {:.3f} s (graph passes {:.3f}, lowering {:.3f}, codegen {:.3f})\n",
+             report.totalSeconds, report.graphPassSeconds, report.loweringSeconds,
+             report.codegenSeconds);
+}
+
+/// `--target cuda`: the kernels compiled for the GPU; nothing is loaded.
+int compileForCuda(const ir::Graph &graph, const CompileOptions &options,
+                   const std::optional<std::string> &dotPath) {
+  CompileReport report;
+  auto kernels = compileGpuKernels(graph, options, &report);
+  if (!kernels)
+    return reportError("compile", kernels.error());
+  if (dotPath)
+    if (auto written = writeFileAtomically(*dotPath, report.fusedGraphDot); !written)
+      return reportError("compile", written.error());
+  printTimes(report);
+  fmt::print("ptx:     {} bytes for {} (not loaded: this build has no CUDA runtime)\n",
+             kernels->ptx.size(), kernels->arch);
+  return kExitOk;
+}
+
+} // namespace
+
 int reportError(std::string_view command, const Error &error) {
   fmt::print(stderr, "kiln {}: error: {}\n", command, error.str());
   return kExitFailure;
 }
 
 int compileCommand(const std::vector<std::string> &words) {
-  auto args = Args::parse(words, {"--target", "--dump", "--dot", "--batch"}, {"--help"});
+  std::set<std::string> valued = kTargetFlags;
+  valued.insert({"--dump", "--dot", "--batch"});
+  auto args = Args::parse(words, valued, {"--help"});
   if (!args) {
     fmt::print(stderr, "kiln compile: {}\nrun 'kiln compile --help' for usage\n",
                args.error().message());
     return kExitUsage;
   }
   if (args->has("--help")) {
-    fmt::print(kCompileHelp, exampleListing());
+    fmt::print(kCompileHelp, exampleListing(), kTargetHelp);
     return kExitOk;
   }
   if (args->positional().size() != 1) {
@@ -129,7 +179,8 @@ int compileCommand(const std::vector<std::string> &words) {
                args->positional().size());
     return kExitUsage;
   }
-  auto target = parseTarget(*args);
+  CompileOptions options;
+  auto target = parseTargetOptions(*args, options);
   auto dump = parseDump(*args);
   auto batch = args->intValue("--batch", 0, 1);
   for (const Error *error : {target ? nullptr : &target.error(), dump ? nullptr : &dump.error(),
@@ -142,12 +193,12 @@ int compileCommand(const std::vector<std::string> &words) {
   auto model = loadModel(args->positional()[0], *batch, 0);
   if (!model)
     return reportError("compile", model.error());
-  CompileOptions options;
-  options.target = *target;
   options.dump = *dump;
   options.dumpStream = &std::cout;
   options.fusedGraphDot = args->has("--dot");
   CompileReport report;
+  if (options.target == TargetKind::Cuda)
+    return compileForCuda(*model->graph, options, args->value("--dot"));
   auto compiled = compile(*model->graph, options, &report);
   if (!compiled)
     return reportError("compile", compiled.error());
@@ -158,13 +209,7 @@ int compileCommand(const std::vector<std::string> &words) {
   }
 
   MemoryStats memory = compiled->memoryStats();
-  fmt::print("target:  {}\n", report.target);
-  if (!report.fallbackReason.empty())
-    fmt::print("note:    {}\n", report.fallbackReason);
-  fmt::print("groups:  {} ({} kernels)\n", report.numGroups, report.numKernels);
-  fmt::print("compile: {:.3f} s (graph passes {:.3f}, lowering {:.3f}, codegen {:.3f})\n",
-             report.totalSeconds, report.graphPassSeconds, report.loweringSeconds,
-             report.codegenSeconds);
+  printTimes(report);
   fmt::print("memory:  arena {} planned vs {} unplanned; constants {}\n",
              formatBytes(memory.arenaBytes), formatBytes(memory.unplannedBytes),
              formatBytes(memory.constantBytes));

@@ -23,8 +23,7 @@ the median time per run.
 <model> is a graph IR file (.kir) or example:<name>; the examples are:
 {}
 options:
-  --target cpu|auto     where to run (default auto: the best device present)
-  --batch N             batch size of an example (default: the example's)
+{}  --batch N             batch size of an example (default: the example's)
   --inputs FILE         input tensors from a safetensors file (default: seeded
                         random values: normal floats, integers in [0, 10))
   --params FILE         parameter values from a safetensors file (default: the
@@ -51,16 +50,15 @@ std::string firstValues(const HostTensor &tensor, int64_t count) {
 } // namespace
 
 int runCommand(const std::vector<std::string> &words) {
-  auto args = Args::parse(words,
-                          {"--target", "--batch", "--inputs", "--params", "--seed", "--iterations",
-                           "--output"},
-                          {"--check", "--help"});
+  std::set<std::string> valued = kTargetFlags;
+  valued.insert({"--batch", "--inputs", "--params", "--seed", "--iterations", "--output"});
+  auto args = Args::parse(words, valued, {"--check", "--help"});
   if (!args) {
     fmt::print(stderr, "kiln run: {}\nrun 'kiln run --help' for usage\n", args.error().message());
     return kExitUsage;
   }
   if (args->has("--help")) {
-    fmt::print(kRunHelp, exampleListing());
+    fmt::print(kRunHelp, exampleListing(), kTargetHelp);
     return kExitOk;
   }
   if (args->positional().size() != 1) {
@@ -68,7 +66,8 @@ int runCommand(const std::vector<std::string> &words) {
                args->positional().size());
     return kExitUsage;
   }
-  auto target = parseTarget(*args);
+  CompileOptions options;
+  auto target = parseTargetOptions(*args, options);
   auto batch = args->intValue("--batch", 0, 1);
   auto seed = args->intValue("--seed", 0, 0);
   auto iterations = args->intValue("--iterations", 10, 1);
@@ -98,8 +97,6 @@ int runCommand(const std::vector<std::string> &words) {
     params = std::move(*loaded);
   }
 
-  CompileOptions options;
-  options.target = *target;
   CompileReport report;
   auto compiled = compile(*model->graph, options, &report);
   if (!compiled)

@@ -4,6 +4,7 @@
 
 #include "ir/kernel/GpuLaunch.h"
 #include "passes/lower/LowerUtil.h"
+#include "passes/lower/gpu/GpuContraction.h"
 #include "passes/lower/gpu/GpuKinds.h"
 #include "passes/lower/gpu/GpuLowerContext.h"
 
@@ -64,6 +65,8 @@ Expected<LoweredKernel> lowerGroupForGpu(const ir::Graph &graph, const passes::F
     return lowerWith<GpuRowNormSchedule>(graph, group, schedule, target, lowerGpuRowNorm);
   case passes::GroupKind::Pooling:
     return lowerWith<GpuPoolingSchedule>(graph, group, schedule, target, lowerGpuPooling);
+  case passes::GroupKind::Contraction:
+    return lowerContractionForGpu(graph, group, schedule, target);
   case passes::GroupKind::Constant:
   case passes::GroupKind::Alias:
     KILN_UNREACHABLE(fmt::format("lowering: group {} is a {} group, which has no kernel", group.id,

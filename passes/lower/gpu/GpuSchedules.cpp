@@ -1,6 +1,7 @@
 // GPU schedules: the heuristic default of each group kind (occupancy and
 // wave quantization over the target's SMs, threads per row from the row
 // length), the schedule space the tuner searches, and the legality check.
+#include "passes/lower/gpu/GpuContraction.h"
 #include "passes/lower/gpu/GpuKinds.h"
 #include "passes/lower/gpu/GpuLower.h"
 
@@ -148,7 +149,7 @@ Expected<void> checkGpuSchedule(const passes::FusionGroup &group, const Schedule
   return std::visit(Checker{group, target}, schedule);
 }
 
-Schedule defaultGpuSchedule(const ir::Graph &, const passes::FusionGroup &group,
+Schedule defaultGpuSchedule(const ir::Graph &graph, const passes::FusionGroup &group,
                             const codegen::GpuTarget &target) {
   switch (group.kind) {
   case passes::GroupKind::Pointwise:
@@ -172,12 +173,15 @@ Schedule defaultGpuSchedule(const ir::Graph &, const passes::FusionGroup &group,
   }
   case passes::GroupKind::Pooling:
     return GpuPoolingSchedule{.threadsPerBlock = columnThreads(product(group.root->type().shape), target)};
+  case passes::GroupKind::Contraction: return defaultGpuContractionSchedule(graph, group, target);
   default: return NoSchedule{};
   }
 }
 
 std::vector<Schedule> gpuScheduleSpace(const ir::Graph &graph, const passes::FusionGroup &group,
                                        const codegen::GpuTarget &target) {
+  if (group.kind == passes::GroupKind::Contraction)
+    return gpuContractionScheduleSpace(graph, group, target);
   std::vector<Schedule> space{defaultGpuSchedule(graph, group, target)};
   auto addUnique = [&](Schedule s) {
     if (!checkGpuSchedule(group, s, target))

@@ -1,0 +1,183 @@
+// Legality, the heuristic default and the search space of GPU GEMM schedules.
+#include "passes/lower/gpu/GpuGemmSchedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace kiln::lower {
+
+namespace {
+
+int64_t ceilDivide(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// 32-bit registers one accumulator takes.
+int64_t registerWords(DType accumulate) {
+  return std::max<int64_t>(1, dtypeByteSize(accumulate) / 4);
+}
+
+/// Accumulator registers a thread may hold: the rest of the 255 go to the A and B fragments,
+/// the prefetched tiles and addressing.
+constexpr int64_t kMaxAccumulatorRegisters = 128;
+
+/// The fraction of a padded extent that is real work.
+double usefulFraction(int64_t extent, int64_t tile) {
+  if (extent <= 0)
+    return 1.0;
+  return double(extent) / double(ceilDivide(extent, tile) * tile);
+}
+
+/// The fraction of the SMs' slots the last wave fills on average over all waves.
+double waveEfficiency(int64_t blocks, int64_t numSms) {
+  int64_t waves = ceilDivide(std::max<int64_t>(blocks, 1), numSms);
+  return double(blocks) / double(waves * numSms);
+}
+
+/// Operand reuse of a block tile: multiply-adds per element loaded into shared memory,
+/// relative to a 128 x 128 tile.
+double reuse(int64_t blockM, int64_t blockN) {
+  return double(blockM * blockN) / double(blockM + blockN) / 64.0;
+}
+
+/// The thread tile of a block tile: the largest square tile giving 128 to 256 threads, else
+/// the one with the most threads up to 256.
+void chooseThreadTile(GpuMatMulSchedule &s) {
+  int best = 0;
+  int64_t bestThreads = 0;
+  for (int t : {8, 4, 2}) {
+    int tm = std::min<int>(t, s.blockM), tn = std::min<int>(t, s.blockN);
+    int64_t threads = int64_t(s.blockM / tm) * (s.blockN / tn);
+    if (threads >= 128 && threads <= 256) {
+      s.threadM = tm;
+      s.threadN = tn;
+      return;
+    }
+    if (threads <= 256 && threads > bestThreads) {
+      best = t;
+      bestThreads = threads;
+    }
+  }
+  if (best == 0)
+    best = 8;
+  s.threadM = std::min<int>(best, s.blockM);
+  s.threadN = std::min<int>(best, s.blockN);
+}
+
+} // namespace
+
+int64_t gpuGemmSharedBytes(const GpuMatMulSchedule &s, DType accumulate) {
+  return int64_t(s.stages) * s.blockK * (int64_t(s.blockM) + s.blockN) *
+         dtypeByteSize(accumulate);
+}
+
+int64_t gpuGemmThreads(const GpuMatMulSchedule &s) {
+  return int64_t(s.blockM / s.threadM) * (s.blockN / s.threadN);
+}
+
+Expected<void> checkGpuGemmSchedule(const GpuMatMulSchedule &s, DType accumulate,
+                                    const codegen::GpuTarget &target) {
+  auto invalid = [&](std::string what) {
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("GPU GEMM schedule: {} (schedule bm={} bn={} bk={} tm={} tn={} "
+                                 "stages={} vw={} splitk={})",
+                                 what, s.blockM, s.blockN, s.blockK, s.threadM, s.threadN,
+                                 s.stages, s.vectorWidth, s.splitK));
+  };
+  for (auto [name, value] : {std::pair{"blockM", s.blockM}, {"blockN", s.blockN},
+                             {"blockK", s.blockK}, {"threadM", s.threadM},
+                             {"threadN", s.threadN}})
+    if (value < 1)
+      return invalid(fmt::format("{} must be positive, got {}", name, value));
+  if (s.blockM % s.threadM != 0)
+    return invalid(fmt::format("threadM ({}) must divide blockM ({})", s.threadM, s.blockM));
+  if (s.blockN % s.threadN != 0)
+    return invalid(fmt::format("threadN ({}) must divide blockN ({})", s.threadN, s.blockN));
+  int64_t threads = gpuGemmThreads(s);
+  if (threads > target.maxThreadsPerBlock)
+    return invalid(fmt::format("blockM/threadM * blockN/threadN gives {} threads per block; at "
+                               "most {} are allowed",
+                               threads, target.maxThreadsPerBlock));
+  int64_t accumulatorRegisters = int64_t(s.threadM) * s.threadN * registerWords(accumulate);
+  if (accumulatorRegisters > kMaxAccumulatorRegisters)
+    return invalid(fmt::format("threadM x threadN needs {} accumulator registers per thread; at "
+                               "most {}",
+                               accumulatorRegisters, kMaxAccumulatorRegisters));
+  if (s.stages != 1 && s.stages != 2)
+    return invalid(fmt::format("stages must be 1 or 2 (double buffering), got {}", s.stages));
+  if (s.vectorWidth != 1 && s.vectorWidth != 2 && s.vectorWidth != 4 && s.vectorWidth != 8)
+    return invalid(fmt::format("vectorWidth must be 1, 2, 4 or 8, got {}", s.vectorWidth));
+  if (s.splitK != 1)
+    return invalid(fmt::format("splitK must be 1 (split-K is not implemented), got {}", s.splitK));
+  int64_t shared = gpuGemmSharedBytes(s, accumulate);
+  if (shared > target.staticSharedBytesPerBlock)
+    return invalid(fmt::format("blockM, blockN, blockK and stages need {} bytes of shared memory "
+                               "per block; at most {}",
+                               shared, target.staticSharedBytesPerBlock));
+  return {};
+}
+
+GpuMatMulSchedule defaultGpuGemmSchedule(const GemmShape &shape,
+                                         const codegen::GpuTarget &target) {
+  GpuMatMulSchedule best;
+  double bestScore = -1.0;
+  int64_t accBytes = dtypeByteSize(shape.accumulate);
+  for (int blockM : {128, 64, 32, 16})
+    for (int blockN : {128, 64, 32, 16}) {
+      // 16-wide tiles only for extents that small (a depthwise conv's single output channel).
+      if ((blockM == 16 && shape.m > 16) || (blockN == 16 && shape.n > 16))
+        continue;
+      int64_t blocks =
+          shape.batch * ceilDivide(shape.m, blockM) * ceilDivide(shape.n, blockN);
+      double score = usefulFraction(shape.m, blockM) * usefulFraction(shape.n, blockN) *
+                     waveEfficiency(blocks, target.numSms) * reuse(blockM, blockN);
+      if (score > bestScore + 1e-9) {
+        bestScore = score;
+        best.blockM = blockM;
+        best.blockN = blockN;
+      }
+    }
+  chooseThreadTile(best);
+  best.vectorWidth = accBytes >= 8 ? 2 : 4;
+  best.splitK = 1;
+  best.blockK = shape.k <= 8 ? 8 : 16;
+  best.stages = ceilDivide(shape.k, best.blockK) > 1 ? 2 : 1;
+  while (!checkGpuGemmSchedule(best, shape.accumulate, target)) {
+    if (best.blockK > 8)
+      best.blockK /= 2;
+    else if (best.stages > 1)
+      best.stages = 1;
+    else if (best.threadM > 2 || best.threadN > 2) {
+      best.threadM = std::max(2, best.threadM / 2);
+      best.threadN = std::max(2, best.threadN / 2);
+    } else
+      break;
+  }
+  return best;
+}
+
+std::vector<GpuMatMulSchedule> gpuGemmScheduleSpace(const GemmShape &shape,
+                                                    const codegen::GpuTarget &target) {
+  GpuMatMulSchedule first = defaultGpuGemmSchedule(shape, target);
+  std::vector<GpuMatMulSchedule> space{first};
+  auto same = [](const GpuMatMulSchedule &a, const GpuMatMulSchedule &b) {
+    return a.blockM == b.blockM && a.blockN == b.blockN && a.blockK == b.blockK &&
+           a.threadM == b.threadM && a.threadN == b.threadN && a.stages == b.stages &&
+           a.vectorWidth == b.vectorWidth && a.splitK == b.splitK;
+  };
+  for (int blockM : {32, 64, 128})
+    for (int blockN : {32, 64, 128})
+      for (int thread : {2, 4, 8})
+        for (int blockK : {8, 16, 32})
+          for (int stages : {1, 2}) {
+            GpuMatMulSchedule s{blockM, blockN, blockK, thread, thread, stages,
+                                first.vectorWidth, 1};
+            if (gpuGemmThreads(s) < target.warpSize)
+              continue;
+            if (!checkGpuGemmSchedule(s, shape.accumulate, target) || same(s, first))
+              continue;
+            space.push_back(s);
+          }
+  return space;
+}
+
+} // namespace kiln::lower

@@ -1,0 +1,42 @@
+// The memory behind one buffer during a simulation: its bytes (the caller's
+// for parameters, owned storage for shared, local and register buffers), which
+// elements have been written, and who touched each shared element since the
+// last barrier.
+#pragma once
+
+#include "ir/kernel/KernelIR.h"
+#include "runtime/sim/SharedRaceLog.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace kiln::sim {
+
+/// The memory behind one buffer while it is live.
+struct SimMemory {
+  const kir::Buffer *buffer = nullptr;
+  std::byte *data = nullptr;
+  int64_t size = 0; ///< elements (per thread for local and register buffers)
+  int64_t elementBytes = 1;
+  bool bound = false;
+  bool perThread = false;   ///< local/register: thread t owns [t * size, (t + 1) * size)
+  bool trackWrites = false; ///< report reads of elements nobody wrote
+  bool trackRaces = false;
+  std::vector<std::byte> storage;
+  std::vector<uint8_t> written;
+  SharedRaceLog races;
+};
+
+/// Poisons a fresh allocation (NaN for floats, -1 for integers: reads of
+/// unwritten elements are reported anyway, the poison only makes a missed
+/// report visible) and forgets who wrote what.
+inline void resetAllocation(SimMemory &memory) {
+  std::ranges::fill(memory.storage, std::byte{0xFF});
+  std::ranges::fill(memory.written, uint8_t{0});
+  if (memory.trackRaces)
+    memory.races.reset(static_cast<int64_t>(memory.written.size()));
+}
+
+} // namespace kiln::sim

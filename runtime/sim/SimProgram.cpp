@@ -1,0 +1,351 @@
+// Flattens a kernel into the simulator's node tables and checks every
+// operand type once (the same rules as the kernel IR evaluator).
+#include "runtime/sim/SimProgram.h"
+
+#include "ir/kernel/Printer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace kiln::sim {
+
+namespace {
+
+using namespace kiln::kir;
+
+bool isThreadLoop(ForKind kind) {
+  return kind == ForKind::ThreadX || kind == ForKind::ThreadY || kind == ForKind::ThreadZ;
+}
+
+class ProgramCompiler {
+public:
+  explicit ProgramCompiler(const Kernel &kernel) : kernel_(kernel) {}
+
+  Expected<SimProgram> compile() {
+    for (size_t i = 0; i < kernel_.params.size(); ++i)
+      program_.buffers[static_cast<size_t>(bufferIndex(*kernel_.params[i]))].param =
+          static_cast<int>(i);
+    if (kernel_.body) {
+      KILN_TRY(program_.root, compileStmt(kernel_.body, 0));
+    }
+    return std::move(program_);
+  }
+
+private:
+  const Kernel &kernel_;
+  SimProgram program_;
+  std::unordered_map<const Expr *, int> exprIndex_;
+  std::unordered_map<const Var *, int> varIndex_;
+  std::unordered_map<const Buffer *, int> bufferIndex_;
+  bool insideThreads_ = false;
+
+  std::unexpected<Error> fail(std::string message,
+                              ErrorCode code = ErrorCode::InvalidArgument) const {
+    return makeError(code, fmt::format("kernel {}: {}", kernel_.name, message));
+  }
+
+  Expected<void> inKernel(Expected<void> check) const {
+    if (!check)
+      return fail(check.error().message(), check.error().code());
+    return {};
+  }
+
+  int varIndex(const Var &var) {
+    auto [it, inserted] = varIndex_.emplace(&var, static_cast<int>(program_.vars.size()));
+    if (inserted) {
+      program_.vars.push_back(SimVar{&var, var.type.lanes});
+      program_.varOffsets.push_back(program_.totalVarLanes);
+      program_.totalVarLanes += std::max(var.type.lanes, 1);
+    }
+    return it->second;
+  }
+
+  int bufferIndex(const Buffer &buffer) {
+    auto [it, inserted] = bufferIndex_.emplace(&buffer, static_cast<int>(program_.buffers.size()));
+    if (inserted)
+      program_.buffers.push_back(SimBuffer{&buffer});
+    return it->second;
+  }
+
+  const Type &typeOf(int node) const { return program_.exprs[static_cast<size_t>(node)].type; }
+
+  Expected<void> checkMask(int node, int lanes, std::string_view what) const {
+    const Type &type = typeOf(node);
+    if (type.dtype != DType::Bool || (type.lanes != 1 && type.lanes != lanes))
+      return fail(fmt::format("{} must be bool or boolx{}, got {}", what, lanes, typeName(type)));
+    return {};
+  }
+
+  Expected<void> checkIndex(int node, std::string_view what) const {
+    if (typeOf(node) != Type::index())
+      return fail(fmt::format("{} index must be i64, got {}", what, typeName(typeOf(node))));
+    return {};
+  }
+
+  Expected<void> needThreads(std::string_view what) const {
+    if (!insideThreads_)
+      return fail(fmt::format("{} outside the thread loops", what), ErrorCode::VerifyError);
+    return {};
+  }
+
+  Expected<int> compileExpr(const ExprPtr &e) {
+    if (!e)
+      return fail("null expression");
+    if (auto it = exprIndex_.find(e.get()); it != exprIndex_.end())
+      return it->second;
+    SimExpr node;
+    node.kind = e->kind();
+    node.type = e->type();
+    switch (e->kind()) {
+    case ExprKind::IntImm:
+      node.constant = true;
+      node.constantValue =
+          Scalar::ofInt(wrapInteger(static_cast<const IntImm &>(*e).value, node.type.dtype));
+      break;
+    case ExprKind::FloatImm:
+      node.constant = true;
+      node.constantValue = Scalar::ofFloat(static_cast<const FloatImm &>(*e).value);
+      break;
+    case ExprKind::VarRef: {
+      const Var &var = *static_cast<const VarRef &>(*e).var;
+      node.var = varIndex(var);
+      node.type = var.type;
+      break;
+    }
+    case ExprKind::Unary: {
+      auto &unary = static_cast<const Unary &>(*e);
+      KILN_TRY(node.args[0], compileExpr(unary.operand));
+      node.op = static_cast<int>(unary.op);
+      node.type = typeOf(node.args[0]);
+      node.operandDtype = node.type.dtype;
+      KILN_TRY_VOID(inKernel(checkUnaryLane(unary.op, node.operandDtype)));
+      break;
+    }
+    case ExprKind::Binary: {
+      auto &binary = static_cast<const Binary &>(*e);
+      KILN_TRY(node.args[0], compileExpr(binary.lhs));
+      KILN_TRY(node.args[1], compileExpr(binary.rhs));
+      const Type a = typeOf(node.args[0]), b = typeOf(node.args[1]);
+      if (a != b)
+        return fail(fmt::format("binary operands have different types ({} and {})", typeName(a),
+                                typeName(b)));
+      node.op = static_cast<int>(binary.op);
+      node.operandDtype = a.dtype;
+      node.type = Type{isComparison(binary.op) ? DType::Bool : a.dtype, a.lanes};
+      KILN_TRY_VOID(inKernel(checkBinaryLane(binary.op, a.dtype)));
+      break;
+    }
+    case ExprKind::Select: {
+      auto &select = static_cast<const Select &>(*e);
+      KILN_TRY(node.args[0], compileExpr(select.cond));
+      KILN_TRY(node.args[1], compileExpr(select.onTrue));
+      KILN_TRY(node.args[2], compileExpr(select.onFalse));
+      const Type a = typeOf(node.args[1]), b = typeOf(node.args[2]);
+      if (a != b)
+        return fail(
+            fmt::format("select arms have different types ({} and {})", typeName(a), typeName(b)));
+      node.type = a;
+      KILN_TRY_VOID(checkMask(node.args[0], a.lanes, "select condition"));
+      break;
+    }
+    case ExprKind::Cast: {
+      KILN_TRY(node.args[0], compileExpr(static_cast<const Cast &>(*e).value));
+      const Type from = typeOf(node.args[0]);
+      if (from.lanes != e->type().lanes)
+        return fail(fmt::format("cast from {} to {} changes the lane count", typeName(from),
+                                typeName(e->type())));
+      node.operandDtype = from.dtype;
+      break;
+    }
+    case ExprKind::Load: {
+      auto &load = static_cast<const Load &>(*e);
+      node.buffer = bufferIndex(*load.buffer);
+      KILN_TRY(node.args[0], compileExpr(load.index));
+      KILN_TRY_VOID(checkIndex(node.args[0], "load"));
+      if (load.predicate) {
+        KILN_TRY(node.args[1], compileExpr(load.predicate));
+        KILN_TRY_VOID(checkMask(node.args[1], e->type().lanes, "load predicate"));
+      }
+      break;
+    }
+    case ExprKind::Call: {
+      auto &call = static_cast<const Call &>(*e);
+      if (call.args.empty() || call.args.size() > 3)
+        return fail(fmt::format("{} has {} arguments", intrinsicName(call.fn), call.args.size()));
+      for (size_t i = 0; i < call.args.size(); ++i) {
+        KILN_TRY(node.args[i], compileExpr(call.args[i]));
+        if (typeOf(node.args[i]) != typeOf(node.args[0]))
+          return fail(fmt::format("{} arguments have different types", intrinsicName(call.fn)));
+      }
+      node.argCount = static_cast<int>(call.args.size());
+      node.op = static_cast<int>(call.fn);
+      node.type = typeOf(node.args[0]);
+      node.operandDtype = node.type.dtype;
+      KILN_TRY_VOID(inKernel(checkIntrinsicLane(call.fn, node.operandDtype, call.args.size())));
+      break;
+    }
+    case ExprKind::Broadcast: {
+      KILN_TRY(node.args[0], compileExpr(static_cast<const Broadcast &>(*e).value));
+      if (typeOf(node.args[0]).isVector())
+        return fail("broadcast of a vector");
+      break;
+    }
+    case ExprKind::Shuffle: {
+      auto &shuffle = static_cast<const Shuffle &>(*e);
+      KILN_TRY_VOID(needThreads("a warp shuffle"));
+      KILN_TRY(node.args[0], compileExpr(shuffle.value));
+      KILN_TRY(node.args[1], compileExpr(shuffle.lane));
+      const Type value = typeOf(node.args[0]);
+      if (value.isVector() || (value.dtype != DType::F32 && value.dtype != DType::F64 &&
+                               value.dtype != DType::I32 && value.dtype != DType::I64))
+        return fail(fmt::format("a shuffle moves an f32, f64, i32 or i64 scalar, not {}",
+                                typeName(value)));
+      if (typeOf(node.args[1]) != Type::scalar(DType::I32))
+        return fail(fmt::format("a shuffle's lane must be an i32 scalar, got {}",
+                                typeName(typeOf(node.args[1]))));
+      node.type = value;
+      node.op = static_cast<int>(shuffle.mode);
+      break;
+    }
+    }
+    if (node.type.lanes < 1)
+      return fail(fmt::format("an expression has {} lanes", node.type.lanes));
+    // A variable reference reads the variable's own column: it needs no slot.
+    if (node.kind != ExprKind::VarRef) {
+      node.slot = program_.totalLanes;
+      program_.totalLanes += node.type.lanes;
+    }
+    int index = static_cast<int>(program_.exprs.size());
+    program_.exprs.push_back(node);
+    exprIndex_.emplace(e.get(), index);
+    return index;
+  }
+
+  Expected<int> compileBody(const StmtPtr &s, int depth) {
+    if (!s)
+      return kNoNode;
+    return compileStmt(s, depth);
+  }
+
+  Expected<int> compileStmt(const StmtPtr &s, int depth) {
+    program_.maxDepth = std::max(program_.maxDepth, depth);
+    SimStmt node;
+    node.kind = s->kind();
+    switch (s->kind()) {
+    case StmtKind::Block:
+      for (const auto &child : static_cast<const Block &>(*s).stmts) {
+        if (child) {
+          KILN_TRY(int index, compileStmt(child, depth));
+          node.children.push_back(index);
+        }
+      }
+      break;
+    case StmtKind::For: {
+      auto &loop = static_cast<const For &>(*s);
+      node.loopKind = loop.loopKind;
+      node.var = varIndex(*loop.var);
+      KILN_TRY(node.exprs[0], compileExpr(loop.begin));
+      KILN_TRY_VOID(checkIndex(node.exprs[0], "loop begin"));
+      KILN_TRY(node.exprs[1], compileExpr(loop.extent));
+      KILN_TRY_VOID(checkIndex(node.exprs[1], "loop extent"));
+      if (loop.var->type != Type::index())
+        return fail(fmt::format("loop variable {} is {}, not i64", loop.var->name,
+                                typeName(loop.var->type)));
+      bool wasInside = insideThreads_;
+      insideThreads_ = insideThreads_ || isThreadLoop(loop.loopKind);
+      KILN_TRY(node.body, compileBody(loop.body, depth + 1));
+      insideThreads_ = wasInside;
+      break;
+    }
+    case StmtKind::Let: {
+      auto &let = static_cast<const Let &>(*s);
+      node.var = varIndex(*let.var);
+      KILN_TRY(node.exprs[0], compileExpr(let.value));
+      const Type value = typeOf(node.exprs[0]);
+      if (value != let.var->type)
+        return fail(fmt::format("let {}: {} bound to a {} value", let.var->name,
+                                typeName(let.var->type), typeName(value)));
+      KILN_TRY(node.body, compileBody(let.body, depth));
+      break;
+    }
+    case StmtKind::If: {
+      auto &branch = static_cast<const If &>(*s);
+      KILN_TRY(node.exprs[0], compileExpr(branch.cond));
+      KILN_TRY_VOID(checkMask(node.exprs[0], 1, "if condition"));
+      KILN_TRY(node.body, compileBody(branch.thenBody, depth + 1));
+      KILN_TRY(node.elseBody, compileBody(branch.elseBody, depth + 1));
+      break;
+    }
+    case StmtKind::Allocate: {
+      auto &allocation = static_cast<const Allocate &>(*s);
+      if (allocation.buffer->scope == MemScope::Global)
+        return fail(fmt::format("allocates global buffer {} (global buffers are parameters)",
+                                allocation.buffer->name));
+      node.buffer = bufferIndex(*allocation.buffer);
+      KILN_TRY(node.body, compileBody(allocation.body, depth));
+      break;
+    }
+    case StmtKind::Store: {
+      auto &store = static_cast<const Store &>(*s);
+      node.buffer = bufferIndex(*store.buffer);
+      KILN_TRY(node.exprs[0], compileExpr(store.index));
+      KILN_TRY_VOID(checkIndex(node.exprs[0], "store"));
+      KILN_TRY(node.exprs[1], compileExpr(store.value));
+      const Type value = typeOf(node.exprs[1]);
+      if (value.dtype != store.buffer->dtype)
+        return fail(fmt::format("store of {} into {} buffer {}", typeName(value),
+                                dtypeName(store.buffer->dtype), store.buffer->name));
+      if (store.predicate) {
+        KILN_TRY(node.exprs[2], compileExpr(store.predicate));
+        KILN_TRY_VOID(checkMask(node.exprs[2], value.lanes, "store predicate"));
+      }
+      break;
+    }
+    case StmtKind::Evaluate: {
+      KILN_TRY(node.exprs[0], compileExpr(static_cast<const Evaluate &>(*s).value));
+      break;
+    }
+    case StmtKind::Barrier: {
+      KILN_TRY_VOID(needThreads("a barrier"));
+      break;
+    }
+    case StmtKind::Atomic: {
+      auto &atomic = static_cast<const Atomic &>(*s);
+      KILN_TRY_VOID(needThreads("an atomic"));
+      const Buffer &buffer = *atomic.buffer;
+      if (buffer.scope != MemScope::Global && buffer.scope != MemScope::Shared)
+        return fail(fmt::format("atomic {} on {} buffer {} (only global and shared memory)",
+                                atomicOpName(atomic.op), memScopeName(buffer.scope), buffer.name));
+      bool isAdd = atomic.op == AtomicOp::Add;
+      bool typeOk = buffer.dtype == DType::I32 || buffer.dtype == DType::I64 ||
+                    (isAdd && (buffer.dtype == DType::F32 || buffer.dtype == DType::F64));
+      if (!typeOk)
+        return fail(fmt::format("atomic {} is not defined on {} (buffer {})",
+                                atomicOpName(atomic.op), dtypeName(buffer.dtype), buffer.name));
+      node.buffer = bufferIndex(buffer);
+      node.op = static_cast<int>(atomic.op);
+      KILN_TRY(node.exprs[0], compileExpr(atomic.index));
+      KILN_TRY_VOID(checkIndex(node.exprs[0], "atomic"));
+      KILN_TRY(node.exprs[1], compileExpr(atomic.value));
+      if (typeOf(node.exprs[1]) != Type::scalar(buffer.dtype))
+        return fail(fmt::format("atomic {} of {} into {} buffer {}", atomicOpName(atomic.op),
+                                typeName(typeOf(node.exprs[1])), dtypeName(buffer.dtype),
+                                buffer.name));
+      break;
+    }
+    }
+    int index = static_cast<int>(program_.stmts.size());
+    program_.stmts.push_back(std::move(node));
+    return index;
+  }
+};
+
+} // namespace
+
+Expected<SimProgram> compileSimProgram(const kir::Kernel &kernel) {
+  return ProgramCompiler(kernel).compile();
+}
+
+} // namespace kiln::sim

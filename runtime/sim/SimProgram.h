@@ -1,0 +1,75 @@
+// The simulator's compiled form of a kernel: flat tables of expression and
+// statement nodes (children, variables and buffers as indices), every type
+// checked once, so the lockstep machine never allocates or hashes per operation.
+#pragma once
+
+#include "ir/kernel/KernelIR.h"
+#include "ir/kernel/ScalarOps.h"
+#include "support/Error.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace kiln::sim {
+
+inline constexpr int kNoNode = -1;
+
+/// One expression node. Its value for thread t, lane l lives in the machine's
+/// value table at (slot + l) * threads + t (a VarRef's in its variable's column).
+struct SimExpr {
+  kir::ExprKind kind = kir::ExprKind::IntImm;
+  kir::Type type;
+  DType operandDtype = DType::F32; ///< Unary, Binary, Cast, Call: the operands' dtype
+  int op = 0;                      ///< BinaryOp, UnaryOp, Intrinsic or ShuffleMode
+  int slot = 0;
+  int args[3] = {kNoNode, kNoNode, kNoNode}; ///< Select: cond, onTrue, onFalse; Load: index,
+                                             ///< predicate; Shuffle: value, lane
+  int argCount = 0;
+  int var = kNoNode;    ///< VarRef
+  int buffer = kNoNode; ///< Load
+  bool constant = false;
+  kir::Scalar constantValue; ///< IntImm, FloatImm
+};
+
+struct SimStmt {
+  kir::StmtKind kind = kir::StmtKind::Block;
+  kir::ForKind loopKind = kir::ForKind::Serial; ///< For
+  int var = kNoNode;                            ///< For, Let
+  int buffer = kNoNode;                         ///< Allocate, Store, Atomic
+  int op = 0;                                   ///< Atomic: AtomicOp
+  int exprs[3] = {kNoNode, kNoNode, kNoNode};   ///< For: begin, extent; Let: value; If: cond;
+                                                ///< Store: index, value, predicate;
+                                                ///< Atomic: index, value; Evaluate: value
+  int body = kNoNode, elseBody = kNoNode;       ///< For/Let/Allocate body; If branches
+  std::vector<int> children;                    ///< Block
+};
+
+struct SimVar {
+  const kir::Var *var;
+  int lanes;
+};
+
+struct SimBuffer {
+  const kir::Buffer *buffer;
+  int param = kNoNode; ///< its kernel parameter, for global buffers
+};
+
+/// A kernel compiled for the machine.
+struct SimProgram {
+  std::vector<SimExpr> exprs;
+  std::vector<SimStmt> stmts;
+  std::vector<SimVar> vars;
+  std::vector<SimBuffer> buffers;
+  int root = kNoNode;
+  int totalLanes = 0;   ///< sum of the lanes of every expression node
+  int totalVarLanes = 0;
+  std::vector<int> varOffsets; ///< per var: its first lane in the variable table
+  int maxDepth = 0;     ///< deepest nesting of ifs and loops (sizes the active-set arena)
+};
+
+/// Compiles `kernel`; errors ("kernel <name>: ...") are operand types that do
+/// not fit, shuffles, barriers or atomics outside the thread loops, and
+/// buffers that are neither parameters nor allocated by an enclosing statement.
+Expected<SimProgram> compileSimProgram(const kir::Kernel &kernel);
+
+} // namespace kiln::sim

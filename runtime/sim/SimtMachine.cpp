@@ -1,0 +1,748 @@
+// The lockstep machine: each expression node is evaluated for every active
+// thread of a block at once (a column of values per node), so interpretation
+// costs one dispatch per node per statement, not per thread. Active threads
+// are sorted lists of linear thread ids kept in a preallocated arena.
+#include "runtime/sim/SimtMachine.h"
+
+#include "runtime/sim/LaneKernels.h"
+#include "runtime/sim/SimMemory.h"
+#include "runtime/sim/SimMessages.h"
+
+#include "ir/kernel/Printer.h"
+#include "ir/kernel/ScalarOps.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <new>
+#include <optional>
+#include <vector>
+
+namespace kiln::sim {
+
+namespace {
+
+using namespace kiln::kir;
+
+constexpr int kWarpSize = 32;
+
+bool isBlockLoop(ForKind kind) {
+  return kind == ForKind::BlockX || kind == ForKind::BlockY || kind == ForKind::BlockZ;
+}
+bool isThreadLoop(ForKind kind) {
+  return kind == ForKind::ThreadX || kind == ForKind::ThreadY || kind == ForKind::ThreadZ;
+}
+int axisOf(ForKind kind) {
+  switch (kind) {
+  case ForKind::BlockX:
+  case ForKind::ThreadX: return 0;
+  case ForKind::BlockY:
+  case ForKind::ThreadY: return 1;
+  default: return 2;
+  }
+}
+
+/// The threads running a statement: ascending linear thread ids.
+struct Active {
+  const int32_t *ids;
+  int32_t count;
+};
+
+class SimtMachine {
+public:
+  SimtMachine(const Kernel &kernel, const SimProgram &program, const GpuLaunch &launch,
+              const SimOptions &options)
+      : kernel_(kernel), program_(program), launch_(launch), options_(options),
+        threads_(static_cast<int32_t>(launch.threadsPerBlock())) {}
+
+  Expected<SimStats> run(std::span<const std::span<std::byte>> params) {
+    stats_.threadsPerBlock = threads_;
+    stats_.sharedBytesPerBlock = launch_.sharedBytes;
+    const size_t T = static_cast<size_t>(threads_);
+    try {
+      values_.assign(static_cast<size_t>(program_.totalLanes) * T, Scalar{});
+      varValues_.assign(static_cast<size_t>(program_.totalVarLanes) * T, Scalar{});
+      arena_.assign(T * static_cast<size_t>(program_.maxDepth + 3), 0);
+      bounds_.assign(2 * T * static_cast<size_t>(program_.maxDepth + 3), 0);
+    } catch (const std::bad_alloc &) {
+      return fail(fmt::format("out of memory for the values of {} threads", threads_),
+                  ErrorCode::OutOfMemory);
+    }
+    varBound_.assign(program_.vars.size(), 0);
+    for (const SimExpr &node : program_.exprs)
+      if (node.constant)
+        for (int l = 0; l < node.type.lanes; ++l)
+          std::fill_n(values_.begin() + static_cast<ptrdiff_t>((node.slot + l) * T), T,
+                      node.constantValue);
+    memories_.resize(program_.buffers.size());
+    for (size_t b = 0; b < program_.buffers.size(); ++b) {
+      const SimBuffer &buffer = program_.buffers[b];
+      SimMemory &memory = memories_[b];
+      memory.buffer = buffer.buffer;
+      memory.elementBytes = dtypeByteSize(buffer.buffer->dtype);
+      if (buffer.param != kNoNode) {
+        memory.data = params[static_cast<size_t>(buffer.param)].data();
+        memory.size = buffer.buffer->size;
+        memory.bound = true;
+      }
+    }
+    for (int32_t t = 0; t < threads_; ++t)
+      arena_[static_cast<size_t>(t)] = t;
+    arenaTop_ = T;
+    boundsTop_ = 0;
+    if (program_.root != kNoNode && !exec(program_.root, Active{arena_.data(), threads_}))
+      return std::unexpected(std::move(*error_));
+    return stats_;
+  }
+
+private:
+  const Kernel &kernel_;
+  const SimProgram &program_;
+  const GpuLaunch &launch_;
+  const SimOptions &options_;
+  const int32_t threads_;
+  SimStats stats_;
+  std::vector<Scalar> values_;    ///< (slot + lane) * threads + thread
+  std::vector<Scalar> varValues_; ///< (offset + lane) * threads + thread
+  std::vector<uint8_t> varBound_;
+  std::vector<SimMemory> memories_;
+  std::vector<int32_t> arena_; ///< active-thread lists, a stack
+  size_t arenaTop_ = 0;
+  std::vector<int64_t> bounds_; ///< per-thread loop bounds, a stack
+  size_t boundsTop_ = 0;
+  std::optional<Error> error_;
+  std::array<int64_t, 3> blockCoord_{0, 0, 0};
+  bool insideThreads_ = false;
+  int64_t steps_ = 0;
+  uint64_t epoch_ = 0; ///< barrier intervals, over the whole run
+
+  // ---- Errors ---------------------------------------------------------------------------------
+
+  std::unexpected<Error> fail(std::string message,
+                              ErrorCode code = ErrorCode::InvalidArgument) const {
+    return makeError(code, fmt::format("kernel {}: {}", kernel_.name, message));
+  }
+
+  bool raise(std::string message, ErrorCode code = ErrorCode::InvalidArgument) {
+    error_ = fail(std::move(message), code).error();
+    return false;
+  }
+
+  std::string threadText(int64_t t) const { return threadCoordText(t, launch_.block); }
+  std::string blockText() const { return coordText(blockCoord_); }
+  std::string byThread(int64_t t) const {
+    return fmt::format("by block {} thread {}", blockText(), threadText(t));
+  }
+
+  // ---- Values ---------------------------------------------------------------------------------
+
+  size_t T() const { return static_cast<size_t>(threads_); }
+
+  /// Lane 0 of node `n`'s column (lane l of thread t is at [l * threads + t]).
+  /// Variables are read in place, without a copy.
+  const Scalar *column(int n) const {
+    const SimExpr &node = program_.exprs[static_cast<size_t>(n)];
+    if (node.kind == ExprKind::VarRef)
+      return varValues_.data() + static_cast<size_t>(program_.varOffsets[node.var]) * T();
+    return values_.data() + static_cast<size_t>(node.slot) * T();
+  }
+  Scalar *output(const SimExpr &node) { return values_.data() + static_cast<size_t>(node.slot) * T(); }
+
+  bool eval(int n, Active a) {
+    const SimExpr &node = program_.exprs[static_cast<size_t>(n)];
+    if (node.constant)
+      return true;
+    const size_t T = this->T();
+    const int lanes = node.type.lanes;
+    switch (node.kind) {
+    case ExprKind::IntImm:
+    case ExprKind::FloatImm: return true;
+    case ExprKind::VarRef:
+      if (!varBound_[static_cast<size_t>(node.var)])
+        return raise(fmt::format("variable {} is used outside its scope",
+                                 program_.vars[static_cast<size_t>(node.var)].var->name));
+      return true;
+    case ExprKind::Unary: {
+      if (!eval(node.args[0], a))
+        return false;
+      const Scalar *x = column(node.args[0]);
+      Scalar *out = output(node);
+      auto op = static_cast<UnaryOp>(node.op);
+      for (int l = 0; l < lanes; ++l)
+        for (int32_t i = 0; i < a.count; ++i) {
+          size_t at = l * T + static_cast<size_t>(a.ids[i]);
+          out[at] = unaryLane(op, node.operandDtype, x[at]);
+        }
+      return true;
+    }
+    case ExprKind::Binary: {
+      if (!eval(node.args[0], a) || !eval(node.args[1], a))
+        return false;
+      binaryColumns(static_cast<BinaryOp>(node.op), node.operandDtype, lanes, T, a.ids, a.count,
+                    column(node.args[0]), column(node.args[1]), output(node));
+      return true;
+    }
+    case ExprKind::Select: {
+      if (!eval(node.args[1], a) || !eval(node.args[2], a) || !eval(node.args[0], a))
+        return false;
+      const Scalar *cond = column(node.args[0]);
+      const Scalar *onTrue = column(node.args[1]), *onFalse = column(node.args[2]);
+      bool wideCond = program_.exprs[static_cast<size_t>(node.args[0])].type.lanes != 1;
+      Scalar *out = output(node);
+      for (int l = 0; l < lanes; ++l)
+        for (int32_t i = 0; i < a.count; ++i) {
+          size_t t = static_cast<size_t>(a.ids[i]), at = l * T + t;
+          out[at] = cond[wideCond ? at : t].i != 0 ? onTrue[at] : onFalse[at];
+        }
+      return true;
+    }
+    case ExprKind::Cast: {
+      if (!eval(node.args[0], a))
+        return false;
+      const Scalar *x = column(node.args[0]);
+      Scalar *out = output(node);
+      for (int l = 0; l < lanes; ++l)
+        for (int32_t i = 0; i < a.count; ++i) {
+          size_t at = l * T + static_cast<size_t>(a.ids[i]);
+          out[at] = castLane(x[at], node.operandDtype, node.type.dtype);
+        }
+      return true;
+    }
+    case ExprKind::Load: return load(node, a);
+    case ExprKind::Call: {
+      for (int k = 0; k < node.argCount; ++k)
+        if (!eval(node.args[k], a))
+          return false;
+      auto fn = static_cast<Intrinsic>(node.op);
+      const Scalar *cols[3] = {};
+      for (int k = 0; k < node.argCount; ++k)
+        cols[k] = column(node.args[k]);
+      Scalar *out = output(node);
+      Scalar args[3];
+      for (int l = 0; l < lanes; ++l)
+        for (int32_t i = 0; i < a.count; ++i) {
+          size_t at = l * T + static_cast<size_t>(a.ids[i]);
+          for (int k = 0; k < node.argCount; ++k)
+            args[k] = cols[k][at];
+          out[at] = intrinsicLane(fn, node.operandDtype, args);
+        }
+      return true;
+    }
+    case ExprKind::Broadcast: {
+      if (!eval(node.args[0], a))
+        return false;
+      const Scalar *x = column(node.args[0]);
+      Scalar *out = output(node);
+      for (int l = 0; l < lanes; ++l)
+        for (int32_t i = 0; i < a.count; ++i) {
+          size_t t = static_cast<size_t>(a.ids[i]);
+          out[l * T + t] = x[t];
+        }
+      return true;
+    }
+    case ExprKind::Shuffle: return shuffle(node, a);
+    }
+    KILN_UNREACHABLE("expression kind");
+  }
+
+  /// Every warp with an active thread must be whole and fully active.
+  bool checkWholeWarps(Active a, std::string_view what) {
+    int32_t i = 0;
+    while (i < a.count) {
+      int32_t warp = a.ids[i] / kWarpSize;
+      int32_t warpBegin = warp * kWarpSize;
+      int32_t warpEnd = std::min(warpBegin + kWarpSize, threads_);
+      if (warpEnd - warpBegin < kWarpSize)
+        return raise(fmt::format("{} in warp {} of block {}, which has only {} threads (the "
+                                 "block's {} threads are not a multiple of {})",
+                                 what, warp, blockText(), warpEnd - warpBegin, threads_,
+                                 kWarpSize));
+      int32_t j = i;
+      int32_t expected = warpBegin;
+      int32_t missing = -1;
+      while (j < a.count && a.ids[j] < warpEnd) {
+        if (missing < 0 && a.ids[j] != expected)
+          missing = expected;
+        ++expected;
+        ++j;
+      }
+      if (missing < 0 && expected < warpEnd)
+        missing = expected;
+      if (missing >= 0)
+        return raise(fmt::format("{} reached by {} of {} lanes of warp {} of block {}; thread {} "
+                                 "(lane {}) did not reach it",
+                                 what, j - i, kWarpSize, warp, blockText(), threadText(missing),
+                                 missing % kWarpSize));
+      i = j;
+    }
+    return true;
+  }
+
+  bool shuffle(const SimExpr &node, Active a) {
+    if (!checkWholeWarps(a, fmt::format("a {} shuffle", shuffleModeName(
+                                                              static_cast<ShuffleMode>(node.op)))))
+      return false;
+    if (!eval(node.args[0], a) || !eval(node.args[1], a))
+      return false;
+    stats_.shuffles += a.count / kWarpSize;
+    const Scalar *value = column(node.args[0]), *laneArg = column(node.args[1]);
+    Scalar *out = output(node);
+    auto mode = static_cast<ShuffleMode>(node.op);
+    for (int32_t i = 0; i < a.count; ++i) {
+      int64_t t = a.ids[i];
+      int64_t lane = t % kWarpSize, arg = laneArg[t].i, source = lane;
+      switch (mode) {
+      case ShuffleMode::Xor: source = lane ^ arg; break;
+      case ShuffleMode::Down: source = lane + arg; break;
+      case ShuffleMode::Up: source = lane - arg; break;
+      case ShuffleMode::Idx: source = arg & (kWarpSize - 1); break;
+      }
+      if (source < 0 || source >= kWarpSize)
+        source = lane; // out of the warp: the thread keeps its own value
+      out[t] = value[t - lane + source];
+    }
+    return true;
+  }
+
+  // ---- Memory ---------------------------------------------------------------------------------
+
+  SimMemory *memoryOf(int buffer) {
+    SimMemory &memory = memories_[static_cast<size_t>(buffer)];
+    if (!memory.bound) {
+      raise(fmt::format("buffer {} is neither a parameter nor allocated here",
+                        memory.buffer->name));
+      return nullptr;
+    }
+    return &memory;
+  }
+
+  bool outOfBounds(const SimMemory &memory, int64_t first, int lane, int lanes,
+                   std::string_view access, int64_t thread) {
+    return raise(fmt::format("{} {}",
+                             outOfBoundsText(access, memory.buffer->name, memory.size, first,
+                                             lane, lanes),
+                             byThread(thread)));
+  }
+
+  /// Checks that thread `t`'s access of `lanes` elements at `first` with
+  /// `mask` is in bounds and, for vector accesses of global and shared memory,
+  /// aligned to its lane count.
+  bool checkAccess(const SimMemory &memory, int64_t first, int lanes, const Scalar *mask,
+                   bool wideMask, size_t t, std::string_view access) {
+    bool anyActive = false;
+    for (int l = 0; l < lanes; ++l) {
+      if (mask && mask[wideMask ? l * T() + t : t].i == 0)
+        continue;
+      anyActive = true;
+      if (first < 0 || first >= memory.size || l >= memory.size - first)
+        return outOfBounds(memory, first, l, lanes, access, static_cast<int64_t>(t));
+    }
+    if (anyActive && lanes > 1 && !memory.perThread && first % lanes != 0)
+      return raise(fmt::format("misaligned {}-lane {} {}[{}] {}: a vector access of {} memory "
+                               "must start at a multiple of {}",
+                               lanes, access, memory.buffer->name, first,
+                               byThread(static_cast<int64_t>(t)),
+                               memScopeName(memory.buffer->scope), lanes));
+    return true;
+  }
+
+  int64_t elementOf(const SimMemory &memory, size_t t, int64_t index) const {
+    return memory.perThread ? static_cast<int64_t>(t) * memory.size + index : index;
+  }
+
+  bool raceError(const SimMemory &memory, int64_t element, const SharedRace &race, size_t t,
+                 std::string_view access) {
+    return raise(raceText(memory.buffer->name, element, race, access,
+                          threadText(static_cast<int64_t>(t)), threadText(race.otherThread),
+                          blockText()));
+  }
+
+  bool load(const SimExpr &node, Active a) {
+    SimMemory *memory = memoryOf(node.buffer);
+    if (!memory || !eval(node.args[0], a))
+      return false;
+    const Scalar *mask = nullptr;
+    bool wideMask = false;
+    if (node.args[1] != kNoNode) {
+      if (!eval(node.args[1], a))
+        return false;
+      mask = column(node.args[1]);
+      wideMask = program_.exprs[static_cast<size_t>(node.args[1])].type.lanes != 1;
+    }
+    const Scalar *index = column(node.args[0]);
+    Scalar *out = output(node);
+    const int lanes = node.type.lanes;
+    const DType dtype = node.type.dtype;
+    const size_t T = this->T();
+    const bool global = memory->buffer->scope == MemScope::Global;
+    const bool shared = memory->buffer->scope == MemScope::Shared;
+    for (int32_t i = 0; i < a.count; ++i) {
+      size_t t = static_cast<size_t>(a.ids[i]);
+      int64_t first = index[t].i;
+      if (!checkAccess(*memory, first, lanes, mask, wideMask, t, "load"))
+        return false;
+      for (int l = 0; l < lanes; ++l) {
+        size_t at = l * T + t;
+        if (mask && mask[wideMask ? at : t].i == 0) {
+          out[at] = Scalar{};
+          continue;
+        }
+        int64_t element = elementOf(*memory, t, first + l);
+        if (memory->trackWrites && !memory->written[static_cast<size_t>(element)])
+          return raise(fmt::format("read of {} {}[{}], which no thread has written, {}",
+                                   memScopeName(memory->buffer->scope), memory->buffer->name,
+                                   first + l, byThread(static_cast<int64_t>(t))));
+        if (memory->trackRaces)
+          if (auto race = memory->races.read(element, static_cast<int64_t>(t), epoch_))
+            return raceError(*memory, element, *race, t, "read");
+        out[at] = loadElement(memory->data + element * memory->elementBytes, dtype);
+        stats_.globalLoads += global;
+        stats_.sharedLoads += shared;
+      }
+    }
+    return true;
+  }
+
+  bool store(const SimStmt &node, Active a) {
+    SimMemory *memory = memoryOf(node.buffer);
+    if (!memory || !eval(node.exprs[0], a) || !eval(node.exprs[1], a))
+      return false;
+    const Scalar *mask = nullptr;
+    bool wideMask = false;
+    if (node.exprs[2] != kNoNode) {
+      if (!eval(node.exprs[2], a))
+        return false;
+      mask = column(node.exprs[2]);
+      wideMask = program_.exprs[static_cast<size_t>(node.exprs[2])].type.lanes != 1;
+    }
+    const Scalar *index = column(node.exprs[0]);
+    const Scalar *value = column(node.exprs[1]);
+    const int lanes = program_.exprs[static_cast<size_t>(node.exprs[1])].type.lanes;
+    const DType dtype = memory->buffer->dtype;
+    const size_t T = this->T();
+    const bool global = memory->buffer->scope == MemScope::Global;
+    const bool shared = memory->buffer->scope == MemScope::Shared;
+    for (int32_t i = 0; i < a.count; ++i) {
+      size_t t = static_cast<size_t>(a.ids[i]);
+      int64_t first = index[t].i;
+      if (!checkAccess(*memory, first, lanes, mask, wideMask, t, "store"))
+        return false;
+      for (int l = 0; l < lanes; ++l) {
+        size_t at = l * T + t;
+        if (mask && mask[wideMask ? at : t].i == 0)
+          continue;
+        int64_t element = elementOf(*memory, t, first + l);
+        if (memory->trackRaces)
+          if (auto race = memory->races.write(element, static_cast<int64_t>(t), epoch_))
+            return raceError(*memory, element, *race, t, "write");
+        if (memory->trackWrites)
+          memory->written[static_cast<size_t>(element)] = 1;
+        storeElement(memory->data + element * memory->elementBytes, dtype, value[at]);
+        stats_.globalStores += global;
+        stats_.sharedStores += shared;
+      }
+    }
+    return true;
+  }
+
+  bool atomic(const SimStmt &node, Active a) {
+    SimMemory *memory = memoryOf(node.buffer);
+    if (!memory || !eval(node.exprs[0], a) || !eval(node.exprs[1], a))
+      return false;
+    const Scalar *index = column(node.exprs[0]);
+    const Scalar *value = column(node.exprs[1]);
+    const DType dtype = memory->buffer->dtype;
+    BinaryOp op = BinaryOp::Add;
+    switch (static_cast<AtomicOp>(node.op)) {
+    case AtomicOp::Add: op = BinaryOp::Add; break;
+    case AtomicOp::Max: op = BinaryOp::Max; break;
+    case AtomicOp::Min: op = BinaryOp::Min; break;
+    }
+    const bool global = memory->buffer->scope == MemScope::Global;
+    // Threads' updates land in linear thread order.
+    for (int32_t i = 0; i < a.count; ++i) {
+      size_t t = static_cast<size_t>(a.ids[i]);
+      int64_t element = index[t].i;
+      if (!checkAccess(*memory, element, 1, nullptr, false, t, "atomic"))
+        return false;
+      if (memory->trackWrites && !memory->written[static_cast<size_t>(element)])
+        return raise(fmt::format("atomic {} on {} {}[{}], which no thread has written, {}",
+                                 atomicOpName(static_cast<AtomicOp>(node.op)),
+                                 memScopeName(memory->buffer->scope), memory->buffer->name,
+                                 element, byThread(static_cast<int64_t>(t))));
+      if (memory->trackRaces)
+        if (auto race = memory->races.atomic(element, static_cast<int64_t>(t), epoch_))
+          return raceError(*memory, element, *race, t, "atomic");
+      std::byte *at = memory->data + element * memory->elementBytes;
+      storeElement(at, dtype, binaryLane(op, dtype, loadElement(at, dtype), value[t]));
+      stats_.globalStores += global;
+      stats_.sharedStores += !global;
+      ++stats_.atomics;
+    }
+    return true;
+  }
+
+  // ---- Statements -----------------------------------------------------------------------------
+
+  bool exec(int s, Active a) {
+    if (s == kNoNode || a.count == 0)
+      return true;
+    if (++steps_ > options_.maxStepsPerBlock)
+      return raise(fmt::format("block {} ran more than {} statements (SimOptions::"
+                               "maxStepsPerBlock): a runaway loop?",
+                               blockText(), options_.maxStepsPerBlock));
+    ++stats_.statements;
+    stats_.threadStatements += a.count;
+    const SimStmt &node = program_.stmts[static_cast<size_t>(s)];
+    switch (node.kind) {
+    case StmtKind::Block:
+      for (int child : node.children)
+        if (!exec(child, a))
+          return false;
+      return true;
+    case StmtKind::For:
+      if (isBlockLoop(node.loopKind))
+        return blockLoop(node, a);
+      if (isThreadLoop(node.loopKind))
+        return threadLoop(node, a);
+      return threadSerialLoop(node, a);
+    case StmtKind::Let:
+      if (!eval(node.exprs[0], a))
+        return false;
+      return bind(node.var, column(node.exprs[0]), a,
+                  [&](Scalar *) { return exec(node.body, a); });
+    case StmtKind::If: return branch(node, a);
+    case StmtKind::Allocate: return allocate(node, a);
+    case StmtKind::Store: return store(node, a);
+    case StmtKind::Evaluate: return eval(node.exprs[0], a);
+    case StmtKind::Barrier: return barrier(a);
+    case StmtKind::Atomic: return atomic(node, a);
+    }
+    KILN_UNREACHABLE("statement kind");
+  }
+
+  /// Binds `var` for the threads of `a` to `value` (a column) while `body`
+  /// runs; a shadowed outer binding is restored afterwards.
+  template <typename Body> bool bind(int var, const Scalar *value, Active a, Body body) {
+    const size_t T = this->T();
+    const int lanes = program_.vars[static_cast<size_t>(var)].lanes;
+    Scalar *storage = varValues_.data() + static_cast<size_t>(program_.varOffsets[var]) * T;
+    std::vector<Scalar> saved;
+    bool wasBound = varBound_[static_cast<size_t>(var)] != 0;
+    if (wasBound)
+      saved.assign(storage, storage + lanes * T);
+    if (value)
+      for (int l = 0; l < lanes; ++l)
+        for (int32_t i = 0; i < a.count; ++i) {
+          size_t at = l * T + static_cast<size_t>(a.ids[i]);
+          storage[at] = value[at];
+        }
+    varBound_[static_cast<size_t>(var)] = 1;
+    bool ok = body(storage);
+    varBound_[static_cast<size_t>(var)] = wasBound;
+    if (wasBound)
+      std::copy(saved.begin(), saved.end(), storage);
+    return ok;
+  }
+
+  /// A block.* loop: each iteration is one block (or a slice of the grid).
+  bool blockLoop(const SimStmt &node, Active a) {
+    if (!eval(node.exprs[0], a) || !eval(node.exprs[1], a))
+      return false;
+    int64_t begin = column(node.exprs[0])[0].i, extent = column(node.exprs[1])[0].i;
+    int axis = axisOf(node.loopKind);
+    return bind(node.var, nullptr, a, [&](Scalar *storage) {
+      for (int64_t i = 0; i < extent; ++i) {
+        blockCoord_[static_cast<size_t>(axis)] = begin + i;
+        std::fill_n(storage, T(), Scalar::ofInt(begin + i));
+        if (!exec(node.body, a))
+          return false;
+      }
+      blockCoord_[static_cast<size_t>(axis)] = 0;
+      return true;
+    });
+  }
+
+  /// A thread.* loop: binds each thread's coordinate; the outermost one starts a block.
+  bool threadLoop(const SimStmt &node, Active a) {
+    int axis = axisOf(node.loopKind);
+    bool startsBlock = !insideThreads_;
+    if (startsBlock) {
+      insideThreads_ = true;
+      steps_ = 0;
+      ++epoch_;
+      ++stats_.blocks;
+      // Shared memory is per block wherever its allocation sits (even around
+      // the block loops): each block starts with it poisoned and unwritten.
+      for (SimMemory &memory : memories_)
+        if (memory.bound && memory.buffer->scope == MemScope::Shared)
+          resetAllocation(memory);
+    }
+    int64_t bx = launch_.block[0], by = launch_.block[1];
+    bool ok = bind(node.var, nullptr, a, [&](Scalar *storage) {
+      for (int32_t i = 0; i < a.count; ++i) {
+        int64_t t = a.ids[i];
+        int64_t coord = axis == 0 ? t % bx : axis == 1 ? (t / bx) % by : t / (bx * by);
+        storage[t] = Scalar::ofInt(coord);
+      }
+      return exec(node.body, a);
+    });
+    if (startsBlock)
+      insideThreads_ = false;
+    return ok;
+  }
+
+  /// A loop inside the thread nest: each thread has its own bounds; the loop
+  /// runs while any thread has iterations left, with the others masked off.
+  bool threadSerialLoop(const SimStmt &node, Active a) {
+    if (!eval(node.exprs[0], a) || !eval(node.exprs[1], a))
+      return false;
+    const Scalar *beginColumn = column(node.exprs[0]), *extentColumn = column(node.exprs[1]);
+    const Var &var = *program_.vars[static_cast<size_t>(node.var)].var;
+    // Copy the bounds: the body may re-evaluate the same expression nodes.
+    int64_t *begins = bounds_.data() + boundsTop_;
+    int64_t *extents = begins + a.count;
+    bool uniform = true;
+    int64_t maxExtent = 0;
+    for (int32_t i = 0; i < a.count; ++i) {
+      size_t t = static_cast<size_t>(a.ids[i]);
+      begins[i] = beginColumn[t].i;
+      extents[i] = extentColumn[t].i;
+      if (extents[i] > 0 && begins[i] > std::numeric_limits<int64_t>::max() - extents[i])
+        return raise(fmt::format("loop {} in [{}, {} + {}) overflows i64 {}", var.name, begins[i],
+                                 begins[i], extents[i], byThread(static_cast<int64_t>(t))));
+      uniform = uniform && begins[i] == begins[0] && extents[i] == extents[0];
+      maxExtent = std::max(maxExtent, extents[i]);
+    }
+    boundsTop_ += 2 * static_cast<size_t>(a.count);
+    int32_t *live = arena_.data() + arenaTop_;
+    arenaTop_ += static_cast<size_t>(a.count);
+    // live[] holds positions in `a` of the threads that still iterate.
+    int32_t *ids = live; // reused below as the active list of each iteration
+    std::vector<int32_t> positions;
+    bool ok = bind(node.var, nullptr, a, [&](Scalar *storage) {
+      if (uniform) {
+        for (int64_t k = 0; k < maxExtent; ++k) {
+          Scalar value = Scalar::ofInt(begins[0] + k);
+          for (int32_t i = 0; i < a.count; ++i)
+            storage[a.ids[i]] = value;
+          if (!exec(node.body, a))
+            return false;
+        }
+        return true;
+      }
+      positions.resize(static_cast<size_t>(a.count));
+      int32_t count = 0;
+      for (int32_t i = 0; i < a.count; ++i)
+        if (extents[i] > 0)
+          positions[static_cast<size_t>(count++)] = i;
+      for (int64_t k = 0; count > 0; ++k) {
+        int32_t kept = 0;
+        for (int32_t p = 0; p < count; ++p) {
+          int32_t i = positions[static_cast<size_t>(p)];
+          if (k < extents[i]) {
+            positions[static_cast<size_t>(kept++)] = i;
+            ids[kept - 1] = a.ids[i];
+            storage[a.ids[i]] = Scalar::ofInt(begins[i] + k);
+          }
+        }
+        count = kept;
+        if (count > 0 && !exec(node.body, Active{ids, count}))
+          return false;
+      }
+      return true;
+    });
+    arenaTop_ -= static_cast<size_t>(a.count);
+    boundsTop_ -= 2 * static_cast<size_t>(a.count);
+    return ok;
+  }
+
+  bool branch(const SimStmt &node, Active a) {
+    if (!eval(node.exprs[0], a))
+      return false;
+    const Scalar *cond = column(node.exprs[0]);
+    int32_t *thenIds = arena_.data() + arenaTop_;
+    int32_t thenCount = 0, elseCount = 0;
+    // Else-threads fill the same region from its end, in reverse; reversed back below.
+    int32_t *elseEnd = thenIds + a.count;
+    for (int32_t i = 0; i < a.count; ++i) {
+      int32_t t = a.ids[i];
+      if (cond[t].i != 0)
+        thenIds[thenCount++] = t;
+      else
+        *(elseEnd - ++elseCount) = t;
+    }
+    int32_t *elseIds = elseEnd - elseCount;
+    std::reverse(elseIds, elseEnd);
+    arenaTop_ += static_cast<size_t>(a.count);
+    bool ok = (thenCount == 0 || exec(node.body, Active{thenIds, thenCount})) &&
+              (elseCount == 0 || exec(node.elseBody, Active{elseIds, elseCount}));
+    arenaTop_ -= static_cast<size_t>(a.count);
+    return ok;
+  }
+
+  bool barrier(Active a) {
+    if (a.count != threads_) {
+      int32_t missing = a.count;
+      for (int32_t i = 0; i < a.count; ++i)
+        if (a.ids[i] != i) {
+          missing = i;
+          break;
+        }
+      return raise(fmt::format("barrier reached by {} of {} threads of block {}; thread {} did "
+                               "not reach it",
+                               a.count, threads_, blockText(), threadText(missing)));
+    }
+    ++stats_.barriers;
+    ++epoch_;
+    return true;
+  }
+
+  bool allocate(const SimStmt &node, Active a) {
+    SimMemory &memory = memories_[static_cast<size_t>(node.buffer)];
+    const Buffer &buffer = *memory.buffer;
+    if (memory.bound)
+      return raise(fmt::format("buffer {} is allocated again inside its own allocation",
+                               buffer.name));
+    const bool shared = buffer.scope == MemScope::Shared;
+    const int64_t copies = shared ? 1 : threads_;
+    constexpr int64_t kMaxBytes = int64_t{1} << 30;
+    if (buffer.size < 0 || buffer.size > kMaxBytes / memory.elementBytes / copies)
+      return raise(fmt::format("allocation {}: {}[{}] {} exceeds the simulator's {} byte limit",
+                               buffer.name, dtypeName(buffer.dtype), buffer.size,
+                               shared ? "per block" : "per thread", kMaxBytes),
+                   ErrorCode::OutOfMemory);
+    size_t elements = static_cast<size_t>(buffer.size * copies);
+    try {
+      memory.trackRaces = shared && options_.checkSharedRaces;
+      memory.storage.resize(elements * static_cast<size_t>(memory.elementBytes));
+      memory.written.resize(elements);
+      resetAllocation(memory);
+    } catch (const std::bad_alloc &) {
+      return raise(fmt::format("allocation {}: out of memory for {}[{}]", buffer.name,
+                               dtypeName(buffer.dtype), buffer.size),
+                   ErrorCode::OutOfMemory);
+    }
+    memory.data = memory.storage.data();
+    memory.size = buffer.size;
+    memory.perThread = !shared;
+    memory.trackWrites = true;
+    memory.bound = true;
+    bool ok = exec(node.body, a);
+    memory.bound = false;
+    memory.data = nullptr;
+    return ok;
+  }
+};
+
+} // namespace
+
+Expected<SimStats> runSimtMachine(const Kernel &kernel, const SimProgram &program,
+                                  const GpuLaunch &launch,
+                                  std::span<const std::span<std::byte>> params,
+                                  const SimOptions &options) {
+  return SimtMachine(kernel, program, launch, options).run(params);
+}
+
+} // namespace kiln::sim

@@ -1,0 +1,105 @@
+// Every example model compiled for the GPU (sm_80 and sm_90a schedules) and run
+// on the SIMT simulator, checked against the fp64 reference at small sizes,
+// plus the simulator target's errors and report.
+#include "CompileTestUtil.h"
+
+#include "examples/models/ExampleRegistry.h"
+#include "examples/models/TransformerBlock.h"
+#include "examples/models/VggTransfer.h"
+
+#include <fmt/format.h>
+
+namespace kiln::test {
+namespace {
+
+/// Example `name` at a size the simulator and the reference run quickly.
+void buildTiny(const examples::ExampleModel &model, Graph &graph) {
+  if (model.name == "vgg") {
+    examples::buildVggTransfer(graph, {.batch = 1, .imageSize = 32});
+  } else if (model.name == "transformer") {
+    examples::buildTransformerBlock(
+        graph, {.batch = 1, .sequenceLength = 9, .modelDim = 32, .numHeads = 2, .mlpDim = 64});
+  } else {
+    model.build(graph, 1);
+  }
+}
+
+TEST_CASE("every example model runs on the simulator and matches the reference",
+          "[compiler][sim]") {
+  const auto &models = examples::exampleModels();
+  REQUIRE(models.size() == 6);
+  size_t index = GENERATE(range<size_t>(0, 6));
+  std::string arch = GENERATE(as<std::string>{}, "sm_90a", "sm_80");
+  const examples::ExampleModel &model = models[index];
+  INFO("example " << model.name << " for " << arch);
+  Graph graph(model.name, freshSeed());
+  buildTiny(model, graph);
+  REQUIRE(graph.finalize());
+
+  uint64_t seed = freshSeed();
+  Rng rng(seed);
+  NamedTensors tensors = graph.paramValues();
+  for (const ir::Value *input : graph.ir().inputs()) {
+    Values values = isInteger(input->type().dtype) ? Values::indices(1000) : Values::normal();
+    tensors.emplace(input->name(),
+                    randomTensor(input->type().dtype, input->type().shape, rng, values));
+  }
+  CompileOptions options;
+  options.target = TargetKind::Sim;
+  options.gpuArch = arch;
+  CompileReport report;
+  NamedTensors outputs = checkCompiledMatchesReference(
+      graph.ir(), tensors,
+      fmt::format("example '{}' on the simulator ({}), input seed {:#x}", model.name, arch, seed),
+      options, &report);
+  CHECK(outputs.size() == graph.ir().outputs().size());
+  CHECK(report.target == fmt::format("sim {} (SIMT simulator)", arch));
+  CHECK(report.numKernels > 0);
+}
+
+TEST_CASE("the simulator target reports bad architectures and runs twice", "[compiler][sim]") {
+  CompileCase c("sim_target");
+  Tensor x = c.input("x", {3, 5});
+  c.output("y", relu(x + x));
+  REQUIRE(c.graph().finalize());
+
+  CompileOptions bad;
+  bad.target = TargetKind::Sim;
+  bad.gpuArch = "sm_70";
+  auto refused = compile(c.graph().ir(), bad);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().message() ==
+        "unknown GPU architecture 'sm_70': expected sm_80, sm_86, sm_89, sm_90 or sm_90a");
+
+  CompileOptions sim;
+  sim.target = TargetKind::Sim;
+  CompiledModel model = compileOrFail(c.graph().ir(), sim);
+  auto first = model.run(c.tensors());
+  auto second = model.run(c.tensors());
+  REQUIRE(first.has_value());
+  REQUIRE(second.has_value());
+  const HostTensor &y1 = first->at("y");
+  const HostTensor &y2 = second->at("y");
+  const HostTensor &xs = c.tensors().at("x");
+  for (int64_t i = 0; i < xs.numElements(); ++i) {
+    CHECK(y1.getDouble(i) == std::max(0.0, 2 * xs.getDouble(i)));
+    CHECK(y2.getDouble(i) == y1.getDouble(i));
+  }
+}
+
+TEST_CASE("the cuda target compiles kernels but says it cannot run them", "[compiler][sim]") {
+  CompileCase c("cuda_target");
+  Tensor x = c.input("x", {4, 6});
+  c.output("y", x * x);
+  REQUIRE(c.graph().finalize());
+  CompileOptions cuda;
+  cuda.target = TargetKind::Cuda;
+  auto model = compile(c.graph().ir(), cuda);
+  REQUIRE_FALSE(model.has_value());
+  CHECK(model.error().code() == ErrorCode::Unavailable);
+  CHECK_THAT(model.error().message(), Catch::Contains("compiled 1 kernels for sm_90a") &&
+                                          Catch::Contains("--target sim"));
+}
+
+} // namespace
+} // namespace kiln::test

@@ -1,0 +1,106 @@
+// Helpers for GPU contraction tests: lower a graph's one Contraction group for a GPU target,
+// check its launch structure, run it on the SIMT simulator with a poisoned output, and compare
+// with the reference interpreter (tolerances of the CPU contraction tests).
+#pragma once
+
+#include "ir/kernel/GpuLaunch.h"
+#include "lower/contraction/ContractionTestUtil.h"
+#include "passes/lower/LowerUtil.h"
+#include "passes/lower/gpu/GpuContraction.h"
+#include "passes/lower/gpu/GpuGemmSchedule.h"
+#include "passes/lower/gpu/GpuLower.h"
+#include "runtime/sim/Simulator.h"
+
+namespace kiln::test {
+
+/// The GPU every GPU contraction test lowers for (the H100 figures: 48 KiB static shared
+/// memory per block, 1024 threads).
+inline const codegen::GpuTarget &gpuTestTarget() {
+  static const codegen::GpuTarget target = *codegen::gpuTargetNamed("sm_90a");
+  return target;
+}
+
+/// The GEMM schedule inside a GPU contraction schedule.
+inline lower::GpuMatMulSchedule gemmOf(const lower::Schedule &schedule) {
+  if (const auto *conv = std::get_if<lower::GpuConv2DSchedule>(&schedule))
+    return conv->gemm;
+  return std::get<lower::GpuMatMulSchedule>(schedule);
+}
+
+/// A GPU GEMM schedule from its fields.
+inline lower::GpuMatMulSchedule gpuGemm(int blockM, int blockN, int blockK, int threadM,
+                                        int threadN, int stages, int vectorWidth = 4) {
+  lower::GpuMatMulSchedule s;
+  s.blockM = blockM;
+  s.blockN = blockN;
+  s.blockK = blockK;
+  s.threadM = threadM;
+  s.threadN = threadN;
+  s.stages = stages;
+  s.vectorWidth = vectorWidth;
+  return s;
+}
+
+/// Lowers the group with `schedule` (the default when empty) and checks the launch structure
+/// against the schedule: one block per output tile, (blockM/threadM)(blockN/threadN) threads,
+/// the shared tiles of every stage.
+inline lower::LoweredKernel lowerGpuContraction(GraphCase &c, const passes::FusionGroup &group,
+                                                const lower::Schedule &schedule) {
+  const codegen::GpuTarget &target = gpuTestTarget();
+  auto lowered = lower::lowerGroupForGpu(c.graph(), group, schedule, target);
+  INFO((lowered ? std::string() : lowered.error().str()));
+  REQUIRE(lowered);
+  auto launch = kir::gpuLaunchOf(lowered->kernel, target.maxThreadsPerBlock);
+  INFO((launch ? std::string() : launch.error().str()));
+  REQUIRE(launch);
+  lower::GpuMatMulSchedule gemm = gemmOf(schedule);
+  lower::GemmShape shape = lower::gpuContractionGemmShape(group);
+  CHECK(launch->threadsPerBlock() == lower::gpuGemmThreads(gemm));
+  if (shape.batch * shape.m * shape.n > 0) {
+    CHECK(launch->numBlocks() ==
+          shape.batch * lower::ceilDiv(shape.m, gemm.blockM) * lower::ceilDiv(shape.n, gemm.blockN));
+    CHECK(launch->sharedBytes == lower::gpuGemmSharedBytes(gemm, shape.accumulate));
+  }
+  CHECK(launch->sharedBytes <= target.staticSharedBytesPerBlock);
+  return std::move(*lowered);
+}
+
+/// Runs a lowered GPU kernel on the simulator with the group's inputs and a poisoned output.
+inline Expected<HostTensor> simulateContraction(const lower::LoweredKernel &lowered,
+                                                const passes::FusionGroup &group,
+                                                const NamedTensors &inputs) {
+  std::vector<HostTensor> buffers;
+  for (const ir::Value *value : group.inputs) {
+    auto it = inputs.find(value->name());
+    REQUIRE(it != inputs.end());
+    buffers.push_back(it->second);
+  }
+  const ir::TensorType &outType = group.root->type();
+  buffers.emplace_back(outType.dtype, outType.shape);
+  poison(buffers.back());
+  REQUIRE(lowered.numWorkspaces == 0);
+  REQUIRE(lowered.kernel.params.size() == buffers.size());
+  KILN_TRY_VOID(sim::simulateKernel(lowered.kernel, buffers));
+  return std::move(buffers.back());
+}
+
+/// Lowers the graph's contraction for the GPU with `schedule` (the default when empty), runs
+/// it on the simulator and compares with the reference. `k` is the reduction length.
+inline void checkGpuContraction(GraphCase &c, int64_t k, DType accumulate,
+                                std::optional<lower::Schedule> schedule = std::nullopt,
+                                double scale = 1.0) {
+  PlannedContraction planned = planContraction(c.graph());
+  lower::Schedule chosen =
+      schedule ? *schedule
+               : lower::defaultGpuSchedule(c.graph(), *planned.group, gpuTestTarget());
+  INFO("GPU schedule: " << lower::scheduleStr(chosen));
+  lower::LoweredKernel lowered = lowerGpuContraction(c, *planned.group, chosen);
+  auto got = simulateContraction(lowered, *planned.group, c.inputs());
+  INFO((got ? std::string() : got.error().str()));
+  REQUIRE(got);
+  auto want = ir::interpret(c.graph(), c.inputs());
+  REQUIRE(want);
+  checkClose(*got, want->at("out"), k, accumulate, scale);
+}
+
+} // namespace kiln::test
