@@ -7,6 +7,7 @@
 #include "ir/kernel/Builder.h"
 
 #include <algorithm>
+#include <set>
 
 namespace kiln::lower {
 
@@ -25,11 +26,64 @@ std::vector<ExprPtr> flatIndex(const ir::Shape &shape, ExprPtr flat) {
   return index;
 }
 
+/// Whether `shape` broadcasts to the root's `rootShape` (NumPy rules) without
+/// broadcasting its innermost axis.
+bool rowBroadcastable(const ir::Shape &shape, const ir::Shape &rootShape) {
+  if (shape.empty() || shape.size() > rootShape.size() || shape.back() != rootShape.back())
+    return false;
+  size_t offset = rootShape.size() - shape.size();
+  for (size_t k = 0; k < shape.size(); ++k)
+    if (shape[k] != rootShape[k + offset] && shape[k] != 1)
+      return false;
+  return true;
+}
+
+/// The group inputs read only through elementwise ops (broadcasting over
+/// leading axes at most) up to the root, so the output elements at
+/// [..., j + l] read the input at [..., j + l] of its broadcast index: lane l
+/// of a vector of outputs reads lane l of one vector load of the input.
+std::set<const ir::Value *> vectorReadInputs(const passes::FusionGroup &group) {
+  const ir::Shape &shape = group.root->type().shape;
+  std::set<const ir::Value *> contiguous{group.root->result()};
+  auto qualifies = [&](const ir::Value *value) {
+    if (!rowBroadcastable(value->type().shape, shape))
+      return false;
+    bool read = false;
+    for (const ir::Node *node : group.nodes) {
+      if (std::find(node->operands().begin(), node->operands().end(), value) == node->operands().end())
+        continue;
+      read = true;
+      if (node->info().category != ir::OpCategory::Elementwise || node->kind() == ir::OpKind::BatchNorm ||
+          !contiguous.contains(node->result()))
+        return false;
+    }
+    return read;
+  };
+  // Readers come after what they read, so walking backwards settles readers first.
+  for (size_t i = group.nodes.size(); i-- > 0;)
+    if (group.nodes[i] != group.root && qualifies(group.nodes[i]->result()))
+      contiguous.insert(group.nodes[i]->result());
+  std::set<const ir::Value *> inputs;
+  for (const ir::Value *input : group.inputs)
+    if (qualifies(input))
+      inputs.insert(input);
+  return inputs;
+}
+
+/// The index a broadcasting read of a value of `shape` takes at the root's `index`.
+std::vector<ExprPtr> broadcastIndex(std::span<const ExprPtr> index, const ir::Shape &shape) {
+  size_t offset = index.size() - shape.size();
+  std::vector<ExprPtr> out;
+  for (size_t k = 0; k < shape.size(); ++k)
+    out.push_back(shape[k] == 1 ? kir::index(0) : index[k + offset]);
+  return out;
+}
+
 class PointwiseLowering {
 public:
   PointwiseLowering(GpuLowerContext &cx, const GpuPointwiseSchedule &schedule)
       : cx_(cx), schedule_(schedule), shape_(cx.root()->type().shape), n_(product(shape_)),
-        flat_(isFlatPointwise(cx.group)) {}
+        flat_(isFlatPointwise(cx.group)), vectorRead_(vectorReadInputs(cx.group)) {}
 
   Expected<StmtPtr> lower() {
     if (n_ == 0 || shape_.empty())
@@ -77,33 +131,33 @@ private:
 
   Expected<StmtPtr> scalarElement(ExprPtr flat) { return storeGpuRoot(cx_, indexOf(std::move(flat))); }
 
-  /// width_ consecutive elements from `chunk * width_`: inputs of the output's
-  /// shape (flat groups) arrive by one vector load each, the results leave by
-  /// one vector store.
+  /// width_ consecutive elements from `chunk * width_`: inputs read at the
+  /// output's index arrive by one vector load each, the results leave by one
+  /// vector store.
   Expected<StmtPtr> vectorChunk(ExprPtr chunk) {
     return letsBound("v", {mul(chunk, kir::index(width_))}, cx_.names,
                      [&](State base) -> Expected<StmtPtr> {
       std::vector<StmtPtr> loads;
       std::vector<BufferPtr> registers;
       int lane = 0;
-      if (flat_) {
-        for (const ir::Value *input : cx_.group.inputs) {
-          if (input->type().numElements() != n_)
-            continue; // a single element, read as a scalar
-          BufferPtr reg = makeBuffer(cx_.names.name("vin"), input->type().dtype, width_, MemScope::Register);
-          registers.push_back(reg);
-          loads.push_back(store(reg, kir::index(0),
-                                load(cx_.signature.buffers.at(input), base[0], static_cast<int>(width_))));
-          cx_.emitter.overrideValue(input, [reg, &lane](std::span<const ExprPtr>) {
-            return load(reg, kir::index(lane));
-          });
-        }
+      // Rows hold whole vectors, so the vector's index is the first element's with the last axis advanced.
+      std::vector<ExprPtr> first = indexOf(base[0]);
+      for (const ir::Value *input : cx_.group.inputs) {
+        if (!vectorRead_.contains(input))
+          continue; // moved or broadcast along the row: read element by element
+        const ir::Shape &inShape = input->type().shape;
+        ExprPtr at = inShape == shape_ ? base[0] : linearIndex(broadcastIndex(first, inShape), inShape);
+        BufferPtr reg = makeBuffer(cx_.names.name("vin"), input->type().dtype, width_, MemScope::Register);
+        registers.push_back(reg);
+        loads.push_back(store(reg, kir::index(0),
+                              load(cx_.signature.buffers.at(input), at, static_cast<int>(width_))));
+        cx_.emitter.overrideValue(input, [reg, &lane](std::span<const ExprPtr>) {
+          return load(reg, kir::index(lane));
+        });
       }
       BufferPtr result = makeBuffer(cx_.names.name("vout"), cx_.root()->type().dtype, width_, MemScope::Register);
       registers.push_back(result);
       std::vector<StmtPtr> body = loads;
-      // Rows hold whole vectors, so the vector's index is the first element's with the last axis advanced.
-      std::vector<ExprPtr> first = indexOf(base[0]);
       for (lane = 0; lane < width_; ++lane) {
         std::vector<ExprPtr> index = first;
         size_t axis = index.size() - 1;
@@ -114,11 +168,11 @@ private:
         KILN_TRY(ExprPtr value, cx_.emitter.at(cx_.root(), index));
         body.push_back(storeBound(result, kir::index(lane), value, cx_.names));
       }
-      for (const ir::Value *input : cx_.group.inputs)
-        if (flat_ && input->type().numElements() == n_)
-          cx_.emitter.overrideValue(input, [this, input](std::span<const ExprPtr> i) {
-            return load(cx_.signature.buffers.at(input), linearIndex(i, input->type().shape));
-          });
+      // Back to element loads for the scalar tail.
+      for (const ir::Value *input : vectorRead_)
+        cx_.emitter.overrideValue(input, [this, input](std::span<const ExprPtr> i) {
+          return load(cx_.signature.buffers.at(input), linearIndex(i, input->type().shape));
+        });
       body.push_back(store(cx_.signature.out, base[0], load(result, kir::index(0), static_cast<int>(width_))));
       StmtPtr stmt = seq(std::move(body));
       for (size_t r = registers.size(); r-- > 0;)
@@ -132,6 +186,7 @@ private:
   const ir::Shape &shape_;
   int64_t n_;
   bool flat_;
+  std::set<const ir::Value *> vectorRead_;
   bool vectors_ = false;
   int64_t width_ = 1;
 };

@@ -193,7 +193,7 @@ TEST_CASE("GPU default schedules follow the row length and the widest buffer", "
   }
 }
 
-TEST_CASE("GPU kernels: broadcast stores vectorize only on whole-vector rows", "[gpu-lower][schedule]") {
+TEST_CASE("GPU kernels: broadcast groups vectorize only on whole-vector rows", "[gpu-lower][schedule]") {
   for (int64_t width : {32, 33}) {
     LoweringCase c(13);
     ir::Value *x = c.input("x", DType::F32, {5, width});
@@ -201,6 +201,12 @@ TEST_CASE("GPU kernels: broadcast stores vectorize only on whole-vector rows", "
     c.output(c.node(OpKind::Add, {x, b}));
     OneGroup one = lowerOnly(c);
     CHECK(one.census.vectorStoreLanes["out"] == (width % 4 == 0 ? 4 : 1));
+    // x and the row-broadcast b both arrive by vector loads on whole-vector rows.
+    int vectorInputs = 0;
+    for (const auto &[name, lanes] : one.census.vectorLoadLanes)
+      vectorInputs += lanes == 4 ? 1 : 0;
+    CHECK(vectorInputs == (width % 4 == 0 ? 2 : 0));
+    CHECK(one.census.vectorLoadLanes.size() == 2);
     checkGpu(c);
   }
 }
