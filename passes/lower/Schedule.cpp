@@ -55,7 +55,8 @@ struct ScheduleStr {
     return fmt::format("gpu.transpose tile={} rows={}", s.tile, s.rowsPerPass);
   }
   std::string operator()(const GpuReductionSchedule &s) const {
-    return fmt::format("gpu.reduction threads={} rows={}", s.threadsPerBlock, s.rowsPerBlock);
+    return fmt::format("gpu.reduction threads={} rows={} vw={}", s.threadsPerBlock, s.rowsPerBlock,
+                       s.vectorWidth);
   }
   std::string operator()(const GpuRowNormSchedule &s) const {
     return fmt::format("gpu.rownorm threads={} rows={}", s.threadsPerBlock, s.rowsPerBlock);

@@ -7,7 +7,6 @@
 #include "ir/kernel/Builder.h"
 
 #include <algorithm>
-#include <set>
 
 namespace kiln::lower {
 
@@ -26,64 +25,11 @@ std::vector<ExprPtr> flatIndex(const ir::Shape &shape, ExprPtr flat) {
   return index;
 }
 
-/// Whether `shape` broadcasts to the root's `rootShape` (NumPy rules) without
-/// broadcasting its innermost axis.
-bool rowBroadcastable(const ir::Shape &shape, const ir::Shape &rootShape) {
-  if (shape.empty() || shape.size() > rootShape.size() || shape.back() != rootShape.back())
-    return false;
-  size_t offset = rootShape.size() - shape.size();
-  for (size_t k = 0; k < shape.size(); ++k)
-    if (shape[k] != rootShape[k + offset] && shape[k] != 1)
-      return false;
-  return true;
-}
-
-/// The group inputs read only through elementwise ops (broadcasting over
-/// leading axes at most) up to the root, so the output elements at
-/// [..., j + l] read the input at [..., j + l] of its broadcast index: lane l
-/// of a vector of outputs reads lane l of one vector load of the input.
-std::set<const ir::Value *> vectorReadInputs(const passes::FusionGroup &group) {
-  const ir::Shape &shape = group.root->type().shape;
-  std::set<const ir::Value *> contiguous{group.root->result()};
-  auto qualifies = [&](const ir::Value *value) {
-    if (!rowBroadcastable(value->type().shape, shape))
-      return false;
-    bool read = false;
-    for (const ir::Node *node : group.nodes) {
-      if (std::find(node->operands().begin(), node->operands().end(), value) == node->operands().end())
-        continue;
-      read = true;
-      if (node->info().category != ir::OpCategory::Elementwise || node->kind() == ir::OpKind::BatchNorm ||
-          !contiguous.contains(node->result()))
-        return false;
-    }
-    return read;
-  };
-  // Readers come after what they read, so walking backwards settles readers first.
-  for (size_t i = group.nodes.size(); i-- > 0;)
-    if (group.nodes[i] != group.root && qualifies(group.nodes[i]->result()))
-      contiguous.insert(group.nodes[i]->result());
-  std::set<const ir::Value *> inputs;
-  for (const ir::Value *input : group.inputs)
-    if (qualifies(input))
-      inputs.insert(input);
-  return inputs;
-}
-
-/// The index a broadcasting read of a value of `shape` takes at the root's `index`.
-std::vector<ExprPtr> broadcastIndex(std::span<const ExprPtr> index, const ir::Shape &shape) {
-  size_t offset = index.size() - shape.size();
-  std::vector<ExprPtr> out;
-  for (size_t k = 0; k < shape.size(); ++k)
-    out.push_back(shape[k] == 1 ? kir::index(0) : index[k + offset]);
-  return out;
-}
-
 class PointwiseLowering {
 public:
   PointwiseLowering(GpuLowerContext &cx, const GpuPointwiseSchedule &schedule)
       : cx_(cx), schedule_(schedule), shape_(cx.root()->type().shape), n_(product(shape_)),
-        flat_(isFlatPointwise(cx.group)), vectorRead_(vectorReadInputs(cx.group)) {}
+        flat_(isFlatPointwise(cx.group)), vectorRead_(vectorReadInputs(cx.group, cx.root())) {}
 
   Expected<StmtPtr> lower() {
     if (n_ == 0 || shape_.empty())

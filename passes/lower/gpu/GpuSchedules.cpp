@@ -52,14 +52,17 @@ std::optional<RowShape> rowShapeOf(const passes::FusionGroup &group) {
 }
 
 /// Threads per row from the row length: a thread per element up to a warp,
-/// a warp for rows up to 512, then more warps so each thread handles ~16-32 elements.
-int64_t defaultRowWidth(int64_t length) {
+/// a warp for rows up to 512, then more warps so each thread handles ~16-32
+/// elements; 1024 for very long rows too few to fill the SMs one per block.
+int64_t defaultRowWidth(int64_t length, int64_t rows, const codegen::GpuTarget &target) {
   if (length <= 32)
     return nextPowerOfTwo(std::max<int64_t>(length, 1));
   if (length <= 512)
     return 32;
   if (length <= 4096)
     return 128;
+  if (length >= 16384 && rows < target.numSms)
+    return std::min(1024, target.maxThreadsPerBlock);
   return 256;
 }
 
@@ -91,6 +94,19 @@ GpuPointwiseSchedule defaultPointwise(const passes::FusionGroup &group, const co
 bool stagedTranspose(const passes::FusionGroup &group) {
   auto read = findTransposedRead(group);
   return read && read->stageable;
+}
+
+/// 16-byte vectors for an inner reduction whose innermost axis holds whole
+/// vectors, whose operand reads some input elementwise, and whose row gives
+/// every thread at least two vectors; else 1.
+int reductionVectorWidth(const passes::FusionGroup &group, const RowShape &rows, int64_t width) {
+  const ir::Value *operand = group.anchor->operand(0);
+  const ir::Shape &shape = operand->type().shape;
+  int vw = std::clamp(16 / widestStorageBytes(group), 1, 8);
+  if (shape.empty() || shape.back() % vw != 0 || rows.length < 2 * width * vw ||
+      vectorReadInputs(group, operand).empty())
+    return 1;
+  return vw;
 }
 
 Error invalid(const passes::FusionGroup &group, const std::string &why) {
@@ -132,6 +148,11 @@ struct Checker {
   }
   Expected<void> operator()(const GpuReductionSchedule &s) const {
     KILN_TRY_VOID(threadsPerRow(group, s.threadsPerBlock, s.rowsPerBlock, target));
+    if (s.vectorWidth < 1 || nextPowerOfTwo(s.vectorWidth) != s.vectorWidth ||
+        s.vectorWidth * widestStorageBytes(group) > 16)
+      return std::unexpected(invalid(group, fmt::format("vectorWidth {} is not a power of two of at "
+                                                        "most 16 bytes of the group's widest buffer",
+                                                        s.vectorWidth)));
     return {};
   }
   Expected<void> operator()(const GpuRowNormSchedule &s) const {
@@ -161,14 +182,15 @@ Schedule defaultGpuSchedule(const ir::Graph &graph, const passes::FusionGroup &g
     std::optional<RowShape> rows = rowShapeOf(group);
     int threads = 256, perBlock = 1;
     if (rows) {
-      int64_t width = defaultRowWidth(rows->length);
+      int64_t width = defaultRowWidth(rows->length, rows->rows, target);
       perBlock = defaultRowsPerBlock(width, rows->rows, target);
       threads = static_cast<int>(width) * perBlock;
     } else {
       threads = columnThreads(product(group.root->type().shape), target);
     }
     if (group.kind == passes::GroupKind::Reduction)
-      return GpuReductionSchedule{.threadsPerBlock = threads, .rowsPerBlock = perBlock};
+      return GpuReductionSchedule{.threadsPerBlock = threads, .rowsPerBlock = perBlock,
+                                  .vectorWidth = rows ? reductionVectorWidth(group, *rows, threads / perBlock) : 1};
     return GpuRowNormSchedule{.threadsPerBlock = threads, .rowsPerBlock = perBlock};
   }
   case passes::GroupKind::Pooling:
@@ -210,11 +232,14 @@ std::vector<Schedule> gpuScheduleSpace(const ir::Graph &graph, const passes::Fus
   case passes::GroupKind::Reduction:
   case passes::GroupKind::RowNorm:
     if (rowShapeOf(group)) {
+      int vw = std::clamp(16 / widestStorageBytes(group), 1, 8);
       for (int width : {1, 4, 8, 32, 128, 512})
         for (int rows : {1, 4, 8})
           if (width * rows <= target.maxThreadsPerBlock) {
             if (group.kind == passes::GroupKind::Reduction)
-              addUnique(GpuReductionSchedule{.threadsPerBlock = width * rows, .rowsPerBlock = rows});
+              for (int v : {1, vw})
+                addUnique(GpuReductionSchedule{.threadsPerBlock = width * rows, .rowsPerBlock = rows,
+                                               .vectorWidth = v});
             else
               addUnique(GpuRowNormSchedule{.threadsPerBlock = width * rows, .rowsPerBlock = rows});
           }
