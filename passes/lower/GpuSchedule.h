@@ -42,10 +42,12 @@ struct GpuReductionSchedule {
 
 /// softmax, log_softmax, layer_norm as one kernel: rows split like inner
 /// reductions (threadsPerBlock / rowsPerBlock threads per row); softmax on a
-/// non-innermost axis runs a thread per column (rowsPerBlock 1).
+/// non-innermost axis runs a thread per column (rowsPerBlock 1). `vectorWidth`
+/// as for reductions: each pass takes vectors of consecutive row elements.
 struct GpuRowNormSchedule {
   int threadsPerBlock = 256;
   int rowsPerBlock = 1;
+  int vectorWidth = 1;
 };
 
 /// max/avg pooling and global average pooling: a thread per output element.

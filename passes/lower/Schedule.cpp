@@ -59,7 +59,8 @@ struct ScheduleStr {
                        s.vectorWidth);
   }
   std::string operator()(const GpuRowNormSchedule &s) const {
-    return fmt::format("gpu.rownorm threads={} rows={}", s.threadsPerBlock, s.rowsPerBlock);
+    return fmt::format("gpu.rownorm threads={} rows={} vw={}", s.threadsPerBlock, s.rowsPerBlock,
+                       s.vectorWidth);
   }
   std::string operator()(const GpuPoolingSchedule &s) const {
     return fmt::format("gpu.pooling threads={}", s.threadsPerBlock);

@@ -96,14 +96,18 @@ bool stagedTranspose(const passes::FusionGroup &group) {
   return read && read->stageable;
 }
 
-/// 16-byte vectors for an inner reduction whose innermost axis holds whole
-/// vectors, whose operand reads some input elementwise, and whose row gives
-/// every thread at least two vectors; else 1.
+/// 16-byte vectors for a row kernel whose rows run along the innermost axis
+/// and hold whole vectors, whose operand reads some input elementwise, and
+/// whose rows give every thread at least two vectors; else 1.
 int reductionVectorWidth(const passes::FusionGroup &group, const RowShape &rows, int64_t width) {
   const ir::Value *operand = group.anchor->operand(0);
   const ir::Shape &shape = operand->type().shape;
   int vw = std::clamp(16 / widestStorageBytes(group), 1, 8);
-  if (shape.empty() || shape.back() % vw != 0 || rows.length < 2 * width * vw ||
+  bool alongInnermost = true;
+  if (group.kind == passes::GroupKind::RowNorm && group.anchor->kind() != OpKind::LayerNorm)
+    alongInnermost = wrapAxis(ir::getInt(group.anchor->attrs(), "axis"), static_cast<int64_t>(shape.size())) + 1 ==
+                     static_cast<int64_t>(shape.size());
+  if (!alongInnermost || shape.empty() || shape.back() % vw != 0 || rows.length < 2 * width * vw ||
       vectorReadInputs(group, operand).empty())
     return 1;
   return vw;
@@ -124,13 +128,16 @@ struct Checker {
                                                         target.maxThreadsPerBlock)));
     return {};
   }
-  Expected<void> operator()(const GpuPointwiseSchedule &s) const {
-    KILN_TRY_VOID(threads(s.threadsPerBlock));
-    if (s.vectorWidth < 1 || nextPowerOfTwo(s.vectorWidth) != s.vectorWidth ||
-        s.vectorWidth * widestStorageBytes(group) > 16)
+  Expected<void> vectorWidth(int lanes) const {
+    if (lanes < 1 || nextPowerOfTwo(lanes) != lanes || lanes * widestStorageBytes(group) > 16)
       return std::unexpected(invalid(group, fmt::format("vectorWidth {} is not a power of two of at "
                                                         "most 16 bytes of the group's widest buffer",
-                                                        s.vectorWidth)));
+                                                        lanes)));
+    return {};
+  }
+  Expected<void> operator()(const GpuPointwiseSchedule &s) const {
+    KILN_TRY_VOID(threads(s.threadsPerBlock));
+    KILN_TRY_VOID(vectorWidth(s.vectorWidth));
     if (s.elementsPerThread < 1 || s.maxBlocksPerSm < 1)
       return std::unexpected(invalid(group, "elementsPerThread and maxBlocksPerSm must be positive"));
     return {};
@@ -148,16 +155,11 @@ struct Checker {
   }
   Expected<void> operator()(const GpuReductionSchedule &s) const {
     KILN_TRY_VOID(threadsPerRow(group, s.threadsPerBlock, s.rowsPerBlock, target));
-    if (s.vectorWidth < 1 || nextPowerOfTwo(s.vectorWidth) != s.vectorWidth ||
-        s.vectorWidth * widestStorageBytes(group) > 16)
-      return std::unexpected(invalid(group, fmt::format("vectorWidth {} is not a power of two of at "
-                                                        "most 16 bytes of the group's widest buffer",
-                                                        s.vectorWidth)));
-    return {};
+    return vectorWidth(s.vectorWidth);
   }
   Expected<void> operator()(const GpuRowNormSchedule &s) const {
     KILN_TRY_VOID(threadsPerRow(group, s.threadsPerBlock, s.rowsPerBlock, target));
-    return {};
+    return vectorWidth(s.vectorWidth);
   }
   Expected<void> operator()(const GpuPoolingSchedule &s) const { return threads(s.threadsPerBlock); }
   template <typename T> Expected<void> operator()(const T &) const { return {}; }
@@ -191,7 +193,8 @@ Schedule defaultGpuSchedule(const ir::Graph &graph, const passes::FusionGroup &g
     if (group.kind == passes::GroupKind::Reduction)
       return GpuReductionSchedule{.threadsPerBlock = threads, .rowsPerBlock = perBlock,
                                   .vectorWidth = rows ? reductionVectorWidth(group, *rows, threads / perBlock) : 1};
-    return GpuRowNormSchedule{.threadsPerBlock = threads, .rowsPerBlock = perBlock};
+    return GpuRowNormSchedule{.threadsPerBlock = threads, .rowsPerBlock = perBlock,
+                              .vectorWidth = rows ? reductionVectorWidth(group, *rows, threads / perBlock) : 1};
   }
   case passes::GroupKind::Pooling:
     return GpuPoolingSchedule{.threadsPerBlock = columnThreads(product(group.root->type().shape), target)};
@@ -241,7 +244,9 @@ std::vector<Schedule> gpuScheduleSpace(const ir::Graph &graph, const passes::Fus
                 addUnique(GpuReductionSchedule{.threadsPerBlock = width * rows, .rowsPerBlock = rows,
                                                .vectorWidth = v});
             else
-              addUnique(GpuRowNormSchedule{.threadsPerBlock = width * rows, .rowsPerBlock = rows});
+              for (int v : {1, vw})
+                addUnique(GpuRowNormSchedule{.threadsPerBlock = width * rows, .rowsPerBlock = rows,
+                                             .vectorWidth = v});
           }
     } else {
       for (int threads : {64, 128, 256, 512}) {

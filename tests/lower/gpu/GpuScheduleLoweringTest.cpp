@@ -218,6 +218,34 @@ TEST_CASE("GPU inner reductions of long rows read 16-byte vectors", "[gpu-lower]
   }
 }
 
+TEST_CASE("GPU row norms of long rows read 16-byte vectors in every pass", "[gpu-lower][schedule]") {
+  LoweringCase c(53);
+  ir::Value *x = c.input("x", DType::F16, {4, 2048}, -4, 4);
+  ir::Value *mask = c.input("mask", DType::F16, {2048}, -1, 0);
+  c.output(c.node(OpKind::Softmax, {c.node(OpKind::Add, {x, mask})}, {{"axis", -1}}));
+  OneGroup one = lowerOnly(c);
+  auto *s = std::get_if<lower::GpuRowNormSchedule>(&one.schedule);
+  REQUIRE(s != nullptr);
+  CHECK(s->vectorWidth == 8);
+  CHECK(one.census.vectorLoadLanes["in0"] == 8);
+  CHECK(one.census.vectorLoadLanes["in1"] == 8);
+  checkGpu(c);
+
+  LoweringCase l(54);
+  ir::Value *y = l.input("y", DType::F32, {3, 8, 512});
+  ir::Value *scale = l.input("scale", DType::F32, {8, 512});
+  l.output(l.node(OpKind::LayerNorm, {y, scale, scale}, {{"axis", 1}, {"epsilon", 1e-5}}));
+  OneGroup norm = lowerOnly(l);
+  auto *t = std::get_if<lower::GpuRowNormSchedule>(&norm.schedule);
+  REQUIRE(t != nullptr);
+  CHECK(t->vectorWidth == 4);
+  CHECK(norm.census.vectorLoadLanes["in0"] == 4);
+  checkGpu(l);
+  lower::GpuRowNormSchedule scalar = *t;
+  scalar.vectorWidth = 1;
+  CHECK(lowerOnly(l, scalar).census.vectorLoadLanes["in0"] == 1);
+}
+
 TEST_CASE("GPU kernels: broadcast groups vectorize only on whole-vector rows", "[gpu-lower][schedule]") {
   for (int64_t width : {32, 33}) {
     LoweringCase c(13);
