@@ -30,18 +30,24 @@ struct GpuTransposeSchedule {
 /// reduce_*, argmax/argmin. Inner reductions (innermost input axis reduced):
 /// `rowsPerBlock` output rows per block, threadsPerBlock / rowsPerBlock threads
 /// (a power of two) per row, combined with warp shuffles and, past a warp,
-/// shared memory. Outer reductions: a thread per output element (rowsPerBlock 1).
+/// shared memory; with `vectorWidth` > 1 each thread takes vectors of that
+/// many consecutive elements (16-byte loads of the inputs the reduced operand
+/// reads elementwise; the innermost axis must hold whole vectors). Outer
+/// reductions: a thread per output element (rowsPerBlock 1, scalar).
 struct GpuReductionSchedule {
   int threadsPerBlock = 256;
   int rowsPerBlock = 1;
+  int vectorWidth = 1;
 };
 
 /// softmax, log_softmax, layer_norm as one kernel: rows split like inner
 /// reductions (threadsPerBlock / rowsPerBlock threads per row); softmax on a
-/// non-innermost axis runs a thread per column (rowsPerBlock 1).
+/// non-innermost axis runs a thread per column (rowsPerBlock 1). `vectorWidth`
+/// as for reductions: each pass takes vectors of consecutive row elements.
 struct GpuRowNormSchedule {
   int threadsPerBlock = 256;
   int rowsPerBlock = 1;
+  int vectorWidth = 1;
 };
 
 /// max/avg pooling and global average pooling: a thread per output element.

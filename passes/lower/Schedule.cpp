@@ -55,10 +55,12 @@ struct ScheduleStr {
     return fmt::format("gpu.transpose tile={} rows={}", s.tile, s.rowsPerPass);
   }
   std::string operator()(const GpuReductionSchedule &s) const {
-    return fmt::format("gpu.reduction threads={} rows={}", s.threadsPerBlock, s.rowsPerBlock);
+    return fmt::format("gpu.reduction threads={} rows={} vw={}", s.threadsPerBlock, s.rowsPerBlock,
+                       s.vectorWidth);
   }
   std::string operator()(const GpuRowNormSchedule &s) const {
-    return fmt::format("gpu.rownorm threads={} rows={}", s.threadsPerBlock, s.rowsPerBlock);
+    return fmt::format("gpu.rownorm threads={} rows={} vw={}", s.threadsPerBlock, s.rowsPerBlock,
+                       s.vectorWidth);
   }
   std::string operator()(const GpuPoolingSchedule &s) const {
     return fmt::format("gpu.pooling threads={}", s.threadsPerBlock);

@@ -96,7 +96,10 @@ public:
 
   /// The lowered graph's outputs on one executor and schedule chooser.
   NamedTensors lowered(Executor executor, ScheduleChooser chooser = {}) {
-    auto got = runLoweredGraph(*graph_, inputs_, GroupRunOptions{executor, std::move(chooser)});
+    GroupRunOptions options;
+    options.executor = executor;
+    options.chooseSchedule = std::move(chooser);
+    auto got = runLoweredGraph(*graph_, inputs_, options);
     INFO((got ? std::string() : got.error().str()));
     REQUIRE(got);
     return std::move(*got);

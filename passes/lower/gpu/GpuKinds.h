@@ -8,6 +8,7 @@
 #include "passes/lower/gpu/GpuLowerContext.h"
 
 #include <functional>
+#include <set>
 
 namespace kiln::lower {
 
@@ -80,6 +81,21 @@ Expected<kir::StmtPtr> reduceAcrossRow(GpuLowerContext &cx, const GpuThread &thr
 /// InvalidArgument error naming the group and the field.
 Expected<int64_t> threadsPerRow(const passes::FusionGroup &group, int threadsPerBlock,
                                 int rowsPerBlock, const codegen::GpuTarget &target);
+
+// ---- vector reads
+
+/// The group inputs read only through elementwise ops (broadcasting over
+/// leading axes at most, never along the innermost axis) up to `target` (the
+/// root, or a reduction's operand), so `target`'s elements [..., j + l] read
+/// the input at [..., j + l] of its broadcast index: lane l of a vector of
+/// `target` elements reads lane l of one vector load of the input. `target`
+/// itself counts when it is a group input.
+std::set<const ir::Value *> vectorReadInputs(const passes::FusionGroup &group,
+                                             const ir::Value *target);
+
+/// The index a broadcasting read of a value of `shape` takes at `index` (an
+/// index of a value of higher or equal rank).
+std::vector<kir::ExprPtr> broadcastIndex(std::span<const kir::ExprPtr> index, const ir::Shape &shape);
 
 /// The smallest power of two >= n (1 for n <= 1).
 int64_t nextPowerOfTwo(int64_t n);

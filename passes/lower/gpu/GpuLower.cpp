@@ -65,12 +65,12 @@ Expected<LoweredKernel> lowerGroupForGpu(const ir::Graph &graph, const passes::F
     return lowerWith<GpuRowNormSchedule>(graph, group, schedule, target, lowerGpuRowNorm);
   case passes::GroupKind::Pooling:
     return lowerWith<GpuPoolingSchedule>(graph, group, schedule, target, lowerGpuPooling);
+  case passes::GroupKind::Contraction:
+    return lowerContractionForGpu(graph, group, schedule, target);
   case passes::GroupKind::Constant:
   case passes::GroupKind::Alias:
     KILN_UNREACHABLE(fmt::format("lowering: group {} is a {} group, which has no kernel", group.id,
                                  passes::groupKindName(group.kind)));
-  case passes::GroupKind::Contraction:
-    return lowerContractionForGpu(graph, group, schedule, target);
   default: break;
   }
   return std::unexpected(noGpuTemplate(group));

@@ -29,7 +29,7 @@ class PointwiseLowering {
 public:
   PointwiseLowering(GpuLowerContext &cx, const GpuPointwiseSchedule &schedule)
       : cx_(cx), schedule_(schedule), shape_(cx.root()->type().shape), n_(product(shape_)),
-        flat_(isFlatPointwise(cx.group)) {}
+        flat_(isFlatPointwise(cx.group)), vectorRead_(vectorReadInputs(cx.group, cx.root())) {}
 
   Expected<StmtPtr> lower() {
     if (n_ == 0 || shape_.empty())
@@ -77,33 +77,33 @@ private:
 
   Expected<StmtPtr> scalarElement(ExprPtr flat) { return storeGpuRoot(cx_, indexOf(std::move(flat))); }
 
-  /// width_ consecutive elements from `chunk * width_`: inputs of the output's
-  /// shape (flat groups) arrive by one vector load each, the results leave by
-  /// one vector store.
+  /// width_ consecutive elements from `chunk * width_`: inputs read at the
+  /// output's index arrive by one vector load each, the results leave by one
+  /// vector store.
   Expected<StmtPtr> vectorChunk(ExprPtr chunk) {
     return letsBound("v", {mul(chunk, kir::index(width_))}, cx_.names,
                      [&](State base) -> Expected<StmtPtr> {
       std::vector<StmtPtr> loads;
       std::vector<BufferPtr> registers;
       int lane = 0;
-      if (flat_) {
-        for (const ir::Value *input : cx_.group.inputs) {
-          if (input->type().numElements() != n_)
-            continue; // a single element, read as a scalar
-          BufferPtr reg = makeBuffer(cx_.names.name("vin"), input->type().dtype, width_, MemScope::Register);
-          registers.push_back(reg);
-          loads.push_back(store(reg, kir::index(0),
-                                load(cx_.signature.buffers.at(input), base[0], static_cast<int>(width_))));
-          cx_.emitter.overrideValue(input, [reg, &lane](std::span<const ExprPtr>) {
-            return load(reg, kir::index(lane));
-          });
-        }
+      // Rows hold whole vectors, so the vector's index is the first element's with the last axis advanced.
+      std::vector<ExprPtr> first = indexOf(base[0]);
+      for (const ir::Value *input : cx_.group.inputs) {
+        if (!vectorRead_.contains(input))
+          continue; // moved or broadcast along the row: read element by element
+        const ir::Shape &inShape = input->type().shape;
+        ExprPtr at = inShape == shape_ ? base[0] : linearIndex(broadcastIndex(first, inShape), inShape);
+        BufferPtr reg = makeBuffer(cx_.names.name("vin"), input->type().dtype, width_, MemScope::Register);
+        registers.push_back(reg);
+        loads.push_back(store(reg, kir::index(0),
+                              load(cx_.signature.buffers.at(input), at, static_cast<int>(width_))));
+        cx_.emitter.overrideValue(input, [reg, &lane](std::span<const ExprPtr>) {
+          return load(reg, kir::index(lane));
+        });
       }
       BufferPtr result = makeBuffer(cx_.names.name("vout"), cx_.root()->type().dtype, width_, MemScope::Register);
       registers.push_back(result);
       std::vector<StmtPtr> body = loads;
-      // Rows hold whole vectors, so the vector's index is the first element's with the last axis advanced.
-      std::vector<ExprPtr> first = indexOf(base[0]);
       for (lane = 0; lane < width_; ++lane) {
         std::vector<ExprPtr> index = first;
         size_t axis = index.size() - 1;
@@ -114,11 +114,11 @@ private:
         KILN_TRY(ExprPtr value, cx_.emitter.at(cx_.root(), index));
         body.push_back(storeBound(result, kir::index(lane), value, cx_.names));
       }
-      for (const ir::Value *input : cx_.group.inputs)
-        if (flat_ && input->type().numElements() == n_)
-          cx_.emitter.overrideValue(input, [this, input](std::span<const ExprPtr> i) {
-            return load(cx_.signature.buffers.at(input), linearIndex(i, input->type().shape));
-          });
+      // Back to element loads for the scalar tail.
+      for (const ir::Value *input : vectorRead_)
+        cx_.emitter.overrideValue(input, [this, input](std::span<const ExprPtr> i) {
+          return load(cx_.signature.buffers.at(input), linearIndex(i, input->type().shape));
+        });
       body.push_back(store(cx_.signature.out, base[0], load(result, kir::index(0), static_cast<int>(width_))));
       StmtPtr stmt = seq(std::move(body));
       for (size_t r = registers.size(); r-- > 0;)
@@ -132,6 +132,7 @@ private:
   const ir::Shape &shape_;
   int64_t n_;
   bool flat_;
+  std::set<const ir::Value *> vectorRead_;
   bool vectors_ = false;
   int64_t width_ = 1;
 };

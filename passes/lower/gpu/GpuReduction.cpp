@@ -20,7 +20,8 @@ class GpuReductionLowering {
 public:
   GpuReductionLowering(GpuLowerContext &cx, const GpuReductionSchedule &schedule)
       : cx_(cx), schedule_(schedule), plan_(planReduction(*cx.group.anchor)),
-        spec_(reductionSpec(plan_)), shape_(plan_.input->type().shape) {
+        spec_(reductionSpec(plan_)), shape_(plan_.input->type().shape),
+        vectorInputs_(vectorReadInputs(cx.group, plan_.input)) {
     for (size_t k = 0; k < shape_.size(); ++k)
       (plan_.reduced[k] ? reducedExtents_ : keptExtents_).push_back(shape_[k]);
   }
@@ -80,14 +81,16 @@ private:
       std::vector<ExprPtr> kept = delinearize(row, keptExtents_);
       RegisterState acc = registerState(cx_.names, "acc", spec_.types);
       // Every thread runs the same number of steps (the reduction after it
-      // has barriers and shuffles); the element itself is guarded.
-      KILN_TRY(StmtPtr steps, loop(cx_.names, "i", ceilDiv(length, width), ForKind::Serial,
+      // has barriers and shuffles); the elements themselves are guarded.
+      int64_t vw = schedule_.vectorWidth;
+      if (vw < 1 || shape_.empty() || shape_.back() % vw != 0)
+        vw = 1;
+      int64_t chunks = length / vw;
+      KILN_TRY(StmtPtr steps, loop(cx_.names, "i", ceilDiv(chunks, width), ForKind::Serial,
                                    [&](ExprPtr i) -> Expected<StmtPtr> {
-        ExprPtr r = add(mul(i, kir::index(width)), t.x);
-        std::vector<ExprPtr> reduced = delinearize(r, reducedExtents_);
-        KILN_TRY(State e, element(kept, reduced));
-        StmtPtr update = acc.store(spec_.fold(acc.load(), e), cx_.names);
-        ExprPtr cond = length % width == 0 ? nullptr : lt(r, kir::index(length));
+        ExprPtr c = add(mul(i, kir::index(width)), t.x);
+        KILN_TRY(StmtPtr update, vw == 1 ? scalarUpdate(acc, kept, c) : vectorUpdate(acc, kept, c, vw));
+        ExprPtr cond = chunks % width == 0 ? nullptr : lt(c, kir::index(chunks));
         if (valid)
           cond = cond ? logicalAnd(valid, cond) : valid;
         return cond ? ifThen(cond, update) : update;
@@ -100,6 +103,55 @@ private:
         return cond ? ifThen(cond, write) : write;
       }, /*everyThread=*/false));
       return acc.allocateAround(seq({acc.store(spec_.init, cx_.names), steps, combine}));
+    });
+  }
+
+  /// Folds the reduced element at flat position `r` of the row.
+  Expected<StmtPtr> scalarUpdate(const RegisterState &acc, std::span<const ExprPtr> kept, ExprPtr r) {
+    std::vector<ExprPtr> reduced = delinearize(std::move(r), reducedExtents_);
+    KILN_TRY(State e, element(kept, reduced));
+    return acc.store(spec_.fold(acc.load(), e), cx_.names);
+  }
+
+  /// Folds the `vw` elements from flat position `chunk * vw` in index order;
+  /// the inputs the reduced operand reads elementwise arrive by one vector
+  /// load each (the innermost axis holds whole vectors, so they are aligned).
+  Expected<StmtPtr> vectorUpdate(const RegisterState &acc, std::span<const ExprPtr> kept, ExprPtr chunk,
+                                 int64_t vw) {
+    return letsBound("v", {mul(std::move(chunk), kir::index(vw))}, cx_.names,
+                     [&](State base) -> Expected<StmtPtr> {
+      std::vector<ExprPtr> reduced = delinearize(base[0], reducedExtents_);
+      std::vector<ExprPtr> first = merged(kept, reduced);
+      std::vector<StmtPtr> body;
+      std::vector<BufferPtr> registers;
+      int64_t lane = 0;
+      for (const ir::Value *input : vectorInputs_) {
+        const ir::Shape &inShape = input->type().shape;
+        BufferPtr reg = makeBuffer(cx_.names.name("vin"), input->type().dtype, vw, MemScope::Register);
+        registers.push_back(reg);
+        ExprPtr at = linearIndex(broadcastIndex(first, inShape), inShape);
+        body.push_back(store(reg, kir::index(0),
+                             load(cx_.signature.buffers.at(input), at, static_cast<int>(vw))));
+        cx_.emitter.overrideValue(input, [reg, &lane](std::span<const ExprPtr>) {
+          return load(reg, kir::index(lane));
+        });
+      }
+      State state = acc.load();
+      for (lane = 0; lane < vw; ++lane) {
+        std::vector<ExprPtr> at = reduced;
+        at.back() = add(at.back(), kir::index(lane));
+        KILN_TRY(State e, element(kept, at));
+        state = spec_.fold(state, e);
+      }
+      for (const ir::Value *input : vectorInputs_)
+        cx_.emitter.overrideValue(input, [this, input](std::span<const ExprPtr> i) {
+          return load(cx_.signature.buffers.at(input), linearIndex(i, input->type().shape));
+        });
+      body.push_back(acc.store(state, cx_.names));
+      StmtPtr stmt = seq(std::move(body));
+      for (size_t r = registers.size(); r-- > 0;)
+        stmt = allocate(registers[r], stmt);
+      return stmt;
     });
   }
 
@@ -129,6 +181,7 @@ private:
   ReductionPlan plan_;
   AccumulatorSpec spec_;
   const ir::Shape &shape_;
+  std::set<const ir::Value *> vectorInputs_;
   std::vector<int64_t> keptExtents_, reducedExtents_;
 };
 

@@ -24,7 +24,8 @@ public:
       : cx_(cx), schedule_(schedule), anchor_(*cx.group.anchor), input_(anchor_.operand(0)),
         shape_(input_->type().shape), dtype_(input_->type().dtype), t_(computeType(dtype_)),
         axis_(static_cast<size_t>(wrapAxis(ir::getInt(anchor_.attrs(), "axis"),
-                                           static_cast<int64_t>(shape_.size())))) {}
+                                           static_cast<int64_t>(shape_.size())))),
+        vectorInputs_(vectorReadInputs(cx.group, input_)) {}
 
   Expected<StmtPtr> lower() {
     if (product(shape_) == 0)
@@ -58,6 +59,7 @@ private:
       return combine(i);
     }
     std::function<std::vector<ExprPtr>(std::span<const ExprPtr>)> combine;
+    int64_t vectorWidth = 1; ///< consecutive elements per thread per step
   };
   using RowBodyFn = std::function<Expected<StmtPtr>(const RowContext &)>;
 
@@ -98,6 +100,10 @@ private:
                        width, product(inner), inner, nullptr};
       bool layer = anchor_.kind() == OpKind::LayerNorm;
       size_t axis = axis_;
+      // Vectors run along the innermost input axis, which must be the row's.
+      int64_t vw = schedule_.vectorWidth;
+      if (vw > 1 && (layer || axis_ + 1 == shape_.size()) && inner.back() % vw == 0)
+        cxRow.vectorWidth = vw;
       cxRow.combine = [outerIndex = cxRow.outer, layer, axis](std::span<const ExprPtr> i) {
         std::vector<ExprPtr> index = outerIndex;
         if (layer)
@@ -110,16 +116,54 @@ private:
     });
   }
 
-  /// for each of the thread's elements r of the row (uniform trip count): body(r) if it exists.
+  /// for each of the thread's elements r of the row (uniform trip count):
+  /// body(r) if it exists. With vectors, a thread takes vectorWidth
+  /// consecutive elements per step, the inputs x reads elementwise arriving
+  /// by one vector load each.
   Expected<StmtPtr> overRow(const RowContext &row, const std::function<Expected<StmtPtr>(ExprPtr)> &body) {
-    return loop(cx_.names, "i", ceilDiv(row.length, row.width), ForKind::Serial,
+    int64_t vw = row.vectorWidth, chunks = row.length / vw;
+    return loop(cx_.names, "i", ceilDiv(chunks, row.width), ForKind::Serial,
                 [&](ExprPtr i) -> Expected<StmtPtr> {
-      ExprPtr r = add(mul(i, kir::index(row.width)), row.thread->x);
-      KILN_TRY(StmtPtr stmt, body(r));
-      ExprPtr cond = row.length % row.width == 0 ? nullptr : lt(r, kir::index(row.length));
+      ExprPtr c = add(mul(i, kir::index(row.width)), row.thread->x);
+      KILN_TRY(StmtPtr stmt, vw == 1 ? body(c) : vectorChunk(row, c, body));
+      ExprPtr cond = chunks % row.width == 0 ? nullptr : lt(c, kir::index(chunks));
       if (row.valid)
         cond = cond ? logicalAnd(row.valid, cond) : row.valid;
       return cond ? ifThen(cond, stmt) : stmt;
+    });
+  }
+
+  Expected<StmtPtr> vectorChunk(const RowContext &row, ExprPtr chunk,
+                                const std::function<Expected<StmtPtr>(ExprPtr)> &body) {
+    int64_t vw = row.vectorWidth;
+    return letsBound("v", {mul(std::move(chunk), kir::index(vw))}, cx_.names,
+                     [&](State base) -> Expected<StmtPtr> {
+      std::vector<ExprPtr> first = row.at(base[0]);
+      std::vector<StmtPtr> stmts;
+      std::vector<BufferPtr> registers;
+      int64_t lane = 0;
+      for (const ir::Value *input : vectorInputs_) {
+        const ir::Shape &inShape = input->type().shape;
+        BufferPtr reg = makeBuffer(cx_.names.name("vin"), input->type().dtype, vw, MemScope::Register);
+        registers.push_back(reg);
+        ExprPtr at = linearIndex(broadcastIndex(first, inShape), inShape);
+        stmts.push_back(store(reg, kir::index(0), load(cx_.signature.buffers.at(input), at, static_cast<int>(vw))));
+        cx_.emitter.overrideValue(input, [reg, &lane](std::span<const ExprPtr>) {
+          return load(reg, kir::index(lane));
+        });
+      }
+      for (lane = 0; lane < vw; ++lane) {
+        KILN_TRY(StmtPtr s, body(add(base[0], kir::index(lane))));
+        stmts.push_back(s);
+      }
+      for (const ir::Value *input : vectorInputs_)
+        cx_.emitter.overrideValue(input, [this, input](std::span<const ExprPtr> i) {
+          return load(cx_.signature.buffers.at(input), linearIndex(i, input->type().shape));
+        });
+      StmtPtr stmt = seq(std::move(stmts));
+      for (size_t r = registers.size(); r-- > 0;)
+        stmt = allocate(registers[r], stmt);
+      return stmt;
     });
   }
 
@@ -249,6 +293,7 @@ private:
   DType dtype_;
   kir::Type t_;
   size_t axis_;
+  std::set<const ir::Value *> vectorInputs_;
 };
 
 } // namespace

@@ -52,14 +52,17 @@ std::optional<RowShape> rowShapeOf(const passes::FusionGroup &group) {
 }
 
 /// Threads per row from the row length: a thread per element up to a warp,
-/// a warp for rows up to 512, then more warps so each thread handles ~16-32 elements.
-int64_t defaultRowWidth(int64_t length) {
+/// a warp for rows up to 512, then more warps so each thread handles ~16-32
+/// elements; 1024 for very long rows too few to fill the SMs one per block.
+int64_t defaultRowWidth(int64_t length, int64_t rows, const codegen::GpuTarget &target) {
   if (length <= 32)
     return nextPowerOfTwo(std::max<int64_t>(length, 1));
   if (length <= 512)
     return 32;
   if (length <= 4096)
     return 128;
+  if (length >= 16384 && rows < target.numSms)
+    return std::min(1024, target.maxThreadsPerBlock);
   return 256;
 }
 
@@ -93,6 +96,23 @@ bool stagedTranspose(const passes::FusionGroup &group) {
   return read && read->stageable;
 }
 
+/// 16-byte vectors for a row kernel whose rows run along the innermost axis
+/// and hold whole vectors, whose operand reads some input elementwise, and
+/// whose rows give every thread at least two vectors; else 1.
+int reductionVectorWidth(const passes::FusionGroup &group, const RowShape &rows, int64_t width) {
+  const ir::Value *operand = group.anchor->operand(0);
+  const ir::Shape &shape = operand->type().shape;
+  int vw = std::clamp(16 / widestStorageBytes(group), 1, 8);
+  bool alongInnermost = true;
+  if (group.kind == passes::GroupKind::RowNorm && group.anchor->kind() != OpKind::LayerNorm)
+    alongInnermost = wrapAxis(ir::getInt(group.anchor->attrs(), "axis"), static_cast<int64_t>(shape.size())) + 1 ==
+                     static_cast<int64_t>(shape.size());
+  if (!alongInnermost || shape.empty() || shape.back() % vw != 0 || rows.length < 2 * width * vw ||
+      vectorReadInputs(group, operand).empty())
+    return 1;
+  return vw;
+}
+
 Error invalid(const passes::FusionGroup &group, const std::string &why) {
   return Error(ErrorCode::InvalidArgument, fmt::format("lowering: GPU schedule of group {} ({}): {}",
                                                        group.id, group.root->name(), why));
@@ -108,13 +128,16 @@ struct Checker {
                                                         target.maxThreadsPerBlock)));
     return {};
   }
-  Expected<void> operator()(const GpuPointwiseSchedule &s) const {
-    KILN_TRY_VOID(threads(s.threadsPerBlock));
-    if (s.vectorWidth < 1 || nextPowerOfTwo(s.vectorWidth) != s.vectorWidth ||
-        s.vectorWidth * widestStorageBytes(group) > 16)
+  Expected<void> vectorWidth(int lanes) const {
+    if (lanes < 1 || nextPowerOfTwo(lanes) != lanes || lanes * widestStorageBytes(group) > 16)
       return std::unexpected(invalid(group, fmt::format("vectorWidth {} is not a power of two of at "
                                                         "most 16 bytes of the group's widest buffer",
-                                                        s.vectorWidth)));
+                                                        lanes)));
+    return {};
+  }
+  Expected<void> operator()(const GpuPointwiseSchedule &s) const {
+    KILN_TRY_VOID(threads(s.threadsPerBlock));
+    KILN_TRY_VOID(vectorWidth(s.vectorWidth));
     if (s.elementsPerThread < 1 || s.maxBlocksPerSm < 1)
       return std::unexpected(invalid(group, "elementsPerThread and maxBlocksPerSm must be positive"));
     return {};
@@ -132,11 +155,11 @@ struct Checker {
   }
   Expected<void> operator()(const GpuReductionSchedule &s) const {
     KILN_TRY_VOID(threadsPerRow(group, s.threadsPerBlock, s.rowsPerBlock, target));
-    return {};
+    return vectorWidth(s.vectorWidth);
   }
   Expected<void> operator()(const GpuRowNormSchedule &s) const {
     KILN_TRY_VOID(threadsPerRow(group, s.threadsPerBlock, s.rowsPerBlock, target));
-    return {};
+    return vectorWidth(s.vectorWidth);
   }
   Expected<void> operator()(const GpuPoolingSchedule &s) const { return threads(s.threadsPerBlock); }
   template <typename T> Expected<void> operator()(const T &) const { return {}; }
@@ -162,18 +185,21 @@ Schedule defaultGpuSchedule(const ir::Graph &graph, const passes::FusionGroup &g
     std::optional<RowShape> rows = rowShapeOf(group);
     int threads = 256, perBlock = 1;
     if (rows) {
-      int64_t width = defaultRowWidth(rows->length);
+      int64_t width = defaultRowWidth(rows->length, rows->rows, target);
       perBlock = defaultRowsPerBlock(width, rows->rows, target);
       threads = static_cast<int>(width) * perBlock;
     } else {
       threads = columnThreads(product(group.root->type().shape), target);
     }
     if (group.kind == passes::GroupKind::Reduction)
-      return GpuReductionSchedule{.threadsPerBlock = threads, .rowsPerBlock = perBlock};
-    return GpuRowNormSchedule{.threadsPerBlock = threads, .rowsPerBlock = perBlock};
+      return GpuReductionSchedule{.threadsPerBlock = threads, .rowsPerBlock = perBlock,
+                                  .vectorWidth = rows ? reductionVectorWidth(group, *rows, threads / perBlock) : 1};
+    return GpuRowNormSchedule{.threadsPerBlock = threads, .rowsPerBlock = perBlock,
+                              .vectorWidth = rows ? reductionVectorWidth(group, *rows, threads / perBlock) : 1};
   }
   case passes::GroupKind::Pooling:
     return GpuPoolingSchedule{.threadsPerBlock = columnThreads(product(group.root->type().shape), target)};
+  case passes::GroupKind::Contraction: return defaultGpuContractionSchedule(graph, group, target);
   default: return NoSchedule{};
   }
 }
@@ -210,13 +236,18 @@ std::vector<Schedule> gpuScheduleSpace(const ir::Graph &graph, const passes::Fus
   case passes::GroupKind::Reduction:
   case passes::GroupKind::RowNorm:
     if (rowShapeOf(group)) {
+      int vw = std::clamp(16 / widestStorageBytes(group), 1, 8);
       for (int width : {1, 4, 8, 32, 128, 512})
         for (int rows : {1, 4, 8})
           if (width * rows <= target.maxThreadsPerBlock) {
             if (group.kind == passes::GroupKind::Reduction)
-              addUnique(GpuReductionSchedule{.threadsPerBlock = width * rows, .rowsPerBlock = rows});
+              for (int v : {1, vw})
+                addUnique(GpuReductionSchedule{.threadsPerBlock = width * rows, .rowsPerBlock = rows,
+                                               .vectorWidth = v});
             else
-              addUnique(GpuRowNormSchedule{.threadsPerBlock = width * rows, .rowsPerBlock = rows});
+              for (int v : {1, vw})
+                addUnique(GpuRowNormSchedule{.threadsPerBlock = width * rows, .rowsPerBlock = rows,
+                                             .vectorWidth = v});
           }
     } else {
       for (int threads : {64, 128, 256, 512}) {

@@ -222,3 +222,27 @@ TEST_CASE("GPU-lowered elementwise chains fuse into one kernel and stay exact", 
 
 } // namespace
 } // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+TEST_CASE("GPU-lowered broadcasts over leading axes read whole vectors", "[gpu-lower][elementwise]") {
+  using ir::OpKind;
+  for (DType dtype : {DType::F32, DType::F16, DType::I8, DType::F64}) {
+    for (int64_t width : {8, 16, 24}) {
+      INFO(dtypeName(dtype) << " rows of " << width);
+      LoweringCase c(static_cast<uint64_t>(width) + 70);
+      double range = dtype == DType::I8 ? 100 : 3;
+      ir::Value *a = c.input("a", dtype, {3, 1, width}, -range, range);
+      ir::Value *b = c.input("b", dtype, {5, width}, -range, range);
+      ir::Value *d = c.input("d", dtype, {width}, -range, range);
+      ir::Value *e = c.input("e", dtype, {3, 5, width}, -range, range);
+      ir::Value *sum = c.node(OpKind::Add, {c.node(OpKind::Mul, {a, b}), d});
+      c.output(c.node(OpKind::Sub, {c.node(OpKind::Max, {sum, e}), c.node(OpKind::Neg, {d})}));
+      checkGpu(c);
+    }
+  }
+}
+
+} // namespace
+} // namespace kiln::test

@@ -106,6 +106,13 @@ TEST_CASE("GPU: every reduction and row-norm schedule computes the same result",
   a.output(a.node(OpKind::ArgMax, {y}, {{"axis", 1}, {"keepdims", false}}));
   checkEveryGpuSchedule(a);
 
+  // Ties between vectors of one thread and across threads: the first index must win.
+  LoweringCase t(51);
+  ir::Value *ties = t.input("ties", DType::I32, {5, 80}, -3, 3);
+  t.output(t.node(OpKind::ArgMin, {ties}, {{"axis", 1}, {"keepdims", false}}));
+  t.output(t.node(OpKind::ReduceProd, {ties}, {{"axes", Ints{1}}, {"keepdims", true}}));
+  checkEveryGpuSchedule(t);
+
   LoweringCase o(6);
   ir::Value *z = o.input("z", DType::F16, {40, 3, 50});
   o.output(o.node(OpKind::ReduceMax, {z}, {{"axes", Ints{0}}, {"keepdims", false}}));
@@ -193,7 +200,53 @@ TEST_CASE("GPU default schedules follow the row length and the widest buffer", "
   }
 }
 
-TEST_CASE("GPU kernels: broadcast stores vectorize only on whole-vector rows", "[gpu-lower][schedule]") {
+TEST_CASE("GPU inner reductions of long rows read 16-byte vectors", "[gpu-lower][schedule]") {
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+    INFO(dtypeName(dtype));
+    LoweringCase c(52);
+    ir::Value *x = c.input("x", dtype, {3, 4096});
+    ir::Value *bias = c.input("bias", dtype, {4096});
+    c.output(c.node(OpKind::ReduceMean, {c.node(OpKind::Mul, {x, bias})}, {{"axes", Ints{1}}, {"keepdims", false}}));
+    OneGroup one = lowerOnly(c);
+    auto *s = std::get_if<lower::GpuReductionSchedule>(&one.schedule);
+    REQUIRE(s != nullptr);
+    int lanes = 16 / dtypeByteSize(dtype);
+    CHECK(s->vectorWidth == lanes);
+    CHECK(one.census.vectorLoadLanes["in0"] == lanes);
+    CHECK(one.census.vectorLoadLanes["in1"] == lanes);
+    checkGpu(c);
+  }
+}
+
+TEST_CASE("GPU row norms of long rows read 16-byte vectors in every pass", "[gpu-lower][schedule]") {
+  LoweringCase c(53);
+  ir::Value *x = c.input("x", DType::F16, {4, 2048}, -4, 4);
+  ir::Value *mask = c.input("mask", DType::F16, {2048}, -1, 0);
+  c.output(c.node(OpKind::Softmax, {c.node(OpKind::Add, {x, mask})}, {{"axis", -1}}));
+  OneGroup one = lowerOnly(c);
+  auto *s = std::get_if<lower::GpuRowNormSchedule>(&one.schedule);
+  REQUIRE(s != nullptr);
+  CHECK(s->vectorWidth == 8);
+  CHECK(one.census.vectorLoadLanes["in0"] == 8);
+  CHECK(one.census.vectorLoadLanes["in1"] == 8);
+  checkGpu(c);
+
+  LoweringCase l(54);
+  ir::Value *y = l.input("y", DType::F32, {3, 8, 512});
+  ir::Value *scale = l.input("scale", DType::F32, {8, 512});
+  l.output(l.node(OpKind::LayerNorm, {y, scale, scale}, {{"axis", 1}, {"epsilon", 1e-5}}));
+  OneGroup norm = lowerOnly(l);
+  auto *t = std::get_if<lower::GpuRowNormSchedule>(&norm.schedule);
+  REQUIRE(t != nullptr);
+  CHECK(t->vectorWidth == 4);
+  CHECK(norm.census.vectorLoadLanes["in0"] == 4);
+  checkGpu(l);
+  lower::GpuRowNormSchedule scalar = *t;
+  scalar.vectorWidth = 1;
+  CHECK(lowerOnly(l, scalar).census.vectorLoadLanes["in0"] == 1);
+}
+
+TEST_CASE("GPU kernels: broadcast groups vectorize only on whole-vector rows", "[gpu-lower][schedule]") {
   for (int64_t width : {32, 33}) {
     LoweringCase c(13);
     ir::Value *x = c.input("x", DType::F32, {5, width});
@@ -201,6 +254,12 @@ TEST_CASE("GPU kernels: broadcast stores vectorize only on whole-vector rows", "
     c.output(c.node(OpKind::Add, {x, b}));
     OneGroup one = lowerOnly(c);
     CHECK(one.census.vectorStoreLanes["out"] == (width % 4 == 0 ? 4 : 1));
+    // x and the row-broadcast b both arrive by vector loads on whole-vector rows.
+    int vectorInputs = 0;
+    for (const auto &[name, lanes] : one.census.vectorLoadLanes)
+      vectorInputs += lanes == 4 ? 1 : 0;
+    CHECK(vectorInputs == (width % 4 == 0 ? 2 : 0));
+    CHECK(one.census.vectorLoadLanes.size() == 2);
     checkGpu(c);
   }
 }
@@ -268,7 +327,9 @@ TEST_CASE("illegal GPU schedules are errors naming the field", "[gpu-lower][sche
              Catch::Contains("whole number of warps"));
   CHECK_THAT(errorOf(r, lower::GpuRowNormSchedule{}), Catch::Contains("does not apply"));
   CHECK(lower::scheduleStr(lower::GpuReductionSchedule{.threadsPerBlock = 128, .rowsPerBlock = 4}) ==
-        "gpu.reduction threads=128 rows=4");
+        "gpu.reduction threads=128 rows=4 vw=1");
+  CHECK_THAT(errorOf(r, lower::GpuReductionSchedule{.threadsPerBlock = 64, .rowsPerBlock = 1, .vectorWidth = 8}),
+             Catch::Contains("vectorWidth 8"));
 }
 
 TEST_CASE("GPU-lowered sizes around every block and tile", "[gpu-lower][schedule]") {
