@@ -20,6 +20,7 @@ std::pair<double, double> domainOf(OpKind kind) {
 }
 
 TEST_CASE("GPU-lowered unary float ops match the reference on every float dtype", "[gpu-lower][elementwise]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   const OpKind ops[] = {OpKind::Neg,  OpKind::Abs,     OpKind::Exp,  OpKind::Log,  OpKind::Sqrt,
                         OpKind::Rsqrt, OpKind::Tanh,   OpKind::Sigmoid, OpKind::Relu, OpKind::Silu,
                         OpKind::Erf,  OpKind::Sin,     OpKind::Cos};
@@ -36,6 +37,7 @@ TEST_CASE("GPU-lowered unary float ops match the reference on every float dtype"
 }
 
 TEST_CASE("GPU-lowered gelu matches both reference forms", "[gpu-lower][elementwise]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (DType dtype : {DType::F64, DType::F32, DType::BF16}) {
     for (const char *form : {"none", "tanh"}) {
       INFO(form << " on " << dtypeName(dtype));
@@ -48,6 +50,7 @@ TEST_CASE("GPU-lowered gelu matches both reference forms", "[gpu-lower][elementw
 }
 
 TEST_CASE("GPU-lowered binary ops broadcast like NumPy on every dtype", "[gpu-lower][elementwise]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   const OpKind ops[] = {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Max, OpKind::Min};
   std::vector<DType> dtypes = kFloatTypes;
   dtypes.insert(dtypes.end(), kIntTypes.begin(), kIntTypes.end());
@@ -67,6 +70,7 @@ TEST_CASE("GPU-lowered binary ops broadcast like NumPy on every dtype", "[gpu-lo
 }
 
 TEST_CASE("GPU-lowered pow matches the reference", "[gpu-lower][elementwise]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (DType dtype : {DType::F64, DType::F32, DType::F16}) {
     LoweringCase c(5);
     ir::Value *a = c.input("a", dtype, {33}, 0.1, 3.0);
@@ -77,6 +81,7 @@ TEST_CASE("GPU-lowered pow matches the reference", "[gpu-lower][elementwise]") {
 }
 
 TEST_CASE("GPU-lowered integer arithmetic wraps and divides like the reference", "[gpu-lower][elementwise]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   LoweringCase c;
   ir::Value *a = c.input("a", DType::I8, {8}, {127, -128, -128, 7, -7, 100, 0, 5});
   ir::Value *b = c.input("b", DType::I8, {8}, {1, -1, 0, 2, 2, 100, 0, -3});
@@ -98,6 +103,7 @@ TEST_CASE("GPU-lowered integer arithmetic wraps and divides like the reference",
 }
 
 TEST_CASE("GPU-lowered max, min, relu and clamp propagate NaN", "[gpu-lower][elementwise]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (DType dtype : {DType::F32, DType::F16, DType::F64}) {
     LoweringCase c;
     ir::Value *a = c.input("a", dtype, {6}, {kNaN, 1.0, kNaN, -0.0, kInf, -kInf});
@@ -118,6 +124,7 @@ TEST_CASE("GPU-lowered max, min, relu and clamp propagate NaN", "[gpu-lower][ele
 }
 
 TEST_CASE("GPU-lowered clamp rounds its bounds like the reference on ints and floats", "[gpu-lower][elementwise]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (DType dtype : {DType::I8, DType::I32, DType::I64, DType::F32, DType::BF16, DType::F8E4M3}) {
     INFO(dtypeName(dtype));
     LoweringCase c(9);
@@ -131,6 +138,7 @@ TEST_CASE("GPU-lowered clamp rounds its bounds like the reference on ints and fl
 }
 
 TEST_CASE("GPU-lowered comparisons, logic and where", "[gpu-lower][elementwise]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   const OpKind compares[] = {OpKind::Eq, OpKind::Ne, OpKind::Lt, OpKind::Le, OpKind::Gt, OpKind::Ge};
   for (DType dtype : {DType::F32, DType::BF16, DType::I32, DType::I8, DType::Bool}) {
     INFO(dtypeName(dtype));
@@ -157,6 +165,7 @@ TEST_CASE("GPU-lowered comparisons, logic and where", "[gpu-lower][elementwise]"
 }
 
 TEST_CASE("GPU-lowered casts follow the graph's conversion rules", "[gpu-lower][elementwise]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   const DType all[] = {DType::F64, DType::F32,    DType::F16, DType::BF16, DType::F8E4M3,
                        DType::F8E5M2, DType::I64, DType::I32, DType::I8,  DType::Bool};
   for (DType from : all) {
@@ -185,6 +194,7 @@ TEST_CASE("GPU-lowered casts follow the graph's conversion rules", "[gpu-lower][
 }
 
 TEST_CASE("GPU-lowered batch_norm normalizes along its channel axis", "[gpu-lower][elementwise]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (int64_t axis : {1, -1}) {
     for (DType dtype : {DType::F32, DType::F16}) {
       LoweringCase c(23);
@@ -203,6 +213,7 @@ TEST_CASE("GPU-lowered batch_norm normalizes along its channel axis", "[gpu-lowe
 }
 
 TEST_CASE("GPU-lowered elementwise chains fuse into one kernel and stay exact", "[gpu-lower][elementwise]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   LoweringCase c(29);
   ir::Value *x = c.input("x", DType::F32, {17, 33});
   ir::Value *bias = c.input("bias", DType::F32, {33});
@@ -227,6 +238,7 @@ namespace kiln::test {
 namespace {
 
 TEST_CASE("GPU-lowered broadcasts over leading axes read whole vectors", "[gpu-lower][elementwise]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   using ir::OpKind;
   for (DType dtype : {DType::F32, DType::F16, DType::I8, DType::F64}) {
     for (int64_t width : {8, 16, 24}) {

@@ -7,6 +7,8 @@
 
 #include "lower/LoweringTestUtil.h"
 
+#include "GpuAssemblyCheck.h"
+
 #include "ir/kernel/GpuLaunch.h"
 #include "ir/kernel/Printer.h"
 #include "passes/lower/gpu/GpuLower.h"

@@ -18,6 +18,7 @@ ir::Value *addOne(LoweringCase &c, ir::Value *v) {
 }
 
 TEST_CASE("GPU-lowered reshape, squeeze and unsqueeze read the row-major element", "[gpu-lower][movement]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   struct Case {
     Ints from, to;
   };
@@ -41,6 +42,7 @@ TEST_CASE("GPU-lowered reshape, squeeze and unsqueeze read the row-major element
 }
 
 TEST_CASE("GPU-lowered transposes match the reference, tiled or not", "[gpu-lower][movement]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   struct Case {
     Ints shape, perm;
   };
@@ -59,6 +61,7 @@ TEST_CASE("GPU-lowered transposes match the reference, tiled or not", "[gpu-lowe
 }
 
 TEST_CASE("GPU: a transpose-like group gets the tiled schedule", "[gpu-lower][movement]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   LoweringCase c(4);
   ir::Value *x = c.input("x", DType::F32, {40, 70});
   c.output(addOne(c, c.node(OpKind::Transpose, {x}, {{"perm", Ints{1, 0}}})));
@@ -72,6 +75,7 @@ TEST_CASE("GPU: a transpose-like group gets the tiled schedule", "[gpu-lower][mo
 }
 
 TEST_CASE("GPU: a transpose read through another transpose is tiled without staging", "[gpu-lower][movement]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   LoweringCase c(13);
   ir::Value *x = c.input("x", DType::F32, {33, 33});
   ir::Value *t = c.node(OpKind::Transpose, {x}, {{"perm", Ints{1, 0}}});
@@ -85,6 +89,7 @@ TEST_CASE("GPU: a transpose read through another transpose is tiled without stag
 }
 
 TEST_CASE("GPU-lowered broadcast_to and slices", "[gpu-lower][movement]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   LoweringCase c(5);
   ir::Value *x = c.input("x", DType::F16, {3, 1, 5});
   c.output(addOne(c, c.node(OpKind::BroadcastTo, {x}, {{"shape", Ints{2, 3, 4, 5}}})));
@@ -99,6 +104,7 @@ TEST_CASE("GPU-lowered broadcast_to and slices", "[gpu-lower][movement]") {
 }
 
 TEST_CASE("GPU-lowered concat picks the operand by position on any axis", "[gpu-lower][movement]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (int64_t axis : {0, 1, -1}) {
     INFO("axis " << axis);
     LoweringCase c(6);
@@ -121,6 +127,7 @@ TEST_CASE("GPU-lowered concat picks the operand by position on any axis", "[gpu-
 }
 
 TEST_CASE("GPU-lowered pad fills outside the input and never reads out of bounds", "[gpu-lower][movement]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (DType dtype : {DType::F32, DType::F8E4M3, DType::I32}) {
     INFO(dtypeName(dtype));
     LoweringCase c(8);
@@ -134,6 +141,7 @@ TEST_CASE("GPU-lowered pad fills outside the input and never reads out of bounds
 }
 
 TEST_CASE("GPU-lowered gather and take_along_axis resolve negative indices", "[gpu-lower][movement]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (DType indexType : {DType::I64, DType::I32, DType::I8}) {
     INFO(dtypeName(indexType));
     LoweringCase c(9);
@@ -152,6 +160,7 @@ TEST_CASE("GPU-lowered gather and take_along_axis resolve negative indices", "[g
 }
 
 TEST_CASE("GPU: an out-of-range gather index is clamped, not read out of bounds", "[gpu-lower][movement]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   LoweringCase c(10);
   ir::Value *table = c.input("table", DType::F32, {4, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
   ir::Value *ids = c.input("ids", DType::I64, {3}, {7, -9, 2});
@@ -167,6 +176,7 @@ TEST_CASE("GPU: an out-of-range gather index is clamped, not read out of bounds"
 }
 
 TEST_CASE("GPU-lowered iota and scalar constants in every dtype", "[gpu-lower][movement]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (DType dtype : {DType::F32, DType::F16, DType::F8E5M2, DType::I8, DType::I64}) {
     INFO(dtypeName(dtype));
     LoweringCase c(11);
@@ -180,6 +190,7 @@ TEST_CASE("GPU-lowered iota and scalar constants in every dtype", "[gpu-lower][m
 }
 
 TEST_CASE("GPU: movement chains fuse with arithmetic: transpose, reshape, broadcast", "[gpu-lower][movement]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   LoweringCase c(12);
   ir::Value *x = c.input("x", DType::F32, {2, 5, 3, 4});
   ir::Value *bias = c.input("bias", DType::F32, {12});

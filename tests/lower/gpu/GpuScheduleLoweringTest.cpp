@@ -77,6 +77,7 @@ OneGroup lowerOnly(LoweringCase &c, std::optional<lower::Schedule> schedule = st
 }
 
 TEST_CASE("GPU: every pointwise and transpose schedule computes the same result", "[gpu-lower][schedule]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   LoweringCase c(1);
   ir::Value *x = c.input("x", DType::F32, {37, 41});
   ir::Value *y = c.input("y", DType::F32, {37, 41});
@@ -96,6 +97,7 @@ TEST_CASE("GPU: every pointwise and transpose schedule computes the same result"
 }
 
 TEST_CASE("GPU: every reduction and row-norm schedule computes the same result", "[gpu-lower][schedule]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   LoweringCase r(4);
   ir::Value *x = r.input("x", DType::F32, {6, 300});
   r.output(r.node(OpKind::ReduceSum, {x}, {{"axes", Ints{1}}, {"keepdims", false}}));
@@ -138,6 +140,7 @@ TEST_CASE("GPU: every reduction and row-norm schedule computes the same result",
 }
 
 TEST_CASE("GPU schedule spaces start with the default and hold no duplicates", "[gpu-lower][schedule]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   LoweringCase c(10);
   ir::Value *x = c.input("x", DType::F32, {16, 1000});
   c.output(c.node(OpKind::LogSoftmax, {x}, {{"axis", -1}}));
@@ -155,6 +158,7 @@ TEST_CASE("GPU schedule spaces start with the default and hold no duplicates", "
 }
 
 TEST_CASE("GPU default schedules follow the row length and the widest buffer", "[gpu-lower][schedule]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   codegen::GpuTarget target = testGpuTarget();
   struct RowCase {
     int64_t rows, length, threadsPerRow;
@@ -201,6 +205,7 @@ TEST_CASE("GPU default schedules follow the row length and the widest buffer", "
 }
 
 TEST_CASE("GPU inner reductions of long rows read 16-byte vectors", "[gpu-lower][schedule]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
     INFO(dtypeName(dtype));
     LoweringCase c(52);
@@ -219,6 +224,7 @@ TEST_CASE("GPU inner reductions of long rows read 16-byte vectors", "[gpu-lower]
 }
 
 TEST_CASE("GPU row norms of long rows read 16-byte vectors in every pass", "[gpu-lower][schedule]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   LoweringCase c(53);
   ir::Value *x = c.input("x", DType::F16, {4, 2048}, -4, 4);
   ir::Value *mask = c.input("mask", DType::F16, {2048}, -1, 0);
@@ -247,6 +253,7 @@ TEST_CASE("GPU row norms of long rows read 16-byte vectors in every pass", "[gpu
 }
 
 TEST_CASE("GPU kernels: broadcast groups vectorize only on whole-vector rows", "[gpu-lower][schedule]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (int64_t width : {32, 33}) {
     LoweringCase c(13);
     ir::Value *x = c.input("x", DType::F32, {5, width});
@@ -265,6 +272,7 @@ TEST_CASE("GPU kernels: broadcast groups vectorize only on whole-vector rows", "
 }
 
 TEST_CASE("GPU transpose kernels stage a padded shared tile behind a barrier", "[gpu-lower][schedule]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (auto [tile, rows] : {std::pair{32, 8}, std::pair{16, 4}, std::pair{64, 16}}) {
     INFO("tile " << tile << " rows " << rows);
     LoweringCase c(14);
@@ -281,6 +289,7 @@ TEST_CASE("GPU transpose kernels stage a padded shared tile behind a barrier", "
 }
 
 TEST_CASE("GPU-lowered pointwise kernels cover the grid-stride loop and the scalar tail", "[gpu-lower][schedule]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   // 132 SMs x 1 block x 32 threads x 1 vector of 4: 16896 elements per step, so
   // 40003 elements take three steps and a tail of three.
   LoweringCase c(15);
@@ -299,6 +308,7 @@ TEST_CASE("GPU-lowered pointwise kernels cover the grid-stride loop and the scal
 }
 
 TEST_CASE("illegal GPU schedules are errors naming the field", "[gpu-lower][schedule]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   codegen::GpuTarget target = testGpuTarget();
   auto errorOf = [&](LoweringCase &c, lower::Schedule schedule) {
     auto plan = passes::planFusion(c.graph());
@@ -333,6 +343,7 @@ TEST_CASE("illegal GPU schedules are errors naming the field", "[gpu-lower][sche
 }
 
 TEST_CASE("GPU-lowered sizes around every block and tile", "[gpu-lower][schedule]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (int64_t n : {1, 3, 31, 33, 100, 257, 1000}) {
     INFO("n = " << n);
     LoweringCase c(static_cast<uint64_t>(n) + 200);
