@@ -16,3 +16,14 @@ config.environment["PATH"] = os.pathsep.join(
 for var in ["ASAN_OPTIONS", "UBSAN_OPTIONS"]:
     if var in os.environ:
         config.environment[var] = os.environ[var]
+# The CUDA toolkit's tools, for the GPU code generation tests (REQUIRES: ptxas,
+# nvrtc); without them those tests are reported as unsupported, by name.
+cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+if os.path.exists(os.environ.get("KILN_PTXAS", os.path.join(cuda_home, "bin", "ptxas"))):
+    config.available_features.add("ptxas")
+if any(os.path.exists(os.path.join(d, "libnvrtc.so.13"))
+       for d in [os.path.join(cuda_home, "lib64"), "/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu"]):
+    config.available_features.add("nvrtc")
+for var in ["CUDA_HOME", "KILN_PTXAS", "KILN_NVRTC", "KILN_LIBDEVICE"]:
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
