@@ -90,16 +90,15 @@ checkGpuKernelsAssemble(const std::vector<kir::Kernel> &kernels, const codegen::
 }
 
 /// Collects the GPU kernels a test case makes and checks them with
-/// checkGpuKernelsAssemble when it goes out of scope, in one module per
-/// backend: a test case that lowers hundreds of small graphs pays for a few
+/// checkGpuKernelsAssemble for every checked architecture (sm_80, sm_90a) when
+/// it goes out of scope, in one module per backend and architecture: a test case that lowers hundreds of small graphs pays for a few
 /// compiles instead of hundreds. Declare one at the top of such a test case;
 /// while it lives, assembleOrBatch() adds to it. Kernels are renamed
 /// "a<n>_<name>" so names stay unique in the module; a failure names the
 /// kernel and where it came from.
 class AssemblyBatch {
 public:
-  explicit AssemblyBatch(std::string arch = "sm_90a")
-      : arch_(std::move(arch)), outer_(current()), exceptions_(std::uncaught_exceptions()) {
+  AssemblyBatch() : outer_(current()), exceptions_(std::uncaught_exceptions()) {
     current() = this;
   }
   AssemblyBatch(const AssemblyBatch &) = delete;
@@ -129,8 +128,6 @@ private:
   void flush() {
     if (kernels_.empty())
       return;
-    auto target = codegen::gpuTargetNamed(arch_);
-    REQUIRE(target.has_value());
     std::string context = fmt::format("{} kernels of this test case, from: {}", kernels_.size(),
                                       contexts_.front());
     if (contexts_.size() > 1)
@@ -138,27 +135,34 @@ private:
     std::map<std::string, std::string> origin;
     for (size_t i = 0; i < kernels_.size(); ++i)
       origin[kernels_[i].name] = contexts_[i];
-    checkGpuKernelsAssemble(kernels_, *target, context, [&](const std::string &name) {
-      auto it = origin.find(name);
-      return it == origin.end() ? std::string("?") : it->second;
-    });
+    for (std::string_view arch : codegen::kCheckedGpuArchs) {
+      auto target = codegen::gpuTargetNamed(arch);
+      REQUIRE(target.has_value());
+      checkGpuKernelsAssemble(kernels_, *target, context, [&](const std::string &name) {
+        auto it = origin.find(name);
+        return it == origin.end() ? std::string("?") : it->second;
+      });
+    }
   }
 
-  std::string arch_;
   AssemblyBatch *outer_;
   int exceptions_;
   std::vector<kir::Kernel> kernels_;
   std::vector<std::string> contexts_;
 };
 
-/// Checks `kernels` now (checkGpuKernelsAssemble), or adds them to the
+/// Checks `kernels` now for every checked architecture, or adds them to the
 /// current AssemblyBatch when a test case declared one.
-inline void assembleOrBatch(const std::vector<kir::Kernel> &kernels,
-                            const codegen::GpuTarget &target, const std::string &context) {
-  if (AssemblyBatch *batch = AssemblyBatch::current())
+inline void assembleOrBatch(const std::vector<kir::Kernel> &kernels, const std::string &context) {
+  if (AssemblyBatch *batch = AssemblyBatch::current()) {
     batch->add(kernels, context);
-  else
-    checkGpuKernelsAssemble(kernels, target, context);
+    return;
+  }
+  for (std::string_view arch : codegen::kCheckedGpuArchs) {
+    auto target = codegen::gpuTargetNamed(arch);
+    REQUIRE(target.has_value());
+    checkGpuKernelsAssemble(kernels, *target, context);
+  }
 }
 
 } // namespace kiln::test

@@ -63,7 +63,7 @@ inline lower::LoweredKernel lowerGpuContraction(GraphCase &c, const passes::Fusi
     CHECK(launch->sharedBytes == lower::gpuGemmSharedBytes(gemm, shape.accumulate));
   }
   CHECK(launch->sharedBytes <= target.staticSharedBytesPerBlock);
-  assembleOrBatch({lowered->kernel}, target,
+  assembleOrBatch({lowered->kernel},
                   fmt::format("{} with {}", c.graph().name(), lower::scheduleStr(schedule)));
   return std::move(*lowered);
 }
