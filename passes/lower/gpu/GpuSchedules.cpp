@@ -199,7 +199,6 @@ Schedule defaultGpuSchedule(const ir::Graph &graph, const passes::FusionGroup &g
   }
   case passes::GroupKind::Pooling:
     return GpuPoolingSchedule{.threadsPerBlock = columnThreads(product(group.root->type().shape), target)};
-  case passes::GroupKind::Contraction: return defaultGpuContractionSchedule(graph, group, target);
   default: return NoSchedule{};
   }
 }
