@@ -3,6 +3,8 @@
 // shared and register allocations, barriers, atomics and warp shuffles.
 #include "codegen/llvm/NvptxEmitter.h"
 
+#include "ir/kernel/Visitor.h"
+
 #include <fmt/format.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
@@ -33,6 +35,16 @@ void unbindScoped(std::unordered_map<const Key *, llvm::Value *> &map, const Key
     map[key] = previous;
   else
     map.erase(key);
+}
+
+/// Whether `stmt` contains a barrier.
+bool containsBarrier(const kir::StmtPtr &stmt) {
+  struct Finder : kir::StmtVisitor {
+    bool found = false;
+    void visitBarrier(const kir::Barrier &) override { found = true; }
+  } finder;
+  finder.visit(stmt);
+  return finder.found;
 }
 
 bool isLaunchLoop(kir::ForKind kind) {
@@ -149,6 +161,13 @@ Expected<void> NvptxEmitter::emitFor(const kir::For &loop) {
   if (loop.loopKind == kir::ForKind::Unrolled)
     properties.push_back(
         llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.unroll.full")}));
+  else if (containsBarrier(loop.body))
+    // A loop over barrier-separated phases (a GEMM's K tiles) stays a loop: once unrolled,
+    // MachineSink moves each phase's arithmetic (the FMAs, whose results are only used later)
+    // past the following barriers into the last phase, so every phase's shared-memory
+    // fragments stay live at once and ptxas spills. Unrolling buys nothing across a barrier.
+    properties.push_back(
+        llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.unroll.disable")}));
   return emitCountedLoop(loop, begin, end, std::move(properties));
 }
 

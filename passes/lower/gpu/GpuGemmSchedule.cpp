@@ -20,6 +20,31 @@ int64_t registerWords(DType accumulate) {
 /// the prefetched tiles and addressing.
 constexpr int64_t kMaxAccumulatorRegisters = 128;
 
+/// Registers ptxas allocates per thread in units of this many.
+constexpr int64_t kRegisterGranularity = 8;
+
+/// Registers a thread may use when a whole block of `threads` is resident on one SM.
+int64_t registerBudget(int64_t threads, const codegen::GpuTarget &target) {
+  int64_t perThread = target.registersPerSm / std::max<int64_t>(threads, 1);
+  perThread = perThread / kRegisterGranularity * kRegisterGranularity;
+  return std::min<int64_t>(perThread, target.maxRegistersPerThread);
+}
+
+/// An estimate of the registers one thread of the GEMM template holds at its peak: the
+/// accumulators, one k's A and B fragments, the next tile's elements held across the compute
+/// with double buffering, and the addressing of each tile element the thread loads (an A
+/// element costs as much as conv2d's implicit im2col needs: image, row, column and bounds;
+/// a B element an offset and a predicate), plus indices, pointers and loop counters.
+int64_t estimatedRegisters(const GpuMatMulSchedule &s, DType accumulate) {
+  int64_t threads = gpuGemmThreads(s);
+  int64_t words = registerWords(accumulate);
+  int64_t aLoads = ceilDivide(int64_t(s.blockM) * s.blockK, threads);
+  int64_t bLoads = ceilDivide(int64_t(s.blockK) * s.blockN, threads);
+  int64_t prefetched = s.stages == 2 ? (aLoads + bLoads) * words : 0;
+  return int64_t(s.threadM) * s.threadN * words + (int64_t(s.threadM) + s.threadN) * words +
+         prefetched + 4 * aLoads + 2 * bLoads + 16;
+}
+
 /// The fraction of a padded extent that is real work.
 double usefulFraction(int64_t extent, int64_t tile) {
   if (extent <= 0)
@@ -104,6 +129,13 @@ Expected<void> checkGpuGemmSchedule(const GpuMatMulSchedule &s, DType accumulate
                                accumulatorRegisters, kMaxAccumulatorRegisters));
   if (s.stages != 1 && s.stages != 2)
     return invalid(fmt::format("stages must be 1 or 2 (double buffering), got {}", s.stages));
+  int64_t registers = estimatedRegisters(s, accumulate);
+  int64_t budget = registerBudget(threads, target);
+  if (registers > budget)
+    return invalid(fmt::format("needs about {} registers per thread (accumulators, fragments, "
+                               "prefetched tile elements and addressing); {} threads per block "
+                               "may use at most {}",
+                               registers, threads, budget));
   if (s.vectorWidth != 1 && s.vectorWidth != 2 && s.vectorWidth != 4 && s.vectorWidth != 8)
     return invalid(fmt::format("vectorWidth must be 1, 2, 4 or 8, got {}", s.vectorWidth));
   if (s.splitK != 1)
