@@ -1,6 +1,11 @@
 // A check every test that makes GPU kernels runs: the kernels compile to PTX
 // through both GPU backends (LLVM NVPTX and CUDA C through NVRTC), ptxas
 // assembles each module for the target, and no kernel spills registers.
+//
+// A spill is expected only from a schedule a test picked from the search space
+// rather than the default: the space lists candidates, and the autotuner drops
+// those ptxas reports spilling. Such spills are counted and reported with WARN;
+// a spill from a default schedule fails.
 #pragma once
 
 #include "codegen/Ptx.h"
@@ -29,11 +34,19 @@ struct AssembledKernel {
 /// ptxas and FAIL_CHECKs any error or spill, naming `context`. A missing tool
 /// (ptxas, NVRTC) is a WARN, once per process, and skips only what needs it.
 /// Returns every kernel's resources.
-/// `describe`, when given, names where a kernel came from (by kernel name).
+/// How a kernel's spills are judged.
+enum class SpillPolicy {
+  Fail,      ///< a default schedule: any spill fails
+  Candidate, ///< a schedule from the search space: spills are reported, not failed
+};
+
+/// `describe`, when given, names where a kernel came from (by kernel name);
+/// `policyOf` says how its spills are judged (default: they fail).
 inline std::vector<AssembledKernel>
 checkGpuKernelsAssemble(const std::vector<kir::Kernel> &kernels, const codegen::GpuTarget &target,
                         const std::string &context,
-                        const std::function<std::string(const std::string &)> &describe = {}) {
+                        const std::function<std::string(const std::string &)> &describe = {},
+                        const std::function<SpillPolicy(const std::string &)> &policyOf = {}) {
   static bool warnedPtxas = false, warnedNvrtc = false;
   std::vector<AssembledKernel> assembled;
   if (kernels.empty())
@@ -51,8 +64,14 @@ checkGpuKernelsAssemble(const std::vector<kir::Kernel> &kernels, const codegen::
                          << target.archName() << ": " << result.error().str());
       return;
     }
+    int candidateSpills = 0;
     for (const codegen::KernelResources &kernel : result->kernels) {
-      if (kernel.spillStoreBytes != 0 || kernel.spillLoadBytes != 0)
+      bool spills = kernel.spillStoreBytes != 0 || kernel.spillLoadBytes != 0;
+      if (spills && policyOf && policyOf(kernel.name) == SpillPolicy::Candidate) {
+        ++candidateSpills;
+        spills = false;
+      }
+      if (spills)
         FAIL_CHECK(context << ": kernel " << kernel.name
                            << (describe ? " from " + describe(kernel.name) : std::string())
                            << " (" << backend << ", " << target.archName()
@@ -61,6 +80,10 @@ checkGpuKernelsAssemble(const std::vector<kir::Kernel> &kernels, const codegen::
                            << kernel.registers << " registers");
       assembled.push_back({backend, kernel});
     }
+    if (candidateSpills > 0)
+      WARN(context << ": " << candidateSpills << " kernels of non-default schedules spill ("
+                   << backend << ", " << target.archName()
+                   << "); the autotuner rejects such candidates");
   };
 
   auto llvmPtx = codegen::compilePtxWithLlvm(kernels, target);
@@ -110,10 +133,12 @@ public:
       flush();
   }
 
-  void add(const std::vector<kir::Kernel> &kernels, const std::string &context) {
+  void add(const std::vector<kir::Kernel> &kernels, const std::string &context,
+           SpillPolicy policy) {
     for (kir::Kernel kernel : kernels) {
       kernel.name = fmt::format("a{}_{}", kernels_.size(), kernel.name);
       contexts_.push_back(fmt::format("{} ({})", context, kernel.name));
+      policies_[kernel.name] = policy;
       kernels_.push_back(std::move(kernel));
     }
   }
@@ -138,10 +163,16 @@ private:
     for (std::string_view arch : codegen::kCheckedGpuArchs) {
       auto target = codegen::gpuTargetNamed(arch);
       REQUIRE(target.has_value());
-      checkGpuKernelsAssemble(kernels_, *target, context, [&](const std::string &name) {
-        auto it = origin.find(name);
-        return it == origin.end() ? std::string("?") : it->second;
-      });
+      checkGpuKernelsAssemble(
+          kernels_, *target, context,
+          [&](const std::string &name) {
+            auto it = origin.find(name);
+            return it == origin.end() ? std::string("?") : it->second;
+          },
+          [&](const std::string &name) {
+            auto it = policies_.find(name);
+            return it == policies_.end() ? SpillPolicy::Fail : it->second;
+          });
     }
   }
 
@@ -149,19 +180,22 @@ private:
   int exceptions_;
   std::vector<kir::Kernel> kernels_;
   std::vector<std::string> contexts_;
+  std::map<std::string, SpillPolicy> policies_;
 };
 
 /// Checks `kernels` now for every checked architecture, or adds them to the
 /// current AssemblyBatch when a test case declared one.
-inline void assembleOrBatch(const std::vector<kir::Kernel> &kernels, const std::string &context) {
+inline void assembleOrBatch(const std::vector<kir::Kernel> &kernels, const std::string &context,
+                            SpillPolicy policy = SpillPolicy::Fail) {
   if (AssemblyBatch *batch = AssemblyBatch::current()) {
-    batch->add(kernels, context);
+    batch->add(kernels, context, policy);
     return;
   }
   for (std::string_view arch : codegen::kCheckedGpuArchs) {
     auto target = codegen::gpuTargetNamed(arch);
     REQUIRE(target.has_value());
-    checkGpuKernelsAssemble(kernels, *target, context);
+    checkGpuKernelsAssemble(kernels, *target, context, {},
+                            [policy](const std::string &) { return policy; });
   }
 }
 

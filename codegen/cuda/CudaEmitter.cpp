@@ -5,6 +5,7 @@
 
 #include "codegen/cuda/CudaSource.h"
 #include "ir/kernel/Builder.h"
+#include "ir/kernel/IRUtils.h"
 
 #include <fmt/format.h>
 
@@ -123,9 +124,11 @@ Expected<std::string> CudaEmitter::emit() {
     bufferNames_[buffer.get()] = name;
     params.push_back(fmt::format("{} *__restrict__ {}", storageCType(buffer->dtype), name));
   }
-  std::string header =
-      fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n",
-                  launch_.threadsPerBlock(), kernelName, fmt::join(params, ", "));
+  std::string bounds = kernel_.minBlocksPerSm > 0
+                           ? fmt::format("{}, {}", launch_.threadsPerBlock(), kernel_.minBlocksPerSm)
+                           : fmt::format("{}", launch_.threadsPerBlock());
+  std::string header = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}) {{\n",
+                                   bounds, kernelName, fmt::join(params, ", "));
   KILN_TRY_VOID(declareSharedBuffers(kernel_.body));
   KILN_TRY_VOID(emitStmt(*kernel_.body));
   return header + out_ + "}\n";
@@ -227,6 +230,8 @@ Expected<void> CudaEmitter::emitFor(const kir::For &loop) {
     intVars_.insert(loop.var.get());
   if (loop.loopKind == kir::ForKind::Unrolled)
     line("#pragma unroll");
+  else if (kir::containsBarrier(loop.body))
+    line("#pragma unroll 1"); // barrier-separated phases stay a loop (see NvptxEmitter::emitFor)
   line(fmt::format("for ({0} {1} = {2}; {1} < {3}; ++{1}) {{", asInt ? "int" : "long long", name,
                    begin.text, end.text));
   ++indent_;

@@ -83,9 +83,15 @@ Expected<void> linkLibdevice(llvm::Module &module, const std::set<std::string> &
   }
   // __CUDA_FTZ = 0 for NVVMReflect: libdevice keeps subnormals, as the graph does.
   module.addModuleFlag(llvm::Module::Override, "nvvm-reflect-ftz", uint32_t{0});
+  // Every helper is inlined into the kernels: with many kernels in one module
+  // the inliner would keep a helper many kernels call as a function, and a
+  // call costs an ABI frame that ptxas spills registers around.
   for (llvm::Function &function : module)
-    if (!function.isDeclaration() && !kernels.contains(function.getName().str()))
+    if (!function.isDeclaration() && !kernels.contains(function.getName().str())) {
       function.setLinkage(llvm::GlobalValue::InternalLinkage);
+      function.removeFnAttr(llvm::Attribute::NoInline);
+      function.addFnAttr(llvm::Attribute::AlwaysInline);
+    }
   for (llvm::GlobalVariable &global : module.globals())
     if (!global.isDeclaration())
       global.setLinkage(llvm::GlobalValue::InternalLinkage);

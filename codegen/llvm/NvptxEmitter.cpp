@@ -3,6 +3,7 @@
 // shared and register allocations, barriers, atomics and warp shuffles.
 #include "codegen/llvm/NvptxEmitter.h"
 
+#include "ir/kernel/IRUtils.h"
 #include "ir/kernel/Visitor.h"
 
 #include <fmt/format.h>
@@ -35,16 +36,6 @@ void unbindScoped(std::unordered_map<const Key *, llvm::Value *> &map, const Key
     map[key] = previous;
   else
     map.erase(key);
-}
-
-/// Whether `stmt` contains a barrier.
-bool containsBarrier(const kir::StmtPtr &stmt) {
-  struct Finder : kir::StmtVisitor {
-    bool found = false;
-    void visitBarrier(const kir::Barrier &) override { found = true; }
-  } finder;
-  finder.visit(stmt);
-  return finder.found;
 }
 
 bool isLaunchLoop(kir::ForKind kind) {
@@ -134,6 +125,8 @@ Expected<void> NvptxEmitter::emitKernel(const kir::Kernel &kernel) {
   annotate("maxntidx", launch_.block[0]);
   annotate("maxntidy", launch_.block[1]);
   annotate("maxntidz", launch_.block[2]);
+  if (kernel.minBlocksPerSm > 0)
+    annotate("minctasm", kernel.minBlocksPerSm);
   return {};
 }
 
@@ -161,7 +154,7 @@ Expected<void> NvptxEmitter::emitFor(const kir::For &loop) {
   if (loop.loopKind == kir::ForKind::Unrolled)
     properties.push_back(
         llvm::MDNode::get(context_, {llvm::MDString::get(context_, "llvm.loop.unroll.full")}));
-  else if (containsBarrier(loop.body))
+  else if (kir::containsBarrier(loop.body))
     // A loop over barrier-separated phases (a GEMM's K tiles) stays a loop: once unrolled,
     // MachineSink moves each phase's arithmetic (the FMAs, whose results are only used later)
     // past the following barriers into the last phase, so every phase's shared-memory

@@ -161,6 +161,15 @@ std::vector<const Buffer *> storedBuffers(const StmtPtr &stmt) {
   return std::move(collector.buffers);
 }
 
+bool containsBarrier(const StmtPtr &stmt) {
+  struct Finder : StmtVisitor {
+    bool found = false;
+    void visitBarrier(const Barrier &) override { found = true; }
+  } finder;
+  finder.visit(stmt);
+  return finder.found;
+}
+
 ExprPtr substitute(const ExprPtr &expr, const Var *var, const ExprPtr &replacement) {
   KILN_CHECK(replacement->type() == var->type, "substitute: replacement type differs");
   Substituter substituter(var, replacement);

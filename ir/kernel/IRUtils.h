@@ -33,6 +33,8 @@ std::vector<const Load *> collectLoads(const StmtPtr &stmt);
 
 /// The buffers `stmt` stores to, each once, in order of first store.
 std::vector<const Buffer *> storedBuffers(const StmtPtr &stmt);
+/// Whether `stmt` contains a Barrier (GPU backends keep such loops rolled).
+bool containsBarrier(const StmtPtr &stmt);
 
 /// `expr` / `stmt` with every reference to `var` replaced by `replacement`
 /// (which must have the variable's type). Untouched subtrees stay shared.

@@ -329,6 +329,12 @@ struct Kernel {
   std::string name;
   std::vector<BufferPtr> params;
   StmtPtr body;
+  /// GPU kernels: blocks that must fit on one SM at once (PTX .minnctapersm,
+  /// the second __launch_bounds__ argument), so ptxas gives each thread up to
+  /// registersPerSm / (threads x this) registers. 0 leaves it to ptxas, which
+  /// may then trade a few spilled registers for occupancy; register-tiled
+  /// kernels (GEMM) set 1 so their tiles stay in registers.
+  int minBlocksPerSm = 0;
 };
 
 /// Checked downcasts: `as<Load>(expr)` is nullptr when the node is another kind.

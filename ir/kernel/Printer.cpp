@@ -115,7 +115,9 @@ public:
       if (param->scope != MemScope::Global)
         params += fmt::format(" {}", memScopeName(param->scope));
     }
-    line(fmt::format("kernel {}({}) {{", kernel.name, params));
+    std::string hint =
+        kernel.minBlocksPerSm > 0 ? fmt::format(" min_blocks_per_sm={}", kernel.minBlocksPerSm) : "";
+    line(fmt::format("kernel {}({}){} {{", kernel.name, params, hint));
     ++indent_;
     if (kernel.body)
       stmt(kernel.body, true);

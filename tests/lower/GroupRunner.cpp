@@ -86,7 +86,8 @@ Expected<NamedTensors> runLoweredGraph(const ir::Graph &graph, const NamedTensor
     std::vector<kir::Kernel> all;
     for (const PlannedKernel &k : kernels)
       all.push_back(k.lowered.kernel);
-    assembleOrBatch(all, fmt::format("graph {}", graph.name()));
+    assembleOrBatch(all, fmt::format("graph {}", graph.name()),
+                    options.chooseGpuSchedule ? SpillPolicy::Candidate : SpillPolicy::Fail);
   }
   std::shared_ptr<codegen::HostModule> module;
   if (options.executor == Executor::Jit && !kernels.empty()) {

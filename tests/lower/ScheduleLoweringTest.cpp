@@ -103,7 +103,10 @@ TEST_CASE("the schedule space starts with the default, has no duplicates and eve
                                     const codegen::CpuTarget &t) {
         return other.id == group.id ? s : lower::defaultSchedule(g, other, t);
       };
-      auto got = runLoweredGraph(*graph, inputs, GroupRunOptions{Executor::Jit, chooser});
+      GroupRunOptions options;
+      options.executor = Executor::Jit;
+      options.chooseSchedule = chooser;
+      auto got = runLoweredGraph(*graph, inputs, options);
       REQUIRE(got);
       for (const auto &[name, tensor] : *want)
         CHECK(compareTensors(got->at(name), tensor) == "");

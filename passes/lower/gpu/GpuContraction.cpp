@@ -59,7 +59,12 @@ Expected<LoweredKernel> lowerContractionForGpu(const ir::Graph &graph,
                             ? conv2DGemmProblem(anchor, kGpuConvAlgorithm, kernel)
                             : matMulGemmProblem(anchor, kernel);
   KILN_TRY(GemmLowering lowered, lowerGpuGemm(problem, gemm, target));
-  return kernel.finish(lowered);
+  LoweredKernel result = kernel.finish(lowered);
+  // The register tile must stay in registers: the schedule's register rule
+  // sizes it for one block per SM, and ptxas left to itself caps registers
+  // for occupancy and spills a few of them.
+  result.kernel.minBlocksPerSm = 1;
+  return result;
 }
 
 Schedule defaultGpuContractionSchedule(const ir::Graph &graph, const passes::FusionGroup &group,

@@ -63,8 +63,11 @@ inline lower::LoweredKernel lowerGpuContraction(GraphCase &c, const passes::Fusi
     CHECK(launch->sharedBytes == lower::gpuGemmSharedBytes(gemm, shape.accumulate));
   }
   CHECK(launch->sharedBytes <= target.staticSharedBytesPerBlock);
+  bool isDefault = lower::scheduleStr(schedule) ==
+                   lower::scheduleStr(lower::defaultGpuSchedule(c.graph(), group, target));
   assembleOrBatch({lowered->kernel},
-                  fmt::format("{} with {}", c.graph().name(), lower::scheduleStr(schedule)));
+                  fmt::format("{} with {}", c.graph().name(), lower::scheduleStr(schedule)),
+                  isDefault ? SpillPolicy::Fail : SpillPolicy::Candidate);
   return std::move(*lowered);
 }
 
