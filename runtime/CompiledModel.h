@@ -3,7 +3,9 @@
 // threads at once: each concurrent run takes its own arena from a pool.
 #pragma once
 
+#include "runtime/Device.h"
 #include "runtime/LaunchPlan.h"
+#include "runtime/Profile.h"
 #include "support/Error.h"
 #include "support/HostTensor.h"
 
@@ -18,6 +20,13 @@ struct RunOptions {
   /// Fill the arena and the output tensors with a NaN bit pattern before the
   /// kernels run, so an element no kernel writes cannot pass for a result.
   bool poisonBuffers = false;
+  /// When set, the run records one timed event per kernel and copy into it
+  /// (device events on a GPU, the wall clock on the CPU).
+  runtime::RunProfile *profile = nullptr;
+  /// Device models: capture the launches into a launch graph (a CUDA graph)
+  /// on the first run and replay it on later ones. Ignored on the CPU, and
+  /// when profiling (per-kernel timing needs the launches one by one).
+  bool launchGraph = false;
 };
 
 /// Memory a model uses, in bytes.

@@ -3,6 +3,7 @@
 // It is what an AOT bundle will serialize.
 #pragma once
 
+#include "runtime/Device.h"
 #include "support/DType.h"
 #include "support/Error.h"
 #include "support/HostTensor.h"
@@ -26,12 +27,17 @@ public:
   virtual Expected<void> invoke(void *const *args) const = 0;
 };
 
-/// How a step calls its kernel: exactly one of the two is set.
+/// How a step calls its kernel: exactly one of the three is set. Host plans
+/// use `fn` or `invoker`; device plans (CUDA, the simulator as a device) use
+/// `deviceKernel`, launched on the model's device.
 struct KernelEntry {
   CpuKernelFn fn = nullptr;
   std::shared_ptr<const KernelInvoker> invoker;
+  std::shared_ptr<const DeviceKernel> deviceKernel;
 
-  explicit operator bool() const { return fn != nullptr || invoker != nullptr; }
+  explicit operator bool() const {
+    return fn != nullptr || invoker != nullptr || deviceKernel != nullptr;
+  }
 };
 
 /// Where a buffer's bytes live during a run.
@@ -62,6 +68,11 @@ struct PlanStep {
   std::string kernelName;
   KernelEntry entry;
   std::vector<int> args; ///< buffer ids, in the kernel's parameter order
+  /// The work of one launch, counted from the kernel IR (for the profiler):
+  /// arithmetic operations (an FMA counts 2) and bytes read and written in
+  /// global memory, each buffer element counted once.
+  int64_t flops = 0;
+  int64_t bytesMoved = 0;
 };
 
 /// A named input, parameter or output and its buffer.
