@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <new>
 
@@ -30,6 +31,12 @@ struct CompiledModel::Arena {
 };
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double millisecondsBetween(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
 
 std::string shapeStr(const std::vector<int64_t> &shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
@@ -104,6 +111,7 @@ void CompiledModel::releaseArena(std::unique_ptr<Arena> arena) const {
 
 Expected<NamedTensors> CompiledModel::run(const NamedTensors &tensors,
                                           const RunOptions &options) const {
+  auto runStart = Clock::now();
   // Every name must be an input or a parameter, with the declared type.
   for (const auto &[name, tensor] : tensors) {
     if (const auto *input = findBinding(plan_.inputs, name)) {
@@ -175,18 +183,23 @@ Expected<NamedTensors> CompiledModel::run(const NamedTensors &tensors,
   }
 
   std::vector<void *> args;
-  for (const runtime::PlanStep &step : plan_.steps) {
+  for (size_t stepIndex = 0; stepIndex < plan_.steps.size(); ++stepIndex) {
+    const runtime::PlanStep &step = plan_.steps[stepIndex];
     args.clear();
     for (int id : step.args)
       args.push_back(addresses[id]);
+    auto stepStart = Clock::now();
     if (step.entry.fn) {
       step.entry.fn(args.data());
-      continue;
-    }
-    if (auto done = step.entry.invoker->invoke(args.data()); !done) {
+    } else if (auto done = step.entry.invoker->invoke(args.data()); !done) {
       releaseArena(std::move(arena));
       return std::unexpected(std::move(done).error());
     }
+    if (options.profile)
+      options.profile->events.push_back({step.kernelName, runtime::ProfileCategory::Kernel,
+                                         static_cast<int>(stepIndex),
+                                         millisecondsBetween(runStart, stepStart),
+                                         millisecondsBetween(stepStart, Clock::now()), 0});
   }
 
   // Outputs no kernel wrote in place (an input, a parameter, a constant, an
@@ -202,6 +215,8 @@ Expected<NamedTensors> CompiledModel::run(const NamedTensors &tensors,
     results.emplace(binding.name, std::move(outputs[i]));
   }
   releaseArena(std::move(arena));
+  if (options.profile)
+    options.profile->totalMs = millisecondsBetween(runStart, Clock::now());
   return results;
 }
 
