@@ -6,7 +6,10 @@
 #include "compiler/GpuCompile.h"
 #include "compiler/LaunchPlanBuilder.h"
 #include "compiler/Pipeline.h"
-#include "runtime/sim/SimInvoker.h"
+#include "compiler/CudaCompile.h"
+#include "compiler/Devices.h"
+#include "runtime/DeviceExecutor.h"
+#include "runtime/sim/SimDevice.h"
 
 #include <fmt/format.h>
 
@@ -52,18 +55,23 @@ Expected<CompiledModel> finishForCpu(compiler::LoweredProgram &program,
   return CompiledModel(std::move(plan), std::shared_ptr<const void>(module));
 }
 
-/// The simulator's kernels: each step interprets its kernel IR.
+/// The simulator's kernels: the simulator is the device, each launch
+/// interprets the kernel's IR, and the device executor runs the plan.
 Expected<CompiledModel> finishForSim(compiler::LoweredProgram &program) {
-  std::map<std::string, std::shared_ptr<const runtime::KernelInvoker>, std::less<>> invokers;
+  compiler::DeviceHandle<sim::SimDevice> sim = compiler::simDevice();
+  std::map<std::string, std::shared_ptr<const runtime::DeviceKernel>, std::less<>> kernels;
   for (const kir::Kernel &kernel : program.kernels)
-    invokers.emplace(kernel.name, sim::makeSimInvoker(kernel));
+    kernels.emplace(kernel.name, sim.device->loadKernel(kernel));
   auto lookup = [&](std::string_view name) {
-    auto it = invokers.find(name);
-    return it == invokers.end() ? runtime::KernelEntry{} : runtime::KernelEntry{nullptr, it->second};
+    auto it = kernels.find(name);
+    return it == kernels.end() ? runtime::KernelEntry{}
+                               : runtime::KernelEntry{nullptr, nullptr, it->second};
   };
   KILN_TRY(runtime::LaunchPlan plan, compiler::buildLaunchPlan(*program.graph, program.fusion,
                                                                program.groupKernels, lookup));
-  return CompiledModel(std::move(plan), nullptr);
+  KILN_TRY(std::unique_ptr<runtime::DeviceExecutor> executor,
+           runtime::DeviceExecutor::create(plan, sim.device, sim.pool));
+  return CompiledModel(std::move(plan), nullptr, std::move(executor));
 }
 
 } // namespace
@@ -94,17 +102,26 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
   CompileReport &r = report ? *report : localReport;
   r = {};
 
-  if (options.target == TargetKind::Cuda) {
-    KILN_TRY(GpuKernels gpu, compileGpuKernels(userGraph, options, &r));
-    return makeError(ErrorCode::Unavailable,
-                     fmt::format("compiled {} kernels for {}, but this build of kiln has no CUDA "
-                                 "runtime to load and launch them yet; run the model with "
-                                 "--target sim (the SIMT simulator) or --target cpu",
-                                 gpu.kernels.size(), gpu.arch));
+  if (options.target == TargetKind::Cuda || options.target == TargetKind::Auto) {
+    auto gpu = compiler::cudaDevice();
+    if (gpu) {
+      KILN_TRY(CompiledModel model, compiler::compileForCuda(userGraph, options, *gpu, dump, r));
+      r.totalSeconds = secondsSince(start);
+      return model;
+    }
+    if (options.target == TargetKind::Cuda)
+      return std::unexpected(
+          Error(ErrorCode::Unavailable,
+                fmt::format("cannot run on a GPU: {}", gpu.error().message()))
+              .withNote("run with --target cpu, or --target sim for the GPU kernels on the "
+                        "SIMT simulator; `kiln compile --target cuda` generates GPU code "
+                        "without a GPU"));
+    r.fallbackReason = fmt::format("no usable GPU ({}); running on the CPU", gpu.error().message());
   }
 
   if (options.target == TargetKind::Sim) {
-    KILN_TRY(codegen::GpuTarget gpu, codegen::gpuTargetNamed(options.gpuArch));
+    KILN_TRY(codegen::GpuTarget gpu, codegen::gpuTargetNamed(
+                                      options.gpuArch.empty() ? kDefaultGpuArch : options.gpuArch));
     r.target = fmt::format("sim {} (SIMT simulator)", gpu.archName());
     KILN_TRY(compiler::LoweredProgram program,
              compiler::lowerProgram(userGraph, options, gpu, dump, r));
@@ -124,8 +141,6 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
                      "the ptx and cuda dumps show GPU code: compile with the cuda or sim target");
   codegen::CpuTarget target = codegen::hostCpuTarget();
   r.target = describeTarget(target);
-  if (options.target == TargetKind::Auto)
-    r.fallbackReason = "this build of kiln has no GPU runtime yet; running on the CPU";
   KILN_TRY(compiler::LoweredProgram program,
            compiler::lowerProgram(userGraph, options, target, dump, r));
   KILN_TRY(CompiledModel model, finishForCpu(program, target, options, dump, r));

@@ -19,10 +19,10 @@
 
 namespace kiln {
 
-/// Where a model runs. Auto picks the best device present (the CPU until the
-/// GPU runtime lands) and says why when it falls back. Sim lowers for a GPU and
-/// runs every kernel on the SIMT simulator; Cuda compiles GPU kernels (running
-/// them needs the CUDA runtime, which this build does not have yet).
+/// Where a model runs. Cuda runs on GPU 0 through the CUDA driver (an
+/// Unavailable error saying why when there is none). Auto picks the GPU when
+/// there is one and the CPU otherwise, saying why in the report. Sim lowers for
+/// a GPU and runs every kernel on the SIMT simulator.
 enum class TargetKind { Cpu, Sim, Cuda, Auto };
 
 /// "cpu", "sim", "cuda", "auto".
@@ -43,10 +43,15 @@ enum DumpFlags : unsigned {
   kDumpCuda = 1u << 5,   ///< GPU targets: the CUDA C source
 };
 
+/// The architecture GPU kernels are compiled for when no GPU says otherwise (H100).
+inline constexpr std::string_view kDefaultGpuArch = "sm_90a";
+
 struct CompileOptions {
   TargetKind target = TargetKind::Auto;
-  /// Sim and Cuda: the GPU architecture kernels are lowered for ("sm_80" ... "sm_90a").
-  std::string gpuArch = "sm_90a";
+  /// Sim and Cuda: the GPU architecture kernels are lowered for ("sm_80" ...
+  /// "sm_90a"). Empty: the GPU's own for Cuda and Auto, kDefaultGpuArch for
+  /// Sim and for GPU code compiled without a GPU (compileGpuKernels).
+  std::string gpuArch;
   /// Cuda (and the PTX/CUDA dumps of Sim): which GPU backend compiles the kernels.
   GpuBackend gpuBackend = GpuBackend::Llvm;
   /// Which forms to print to `dumpStream` (stderr when null).

@@ -57,7 +57,8 @@ Expected<GpuKernels> compileGpuKernels(const ir::Graph &userGraph, const Compile
   CompileReport localReport;
   CompileReport &r = report ? *report : localReport;
   r = {};
-  KILN_TRY(codegen::GpuTarget gpu, codegen::gpuTargetNamed(options.gpuArch));
+  KILN_TRY(codegen::GpuTarget gpu, codegen::gpuTargetNamed(
+                                      options.gpuArch.empty() ? kDefaultGpuArch : options.gpuArch));
   r.target = fmt::format("cuda {} ({})", gpu.archName(),
                          options.gpuBackend == GpuBackend::Nvrtc ? "CUDA C through NVRTC"
                                                                  : "LLVM NVPTX");

@@ -4,7 +4,7 @@
 // test set and reports accuracy and time per batch. Weights are seeded and
 // untrained unless loaded from a safetensors file.
 //
-//   fashion_mnist_cnn [--batch N] [--images N] [--target cpu|auto] [--data DIR]
+//   fashion_mnist_cnn [--batch N] [--images N] [--target cpu|cuda|sim|auto] [--data DIR]
 //                     [--weights FILE] [--seed S] [--save-weights FILE] [--print-ir]
 #include "examples/models/FashionMnistCnn.h"
 #include "frontend/Evaluate.h"
@@ -48,11 +48,12 @@ struct Options {
 
 void printUsage(std::FILE *out) {
   fmt::print(out,
-             "usage: fashion_mnist_cnn [--batch N] [--images N] [--target cpu|auto] [--data DIR]\n"
+             "usage: fashion_mnist_cnn [--batch N] [--images N] [--target cpu|cuda|sim|auto] [--data DIR]\n"
              "                         [--weights FILE] [--seed S] [--save-weights FILE] [--print-ir]\n"
              "  --batch N        images per run of the compiled model (default 64)\n"
              "  --images N       test images to classify (default: all 10000)\n"
-             "  --target T       cpu or auto (default auto: the best device present)\n"
+             "  --target T       cpu, cuda, sim or auto (default auto: the GPU when there is\n"
+             "                   one, else the CPU)\n"
              "  --print-ir       print the model's graph IR first\n"
              "  --data DIR       Fashion-MNIST IDX files (default {})\n"
              "  --weights FILE   parameters from a safetensors file (default: untrained,\n"
@@ -104,10 +105,7 @@ Expected<Options> parseOptions(int argc, char **argv) {
                          fmt::format("--images expects a positive integer, got '{}'", value));
       options.images = *images;
     } else if (flag == "--target") {
-      if (value != "cpu" && value != "auto")
-        return makeError(ErrorCode::InvalidArgument,
-                         fmt::format("--target expects cpu or auto, got '{}'", value));
-      options.target = value == "cpu" ? TargetKind::Cpu : TargetKind::Auto;
+      KILN_TRY(options.target, parseTargetKind(value));
     } else if (flag == "--data") {
       options.dataDir = value;
     } else if (flag == "--weights") {

@@ -1,6 +1,8 @@
 // Running a launch plan on the host: binding checks, arenas, kernel calls.
 #include "runtime/CompiledModel.h"
 
+#include "runtime/DeviceExecutor.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -63,8 +65,9 @@ const runtime::PlanBinding *findBinding(const std::vector<runtime::PlanBinding> 
 
 } // namespace
 
-CompiledModel::CompiledModel(LaunchPlan plan, std::shared_ptr<const void> codeOwner)
-    : plan_(std::move(plan)), codeOwner_(std::move(codeOwner)),
+CompiledModel::CompiledModel(LaunchPlan plan, std::shared_ptr<const void> codeOwner,
+                             std::unique_ptr<runtime::DeviceExecutor> executor)
+    : plan_(std::move(plan)), codeOwner_(std::move(codeOwner)), executor_(std::move(executor)),
       arenaMutex_(std::make_unique<std::mutex>()) {}
 CompiledModel::CompiledModel(CompiledModel &&) noexcept = default;
 CompiledModel &CompiledModel::operator=(CompiledModel &&) noexcept = default;
@@ -78,9 +81,23 @@ Expected<void> CompiledModel::bindParams(const NamedTensors &params) {
                        fmt::format("'{}' is not a parameter of the model", name));
     KILN_TRY_VOID(checkTensor("parameter", name, tensor, plan_.buffers[binding->buffer]));
   }
-  for (const auto &[name, tensor] : params)
+  for (const auto &[name, tensor] : params) {
+    if (executor_) {
+      const runtime::PlanBinding *binding = findBinding(plan_.params, name);
+      auto index = static_cast<size_t>(binding - plan_.params.data());
+      KILN_TRY_VOID(executor_->bindParam(plan_, index, tensor));
+    }
     boundParams_.insert_or_assign(name, tensor);
+  }
   return {};
+}
+
+runtime::Device *CompiledModel::device() const {
+  return executor_ ? &executor_->device() : nullptr;
+}
+
+const runtime::DevicePeak *CompiledModel::devicePeak() const {
+  return executor_ ? &executor_->peak() : nullptr;
 }
 
 MemoryStats CompiledModel::memoryStats() const {
@@ -111,7 +128,6 @@ void CompiledModel::releaseArena(std::unique_ptr<Arena> arena) const {
 
 Expected<NamedTensors> CompiledModel::run(const NamedTensors &tensors,
                                           const RunOptions &options) const {
-  auto runStart = Clock::now();
   // Every name must be an input or a parameter, with the declared type.
   for (const auto &[name, tensor] : tensors) {
     if (const auto *input = findBinding(plan_.inputs, name)) {
@@ -141,6 +157,28 @@ Expected<NamedTensors> CompiledModel::run(const NamedTensors &tensors,
                                    param.name));
     paramTensors.push_back(&it->second);
   }
+
+  if (executor_) {
+    // Bound parameters already live on the device; only those passed here travel.
+    std::vector<const HostTensor *> overrides;
+    for (const auto &param : plan_.params) {
+      auto it = tensors.find(param.name);
+      overrides.push_back(it == tensors.end() ? nullptr : &it->second);
+    }
+    KILN_TRY(std::vector<HostTensor> outputs,
+             executor_->run(plan_, inputTensors, overrides, options));
+    NamedTensors results;
+    for (size_t i = 0; i < plan_.outputs.size(); ++i)
+      results.emplace(plan_.outputs[i].name, std::move(outputs[i]));
+    return results;
+  }
+  return runOnHost(inputTensors, paramTensors, options);
+}
+
+Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTensor *> &inputTensors,
+                                                const std::vector<const HostTensor *> &paramTensors,
+                                                const RunOptions &options) const {
+  auto runStart = Clock::now();
 
   std::unique_ptr<Arena> arena;
   std::vector<HostTensor> outputs;

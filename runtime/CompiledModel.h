@@ -16,6 +16,10 @@
 
 namespace kiln {
 
+namespace runtime {
+class DeviceExecutor;
+}
+
 struct RunOptions {
   /// Fill the arena and the output tensors with a NaN bit pattern before the
   /// kernels run, so an element no kernel writes cannot pass for a result.
@@ -38,8 +42,11 @@ struct MemoryStats {
 
 class CompiledModel {
 public:
-  /// `codeOwner` keeps the kernels' code alive as long as the model.
-  CompiledModel(runtime::LaunchPlan plan, std::shared_ptr<const void> codeOwner);
+  /// `codeOwner` keeps the kernels' code alive as long as the model. A model
+  /// whose kernels run on a device has an executor for that device; a host
+  /// model (CPU kernels) has none.
+  CompiledModel(runtime::LaunchPlan plan, std::shared_ptr<const void> codeOwner,
+                std::unique_ptr<runtime::DeviceExecutor> executor = nullptr);
   CompiledModel(CompiledModel &&) noexcept;
   CompiledModel &operator=(CompiledModel &&) noexcept;
   ~CompiledModel();
@@ -57,14 +64,25 @@ public:
   MemoryStats memoryStats() const;
   /// The kernel launches of one run, in order.
   size_t numKernels() const { return plan_.steps.size(); }
+  /// The device the kernels run on, or nullptr for a host model.
+  runtime::Device *device() const;
+  /// The device's peak figures, or nullptr for a host model.
+  const runtime::DevicePeak *devicePeak() const;
 
 private:
   struct Arena;
   std::unique_ptr<Arena> acquireArena() const;
   void releaseArena(std::unique_ptr<Arena> arena) const;
 
+  Expected<NamedTensors> runOnHost(const std::vector<const HostTensor *> &inputTensors,
+                                   const std::vector<const HostTensor *> &paramTensors,
+                                   const RunOptions &options) const;
+
   runtime::LaunchPlan plan_;
   std::shared_ptr<const void> codeOwner_;
+  /// Declared after the plan and the code owner: destroyed first, while the
+  /// kernels its launch graphs refer to still exist.
+  std::unique_ptr<runtime::DeviceExecutor> executor_;
   NamedTensors boundParams_;
   mutable std::unique_ptr<std::mutex> arenaMutex_;
   mutable std::vector<std::unique_ptr<Arena>> freeArenas_;

@@ -88,7 +88,7 @@ TEST_CASE("the simulator target reports bad architectures and runs twice", "[com
   }
 }
 
-TEST_CASE("the cuda target compiles kernels but says it cannot run them", "[compiler][sim]") {
+TEST_CASE("the cuda target without a usable GPU says why and what to do", "[compiler][sim]") {
   CompileCase c("cuda_target");
   Tensor x = c.input("x", {4, 6});
   c.output("y", x * x);
@@ -98,8 +98,16 @@ TEST_CASE("the cuda target compiles kernels but says it cannot run them", "[comp
   auto model = compile(c.graph().ir(), cuda);
   REQUIRE_FALSE(model.has_value());
   CHECK(model.error().code() == ErrorCode::Unavailable);
-  CHECK_THAT(model.error().message(), Catch::Contains("compiled 1 kernels for sm_90a") &&
-                                          Catch::Contains("--target sim"));
+  CHECK_THAT(model.error().message(), Catch::StartsWith("cannot run on a GPU: "));
+  CHECK_THAT(model.error().str(), Catch::Contains("--target sim"));
+
+  // The auto target falls back to the CPU and reports the same reason.
+  CompileReport report;
+  auto fallback = compile(c.graph().ir(), {}, &report);
+  REQUIRE(fallback.has_value());
+  CHECK(fallback->device() == nullptr);
+  CHECK_THAT(report.fallbackReason, Catch::StartsWith("no usable GPU (") &&
+                                        Catch::EndsWith("); running on the CPU"));
 }
 
 } // namespace

@@ -12,6 +12,9 @@ config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "Inputs"]
 config.environment["PATH"] = os.pathsep.join(
     [config.kiln_tools_dir, config.kiln_examples_dir, config.filecheck_dir,
      config.environment.get("PATH", os.environ.get("PATH", ""))])
+# The golden tests are the same on every machine: the CUDA driver sees no GPU,
+# so the auto target is the CPU (the GPU tests are the ctest label `gpu`).
+config.environment["CUDA_VISIBLE_DEVICES"] = ""
 # Sanitizer builds: leak reports from a crashing parser must fail the test.
 for var in ["ASAN_OPTIONS", "UBSAN_OPTIONS"]:
     if var in os.environ:

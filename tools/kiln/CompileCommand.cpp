@@ -70,18 +70,22 @@ std::string formatBytes(int64_t bytes) {
 
 const char *const kTargetHelp =
     R"(  --target T          where the model runs: cpu, sim (GPU kernels on the SIMT
-                      simulator), cuda (GPU kernels; compile only in this build)
-                      or auto (default: the best device present, here the CPU)
+                      simulator), cuda (GPU 0 through the CUDA driver) or auto
+                      (default: the GPU when there is one, else the CPU)
   --arch sm_XX        GPU architecture for sim and cuda: sm_80, sm_86, sm_89,
-                      sm_90 or sm_90a (default sm_90a)
+                      sm_90 or sm_90a (default: the GPU's own; sm_90a for sim
+                      and for GPU code compiled without a GPU)
   --backend B         GPU backend for cuda: llvm (NVPTX, default) or nvrtc (CUDA C)
 )";
 
 Expected<void> parseTargetOptions(const Args &args, CompileOptions &options) {
   KILN_TRY(options.target, parseTargetKind(args.value("--target").value_or("auto")));
-  options.gpuArch = args.value("--arch").value_or("sm_90a");
-  KILN_TRY(codegen::GpuTarget checked, codegen::gpuTargetNamed(options.gpuArch));
-  (void)checked;
+  options.gpuArch = args.value("--arch").value_or("");
+  if (!options.gpuArch.empty()) {
+    auto known = codegen::gpuTargetNamed(options.gpuArch);
+    if (!known)
+      return std::unexpected(known.error());
+  }
   std::string backend = args.value("--backend").value_or("llvm");
   if (backend == "llvm")
     options.gpuBackend = GpuBackend::Llvm;
@@ -138,7 +142,8 @@ void printTimes(const CompileReport &report) {
              report.codegenSeconds);
 }
 
-/// `--target cuda`: the kernels compiled for the GPU; nothing is loaded.
+/// `--target cuda`: the kernels compiled for the GPU, without needing one;
+/// `kiln run --target cuda` loads and runs them.
 int compileForCuda(const ir::Graph &graph, const CompileOptions &options,
                    const std::optional<std::string> &dotPath) {
   CompileReport report;
@@ -149,7 +154,7 @@ int compileForCuda(const ir::Graph &graph, const CompileOptions &options,
     if (auto written = writeFileAtomically(*dotPath, report.fusedGraphDot); !written)
       return reportError("compile", written.error());
   printTimes(report);
-  fmt::print("ptx:     {} bytes for {} (not loaded: this build has no CUDA runtime)\n",
+  fmt::print("ptx:     {} bytes for {} (compiled only: `kiln run --target cuda` runs them)\n",
              kernels->ptx.size(), kernels->arch);
   return kExitOk;
 }

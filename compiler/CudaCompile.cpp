@@ -1,0 +1,112 @@
+// The cuda target: architecture choice, code generation (through the kernel
+// cache), module loading and the launch plan of driver kernels.
+#include "compiler/CudaCompile.h"
+
+#include "compiler/GpuCompile.h"
+#include "compiler/LaunchPlanBuilder.h"
+#include "compiler/Pipeline.h"
+#include "ir/kernel/GpuLaunch.h"
+#include "runtime/DeviceExecutor.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <map>
+
+namespace kiln::compiler {
+
+namespace {
+
+/// The newest architecture kiln generates code for; newer GPUs run its PTX
+/// through the driver's compiler.
+constexpr int kNewestSm = 90;
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+} // namespace
+
+Expected<codegen::GpuTarget> gpuTargetFor(const runtime::cuda::CudaDeviceProperties &device,
+                                          const std::string &requestedArch) {
+  int deviceSm = device.ccMajor * 10 + device.ccMinor;
+  std::string arch = requestedArch;
+  if (arch.empty()) {
+    if (deviceSm < 80)
+      return makeError(ErrorCode::Unsupported,
+                       fmt::format("GPU {} is sm_{}; kiln generates code for sm_80 and newer",
+                                   device.name, deviceSm));
+    // The "a" variant on an exact sm_90 part; plain sm_90 PTX on anything newer.
+    arch = deviceSm == 90 ? "sm_90a"
+           : deviceSm > kNewestSm ? fmt::format("sm_{}", kNewestSm)
+                                  : fmt::format("sm_{}", deviceSm);
+  }
+  auto named = codegen::gpuTargetNamed(arch);
+  if (!named && requestedArch.empty()) // an sm_8x part without a table (sm_87): an older one's
+    named = codegen::gpuTargetNamed(deviceSm >= 89 ? "sm_89" : deviceSm >= 86 ? "sm_86" : "sm_80");
+  KILN_TRY(codegen::GpuTarget target, std::move(named));
+  // PTX runs on its architecture and newer ones; "a" code only on its own.
+  bool runs = target.archSpecific ? target.sm == deviceSm : target.sm <= deviceSm;
+  if (!runs)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("kernels for {} cannot run on GPU {} (sm_{})", target.archName(),
+                                 device.name, deviceSm));
+  // The schedules size grids by the real part's SMs and L2.
+  if (target.sm == deviceSm) {
+    target.numSms = device.numSms;
+    target.l2Bytes = device.l2Bytes;
+  }
+  return target;
+}
+
+Expected<CompiledModel> compileForCuda(const ir::Graph &graph, const CompileOptions &options,
+                                       const DeviceHandle<runtime::cuda::CudaDevice> &gpu,
+                                       std::ostream &dump, CompileReport &report) {
+  const runtime::cuda::CudaDeviceProperties &device = gpu.device->properties();
+  KILN_TRY(codegen::GpuTarget target, gpuTargetFor(device, options.gpuArch));
+  report.target = fmt::format("cuda {} on {} ({})", target.archName(), gpu.device->describe(),
+                              options.gpuBackend == GpuBackend::Nvrtc ? "CUDA C through NVRTC"
+                                                                      : "LLVM NVPTX");
+  KILN_TRY(LoweredProgram program, lowerProgram(graph, options, target, dump, report));
+
+  auto codegenStart = std::chrono::steady_clock::now();
+  KILN_TRY(GpuModuleImage image, emitGpuCode(program.kernels, target, options, dump));
+  runtime::cuda::ModuleImage module{image.ptx, image.cubin,
+                                    fmt::format("{} kernels for {}", program.kernels.size(),
+                                                target.archName())};
+  // A cubin runs only on its own major architecture: elsewhere the driver compiles the PTX.
+  int deviceSm = device.ccMajor * 10 + device.ccMinor;
+  if (target.sm / 10 != deviceSm / 10 || target.sm > deviceSm)
+    module.cubin.clear();
+
+  std::map<std::string, std::shared_ptr<const runtime::DeviceKernel>, std::less<>> kernels;
+  std::shared_ptr<runtime::cuda::CudaModule> loaded;
+  if (!program.kernels.empty()) {
+    KILN_TRY(loaded, gpu.device->loadModule(module));
+    for (const kir::Kernel &kernel : program.kernels) {
+      KILN_TRY(kir::GpuLaunch launch, kir::gpuLaunchOf(kernel));
+      runtime::LaunchDims dims;
+      for (int axis = 0; axis < 3; ++axis) {
+        dims.grid[axis] = static_cast<uint32_t>(launch.grid[axis]);
+        dims.block[axis] = static_cast<uint32_t>(launch.block[axis]);
+      }
+      KILN_TRY(std::shared_ptr<const runtime::DeviceKernel> entry,
+               loaded->kernel(kernel.name, dims));
+      kernels.emplace(kernel.name, std::move(entry));
+    }
+  }
+  report.codegenSeconds = secondsSince(codegenStart);
+
+  auto lookup = [&](std::string_view name) {
+    auto it = kernels.find(name);
+    return it == kernels.end() ? runtime::KernelEntry{}
+                               : runtime::KernelEntry{nullptr, nullptr, it->second};
+  };
+  KILN_TRY(runtime::LaunchPlan plan,
+           buildLaunchPlan(*program.graph, program.fusion, program.groupKernels, lookup));
+  KILN_TRY(std::unique_ptr<runtime::DeviceExecutor> executor,
+           runtime::DeviceExecutor::create(plan, gpu.device, gpu.pool));
+  return CompiledModel(std::move(plan), std::shared_ptr<const void>(loaded), std::move(executor));
+}
+
+} // namespace kiln::compiler

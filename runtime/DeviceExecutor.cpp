@@ -1,0 +1,376 @@
+// The device executor: resident constants and parameters, per-run contexts
+// (stream, arena, I/O block, pinned staging, launch graph), timed launches.
+#include "runtime/DeviceExecutor.h"
+
+#include "runtime/CompiledModel.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace kiln::runtime {
+
+namespace {
+
+/// Inputs and outputs share one device block and one pinned block at the
+/// same offsets; each starts on a 256-byte boundary (what kernels' vector
+/// accesses and the driver's copies like best).
+constexpr int64_t kIoAlignment = 256;
+
+int64_t alignUp(int64_t value, int64_t alignment) {
+  return (value + alignment - 1) / alignment * alignment;
+}
+
+std::string formatMiB(int64_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
+}
+
+} // namespace
+
+/// What one run in flight owns. Contexts are pooled, so steady-state runs
+/// allocate nothing; one is created per concurrent run.
+struct DeviceExecutor::RunContext {
+  Stream stream;
+  DevicePtr arena = 0;
+  DevicePtr io = 0;
+  std::byte *staging = nullptr;
+  std::vector<Event> events; ///< profiling: start, after inputs, after each step, after outputs
+  GraphExec graph;
+  bool hasGraph = false;
+};
+
+DeviceExecutor::DeviceExecutor(std::shared_ptr<Device> device,
+                               std::shared_ptr<DeviceMemoryPool> pool)
+    : device_(std::move(device)), pool_(std::move(pool)), peak_(device_->peak()) {}
+
+Expected<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(
+    const LaunchPlan &plan, std::shared_ptr<Device> device,
+    std::shared_ptr<DeviceMemoryPool> pool) {
+  for (const PlanStep &step : plan.steps)
+    KILN_CHECK(step.entry.deviceKernel, "device plan step " + step.kernelName +
+                                            " has no device kernel");
+  std::unique_ptr<DeviceExecutor> executor(new DeviceExecutor(std::move(device), std::move(pool)));
+  IoLayout &io = executor->io_;
+  for (const PlanBinding &input : plan.inputs) {
+    io.inputOffsets.push_back(io.bytes);
+    io.bytes = alignUp(io.bytes + plan.buffers[input.buffer].bytes, kIoAlignment);
+  }
+  for (const PlanBinding &output : plan.outputs) {
+    io.outputOffsets.push_back(io.bytes);
+    io.bytes = alignUp(io.bytes + plan.buffers[output.buffer].bytes, kIoAlignment);
+  }
+  executor->boundParams_.assign(plan.params.size(), 0);
+
+  Device &dev = *executor->device_;
+  for (const HostTensor &constant : plan.constants) {
+    auto bytes = static_cast<int64_t>(constant.byteSize());
+    DevicePtr ptr = 0;
+    if (bytes > 0) {
+      auto allocated = executor->pool_->allocate(bytes, Stream{});
+      if (!allocated)
+        return std::unexpected(std::move(allocated).error().withNote(
+            fmt::format("while uploading the model's {} constants", plan.constants.size())));
+      ptr = *allocated;
+      executor->constants_.push_back(ptr); // owned from here, freed by the destructor
+      KILN_TRY_VOID(dev.copyToDevice(ptr, constant.bytes().data(), bytes, Stream{}));
+    } else {
+      executor->constants_.push_back(0);
+    }
+  }
+  KILN_TRY_VOID(dev.synchronize(Stream{}));
+  return executor;
+}
+
+DeviceExecutor::~DeviceExecutor() {
+  for (auto &context : freeContexts_)
+    destroyContext(*context);
+  for (DevicePtr ptr : constants_)
+    if (ptr)
+      pool_->release(ptr, Stream{});
+  for (DevicePtr ptr : boundParams_)
+    if (ptr)
+      pool_->release(ptr, Stream{});
+}
+
+Expected<void> DeviceExecutor::bindParam(const LaunchPlan &plan, size_t index,
+                                         const HostTensor &tensor) {
+  int64_t bytes = plan.buffers[plan.params[index].buffer].bytes;
+  if (bytes == 0)
+    return {};
+  if (!boundParams_[index]) {
+    auto allocated = pool_->allocate(bytes, Stream{});
+    if (!allocated)
+      return std::unexpected(std::move(allocated).error().withNote(
+          fmt::format("while binding parameter '{}' ({})", plan.params[index].name,
+                      formatMiB(bytes))));
+    boundParams_[index] = *allocated;
+  }
+  KILN_TRY_VOID(device_->copyToDevice(boundParams_[index], tensor.bytes().data(), bytes, Stream{}));
+  return device_->synchronize(Stream{});
+}
+
+bool DeviceExecutor::isBound(size_t index) const { return boundParams_[index] != 0; }
+
+Expected<std::unique_ptr<DeviceExecutor::RunContext>> DeviceExecutor::createContext(
+    const LaunchPlan &plan) const {
+  auto context = std::make_unique<RunContext>();
+  KILN_TRY(context->stream, device_->createStream());
+  // From here on every failure must undo what was made.
+  auto fail = [&](Error error) -> Expected<std::unique_ptr<RunContext>> {
+    destroyContext(*context);
+    return std::unexpected(std::move(error));
+  };
+  if (plan.arenaBytes > 0) {
+    auto arena = pool_->allocate(plan.arenaBytes, context->stream);
+    if (!arena)
+      return fail(std::move(arena).error().withNote(
+          fmt::format("allocating a run's planned arena of {} (intermediates and workspaces)",
+                      formatMiB(plan.arenaBytes))));
+    context->arena = *arena;
+  }
+  if (io_.bytes > 0) {
+    auto io = pool_->allocate(io_.bytes, context->stream);
+    if (!io)
+      return fail(std::move(io).error().withNote(
+          fmt::format("allocating a run's inputs and outputs ({}); the planned arena is {}",
+                      formatMiB(io_.bytes), formatMiB(plan.arenaBytes))));
+    context->io = *io;
+    auto staging = device_->allocatePinned(io_.bytes);
+    if (!staging)
+      return fail(std::move(staging).error().withNote("allocating pinned staging memory"));
+    context->staging = static_cast<std::byte *>(*staging);
+  }
+  return context;
+}
+
+void DeviceExecutor::destroyContext(RunContext &context) const {
+  if (context.hasGraph)
+    device_->destroyGraph(context.graph);
+  for (Event event : context.events)
+    device_->destroyEvent(event);
+  if (context.staging)
+    device_->freePinned(context.staging);
+  if (context.io)
+    pool_->release(context.io, context.stream);
+  if (context.arena)
+    pool_->release(context.arena, context.stream);
+  // Work still queued on the stream finishes before the driver destroys it.
+  (void)device_->synchronize(context.stream);
+  device_->destroyStream(context.stream);
+  context = RunContext{};
+}
+
+Expected<std::unique_ptr<DeviceExecutor::RunContext>> DeviceExecutor::acquireContext(
+    const LaunchPlan &plan) const {
+  {
+    std::lock_guard lock(contextMutex_);
+    if (!freeContexts_.empty()) {
+      auto context = std::move(freeContexts_.back());
+      freeContexts_.pop_back();
+      return context;
+    }
+  }
+  return createContext(plan);
+}
+
+void DeviceExecutor::releaseContext(std::unique_ptr<RunContext> context) const {
+  std::lock_guard lock(contextMutex_);
+  freeContexts_.push_back(std::move(context));
+}
+
+Expected<void> DeviceExecutor::launchSteps(const LaunchPlan &plan,
+                                           const std::vector<DevicePtr> &addresses,
+                                           RunContext &context, bool timed) const {
+  std::vector<DevicePtr> args;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlanStep &step = plan.steps[i];
+    args.clear();
+    for (int id : step.args)
+      args.push_back(addresses[id]);
+    KILN_TRY_VOID(step.entry.deviceKernel->launch(args.data(), context.stream));
+    if (timed)
+      KILN_TRY_VOID(device_->record(context.events[2 + i], context.stream));
+  }
+  return {};
+}
+
+Expected<std::vector<HostTensor>> DeviceExecutor::run(
+    const LaunchPlan &plan, std::span<const HostTensor *const> inputs,
+    std::span<const HostTensor *const> paramOverrides, const RunOptions &options) const {
+  auto wallStart = std::chrono::steady_clock::now();
+  std::vector<HostTensor> outputs;
+  try {
+    for (const PlanBinding &output : plan.outputs) {
+      const PlanBuffer &buffer = plan.buffers[output.buffer];
+      outputs.emplace_back(buffer.dtype, buffer.shape);
+    }
+  } catch (const std::bad_alloc &) {
+    return makeError(ErrorCode::OutOfMemory, "out of host memory allocating the outputs");
+  }
+
+  KILN_TRY(std::unique_ptr<RunContext> context, acquireContext(plan));
+  RunContext &ctx = *context;
+  std::vector<DevicePtr> overrides; // device copies of parameters passed to this run
+  // Every exit after this point waits for the stream, then returns what it borrowed.
+  auto finish = [&](Expected<void> status) -> Expected<void> {
+    Expected<void> synced = device_->synchronize(ctx.stream);
+    for (DevicePtr ptr : overrides)
+      pool_->release(ptr, ctx.stream);
+    if (!synced) {
+      // A faulting kernel may leave the context unusable: drop it, never reuse it.
+      destroyContext(ctx);
+      return status ? synced : status;
+    }
+    releaseContext(std::move(context));
+    return status;
+  };
+  auto fail = [&](Error error) -> Expected<std::vector<HostTensor>> {
+    return std::unexpected(finish(std::unexpected(std::move(error))).error());
+  };
+
+  bool timed = options.profile != nullptr;
+  if (timed)
+    while (ctx.events.size() < plan.steps.size() + 3) {
+      auto event = device_->createEvent();
+      if (!event)
+        return fail(std::move(event).error());
+      ctx.events.push_back(*event);
+    }
+  auto record = [&](size_t index) -> Expected<void> {
+    return timed ? device_->record(ctx.events[index], ctx.stream) : Expected<void>{};
+  };
+
+  // Where every buffer lives on the device during this run.
+  std::vector<DevicePtr> addresses(plan.buffers.size(), 0);
+  for (size_t id = 0; id < plan.buffers.size(); ++id) {
+    const PlanBuffer &buffer = plan.buffers[id];
+    switch (buffer.storage) {
+    case Storage::Input: addresses[id] = ctx.io + io_.inputOffsets[buffer.binding]; break;
+    case Storage::Output: addresses[id] = ctx.io + io_.outputOffsets[buffer.binding]; break;
+    case Storage::Constant: addresses[id] = constants_[buffer.binding]; break;
+    case Storage::Arena: addresses[id] = ctx.arena + buffer.arenaOffset; break;
+    case Storage::Alias: addresses[id] = addresses[buffer.aliasOf]; break;
+    case Storage::Param: {
+      const HostTensor *override = paramOverrides[buffer.binding];
+      if (!override) {
+        addresses[id] = boundParams_[buffer.binding];
+        break;
+      }
+      if (buffer.bytes == 0)
+        break;
+      auto copy = pool_->allocate(buffer.bytes, ctx.stream);
+      if (!copy)
+        return fail(std::move(copy).error().withNote(
+            fmt::format("while copying parameter '{}' passed to run()", buffer.name)));
+      overrides.push_back(*copy);
+      addresses[id] = *copy;
+      if (auto done = device_->copyToDevice(*copy, override->bytes().data(), buffer.bytes,
+                                            ctx.stream);
+          !done)
+        return fail(std::move(done).error());
+      break;
+    }
+    }
+  }
+
+  // Inputs: into pinned staging, then one asynchronous copy of the input block.
+  if (auto done = record(0); !done)
+    return fail(std::move(done).error());
+  int64_t inputBytes = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int64_t bytes = plan.buffers[plan.inputs[i].buffer].bytes;
+    if (bytes > 0)
+      std::memcpy(ctx.staging + io_.inputOffsets[i], inputs[i]->bytes().data(),
+                  static_cast<size_t>(bytes));
+    inputBytes = io_.inputOffsets[i] + bytes;
+  }
+  if (inputBytes > 0)
+    if (auto done = device_->copyToDevice(ctx.io, ctx.staging, inputBytes, ctx.stream); !done)
+      return fail(std::move(done).error());
+  if (auto done = record(1); !done)
+    return fail(std::move(done).error());
+
+  if (options.poisonBuffers) {
+    Expected<void> poisoned =
+        plan.arenaBytes > 0 ? device_->fill(ctx.arena, 0xFF, plan.arenaBytes, ctx.stream)
+                            : Expected<void>{};
+    for (size_t i = 0; poisoned && i < plan.outputs.size(); ++i)
+      poisoned = device_->fill(ctx.io + io_.outputOffsets[i], 0xFF,
+                               plan.buffers[plan.outputs[i].buffer].bytes, ctx.stream);
+    if (!poisoned)
+      return fail(std::move(poisoned).error());
+  }
+
+  // Kernels: one by one, or through the context's launch graph. A graph
+  // captures fixed addresses, so a run with parameter overrides goes one by one.
+  bool useGraph = options.launchGraph && !timed && overrides.empty();
+  if (useGraph && !ctx.hasGraph) {
+    if (auto done = device_->beginCapture(ctx.stream); !done)
+      return fail(std::move(done).error());
+    Expected<void> launched = launchSteps(plan, addresses, ctx, false);
+    Expected<GraphExec> graph = device_->endCapture(ctx.stream);
+    if (!launched) {
+      if (graph)
+        device_->destroyGraph(*graph);
+      return fail(std::move(launched).error());
+    }
+    if (!graph)
+      return fail(std::move(graph).error());
+    ctx.graph = *graph;
+    ctx.hasGraph = true;
+  }
+  if (useGraph) {
+    if (auto done = device_->launchGraph(ctx.graph, ctx.stream); !done)
+      return fail(std::move(done).error());
+  } else if (auto done = launchSteps(plan, addresses, ctx, timed); !done) {
+    return fail(std::move(done).error());
+  }
+
+  // Outputs: each to its place in pinned staging, then to the result tensors.
+  int64_t outputBytes = 0;
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    int buffer = plan.outputs[i].buffer;
+    int64_t bytes = plan.buffers[buffer].bytes;
+    outputBytes += bytes;
+    if (bytes > 0)
+      if (auto done = device_->copyToHost(ctx.staging + io_.outputOffsets[i], addresses[buffer],
+                                          bytes, ctx.stream);
+          !done)
+        return fail(std::move(done).error());
+  }
+  if (auto done = record(plan.steps.size() + 2); !done)
+    return fail(std::move(done).error());
+  if (auto synced = device_->synchronize(ctx.stream); !synced)
+    return fail(std::move(synced).error());
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!outputs[i].bytes().empty())
+      std::memcpy(outputs[i].bytes().data(), ctx.staging + io_.outputOffsets[i],
+                  outputs[i].bytes().size());
+
+  if (timed) {
+    RunProfile &profile = *options.profile;
+    profile.device = device_->describe();
+    std::vector<double> at(ctx.events.size(), 0.0);
+    for (size_t i = 1; i < plan.steps.size() + 3; ++i) {
+      auto ms = device_->elapsedMs(ctx.events[0], ctx.events[i]);
+      if (!ms)
+        return fail(std::move(ms).error());
+      at[i] = *ms;
+    }
+    profile.events.push_back({"inputs", ProfileCategory::CopyToDevice, -1, 0.0, at[1], inputBytes});
+    for (size_t i = 0; i < plan.steps.size(); ++i)
+      profile.events.push_back({plan.steps[i].kernelName, ProfileCategory::Kernel,
+                                static_cast<int>(i), at[1 + i], at[2 + i] - at[1 + i], 0});
+    size_t last = plan.steps.size() + 1;
+    profile.events.push_back({"outputs", ProfileCategory::CopyToHost, -1, at[last],
+                              at[last + 1] - at[last], outputBytes});
+    profile.totalMs = std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - wallStart)
+                          .count();
+  }
+  KILN_TRY_VOID(finish({}));
+  return outputs;
+}
+
+} // namespace kiln::runtime

@@ -1,0 +1,77 @@
+// Runs a launch plan of device kernels on one device: constants and bound
+// parameters resident on the device, a planned arena per concurrent run,
+// inputs and outputs copied asynchronously through pinned staging, and the
+// kernel launches optionally captured into a launch graph and replayed.
+#pragma once
+
+#include "runtime/Device.h"
+#include "runtime/DeviceMemoryPool.h"
+#include "runtime/LaunchPlan.h"
+#include "support/Error.h"
+#include "support/HostTensor.h"
+
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace kiln {
+struct RunOptions;
+}
+
+namespace kiln::runtime {
+
+class DeviceExecutor {
+public:
+  /// Uploads the plan's constants. Every step of `plan` must be a device kernel.
+  static Expected<std::unique_ptr<DeviceExecutor>> create(const LaunchPlan &plan,
+                                                          std::shared_ptr<Device> device,
+                                                          std::shared_ptr<DeviceMemoryPool> pool);
+  ~DeviceExecutor();
+  DeviceExecutor(const DeviceExecutor &) = delete;
+  DeviceExecutor &operator=(const DeviceExecutor &) = delete;
+
+  /// Keeps a device copy of parameter plan.params[index] (the caller checked
+  /// its type). Rebinding overwrites the same device memory, so captured launch
+  /// graphs stay valid; it must not overlap a run.
+  Expected<void> bindParam(const LaunchPlan &plan, size_t index, const HostTensor &tensor);
+  bool isBound(size_t index) const;
+
+  /// One run: inputs[i] for plan.inputs[i]; paramOverrides[i] for
+  /// plan.params[i], or nullptr to use the bound copy. Returns the outputs in
+  /// plan.outputs order. Safe to call from several threads at once.
+  Expected<std::vector<HostTensor>> run(const LaunchPlan &plan,
+                                        std::span<const HostTensor *const> inputs,
+                                        std::span<const HostTensor *const> paramOverrides,
+                                        const RunOptions &options) const;
+
+  Device &device() const { return *device_; }
+  const DevicePeak &peak() const { return peak_; }
+  PoolStats poolStats() const { return pool_->stats(); }
+
+private:
+  struct RunContext;
+  struct IoLayout {
+    std::vector<int64_t> inputOffsets, outputOffsets;
+    int64_t bytes = 0;
+  };
+
+  DeviceExecutor(std::shared_ptr<Device> device, std::shared_ptr<DeviceMemoryPool> pool);
+  Expected<std::unique_ptr<RunContext>> createContext(const LaunchPlan &plan) const;
+  void destroyContext(RunContext &context) const;
+  Expected<std::unique_ptr<RunContext>> acquireContext(const LaunchPlan &plan) const;
+  void releaseContext(std::unique_ptr<RunContext> context) const;
+  Expected<void> launchSteps(const LaunchPlan &plan, const std::vector<DevicePtr> &addresses,
+                             RunContext &context, bool timed) const;
+
+  std::shared_ptr<Device> device_;
+  std::shared_ptr<DeviceMemoryPool> pool_;
+  DevicePeak peak_;
+  IoLayout io_;
+  std::vector<DevicePtr> constants_;   ///< per plan constant
+  std::vector<DevicePtr> boundParams_; ///< per plan param (0: not bound)
+  mutable std::mutex contextMutex_;
+  mutable std::vector<std::unique_ptr<RunContext>> freeContexts_;
+};
+
+} // namespace kiln::runtime
