@@ -89,6 +89,9 @@ public:
   virtual void destroyEvent(Event event) = 0;
   virtual Expected<void> record(Event event, Stream stream) = 0;
   virtual Expected<void> waitEvent(Stream stream, Event event) = 0;
+  /// Whether the work before the event's last record has finished (true for an
+  /// event never recorded); does not block.
+  virtual Expected<bool> eventDone(Event event) = 0;
   /// Milliseconds between two recorded events; both must have completed.
   virtual Expected<double> elapsedMs(Event start, Event end) = 0;
 

@@ -27,8 +27,20 @@ struct PoolStats {
   std::string str() const;
 };
 
+/// "512 bytes", "12.0 MiB", "79.1 GiB": sizes in statistics and errors.
+std::string byteSizeText(int64_t bytes);
+
+/// Size classes: requests below 1 MiB round up to 256 bytes, larger ones to
+/// 2 MiB, and a request reuses the smallest cached block of at least its class
+/// and at most twice it. Blocks are never split or merged.
 class DeviceMemoryPool {
 public:
+  static constexpr int64_t kAlignment = 256;            ///< every block's address and small rounding
+  static constexpr int64_t kLargeBlockBytes = 1 << 20;  ///< from here on, round to kLargeRounding
+  static constexpr int64_t kLargeRounding = 2 << 20;
+  /// The size class of a request of `bytes` (at least kAlignment).
+  static int64_t roundedSize(int64_t bytes);
+
   explicit DeviceMemoryPool(Device &device);
   ~DeviceMemoryPool(); ///< returns every cached block to the device
   DeviceMemoryPool(const DeviceMemoryPool &) = delete;
