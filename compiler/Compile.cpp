@@ -48,7 +48,8 @@ Expected<CompiledModel> finishForCpu(compiler::LoweredProgram &program,
   r.codegenSeconds = secondsSince(codegenStart);
 
   auto lookup = [&](std::string_view name) {
-    return runtime::KernelEntry{reinterpret_cast<runtime::CpuKernelFn>(module->lookup(name)), {}};
+    auto fn = reinterpret_cast<runtime::CpuKernelFn>(module->lookup(name));
+    return runtime::KernelEntry::host(fn);
   };
   KILN_TRY(runtime::LaunchPlan plan, compiler::buildLaunchPlan(*program.graph, program.fusion,
                                                                program.groupKernels, lookup));
@@ -65,7 +66,7 @@ Expected<CompiledModel> finishForSim(compiler::LoweredProgram &program) {
   auto lookup = [&](std::string_view name) {
     auto it = kernels.find(name);
     return it == kernels.end() ? runtime::KernelEntry{}
-                               : runtime::KernelEntry{nullptr, nullptr, it->second};
+                               : runtime::KernelEntry::device(it->second);
   };
   KILN_TRY(runtime::LaunchPlan plan, compiler::buildLaunchPlan(*program.graph, program.fusion,
                                                                program.groupKernels, lookup));

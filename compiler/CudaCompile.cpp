@@ -7,6 +7,7 @@
 #include "compiler/Pipeline.h"
 #include "ir/kernel/GpuLaunch.h"
 #include "runtime/DeviceExecutor.h"
+#include "runtime/cuda/CudaModule.h"
 
 #include <fmt/format.h>
 
@@ -70,8 +71,8 @@ Expected<CompiledModel> compileForCuda(const ir::Graph &graph, const CompileOpti
   KILN_TRY(LoweredProgram program, lowerProgram(graph, options, target, dump, report));
 
   auto codegenStart = std::chrono::steady_clock::now();
-  KILN_TRY(GpuModuleImage image, emitGpuCode(program.kernels, target, options, dump));
-  runtime::cuda::ModuleImage module{image.ptx, image.cubin,
+  KILN_TRY(std::string ptx, emitGpuCode(program.kernels, target, options, dump));
+  runtime::cuda::ModuleImage module{ptx, {},
                                     fmt::format("{} kernels for {}", program.kernels.size(),
                                                 target.archName())};
   // A cubin runs only on its own major architecture: elsewhere the driver compiles the PTX.
@@ -100,7 +101,7 @@ Expected<CompiledModel> compileForCuda(const ir::Graph &graph, const CompileOpti
   auto lookup = [&](std::string_view name) {
     auto it = kernels.find(name);
     return it == kernels.end() ? runtime::KernelEntry{}
-                               : runtime::KernelEntry{nullptr, nullptr, it->second};
+                               : runtime::KernelEntry::device(it->second);
   };
   KILN_TRY(runtime::LaunchPlan plan,
            buildLaunchPlan(*program.graph, program.fusion, program.groupKernels, lookup));

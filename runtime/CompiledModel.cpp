@@ -65,6 +65,9 @@ const runtime::PlanBinding *findBinding(const std::vector<runtime::PlanBinding> 
 
 } // namespace
 
+CompiledModel::CompiledModel(LaunchPlan plan, std::shared_ptr<const void> codeOwner)
+    : CompiledModel(std::move(plan), std::move(codeOwner), nullptr) {}
+
 CompiledModel::CompiledModel(LaunchPlan plan, std::shared_ptr<const void> codeOwner,
                              std::unique_ptr<runtime::DeviceExecutor> executor)
     : plan_(std::move(plan)), codeOwner_(std::move(codeOwner)), executor_(std::move(executor)),

@@ -45,8 +45,9 @@ public:
   /// `codeOwner` keeps the kernels' code alive as long as the model. A model
   /// whose kernels run on a device has an executor for that device; a host
   /// model (CPU kernels) has none.
+  CompiledModel(runtime::LaunchPlan plan, std::shared_ptr<const void> codeOwner);
   CompiledModel(runtime::LaunchPlan plan, std::shared_ptr<const void> codeOwner,
-                std::unique_ptr<runtime::DeviceExecutor> executor = nullptr);
+                std::unique_ptr<runtime::DeviceExecutor> executor);
   CompiledModel(CompiledModel &&) noexcept;
   CompiledModel &operator=(CompiledModel &&) noexcept;
   ~CompiledModel();

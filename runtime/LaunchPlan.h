@@ -35,6 +35,14 @@ struct KernelEntry {
   std::shared_ptr<const KernelInvoker> invoker;
   std::shared_ptr<const DeviceKernel> deviceKernel;
 
+  static KernelEntry host(CpuKernelFn fn) { return {fn, nullptr, nullptr}; }
+  static KernelEntry invoked(std::shared_ptr<const KernelInvoker> invoker) {
+    return {nullptr, std::move(invoker), nullptr};
+  }
+  static KernelEntry device(std::shared_ptr<const DeviceKernel> kernel) {
+    return {nullptr, nullptr, std::move(kernel)};
+  }
+
   explicit operator bool() const {
     return fn != nullptr || invoker != nullptr || deviceKernel != nullptr;
   }

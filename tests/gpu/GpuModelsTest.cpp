@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <thread>
 
 namespace kiln::test {
@@ -149,7 +150,7 @@ TEST_CASE("repeated GPU runs reuse the pool and give identical results", "[gpu][
     }
     INFO("run " << run);
     // Same kernels, same inputs: the same bits, graph or not.
-    CHECK(outputs->at("y").bytes() == first->at("y").bytes());
+    CHECK(std::ranges::equal(outputs->at("y").bytes(), first->at("y").bytes()));
   }
   // After the first graphed run built its graph, no run asked the driver for memory.
   CHECK(gpu->pool->stats().deviceAllocations == allocationsAfterFirst);

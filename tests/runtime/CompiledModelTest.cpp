@@ -49,7 +49,8 @@ LaunchPlan makePlan() {
                   f32Buffer("z", Storage::Alias)};
   plan.buffers[4].aliasOf = 2;
   plan.buffers[2].arenaOffset = 64;
-  plan.steps = {{"add", {addKernel}, {0, 1, 2}}, {"double", {doubleKernel}, {2, 3}}};
+  plan.steps = {{"add", runtime::KernelEntry::host(addKernel), {0, 1, 2}},
+                {"double", runtime::KernelEntry::host(doubleKernel), {2, 3}}};
   plan.inputs = {{"x", 0}};
   plan.params = {{"w", 1}};
   plan.outputs = {{"y", 3}, {"z", 4}, {"w_out", 1}};
@@ -178,7 +179,7 @@ public:
 TEST_CASE("CompiledModel calls invoker kernels and passes on their errors", "[runtime]") {
   auto invoker = std::make_shared<DoublingInvoker>();
   LaunchPlan plan = makePlan();
-  plan.steps[1].entry = {nullptr, invoker};
+  plan.steps[1].entry = runtime::KernelEntry::invoked(invoker);
   CompiledModel model(std::move(plan), nullptr);
   auto ok = model.run({{"x", vec({1, 2, 3, 4, 5})}, {"w", vec({1, 1, 1, 1, 1})}});
   REQUIRE(ok.has_value());
