@@ -45,11 +45,16 @@ Expected<CudaDeviceProperties> queryProperties(const CudaDriver &driver, CUdevic
   KILN_TRY(properties.ccMajor, attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "major"));
   KILN_TRY(properties.ccMinor, attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "minor"));
   KILN_TRY(properties.numSms, attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SMs"));
-  KILN_TRY(properties.clockKhz, attribute(CU_DEVICE_ATTRIBUTE_CLOCK_RATE, "clock"));
-  KILN_TRY(properties.memoryClockKhz,
-           attribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, "memory clock"));
-  KILN_TRY(properties.memoryBusWidthBits,
-           attribute(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, "bus width"));
+  // The clocks feed only peak(): a driver that no longer reports one (CUDA 13
+  // dropped them from the runtime's device properties) leaves the peak unknown (0)
+  // rather than the GPU unusable.
+  auto optionalAttribute = [&](CUdevice_attribute which) {
+    int value = 0;
+    return api.deviceGetAttribute(&value, which, device) == CUDA_SUCCESS ? value : 0;
+  };
+  properties.clockKhz = optionalAttribute(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+  properties.memoryClockKhz = optionalAttribute(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+  properties.memoryBusWidthBits = optionalAttribute(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
   KILN_TRY(int l2, attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "L2"));
   properties.l2Bytes = l2;
   KILN_TRY(int sharedOptin,

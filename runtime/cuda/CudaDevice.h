@@ -51,13 +51,14 @@ struct ModuleImage {
   std::string description; ///< for errors, e.g. "12 kernels for sm_90a"
 };
 
+class CudaDevice;
+
 /// Opens GPU `ordinal` through the driver (primary context). Errors are
 /// ErrorCode::Unavailable and say exactly why: libcuda not found (listing what
 /// was tried; $KILN_LIBCUDA overrides the path, nothing else tried then), only
 /// the toolkit's stub library found (no driver installed), cuInit failing (with
 /// the driver's error name), no device, ordinal out of range. Opening the same
 /// ordinal again while the first is alive returns the same device.
-class CudaDevice;
 Expected<std::shared_ptr<CudaDevice>> openCudaDevice(int ordinal = 0);
 
 /// A GPU. Every method makes the device's primary context current on the calling

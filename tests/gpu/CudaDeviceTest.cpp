@@ -325,8 +325,8 @@ TEST_CASE("another thread uses the device without setting up a context", "[gpu][
       failure = "the copies on the worker thread lost data";
   });
   worker.join();
-  CHECK(failure.empty());
   INFO(failure);
+  CHECK(failure.empty());
 }
 
 TEST_CASE("the memory pool reuses device blocks", "[gpu][cuda][pool]") {

@@ -52,7 +52,7 @@ TEST_CASE("KILN_LIBCUDA naming a missing library is Unavailable and names it", "
                                                          "KILN_LIBCUDA=/nonexistent/libcuda.so: "));
   CHECK_THAT(device.error().message(), Catch::Contains("No such file"));
   // Only the named library was tried.
-  CHECK_THAT(device.error().str(), !Catch::Contains("libcuda.so.1"));
+  CHECK_THAT(device.error().message(), !Catch::Contains("tried"));
 }
 
 TEST_CASE("the toolkit's stub libcuda is recognized as 'no driver installed'", "[cuda]") {
