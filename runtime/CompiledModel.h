@@ -28,8 +28,10 @@ struct RunOptions {
   /// (device events on a GPU, the wall clock on the CPU).
   runtime::RunProfile *profile = nullptr;
   /// Device models: capture the launches into a launch graph (a CUDA graph)
-  /// on the first run and replay it on later ones. Ignored on the CPU, and
-  /// when profiling (per-kernel timing needs the launches one by one).
+  /// on the first run and replay it on later ones (captured again when the
+  /// parameters passed to run() change from bound to passed or back). Ignored
+  /// on the CPU, and when profiling (per-kernel timing needs the launches one
+  /// by one).
   bool launchGraph = false;
 };
 

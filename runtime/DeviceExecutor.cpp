@@ -35,9 +35,15 @@ struct DeviceExecutor::RunContext {
   DevicePtr arena = 0;
   DevicePtr io = 0;
   std::byte *staging = nullptr;
+  /// Device copies of the parameters passed to run() (0: none yet), kept for
+  /// the next run so their addresses stay fixed for the launch graph.
+  std::vector<DevicePtr> paramSlots;
   std::vector<Event> events; ///< profiling: start, after inputs, after each step, after outputs
   GraphExec graph;
   bool hasGraph = false;
+  /// Which parameters came from run() when the graph was captured: the graph
+  /// reads those from paramSlots and the others from the bound copies.
+  std::vector<bool> graphOverrides;
 };
 
 DeviceExecutor::DeviceExecutor(std::shared_ptr<Device> device,
@@ -116,6 +122,7 @@ Expected<std::unique_ptr<DeviceExecutor::RunContext>> DeviceExecutor::createCont
     const LaunchPlan &plan) const {
   auto context = std::make_unique<RunContext>();
   KILN_TRY(context->stream, device_->createStream());
+  context->paramSlots.assign(plan.params.size(), 0);
   // From here on every failure must undo what was made.
   auto fail = [&](Error error) -> Expected<std::unique_ptr<RunContext>> {
     destroyContext(*context);
@@ -151,6 +158,9 @@ void DeviceExecutor::destroyContext(RunContext &context) const {
     device_->destroyEvent(event);
   if (context.staging)
     device_->freePinned(context.staging);
+  for (DevicePtr slot : context.paramSlots)
+    if (slot)
+      pool_->release(slot, context.stream);
   if (context.io)
     pool_->release(context.io, context.stream);
   if (context.arena)
@@ -211,12 +221,9 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
 
   KILN_TRY(std::unique_ptr<RunContext> context, acquireContext(plan));
   RunContext &ctx = *context;
-  std::vector<DevicePtr> overrides; // device copies of parameters passed to this run
-  // Every exit after this point waits for the stream, then returns what it borrowed.
+  // Every exit after this point waits for the stream, then returns the context.
   auto finish = [&](Expected<void> status) -> Expected<void> {
     Expected<void> synced = device_->synchronize(ctx.stream);
-    for (DevicePtr ptr : overrides)
-      pool_->release(ptr, ctx.stream);
     if (!synced) {
       // A faulting kernel may leave the context unusable: drop it, never reuse it.
       destroyContext(ctx);
@@ -259,13 +266,16 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
       }
       if (buffer.bytes == 0)
         break;
-      auto copy = pool_->allocate(buffer.bytes, ctx.stream);
-      if (!copy)
-        return fail(std::move(copy).error().withNote(
-            fmt::format("while copying parameter '{}' passed to run()", buffer.name)));
-      overrides.push_back(*copy);
-      addresses[id] = *copy;
-      if (auto done = device_->copyToDevice(*copy, override->bytes().data(), buffer.bytes,
+      DevicePtr &slot = ctx.paramSlots[buffer.binding];
+      if (!slot) {
+        auto allocated = pool_->allocate(buffer.bytes, ctx.stream);
+        if (!allocated)
+          return fail(std::move(allocated).error().withNote(
+              fmt::format("while copying parameter '{}' passed to run()", buffer.name)));
+        slot = *allocated;
+      }
+      addresses[id] = slot;
+      if (auto done = device_->copyToDevice(slot, override->bytes().data(), buffer.bytes,
                                             ctx.stream);
           !done)
         return fail(std::move(done).error());
@@ -302,9 +312,17 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
       return fail(std::move(poisoned).error());
   }
 
-  // Kernels: one by one, or through the context's launch graph. A graph
-  // captures fixed addresses, so a run with parameter overrides goes one by one.
-  bool useGraph = options.launchGraph && !timed && overrides.empty();
+  // Kernels: one by one, or through the context's launch graph. The graph
+  // holds the addresses of the parameters it read, so a run that takes
+  // parameters from other places (bound or passed) captures a new one.
+  bool useGraph = options.launchGraph && !timed;
+  std::vector<bool> overridden(paramOverrides.size());
+  for (size_t i = 0; i < paramOverrides.size(); ++i)
+    overridden[i] = paramOverrides[i] != nullptr;
+  if (useGraph && ctx.hasGraph && ctx.graphOverrides != overridden) {
+    device_->destroyGraph(ctx.graph);
+    ctx.hasGraph = false;
+  }
   if (useGraph && !ctx.hasGraph) {
     if (auto done = device_->beginCapture(ctx.stream); !done)
       return fail(std::move(done).error());
@@ -319,6 +337,7 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
       return fail(std::move(graph).error());
     ctx.graph = *graph;
     ctx.hasGraph = true;
+    ctx.graphOverrides = overridden;
   }
   if (useGraph) {
     if (auto done = device_->launchGraph(ctx.graph, ctx.stream); !done)

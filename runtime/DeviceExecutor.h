@@ -38,7 +38,8 @@ public:
   bool isBound(size_t index) const;
 
   /// One run: inputs[i] for plan.inputs[i]; paramOverrides[i] for
-  /// plan.params[i], or nullptr to use the bound copy. Returns the outputs in
+  /// plan.params[i], or nullptr to use the bound copy (a passed parameter is
+  /// copied into the run context's own slot for it). Returns the outputs in
   /// plan.outputs order. Safe to call from several threads at once.
   Expected<std::vector<HostTensor>> run(const LaunchPlan &plan,
                                         std::span<const HostTensor *const> inputs,

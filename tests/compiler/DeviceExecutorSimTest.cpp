@@ -25,12 +25,17 @@ CompileOptions simOptions() {
 /// epilogue and a row kernel, so a run has several launches and intermediates.
 struct SmallModel {
   CompileCase c{"device-executor"};
-  explicit SmallModel(int64_t rows = 5, int64_t inner = 19, int64_t cols = 13) {
+  /// With `hiddenOutput`, the matmul's result is an output too (written in
+  /// place); without, it is an intermediate in the arena.
+  explicit SmallModel(int64_t rows = 5, int64_t inner = 19, int64_t cols = 13,
+                      bool hiddenOutput = true) {
     Tensor x = c.input("x", {rows, inner});
     Tensor w = c.param("w", {inner, cols});
     Tensor b = c.param("b", {cols});
-    c.output("y", softmax(relu(matmul(x, w) + b), -1));
-    c.output("h", relu(matmul(x, w) + b));
+    Tensor hidden = relu(matmul(x, w) + b);
+    c.output("y", softmax(hidden, -1));
+    if (hiddenOutput)
+      c.output("h", hidden);
   }
 };
 
@@ -69,6 +74,7 @@ TEST_CASE("launch graphs replay the captured launches", "[compiler][executor]") 
   }
   // One graph, kept by the run's context, not re-captured per run.
   CHECK(sim.census().graphs >= 1);
+  int64_t graphs = sim.census().graphs;
 
   // New inputs flow through the same graph.
   NamedTensors tensors = m.c.tensors();
@@ -76,6 +82,15 @@ TEST_CASE("launch graphs replay the captured launches", "[compiler][executor]") 
   auto outputs = model.run(tensors, graphRun);
   REQUIRE(outputs);
   checkOutputsMatch(m.c.graph().ir(), *outputs, referenceOf(m.c, tensors));
+  CHECK(sim.census().graphs == graphs);
+
+  // Binding the parameters moves where the kernels read them: a new graph
+  // replaces the old one, and its results follow the bound values.
+  REQUIRE(model.bindParams({{"w", tensors.at("w")}, {"b", tensors.at("b")}}));
+  auto bound = model.run({{"x", tensors.at("x")}}, graphRun);
+  REQUIRE(bound);
+  checkOutputsMatch(m.c.graph().ir(), *bound, referenceOf(m.c, tensors));
+  CHECK(sim.census().graphs == graphs);
 }
 
 TEST_CASE("a profiled device run times every copy and kernel", "[compiler][executor]") {
@@ -195,7 +210,7 @@ TEST_CASE("a model gives its device memory back when it is destroyed", "[compile
 }
 
 TEST_CASE("out of device memory names the planned arena", "[compiler][executor]") {
-  SmallModel m(64, 96, 80);
+  SmallModel m(64, 96, 80, /*hiddenOutput=*/false);
   CompiledModel model = compileOrFail(m.c.graph().ir(), simOptions());
   const runtime::LaunchPlan &plan = model.plan();
   REQUIRE(plan.arenaBytes > 0);
