@@ -19,7 +19,7 @@ carry_limit_mib=60
 # What runs on the GPU machine, relative to the build directory (and to $carry).
 carried_files=(libkiln.so libkiln_rt.so kiln bench/kiln_gpu_bench tests/test_gpu)
 
-usage() { sed -n '2,14p' "$0" >&2; exit 2; }
+usage() { sed -n '2,11p' "$0" >&2; exit 2; }
 
 prepare() {
   set -e
@@ -84,7 +84,8 @@ run_step() {
   local name="$1" log="$OUT/$2"
   shift 2
   echo "==== $name: $*" | tee -a "$OUT/roundtrip.log"
-  timeout "${KILN_STEP_TIMEOUT:-900}" "$@" >"$log" 2>&1
+  # Through bash, so a step may be one of this script's (exported) functions.
+  timeout "${KILN_STEP_TIMEOUT:-900}" bash -c '"$@"' bash "$@" >"$log" 2>&1
   local status=$?
   tail -n 40 "$log"
   echo "==== $name: exit $status" | tee -a "$OUT/roundtrip.log"
@@ -149,6 +150,8 @@ remote() {
   local python="${KILN_BENCH_PYTHON:-python3}"
   "$python" -c 'import torch' 2>/dev/null || python=/usr/bin/python3
   [ -f "$build/build-dir.txt" ] && rewrite_ctest_paths
+  export build
+  export -f run_gpu_tests run_examples
   : >"$OUT/roundtrip.log"
 
   local bench_args=(--out "$OUT") torch_args=(--device cuda --kiln "$build/kiln" --out "$OUT")

@@ -10,8 +10,8 @@ namespace kiln::bench {
 struct Table {
   std::string title;
   std::vector<std::string> columns;
-  std::vector<std::vector<std::string>> rows;
   std::string note; ///< printed under the table: how the figures were taken
+  std::vector<std::vector<std::string>> rows = {};
 };
 
 enum class GoalStatus { Met, Missed, NotMeasured };
@@ -20,7 +20,7 @@ enum class GoalStatus { Met, Missed, NotMeasured };
 struct Goal {
   std::string name;     ///< e.g. "softmax vs copy bandwidth (>= 256 MiB)"
   std::string target;   ///< e.g. ">= 80%"
-  std::string measured; ///< e.g. "83% (worst of 2 sizes)", or why nothing was measured
+  std::string measured = {}; ///< e.g. "83% (worst of 2 sizes)", or why nothing was measured
   GoalStatus status = GoalStatus::NotMeasured;
 };
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace kiln::bench {
 
@@ -87,7 +88,8 @@ Expected<MatmulResult> measureMatmul(BenchContext &context, Cublas &cublas,
     return result;
   }
   double maxDifference = 0, maxMagnitude = 0;
-  auto kv = kilnC.as<float>(), cv = cublasC.as<float>();
+  auto kv = kilnC.as<float>();
+  auto cv = std::as_const(cublasC).as<float>();
   for (int64_t i = 0; i < n * n; ++i) {
     maxDifference = std::max(maxDifference, double(std::abs(kv[i] - cv[i])));
     maxMagnitude = std::max(maxMagnitude, double(std::abs(cv[i])));
