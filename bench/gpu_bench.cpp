@@ -36,6 +36,9 @@ options:
   --sections LIST   comma-separated subset of copy,rows,matmul,launch
   --out DIR         where the report goes (default: bench/results)
   --backend B       llvm (default) or nvrtc: how kiln compiles its kernels
+  --host-device     run every section on a stand-in in host memory with kiln's
+                    CPU target: a self-test of the benchmark without a GPU,
+                    whose figures mean nothing (the report says so)
   --commit SHA      the commit to name in the report (default: $KILN_BENCH_COMMIT,
                     else git rev-parse --short HEAD, else "unknown")
 exit status: 0 every check passed (goals may be missed), 1 a check or section
@@ -94,6 +97,7 @@ int main(int argc, char **argv) {
   BenchContext context;
   std::string sections = "copy,rows,matmul,launch", outDir = "bench/results", backend = "llvm",
               commitArg;
+  bool hostDevice = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     bool hasValue = i + 1 < argc;
@@ -107,6 +111,8 @@ int main(int argc, char **argv) {
       outDir = argv[++i];
     } else if (arg == "--backend" && hasValue) {
       backend = argv[++i];
+    } else if (arg == "--host-device") {
+      hostDevice = true;
     } else if (arg == "--commit" && hasValue) {
       commitArg = argv[++i];
     } else {
@@ -122,14 +128,19 @@ int main(int argc, char **argv) {
     return fmt::format(",{},", sections).find(fmt::format(",{},", section)) != std::string::npos;
   };
 
-  auto gpu = openBenchDevice(0);
-  if (!gpu) {
-    fmt::print("kiln_gpu_bench: no GPU: {}\n", gpu.error().message());
-    return kExitNoGpu;
+  if (hostDevice) {
+    context.gpu = openHostBenchDevice();
+    context.compileOptions.target = TargetKind::Cpu;
+  } else {
+    auto gpu = openBenchDevice(0);
+    if (!gpu) {
+      fmt::print("kiln_gpu_bench: no GPU: {}\n", gpu.error().message());
+      return kExitNoGpu;
+    }
+    context.gpu = std::move(*gpu);
+    context.compileOptions.target = TargetKind::Cuda;
+    context.compileOptions.gpuArch = context.gpu.gpuArch();
   }
-  context.gpu = std::move(*gpu);
-  context.compileOptions.target = TargetKind::Cuda;
-  context.compileOptions.gpuArch = context.gpu.gpuArch();
   context.compileOptions.gpuBackend = backend == "nvrtc" ? GpuBackend::Nvrtc : GpuBackend::Llvm;
   // fp32 means fp32 on both sides: a tf32 cuBLAS would be a different contest.
   bool tf32Override = std::getenv("NVIDIA_TF32_OVERRIDE") != nullptr;
@@ -160,13 +171,17 @@ int main(int argc, char **argv) {
                   context.gpu.numSms),
       fmt::format("CUDA driver: {}", context.gpu.driverVersion),
       fmt::format("date: {}", utcNow("%Y-%m-%d %H:%M UTC")),
-      fmt::format("kiln: commit {}, release build, target cuda {} with the {} backend", commit,
-                  context.compileOptions.gpuArch, backend),
+      hostDevice ? fmt::format("kiln: commit {}, release build, target cpu", commit)
+                 : fmt::format("kiln: commit {}, release build, target cuda {} with the {} backend",
+                               commit, context.compileOptions.gpuArch, backend),
       fmt::format("run: kiln_gpu_bench{}{}, {:.0f} s", context.quick ? " --quick" : "",
                   context.filter.empty() ? "" : " --filter " + context.filter, seconds),
   };
   if (tf32Override)
     header.push_back("NVIDIA_TF32_OVERRIDE was set and was cleared: cuBLAS ran in fp32");
+  if (hostDevice)
+    header.push_back("--host-device: a self-test on a host-memory stand-in with kiln's CPU "
+                     "target; these figures say nothing about a GPU");
   if (context.quick)
     header.push_back("--quick: fewer sizes and runs; a smoke test, not a result to quote");
   std::string markdown =

@@ -26,6 +26,10 @@ struct BenchDevice {
 /// device, or a build of kiln without the CUDA device layer).
 Expected<BenchDevice> openBenchDevice(int ordinal);
 
+/// A stand-in in host memory, for `kiln_gpu_bench --host-device`: it runs the
+/// sections' logic on a CPU (kiln compiles for the CPU then); no GPU figure.
+BenchDevice openHostBenchDevice();
+
 /// The CUDA driver's version ("13.0"), read from libcuda itself; "unknown" when
 /// it cannot be loaded.
 std::string cudaDriverVersion();

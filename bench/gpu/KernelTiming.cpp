@@ -27,6 +27,10 @@ Expected<KernelTiming> timeKernels(const CompiledModel &model, const NamedTensor
     timing.bytesMoved += step.bytesMoved;
     timing.flops += step.flops;
   }
+  for (const runtime::PlanBuffer &buffer : model.plan().buffers)
+    if (buffer.storage == runtime::Storage::Input || buffer.storage == runtime::Storage::Param ||
+        buffer.storage == runtime::Storage::Output)
+      timing.boundaryBytes += buffer.bytes;
   timing.kernels = static_cast<int>(model.plan().steps.size());
   std::vector<double> perRun;
   for (int run = 0; run < runs; ++run) {

@@ -15,6 +15,9 @@ struct KernelTiming {
   double minMs = 0;
   int64_t bytesMoved = 0; ///< per run, the sum of the steps' PlanStep::bytesMoved
   int64_t flops = 0;      ///< per run, the sum of the steps' PlanStep::flops
+  /// The inputs, parameters and outputs: what any implementation must move
+  /// at least (the arena's intermediates are not counted).
+  int64_t boundaryBytes = 0;
   int kernels = 0;
   int runs = 0;
 };
