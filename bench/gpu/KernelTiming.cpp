@@ -1,0 +1,102 @@
+// Kernel timing from run profiles, and the helpers every section shares.
+#include "bench/gpu/KernelTiming.h"
+
+#include "ir/graph/Interpreter.h"
+#include "support/Tolerance.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace kiln::bench {
+
+double median(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+Expected<KernelTiming> timeKernels(const CompiledModel &model, const NamedTensors &tensors,
+                                   int runs) {
+  // The first run loads kernels and allocates the arena: not timed.
+  KILN_TRY_VOID(model.run(tensors));
+  KernelTiming timing;
+  for (const runtime::PlanStep &step : model.plan().steps) {
+    timing.bytesMoved += step.bytesMoved;
+    timing.flops += step.flops;
+  }
+  for (const runtime::PlanBuffer &buffer : model.plan().buffers)
+    if (buffer.storage == runtime::Storage::Input || buffer.storage == runtime::Storage::Param ||
+        buffer.storage == runtime::Storage::Output)
+      timing.boundaryBytes += buffer.bytes;
+  timing.kernels = static_cast<int>(model.plan().steps.size());
+  std::vector<double> perRun;
+  for (int run = 0; run < runs; ++run) {
+    runtime::RunProfile profile;
+    KILN_TRY_VOID(model.run(tensors, RunOptions{.profile = &profile}));
+    double kernelMs = 0;
+    int kernelEvents = 0;
+    for (const runtime::ProfileEvent &event : profile.events)
+      if (event.category == runtime::ProfileCategory::Kernel) {
+        kernelMs += event.durationMs;
+        ++kernelEvents;
+      }
+    // A profile that misses kernels would make a slow model look fast.
+    if (kernelEvents != timing.kernels)
+      return makeError(ErrorCode::Unsupported,
+                       fmt::format("the run profile holds {} kernel events for {} plan steps",
+                                   kernelEvents, timing.kernels));
+    perRun.push_back(kernelMs);
+  }
+  timing.runs = runs;
+  timing.medianMs = median(perRun);
+  timing.minMs = perRun.empty() ? 0 : *std::min_element(perRun.begin(), perRun.end());
+  return timing;
+}
+
+Expected<CompiledModel> compileGraph(Graph &graph, const CompileOptions &options) {
+  KILN_TRY_VOID(graph.finalize());
+  return compile(graph.ir(), options);
+}
+
+NamedTensors randomInputs(const ir::Graph &graph, uint64_t seed) {
+  Rng rng(seed);
+  NamedTensors inputs;
+  for (const ir::Value *input : graph.inputs())
+    inputs.emplace(input->name(),
+                   HostTensor::randomNormal(input->type().dtype, input->type().shape, rng));
+  return inputs;
+}
+
+std::string checkAgainstReference(const ir::Graph &graph, const NamedTensors &tensors,
+                                  const NamedTensors &outputs) {
+  auto expected = ir::interpret(graph, tensors);
+  if (!expected)
+    return fmt::format("the reference failed: {}", expected.error().message());
+  for (const auto &[name, want] : *expected) {
+    auto got = outputs.find(name);
+    if (got == outputs.end())
+      return fmt::format("output {} is missing", name);
+    Comparison comparison = compareTensors(got->second, want, toleranceFor(want.dtype()));
+    if (!comparison.ok)
+      return fmt::format("{} differs from the reference in {} elements (max abs error {:.3g}); "
+                         "first: {}",
+                         name, comparison.mismatches, comparison.maxAbsError,
+                         comparison.firstMismatchStr);
+  }
+  return "ok";
+}
+
+std::string formatBytes(int64_t bytes) {
+  if (bytes >= (int64_t(1) << 30) && bytes % (int64_t(1) << 30) == 0)
+    return fmt::format("{} GiB", bytes >> 30);
+  if (bytes >= (int64_t(1) << 30))
+    return fmt::format("{:.2f} GiB", double(bytes) / double(int64_t(1) << 30));
+  if (bytes >= (int64_t(1) << 20))
+    return fmt::format("{:.0f} MiB", double(bytes) / double(1 << 20));
+  return fmt::format("{:.0f} KiB", double(bytes) / 1024.0);
+}
+
+} // namespace kiln::bench

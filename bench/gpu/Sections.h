@@ -1,0 +1,39 @@
+// The sections of kiln_gpu_bench, each a function that measures, checks and
+// adds its table and goals to the report.
+#pragma once
+
+#include "bench/gpu/BenchDevice.h"
+#include "bench/gpu/BenchReport.h"
+#include "compiler/Compile.h"
+
+#include <string>
+#include <string_view>
+
+namespace kiln::bench {
+
+struct BenchContext {
+  BenchDevice gpu;
+  /// target Cuda for this GPU's architecture, with the chosen backend.
+  CompileOptions compileOptions;
+  bool quick = false;
+  std::string filter; ///< run only workloads whose name contains this
+  /// Section (a)'s best device-to-device copy bandwidth (read + write bytes
+  /// per second) at its largest size: what memory-bound kernels are held to.
+  double copyBytesPerSecond = 0;
+  BenchReport report;
+
+  bool selected(std::string_view workload) const {
+    return workload.find(filter) != std::string_view::npos;
+  }
+};
+
+/// (a) Device::copyOnDevice timed with device events, 16 MiB to 1 GiB.
+void benchCopyBandwidth(BenchContext &context);
+/// (b) pointwise chains, softmax and layer_norm over rows, against (a).
+void benchRowKernels(BenchContext &context);
+/// (c) kiln's fp32 SIMT matmul against cuBLAS SGEMM.
+void benchMatmul(BenchContext &context);
+/// (d) time per kernel launch with and without launch graphs.
+void benchLaunchOverhead(BenchContext &context);
+
+} // namespace kiln::bench

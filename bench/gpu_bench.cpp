@@ -1,0 +1,202 @@
+// kiln_gpu_bench: kiln's GPU kernels against the GPU's own yardsticks — the
+// device-to-device copy bandwidth, cuBLAS SGEMM — and the cost of a launch.
+// Prints a table per section and writes bench/results/gpu-<date>-<commit>.md.
+#include "bench/gpu/BenchDevice.h"
+#include "bench/gpu/Sections.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+using namespace kiln;
+using namespace kiln::bench;
+
+/// ctest's and the round trip's "skipped" status: no GPU here.
+constexpr int kExitNoGpu = 77;
+
+constexpr const char *kUsage = R"(usage: kiln_gpu_bench [options]
+
+Measures kiln's GPU kernels on GPU 0 and writes a Markdown report:
+  (a) copy      device-to-device copy bandwidth, 16 MiB to 1 GiB
+  (b) rows      pointwise chains, softmax, layer_norm vs the copy bandwidth
+  (c) matmul    fp32 SIMT matmul vs cuBLAS SGEMM
+  (d) launch    launch overhead per kernel, with and without launch graphs
+options:
+  --quick           fewer sizes and runs (a smoke test, not a result)
+  --filter TEXT     only workloads whose name contains TEXT (copy always runs:
+                    section (b) needs it), e.g. softmax, matmul_4096, launch
+  --sections LIST   comma-separated subset of copy,rows,matmul,launch
+  --out DIR         where the report goes (default: bench/results)
+  --backend B       llvm (default) or nvrtc: how kiln compiles its kernels
+  --host-device     run every section on a stand-in in host memory with kiln's
+                    CPU target: a self-test of the benchmark without a GPU,
+                    whose figures mean nothing (the report says so)
+  --commit SHA      the commit to name in the report (default: $KILN_BENCH_COMMIT,
+                    else git rev-parse --short HEAD, else "unknown")
+exit status: 0 every check passed (goals may be missed), 1 a check or section
+failed, 2 bad usage, 77 no GPU (the reason is printed)
+)";
+
+std::string commandOutput(const char *command) {
+  std::string out;
+  if (FILE *pipe = popen(command, "r")) {
+    std::array<char, 256> buffer;
+    while (fgets(buffer.data(), buffer.size(), pipe))
+      out += buffer.data();
+    if (pclose(pipe) != 0)
+      return "";
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r'))
+    out.pop_back();
+  return out;
+}
+
+std::string currentCommit(const std::string &given) {
+  if (!given.empty())
+    return given;
+  if (const char *fromEnv = std::getenv("KILN_BENCH_COMMIT"); fromEnv && *fromEnv)
+    return fromEnv;
+  std::string commit = commandOutput("git rev-parse --short HEAD 2>/dev/null");
+  if (commit.empty())
+    return "unknown";
+  if (!commandOutput("git status --porcelain --untracked-files=no 2>/dev/null").empty())
+    commit += "-dirty";
+  return commit;
+}
+
+std::string utcNow(const char *format) {
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[64];
+  std::strftime(text, sizeof text, format, &utc);
+  return text;
+}
+
+/// `dir`/gpu-<date>-<commit>.md, with -2, -3, ... when a run of the same day
+/// and commit already wrote one.
+std::filesystem::path reportPath(const std::string &dir, const std::string &date,
+                                 const std::string &commit) {
+  std::filesystem::path path = std::filesystem::path(dir) / fmt::format("gpu-{}-{}.md", date, commit);
+  for (int n = 2; std::filesystem::exists(path); ++n)
+    path = std::filesystem::path(dir) / fmt::format("gpu-{}-{}-{}.md", date, commit, n);
+  return path;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  BenchContext context;
+  std::string sections = "copy,rows,matmul,launch", outDir = "bench/results", backend = "llvm",
+              commitArg;
+  bool hostDevice = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    bool hasValue = i + 1 < argc;
+    if (arg == "--quick") {
+      context.quick = true;
+    } else if (arg == "--filter" && hasValue) {
+      context.filter = argv[++i];
+    } else if (arg == "--sections" && hasValue) {
+      sections = argv[++i];
+    } else if (arg == "--out" && hasValue) {
+      outDir = argv[++i];
+    } else if (arg == "--backend" && hasValue) {
+      backend = argv[++i];
+    } else if (arg == "--host-device") {
+      hostDevice = true;
+    } else if (arg == "--commit" && hasValue) {
+      commitArg = argv[++i];
+    } else {
+      std::fputs(kUsage, arg == "--help" ? stdout : stderr);
+      return arg == "--help" ? 0 : 2;
+    }
+  }
+  if (backend != "llvm" && backend != "nvrtc") {
+    fmt::print(stderr, "kiln_gpu_bench: --backend must be llvm or nvrtc, got '{}'\n", backend);
+    return 2;
+  }
+  auto wants = [&](std::string_view section) {
+    return fmt::format(",{},", sections).find(fmt::format(",{},", section)) != std::string::npos;
+  };
+
+  if (hostDevice) {
+    context.gpu = openHostBenchDevice();
+    context.compileOptions.target = TargetKind::Cpu;
+  } else {
+    auto gpu = openBenchDevice(0);
+    if (!gpu) {
+      fmt::print("kiln_gpu_bench: no GPU: {}\n", gpu.error().message());
+      return kExitNoGpu;
+    }
+    context.gpu = std::move(*gpu);
+    context.compileOptions.target = TargetKind::Cuda;
+    context.compileOptions.gpuArch = context.gpu.gpuArch();
+  }
+  context.compileOptions.gpuBackend = backend == "nvrtc" ? GpuBackend::Nvrtc : GpuBackend::Llvm;
+  // fp32 means fp32 on both sides: a tf32 cuBLAS would be a different contest.
+  bool tf32Override = std::getenv("NVIDIA_TF32_OVERRIDE") != nullptr;
+  unsetenv("NVIDIA_TF32_OVERRIDE");
+
+  std::string commit = currentCommit(commitArg);
+  std::string date = utcNow("%Y-%m-%d");
+  fmt::print("kiln_gpu_bench: {} (driver {}), kiln {} for {} ({} backend){}\n\n",
+             context.gpu.description, context.gpu.driverVersion, commit,
+             context.compileOptions.gpuArch, backend, context.quick ? ", quick" : "");
+
+  auto started = std::chrono::steady_clock::now();
+  // The copy bandwidth is what section (b) divides by, so it runs whenever (b) does.
+  if (wants("copy") || wants("rows"))
+    benchCopyBandwidth(context);
+  if (wants("rows"))
+    benchRowKernels(context);
+  if (wants("matmul"))
+    benchMatmul(context);
+  if (wants("launch"))
+    benchLaunchOverhead(context);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  std::vector<std::string> header = {
+      fmt::format("device: {}", context.gpu.description),
+      fmt::format("compute capability: {}.{}, {} SMs", context.gpu.ccMajor, context.gpu.ccMinor,
+                  context.gpu.numSms),
+      fmt::format("CUDA driver: {}", context.gpu.driverVersion),
+      fmt::format("date: {}", utcNow("%Y-%m-%d %H:%M UTC")),
+      hostDevice ? fmt::format("kiln: commit {}, release build, target cpu", commit)
+                 : fmt::format("kiln: commit {}, release build, target cuda {} with the {} backend",
+                               commit, context.compileOptions.gpuArch, backend),
+      fmt::format("run: kiln_gpu_bench{}{}, {:.0f} s", context.quick ? " --quick" : "",
+                  context.filter.empty() ? "" : " --filter " + context.filter, seconds),
+  };
+  if (tf32Override)
+    header.push_back("NVIDIA_TF32_OVERRIDE was set and was cleared: cuBLAS ran in fp32");
+  if (hostDevice)
+    header.push_back("--host-device: a self-test on a host-memory stand-in with kiln's CPU "
+                     "target; these figures say nothing about a GPU");
+  if (context.quick)
+    header.push_back("--quick: fewer sizes and runs; a smoke test, not a result to quote");
+  std::string markdown =
+      context.report.markdown(fmt::format("kiln GPU benchmarks, {}", date), header);
+
+  std::error_code error;
+  std::filesystem::create_directories(outDir, error);
+  std::filesystem::path path = reportPath(outDir, date, commit);
+  std::ofstream out(path);
+  out << markdown;
+  out.close();
+  if (!out) {
+    fmt::print(stderr, "kiln_gpu_bench: cannot write {}\n", path.string());
+    return 1;
+  }
+  fmt::print("written to {}\n", path.string());
+  return context.report.failed() ? 1 : 0;
+}

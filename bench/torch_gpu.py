@@ -1,0 +1,336 @@
+#!/usr/bin/env python3
+"""End-to-end inference of kiln's example models against their PyTorch twins
+(bench/twins) on the same device: PyTorch eager and torch.compile, with the
+same weights (written as safetensors and given to `kiln run --params`), the
+same inputs, and kiln's outputs compared with the twin's.
+
+Each run times what `kiln run` times: host inputs up to the device, the model,
+outputs back to the host (synchronized by that copy); the weights stay on the
+device on both sides. Prints a table and writes
+bench/results/e2e-<device>-<date>-<commit>.md. See bench/README.md."""
+import argparse
+import datetime
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from twins import TWINS  # noqa: E402
+from twins import safetensors_io  # noqa: E402
+
+WARMUP_RUNS = 3
+# kiln's outputs against the twin's: |kiln - twin| <= ABS_TOL * scale + REL_TOL * |twin|,
+# scale = max(1, max |twin|). Both sides compute in fp32 (TF32 off) but in different
+# orders and with different conv algorithms, so a few ulps per op add up over a
+# model's depth; 2e-4 of the output's scale stays far below what a wrong kernel gives.
+ABS_TOL = 2e-4
+REL_TOL = 2e-3
+
+
+def seeded_params(twin, seed):
+    """Random weights with kiln's names and layouts; each from its own seed, so a
+    name's value does not depend on which other names exist."""
+    params = {}
+    for name, shape in twin.param_shapes().items():
+        generator = torch.Generator().manual_seed(seed * 1000003 + zlib.crc32(name.encode()))
+        field = name.rsplit(".", 1)[-1]
+        normal = torch.randn(shape, generator=generator)
+        if field == "running_var":
+            value = torch.rand(shape, generator=generator) + 0.5
+        elif field == "running_mean" or field == "bias":
+            value = 0.1 * normal
+        elif len(shape) == 1:  # batch and layer norm scales
+            value = 1.0 + 0.1 * normal
+        elif len(shape) == 4:  # conv filters [O, I, KH, KW]: He scaling keeps relu stacks O(1)
+            fan_in = shape[1] * shape[2] * shape[3]
+            value = normal * (2.0 / fan_in) ** 0.5
+        else:  # dense [in, out], embeddings [vocabulary, dim]
+            value = normal * (1.0 / shape[0]) ** 0.5
+        params[name] = value.float().contiguous()
+    return params
+
+
+def seeded_inputs(twin, batch, seed):
+    generator = torch.Generator().manual_seed(seed + 7)
+    inputs = {}
+    for name, (shape, kind) in twin.input_specs(batch).items():
+        if isinstance(kind, tuple):  # ("int", bound): token ids
+            inputs[name] = torch.randint(0, kind[1], shape, generator=generator, dtype=torch.int64)
+        else:
+            inputs[name] = torch.randn(shape, generator=generator)
+    return inputs
+
+
+def synchronize(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_runs(fn, host_inputs, device, runs):
+    """Median and min milliseconds of fn on inputs copied from the host each run,
+    the output copied back (which waits for the device)."""
+    def once():
+        device_inputs = {name: value.to(device) for name, value in host_inputs.items()}
+        return fn(**device_inputs).to("cpu")
+
+    with torch.no_grad():
+        for _ in range(WARMUP_RUNS):
+            output = once()
+        times = []
+        for _ in range(runs):
+            synchronize(device)
+            start = time.perf_counter()
+            once()
+            times.append((time.perf_counter() - start) * 1e3)
+    times.sort()
+    n = len(times)
+    median = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
+    return median, times[0], output
+
+
+def run_kiln(args, name, batch, params_path, inputs_path, output_path):
+    """Runs `kiln run`; returns (median ms, stdout) or raises RuntimeError."""
+    command = [args.kiln, "run", f"example:{name}", "--target", args.kiln_target,
+               "--batch", str(batch), "--params", params_path, "--inputs", inputs_path,
+               "--output", output_path, "--iterations", str(args.iterations + 1)]
+    if args.kiln_target == "cuda":
+        command += ["--backend", args.backend]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        tail = (result.stderr.strip() or result.stdout.strip()).splitlines()[-3:]
+        raise RuntimeError(f"kiln run exited {result.returncode}: {' / '.join(tail)}")
+    match = re.search(r"^time per run: ([0-9.]+) ms", result.stdout, re.MULTILINE)
+    if not match:
+        raise RuntimeError("kiln run printed no 'time per run' line")
+    return float(match.group(1)), result.stdout
+
+
+def compare(kiln_output, twin_output):
+    """(max abs error, max rel error, ok) of kiln's output against the twin's."""
+    kiln_output = kiln_output.double()
+    twin_output = twin_output.double()
+    if kiln_output.shape != twin_output.shape:
+        return float("inf"), float("inf"), False
+    difference = (kiln_output - twin_output).abs()
+    scale = max(1.0, twin_output.abs().max().item())
+    bound = ABS_TOL * scale + REL_TOL * twin_output.abs()
+    ok = bool((difference <= bound).all()) and bool(torch.isfinite(kiln_output).all())
+    relative = difference / (twin_output.abs() + ABS_TOL * scale)
+    return difference.max().item(), relative.max().item(), ok
+
+
+def first_line(error):
+    text = f"{type(error).__name__}: {error}".strip().splitlines()
+    return (text[0] if text else type(error).__name__)[:160]
+
+
+def bench_model(args, twin, device, work):
+    batch = args.batch or twin.DEFAULT_BATCH
+    row = {"model": twin.NAME, "batch": batch}
+    params = seeded_params(twin, args.seed)
+    inputs = seeded_inputs(twin, batch, args.seed)
+    params_path = os.path.join(work, f"{twin.NAME}-params.safetensors")
+    inputs_path = os.path.join(work, f"{twin.NAME}-inputs.safetensors")
+    output_path = os.path.join(work, f"{twin.NAME}-output.safetensors")
+    safetensors_io.save(params_path, params)
+    safetensors_io.save(inputs_path, inputs)
+
+    try:
+        row["kiln_ms"], _ = run_kiln(args, twin.NAME, batch, params_path, inputs_path, output_path)
+        kiln_output = safetensors_io.load(output_path)[twin.OUTPUT]
+    except (RuntimeError, KeyError, OSError) as error:
+        row["kiln_error"] = first_line(error)
+        kiln_output = None
+
+    model = twin.Twin().eval()
+    model.load_kiln(params)
+    model = model.to(device)
+    row["eager_ms"], row["eager_min_ms"], twin_output = time_runs(model, inputs, device,
+                                                                  args.iterations)
+    if kiln_output is not None:
+        row["max_abs"], row["max_rel"], row["ok"] = compare(kiln_output, twin_output)
+
+    if not hasattr(torch, "compile"):
+        row["compile_error"] = f"n/a (PyTorch {torch.__version__} has no torch.compile)"
+    else:
+        try:
+            compiled = torch.compile(model)
+            row["compile_ms"], row["compile_min_ms"], compiled_output = time_runs(
+                compiled, inputs, device, args.iterations)
+            # torch.compile must compute what eager does, or its time means nothing.
+            _, _, same = compare(compiled_output, twin_output)
+            if not same:
+                row["compile_note"] = "its output differs from eager's"
+        except Exception as error:  # noqa: BLE001 - any failure of the compiler is a result
+            row["compile_error"] = "failed: " + first_line(error)
+    return row
+
+
+def fmt_ms(value):
+    return "—" if value is None else (f"{value:.3f}" if value < 10 else f"{value:.1f}")
+
+
+def fmt_ratio(torch_ms, kiln_ms):
+    return "—" if torch_ms is None or not kiln_ms else f"{torch_ms / kiln_ms:.2f}x"
+
+
+def table_rows(rows):
+    header = ["model", "batch", "kiln ms", "eager ms", "compile ms", "eager/kiln",
+              "compile/kiln", "max abs err", "max rel err", "outputs"]
+    lines = []
+    for r in rows:
+        outputs = ("error: " + r["kiln_error"]) if "kiln_error" in r else (
+            "match" if r.get("ok") else "**MISMATCH**")
+        compile_cell = fmt_ms(r.get("compile_ms")) if "compile_ms" in r else r.get(
+            "compile_error", "—")
+        if r.get("compile_note"):
+            compile_cell += f" ({r['compile_note']})"
+        lines.append([r["model"], str(r["batch"]), fmt_ms(r.get("kiln_ms")),
+                      fmt_ms(r.get("eager_ms")), compile_cell,
+                      fmt_ratio(r.get("eager_ms"), r.get("kiln_ms")),
+                      fmt_ratio(r.get("compile_ms"), r.get("kiln_ms")),
+                      f"{r['max_abs']:.2e}" if "max_abs" in r else "—",
+                      f"{r['max_rel']:.2e}" if "max_rel" in r else "—", outputs])
+    return header, lines
+
+
+def print_table(header, lines):
+    widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h)
+              for i, h in enumerate(header)]
+    print("  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths))))
+    print("-" * (sum(widths) + 2 * (len(widths) - 1)))
+    for line in lines:
+        print("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                        for i, (c, w) in enumerate(zip(line, widths))))
+
+
+def current_commit(given):
+    if given:
+        return given
+    if os.environ.get("KILN_BENCH_COMMIT"):
+        return os.environ["KILN_BENCH_COMMIT"]
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return commit + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def device_description(device):
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "cpu"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    parser.add_argument("--kiln", default="build/release/kiln", help="the kiln executable")
+    parser.add_argument("--models", default=",".join(TWINS),
+                        help=f"comma-separated subset of {','.join(TWINS)}")
+    parser.add_argument("--batch", type=int, default=0,
+                        help="batch of every model (default: each example's default)")
+    parser.add_argument("--iterations", type=int, default=0,
+                        help="timed runs per side (default: 50 on cuda, 10 on cpu)")
+    parser.add_argument("--backend", default="llvm", choices=["llvm", "nvrtc"],
+                        help="kiln's GPU backend")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=0, help="cpu: threads for both sides")
+    parser.add_argument("--out", default="bench/results", help="where the report goes")
+    parser.add_argument("--no-report", action="store_true", help="print the table only")
+    parser.add_argument("--commit", default="", help="the commit to name in the report")
+    args = parser.parse_args()
+    args.iterations = args.iterations or (50 if args.device == "cuda" else 10)
+    args.kiln_target = args.device
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("torch_gpu.py: PyTorch sees no CUDA device", file=sys.stderr)
+        return 77
+    device = torch.device(args.device)
+    # fp32 on both sides: kiln's GPU matmuls and convs are fp32 on the CUDA cores.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    if args.device == "cpu":
+        threads = args.threads or int(os.environ.get("KILN_NUM_THREADS", "0") or 0) or os.cpu_count()
+        torch.set_num_threads(threads)
+        os.environ["KILN_NUM_THREADS"] = str(threads)
+    names = [name for name in args.models.split(",") if name]
+    unknown = [name for name in names if name not in TWINS]
+    if unknown:
+        parser.error(f"unknown model(s) {unknown}; the twins are {list(TWINS)}")
+
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        for name in names:
+            print(f"torch_gpu.py: {name}", file=sys.stderr, flush=True)
+            rows.append(bench_model(args, TWINS[name], device, work))
+    header, lines = table_rows(rows)
+    print_table(header, lines)
+
+    failed = any("kiln_error" in r or not r.get("ok") for r in rows)
+    if args.no_report:
+        return 1 if failed else 0
+    commit = current_commit(args.commit)
+    date = datetime.datetime.now(datetime.timezone.utc)
+    description = device_description(device)
+    slug = re.sub(r"[^a-z0-9]+", "-", description.lower()).strip("-") if args.device == "cuda" else "cpu"
+    try:
+        import triton  # noqa: F401 - only its version is reported
+        triton_version = triton.__version__
+    except ImportError:
+        triton_version = "not installed"
+    report = [
+        f"# kiln vs PyTorch, end-to-end inference on {description}, {date:%Y-%m-%d}",
+        "",
+        f"- device: {description}" + (f" (CUDA {torch.version.cuda}, driver via PyTorch)"
+                                      if args.device == "cuda" else f", {torch.get_num_threads()} threads each side"),
+        f"- date: {date:%Y-%m-%d %H:%M UTC}",
+        f"- kiln: commit {commit}, `kiln run --target {args.kiln_target}`"
+        + (f" (backend {args.backend})" if args.device == "cuda" else ""),
+        f"- PyTorch {torch.__version__}, Triton {triton_version}; fp32, TF32 off "
+        "(torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False); "
+        "torch.compile in its default mode",
+        f"- time per run: median of {args.iterations} runs after {WARMUP_RUNS} warm-up runs "
+        "(kiln: after one untimed run); each run copies the inputs from the host, runs the "
+        "model and copies the output back, as `kiln run` does; the weights stay on the device",
+        "- eager/kiln and compile/kiln: PyTorch's time over kiln's (above 1.00x kiln is faster)",
+        f"- outputs: kiln's against the eager twin's, |kiln - twin| <= {ABS_TOL} * max(1, max|twin|)"
+        f" + {REL_TOL} * |twin| element by element; max rel err = max |kiln - twin| / "
+        f"(|twin| + {ABS_TOL} * scale)",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|---|" + "---:|" * (len(header) - 2) + ":---:|",
+    ]
+    report += ["| " + " | ".join(cell.replace("|", "\\|") for cell in line) + " |" for line in lines]
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"e2e-{slug}-{date:%Y-%m-%d}-{commit}.md")
+    n = 2
+    while os.path.exists(path):
+        path = os.path.join(args.out, f"e2e-{slug}-{date:%Y-%m-%d}-{commit}-{n}.md")
+        n += 1
+    with open(path, "w") as f:
+        f.write("\n".join(report) + "\n")
+    print(f"written to {path}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# The GPU round trip: build here, carry the binaries to a machine with a GPU
+# (CUDA driver and toolkit, PyTorch, no LLVM, no internet), run the gpu tests
+# and the GPU benchmarks there in one go, and bring the results back into
+# bench/results/. See bench/README.md ("The GPU round trip").
+#
+# usage: scripts/gpu-roundtrip.sh prepare          here: build, stage build/gpu-carry
+#        scripts/gpu-roundtrip.sh remote [--quick] there, from the repository root
+#        scripts/gpu-roundtrip.sh collect DIR      here: copy DIR's results to bench/results
+#   OUT                 remote: where logs and results go (default ./gpu-out)
+#   KILN_BENCH_PYTHON   remote: the python with torch (default python3, else /usr/bin/python3)
+#   KILN_STEP_TIMEOUT   remote: seconds each step may take (default 900)
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+carry=build/gpu-carry
+carry_limit_mib=60
+# What runs on the GPU machine, relative to the build directory (and to $carry).
+carried_files=(libkiln.so libkiln_rt.so kiln bench/kiln_gpu_bench tests/test_gpu)
+
+usage() { sed -n '2,11p' "$0" >&2; exit 2; }
+
+prepare() {
+  set -e
+  scripts/setup.sh
+  local targets=(kiln_cli kiln_gpu_bench kiln_example_models fashion_mnist_cnn)
+  # test_gpu exists once the CUDA runtime's tests do; build it whenever it does.
+  scripts/build.sh release kiln_cli >/dev/null
+  if ninja -C build/release -t targets all 2>/dev/null | grep -q '^test_gpu:'; then
+    targets+=(test_gpu)
+  else
+    echo "gpu-roundtrip: note: no test_gpu target in this tree; the remote runs no gpu tests" >&2
+  fi
+  scripts/build.sh release "${targets[@]}"
+
+  rm -rf "$carry"
+  mkdir -p "$carry"
+  for file in "${carried_files[@]}"; do
+    [ -e "build/release/$file" ] || continue
+    mkdir -p "$carry/$(dirname "$file")"
+    cp -p "build/release/$file" "$carry/$file"
+    # Symbols are not needed to run; LLVM inside libkiln.so makes them big.
+    strip --strip-unneeded "$carry/$file"
+  done
+  # ctest's files name the build directory by its absolute path; remote
+  # rewrites them for wherever the checkout lives there.
+  (cd build/release && find . -name CTestTestfile.cmake -print0 |
+     xargs -0 -I{} cp --parents {} "$root/$carry/")
+  echo "$root/build/release" >"$carry/build-dir.txt"
+  echo "$root" >"$carry/source-dir.txt"
+  local commit
+  commit="$(git rev-parse --short HEAD)"
+  git diff --quiet HEAD -- . 2>/dev/null || commit="$commit-dirty"
+  echo "$commit" >"$carry/commit.txt"
+
+  echo "gpu-roundtrip: staged in $carry (commit $commit):"
+  (cd "$carry" && du -ab . | sort -k2 | awk '$2 != "." && !/CTestTestfile/ {printf "  %8.2f MiB  %s\n", $1 / 1048576, $2}')
+  echo "  shared libraries the binaries need there:"
+  readelf -d "$carry/libkiln.so" "$carry/kiln" 2>/dev/null | awk '/NEEDED/ {print "   ", $NF}' | sort -u
+  echo "  newest glibc symbol version needed: $(objdump -T "$carry"/libkiln*.so "$carry/kiln" 2>/dev/null |
+    grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
+  local rpath
+  rpath="$(readelf -d "$carry/bench/kiln_gpu_bench" | grep -E 'RUNPATH|RPATH' || true)"
+  echo "  kiln_gpu_bench's run path: ${rpath:-none}"
+  case "$rpath" in *'$ORIGIN'*) ;; *) echo "gpu-roundtrip: warning: the run path is absolute; remote sets LD_LIBRARY_PATH" >&2 ;; esac
+  local bytes
+  bytes="$(du -sb "$carry" | cut -f1)"
+  awk -v b="$bytes" -v limit="$carry_limit_mib" -v dir="$carry" \
+    'BEGIN {printf "gpu-roundtrip: %.1f MiB to carry (limit %d MiB): carry \"%s\"\n", b / 1048576, limit, dir}'
+  if [ "$bytes" -gt $((carry_limit_mib * 1048576)) ]; then
+    echo "gpu-roundtrip: error: $carry is over $carry_limit_mib MiB" >&2
+    exit 1
+  fi
+}
+
+# ---- remote -----------------------------------------------------------------
+
+declare -a step_names=() step_status=() step_logs=()
+
+# run_step NAME LOG COMMAND...: runs the command with its output in $OUT/LOG
+# (and on the terminal), records its exit status, and never stops the script.
+run_step() {
+  local name="$1" log="$OUT/$2"
+  shift 2
+  echo "==== $name: $*" | tee -a "$OUT/roundtrip.log"
+  # Through bash, so a step may be one of this script's (exported) functions.
+  timeout "${KILN_STEP_TIMEOUT:-900}" bash -c '"$@"' bash "$@" >"$log" 2>&1
+  local status=$?
+  tail -n 40 "$log"
+  echo "==== $name: exit $status" | tee -a "$OUT/roundtrip.log"
+  step_names+=("$name")
+  step_status+=("$status")
+  step_logs+=("$(basename "$log")")
+}
+
+# ctest's files hold the absolute paths of the machine that built them.
+rewrite_ctest_paths() {
+  local old_build old_source
+  old_build="$(cat "$build/build-dir.txt")"
+  old_source="$(cat "$build/source-dir.txt")"
+  find "$build" -name CTestTestfile.cmake -print0 |
+    xargs -0 sed -i -e "s|$old_build|$root/$build|g" -e "s|$old_source|$root|g"
+}
+
+run_gpu_tests() {
+  if [ ! -x "$build/tests/test_gpu" ]; then
+    echo "no tests/test_gpu was carried: this tree has no gpu tests yet"
+    return 1
+  fi
+  if command -v ctest >/dev/null; then
+    (cd "$build" && ctest -L gpu --output-on-failure)
+  else
+    echo "no ctest on this machine: running tests/test_gpu directly"
+    "$build/tests/test_gpu"
+  fi
+}
+
+run_examples() {
+  local status=0 name
+  local names
+  names="$("$build/kiln" run --help | grep -oE 'example:[a-z0-9_]+' | cut -d: -f2 | sort -u)"
+  [ -n "$names" ] || names="cnn mlp lstm resnet transformer vgg"
+  for name in $names; do
+    echo "---- kiln run example:$name --target cuda --check"
+    "$build/kiln" run "example:$name" --target cuda --check || { echo "exit $?"; status=1; }
+  done
+  return $status
+}
+
+remote() {
+  local quick=0
+  [ "${1:-}" = "--quick" ] && quick=1
+  OUT="${OUT:-$root/gpu-out}"
+  mkdir -p "$OUT"
+  OUT="$(cd "$OUT" && pwd)"
+  build="$carry"
+  [ -x "$build/kiln" ] || build=build/release
+  if [ ! -x "$build/kiln" ]; then
+    echo "gpu-roundtrip: neither build/gpu-carry nor build/release holds kiln: carry $carry" >&2
+    exit 1
+  fi
+  export KILN_BENCH_COMMIT
+  KILN_BENCH_COMMIT="$(cat "$build/commit.txt" 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  # The binaries find kiln's libraries by run path; this also covers a build
+  # directory whose run path is absolute. cuBLAS comes from the toolkit.
+  local cuda_lib="${CUDA_HOME:-/usr/local/cuda}/lib64"
+  export LD_LIBRARY_PATH="$root/$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  [ -d "$cuda_lib" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cuda_lib"
+  local python="${KILN_BENCH_PYTHON:-python3}"
+  "$python" -c 'import torch' 2>/dev/null || python=/usr/bin/python3
+  [ -f "$build/build-dir.txt" ] && rewrite_ctest_paths
+  export build
+  export -f run_gpu_tests run_examples
+  : >"$OUT/roundtrip.log"
+
+  local bench_args=(--out "$OUT") torch_args=(--device cuda --kiln "$build/kiln" --out "$OUT")
+  if [ "$quick" = 1 ]; then
+    bench_args+=(--quick)
+    torch_args+=(--iterations 10)
+  fi
+  run_step "nvidia-smi" nvidia-smi.log nvidia-smi
+  run_step "libraries" ldd.log bash -c "ldd '$build/kiln' '$build/bench/kiln_gpu_bench' | tee /dev/stderr | (! grep 'not found')"
+  run_step "gpu tests" ctest-gpu.log run_gpu_tests
+  run_step "examples on cuda (--check)" examples-cuda.log run_examples
+  run_step "kiln_gpu_bench" gpu-bench.log "$build/bench/kiln_gpu_bench" "${bench_args[@]}"
+  run_step "torch_gpu.py" torch-gpu.log "$python" bench/torch_gpu.py "${torch_args[@]}"
+
+  local date summary failed=0
+  date="$(date -u +%Y-%m-%d)"
+  summary="$OUT/gpu-roundtrip-$date-$KILN_BENCH_COMMIT.md"
+  {
+    echo "# kiln GPU round trip, $date"
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "- commit: $KILN_BENCH_COMMIT (binaries from $build)"
+    echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
+    echo "- host: $(hostname), $(nproc) CPUs; $("$python" -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null || echo 'no PyTorch')"
+    [ "$quick" = 1 ] && echo "- --quick: fewer sizes and runs; a smoke test, not a result"
+    echo
+    echo "| step | exit status | log |"
+    echo "|---|---:|---|"
+    for i in "${!step_names[@]}"; do
+      echo "| ${step_names[$i]} | ${step_status[$i]} | \`${step_logs[$i]}\` |"
+      [ "${step_status[$i]}" = 0 ] || failed=1
+    done
+    echo
+    echo "The benchmark figures are in the gpu-*.md and e2e-*.md files of the same run."
+  } >"$summary"
+  echo
+  cat "$summary"
+  echo "gpu-roundtrip: logs and results in $OUT"
+  return $failed
+}
+
+collect() {
+  local dir="${1:?usage: scripts/gpu-roundtrip.sh collect DIR}"
+  mkdir -p bench/results
+  local copied=0 file
+  for file in "$dir"/gpu-*.md "$dir"/e2e-*.md; do
+    [ -e "$file" ] || continue
+    cp -v "$file" bench/results/
+    copied=$((copied + 1))
+  done
+  if [ "$copied" = 0 ]; then
+    echo "gpu-roundtrip: no gpu-*.md or e2e-*.md in $dir" >&2
+    exit 1
+  fi
+  echo "gpu-roundtrip: $copied result file(s) in bench/results; the logs stay in $dir"
+}
+
+case "${1:-}" in
+  prepare) prepare ;;
+  remote) shift; remote "$@" ;;
+  collect) shift; collect "$@" ;;
+  *) usage ;;
+esac
