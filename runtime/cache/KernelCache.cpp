@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -254,6 +255,24 @@ CacheStore KernelCache::store(std::string_view key, const CacheEntry &entry) {
 KernelCacheStats KernelCache::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;
+}
+
+KernelCache &sharedKernelCache(const std::optional<fs::path> &root) {
+  static std::mutex mutex;
+  // Caches are never destroyed: compiles on other threads may hold references
+  // until the process exits.
+  static auto *caches = new std::map<std::optional<std::string>, std::unique_ptr<KernelCache>>();
+  std::optional<std::string> name;
+  if (root) {
+    std::error_code ignored;
+    fs::path absolute = fs::absolute(*root, ignored);
+    name = (absolute.empty() ? *root : absolute).lexically_normal().string();
+  }
+  std::lock_guard lock(mutex);
+  std::unique_ptr<KernelCache> &cache = (*caches)[name];
+  if (!cache)
+    cache = std::make_unique<KernelCache>(KernelCacheOptions{.root = root});
+  return *cache;
 }
 
 void KernelCache::dropMemoryTier() {

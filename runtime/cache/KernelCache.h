@@ -108,4 +108,8 @@ private:
   bool sweptTemporaries_ = false;
 };
 
+/// The one cache of this process for `root` (nullopt: memory only), made on
+/// first use, so every compile in a process shares its memory tier.
+KernelCache &sharedKernelCache(const std::optional<std::filesystem::path> &root);
+
 } // namespace kiln::runtime

@@ -1,0 +1,156 @@
+// The GPU module cache key: kernel IR, target, backend, toolchain versions and
+// environment, and the identity of this build of kiln.
+#include "compiler/GpuModuleCache.h"
+
+#include "codegen/Ptxas.h"
+#include "codegen/cuda/Nvrtc.h"
+#include "ir/kernel/Printer.h"
+#include "runtime/cache/CacheDirectory.h"
+#include "support/Version.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <map>
+#include <mutex>
+#include <unistd.h>
+
+#ifndef KILN_LLVM_VERSION
+#error "KILN_LLVM_VERSION is set by CMakeLists.txt from the LLVM kiln links"
+#endif
+
+namespace kiln::compiler {
+namespace {
+
+/// Finds the GNU build-id note of the loaded object that contains `address`.
+struct BuildIdSearch {
+  uintptr_t address = 0;
+  std::string hex;
+};
+
+int findBuildId(dl_phdr_info *info, size_t, void *data) {
+  auto *search = static_cast<BuildIdSearch *>(data);
+  bool contains = false;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &segment = info->dlpi_phdr[i];
+    uintptr_t start = info->dlpi_addr + segment.p_vaddr;
+    if (segment.p_type == PT_LOAD && search->address >= start &&
+        search->address < start + segment.p_memsz)
+      contains = true;
+  }
+  if (!contains)
+    return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr) &segment = info->dlpi_phdr[i];
+    if (segment.p_type != PT_NOTE)
+      continue;
+    const auto *at = reinterpret_cast<const unsigned char *>(info->dlpi_addr + segment.p_vaddr);
+    const unsigned char *end = at + segment.p_memsz;
+    while (at + sizeof(ElfW(Nhdr)) <= end) {
+      const auto *note = reinterpret_cast<const ElfW(Nhdr) *>(at);
+      const unsigned char *name = at + sizeof(ElfW(Nhdr));
+      const unsigned char *desc = name + ((note->n_namesz + 3) & ~3u);
+      if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
+          std::memcmp(name, "GNU", 4) == 0 && desc + note->n_descsz <= end) {
+        for (unsigned j = 0; j < note->n_descsz; ++j)
+          search->hex += fmt::format("{:02x}", desc[j]);
+        return 1;
+      }
+      at = desc + ((note->n_descsz + 3) & ~3u);
+    }
+  }
+  return 1; // the right object, without a build id
+}
+
+/// `ptxas --version`'s last line ("Cuda compilation tools, release 13.0,
+/// V13.0.88"), once per process and path; "unavailable" when it does not run.
+std::string ptxasVersion() {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> versions;
+  std::string tool = codegen::ptxasPath();
+  std::lock_guard lock(mutex);
+  if (auto found = versions.find(tool); found != versions.end())
+    return found->second;
+  std::string version = "unavailable";
+  if (access(tool.c_str(), X_OK) == 0) {
+    std::string command = fmt::format("'{}' --version 2>/dev/null", tool);
+    if (FILE *pipe = popen(command.c_str(), "r")) {
+      std::string output;
+      char buffer[512];
+      while (size_t got = std::fread(buffer, 1, sizeof buffer, pipe))
+        output.append(buffer, got);
+      if (pclose(pipe) == 0) {
+        while (!output.empty() && (output.back() == '\n' || output.back() == '\r'))
+          output.pop_back();
+        version = output.substr(output.rfind('\n') == std::string::npos ? 0
+                                                                         : output.rfind('\n') + 1);
+      }
+    }
+  }
+  versions[tool] = version;
+  return version;
+}
+
+std::string nvrtcVersionForKey() {
+  auto version = codegen::cuda::nvrtcVersion();
+  return version ? *version : std::string("unavailable");
+}
+
+} // namespace
+
+std::string compilerBuildId() {
+  static const std::string id = [] {
+    BuildIdSearch search;
+    search.address = reinterpret_cast<uintptr_t>(&compilerBuildId);
+    dl_iterate_phdr(findBuildId, &search);
+    return search.hex.empty() ? std::string("none") : search.hex;
+  }();
+  return id;
+}
+
+std::string gpuModuleCacheKey(const std::vector<kir::Kernel> &kernels,
+                              const codegen::GpuTarget &target, GpuBackend backend) {
+  std::vector<std::string> names;
+  for (const kir::Kernel &kernel : kernels)
+    names.push_back(kernel.name);
+  bool nvrtc = backend == GpuBackend::Nvrtc;
+  std::string key = fmt::format("{} {} {} kernel{}: {}\n", target.archName(),
+                                nvrtc ? "nvrtc" : "llvm", kernels.size(),
+                                kernels.size() == 1 ? "" : "s", fmt::join(names, " "));
+  key += fmt::format("kiln {} build {}\n", kilnVersion(), compilerBuildId());
+  key += fmt::format("target {}\n", target.cacheKey());
+  if (nvrtc) {
+    key += fmt::format("backend nvrtc {} options {}\n", nvrtcVersionForKey(),
+                       fmt::join(codegen::cuda::nvrtcBaseOptions(), " "));
+  } else {
+    // The cubin of the LLVM backend comes from ptxas, so its version is part of the output.
+    key += fmt::format("backend llvm {}\n", KILN_LLVM_VERSION);
+    key += fmt::format("ptxas {}\n", ptxasVersion());
+  }
+  for (const char *name : kGpuCacheEnvironment) {
+    const char *value = std::getenv(name);
+    key += fmt::format("env {}={}\n", name, value ? value : "(unset)");
+  }
+  for (const kir::Kernel &kernel : kernels)
+    key += "---- kernel\n" + kir::printKernel(kernel);
+  return key;
+}
+
+runtime::KernelCache &kernelCacheFor(const CompileOptions &options, std::string *where) {
+  runtime::CacheLocation location =
+      options.kernelCacheDir.empty()
+          ? runtime::cacheLocationFromEnvironment()
+          : runtime::CacheLocation{options.kernelCacheDir, "CompileOptions::kernelCacheDir"};
+  if (where)
+    *where = location.root ? fmt::format("{} ({})", location.root->string(), location.source)
+                           : location.source;
+  return runtime::sharedKernelCache(location.root);
+}
+
+} // namespace kiln::compiler
