@@ -11,14 +11,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
-#include <map>
-#include <mutex>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef KILN_LLVM_VERSION
@@ -68,33 +65,18 @@ int findBuildId(dl_phdr_info *info, size_t, void *data) {
   return 1; // the right object, without a build id
 }
 
-/// `ptxas --version`'s last line ("Cuda compilation tools, release 13.0,
-/// V13.0.88"), once per process and path; "unavailable" when it does not run.
-std::string ptxasVersion() {
-  static std::mutex mutex;
-  static std::map<std::string, std::string> versions;
+/// Which ptxas assembles the cubin: its path, size and modification time. A
+/// stat rather than `ptxas --version`, which would start a process on every
+/// warm start (about 50-100 ms, more than the rest of a cache hit); any
+/// install or upgrade of ptxas changes the file, and so the key.
+std::string ptxasIdentity() {
   std::string tool = codegen::ptxasPath();
-  std::lock_guard lock(mutex);
-  if (auto found = versions.find(tool); found != versions.end())
-    return found->second;
-  std::string version = "unavailable";
-  if (access(tool.c_str(), X_OK) == 0) {
-    std::string command = fmt::format("'{}' --version 2>/dev/null", tool);
-    if (FILE *pipe = popen(command.c_str(), "r")) {
-      std::string output;
-      char buffer[512];
-      while (size_t got = std::fread(buffer, 1, sizeof buffer, pipe))
-        output.append(buffer, got);
-      if (pclose(pipe) == 0) {
-        while (!output.empty() && (output.back() == '\n' || output.back() == '\r'))
-          output.pop_back();
-        version = output.substr(output.rfind('\n') == std::string::npos ? 0
-                                                                         : output.rfind('\n') + 1);
-      }
-    }
-  }
-  versions[tool] = version;
-  return version;
+  struct stat info {};
+  if (access(tool.c_str(), X_OK) != 0 || ::stat(tool.c_str(), &info) != 0)
+    return fmt::format("{} unavailable", tool);
+  return fmt::format("{} size={} mtime={}.{:09}", tool, static_cast<int64_t>(info.st_size),
+                     static_cast<int64_t>(info.st_mtim.tv_sec),
+                     static_cast<int64_t>(info.st_mtim.tv_nsec));
 }
 
 std::string nvrtcVersionForKey() {
@@ -129,9 +111,9 @@ std::string gpuModuleCacheKey(const std::vector<kir::Kernel> &kernels,
     key += fmt::format("backend nvrtc {} options {}\n", nvrtcVersionForKey(),
                        fmt::join(codegen::cuda::nvrtcBaseOptions(), " "));
   } else {
-    // The cubin of the LLVM backend comes from ptxas, so its version is part of the output.
+    // The cubin of the LLVM backend comes from ptxas, so which ptxas is part of the output.
     key += fmt::format("backend llvm {}\n", KILN_LLVM_VERSION);
-    key += fmt::format("ptxas {}\n", ptxasVersion());
+    key += fmt::format("ptxas {}\n", ptxasIdentity());
   }
   for (const char *name : kGpuCacheEnvironment) {
     const char *value = std::getenv(name);

@@ -163,7 +163,9 @@ std::optional<CacheEntry> KernelCache::readFromDisk(std::string_view key,
   int errorNumber = 0;
   std::optional<std::string> bytes = readWholeFile(*path, errorNumber);
   if (!bytes) {
-    if (errorNumber != ENOENT) {
+    // No entry, or no cache directory at all (ENOTDIR: a path component is a
+    // file; the write that follows reports that once).
+    if (errorNumber != ENOENT && errorNumber != ENOTDIR) {
       std::string reason = std::strerror(errorNumber);
       std::lock_guard lock(mutex_);
       warnLocked(warnings, fmt::format("kernel cache: cannot read entry '{}': {}; rebuilding it",
