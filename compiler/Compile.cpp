@@ -129,7 +129,8 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
     // The simulator runs kernel IR; PTX is made only when a dump asks for it.
     if (options.dump & (kDumpLlvm | kDumpPtx | kDumpCuda)) {
       auto codegenStart = Clock::now();
-      KILN_TRY(std::string ptx, compiler::emitGpuCode(program.kernels, gpu, options, dump));
+      KILN_TRY(compiler::GpuModuleImage image,
+               compiler::emitGpuCode(program.kernels, gpu, options, dump, &r));
       r.codegenSeconds = secondsSince(codegenStart);
     }
     KILN_TRY(CompiledModel model, finishForSim(program));

@@ -10,6 +10,7 @@
 #include "runtime/CompiledModel.h"
 #include "support/Error.h"
 
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <ostream>
@@ -61,6 +62,12 @@ struct CompileOptions {
   bool fusedGraphDot = false;
   /// Verify the graph after every graph pass.
   bool verifyEach = true;
+  /// GPU targets: reuse and keep compiled GPU modules in the kernel cache
+  /// (docs/caching.md). The CPU target's host JIT code is not cached.
+  bool useKernelCache = true;
+  /// The kernel cache's directory; empty means $KILN_CACHE_DIR, else
+  /// $XDG_CACHE_HOME/kiln, else ~/.cache/kiln ($KILN_CACHE=off disables that default).
+  std::string kernelCacheDir;
   /// Overrides the heuristic schedule of a group (the autotuner's hook);
   /// returning nullopt keeps the default.
   std::function<std::optional<lower::Schedule>(const ir::Graph &, const passes::FusionGroup &)>
@@ -75,6 +82,13 @@ struct CompileReport {
   int numKernels = 0;
   double graphPassSeconds = 0, loweringSeconds = 0, codegenSeconds = 0, totalSeconds = 0;
   std::string fusedGraphDot; ///< when CompileOptions::fusedGraphDot
+  /// GPU targets: what the kernel cache did: "hit (memory)", "hit (disk)",
+  /// "miss (written to <dir>)", "miss (not written)", "miss (memory only: ...)",
+  /// "bypassed (...)", "off"; empty when no GPU code was made.
+  std::string kernelCache;
+  /// Things the user should know that did not stop the compile (a cache entry
+  /// rejected as corrupt, a cache directory that cannot be written).
+  std::vector<std::string> warnings;
 };
 
 /// Compiles `graph` (left unchanged). Errors name the node, group or kernel at fault.
@@ -87,6 +101,9 @@ struct GpuKernels {
   std::string arch;                 ///< e.g. "sm_90a"
   std::vector<kir::Kernel> kernels; ///< after the kernel passes, in launch order
   std::string ptx;                  ///< one module with every kernel (empty if no kernel)
+  /// The module assembled for `arch` (NVRTC's, or ptxas's for the LLVM
+  /// backend); empty when ptxas is unavailable, and the driver JITs the PTX.
+  std::vector<std::byte> cubin;
 };
 
 /// Lowers `graph` for options.gpuArch and compiles its kernels to PTX with

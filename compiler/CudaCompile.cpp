@@ -71,8 +71,8 @@ Expected<CompiledModel> compileForCuda(const ir::Graph &graph, const CompileOpti
   KILN_TRY(LoweredProgram program, lowerProgram(graph, options, target, dump, report));
 
   auto codegenStart = std::chrono::steady_clock::now();
-  KILN_TRY(std::string ptx, emitGpuCode(program.kernels, target, options, dump));
-  runtime::cuda::ModuleImage module{ptx, {},
+  KILN_TRY(GpuModuleImage image, emitGpuCode(program.kernels, target, options, dump, &report));
+  runtime::cuda::ModuleImage module{std::move(image.ptx), std::move(image.cubin),
                                     fmt::format("{} kernels for {}", program.kernels.size(),
                                                 target.archName())};
   // A cubin runs only on its own major architecture: elsewhere the driver compiles the PTX.

@@ -1,21 +1,34 @@
 // GPU code generation shared by the cuda target and the dumps of the sim
-// target (compiler-internal).
+// target (compiler-internal), through the kernel cache.
 #pragma once
 
 #include "codegen/Target.h"
 #include "compiler/Compile.h"
 #include "ir/kernel/KernelIR.h"
 
+#include <cstddef>
 #include <ostream>
 #include <string>
 #include <vector>
 
 namespace kiln::compiler {
 
-/// The PTX module of `kernels` from options.gpuBackend (LLVM NVPTX, or CUDA C
-/// through NVRTC), printing the llvm, cuda and ptx dumps options.dump asks for.
-Expected<std::string> emitGpuCode(const std::vector<kir::Kernel> &kernels,
-                                  const codegen::GpuTarget &target, const CompileOptions &options,
-                                  std::ostream &dump);
+/// One compiled GPU module: what the CUDA runtime loads.
+struct GpuModuleImage {
+  std::string ptx;              ///< every kernel, for the target's compute_XX
+  std::vector<std::byte> cubin; ///< for the exact sm_XX; empty when ptxas is unavailable
+  bool fromCache = false;       ///< read from the kernel cache rather than compiled
+};
+
+/// The module of `kernels` from options.gpuBackend (LLVM NVPTX then ptxas, or
+/// CUDA C through NVRTC), taken from the kernel cache when an entry for the
+/// same key is there (docs/caching.md) and kept there otherwise. Prints the
+/// llvm, cuda and ptx dumps options.dump asks for (an llvm dump compiles,
+/// since the cache keeps no LLVM IR). `report`, when given, receives the
+/// cache outcome in kernelCache and any cache warnings in warnings.
+Expected<GpuModuleImage> emitGpuCode(const std::vector<kir::Kernel> &kernels,
+                                     const codegen::GpuTarget &target,
+                                     const CompileOptions &options, std::ostream &dump,
+                                     CompileReport *report = nullptr);
 
 } // namespace kiln::compiler

@@ -13,6 +13,8 @@ namespace kiln::tool {
 
 int compileCommand(const std::vector<std::string> &words);
 int runCommand(const std::vector<std::string> &words);
+/// `kiln cache ls|stats|clear`: the kernel cache on disk (docs/caching.md).
+int cacheCommand(const std::vector<std::string> &words);
 
 /// The flags every command that compiles takes.
 inline const std::set<std::string> kTargetFlags = {"--target", "--arch", "--backend"};

@@ -140,6 +140,10 @@ void printTimes(const CompileReport &report) {
   fmt::print("compile: {:.3f} s (graph passes {:.3f}, lowering {:.3f}, codegen {:.3f})\n",
              report.totalSeconds, report.graphPassSeconds, report.loweringSeconds,
              report.codegenSeconds);
+  if (!report.kernelCache.empty())
+    fmt::print("cache:   {}\n", report.kernelCache);
+  for (const std::string &warning : report.warnings)
+    fmt::print(stderr, "kiln compile: warning: {}\n", warning);
 }
 
 /// `--target cuda`: the kernels compiled for the GPU, without needing one;

@@ -1,4 +1,4 @@
-// kiln: the command line of the compiler — compile, run and opt.
+// kiln: the command line of the compiler — compile, run, opt and cache.
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelSource.h"
 
@@ -17,6 +17,7 @@ commands:
   compile   compile a model and print a summary (--dump=graph,fused,kernel,llvm, --dot)
   run       compile and run a model, print its outputs and time per run (--check)
   opt       run graph passes on IR text and print the result (the kiln-opt tool)
+  cache     list, summarize or clear the kernel cache (ls, stats, clear)
 
 'kiln <command> --help' describes each command. Models are graph IR files
 (.kir) or built-in examples:
@@ -60,6 +61,8 @@ int main(int argc, char **argv) {
     return runCommand(rest);
   if (command == "opt")
     return execOpt(argv);
+  if (command == "cache")
+    return cacheCommand(rest);
   fmt::print(stderr, "kiln: unknown command '{}'\n\n", command);
   fmt::print(stderr, kUsage, exampleListing());
   return kExitUsage;

@@ -1,0 +1,177 @@
+// The kernel cache's directory: environment variables, file names, listing
+// and clearing.
+#include "runtime/cache/CacheDirectory.h"
+
+#include "runtime/cache/CacheEntryFile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <pwd.h>
+#include <sstream>
+#include <unistd.h>
+
+namespace kiln::runtime {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kEntrySuffix = ".kce";
+constexpr std::string_view kTemporaryMarker = ".kce.tmp-";
+
+std::optional<std::string> environment(const char *name) {
+  const char *value = std::getenv(name);
+  if (!value || !*value)
+    return std::nullopt;
+  return std::string(value);
+}
+
+std::optional<fs::path> homeDirectory() {
+  if (auto home = environment("HOME"))
+    return fs::path(*home);
+  // Tools that scrub the environment (lit, cron) may leave HOME unset.
+  if (const passwd *entry = getpwuid(getuid()); entry && entry->pw_dir && *entry->pw_dir)
+    return fs::path(entry->pw_dir);
+  return std::nullopt;
+}
+
+bool isHexDigits(std::string_view text) {
+  return text.size() == 32 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+std::string readFile(const fs::path &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+} // namespace
+
+CacheLocation cacheLocationFromEnvironment() {
+  if (auto mode = environment("KILN_CACHE")) {
+    std::string lower = *mode;
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lower == "off" || lower == "0" || lower == "false" || lower == "no")
+      return {std::nullopt, fmt::format("disabled by KILN_CACHE={}", *mode)};
+  }
+  if (auto directory = environment("KILN_CACHE_DIR"))
+    return {fs::path(*directory), "$KILN_CACHE_DIR"};
+  if (auto xdg = environment("XDG_CACHE_HOME"))
+    return {fs::path(*xdg) / "kiln", "$XDG_CACHE_HOME/kiln"};
+  if (auto home = homeDirectory())
+    return {*home / ".cache" / "kiln", "~/.cache/kiln"};
+  return {std::nullopt, "disabled: no $KILN_CACHE_DIR, $XDG_CACHE_HOME or home directory"};
+}
+
+fs::path kernelEntryDirectory(const fs::path &root) { return root / "kernels"; }
+
+std::string entryFileName(const Hash128 &keyHash) {
+  return keyHash.hex() + std::string(kEntrySuffix);
+}
+
+std::string temporaryFileName(const Hash128 &keyHash) {
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format("{}{}{}-{}", keyHash.hex(), kTemporaryMarker, getpid(), counter++);
+}
+
+bool isEntryFileName(std::string_view name) {
+  return name.size() == 32 + kEntrySuffix.size() && name.ends_with(kEntrySuffix) &&
+         isHexDigits(name.substr(0, 32));
+}
+
+bool isTemporaryFileName(std::string_view name) {
+  return name.size() > 32 + kTemporaryMarker.size() && isHexDigits(name.substr(0, 32)) &&
+         name.substr(32, kTemporaryMarker.size()) == kTemporaryMarker;
+}
+
+Expected<std::vector<CacheFileInfo>> listCacheEntries(const fs::path &root) {
+  fs::path directory = kernelEntryDirectory(root);
+  std::vector<CacheFileInfo> files;
+  std::error_code error;
+  if (!fs::exists(directory, error))
+    return files;
+  fs::directory_iterator it(directory, error);
+  if (error)
+    return makeError(ErrorCode::IOError, fmt::format("cannot list the kernel cache '{}': {}",
+                                                     directory.string(), error.message()));
+  for (const fs::directory_entry &file : it) {
+    std::string name = file.path().filename().string();
+    if (!isEntryFileName(name))
+      continue;
+    CacheFileInfo info;
+    info.path = file.path();
+    std::error_code statError;
+    info.bytes = static_cast<int64_t>(file.file_size(statError));
+    auto modified = file.last_write_time(statError);
+    if (statError) // removed by a concurrent clear or rebuild: not there any more
+      continue;
+    info.modified = std::chrono::file_clock::to_sys(modified);
+    auto key = readCacheEntryKey(readFile(file.path()));
+    if (key)
+      info.key = std::move(*key);
+    else
+      info.problem = key.error().message();
+    files.push_back(std::move(info));
+  }
+  std::sort(files.begin(), files.end(),
+            [](const CacheFileInfo &a, const CacheFileInfo &b) { return a.path < b.path; });
+  return files;
+}
+
+Expected<ClearResult> clearCache(const fs::path &root) {
+  fs::path directory = kernelEntryDirectory(root);
+  ClearResult result;
+  std::error_code error;
+  if (!fs::exists(directory, error))
+    return result;
+  fs::directory_iterator it(directory, error);
+  if (error)
+    return makeError(ErrorCode::IOError, fmt::format("cannot list the kernel cache '{}': {}",
+                                                     directory.string(), error.message()));
+  for (const fs::directory_entry &file : it) {
+    std::string name = file.path().filename().string();
+    bool entry = isEntryFileName(name);
+    if (!entry && !isTemporaryFileName(name))
+      continue;
+    std::error_code sizeError;
+    int64_t bytes = static_cast<int64_t>(file.file_size(sizeError));
+    std::error_code removeError;
+    if (!fs::remove(file.path(), removeError)) {
+      if (removeError)
+        return makeError(ErrorCode::IOError, fmt::format("cannot remove '{}': {}",
+                                                         file.path().string(),
+                                                         removeError.message()));
+      continue; // already gone
+    }
+    (entry ? result.entries : result.temporaries) += 1;
+    result.bytes += sizeError ? 0 : bytes;
+  }
+  return result;
+}
+
+int removeStaleTemporaries(const fs::path &directory, std::chrono::seconds age) {
+  int removed = 0;
+  std::error_code error;
+  fs::directory_iterator it(directory, error);
+  if (error)
+    return 0;
+  auto now = fs::file_time_type::clock::now();
+  for (const fs::directory_entry &file : it) {
+    if (!isTemporaryFileName(file.path().filename().string()))
+      continue;
+    std::error_code fileError;
+    auto modified = file.last_write_time(fileError);
+    if (!fileError && now - modified > age && fs::remove(file.path(), fileError))
+      ++removed;
+  }
+  return removed;
+}
+
+} // namespace kiln::runtime
