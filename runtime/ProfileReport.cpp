@@ -83,11 +83,23 @@ std::string formatCount(int64_t count) {
   return fmt::format("{}", count);
 }
 
-/// TFLOP/s from one TFLOP/s up, GFLOP/s below, so small kernels keep digits.
+/// TFLOP/s from one TFLOP/s up, GFLOP/s from one GFLOP/s, MFLOP/s below, so
+/// small kernels (and simulated ones) keep their digits.
 std::string formatFlopRate(double flopsPerSecond) {
   if (flopsPerSecond >= 1e12)
     return fmt::format("{:.2f} TFLOP/s", flopsPerSecond / 1e12);
-  return fmt::format("{:.2f} GFLOP/s", flopsPerSecond / 1e9);
+  if (flopsPerSecond >= 1e9)
+    return fmt::format("{:.2f} GFLOP/s", flopsPerSecond / 1e9);
+  return fmt::format("{:.2f} MFLOP/s", flopsPerSecond / 1e6);
+}
+
+/// GB/s with two decimals; rates below 0.01 GB/s in scientific notation
+/// rather than as a misleading 0.00.
+std::string formatBandwidth(double bytesPerSecond) {
+  double gigabytes = bytesPerSecond / 1e9;
+  if (gigabytes > 0 && gigabytes < 0.01)
+    return fmt::format("{:.1e}", gigabytes);
+  return fmt::format("{:.2f}", gigabytes);
 }
 
 std::string formatPercent(std::optional<double> fraction) {
@@ -247,7 +259,7 @@ std::string formatProfileTable(const ProfileSummary &summary) {
          fitName(row.name, nameWidth), fmt::format("{}", row.calls),
          fmt::format("{:.3f}", row.totalMs), fmt::format("{:.1f}", row.meanMs * 1e3),
          fmt::format("{:.1f}%", row.fractionOfRun * 100), formatBytes(row.bytesPerCall),
-         formatCount(row.flopsPerCall), fmt::format("{:.2f}", row.bytesPerSecond / 1e9),
+         formatCount(row.flopsPerCall), formatBandwidth(row.bytesPerSecond),
          formatFlopRate(row.flopsPerSecond), formatPercent(row.fractionOfPeakBandwidth),
          formatPercent(row.fractionOfPeakFlops), std::string(boundName(row.bound))});
   }
@@ -262,16 +274,20 @@ std::string formatProfileTable(const ProfileSummary &summary) {
                                  fmt::format("{:.1f}", row.meanMs * 1e3),
                                  fmt::format("{:.1f}%", row.fractionOfRun * 100),
                                  formatBytes(bytesPerCall), "-",
-                                 fmt::format("{:.2f}", row.bytesPerSecond / 1e9), "-",
+                                 formatBandwidth(row.bytesPerSecond), "-",
                                  formatPercent(row.fractionOfPeakBandwidth), "-", "-"});
   }
   auto share = [&](double ms) { return summary.totalMs > 0 ? ms / summary.totalMs * 100 : 0.0; };
   double otherMs = std::max(0.0, summary.totalMs - summary.kernelMs - summary.copyMs);
-  text += fmt::format("total:   {:.3f} ms in {} run{}: kernels {:.3f} ms ({:.1f}%), copies {:.3f} "
-                      "ms ({:.1f}%), other {:.3f} ms ({:.1f}%)\n",
+  // Host runs copy nothing: their total leaves the copies out.
+  std::string copies = summary.copies.empty()
+                           ? std::string()
+                           : fmt::format(", copies {:.3f} ms ({:.1f}%)", summary.copyMs,
+                                         share(summary.copyMs));
+  text += fmt::format("total:   {:.3f} ms in {} run{}: kernels {:.3f} ms ({:.1f}%){}, other "
+                      "{:.3f} ms ({:.1f}%)\n",
                       summary.totalMs, summary.runs, summary.runs == 1 ? "" : "s",
-                      summary.kernelMs, share(summary.kernelMs), summary.copyMs,
-                      share(summary.copyMs), otherMs, share(otherMs));
+                      summary.kernelMs, share(summary.kernelMs), copies, otherMs, share(otherMs));
   return text;
 }
 

@@ -38,8 +38,11 @@ runtime::DevicePeak measureHostPeak() {
 
 } // namespace
 
-int reportProfile(const CompiledModel &model, const std::vector<runtime::RunProfile> &profiles,
-                  const std::optional<std::string> &tracePath) {
+int reportProfile(const CompiledModel &model, std::vector<runtime::RunProfile> profiles,
+                  const std::string &target, const std::optional<std::string> &tracePath) {
+  for (runtime::RunProfile &profile : profiles)
+    if (profile.device.empty())
+      profile.device = target;
   // Device models will report their own peak; switch over when
   // CompiledModel::devicePeak() exists by replacing the next line with:
   //   const runtime::DevicePeak *devicePeak = model.devicePeak();

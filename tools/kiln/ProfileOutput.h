@@ -12,8 +12,10 @@
 namespace kiln::tool {
 
 /// Prints the profile table of `profiles` (runs of `model`) and, when
-/// `tracePath` is set, writes the Chrome trace there. Returns an exit code.
-int reportProfile(const CompiledModel &model, const std::vector<runtime::RunProfile> &profiles,
-                  const std::optional<std::string> &tracePath);
+/// `tracePath` is set, writes the Chrome trace there. A profile that names no
+/// device (host runs leave it empty) is labeled `target`, the compile
+/// report's description of it. Returns an exit code.
+int reportProfile(const CompiledModel &model, std::vector<runtime::RunProfile> profiles,
+                  const std::string &target, const std::optional<std::string> &tracePath);
 
 } // namespace kiln::tool
