@@ -148,7 +148,8 @@ int runCommand(const std::vector<std::string> &words) {
     std::optional<std::string> tracePath;
     if (std::string path = *args->value("--profile"); !path.empty())
       tracePath = path;
-    if (int status = reportProfile(*compiled, std::move(profiles), report.target, tracePath); status != kExitOk)
+    int status = reportProfile(*compiled, std::move(profiles), report.target, tracePath);
+    if (status != kExitOk)
       return status;
   }
 
