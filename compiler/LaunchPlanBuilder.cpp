@@ -1,6 +1,7 @@
 // Launch plan construction: buffers, storage, lifetimes and the arena.
 #include "compiler/LaunchPlanBuilder.h"
 
+#include "compiler/KernelCost.h"
 #include "ir/graph/OpTable.h"
 #include "passes/graph/ArenaPlanner.h"
 
@@ -149,6 +150,8 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
       lifetimes_[id] = {plan_.buffers[id].bytes, step, step, -1};
       launch.args.push_back(id);
     }
+    launch.flops = groupFlops(group);
+    launch.bytesMoved = kernelBytesMoved(kernel);
     KILN_CHECK(launch.args.size() == kernel.params.size(),
                fmt::format("kernel {} takes {} buffers, the plan passes {}", kernel.name,
                            kernel.params.size(), launch.args.size()));

@@ -9,7 +9,8 @@ namespace kiln::tool {
 
 Expected<Args> Args::parse(const std::vector<std::string> &words,
                            const std::set<std::string> &valueFlags,
-                           const std::set<std::string> &boolFlags) {
+                           const std::set<std::string> &boolFlags,
+                           const std::set<std::string> &optionalValueFlags) {
   Args args;
   for (size_t i = 0; i < words.size(); ++i) {
     const std::string &word = words[i];
@@ -28,6 +29,10 @@ Expected<Args> Args::parse(const std::vector<std::string> &words,
       if (inlineValue)
         return makeError(ErrorCode::InvalidArgument, fmt::format("{} takes no value", flag));
       args.values_[flag] = "";
+    } else if (optionalValueFlags.contains(flag)) {
+      if (inlineValue && value.empty())
+        return makeError(ErrorCode::InvalidArgument, fmt::format("{}= needs a value", flag));
+      args.values_[flag] = value;
     } else if (valueFlags.contains(flag)) {
       if (!inlineValue) {
         if (i + 1 >= words.size())

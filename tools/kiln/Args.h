@@ -15,11 +15,14 @@ namespace kiln::tool {
 
 class Args {
 public:
-  /// `valueFlags` take a value; `boolFlags` do not. Anything else starting with
-  /// "--" is an error; other words are positional.
+  /// `valueFlags` take a value; `boolFlags` do not; `optionalValueFlags` take
+  /// one only as "--name=value" (a bare "--name" has the empty value, and the
+  /// next word stays positional). Anything else starting with "--" is an
+  /// error; other words are positional.
   static Expected<Args> parse(const std::vector<std::string> &words,
                               const std::set<std::string> &valueFlags,
-                              const std::set<std::string> &boolFlags);
+                              const std::set<std::string> &boolFlags,
+                              const std::set<std::string> &optionalValueFlags = {});
 
   bool has(const std::string &flag) const { return values_.contains(flag); }
   std::optional<std::string> value(const std::string &flag) const;

@@ -1,10 +1,12 @@
 // kiln run: compiles a model, runs it on given or random inputs, prints the
-// outputs and the time per run, and optionally checks against the reference.
+// outputs and the time per run, optionally profiles it per kernel and checks
+// it against the reference.
 #include "frontend/io/Safetensors.h"
 #include "ir/graph/Interpreter.h"
 #include "support/Tolerance.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelSource.h"
+#include "tools/kiln/ProfileOutput.h"
 
 #include <fmt/format.h>
 
@@ -31,6 +33,12 @@ options:
   --seed S              seed for random inputs and parameters (default 0)
   --iterations N        runs to time (default 10); the first is not timed
   --output FILE         write the outputs to a safetensors file
+  --profile[=FILE]      time every kernel of the timed runs and print, per
+                        kernel, its time, bytes moved and FLOPs (counted
+                        from the IR), achieved GB/s and FLOP/s and the
+                        fraction of the device's peak (on the CPU: measured
+                        bandwidth, ~0.1 s); with =FILE also write a Chrome
+                        trace (Perfetto, chrome://tracing) to FILE
   --check               also run the fp64 reference interpreter and compare
                         every output with the per-dtype tolerance; a mismatch
                         makes the exit status 1
@@ -52,7 +60,7 @@ std::string firstValues(const HostTensor &tensor, int64_t count) {
 int runCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
   valued.insert({"--batch", "--inputs", "--params", "--seed", "--iterations", "--output"});
-  auto args = Args::parse(words, valued, {"--check", "--help"});
+  auto args = Args::parse(words, valued, {"--check", "--help"}, {"--profile"});
   if (!args) {
     fmt::print(stderr, "kiln run: {}\nrun 'kiln run --help' for usage\n", args.error().message());
     return kExitUsage;
@@ -108,13 +116,22 @@ int runCommand(const std::vector<std::string> &words) {
   if (auto bound = compiled->bindParams(params); !bound)
     return reportError("run", bound.error());
 
-  Expected<NamedTensors> outputs = compiled->run(tensors);
+  // Profiling records the timed runs; with one iteration, the only run.
+  bool profiling = args->has("--profile");
+  std::vector<runtime::RunProfile> profiles(profiling ? std::max<int64_t>(*iterations - 1, 1) : 0);
+  RunOptions firstRun;
+  if (profiling && *iterations == 1)
+    firstRun.profile = &profiles[0];
+  Expected<NamedTensors> outputs = compiled->run(tensors, firstRun);
   if (!outputs)
     return reportError("run", outputs.error());
   std::vector<double> seconds;
   for (int64_t i = 1; i < *iterations; ++i) {
+    RunOptions timedRun;
+    if (profiling)
+      timedRun.profile = &profiles[static_cast<size_t>(i - 1)];
     auto start = std::chrono::steady_clock::now();
-    auto again = compiled->run(tensors);
+    auto again = compiled->run(tensors, timedRun);
     seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (!again)
@@ -126,6 +143,14 @@ int runCommand(const std::vector<std::string> &words) {
     std::sort(seconds.begin(), seconds.end());
     fmt::print("time per run: {:.3f} ms (median of {})\n", seconds[seconds.size() / 2] * 1e3,
                seconds.size());
+  }
+  if (profiling) {
+    std::optional<std::string> tracePath;
+    if (std::string path = *args->value("--profile"); !path.empty())
+      tracePath = path;
+    int status = reportProfile(*compiled, std::move(profiles), report.target, tracePath);
+    if (status != kExitOk)
+      return status;
   }
 
   if (auto path = args->value("--output"))

@@ -1,0 +1,174 @@
+// Chrome trace-event JSON of profiled runs, and its write through a
+// temporary file renamed into place.
+#include "runtime/ChromeTrace.h"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <unistd.h>
+
+namespace kiln::runtime {
+
+namespace {
+
+/// The trace's threads: one lane for whole runs, one for kernels (and
+/// launch-graph replays), one for copies.
+constexpr int kProcessId = 1;
+constexpr int kRunsThread = 0;
+constexpr int kKernelsThread = 1;
+constexpr int kCopiesThread = 2;
+
+/// Microseconds with nanosecond digits: a CPU kernel can take under 1 us.
+std::string microseconds(double ms) { return fmt::format("{:.3f}", ms * 1e3); }
+
+/// JSON has no NaN or infinity; a rate over zero time is left out instead.
+void appendRate(std::string &args, const char *key, double amount, double ms, double scale) {
+  if (ms <= 0)
+    return;
+  double rate = amount / (ms * 1e-3) / scale;
+  if (std::isfinite(rate))
+    args += fmt::format(",\"{}\":{:.3f}", key, rate);
+}
+
+std::string_view categoryName(ProfileCategory category) {
+  switch (category) {
+  case ProfileCategory::Kernel: return "kernel";
+  case ProfileCategory::CopyToDevice: return "copy_to_device";
+  case ProfileCategory::CopyToHost: return "copy_to_host";
+  case ProfileCategory::Graph: return "graph";
+  }
+  return "event";
+}
+
+std::string metadataEvent(const char *what, int thread, std::string_view name) {
+  return fmt::format("{{\"name\":\"{}\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}",
+                     what, kProcessId, thread, jsonQuoted(name));
+}
+
+std::string completeEvent(std::string_view name, std::string_view category, double startMs,
+                          double durationMs, int thread, const std::string &args) {
+  return fmt::format("{{\"name\":{},\"cat\":\"{}\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{},"
+                     "\"tid\":{},\"args\":{{{}}}}}",
+                     jsonQuoted(name), category, microseconds(startMs),
+                     microseconds(std::max(durationMs, 0.0)), kProcessId, thread, args);
+}
+
+/// The work an event did: a kernel's step's counts, the plan's for a graph
+/// replay, a copy's bytes.
+std::string eventArgs(const ProfileEvent &event, std::span<const PlanStep> steps) {
+  int64_t flops = 0, bytes = event.bytes;
+  std::string args;
+  if (event.category == ProfileCategory::Kernel) {
+    args = fmt::format("\"step\":{}", event.step);
+    if (event.step >= 0 && static_cast<size_t>(event.step) < steps.size()) {
+      flops = steps[event.step].flops;
+      bytes = steps[event.step].bytesMoved;
+    }
+  } else if (event.category == ProfileCategory::Graph) {
+    args = fmt::format("\"kernels\":{}", steps.size());
+    bytes = 0;
+    for (const PlanStep &step : steps) {
+      flops += step.flops;
+      bytes += step.bytesMoved;
+    }
+  }
+  if (!args.empty())
+    args += ",";
+  args += fmt::format("\"bytes\":{}", bytes);
+  if (event.category == ProfileCategory::Kernel || event.category == ProfileCategory::Graph)
+    args += fmt::format(",\"flops\":{}", flops);
+  appendRate(args, "GB/s", static_cast<double>(bytes), event.durationMs, 1e9);
+  if (event.category == ProfileCategory::Kernel || event.category == ProfileCategory::Graph)
+    appendRate(args, "GFLOP/s", static_cast<double>(flops), event.durationMs, 1e9);
+  return args;
+}
+
+Error traceError(const std::string &path, std::string_view what, int error) {
+  return Error(ErrorCode::IOError, fmt::format("cannot write the profile trace {}: {}: {}", path,
+                                               what, std::strerror(error)));
+}
+
+} // namespace
+
+std::string jsonQuoted(std::string_view text) {
+  std::string quoted = "\"";
+  for (char c : text) {
+    switch (c) {
+    case '"': quoted += "\\\""; break;
+    case '\\': quoted += "\\\\"; break;
+    case '\n': quoted += "\\n"; break;
+    case '\r': quoted += "\\r"; break;
+    case '\t': quoted += "\\t"; break;
+    case '\b': quoted += "\\b"; break;
+    case '\f': quoted += "\\f"; break;
+    default:
+      if (static_cast<unsigned char>(c) < 0x20)
+        quoted += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+      else
+        quoted += c;
+    }
+  }
+  return quoted + "\"";
+}
+
+std::string chromeTraceJson(std::span<const RunProfile> runs, std::span<const PlanStep> steps) {
+  std::vector<std::string> events;
+  std::string device = runs.empty() ? std::string() : runs.front().device;
+  events.push_back(metadataEvent("process_name", kRunsThread,
+                                 device.empty() ? std::string("kiln") : "kiln: " + device));
+  events.push_back(metadataEvent("thread_name", kRunsThread, "runs"));
+  events.push_back(metadataEvent("thread_name", kKernelsThread, "kernels"));
+  events.push_back(metadataEvent("thread_name", kCopiesThread, "copies"));
+  // Each run's events are timed from its own start; runs follow one another.
+  double runStartMs = 0;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const RunProfile &run = runs[r];
+    double runEndMs = run.totalMs;
+    for (const ProfileEvent &event : run.events)
+      runEndMs = std::max(runEndMs, event.startMs + event.durationMs);
+    events.push_back(completeEvent(fmt::format("run {}", r), "run", runStartMs, runEndMs,
+                                   kRunsThread, fmt::format("\"events\":{}", run.events.size())));
+    for (const ProfileEvent &event : run.events) {
+      bool copy = event.category == ProfileCategory::CopyToDevice ||
+                  event.category == ProfileCategory::CopyToHost;
+      events.push_back(completeEvent(event.name, categoryName(event.category),
+                                     runStartMs + event.startMs, event.durationMs,
+                                     copy ? kCopiesThread : kKernelsThread,
+                                     eventArgs(event, steps)));
+    }
+    runStartMs += runEndMs;
+  }
+  return fmt::format("{{\"traceEvents\":[\n{}\n],\"displayTimeUnit\":\"ms\"}}\n",
+                     fmt::join(events, ",\n"));
+}
+
+Expected<void> writeChromeTrace(const std::string &path, std::span<const RunProfile> runs,
+                                std::span<const PlanStep> steps) {
+  std::string text = chromeTraceJson(runs, steps);
+  // The temporary sits next to the trace so the rename cannot cross file systems.
+  std::string temporary = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
+  std::FILE *file = std::fopen(temporary.c_str(), "wbx");
+  if (!file)
+    return std::unexpected(traceError(path, "cannot create a temporary file next to it", errno));
+  size_t written = std::fwrite(text.data(), 1, text.size(), file);
+  int writeErrno = errno;
+  bool closed = std::fclose(file) == 0;
+  int closeErrno = errno;
+  if (written != text.size() || !closed) {
+    std::remove(temporary.c_str());
+    return std::unexpected(written != text.size()
+                               ? traceError(path, "cannot write its temporary file", writeErrno)
+                               : traceError(path, "cannot close its temporary file", closeErrno));
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    int renameErrno = errno;
+    std::remove(temporary.c_str());
+    return std::unexpected(traceError(path, "cannot rename the temporary file onto it", renameErrno));
+  }
+  return {};
+}
+
+} // namespace kiln::runtime
