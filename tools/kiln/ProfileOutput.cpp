@@ -43,10 +43,9 @@ int reportProfile(const CompiledModel &model, std::vector<runtime::RunProfile> p
   for (runtime::RunProfile &profile : profiles)
     if (profile.device.empty())
       profile.device = target;
-  // Device models will report their own peak; switch over when
-  // CompiledModel::devicePeak() exists by replacing the next line with:
-  //   const runtime::DevicePeak *devicePeak = model.devicePeak();
-  const runtime::DevicePeak *devicePeak = nullptr;
+  // A device model reports its device's peak (the simulator's is unknown);
+  // a host model's is the CPU's, measured now.
+  const runtime::DevicePeak *devicePeak = model.devicePeak();
   runtime::DevicePeak peak = devicePeak ? *devicePeak : measureHostPeak();
 
   runtime::ProfileSummary summary =
