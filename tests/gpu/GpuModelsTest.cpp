@@ -6,6 +6,7 @@
 #include "compiler/CompileTestUtil.h"
 #include "compiler/Devices.h"
 #include "compiler/EveryOpGraph.h"
+#include "frontend/TempDir.h"
 #include "examples/models/ExampleRegistry.h"
 #include "examples/models/TransformerBlock.h"
 #include "examples/models/VggTransfer.h"
@@ -154,6 +155,27 @@ TEST_CASE("repeated GPU runs reuse the pool and give identical results", "[gpu][
   }
   // After the first graphed run built its graph, no run asked the driver for memory.
   CHECK(gpu->pool->stats().deviceAllocations == allocationsAfterFirst);
+}
+
+TEST_CASE("a second compile on the GPU loads its module from the kernel cache",
+          "[gpu][executor]") {
+  GpuBackend backend = GENERATE(GpuBackend::Llvm, GpuBackend::Nvrtc);
+  INFO("backend " << backendName(backend));
+  testing::TempDir cacheDir;
+  ExecutorModel m;
+  CompileOptions options = cudaOptions(backend);
+  options.kernelCacheDir = cacheDir.path().string();
+  CompileReport warm;
+  CompiledModel first = compileOrFail(m.c.graph().ir(), options);
+  auto second = compile(m.c.graph().ir(), options, &warm);
+  REQUIRE(second);
+  CHECK_THAT(warm.kernelCache, Catch::StartsWith("hit"));
+  auto a = first.run(m.c.tensors());
+  auto b = second->run(m.c.tensors());
+  REQUIRE(a);
+  REQUIRE(b);
+  checkOutputsMatch(m.c.graph().ir(), *b, m.c.reference());
+  CHECK(std::ranges::equal(a->at("y").bytes(), b->at("y").bytes()));
 }
 
 TEST_CASE("a profiled GPU run times each kernel with device events", "[gpu][executor]") {
