@@ -104,20 +104,27 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
   r = {};
 
   if (options.target == TargetKind::Cuda || options.target == TargetKind::Auto) {
+    // A GPU is usable when the driver opens one kiln can generate code for.
     auto gpu = compiler::cudaDevice();
-    if (gpu) {
+    Expected<codegen::GpuTarget> gpuTarget =
+        gpu ? compiler::gpuTargetFor(gpu->device->properties(), options.gpuArch)
+            : std::unexpected(gpu.error());
+    if (gpuTarget) {
       KILN_TRY(CompiledModel model, compiler::compileForCuda(userGraph, options, *gpu, dump, r));
       r.totalSeconds = secondsSince(start);
       return model;
     }
-    if (options.target == TargetKind::Cuda)
-      return std::unexpected(
-          Error(ErrorCode::Unavailable,
-                fmt::format("cannot run on a GPU: {}", gpu.error().message()))
-              .withNote("run with --target cpu, or --target sim for the GPU kernels on the "
-                        "SIMT simulator; `kiln compile --target cuda` generates GPU code "
-                        "without a GPU"));
-    r.fallbackReason = fmt::format("no usable GPU ({}); running on the CPU", gpu.error().message());
+    if (options.target == TargetKind::Cuda) {
+      Error error(ErrorCode::Unavailable,
+                  fmt::format("cannot run on a GPU: {}", gpuTarget.error().message()));
+      for (const std::string &note : gpuTarget.error().notes())
+        error.withNote(note);
+      return std::unexpected(std::move(error).withNote(
+          "run with --target cpu, or --target sim for the GPU kernels on the SIMT simulator; "
+          "`kiln compile --target cuda` generates GPU code without a GPU"));
+    }
+    r.fallbackReason =
+        fmt::format("no usable GPU ({}); running on the CPU", gpuTarget.error().message());
   }
 
   if (options.target == TargetKind::Sim) {
