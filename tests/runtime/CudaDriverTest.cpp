@@ -1,6 +1,7 @@
 // Opening a GPU where there is none: every way the CUDA driver can be missing
 // must give an Unavailable error that says which and why. (On a GPU machine the
 // default search succeeds, which these tests accept.)
+#include "ScopedEnv.h"
 #include "runtime/cuda/CudaDevice.h"
 
 #include <catch2/catch.hpp>
@@ -12,34 +13,11 @@
 using namespace kiln;
 using runtime::cuda::openCudaDevice;
 
+using kiln::test::ScopedEnv;
+
 namespace {
 
 constexpr const char *kToolkitStub = "/usr/local/cuda/lib64/stubs/libcuda.so";
-
-/// Sets (or unsets) an environment variable for one scope and restores it.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const char *value) : name_(name) {
-    if (const char *old = std::getenv(name))
-      old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv &) = delete;
-  ScopedEnv &operator=(const ScopedEnv &) = delete;
-
-private:
-  const char *name_;
-  std::optional<std::string> old_;
-};
 
 } // namespace
 

@@ -1,6 +1,7 @@
 // The kernel cache: both tiers, the environment's directory, entries that
 // must not be trusted (flipped byte, truncated, foreign, other version),
 // failed writes, and concurrent writers (threads and processes).
+#include "ScopedEnv.h"
 #include "runtime/cache/CacheDirectory.h"
 #include "runtime/cache/CacheEntryFile.h"
 #include "runtime/cache/ContentHash.h"
@@ -24,30 +25,9 @@ using namespace kiln::runtime;
 using kiln::testing::TempDir;
 namespace fs = std::filesystem;
 
+using kiln::test::ScopedEnv;
+
 namespace {
-
-/// Sets an environment variable for one scope, restoring the old value after.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const char *value) : name_(name) {
-    if (const char *old = std::getenv(name))
-      old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
-private:
-  const char *name_;
-  std::optional<std::string> old_;
-};
 
 /// A payload that is not all one byte, so a flipped byte always changes it.
 CacheEntry sampleEntry(std::string_view tag, size_t bytes = 4096) {

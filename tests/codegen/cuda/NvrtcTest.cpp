@@ -1,5 +1,6 @@
 // NVRTC loading and its errors: the version, a library that is not there
 // ($KILN_NVRTC), and source NVRTC rejects (its log and the blamed line).
+#include "ScopedEnv.h"
 #include "codegen/cuda/Nvrtc.h"
 
 #include <catch2/catch.hpp>
@@ -10,27 +11,9 @@
 
 using namespace kiln;
 
+using kiln::test::ScopedEnv;
+
 namespace {
-
-/// Sets an environment variable for one scope and restores it after.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const char *value) : name_(name) {
-    if (const char *old = std::getenv(name))
-      old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
-private:
-  const char *name_;
-  std::optional<std::string> old_;
-};
 
 codegen::GpuTarget sm80() { return *codegen::gpuTargetNamed("sm_80"); }
 

@@ -1,5 +1,6 @@
 // The ptxas driver and the NVPTX backend's error paths: parsing `ptxas -v`,
 // a missing ptxas, PTX that ptxas rejects, and kernels that are not GPU kernels.
+#include "ScopedEnv.h"
 #include "tests/codegen/gpu/GpuCodegenTestUtil.h"
 
 #include <cstdlib>
@@ -10,27 +11,9 @@ using namespace kiln;
 using namespace kiln::kir;
 using kiln::testing::gpuTarget;
 
+using kiln::test::ScopedEnv;
+
 namespace {
-
-/// Sets an environment variable for one scope, restoring the old value.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const char *value) : name_(name) {
-    if (const char *old = std::getenv(name))
-      old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
-private:
-  const char *name_;
-  std::optional<std::string> old_;
-};
 
 /// Files of ptxas's temporary directories (kiln-ptxas-*) now in the temp dir.
 size_t ptxasTemporaries() {
