@@ -179,6 +179,12 @@ Expected<void> CudaEmitter::emitStmt(const kir::Stmt &stmt) {
   }
   case kir::StmtKind::Barrier: line("__syncthreads();"); return {};
   case kir::StmtKind::Atomic: return emitAtomic(static_cast<const kir::Atomic &>(stmt));
+  case kir::StmtKind::Mma:
+  case kir::StmtKind::LdMatrix:
+  case kir::StmtKind::AsyncCopy:
+  case kir::StmtKind::AsyncCommit:
+  case kir::StmtKind::AsyncWait:
+    return fail(ErrorCode::Unsupported, "tensor-core statements in the CUDA C backend");
   }
   KILN_UNREACHABLE("unknown statement kind");
 }

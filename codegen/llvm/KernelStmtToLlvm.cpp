@@ -194,6 +194,12 @@ Expected<void> KernelEmitter::emitStmt(const kir::Stmt &stmt) {
   }
   case kir::StmtKind::Barrier: return emitBarrier(*as<kir::Barrier>(stmt));
   case kir::StmtKind::Atomic: return emitAtomic(*as<kir::Atomic>(stmt));
+  case kir::StmtKind::Mma:
+  case kir::StmtKind::LdMatrix:
+  case kir::StmtKind::AsyncCopy:
+  case kir::StmtKind::AsyncCommit:
+  case kir::StmtKind::AsyncWait:
+    return fail(ErrorCode::Unsupported, "tensor-core statements in the LLVM backend");
   }
   KILN_UNREACHABLE("statement kind");
 }

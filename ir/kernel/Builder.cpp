@@ -1,5 +1,6 @@
 // Kernel IR constructors with type checks and trivial integer folding.
 #include "ir/kernel/Builder.h"
+#include "ir/kernel/MmaLayout.h"
 
 #include "ir/kernel/Printer.h"
 
@@ -287,6 +288,65 @@ StmtPtr atomic(AtomicOp op, BufferPtr buffer, ExprPtr index, ExprPtr value) {
   KILN_CHECK(integer || (op == AtomicOp::Add && (dtype == DType::F32 || dtype == DType::F64)),
              fmt::format("atomic {} is not defined on {}", atomicOpName(op), dtypeName(dtype)));
   return std::make_shared<Atomic>(op, std::move(buffer), std::move(index), std::move(value));
+}
+
+namespace {
+void checkFragment(const Fragment &fragment, DType dtype, int64_t count, std::string_view what) {
+  KILN_CHECK(fragment.buffer && fragment.buffer->scope == MemScope::Register,
+             fmt::format("{} must be a register buffer", what));
+  KILN_CHECK(fragment.buffer->dtype == dtype,
+             fmt::format("{} {} is {}, not {}", what, fragment.buffer->name,
+                         dtypeName(fragment.buffer->dtype), dtypeName(dtype)));
+  KILN_CHECK(fragment.offset >= 0 && fragment.offset + count <= fragment.buffer->size,
+             fmt::format("{} {}[{}, {}) is outside its {} elements", what, fragment.buffer->name,
+                         fragment.offset, fragment.offset + count, fragment.buffer->size));
+}
+} // namespace
+
+StmtPtr mma(MmaKind kind, Fragment d, Fragment a, Fragment b, Fragment c) {
+  const MmaShapeInfo &info = mmaShapeInfo(kind);
+  checkFragment(d, DType::F32, info.cElements, "mma d");
+  checkFragment(a, info.operandDtype, info.aElements, "mma a");
+  checkFragment(b, info.operandDtype, info.bElements, "mma b");
+  checkFragment(c, DType::F32, info.cElements, "mma c");
+  return std::make_shared<Mma>(kind, std::move(d), std::move(a), std::move(b), std::move(c));
+}
+
+StmtPtr ldMatrix(Fragment destination, int matrices, bool transpose, BufferPtr source,
+                 ExprPtr rowIndex) {
+  KILN_CHECK(matrices == 1 || matrices == 2 || matrices == 4, "ldmatrix loads 1, 2 or 4 matrices");
+  KILN_CHECK(source->scope == MemScope::Shared, "ldmatrix reads a shared buffer");
+  KILN_CHECK(dtypeByteSize(source->dtype) == 2, "ldmatrix reads 16-bit elements");
+  checkFragment(destination, source->dtype, 2 * matrices, "ldmatrix destination");
+  KILN_CHECK(rowIndex->type() == Type::index(), "ldmatrix row index must be an i64 scalar");
+  return std::make_shared<LdMatrix>(std::move(destination), matrices, transpose,
+                                    std::move(source), std::move(rowIndex));
+}
+
+StmtPtr asyncCopy(BufferPtr destination, ExprPtr destinationIndex, BufferPtr source,
+                  ExprPtr sourceIndex, int lanes, ExprPtr predicate) {
+  KILN_CHECK(destination->scope == MemScope::Shared && source->scope == MemScope::Global,
+             "an async copy goes from a global buffer to a shared one");
+  KILN_CHECK(destination->dtype == source->dtype,
+             fmt::format("async copy from {} {} into {} {}", dtypeName(source->dtype),
+                         source->name, dtypeName(destination->dtype), destination->name));
+  int bytes = lanes * dtypeByteSize(source->dtype);
+  KILN_CHECK(bytes == 4 || bytes == 8 || bytes == 16,
+             fmt::format("an async copy moves 4, 8 or 16 bytes, not {}", bytes));
+  KILN_CHECK(destinationIndex->type() == Type::index() && sourceIndex->type() == Type::index(),
+             "async copy indices must be i64 scalars");
+  KILN_CHECK(!predicate || predicate->type() == Type::boolean(),
+             "async copy predicate must be a bool scalar");
+  return std::make_shared<AsyncCopy>(std::move(destination), std::move(destinationIndex),
+                                     std::move(source), std::move(sourceIndex), lanes,
+                                     std::move(predicate));
+}
+
+StmtPtr asyncCommit() { return std::make_shared<AsyncCommit>(); }
+
+StmtPtr asyncWait(int pendingGroups) {
+  KILN_CHECK(pendingGroups >= 0 && pendingGroups <= 7, "async wait allows 0..7 pending groups");
+  return std::make_shared<AsyncWait>(pendingGroups);
 }
 
 std::string_view shuffleModeName(ShuffleMode mode) {

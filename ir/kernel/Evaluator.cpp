@@ -349,6 +349,11 @@ private:
     }
     case StmtKind::Barrier: return gpuOnly("a barrier");
     case StmtKind::Atomic: return gpuOnly("an atomic");
+    case StmtKind::Mma: return gpuOnly("a matrix product (mma)");
+    case StmtKind::LdMatrix: return gpuOnly("an ldmatrix");
+    case StmtKind::AsyncCopy:
+    case StmtKind::AsyncCommit:
+    case StmtKind::AsyncWait: return gpuOnly("an asynchronous copy");
     }
     stmts_.push_back(std::move(node));
     return static_cast<int>(stmts_.size() - 1);
@@ -531,7 +536,12 @@ private:
     case StmtKind::Store: return store(node);
     case StmtKind::Evaluate: return eval(node.exprs[0]);
     case StmtKind::Barrier:
-    case StmtKind::Atomic: KILN_UNREACHABLE("GPU statements are rejected when compiled");
+    case StmtKind::Atomic:
+    case StmtKind::Mma:
+    case StmtKind::LdMatrix:
+    case StmtKind::AsyncCopy:
+    case StmtKind::AsyncCommit:
+    case StmtKind::AsyncWait: KILN_UNREACHABLE("GPU statements are rejected when compiled");
     }
     KILN_UNREACHABLE("statement kind");
   }

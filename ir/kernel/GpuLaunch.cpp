@@ -33,6 +33,11 @@ std::string_view statementName(StmtKind kind) {
   case StmtKind::Evaluate: return "call";
   case StmtKind::Barrier: return "barrier";
   case StmtKind::Atomic: return "atomic";
+  case StmtKind::Mma: return "mma";
+  case StmtKind::LdMatrix: return "ldmatrix";
+  case StmtKind::AsyncCopy: return "async copy";
+  case StmtKind::AsyncCommit: return "async commit";
+  case StmtKind::AsyncWait: return "async wait";
   default: return "statement";
   }
 }

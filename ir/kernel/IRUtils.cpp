@@ -91,6 +91,9 @@ public:
   std::vector<const Buffer *> buffers;
   void visitStore(const Store &node) override { add(node.buffer.get()); }
   void visitAtomic(const Atomic &node) override { add(node.buffer.get()); }
+  void visitMma(const Mma &node) override { add(node.d.buffer.get()); }
+  void visitLdMatrix(const LdMatrix &node) override { add(node.destination.buffer.get()); }
+  void visitAsyncCopy(const AsyncCopy &node) override { add(node.destination.get()); }
 
 private:
   void add(const Buffer *buffer) {
@@ -165,6 +168,8 @@ bool containsBarrier(const StmtPtr &stmt) {
   struct Finder : StmtVisitor {
     bool found = false;
     void visitBarrier(const Barrier &) override { found = true; }
+    // Waits order other threads' async copies too, and mma/ldmatrix are warp-collective.
+    void visitAsyncWait(const AsyncWait &) override { found = true; }
   } finder;
   finder.visit(stmt);
   return finder.found;

@@ -208,7 +208,10 @@ enum class ForKind { Serial, Unrolled, Vectorized, Parallel, BlockX, BlockY, Blo
 
 std::string_view forKindName(ForKind kind);
 
-enum class StmtKind { Block, For, Let, If, Allocate, Store, Evaluate, Barrier, Atomic };
+enum class StmtKind {
+  Block, For, Let, If, Allocate, Store, Evaluate, Barrier, Atomic,
+  Mma, LdMatrix, AsyncCopy, AsyncCommit, AsyncWait
+};
 
 class Stmt;
 using StmtPtr = std::shared_ptr<const Stmt>;
@@ -319,6 +322,96 @@ public:
   const AtomicOp op;
   const BufferPtr buffer;
   const ExprPtr index, value;
+};
+
+// ---- Tensor cores and asynchronous copies (GPU kernels, sm_80 and later) ---------------------
+
+/// A run of a thread's register buffer: elements [offset, offset + count) of
+/// `buffer` (scope Register), the count given by the statement that uses it.
+struct Fragment {
+  BufferPtr buffer;
+  int64_t offset = 0;
+};
+
+/// The warp-level matrix products kiln emits: PTX mma.sync.aligned.<shape>
+/// .row.col.f32.<t>.<t>.f32, D = A x B + C with A m x k, B k x n, C and D
+/// m x n in f32. The operand dtype names the fragments' element type (TF32
+/// operands are f32 buffers whose values the product rounds to tf32, to
+/// nearest with ties away from zero, as cvt.rna.tf32.f32 does). Which element
+/// of which matrix each lane holds is defined in ir/kernel/MmaLayout.h.
+enum class MmaKind {
+  F16_M16N8K16,   ///< f16 operands, sm_80
+  BF16_M16N8K16,  ///< bf16 operands, sm_80
+  TF32_M16N8K8,   ///< tf32 operands (f32 buffers), sm_80
+  E4M3_M16N8K32,  ///< f8e4m3 operands, sm_89
+};
+
+/// A warp's matrix product: every one of the 32 lanes of the warp executes it
+/// together (the simulator reports one reached by part of a warp). Each lane
+/// passes its fragments; d may alias c (accumulate in place).
+class Mma final : public Stmt {
+public:
+  Mma(MmaKind mmaKind, Fragment d, Fragment a, Fragment b, Fragment c)
+      : Stmt(StmtKind::Mma), mmaKind(mmaKind), d(std::move(d)), a(std::move(a)),
+        b(std::move(b)), c(std::move(c)) {}
+  const MmaKind mmaKind;
+  const Fragment d, a, b, c;
+};
+
+/// PTX ldmatrix.sync.aligned.m8n8.x<matrices>[.trans].shared.b16: the warp
+/// loads `matrices` (1, 2 or 4) 8 x 8 matrices of 16-bit elements from shared
+/// memory. Lanes 8j .. 8j+7 give the rows 0..7 of matrix j: `rowIndex` is the
+/// element index in `source` of the lane's row (8 consecutive elements, 16-byte
+/// aligned); lanes whose row no matrix uses still evaluate it. Each lane
+/// receives 2 elements per matrix into destination[offset + 2j + e]: row
+/// lane / 4, column 2 (lane % 4) + e, or with `transpose` the element at row
+/// 2 (lane % 4) + e, column lane / 4.
+class LdMatrix final : public Stmt {
+public:
+  LdMatrix(Fragment destination, int matrices, bool transpose, BufferPtr source, ExprPtr rowIndex)
+      : Stmt(StmtKind::LdMatrix), destination(std::move(destination)), matrices(matrices),
+        transpose(transpose), source(std::move(source)), rowIndex(std::move(rowIndex)) {}
+  const Fragment destination;
+  const int matrices;
+  const bool transpose;
+  const BufferPtr source;
+  const ExprPtr rowIndex;
+};
+
+/// PTX cp.async: copies `lanes` consecutive elements (4, 8 or 16 bytes, the
+/// indices aligned to that size) from global `source` to shared `destination`
+/// without passing through registers. The copy lands at some point before the
+/// thread's AsyncWait that retires its group; until then the destination
+/// holds its old contents. A false predicate reads nothing and writes zeros.
+class AsyncCopy final : public Stmt {
+public:
+  AsyncCopy(BufferPtr destination, ExprPtr destinationIndex, BufferPtr source, ExprPtr sourceIndex,
+            int lanes, ExprPtr predicate)
+      : Stmt(StmtKind::AsyncCopy), destination(std::move(destination)),
+        destinationIndex(std::move(destinationIndex)), source(std::move(source)),
+        sourceIndex(std::move(sourceIndex)), lanes(lanes), predicate(std::move(predicate)) {}
+  const BufferPtr destination;
+  const ExprPtr destinationIndex;
+  const BufferPtr source;
+  const ExprPtr sourceIndex;
+  const int lanes;
+  const ExprPtr predicate; ///< nullptr: always copy
+};
+
+/// PTX cp.async.commit_group: the thread's async copies issued since its last
+/// commit form one group.
+class AsyncCommit final : public Stmt {
+public:
+  AsyncCommit() : Stmt(StmtKind::AsyncCommit) {}
+};
+
+/// PTX cp.async.wait_group N: waits until at most `pendingGroups` of the
+/// thread's most recent committed groups are still in flight; every older
+/// group's copies have landed. Other threads see them only after a Barrier.
+class AsyncWait final : public Stmt {
+public:
+  explicit AsyncWait(int pendingGroups) : Stmt(StmtKind::AsyncWait), pendingGroups(pendingGroups) {}
+  const int pendingGroups;
 };
 
 // ---- Kernels ------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 // precedence with minimal parentheses, explicit types on loads, stores, casts,
 // lets and non-index constants.
 #include "ir/kernel/Printer.h"
+#include "ir/kernel/MmaLayout.h"
 
 #include "support/Error.h"
 
@@ -147,6 +148,9 @@ private:
   const std::string &varName(const Var &var) { return vars_.nameOf(&var, var.name, "v"); }
   const std::string &bufferName(const Buffer &buffer) {
     return buffers_.nameOf(&buffer, buffer.name, "buf");
+  }
+  std::string fragment(const Fragment &fragment) {
+    return fmt::format("{}[{}:]", bufferName(*fragment.buffer), fragment.offset);
   }
   static std::string bufferType(const Buffer &buffer) {
     return fmt::format("{}[{}]", dtypeName(buffer.dtype), buffer.size);
@@ -349,6 +353,34 @@ private:
       line(fmt::format("eval {}", expr(static_cast<const Evaluate &>(*s).value)));
       return;
     case StmtKind::Barrier: line("barrier"); return;
+    case StmtKind::Mma: {
+      auto &node = static_cast<const Mma &>(*s);
+      line(fmt::format("mma.{} {} = {} * {} + {}", mmaKindName(node.mmaKind), fragment(node.d),
+                       fragment(node.a), fragment(node.b), fragment(node.c)));
+      return;
+    }
+    case StmtKind::LdMatrix: {
+      auto &node = static_cast<const LdMatrix &>(*s);
+      line(fmt::format("ldmatrix.x{}{} {} = {}[{}]", node.matrices, node.transpose ? ".trans" : "",
+                       fragment(node.destination), bufferName(*node.source),
+                       expr(node.rowIndex)));
+      return;
+    }
+    case StmtKind::AsyncCopy: {
+      auto &node = static_cast<const AsyncCopy &>(*s);
+      std::string text = fmt::format(
+          "async_copy {} {}[{}] = {}[{}]", typeName(Type{node.source->dtype, node.lanes}),
+          bufferName(*node.destination), expr(node.destinationIndex), bufferName(*node.source),
+          expr(node.sourceIndex));
+      if (node.predicate)
+        text += fmt::format(" if {}", expr(node.predicate));
+      line(text);
+      return;
+    }
+    case StmtKind::AsyncCommit: line("async_commit"); return;
+    case StmtKind::AsyncWait:
+      line(fmt::format("async_wait {}", static_cast<const AsyncWait &>(*s).pendingGroups));
+      return;
     case StmtKind::Atomic: {
       auto &node = static_cast<const Atomic &>(*s);
       line(fmt::format("atomic {} {} {}[{}] <- {}", atomicOpName(node.op),

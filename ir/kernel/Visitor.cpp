@@ -98,6 +98,11 @@ void StmtVisitor::visit(const StmtPtr &stmt) {
   case StmtKind::Evaluate: return visitEvaluate(static_cast<const Evaluate &>(*stmt));
   case StmtKind::Barrier: return visitBarrier(static_cast<const Barrier &>(*stmt));
   case StmtKind::Atomic: return visitAtomic(static_cast<const Atomic &>(*stmt));
+  case StmtKind::Mma: return visitMma(static_cast<const Mma &>(*stmt));
+  case StmtKind::LdMatrix: return visitLdMatrix(static_cast<const LdMatrix &>(*stmt));
+  case StmtKind::AsyncCopy: return visitAsyncCopy(static_cast<const AsyncCopy &>(*stmt));
+  case StmtKind::AsyncCommit: return visitAsyncCommit(static_cast<const AsyncCommit &>(*stmt));
+  case StmtKind::AsyncWait: return visitAsyncWait(static_cast<const AsyncWait &>(*stmt));
   }
   KILN_UNREACHABLE("statement kind");
 }
@@ -138,6 +143,15 @@ void StmtVisitor::visitEvaluate(const Evaluate &node) { visitExpr(node.value); }
 void StmtVisitor::visitAtomic(const Atomic &node) {
   visitExpr(node.index);
   visitExpr(node.value);
+}
+
+void StmtVisitor::visitLdMatrix(const LdMatrix &node) { visitExpr(node.rowIndex); }
+
+void StmtVisitor::visitAsyncCopy(const AsyncCopy &node) {
+  visitExpr(node.destinationIndex);
+  visitExpr(node.sourceIndex);
+  if (node.predicate)
+    visitExpr(node.predicate);
 }
 
 // ---- Rebuilders ---------------------------------------------------------------------------------
@@ -222,6 +236,11 @@ StmtPtr Mutator::mutate(const StmtPtr &stmt) {
   case StmtKind::Evaluate: return mutateEvaluate(downcast<Evaluate>(stmt));
   case StmtKind::Barrier: return mutateBarrier(downcast<Barrier>(stmt));
   case StmtKind::Atomic: return mutateAtomic(downcast<Atomic>(stmt));
+  case StmtKind::Mma: return mutateMma(downcast<Mma>(stmt));
+  case StmtKind::LdMatrix: return mutateLdMatrix(downcast<LdMatrix>(stmt));
+  case StmtKind::AsyncCopy: return mutateAsyncCopy(downcast<AsyncCopy>(stmt));
+  case StmtKind::AsyncCommit: return mutateAsyncCommit(downcast<AsyncCommit>(stmt));
+  case StmtKind::AsyncWait: return mutateAsyncWait(downcast<AsyncWait>(stmt));
   }
   KILN_UNREACHABLE("statement kind");
 }
@@ -379,6 +398,30 @@ StmtPtr Mutator::mutateAtomic(const std::shared_ptr<const Atomic> &node) {
   KILN_CHECK(value->type() == Type::scalar(node->buffer->dtype),
              "atomic: value type differs from the buffer's dtype");
   return std::make_shared<Atomic>(node->op, node->buffer, std::move(index), std::move(value));
+}
+
+StmtPtr Mutator::mutateLdMatrix(const std::shared_ptr<const LdMatrix> &node) {
+  ExprPtr rowIndex = mutate(node->rowIndex);
+  if (rowIndex == node->rowIndex)
+    return node;
+  KILN_CHECK(rowIndex->type() == Type::index(), "ldmatrix: row index must be an i64 scalar");
+  return std::make_shared<LdMatrix>(node->destination, node->matrices, node->transpose,
+                                    node->source, std::move(rowIndex));
+}
+
+StmtPtr Mutator::mutateAsyncCopy(const std::shared_ptr<const AsyncCopy> &node) {
+  ExprPtr destinationIndex = mutate(node->destinationIndex);
+  ExprPtr sourceIndex = mutate(node->sourceIndex);
+  ExprPtr predicate = mutate(node->predicate);
+  if (destinationIndex == node->destinationIndex && sourceIndex == node->sourceIndex &&
+      predicate == node->predicate)
+    return node;
+  KILN_CHECK(destinationIndex->type() == Type::index() && sourceIndex->type() == Type::index(),
+             "async copy: indices must be i64 scalars");
+  KILN_CHECK(!predicate || predicate->type() == Type::boolean(),
+             "async copy: predicate must be a bool scalar");
+  return std::make_shared<AsyncCopy>(node->destination, std::move(destinationIndex), node->source,
+                                     std::move(sourceIndex), node->lanes, std::move(predicate));
 }
 
 } // namespace kiln::kir

@@ -50,6 +50,11 @@ public:
   virtual void visitEvaluate(const Evaluate &node);
   virtual void visitBarrier(const Barrier &) {}
   virtual void visitAtomic(const Atomic &node);
+  virtual void visitMma(const Mma &) {}
+  virtual void visitLdMatrix(const LdMatrix &node);
+  virtual void visitAsyncCopy(const AsyncCopy &node);
+  virtual void visitAsyncCommit(const AsyncCommit &) {}
+  virtual void visitAsyncWait(const AsyncWait &) {}
 
   /// Called once for each expression directly held by a statement.
   virtual void visitExpr(const ExprPtr &) {}
@@ -101,6 +106,11 @@ public:
   virtual StmtPtr mutateEvaluate(const std::shared_ptr<const Evaluate> &node);
   virtual StmtPtr mutateBarrier(const std::shared_ptr<const Barrier> &node) { return node; }
   virtual StmtPtr mutateAtomic(const std::shared_ptr<const Atomic> &node);
+  virtual StmtPtr mutateMma(const std::shared_ptr<const Mma> &node) { return node; }
+  virtual StmtPtr mutateLdMatrix(const std::shared_ptr<const LdMatrix> &node);
+  virtual StmtPtr mutateAsyncCopy(const std::shared_ptr<const AsyncCopy> &node);
+  virtual StmtPtr mutateAsyncCommit(const std::shared_ptr<const AsyncCommit> &node) { return node; }
+  virtual StmtPtr mutateAsyncWait(const std::shared_ptr<const AsyncWait> &node) { return node; }
 
 protected:
   /// mutate(stmt), with a null result turned into an empty Block (for bodies).

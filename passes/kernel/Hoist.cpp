@@ -66,6 +66,12 @@ struct LoopFacts : StmtVisitor {
   }
   void visitStore(const Store &node) override { written.insert(node.buffer.get()); }
   void visitAtomic(const Atomic &node) override { written.insert(node.buffer.get()); }
+  void visitMma(const Mma &node) override { written.insert(node.d.buffer.get()); }
+  void visitLdMatrix(const LdMatrix &node) override {
+    written.insert(node.destination.buffer.get());
+  }
+  void visitAsyncCopy(const AsyncCopy &node) override { written.insert(node.destination.get()); }
+  void visitAsyncWait(const AsyncWait &) override { hasEffects = true; }
   void visitEvaluate(const Evaluate &) override { hasEffects = true; }
   // A barrier orders other threads' writes before later reads: nothing loaded
   // may move across it.

@@ -311,6 +311,11 @@ private:
       KILN_TRY_VOID(needThreads("a barrier"));
       break;
     }
+    case StmtKind::Mma:
+    case StmtKind::LdMatrix:
+    case StmtKind::AsyncCopy:
+    case StmtKind::AsyncCommit:
+    case StmtKind::AsyncWait: return fail("tensor-core statements are not simulated yet");
     case StmtKind::Atomic: {
       auto &atomic = static_cast<const Atomic &>(*s);
       KILN_TRY_VOID(needThreads("an atomic"));

@@ -518,6 +518,11 @@ private:
     case StmtKind::Evaluate: return eval(node.exprs[0], a);
     case StmtKind::Barrier: return barrier(a);
     case StmtKind::Atomic: return atomic(node, a);
+    case StmtKind::Mma:
+    case StmtKind::LdMatrix:
+    case StmtKind::AsyncCopy:
+    case StmtKind::AsyncCommit:
+    case StmtKind::AsyncWait: KILN_UNREACHABLE("rejected when compiled");
     }
     KILN_UNREACHABLE("statement kind");
   }
