@@ -49,6 +49,8 @@ struct GemmProblem {
   bool bContiguousInK = false;
   /// Set when the operand is a plain dense load (see DenseOperand).
   std::optional<DenseOperand> aDense, bDense;
+  /// f32 operands may be multiplied as tf32 (the contraction's allow_tf32).
+  bool allowTf32 = false;
   GemmStoreFn storeResult;
   /// Set when the result is the accumulator itself (output dtype == accumulate, no epilogue)
   /// and `plainOffset` is unit-stride in j: full tiles are stored straight from the vector

@@ -55,16 +55,22 @@ struct GpuPoolingSchedule {
   int threadsPerBlock = 256;
 };
 
-/// matmul and batched matmul on CUDA cores: a blockM x blockN output tile per
-/// block, K in steps of blockK through shared memory (`stages` buffers: 2 is
-/// double buffering), a threadM x threadN register tile per thread, split-K
-/// over `splitK` blocks.
+/// matmul and batched matmul: a blockM x blockN output tile per block, K in
+/// steps of blockK through shared memory (`stages` buffers: 2 is double
+/// buffering), split-K over `splitK` blocks. On CUDA cores (warpM == 0) each
+/// thread owns a threadM x threadN register tile; on tensor cores (warpM > 0,
+/// docs/gpu-tensor-cores.md) each warp owns a warpM x warpN tile of mma.sync
+/// products, the tiles arrive by cp.async in `stages` buffers, and vectorWidth
+/// is the elements per async copy.
 struct GpuMatMulSchedule {
   int blockM = 64, blockN = 64, blockK = 16;
   int threadM = 4, threadN = 4;
   int stages = 2;
   int vectorWidth = 4;
   int splitK = 1;
+  int warpM = 0, warpN = 0;
+
+  bool tensorCores() const { return warpM > 0; }
 };
 
 /// conv2d as an implicit GEMM over the GPU matmul template.

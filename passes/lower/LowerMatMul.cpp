@@ -23,6 +23,8 @@ struct MatMulLayout {
   /// b is one matrix for every batch element and a is [batch..., M, K]: one GEMM of batch*M rows.
   bool foldBatch = false;
   DType accumulate = DType::F32;
+  DType operandDtype = DType::F32;
+  bool allowTf32 = false;
 
   explicit MatMulLayout(const ir::Node &node) {
     const Shape &a = node.operand(0)->type().shape, &b = node.operand(1)->type().shape;
@@ -30,6 +32,8 @@ struct MatMulLayout {
     transposeA = ir::getBool(node.attrs(), "transpose_a");
     transposeB = ir::getBool(node.attrs(), "transpose_b");
     accumulate = ir::getType(node.attrs(), "accumulate");
+    operandDtype = node.operand(0)->type().dtype;
+    allowTf32 = ir::getBool(node.attrs(), "allow_tf32");
     batchShape.assign(result.begin(), result.end() - 2);
     aBatch.assign(a.begin(), a.end() - 2);
     bBatch.assign(b.begin(), b.end() - 2);
@@ -41,9 +45,19 @@ struct MatMulLayout {
   }
 
   GemmShape gemmShape() const {
-    if (foldBatch)
-      return {1, batch * m, n, k, accumulate};
-    return {batch, m, n, k, accumulate};
+    GemmShape shape{batch, m, n, k, accumulate};
+    if (foldBatch) {
+      shape.batch = 1;
+      shape.m = batch * m;
+    }
+    shape.operandDtype = operandDtype;
+    shape.allowTf32 = allowTf32;
+    shape.denseOperands = true;
+    shape.aContiguousInK = !transposeA;
+    shape.bContiguousInK = transposeB;
+    shape.aRun = transposeA ? m : k;
+    shape.bRun = transposeB ? k : n;
+    return shape;
   }
 };
 
@@ -108,6 +122,7 @@ GemmProblem matMulGemmProblem(const ir::Node &node, ContractionKernel &kernel) {
     return load(bBuffer, bOffset(idx[0], idx[1], idx[2]));
   };
   problem.aDense = DenseOperand{aBuffer, aOffset, layout.transposeA ? m : k};
+  problem.allowTf32 = layout.allowTf32;
   problem.bDense = DenseOperand{bBuffer, bOffset, layout.transposeB ? k : n};
   // The output is [batch..., M, N] row-major: flat (b*M' + i)*N + j either way.
   GemmOffsetFn outputOffset = [gemmM, n](ExprPtr b, ExprPtr i, ExprPtr j) {

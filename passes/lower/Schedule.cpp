@@ -20,6 +20,9 @@ std::string matMulStr(const MatMulSchedule &s) {
 }
 
 std::string gpuGemmStr(const GpuMatMulSchedule &s) {
+  if (s.tensorCores())
+    return fmt::format("mma bm={} bn={} bk={} wm={} wn={} stages={} vw={} splitk={}", s.blockM,
+                       s.blockN, s.blockK, s.warpM, s.warpN, s.stages, s.vectorWidth, s.splitK);
   return fmt::format("bm={} bn={} bk={} tm={} tn={} stages={} vw={} splitk={}", s.blockM, s.blockN,
                      s.blockK, s.threadM, s.threadN, s.stages, s.vectorWidth, s.splitK);
 }

@@ -9,6 +9,7 @@
 #include "passes/lower/LowerUtil.h"
 #include "passes/lower/gpu/GpuGemmSchedule.h"
 #include "passes/lower/gpu/GpuGemmTemplate.h"
+#include "passes/lower/gpu/GpuMmaSchedule.h"
 
 #include <fmt/format.h>
 
@@ -70,7 +71,9 @@ Expected<LoweredKernel> lowerContractionForGpu(const ir::Graph &graph,
 Schedule defaultGpuContractionSchedule(const ir::Graph &graph, const passes::FusionGroup &group,
                                        const codegen::GpuTarget &target) {
   (void)graph;
-  GpuMatMulSchedule gemm = defaultGpuGemmSchedule(gpuContractionGemmShape(group), target);
+  GemmShape shape = gpuContractionGemmShape(group);
+  GpuMatMulSchedule gemm = gpuMmaKindFor(shape, target) ? defaultGpuMmaSchedule(shape, target)
+                                                        : defaultGpuGemmSchedule(shape, target);
   if (isConv(group))
     return GpuConv2DSchedule{gemm};
   return gemm;
@@ -81,7 +84,12 @@ std::vector<Schedule> gpuContractionScheduleSpace(const ir::Graph &graph,
                                                   const codegen::GpuTarget &target) {
   (void)graph;
   std::vector<Schedule> space;
-  for (const GpuMatMulSchedule &gemm : gpuGemmScheduleSpace(gpuContractionGemmShape(group), target)) {
+  GemmShape shape = gpuContractionGemmShape(group);
+  // Tensor-core schedules first (the default among them) where the GEMM can use them.
+  std::vector<GpuMatMulSchedule> gemms = gpuMmaScheduleSpace(shape, target);
+  for (const GpuMatMulSchedule &gemm : gpuGemmScheduleSpace(shape, target))
+    gemms.push_back(gemm);
+  for (const GpuMatMulSchedule &gemm : gemms) {
     if (isConv(group))
       space.push_back(GpuConv2DSchedule{gemm});
     else

@@ -1,6 +1,8 @@
 // Legality, the heuristic default and the search space of GPU GEMM schedules.
 #include "passes/lower/gpu/GpuGemmSchedule.h"
 
+#include "passes/lower/gpu/TileScore.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,7 +11,7 @@ namespace kiln::lower {
 
 namespace {
 
-int64_t ceilDivide(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using namespace tile_score;
 
 /// 32-bit registers one accumulator takes.
 int64_t registerWords(DType accumulate) {
@@ -43,25 +45,6 @@ int64_t estimatedRegisters(const GpuMatMulSchedule &s, DType accumulate) {
   int64_t prefetched = s.stages == 2 ? (aLoads + bLoads) * words : 0;
   return int64_t(s.threadM) * s.threadN * words + (int64_t(s.threadM) + s.threadN) * words +
          prefetched + 4 * aLoads + 2 * bLoads + 16;
-}
-
-/// The fraction of a padded extent that is real work.
-double usefulFraction(int64_t extent, int64_t tile) {
-  if (extent <= 0)
-    return 1.0;
-  return double(extent) / double(ceilDivide(extent, tile) * tile);
-}
-
-/// The fraction of the SMs' slots the last wave fills on average over all waves.
-double waveEfficiency(int64_t blocks, int64_t numSms) {
-  int64_t waves = ceilDivide(std::max<int64_t>(blocks, 1), numSms);
-  return double(blocks) / double(waves * numSms);
-}
-
-/// Operand reuse of a block tile: multiply-adds per element loaded into shared memory,
-/// relative to a 128 x 128 tile.
-double reuse(int64_t blockM, int64_t blockN) {
-  return double(blockM * blockN) / double(blockM + blockN) / 64.0;
 }
 
 /// The thread tile of a block tile: the largest square tile giving 128 to 256 threads, else

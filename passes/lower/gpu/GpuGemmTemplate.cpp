@@ -13,7 +13,9 @@
 #include "passes/lower/gpu/GpuGemmTemplate.h"
 
 #include "ir/kernel/Builder.h"
+#include "passes/lower/gpu/GemmGrid.h"
 #include "passes/lower/gpu/GpuGemmSchedule.h"
+#include "passes/lower/gpu/GpuMmaGemm.h"
 
 #include <fmt/format.h>
 
@@ -21,9 +23,6 @@ namespace kiln::lower {
 namespace {
 
 using namespace kir;
-
-/// CUDA's limit on gridDim.y and gridDim.z (x allows 2^31 - 1).
-constexpr int64_t kMaxGridYZ = 65535;
 
 int64_t ceilDivide(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -323,37 +322,19 @@ Expected<GemmLowering> GpuGemmBuilder::build() {
   tid_ = kir::ref(tid);
   ty_ = kir::ref(ty);
   tx_ = kir::ref(tx);
-  int64_t tilesM = ceilDivide(p_.m, bm_), tilesN = ceilDivide(p_.n, bn_);
-  if (p_.batch * tilesM * tilesN == 0) {
+  GemmGrid grid(p_, bm_, bn_, p_.name);
+  if (grid.empty()) {
     // An empty output: one idle thread (a launch needs at least one).
     StmtPtr idle = std::make_shared<Block>(std::vector<StmtPtr>{});
     return GemmLowering{forRange(tid, 1, ForKind::ThreadX, idle), {}};
   }
-  VarPtr bx = makeVar(name("bx")), by = makeVar(name("by")), bz = makeVar(name("bz"));
-  bool folded = tilesM > kMaxGridYZ || p_.batch > kMaxGridYZ;
-  ExprPtr b;
-  if (folded) {
-    // Every tile on grid x: n tile fastest, then m tile, then batch.
-    ExprPtr v = kir::ref(bx);
-    j0_ = mul(mod(v, index(tilesN)), index(bn_));
-    i0_ = mul(mod(div(v, index(tilesN)), index(tilesM)), index(bm_));
-    b = div(v, index(tilesN * tilesM));
-  } else {
-    j0_ = mul(kir::ref(bx), index(bn_));
-    i0_ = tilesM == 1 ? index(0) : mul(kir::ref(by), index(bm_));
-    b = p_.batch == 1 ? index(0) : kir::ref(bz);
-  }
-  KILN_TRY(StmtPtr body, threadBody(b));
+  i0_ = grid.row0();
+  j0_ = grid.col0();
+  KILN_TRY(StmtPtr body, threadBody(grid.batch()));
   body = let(ty, div(tid_, index(threadsN_)), let(tx, mod(tid_, index(threadsN_)), body));
   body = forRange(tid, threads_, ForKind::ThreadX, body);
   body = allocate(a_.shared, allocate(b_.shared, body));
-  if (folded)
-    return GemmLowering{forRange(bx, p_.batch * tilesM * tilesN, ForKind::BlockX, body), {}};
-  body = forRange(bx, tilesN, ForKind::BlockX, body);
-  if (tilesM > 1)
-    body = forRange(by, tilesM, ForKind::BlockY, body);
-  if (p_.batch > 1)
-    body = forRange(bz, p_.batch, ForKind::BlockZ, body);
+  body = grid.wrap(body);
   return GemmLowering{body, {}};
 }
 
@@ -361,6 +342,8 @@ Expected<GemmLowering> GpuGemmBuilder::build() {
 
 Expected<GemmLowering> lowerGpuGemm(const GemmProblem &problem, const GpuMatMulSchedule &schedule,
                                     const codegen::GpuTarget &target) {
+  if (schedule.tensorCores())
+    return lowerGpuMmaGemm(problem, schedule, target);
   KILN_TRY_VOID(checkGpuGemmSchedule(schedule, problem.accumulate, target));
   return GpuGemmBuilder(problem, schedule).build();
 }

@@ -9,6 +9,7 @@
 #include "passes/lower/LowerUtil.h"
 #include "passes/lower/gpu/GpuContraction.h"
 #include "passes/lower/gpu/GpuGemmSchedule.h"
+#include "passes/lower/gpu/GpuMmaSchedule.h"
 #include "passes/lower/gpu/GpuLower.h"
 #include "runtime/sim/Simulator.h"
 
@@ -56,12 +57,21 @@ inline lower::LoweredKernel lowerGpuContraction(GraphCase &c, const passes::Fusi
   REQUIRE(launch);
   lower::GpuMatMulSchedule gemm = gemmOf(schedule);
   lower::GemmShape shape = lower::gpuContractionGemmShape(group);
-  CHECK(launch->threadsPerBlock() == lower::gpuGemmThreads(gemm));
-  if (shape.batch * shape.m * shape.n > 0) {
+  bool empty = shape.batch * shape.m * shape.n == 0;
+  if (gemm.tensorCores()) {
+    // An mma kernel's operands stay in their own dtype (tf32: f32) in shared memory.
+    if (!empty) {
+      CHECK(launch->threadsPerBlock() == lower::gpuMmaThreads(gemm));
+      CHECK(launch->sharedBytes == lower::gpuMmaSharedBytes(gemm, shape.operandDtype));
+    }
+  } else {
+    CHECK(launch->threadsPerBlock() == lower::gpuGemmThreads(gemm));
+    if (!empty)
+      CHECK(launch->sharedBytes == lower::gpuGemmSharedBytes(gemm, shape.accumulate));
+  }
+  if (!empty)
     CHECK(launch->numBlocks() ==
           shape.batch * lower::ceilDiv(shape.m, gemm.blockM) * lower::ceilDiv(shape.n, gemm.blockN));
-    CHECK(launch->sharedBytes == lower::gpuGemmSharedBytes(gemm, shape.accumulate));
-  }
   CHECK(launch->sharedBytes <= target.staticSharedBytesPerBlock);
   bool isDefault = lower::scheduleStr(schedule) ==
                    lower::scheduleStr(lower::defaultGpuSchedule(c.graph(), group, target));

@@ -1,0 +1,49 @@
+#include "passes/lower/gpu/GemmGrid.h"
+
+#include "ir/kernel/Builder.h"
+
+namespace kiln::lower {
+
+using namespace kir;
+
+namespace {
+/// CUDA's limit on gridDim.y and gridDim.z (x allows 2^31 - 1).
+constexpr int64_t kMaxGridYZ = 65535;
+
+int64_t ceilDivide(int64_t a, int64_t b) { return (a + b - 1) / b; }
+} // namespace
+
+GemmGrid::GemmGrid(const GemmProblem &problem, int64_t blockM, int64_t blockN,
+                   const std::string &prefix)
+    : batch_(problem.batch), tilesM_(ceilDivide(problem.m, blockM)),
+      tilesN_(ceilDivide(problem.n, blockN)) {
+  blocks_ = batch_ * tilesM_ * tilesN_;
+  bx_ = makeVar(prefix + "_bx");
+  by_ = makeVar(prefix + "_by");
+  bz_ = makeVar(prefix + "_bz");
+  folded_ = tilesM_ > kMaxGridYZ || batch_ > kMaxGridYZ;
+  if (folded_) {
+    // Every tile on grid x: n tile fastest, then m tile, then batch.
+    ExprPtr v = kir::ref(bx_);
+    j0_ = mul(mod(v, index(tilesN_)), index(blockN));
+    i0_ = mul(mod(div(v, index(tilesN_)), index(tilesM_)), index(blockM));
+    b_ = div(v, index(tilesN_ * tilesM_));
+  } else {
+    j0_ = mul(kir::ref(bx_), index(blockN));
+    i0_ = tilesM_ == 1 ? index(0) : mul(kir::ref(by_), index(blockM));
+    b_ = batch_ == 1 ? index(0) : kir::ref(bz_);
+  }
+}
+
+StmtPtr GemmGrid::wrap(StmtPtr body) const {
+  if (folded_)
+    return forRange(bx_, blocks_, ForKind::BlockX, body);
+  body = forRange(bx_, tilesN_, ForKind::BlockX, body);
+  if (tilesM_ > 1)
+    body = forRange(by_, tilesM_, ForKind::BlockY, body);
+  if (batch_ > 1)
+    body = forRange(bz_, batch_, ForKind::BlockZ, body);
+  return body;
+}
+
+} // namespace kiln::lower

@@ -1,0 +1,33 @@
+// The grid of a GPU GEMM kernel: one block per (batch, M tile, N tile) on block.z / y / x,
+// all folded into x when y or z would pass CUDA's 65535 limit. Shared by the CUDA-core and
+// the tensor-core templates.
+#pragma once
+
+#include "ir/kernel/KernelIR.h"
+#include "passes/lower/GemmTemplate.h"
+
+#include <cstdint>
+
+namespace kiln::lower {
+
+class GemmGrid {
+public:
+  GemmGrid(const GemmProblem &problem, int64_t blockM, int64_t blockN, const std::string &prefix);
+
+  /// Whether the grid has no block (an empty output).
+  bool empty() const { return blocks_ == 0; }
+  /// The batch index and the first row and column of the block's tile.
+  const kir::ExprPtr &batch() const { return b_; }
+  const kir::ExprPtr &row0() const { return i0_; }
+  const kir::ExprPtr &col0() const { return j0_; }
+  /// `body` (the shared allocations and the thread loop) inside the block loops.
+  kir::StmtPtr wrap(kir::StmtPtr body) const;
+
+private:
+  int64_t batch_, tilesM_, tilesN_, blocks_;
+  bool folded_ = false;
+  kir::VarPtr bx_, by_, bz_;
+  kir::ExprPtr b_, i0_, j0_;
+};
+
+} // namespace kiln::lower

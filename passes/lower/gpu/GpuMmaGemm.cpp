@@ -1,0 +1,361 @@
+// The tensor-core GEMM template (see GpuMmaGemm.h and docs/gpu-tensor-cores.md).
+#include "passes/lower/gpu/GpuMmaGemm.h"
+
+#include "ir/kernel/Builder.h"
+#include "ir/kernel/MmaLayout.h"
+#include "passes/lower/gpu/GemmGrid.h"
+#include "passes/lower/gpu/GpuMmaSchedule.h"
+
+#include <fmt/format.h>
+
+namespace kiln::lower {
+namespace {
+
+using namespace kir;
+
+int64_t ceilDivide(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+ExprPtr bitXor(ExprPtr a, ExprPtr b) {
+  // a ^ b = (a | b) - (a & b): kernel IR has bitwise and/or on integers, no xor.
+  return sub(binary(BinaryOp::Or, a, b), binary(BinaryOp::And, a, b));
+}
+
+/// One operand's tiles in shared memory: `rows` x `inner` elements per stage, the operand's
+/// contiguous axis (K, or the free axis i/j) inner, each row split into 16-byte chunks whose
+/// order is XOR-swizzled by row so that the 8 rows an ldmatrix (or a fragment load) reads
+/// fall in 8 different bank groups.
+struct TileOperand {
+  std::string name;
+  int64_t freeTile = 0, freeExtent = 0;
+  bool contiguousInK = true;
+  DenseOperand dense; ///< offset arguments in (b, free, k) order
+  BufferPtr shared;
+  int64_t rows = 0, inner = 0;
+  int lanes = 1; ///< elements per async copy
+};
+
+class MmaGemmBuilder {
+public:
+  MmaGemmBuilder(const GemmProblem &problem, const GpuMatMulSchedule &schedule, MmaKind kind)
+      : p_(problem), s_(schedule), kind_(kind), info_(mmaShapeInfo(kind)),
+        dtype_(info_.operandDtype) {
+    chunk_ = 16 / dtypeByteSize(dtype_);
+    warpsN_ = s_.blockN / s_.warpN;
+    threads_ = gpuMmaThreads(s_);
+    numK_ = p_.k == 0 ? 0 : ceilDivide(p_.k, s_.blockK);
+    tilesM_ = s_.warpM / info_.m;
+    tilesN_ = s_.warpN / info_.n;
+    a_ = makeOperand("a", s_.blockM, p_.m, p_.aContiguousInK, *p_.aDense);
+    // The B offset takes (b, k, j); the loader's order is (b, free, k).
+    DenseOperand bDense = *p_.bDense;
+    GemmOffsetFn offset = bDense.offset;
+    bDense.offset = [offset](ExprPtr b, ExprPtr j, ExprPtr k) { return offset(b, k, j); };
+    b_ = makeOperand("b", s_.blockN, p_.n, p_.bContiguousInK, bDense);
+  }
+
+  Expected<GemmLowering> build();
+
+private:
+  std::string name(std::string_view suffix) const { return fmt::format("{}_{}", p_.name, suffix); }
+  TileOperand makeOperand(std::string operandName, int64_t freeTile, int64_t freeExtent,
+                          bool contiguousInK, DenseOperand dense) const;
+  int64_t stageSize(const TileOperand &op) const { return op.rows * op.inner; }
+  /// The element index within a stage of (row, col), col a multiple of the copy or chunk width.
+  ExprPtr swizzled(const TileOperand &op, const ExprPtr &row, const ExprPtr &col) const;
+  /// The async copies of tile `tile` of `op` into stage `stage`.
+  StmtPtr copyTile(const TileOperand &op, const ExprPtr &b, const ExprPtr &free0,
+                   const ExprPtr &tile, const ExprPtr &stage) const;
+  StmtPtr copyTiles(const ExprPtr &b, const ExprPtr &tile, const ExprPtr &stage) const;
+  /// Loads the fragments of k step `ks` of stage `stage` and runs every product of the warp.
+  StmtPtr computeStep(const ExprPtr &stage, int64_t ks) const;
+  StmtPtr loadFragmentsA(const ExprPtr &stageBase, int64_t k0) const;
+  StmtPtr loadFragmentsB(const ExprPtr &stageBase, int64_t k0) const;
+  StmtPtr mainLoop(const ExprPtr &b) const;
+  Expected<StmtPtr> epilogue(const ExprPtr &b) const;
+
+  const GemmProblem &p_;
+  GpuMatMulSchedule s_;
+  MmaKind kind_;
+  const MmaShapeInfo &info_;
+  DType dtype_;
+  int64_t chunk_, warpsN_, threads_, numK_, tilesM_, tilesN_;
+  TileOperand a_, b_;
+  BufferPtr acc_, aFrag_, bFrag_;
+  ExprPtr tid_, lane_, group_, threadInGroup_, warpRow0_, warpCol0_, i0_, j0_;
+};
+
+TileOperand MmaGemmBuilder::makeOperand(std::string operandName, int64_t freeTile,
+                                        int64_t freeExtent, bool contiguousInK,
+                                        DenseOperand dense) const {
+  TileOperand op;
+  op.name = std::move(operandName);
+  op.freeTile = freeTile;
+  op.freeExtent = freeExtent;
+  op.contiguousInK = contiguousInK;
+  op.dense = std::move(dense);
+  op.inner = contiguousInK ? s_.blockK : freeTile;
+  op.rows = contiguousInK ? freeTile : s_.blockK;
+  op.shared = makeBuffer(name(op.name + "_tile"), dtype_, s_.stages * op.rows * op.inner,
+                         MemScope::Shared);
+  int run = gpuMmaCopyLanes(op.dense.alignment, dtype_);
+  op.lanes = std::min<int>(s_.vectorWidth, run);
+  return op;
+}
+
+ExprPtr MmaGemmBuilder::swizzled(const TileOperand &op, const ExprPtr &row,
+                                 const ExprPtr &col) const {
+  int64_t chunks = op.inner / chunk_;
+  ExprPtr chunkIndex = div(col, index(chunk_));
+  ExprPtr within = mod(col, index(chunk_));
+  ExprPtr physical = chunkIndex;
+  if (chunks >= 8) {
+    physical = bitXor(chunkIndex, mod(row, index(8)));
+  } else if (chunks > 1) {
+    int64_t rowsPerLine = 8 / chunks; // rows sharing one 128-byte line of banks
+    physical = bitXor(chunkIndex, mod(div(row, index(rowsPerLine)), index(chunks)));
+  }
+  return add(add(mul(row, index(op.inner)), mul(physical, index(chunk_))), within);
+}
+
+// Copy c = u * threads + tid of the tile: consecutive threads take consecutive chunks of a row
+// (coalesced global reads). A copy is either wholly inside the problem or wholly outside
+// (the copy width divides the contiguous runs), and one outside reads nothing and writes zeros.
+StmtPtr MmaGemmBuilder::copyTile(const TileOperand &op, const ExprPtr &b, const ExprPtr &free0,
+                                 const ExprPtr &tile, const ExprPtr &stage) const {
+  int64_t lanes = op.lanes;
+  int64_t copiesPerRow = op.inner / lanes;
+  int64_t copies = op.rows * copiesPerRow;
+  int64_t perThread = ceilDivide(copies, threads_);
+  ExprPtr k0 = mul(tile, index(s_.blockK));
+  ExprPtr base = mul(stage, index(stageSize(op)));
+  std::vector<StmtPtr> stmts;
+  for (int64_t u = 0; u < perThread; ++u) {
+    ExprPtr c = add(index(u * threads_), tid_);
+    ExprPtr col = mul(mod(c, index(copiesPerRow)), index(lanes));
+    ExprPtr row = div(c, index(copiesPerRow));
+    ExprPtr free = add(free0, op.contiguousInK ? row : col);
+    ExprPtr k = add(k0, op.contiguousInK ? col : row);
+    ExprPtr inside;
+    auto both = [](ExprPtr x, ExprPtr y) { return x ? logicalAnd(x, y) : y; };
+    if (op.freeExtent % op.freeTile != 0 || op.freeExtent < op.freeTile)
+      inside = both(inside, lt(free, index(op.freeExtent)));
+    if (p_.k % s_.blockK != 0)
+      inside = both(inside, lt(k, index(p_.k)));
+    // Clamped so that even a copy that reads nothing names an address inside the operand.
+    ExprPtr freeAt = min(free, index(op.freeExtent - (op.contiguousInK ? 1 : lanes)));
+    ExprPtr kAt = min(k, index(p_.k - (op.contiguousInK ? lanes : 1)));
+    StmtPtr copy = asyncCopy(op.shared, add(base, swizzled(op, row, col)), op.dense.buffer,
+                             op.dense.offset(b, freeAt, kAt), static_cast<int>(lanes), inside);
+    stmts.push_back((u + 1) * threads_ > copies ? ifThen(lt(c, index(copies)), copy) : copy);
+  }
+  return seq(std::move(stmts));
+}
+
+StmtPtr MmaGemmBuilder::copyTiles(const ExprPtr &b, const ExprPtr &tile,
+                                  const ExprPtr &stage) const {
+  return seq({copyTile(a_, b, i0_, tile, stage), copyTile(b_, b, j0_, tile, stage)});
+}
+
+// A fragments of the warp's tilesM row tiles for the k step starting at k0. 16-bit operands
+// use one ldmatrix.x4 per row tile: lane l gives row l % 8 of matrix l / 8, the matrices being
+// (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15) -- exactly the
+// a0..a7 order of the mma A fragment; stored K-major they are read transposed. tf32 operands
+// (no ldmatrix for 32-bit elements) are loaded element by element at the A layout
+// (ir/kernel/MmaLayout.h): row g + 8 (i % 2), column t + 4 (i / 2).
+StmtPtr MmaGemmBuilder::loadFragmentsA(const ExprPtr &stageBase, int64_t k0) const {
+  std::vector<StmtPtr> stmts;
+  for (int64_t mi = 0; mi < tilesM_; ++mi) {
+    ExprPtr m0 = add(warpRow0_, index(mi * info_.m));
+    if (kind_ != MmaKind::TF32_M16N8K8) {
+      ExprPtr matrix = div(lane_, index(8)), r = mod(lane_, index(8));
+      ExprPtr rowHalf = mul(mod(matrix, index(2)), index(8));
+      ExprPtr colHalf = mul(div(matrix, index(2)), index(8));
+      ExprPtr row, col;
+      if (a_.contiguousInK) {
+        row = add(add(m0, r), rowHalf);
+        col = add(index(k0), colHalf);
+      } else {
+        row = add(add(index(k0), colHalf), r);
+        col = add(m0, rowHalf);
+      }
+      stmts.push_back(ldMatrix({aFrag_, mi * info_.aElements}, 4, !a_.contiguousInK, a_.shared,
+                               add(stageBase, swizzled(a_, row, col))));
+      continue;
+    }
+    for (int64_t e = 0; e < info_.aElements; ++e) {
+      ExprPtr m = add(m0, add(group_, index(8 * (e % 2))));
+      ExprPtr k = add(index(k0), add(threadInGroup_, index(4 * (e / 2))));
+      ExprPtr at = a_.contiguousInK ? swizzled(a_, m, k) : swizzled(a_, k, m);
+      stmts.push_back(store(aFrag_, index(mi * info_.aElements + e),
+                            load(a_.shared, add(stageBase, at))));
+    }
+  }
+  return seq(std::move(stmts));
+}
+
+// B fragments of the warp's tilesN column tiles. 16-bit operands: one ldmatrix.x4 per pair of
+// n8 tiles, matrices (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15): the
+// b0..b3 of the first tile, then of the second. B stored N-major (k contiguous) is read as is,
+// stored K-major (n contiguous) transposed. tf32: b_i at row (k) t + 4 i, column (n) g.
+StmtPtr MmaGemmBuilder::loadFragmentsB(const ExprPtr &stageBase, int64_t k0) const {
+  std::vector<StmtPtr> stmts;
+  if (kind_ != MmaKind::TF32_M16N8K8) {
+    for (int64_t pair = 0; pair < tilesN_ / 2; ++pair) {
+      ExprPtr n0 = add(warpCol0_, index(pair * 2 * info_.n));
+      ExprPtr matrix = div(lane_, index(8)), r = mod(lane_, index(8));
+      ExprPtr kHalf = mul(mod(matrix, index(2)), index(8));
+      ExprPtr nHalf = mul(div(matrix, index(2)), index(8));
+      ExprPtr row, col;
+      if (b_.contiguousInK) {
+        row = add(add(n0, nHalf), r);
+        col = add(index(k0), kHalf);
+      } else {
+        row = add(add(index(k0), kHalf), r);
+        col = add(n0, nHalf);
+      }
+      stmts.push_back(ldMatrix({bFrag_, pair * 2 * info_.bElements}, 4, !b_.contiguousInK,
+                               b_.shared, add(stageBase, swizzled(b_, row, col))));
+    }
+    return seq(std::move(stmts));
+  }
+  for (int64_t ni = 0; ni < tilesN_; ++ni)
+    for (int64_t e = 0; e < info_.bElements; ++e) {
+      ExprPtr n = add(add(warpCol0_, index(ni * info_.n)), group_);
+      ExprPtr k = add(index(k0), add(threadInGroup_, index(4 * e)));
+      ExprPtr at = b_.contiguousInK ? swizzled(b_, n, k) : swizzled(b_, k, n);
+      stmts.push_back(store(bFrag_, index(ni * info_.bElements + e),
+                            load(b_.shared, add(stageBase, at))));
+    }
+  return seq(std::move(stmts));
+}
+
+StmtPtr MmaGemmBuilder::computeStep(const ExprPtr &stage, int64_t ks) const {
+  int64_t k0 = ks * info_.k;
+  std::vector<StmtPtr> stmts{loadFragmentsA(mul(stage, index(stageSize(a_))), k0),
+                             loadFragmentsB(mul(stage, index(stageSize(b_))), k0)};
+  for (int64_t mi = 0; mi < tilesM_; ++mi)
+    for (int64_t ni = 0; ni < tilesN_; ++ni) {
+      Fragment c{acc_, (mi * tilesN_ + ni) * info_.cElements};
+      stmts.push_back(mma(kind_, c, {aFrag_, mi * info_.aElements},
+                          {bFrag_, ni * info_.bElements}, c));
+    }
+  return seq(std::move(stmts));
+}
+
+// Tile t lives in stage t % stages. The prologue issues tiles 0 .. stages-2, a group each.
+// Step t waits until at most stages-2 groups are in flight (so tile t has landed for this
+// thread), reaches a barrier (every thread's copies of tile t are visible, and every warp is
+// done with tile t-1, whose stage tile t+stages-1 overwrites), issues that tile and commits
+// (a group even when empty, so the count stays uniform), then computes on tile t.
+StmtPtr MmaGemmBuilder::mainLoop(const ExprPtr &b) const {
+  if (numK_ == 0)
+    return nullptr;
+  std::vector<StmtPtr> prologue;
+  for (int64_t t = 0; t < s_.stages - 1; ++t) {
+    if (t < numK_)
+      prologue.push_back(copyTiles(b, index(t), index(t)));
+    prologue.push_back(asyncCommit());
+  }
+  VarPtr tileVar = makeVar(name("kt"));
+  ExprPtr tile = kir::ref(tileVar);
+  ExprPtr next = add(tile, index(s_.stages - 1));
+  std::vector<StmtPtr> step{asyncWait(s_.stages - 2), barrier(),
+                            ifThen(lt(next, index(numK_)),
+                                   copyTiles(b, next, mod(next, index(s_.stages)))),
+                            asyncCommit()};
+  ExprPtr current = mod(tile, index(s_.stages));
+  for (int64_t ks = 0; ks < s_.blockK / info_.k; ++ks)
+    step.push_back(computeStep(current, ks));
+  return seq({seq(std::move(prologue)),
+              forLoop(tileVar, index(0), index(numK_), ForKind::Serial, seq(std::move(step)))});
+}
+
+// Accumulator e of tile (mi, ni) is at row g + 8 (e / 2), column 2 t + e % 2 of the tile
+// (the C layout of ir/kernel/MmaLayout.h).
+Expected<StmtPtr> MmaGemmBuilder::epilogue(const ExprPtr &b) const {
+  std::vector<StmtPtr> stmts;
+  bool raggedM = p_.m % s_.blockM != 0, raggedN = p_.n % s_.blockN != 0;
+  for (int64_t mi = 0; mi < tilesM_; ++mi)
+    for (int64_t ni = 0; ni < tilesN_; ++ni)
+      for (int64_t e = 0; e < info_.cElements; ++e) {
+        ExprPtr i = add(i0_, add(warpRow0_, add(index(mi * info_.m + 8 * (e / 2)), group_)));
+        ExprPtr j = add(j0_, add(warpCol0_, add(index(ni * info_.n + e % 2),
+                                                mul(threadInGroup_, index(2)))));
+        std::vector<ExprPtr> bij{b, i, j};
+        ExprPtr value = load(acc_, index((mi * tilesN_ + ni) * info_.cElements + e));
+        KILN_TRY(StmtPtr st, p_.storeResult(bij, value));
+        ExprPtr guard;
+        if (raggedM)
+          guard = lt(i, index(p_.m));
+        if (raggedN)
+          guard = guard ? logicalAnd(guard, lt(j, index(p_.n))) : lt(j, index(p_.n));
+        stmts.push_back(guard ? ifThen(guard, st) : st);
+      }
+  return seq(std::move(stmts));
+}
+
+Expected<GemmLowering> MmaGemmBuilder::build() {
+  VarPtr tid = makeVar(name("tid"));
+  tid_ = kir::ref(tid);
+  GemmGrid grid(p_, s_.blockM, s_.blockN, p_.name);
+  if (grid.empty()) {
+    StmtPtr idle = std::make_shared<Block>(std::vector<StmtPtr>{});
+    return GemmLowering{forRange(tid, 1, ForKind::ThreadX, idle), {}};
+  }
+  i0_ = grid.row0();
+  j0_ = grid.col0();
+  VarPtr lane = makeVar(name("lane")), warp = makeVar(name("warp"));
+  VarPtr group = makeVar(name("g")), threadInGroup = makeVar(name("t"));
+  VarPtr warpRow0 = makeVar(name("wm0")), warpCol0 = makeVar(name("wn0"));
+  lane_ = kir::ref(lane);
+  group_ = kir::ref(group);
+  threadInGroup_ = kir::ref(threadInGroup);
+  warpRow0_ = kir::ref(warpRow0);
+  warpCol0_ = kir::ref(warpCol0);
+  ExprPtr warpIndex = kir::ref(warp);
+
+  int64_t accCount = tilesM_ * tilesN_ * info_.cElements;
+  acc_ = makeBuffer(name("acc"), DType::F32, accCount, MemScope::Register);
+  aFrag_ = makeBuffer(name("afrag"), dtype_, tilesM_ * info_.aElements, MemScope::Register);
+  bFrag_ = makeBuffer(name("bfrag"), dtype_, tilesN_ * info_.bElements, MemScope::Register);
+  std::vector<StmtPtr> init;
+  for (int64_t x = 0; x < accCount; ++x)
+    init.push_back(store(acc_, index(x), constant(0.0, Type::scalar(DType::F32))));
+  KILN_TRY(StmtPtr tail, epilogue(grid.batch()));
+  StmtPtr body = seq({seq(std::move(init)), mainLoop(grid.batch()), tail});
+  body = allocate(acc_, allocate(aFrag_, allocate(bFrag_, body)));
+  body = let(warpCol0, mul(mod(warpIndex, index(warpsN_)), index(s_.warpN)), body);
+  body = let(warpRow0, mul(div(warpIndex, index(warpsN_)), index(s_.warpM)), body);
+  body = let(threadInGroup, mod(lane_, index(4)), let(group, div(lane_, index(4)), body));
+  body = let(warp, div(tid_, index(32)), let(lane, mod(tid_, index(32)), body));
+  body = forRange(tid, threads_, ForKind::ThreadX, body);
+  body = allocate(a_.shared, allocate(b_.shared, body));
+  return GemmLowering{grid.wrap(body), {}};
+}
+
+} // namespace
+
+GemmShape gemmShapeOf(const GemmProblem &problem) {
+  GemmShape shape{problem.batch, problem.m, problem.n, problem.k, problem.accumulate};
+  if (problem.aDense && problem.bDense &&
+      problem.aDense->buffer->dtype == problem.bDense->buffer->dtype) {
+    shape.operandDtype = problem.aDense->buffer->dtype;
+    shape.denseOperands = true;
+    shape.aRun = problem.aDense->alignment;
+    shape.bRun = problem.bDense->alignment;
+  }
+  shape.allowTf32 = problem.allowTf32;
+  shape.aContiguousInK = problem.aContiguousInK;
+  shape.bContiguousInK = problem.bContiguousInK;
+  return shape;
+}
+
+Expected<GemmLowering> lowerGpuMmaGemm(const GemmProblem &problem,
+                                       const GpuMatMulSchedule &schedule,
+                                       const codegen::GpuTarget &target) {
+  GemmShape shape = gemmShapeOf(problem);
+  KILN_TRY_VOID(checkGpuMmaSchedule(schedule, shape, target));
+  return MmaGemmBuilder(problem, schedule, *gpuMmaKindFor(shape, target)).build();
+}
+
+} // namespace kiln::lower

@@ -1,0 +1,33 @@
+// The tensor-core GEMM template: C[b][i][j] = sum_k A(b,i,k) B(b,k,j) for dense f16/bf16 (or
+// tf32) operands with f32 accumulation, on mma.sync. See docs/gpu-tensor-cores.md.
+#pragma once
+
+#include "codegen/Target.h"
+#include "passes/lower/GemmSchedule.h"
+#include "passes/lower/GemmTemplate.h"
+#include "passes/lower/GpuSchedule.h"
+#include "support/Error.h"
+
+namespace kiln::lower {
+
+/// The GemmShape the tensor-core schedules look at, read off a lowered problem.
+GemmShape gemmShapeOf(const GemmProblem &problem);
+
+/// Lowers `problem` with a tensor-core `schedule` (checked with checkGpuMmaSchedule):
+///
+///   for batch, M tile, N tile (block.z / y / x, as the CUDA-core template):
+///     shared A and B tiles, `stages` of each, rows of 16-byte chunks XOR-swizzled
+///     for tid (thread.x): warp = tid / 32 owns a warpM x warpN tile of the block's
+///       register acc (f32, mma C layout), A and B fragments
+///       prologue: async copies of tiles 0 .. stages-2, one commit each
+///       for each K tile t: wait until tile t has landed, barrier, issue tile t+stages-1,
+///                          commit, then per k step: ldmatrix (or loads for tf32) + mma
+///       epilogue: storeResult at each accumulator's (i, j), guarded at the edges
+///
+/// Elements outside the problem arrive as zeros (predicated copies), so edges need no other
+/// care. The epilogue runs once per output element.
+Expected<GemmLowering> lowerGpuMmaGemm(const GemmProblem &problem,
+                                       const GpuMatMulSchedule &schedule,
+                                       const codegen::GpuTarget &target);
+
+} // namespace kiln::lower
