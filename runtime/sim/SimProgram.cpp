@@ -383,10 +383,12 @@ private:
     }
     case StmtKind::AsyncCommit: {
       KILN_TRY_VOID(needThreads("an async commit"));
+      program_.hasAsyncCopies = true;
       break;
     }
     case StmtKind::AsyncWait: {
       KILN_TRY_VOID(needThreads("an async wait"));
+      program_.hasAsyncCopies = true;
       node.op = static_cast<const AsyncWait &>(*s).pendingGroups;
       if (node.op < 0)
         return fail(fmt::format("async wait for {} pending groups", node.op));

@@ -80,7 +80,8 @@ struct SimProgram {
   int totalVarLanes = 0;
   std::vector<int> varOffsets; ///< per var: its first lane in the variable table
   int maxDepth = 0;     ///< deepest nesting of ifs and loops (sizes the active-set arena)
-  bool hasAsyncCopies = false;
+  bool hasAsyncCopies = false; ///< any AsyncCopy, AsyncCommit or AsyncWait (the machine
+                               ///< then tracks each thread's copies in flight)
 };
 
 /// Compiles `kernel`; errors ("kernel <name>: ...") are operand types that do

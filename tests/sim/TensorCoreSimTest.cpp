@@ -500,6 +500,21 @@ TEST_CASE("sim async copies: reads before the wait are reported", "[sim][async]"
   }
 }
 
+TEST_CASE("sim async copies: commits and waits with no copies", "[sim][async]") {
+  // Groups may be empty (a pipeline's last stages): committing and waiting is fine.
+  auto out = makeBuffer("out", DType::F32, 32);
+  Kernel kernel = gpuKernel("empty_groups", {out}, {2, 1, 1}, {32, 1, 1}, {},
+                            [&](const GpuCoords &c) {
+                              return seq({asyncCommit(), asyncCommit(), asyncWait(1), asyncWait(0),
+                                          store(out, c.thread[0], f32(1))});
+                            });
+  std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+  auto stats = sim::simulateKernel(kernel, params);
+  REQUIRE(stats.has_value());
+  CHECK(stats->asyncCopies == 0);
+  CHECK(params[0].getDouble(31) == 1.0);
+}
+
 TEST_CASE("sim async copies: a false predicate reads nothing and lands zeros", "[sim][async]") {
   // Threads 16.. pass a source index far out of bounds: fine, it is never read.
   auto predicated = [](ExprPtr t, BufferPtr in, BufferPtr stage) {
