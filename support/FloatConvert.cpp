@@ -164,4 +164,13 @@ uint8_t doubleToF8E5M2Bits(double value) {
   return static_cast<uint8_t>(encodeSmallFloat(value, kF8E5M2));
 }
 
+float roundFloatToTf32(float value) {
+  if (!std::isfinite(value))
+    return value;
+  // Adding half of the dropped 13 bits to the magnitude rounds ties away from
+  // zero; a carry out of the mantissa bumps the exponent (up to infinity).
+  uint32_t bits = std::bit_cast<uint32_t>(value) + 0x1000u;
+  return std::bit_cast<float>(bits & ~uint32_t{0x1fff});
+}
+
 } // namespace kiln

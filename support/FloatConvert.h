@@ -1,5 +1,6 @@
 // Bit-exact host conversions between fp32/fp64 and the narrow float formats
-// (f16, bf16, f8e4m3, f8e5m2), rounding to nearest even.
+// (f16, bf16, f8e4m3, f8e5m2), rounding to nearest even, and the rounding of
+// fp32 to tf32.
 #pragma once
 
 #include <cstdint>
@@ -39,5 +40,12 @@ uint16_t doubleToHalfBits(double value);
 uint16_t doubleToBFloat16Bits(double value);
 uint8_t doubleToF8E4M3Bits(double value);
 uint8_t doubleToF8E5M2Bits(double value);
+
+/// `value` rounded to tf32 (sign, 8 exponent bits, 10 explicit mantissa bits)
+/// and kept as an fp32 whose low 13 mantissa bits are zero, as PTX
+/// `cvt.rna.tf32.f32` does before a tf32 mma: round to nearest, ties away from
+/// zero. NaN and +-inf pass through; a finite value that rounds past the
+/// largest tf32 becomes +-inf.
+float roundFloatToTf32(float value);
 
 } // namespace kiln

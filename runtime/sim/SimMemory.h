@@ -1,7 +1,7 @@
 // The memory behind one buffer during a simulation: its bytes (the caller's
 // for parameters, owned storage for shared, local and register buffers), which
-// elements have been written, and who touched each shared element since the
-// last barrier.
+// elements have been written, who touched each shared element since the last
+// barrier, and how many async copies into each element are in flight.
 #pragma once
 
 #include "ir/kernel/KernelIR.h"
@@ -27,6 +27,8 @@ struct SimMemory {
   std::vector<std::byte> storage;
   std::vector<uint8_t> written;
   SharedRaceLog races;
+  std::vector<uint32_t> inFlight; ///< per element: async copies not yet landed (empty if
+                                  ///< no AsyncCopy writes the buffer)
 };
 
 /// Poisons a fresh allocation (NaN for floats, -1 for integers: reads of
@@ -35,6 +37,7 @@ struct SimMemory {
 inline void resetAllocation(SimMemory &memory) {
   std::ranges::fill(memory.storage, std::byte{0xFF});
   std::ranges::fill(memory.written, uint8_t{0});
+  std::ranges::fill(memory.inFlight, uint32_t{0});
   if (memory.trackRaces)
     memory.races.reset(static_cast<int64_t>(memory.written.size()));
 }

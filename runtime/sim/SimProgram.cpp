@@ -2,6 +2,7 @@
 // operand type once (the same rules as the kernel IR evaluator).
 #include "runtime/sim/SimProgram.h"
 
+#include "ir/kernel/MmaLayout.h"
 #include "ir/kernel/Printer.h"
 
 #include <fmt/format.h>
@@ -88,6 +89,20 @@ private:
     if (!insideThreads_)
       return fail(fmt::format("{} outside the thread loops", what), ErrorCode::VerifyError);
     return {};
+  }
+
+  /// Checks that `f` is `count` elements of a register buffer of `dtype`.
+  Expected<SimFragment> fragment(const Fragment &f, DType dtype, int count,
+                                 std::string_view what) {
+    if (!f.buffer || f.buffer->scope != MemScope::Register)
+      return fail(fmt::format("{} must be a register buffer", what));
+    if (f.buffer->dtype != dtype)
+      return fail(fmt::format("{} {} is {}, not {}", what, f.buffer->name,
+                              dtypeName(f.buffer->dtype), dtypeName(dtype)));
+    if (f.offset < 0 || f.offset > f.buffer->size - count)
+      return fail(fmt::format("{} {}[{}, {}) is outside its {} elements", what, f.buffer->name,
+                              f.offset, f.offset + count, f.buffer->size));
+    return SimFragment{bufferIndex(*f.buffer), f.offset};
   }
 
   Expected<int> compileExpr(const ExprPtr &e) {
@@ -311,11 +326,74 @@ private:
       KILN_TRY_VOID(needThreads("a barrier"));
       break;
     }
-    case StmtKind::Mma:
-    case StmtKind::LdMatrix:
-    case StmtKind::AsyncCopy:
-    case StmtKind::AsyncCommit:
-    case StmtKind::AsyncWait: return fail("tensor-core statements are not simulated yet");
+    case StmtKind::Mma: {
+      auto &mma = static_cast<const Mma &>(*s);
+      const MmaShapeInfo &info = mmaShapeInfo(mma.mmaKind);
+      KILN_TRY_VOID(needThreads("an mma"));
+      node.op = static_cast<int>(mma.mmaKind);
+      KILN_TRY(node.fragments[0], fragment(mma.d, DType::F32, info.cElements, "mma d"));
+      KILN_TRY(node.fragments[1], fragment(mma.a, info.operandDtype, info.aElements, "mma a"));
+      KILN_TRY(node.fragments[2], fragment(mma.b, info.operandDtype, info.bElements, "mma b"));
+      KILN_TRY(node.fragments[3], fragment(mma.c, DType::F32, info.cElements, "mma c"));
+      break;
+    }
+    case StmtKind::LdMatrix: {
+      auto &ld = static_cast<const LdMatrix &>(*s);
+      KILN_TRY_VOID(needThreads("an ldmatrix"));
+      if (ld.matrices != 1 && ld.matrices != 2 && ld.matrices != 4)
+        return fail(fmt::format("ldmatrix of {} matrices (1, 2 or 4)", ld.matrices));
+      if (!ld.source || ld.source->scope != MemScope::Shared || dtypeByteSize(ld.source->dtype) != 2)
+        return fail("ldmatrix reads a shared buffer of 16-bit elements");
+      node.buffer = bufferIndex(*ld.source);
+      node.op = ld.matrices;
+      node.transpose = ld.transpose;
+      KILN_TRY(node.fragments[0],
+               fragment(ld.destination, ld.source->dtype, 2 * ld.matrices, "ldmatrix destination"));
+      KILN_TRY(node.exprs[0], compileExpr(ld.rowIndex));
+      KILN_TRY_VOID(checkIndex(node.exprs[0], "ldmatrix row"));
+      break;
+    }
+    case StmtKind::AsyncCopy: {
+      auto &copy = static_cast<const AsyncCopy &>(*s);
+      KILN_TRY_VOID(needThreads("an async copy"));
+      if (!copy.destination || !copy.source || copy.destination->scope != MemScope::Shared ||
+          copy.source->scope != MemScope::Global)
+        return fail("an async copy goes from a global buffer to a shared one");
+      if (copy.destination->dtype != copy.source->dtype)
+        return fail(fmt::format("async copy from {} {} into {} {}", dtypeName(copy.source->dtype),
+                                copy.source->name, dtypeName(copy.destination->dtype),
+                                copy.destination->name));
+      int64_t bytes = int64_t{copy.lanes} * dtypeByteSize(copy.source->dtype);
+      if (copy.lanes < 1 || (bytes != 4 && bytes != 8 && bytes != 16))
+        return fail(fmt::format("an async copy moves 4, 8 or 16 bytes, not {}", bytes));
+      node.buffer = bufferIndex(*copy.destination);
+      node.source = bufferIndex(*copy.source);
+      node.op = copy.lanes;
+      program_.buffers[static_cast<size_t>(node.buffer)].asyncDestination = true;
+      program_.hasAsyncCopies = true;
+      KILN_TRY(node.exprs[0], compileExpr(copy.destinationIndex));
+      KILN_TRY_VOID(checkIndex(node.exprs[0], "async copy destination"));
+      KILN_TRY(node.exprs[1], compileExpr(copy.sourceIndex));
+      KILN_TRY_VOID(checkIndex(node.exprs[1], "async copy source"));
+      if (copy.predicate) {
+        KILN_TRY(node.exprs[2], compileExpr(copy.predicate));
+        KILN_TRY_VOID(checkMask(node.exprs[2], 1, "async copy predicate"));
+      }
+      break;
+    }
+    case StmtKind::AsyncCommit: {
+      KILN_TRY_VOID(needThreads("an async commit"));
+      program_.hasAsyncCopies = true;
+      break;
+    }
+    case StmtKind::AsyncWait: {
+      KILN_TRY_VOID(needThreads("an async wait"));
+      program_.hasAsyncCopies = true;
+      node.op = static_cast<const AsyncWait &>(*s).pendingGroups;
+      if (node.op < 0)
+        return fail(fmt::format("async wait for {} pending groups", node.op));
+      break;
+    }
     case StmtKind::Atomic: {
       auto &atomic = static_cast<const Atomic &>(*s);
       KILN_TRY_VOID(needThreads("an atomic"));

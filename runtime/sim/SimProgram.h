@@ -31,15 +31,29 @@ struct SimExpr {
   kir::Scalar constantValue; ///< IntImm, FloatImm
 };
 
+/// A run of a register buffer (kir::Fragment): `buffer` is a program buffer index.
+struct SimFragment {
+  int buffer = kNoNode;
+  int64_t offset = 0;
+};
+
 struct SimStmt {
   kir::StmtKind kind = kir::StmtKind::Block;
   kir::ForKind loopKind = kir::ForKind::Serial; ///< For
   int var = kNoNode;                            ///< For, Let
-  int buffer = kNoNode;                         ///< Allocate, Store, Atomic
-  int op = 0;                                   ///< Atomic: AtomicOp
+  int buffer = kNoNode;                         ///< Allocate, Store, Atomic; LdMatrix: source;
+                                                ///< AsyncCopy: destination
+  int source = kNoNode;                         ///< AsyncCopy: the global source buffer
+  int op = 0;                                   ///< Atomic: AtomicOp; Mma: MmaKind; LdMatrix:
+                                                ///< matrices; AsyncCopy: lanes; AsyncWait:
+                                                ///< pending groups
+  bool transpose = false;                       ///< LdMatrix
   int exprs[3] = {kNoNode, kNoNode, kNoNode};   ///< For: begin, extent; Let: value; If: cond;
                                                 ///< Store: index, value, predicate;
-                                                ///< Atomic: index, value; Evaluate: value
+                                                ///< Atomic: index, value; Evaluate: value;
+                                                ///< LdMatrix: row index; AsyncCopy:
+                                                ///< destination index, source index, predicate
+  SimFragment fragments[4];                     ///< Mma: d, a, b, c; LdMatrix: destination
   int body = kNoNode, elseBody = kNoNode;       ///< For/Let/Allocate body; If branches
   std::vector<int> children;                    ///< Block
 };
@@ -51,7 +65,8 @@ struct SimVar {
 
 struct SimBuffer {
   const kir::Buffer *buffer;
-  int param = kNoNode; ///< its kernel parameter, for global buffers
+  int param = kNoNode;             ///< its kernel parameter, for global buffers
+  bool asyncDestination = false;   ///< some AsyncCopy writes it
 };
 
 /// A kernel compiled for the machine.
@@ -65,11 +80,14 @@ struct SimProgram {
   int totalVarLanes = 0;
   std::vector<int> varOffsets; ///< per var: its first lane in the variable table
   int maxDepth = 0;     ///< deepest nesting of ifs and loops (sizes the active-set arena)
+  bool hasAsyncCopies = false; ///< any AsyncCopy, AsyncCommit or AsyncWait (the machine
+                               ///< then tracks each thread's copies in flight)
 };
 
 /// Compiles `kernel`; errors ("kernel <name>: ...") are operand types that do
-/// not fit, shuffles, barriers or atomics outside the thread loops, and
-/// buffers that are neither parameters nor allocated by an enclosing statement.
+/// not fit, shuffles, barriers, atomics and the tensor-core statements outside
+/// the thread loops, fragments outside their register buffers, and buffers of
+/// the wrong scope for a statement.
 Expected<SimProgram> compileSimProgram(const kir::Kernel &kernel);
 
 } // namespace kiln::sim

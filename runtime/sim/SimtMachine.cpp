@@ -4,16 +4,20 @@
 // are sorted lists of linear thread ids kept in a preallocated arena.
 #include "runtime/sim/SimtMachine.h"
 
+#include "runtime/sim/AsyncCopyQueues.h"
 #include "runtime/sim/LaneKernels.h"
 #include "runtime/sim/SimMemory.h"
 #include "runtime/sim/SimMessages.h"
+#include "runtime/sim/SimTensorCore.h"
 
+#include "ir/kernel/MmaLayout.h"
 #include "ir/kernel/Printer.h"
 #include "ir/kernel/ScalarOps.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <optional>
@@ -114,6 +118,7 @@ private:
   std::optional<Error> error_;
   std::array<int64_t, 3> blockCoord_{0, 0, 0};
   bool insideThreads_ = false;
+  AsyncCopyQueues asyncCopies_; ///< the block's copies in flight
   int64_t steps_ = 0;
   uint64_t epoch_ = 0; ///< barrier intervals, over the whole run
 
@@ -389,6 +394,8 @@ private:
           continue;
         }
         int64_t element = elementOf(*memory, t, first + l);
+        if (!memory->inFlight.empty() && memory->inFlight[static_cast<size_t>(element)] != 0)
+          return inFlightError(*memory, element, t, "read");
         if (memory->trackWrites && !memory->written[static_cast<size_t>(element)])
           return raise(fmt::format("read of {} {}[{}], which no thread has written, {}",
                                    memScopeName(memory->buffer->scope), memory->buffer->name,
@@ -433,6 +440,8 @@ private:
         if (mask && mask[wideMask ? at : t].i == 0)
           continue;
         int64_t element = elementOf(*memory, t, first + l);
+        if (!memory->inFlight.empty() && memory->inFlight[static_cast<size_t>(element)] != 0)
+          return inFlightError(*memory, element, t, "write");
         if (memory->trackRaces)
           if (auto race = memory->races.write(element, static_cast<int64_t>(t), epoch_))
             return raceError(*memory, element, *race, t, "write");
@@ -466,6 +475,8 @@ private:
       int64_t element = index[t].i;
       if (!checkAccess(*memory, element, 1, nullptr, false, t, "atomic"))
         return false;
+      if (!memory->inFlight.empty() && memory->inFlight[static_cast<size_t>(element)] != 0)
+        return inFlightError(*memory, element, t, "atomic update");
       if (memory->trackWrites && !memory->written[static_cast<size_t>(element)])
         return raise(fmt::format("atomic {} on {} {}[{}], which no thread has written, {}",
                                  atomicOpName(static_cast<AtomicOp>(node.op)),
@@ -518,11 +529,14 @@ private:
     case StmtKind::Evaluate: return eval(node.exprs[0], a);
     case StmtKind::Barrier: return barrier(a);
     case StmtKind::Atomic: return atomic(node, a);
-    case StmtKind::Mma:
-    case StmtKind::LdMatrix:
-    case StmtKind::AsyncCopy:
+    case StmtKind::Mma: return mma(node, a);
+    case StmtKind::LdMatrix: return ldMatrix(node, a);
+    case StmtKind::AsyncCopy: return asyncCopy(node, a);
     case StmtKind::AsyncCommit:
-    case StmtKind::AsyncWait: KILN_UNREACHABLE("rejected when compiled");
+      for (int32_t i = 0; i < a.count; ++i)
+        asyncCopies_.commit(a.ids[i]);
+      return true;
+    case StmtKind::AsyncWait: return asyncWait(node, a);
     }
     KILN_UNREACHABLE("statement kind");
   }
@@ -583,6 +597,8 @@ private:
       for (SimMemory &memory : memories_)
         if (memory.bound && memory.buffer->scope == MemScope::Shared)
           resetAllocation(memory);
+      if (program_.hasAsyncCopies)
+        asyncCopies_.reset(threads_);
     }
     int64_t bx = launch_.block[0], by = launch_.block[1];
     bool ok = bind(node.var, nullptr, a, [&](Scalar *storage) {
@@ -593,8 +609,10 @@ private:
       }
       return exec(node.body, a);
     });
-    if (startsBlock)
+    if (startsBlock) {
       insideThreads_ = false;
+      ok = ok && checkCopiesLanded();
+    }
     return ok;
   }
 
@@ -723,6 +741,8 @@ private:
       memory.trackRaces = shared && options_.checkSharedRaces;
       memory.storage.resize(elements * static_cast<size_t>(memory.elementBytes));
       memory.written.resize(elements);
+      if (program_.buffers[static_cast<size_t>(node.buffer)].asyncDestination)
+        memory.inFlight.resize(elements);
       resetAllocation(memory);
     } catch (const std::bad_alloc &) {
       return raise(fmt::format("allocation {}: out of memory for {}[{}]", buffer.name,
@@ -738,6 +758,222 @@ private:
     memory.bound = false;
     memory.data = nullptr;
     return ok;
+  }
+
+  // ---- Tensor cores and asynchronous copies ---------------------------------------------------
+
+  bool inFlightError(const SimMemory &memory, int64_t element, size_t t, std::string_view access) {
+    int32_t issuer = 0;
+    asyncCopies_.findWriter(static_cast<int>(&memory - memories_.data()), element, issuer);
+    return raise(fmt::format("{} of shared {}[{}] {} while an async copy into it is in flight "
+                             "(issued by thread {}, not yet retired by an async wait)",
+                             access, memory.buffer->name, element,
+                             byThread(static_cast<int64_t>(t)), threadText(issuer)));
+  }
+
+  /// Reads `count` values of fragment `f` for the 32 lanes of the warp that
+  /// starts at thread `warpBase`, lane-major into `out`.
+  bool readFragment(const SimFragment &f, int count, int32_t warpBase, std::string_view what,
+                    std::string_view operand, std::span<double> out) {
+    SimMemory *memory = memoryOf(f.buffer);
+    if (!memory)
+      return false;
+    const DType dtype = memory->buffer->dtype;
+    for (int lane = 0; lane < kWarpSize; ++lane) {
+      size_t t = static_cast<size_t>(warpBase + lane);
+      for (int e = 0; e < count; ++e) {
+        int64_t element = elementOf(*memory, t, f.offset + e);
+        if (!memory->written[static_cast<size_t>(element)])
+          return raise(fmt::format("read of register {}[{}], which no thread has written, {} "
+                                   "({} operand {})",
+                                   memory->buffer->name, f.offset + e,
+                                   byThread(static_cast<int64_t>(t)), what, operand));
+        out[static_cast<size_t>(lane * count + e)] =
+            loadElement(memory->data + element * memory->elementBytes, dtype).f;
+      }
+    }
+    return true;
+  }
+
+  bool mma(const SimStmt &node, Active a) {
+    const auto kind = static_cast<MmaKind>(node.op);
+    const MmaShapeInfo &info = mmaShapeInfo(kind);
+    const std::string what = fmt::format("mma.{}", mmaKindName(kind));
+    if (!checkWholeWarps(a, what))
+      return false;
+    SimMemory *d = memoryOf(node.fragments[0].buffer);
+    if (!d)
+      return false;
+    const size_t aCount = static_cast<size_t>(kWarpSize * info.aElements);
+    const size_t bCount = static_cast<size_t>(kWarpSize * info.bElements);
+    const size_t cCount = static_cast<size_t>(kWarpSize * info.cElements);
+    std::array<double, 16 * 32> aValues;  // the largest fragments: m16 x k32,
+    std::array<double, 32 * 8> bValues;   // k32 x n8,
+    std::array<double, 16 * 8> cValues;   // m16 x n8
+    std::array<float, 16 * 8> cFloats, dFloats;
+    KILN_CHECK(aCount <= aValues.size() && bCount <= bValues.size() && cCount <= cFloats.size(),
+               "mma fragment sizes");
+    for (int32_t i = 0; i < a.count; i += kWarpSize) {
+      const int32_t base = a.ids[i];
+      // Every operand is read before d is written: d may alias c.
+      if (!readFragment(node.fragments[1], info.aElements, base, what, "a",
+                        std::span(aValues).first(aCount)) ||
+          !readFragment(node.fragments[2], info.bElements, base, what, "b",
+                        std::span(bValues).first(bCount)) ||
+          !readFragment(node.fragments[3], info.cElements, base, what, "c",
+                        std::span(cValues).first(cCount)))
+        return false;
+      for (size_t v = 0; v < cCount; ++v)
+        cFloats[v] = static_cast<float>(cValues[v]);
+      warpMma(kind, std::span(aValues).first(aCount), std::span(bValues).first(bCount),
+              std::span(cFloats).first(cCount), std::span(dFloats).first(cCount));
+      const SimFragment &out = node.fragments[0];
+      for (int lane = 0; lane < kWarpSize; ++lane)
+        for (int e = 0; e < info.cElements; ++e) {
+          int64_t element = elementOf(*d, static_cast<size_t>(base + lane), out.offset + e);
+          d->written[static_cast<size_t>(element)] = 1;
+          storeElement(d->data + element * d->elementBytes, DType::F32,
+                       Scalar::ofFloat(dFloats[static_cast<size_t>(lane * info.cElements + e)]));
+        }
+      ++stats_.mmas;
+    }
+    return true;
+  }
+
+  bool ldMatrix(const SimStmt &node, Active a) {
+    const int matrices = node.op;
+    const std::string what =
+        fmt::format("ldmatrix.x{}{}", matrices, node.transpose ? ".trans" : "");
+    if (!checkWholeWarps(a, what))
+      return false;
+    SimMemory *source = memoryOf(node.buffer);
+    SimMemory *destination = memoryOf(node.fragments[0].buffer);
+    if (!source || !destination || !eval(node.exprs[0], a))
+      return false;
+    const Scalar *rowIndex = column(node.exprs[0]);
+    const int64_t bytes = source->elementBytes;
+    const int64_t offset = node.fragments[0].offset;
+    for (int32_t i = 0; i < a.count; i += kWarpSize) {
+      const int32_t base = a.ids[i];
+      // Lanes 8j .. 8j+7 address the rows of matrix j: 8 elements, 16-byte aligned.
+      for (int lane = 0; lane < 8 * matrices; ++lane) {
+        size_t t = static_cast<size_t>(base + lane);
+        if (!checkAccess(*source, rowIndex[t].i, 8, nullptr, false, t, "ldmatrix row"))
+          return false;
+      }
+      for (int lane = 0; lane < kWarpSize; ++lane) {
+        const size_t t = static_cast<size_t>(base + lane);
+        for (int v = 0; v < 2 * matrices; ++v) {
+          MatrixPosition p = ldMatrixPosition(node.transpose, lane, v);
+          const int64_t element = rowIndex[static_cast<size_t>(base + 8 * (v / 2) + p.row)].i + p.col;
+          if (!source->inFlight.empty() && source->inFlight[static_cast<size_t>(element)] != 0)
+            return inFlightError(*source, element, t, what + " read");
+          if (!source->written[static_cast<size_t>(element)])
+            return raise(fmt::format("{} read of shared {}[{}], which no thread has written, {}",
+                                     what, source->buffer->name, element,
+                                     byThread(static_cast<int64_t>(t))));
+          if (source->trackRaces)
+            if (auto race = source->races.read(element, static_cast<int64_t>(t), epoch_))
+              return raceError(*source, element, *race, t, "read");
+          int64_t to = elementOf(*destination, t, offset + v);
+          std::memcpy(destination->data + to * bytes, source->data + element * bytes,
+                      static_cast<size_t>(bytes));
+          destination->written[static_cast<size_t>(to)] = 1;
+          ++stats_.sharedLoads;
+        }
+      }
+    }
+    return true;
+  }
+
+  /// Issues each thread's copy: indices, predicate and the global source are
+  /// read now; the shared destination is written when an AsyncWait retires it.
+  bool asyncCopy(const SimStmt &node, Active a) {
+    SimMemory *destination = memoryOf(node.buffer);
+    SimMemory *source = memoryOf(node.source);
+    if (!destination || !source || !eval(node.exprs[0], a) || !eval(node.exprs[1], a))
+      return false;
+    const Scalar *predicate = nullptr;
+    if (node.exprs[2] != kNoNode) {
+      if (!eval(node.exprs[2], a))
+        return false;
+      predicate = column(node.exprs[2]);
+    }
+    const Scalar *toIndex = column(node.exprs[0]), *fromIndex = column(node.exprs[1]);
+    const int lanes = node.op;
+    const size_t bytes = static_cast<size_t>(lanes * source->elementBytes);
+    for (int32_t i = 0; i < a.count; ++i) {
+      const size_t t = static_cast<size_t>(a.ids[i]);
+      PendingCopy copy;
+      copy.buffer = node.buffer;
+      copy.index = toIndex[t].i;
+      copy.lanes = lanes;
+      copy.zeroFill = predicate && predicate[t].i == 0;
+      if (!checkAccess(*destination, copy.index, lanes, nullptr, false, t, "async copy write"))
+        return false;
+      if (!copy.zeroFill) {
+        int64_t from = fromIndex[t].i;
+        if (!checkAccess(*source, from, lanes, nullptr, false, t, "async copy read"))
+          return false;
+        std::memcpy(copy.bytes.data(), source->data + from * source->elementBytes, bytes);
+        stats_.globalLoads += lanes;
+      }
+      for (int l = 0; l < lanes; ++l)
+        ++destination->inFlight[static_cast<size_t>(copy.index + l)];
+      asyncCopies_.issue(a.ids[i], copy);
+      ++stats_.asyncCopies;
+    }
+    return true;
+  }
+
+  /// Lands thread `t`'s copy: shared stores by `t` now, race-checked as such.
+  bool landCopy(int32_t t, const PendingCopy &copy) {
+    SimMemory *memory = memoryOf(copy.buffer);
+    if (!memory)
+      return false;
+    for (int l = 0; l < copy.lanes; ++l) {
+      const int64_t element = copy.index + l;
+      --memory->inFlight[static_cast<size_t>(element)];
+      if (memory->trackRaces)
+        if (auto race = memory->races.write(element, t, epoch_))
+          return raceError(*memory, element, *race, static_cast<size_t>(t), "write");
+      memory->written[static_cast<size_t>(element)] = 1;
+      std::byte *to = memory->data + element * memory->elementBytes;
+      if (copy.zeroFill)
+        std::memset(to, 0, static_cast<size_t>(memory->elementBytes));
+      else
+        std::memcpy(to, copy.bytes.data() + l * memory->elementBytes,
+                    static_cast<size_t>(memory->elementBytes));
+      ++stats_.sharedStores;
+    }
+    return true;
+  }
+
+  bool asyncWait(const SimStmt &node, Active a) {
+    for (int32_t i = 0; i < a.count; ++i) {
+      const int32_t t = a.ids[i];
+      if (!asyncCopies_.retire(t, node.op, [&](const PendingCopy &copy) {
+            return landCopy(t, copy);
+          }))
+        return false;
+    }
+    return true;
+  }
+
+  /// At the end of a block every copy must have landed: a kernel waits for
+  /// its copies (cp.async.wait_group) before it ends.
+  bool checkCopiesLanded() {
+    int32_t t = 0;
+    const PendingCopy *copy = asyncCopies_.firstInFlight(t);
+    if (!copy)
+      return true;
+    const SimMemory &memory = memories_[static_cast<size_t>(copy->buffer)];
+    return raise(fmt::format("async copy into shared {}[{}] (and {} more elements) {} was "
+                             "never waited for: {} before the block ended",
+                             memory.buffer->name, copy->index, copy->lanes - 1, byThread(t),
+                             asyncCopies_.uncommitted(t, *copy)
+                                 ? "it was not committed (async_commit) and retired (async_wait)"
+                                 : "no async wait retired its group"));
   }
 };
 

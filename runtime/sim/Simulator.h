@@ -1,10 +1,12 @@
 // The SIMT simulator: runs a GPU kernel (kernel IR with block/thread loops) on
 // the CPU with GPU semantics — a grid of blocks, the threads of a block in
 // lockstep under active masks, shared memory per block, barriers, warp
-// shuffles and atomics — and reports what real hardware would silently get
-// wrong: out-of-bounds global and shared accesses, shared-memory races between
-// barriers, a barrier reached by part of a block, a shuffle reached by part of
-// a warp. It is how every GPU kernel is checked on machines without a GPU.
+// shuffles, atomics, tensor-core mma and ldmatrix, and asynchronous copies —
+// and reports what real hardware would silently get wrong: out-of-bounds
+// global and shared accesses, shared-memory races between barriers, a barrier
+// reached by part of a block, a shuffle, mma or ldmatrix reached by part of a
+// warp, a read of an async copy's destination before the copy was waited for.
+// It is how every GPU kernel is checked on machines without a GPU.
 //
 // What a kernel must do to pass (GPU lowering follows these rules):
 // - Threads run statement by statement in lockstep, the whole block at once,
@@ -24,6 +26,19 @@
 // - Lets and loads outside the thread loops run once per thread (counted so in
 //   SimStats). Atomics land in linear thread order (x fastest), blocks run in
 //   order of the block loops.
+// - Mma and LdMatrix are warp collectives like shuffles (whole, fully active
+//   warps). Mma places the lanes' fragments by kir::mmaFragmentPosition and
+//   sums in a fixed f32 order (runtime/sim/SimTensorCore.h); reading a
+//   fragment element the thread never wrote is an error. LdMatrix rows are in
+//   bounds and 16-byte aligned (a multiple of 8 elements); each element is a
+//   shared read by the lane that receives it (race and poison checks).
+// - AsyncCopy reads its global source when issued (nothing under a false
+//   predicate) and writes its shared destination (data or zeros) only when an
+//   AsyncWait of the issuing thread retires its commit group: then the stores
+//   are that thread's, race-checked at that moment. AsyncWait(n) retires all
+//   but the thread's n newest committed groups; copies not yet committed stay
+//   in flight, and a barrier retires nothing. Touching an element while a copy
+//   into it is in flight, and ending a block with a copy in flight, are errors.
 #pragma once
 
 #include "ir/kernel/KernelIR.h"
@@ -59,6 +74,8 @@ struct SimStats {
   int64_t sharedStores = 0;  ///< active lanes that wrote shared memory (atomics included)
   int64_t atomics = 0;       ///< threads that executed an atomic (global or shared)
   int64_t shuffles = 0;      ///< warp shuffles, counted once per warp
+  int64_t mmas = 0;          ///< warp matrix products (Mma), counted once per warp
+  int64_t asyncCopies = 0;   ///< threads that issued an async copy (predicated off included)
   int64_t statements = 0;    ///< statement executions (each for all its active threads)
   int64_t threadStatements = 0; ///< statement executions times their active threads
 };

@@ -271,3 +271,28 @@ TEST_CASE("f16 encoding is monotonic and lands on a neighbour", "[floatconvert]"
   }
   CHECK(wrong == 0);
 }
+
+TEST_CASE("tf32 rounds to nearest with ties away from zero (cvt.rna.tf32.f32)", "[floatconvert]") {
+  auto bits = [](float v) { return std::bit_cast<uint32_t>(v); };
+  auto fromBits = [](uint32_t b) { return std::bit_cast<float>(b); };
+  CHECK(roundFloatToTf32(1.0f) == 1.0f);
+  // Below half of the last kept bit (2^-10): down; exactly half: away from
+  // zero (nearest even would go down here, 1.0 being even); above: up.
+  CHECK(roundFloatToTf32(1.0f + std::ldexp(1.0f, -11) - std::ldexp(1.0f, -23)) == 1.0f);
+  CHECK(roundFloatToTf32(1.0f + std::ldexp(1.0f, -11)) == 1.0f + std::ldexp(1.0f, -10));
+  CHECK(roundFloatToTf32(-1.0f - std::ldexp(1.0f, -11)) == -1.0f - std::ldexp(1.0f, -10));
+  CHECK(bits(roundFloatToTf32(fromBits(0x3f801000))) == 0x3f802000);
+  CHECK(bits(roundFloatToTf32(fromBits(0x3f800fff))) == 0x3f800000);
+  CHECK(bits(roundFloatToTf32(fromBits(0x3f803000))) == 0x3f804000); // odd tie: up as well
+  CHECK(bits(roundFloatToTf32(fromBits(0xbf803000))) == 0xbf804000);
+  // A carry into the exponent, and past the largest finite value to infinity.
+  CHECK(roundFloatToTf32(fromBits(0x3fffffff)) == 2.0f);
+  CHECK(std::isinf(roundFloatToTf32(std::numeric_limits<float>::max())));
+  CHECK(roundFloatToTf32(-std::numeric_limits<float>::max()) < 0);
+  // Subnormals round the same way; zero, infinities and NaN pass through.
+  CHECK(bits(roundFloatToTf32(fromBits(0x00001000))) == 0x00002000);
+  CHECK(bits(roundFloatToTf32(-0.0f)) == 0x80000000u);
+  CHECK(std::isinf(roundFloatToTf32(static_cast<float>(kInf))));
+  CHECK(std::isnan(roundFloatToTf32(static_cast<float>(kNaN))));
+  CHECK(std::isnan(roundFloatToTf32(fromBits(0x7f800001)))); // a NaN whose payload rounding would drop
+}

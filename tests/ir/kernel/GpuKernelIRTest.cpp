@@ -1,7 +1,8 @@
-// The GPU parts of the kernel IR: printing of barriers, atomics and shuffles,
-// the launch shape read off block/thread loops and the structure errors, the
-// evaluator's refusal of cross-thread operations, and the kernel passes
-// leaving collectives and barrier-ordered loads where they are.
+// The GPU parts of the kernel IR: printing of barriers, atomics, shuffles, mma,
+// ldmatrix and async copies, the launch shape read off block/thread loops and
+// the structure errors, the evaluator's refusal of cross-thread operations,
+// and the kernel passes leaving collectives and barrier-ordered loads where
+// they are.
 #include "ir/kernel/GpuLaunch.h"
 #include "ir/kernel/KernelTestUtil.h"
 #include "passes/kernel/Passes.h"
@@ -193,4 +194,34 @@ TEST_CASE("Kernel passes keep shuffles and barrier-ordered loads in place", "[ke
   CHECK(text.find("load f32 tile[0]", loop) != std::string::npos);
   CHECK(text.find("barrier", loop) != std::string::npos);
   REQUIRE(gpuLaunchOf(optimized).has_value());
+}
+
+TEST_CASE("GPU kernels print tensor-core statements and async copies", "[kernel][gpu]") {
+  auto fa = makeBuffer("fa", DType::BF16, 8, MemScope::Register);
+  auto fb = makeBuffer("fb", DType::BF16, 4, MemScope::Register);
+  auto acc = makeBuffer("acc", DType::F32, 8, MemScope::Register);
+  auto tile = makeBuffer("tile", DType::BF16, 256, MemScope::Shared);
+  auto stage = makeBuffer("stage", DType::F32, 512, MemScope::Shared);
+  auto in = makeBuffer("in", DType::F32, 4096);
+  auto lane = makeVar("lane");
+  ExprPtr l = kir::ref(lane);
+  CHECK(printStmt(mma(MmaKind::BF16_M16N8K16, {acc, 4}, {fa, 0}, {fb, 0}, {acc, 4})) ==
+        "mma.bf16.m16n8k16 acc[4:] = fa[0:] * fb[0:] + acc[4:]\n");
+  CHECK(printStmt(ldMatrix({fa, 0}, 4, false, tile, mul(l, index(8)))) ==
+        "ldmatrix.x4 fa[0:] = tile[lane * 8]\n");
+  CHECK(printStmt(ldMatrix({fb, 2}, 1, true, tile, index(16))) ==
+        "ldmatrix.x1.trans fb[2:] = tile[16]\n");
+  CHECK(printStmt(asyncCopy(stage, mul(l, index(4)), in, add(mul(l, index(4)), index(128)), 4)) ==
+        "async_copy f32x4 stage[lane * 4] = in[lane * 4 + 128]\n");
+  CHECK(printStmt(asyncCopy(stage, index(0), in, index(4), 1, lt(l, index(3)))) ==
+        "async_copy f32 stage[0] = in[4] if lane < 3\n");
+  CHECK(printStmt(asyncCommit()) == "async_commit\n");
+  CHECK(printStmt(asyncWait(1)) == "async_wait 1\n");
+  auto ef = makeBuffer("ef", DType::F8E4M3, 16, MemScope::Register);
+  auto eb = makeBuffer("eb", DType::F8E4M3, 8, MemScope::Register);
+  auto tf = makeBuffer("tf", DType::F32, 4, MemScope::Register);
+  CHECK(printStmt(mma(MmaKind::E4M3_M16N8K32, {acc, 0}, {ef, 0}, {eb, 0}, {acc, 4})) ==
+        "mma.e4m3.m16n8k32 acc[0:] = ef[0:] * eb[0:] + acc[4:]\n");
+  CHECK(printStmt(mma(MmaKind::TF32_M16N8K8, {acc, 0}, {tf, 0}, {tf, 2}, {acc, 0})) ==
+        "mma.tf32.m16n8k8 acc[0:] = tf[0:] * tf[2:] + acc[0:]\n");
 }
