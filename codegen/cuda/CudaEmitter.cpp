@@ -179,12 +179,22 @@ Expected<void> CudaEmitter::emitStmt(const kir::Stmt &stmt) {
   }
   case kir::StmtKind::Barrier: line("__syncthreads();"); return {};
   case kir::StmtKind::Atomic: return emitAtomic(static_cast<const kir::Atomic &>(stmt));
-  case kir::StmtKind::Mma:
-  case kir::StmtKind::LdMatrix:
-  case kir::StmtKind::AsyncCopy:
+  case kir::StmtKind::Mma: return emitMma(static_cast<const kir::Mma &>(stmt));
+  case kir::StmtKind::LdMatrix: return emitLdMatrix(static_cast<const kir::LdMatrix &>(stmt));
+  case kir::StmtKind::AsyncCopy: return emitAsyncCopy(static_cast<const kir::AsyncCopy &>(stmt));
   case kir::StmtKind::AsyncCommit:
-  case kir::StmtKind::AsyncWait:
-    return fail(ErrorCode::Unsupported, "tensor-core statements in the CUDA C backend");
+    KILN_TRY_VOID(requireSm(80, "async commit (cp.async.commit_group)"));
+    line("asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
+    return {};
+  case kir::StmtKind::AsyncWait: {
+    int pending = static_cast<const kir::AsyncWait &>(stmt).pendingGroups;
+    KILN_TRY_VOID(requireSm(80, "async wait (cp.async.wait_group)"));
+    if (pending < 0 || pending > 7)
+      return fail(ErrorCode::VerifyError,
+                  fmt::format("async wait for {} pending groups: 0..7 allowed", pending));
+    line(fmt::format("asm volatile(\"cp.async.wait_group {};\" ::: \"memory\");", pending));
+    return {};
+  }
   }
   KILN_UNREACHABLE("unknown statement kind");
 }
