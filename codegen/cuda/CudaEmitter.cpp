@@ -182,19 +182,8 @@ Expected<void> CudaEmitter::emitStmt(const kir::Stmt &stmt) {
   case kir::StmtKind::Mma: return emitMma(static_cast<const kir::Mma &>(stmt));
   case kir::StmtKind::LdMatrix: return emitLdMatrix(static_cast<const kir::LdMatrix &>(stmt));
   case kir::StmtKind::AsyncCopy: return emitAsyncCopy(static_cast<const kir::AsyncCopy &>(stmt));
-  case kir::StmtKind::AsyncCommit:
-    KILN_TRY_VOID(requireSm(80, "async commit (cp.async.commit_group)"));
-    line("asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
-    return {};
-  case kir::StmtKind::AsyncWait: {
-    int pending = static_cast<const kir::AsyncWait &>(stmt).pendingGroups;
-    KILN_TRY_VOID(requireSm(80, "async wait (cp.async.wait_group)"));
-    if (pending < 0 || pending > 7)
-      return fail(ErrorCode::VerifyError,
-                  fmt::format("async wait for {} pending groups: 0..7 allowed", pending));
-    line(fmt::format("asm volatile(\"cp.async.wait_group {};\" ::: \"memory\");", pending));
-    return {};
-  }
+  case kir::StmtKind::AsyncCommit: return emitAsyncCommit();
+  case kir::StmtKind::AsyncWait: return emitAsyncWait(static_cast<const kir::AsyncWait &>(stmt));
   }
   KILN_UNREACHABLE("unknown statement kind");
 }

@@ -80,6 +80,8 @@ private:
   Expected<void> emitMma(const kir::Mma &mma);
   Expected<void> emitLdMatrix(const kir::LdMatrix &load);
   Expected<void> emitAsyncCopy(const kir::AsyncCopy &copy);
+  Expected<void> emitAsyncCommit();
+  Expected<void> emitAsyncWait(const kir::AsyncWait &wait);
   /// Fails unless the target is at least sm_`minSm`, naming `what`.
   Expected<void> requireSm(int minSm, std::string_view what) const;
   /// C lvalues for elements [0, count) of a register fragment of `dtype`.

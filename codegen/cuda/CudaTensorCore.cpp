@@ -209,4 +209,20 @@ Expected<void> CudaEmitter::emitAsyncCopy(const kir::AsyncCopy &copy) {
   return {};
 }
 
+Expected<void> CudaEmitter::emitAsyncCommit() {
+  KILN_TRY_VOID(requireSm(80, "async commit (cp.async.commit_group)"));
+  line("asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
+  return {};
+}
+
+Expected<void> CudaEmitter::emitAsyncWait(const kir::AsyncWait &wait) {
+  KILN_TRY_VOID(requireSm(80, "async wait (cp.async.wait_group)"));
+  if (wait.pendingGroups < 0 || wait.pendingGroups > 7)
+    return fail(ErrorCode::VerifyError,
+                fmt::format("async wait for {} pending groups: 0..7 allowed", wait.pendingGroups));
+  line(fmt::format("asm volatile(\"cp.async.wait_group {};\" ::: \"memory\");",
+                   wait.pendingGroups));
+  return {};
+}
+
 } // namespace kiln::codegen::cuda
