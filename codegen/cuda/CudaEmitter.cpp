@@ -179,12 +179,11 @@ Expected<void> CudaEmitter::emitStmt(const kir::Stmt &stmt) {
   }
   case kir::StmtKind::Barrier: line("__syncthreads();"); return {};
   case kir::StmtKind::Atomic: return emitAtomic(static_cast<const kir::Atomic &>(stmt));
-  case kir::StmtKind::Mma:
-  case kir::StmtKind::LdMatrix:
-  case kir::StmtKind::AsyncCopy:
-  case kir::StmtKind::AsyncCommit:
-  case kir::StmtKind::AsyncWait:
-    return fail(ErrorCode::Unsupported, "tensor-core statements in the CUDA C backend");
+  case kir::StmtKind::Mma: return emitMma(static_cast<const kir::Mma &>(stmt));
+  case kir::StmtKind::LdMatrix: return emitLdMatrix(static_cast<const kir::LdMatrix &>(stmt));
+  case kir::StmtKind::AsyncCopy: return emitAsyncCopy(static_cast<const kir::AsyncCopy &>(stmt));
+  case kir::StmtKind::AsyncCommit: return emitAsyncCommit();
+  case kir::StmtKind::AsyncWait: return emitAsyncWait(static_cast<const kir::AsyncWait &>(stmt));
   }
   KILN_UNREACHABLE("unknown statement kind");
 }

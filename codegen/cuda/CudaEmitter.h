@@ -76,6 +76,24 @@ private:
   Expected<void> emitStore(const kir::Store &store);
   Expected<void> emitAtomic(const kir::Atomic &atomic);
 
+  // ---- CudaTensorCore.cpp: mma, ldmatrix and cp.async as inline PTX
+  Expected<void> emitMma(const kir::Mma &mma);
+  Expected<void> emitLdMatrix(const kir::LdMatrix &load);
+  Expected<void> emitAsyncCopy(const kir::AsyncCopy &copy);
+  Expected<void> emitAsyncCommit();
+  Expected<void> emitAsyncWait(const kir::AsyncWait &wait);
+  /// Fails unless the target is at least sm_`minSm`, naming `what`.
+  Expected<void> requireSm(int minSm, std::string_view what) const;
+  /// C lvalues for elements [0, count) of a register fragment of `dtype`.
+  Expected<std::vector<std::string>> fragmentElements(const kir::Fragment &fragment, DType dtype,
+                                                      int64_t count, std::string_view what);
+  /// The fragment's values as 32-bit asm operands: f32 as is (converted to
+  /// tf32 bits with `toTf32`), 16- and 8-bit values packed two or four to a
+  /// word, element 2i (4i) in the low bits.
+  Expected<std::vector<std::string>> fragmentOperands(const kir::Fragment &fragment, DType dtype,
+                                                      int64_t count, bool toTf32,
+                                                      std::string_view what);
+
   // ---- CudaExprEmitter.cpp: expressions. Lines that must run before the
   // expression (vector loads into arrays, shuffles) are written out first.
   /// One C expression per lane.

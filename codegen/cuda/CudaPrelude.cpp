@@ -62,6 +62,14 @@ __device__ __forceinline__ unsigned short kiln_f32_to_bf16(float value) {
   return bits;
 }
 
+// A tensor-core tf32 operand: f32 rounded to 10 mantissa bits, to nearest
+// with ties away from zero, as the mma's tf32 input.
+__device__ __forceinline__ unsigned kiln_f32_to_tf32(float value) {
+  unsigned bits;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(value));
+  return bits;
+}
+
 // Rounds x to nearest even in a float format of `exponentBits` and
 // `mantissaBits` and returns its bits; rounds once from double, so it also
 // serves f64 sources. Overflow gives infinity, or the largest finite value

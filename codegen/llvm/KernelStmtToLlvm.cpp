@@ -194,12 +194,11 @@ Expected<void> KernelEmitter::emitStmt(const kir::Stmt &stmt) {
   }
   case kir::StmtKind::Barrier: return emitBarrier(*as<kir::Barrier>(stmt));
   case kir::StmtKind::Atomic: return emitAtomic(*as<kir::Atomic>(stmt));
-  case kir::StmtKind::Mma:
-  case kir::StmtKind::LdMatrix:
-  case kir::StmtKind::AsyncCopy:
-  case kir::StmtKind::AsyncCommit:
-  case kir::StmtKind::AsyncWait:
-    return fail(ErrorCode::Unsupported, "tensor-core statements in the LLVM backend");
+  case kir::StmtKind::Mma: return emitMma(*as<kir::Mma>(stmt));
+  case kir::StmtKind::LdMatrix: return emitLdMatrix(*as<kir::LdMatrix>(stmt));
+  case kir::StmtKind::AsyncCopy: return emitAsyncCopy(*as<kir::AsyncCopy>(stmt));
+  case kir::StmtKind::AsyncCommit: return emitAsyncCommit(*as<kir::AsyncCommit>(stmt));
+  case kir::StmtKind::AsyncWait: return emitAsyncWait(*as<kir::AsyncWait>(stmt));
   }
   KILN_UNREACHABLE("statement kind");
 }
@@ -210,6 +209,33 @@ Expected<void> KernelEmitter::emitBarrier(const kir::Barrier &) {
 
 Expected<void> KernelEmitter::emitAtomic(const kir::Atomic &) {
   return fail(ErrorCode::Unsupported, "the host backend has no atomic: it belongs to GPU kernels");
+}
+
+namespace {
+std::string noGpuStatement(std::string_view what) {
+  return fmt::format("the host backend has no {}: it belongs to GPU kernels (sm_80 and later)",
+                     what);
+}
+} // namespace
+
+Expected<void> KernelEmitter::emitMma(const kir::Mma &) {
+  return fail(ErrorCode::Unsupported, noGpuStatement("mma (a warp's tensor-core matrix product)"));
+}
+
+Expected<void> KernelEmitter::emitLdMatrix(const kir::LdMatrix &) {
+  return fail(ErrorCode::Unsupported, noGpuStatement("ldmatrix"));
+}
+
+Expected<void> KernelEmitter::emitAsyncCopy(const kir::AsyncCopy &) {
+  return fail(ErrorCode::Unsupported, noGpuStatement("async copy (cp.async)"));
+}
+
+Expected<void> KernelEmitter::emitAsyncCommit(const kir::AsyncCommit &) {
+  return fail(ErrorCode::Unsupported, noGpuStatement("async commit (cp.async.commit_group)"));
+}
+
+Expected<void> KernelEmitter::emitAsyncWait(const kir::AsyncWait &) {
+  return fail(ErrorCode::Unsupported, noGpuStatement("async wait (cp.async.wait_group)"));
 }
 
 std::vector<llvm::Metadata *> KernelEmitter::vectorizeProperties(const kir::For &loop) {

@@ -18,6 +18,7 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -133,11 +134,15 @@ Expected<std::string> compilePtxWithLlvm(std::span<const kir::Kernel> kernels,
   if (!nvptx)
     return makeError(ErrorCode::Unavailable,
                      fmt::format("NVPTX backend: LLVM has no NVPTX target: {}", lookupError));
+  // The target's PTX version, raised where a kernel needs newer instructions.
+  int ptxVersion = target.ptxVersion;
+  for (const kir::Kernel &kernel : kernels)
+    ptxVersion = std::max(ptxVersion, nvptx::requiredPtxVersion(kernel));
   llvm::TargetOptions options;
   // a*b+c stays two roundings unless the kernel asks for Fma.
   options.AllowFPOpFusion = llvm::FPOpFusion::Strict;
   std::unique_ptr<llvm::TargetMachine> machine(nvptx->createTargetMachine(
-      kTriple, target.archName(), fmt::format("+ptx{}", target.ptxVersion), options, std::nullopt,
+      kTriple, target.archName(), fmt::format("+ptx{}", ptxVersion), options, std::nullopt,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!machine)
     return makeError(ErrorCode::Unavailable,

@@ -11,12 +11,19 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace kiln::codegen::nvptx {
 
 /// Address spaces of the NVPTX target (PTX state spaces).
 inline constexpr unsigned kGlobalAddressSpace = 1;
 inline constexpr unsigned kSharedAddressSpace = 3;
+
+/// The oldest PTX ISA version (major * 10 + minor) that has every
+/// instruction `kernel` needs beyond the target's default: mma on e4m3
+/// operands needs 8.4. 0 when the target's default serves.
+int requiredPtxVersion(const kir::Kernel &kernel);
 
 /// Emits GPU kernels into one module with the nvptx64 triple and data layout.
 class NvptxEmitter final : public host::KernelEmitter {
@@ -34,6 +41,25 @@ private:
   Expected<void> emitAtomic(const kir::Atomic &atomic) override;
   Expected<llvm::Value *> emitShuffle(const kir::Shuffle &shuffle) override;
   llvm::Align accessAlignment(const kir::Buffer &buffer, int lanes) override;
+
+  // ---- NvptxTensorCore.cpp: mma, ldmatrix and cp.async
+  Expected<void> emitMma(const kir::Mma &mma) override;
+  Expected<void> emitLdMatrix(const kir::LdMatrix &ldMatrix) override;
+  Expected<void> emitAsyncCopy(const kir::AsyncCopy &copy) override;
+  Expected<void> emitAsyncCommit(const kir::AsyncCommit &commit) override;
+  Expected<void> emitAsyncWait(const kir::AsyncWait &wait) override;
+  /// Fails unless the target is at least sm_`minSm`, naming `what`.
+  Expected<void> requireSm(int minSm, std::string_view what);
+  /// The address of `fragment`'s element `element`, after checking that the
+  /// fragment is an allocated register buffer of `dtype` holding `count` elements.
+  Expected<llvm::Value *> fragmentElement(const kir::Fragment &fragment, DType dtype,
+                                          int64_t count, int64_t element, std::string_view what);
+  /// `count` elements of a register fragment as 32-bit operand words: f32 as
+  /// is (rounded to tf32 bits with `toTf32`), 16- and 8-bit values packed two
+  /// or four to a word, element 2i (4i) in the low bits.
+  Expected<std::vector<llvm::Value *>> fragmentWords(const kir::Fragment &fragment, DType dtype,
+                                                     int64_t count, bool toTf32,
+                                                     std::string_view what);
 
   // ---- NvptxMathAndCasts.cpp
   Expected<llvm::Value *> emitMath(kir::Intrinsic fn, kir::Type type,

@@ -1,0 +1,209 @@
+// Tensor-core statements (Mma, LdMatrix, AsyncCopy/Commit/Wait) through both
+// GPU backends: each one-warp kernel of TensorCoreKernels.h compiles with LLVM
+// NVPTX and as CUDA C with NVRTC, its PTX holds the instruction, and ptxas
+// assembles it; e4m3 needs sm_89; the host backend rejects them by name.
+#include "tests/codegen/gpu/GpuCodegenTestUtil.h"
+#include "tests/codegen/gpu/TensorCoreKernels.h"
+
+#include "codegen/cuda/CudaSource.h"
+#include "codegen/cuda/Nvrtc.h"
+#include "codegen/llvm/HostBackend.h"
+
+#include <optional>
+#include <regex>
+
+using namespace kiln;
+using namespace kiln::kir;
+using kiln::testing::compileAndAssemble;
+using kiln::testing::gpuTarget;
+using kiln::testing::ptxHas;
+using kiln::testing::asyncCopyKernel;
+using kiln::testing::ldMatrixKernel;
+using kiln::testing::mmaKernel;
+
+namespace {
+
+/// One kernel's PTX from each GPU backend (nvrtc empty where NVRTC is absent).
+struct BackendPtx {
+  std::string llvm;
+  std::string cudaSource;
+  std::optional<std::string> nvrtc;
+};
+
+/// Compiles `kernel` for `arch` through both backends, assembling each PTX
+/// with ptxas when it is present; any error fails the test.
+BackendPtx compileBoth(const Kernel &kernel, std::string_view arch) {
+  INFO(kernel.name << " for " << arch);
+  BackendPtx out;
+  out.llvm = compileAndAssemble({kernel}, arch);
+  codegen::GpuTarget target = gpuTarget(arch);
+  auto source = codegen::cuda::emitCudaSource(std::span(&kernel, 1), target);
+  if (!source)
+    FAIL("CUDA C emission failed: " << source.error().str());
+  out.cudaSource = *source;
+  auto nvrtc = codegen::cuda::compileWithNvrtc(*source, kernel.name + ".cu", target);
+  if (!nvrtc && nvrtc.error().code() == ErrorCode::Unavailable) {
+    WARN("NVRTC unavailable, the CUDA C of " << kernel.name << " is not compiled: "
+                                             << nvrtc.error().message());
+    return out;
+  }
+  if (!nvrtc)
+    FAIL("NVRTC rejected the CUDA C: " << nvrtc.error().str() << "\n" << *source);
+  CHECK_FALSE(nvrtc->cubin.empty());
+  if (kiln::testing::ptxasAvailable()) {
+    auto assembled = codegen::runPtxas(nvrtc->ptx, target);
+    if (!assembled)
+      FAIL("ptxas rejected NVRTC's PTX: " << assembled.error().str() << "\n" << nvrtc->ptx);
+  }
+  out.nvrtc = nvrtc->ptx;
+  return out;
+}
+
+/// Checks that both backends' PTX holds `text` (NVRTC's only where it ran).
+void checkBothHave(const BackendPtx &ptx, const std::string &text) {
+  INFO("llvm");
+  CHECK(ptxHas(ptx.llvm, text));
+  if (ptx.nvrtc) {
+    INFO("nvrtc");
+    CHECK(ptxHas(*ptx.nvrtc, text));
+  }
+}
+
+bool contains(const std::string &text, std::string_view piece) {
+  return text.find(piece) != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("mma of f16, bf16 and tf32 compiles through both backends", "[gpu-codegen][tensor-core]") {
+  for (MmaKind kind : {MmaKind::F16_M16N8K16, MmaKind::BF16_M16N8K16, MmaKind::TF32_M16N8K8}) {
+    const MmaShapeInfo &info = mmaShapeInfo(kind);
+    for (std::string_view arch : {"sm_80", "sm_90a"}) {
+      INFO(mmaKindName(kind) << " " << arch);
+      BackendPtx ptx = compileBoth(mmaKernel(kind), arch);
+      checkBothHave(ptx, fmt::format("mma.sync.aligned.{}", info.ptxName));
+      if (kind == MmaKind::TF32_M16N8K8) {
+        // Operands are rounded to tf32 before the product, 4 of A and 2 of B per lane.
+        checkBothHave(ptx, "cvt.rna.tf32.f32");
+        CHECK(contains(ptx.cudaSource, "kiln_f32_to_tf32(ab[0])"));
+      } else {
+        // Pairs of 16-bit elements packed into 32-bit words, element 2i low.
+        CHECK(contains(ptx.cudaSource, "(unsigned)ab[0] | (unsigned)ab[1] << 16"));
+      }
+      // The accumulator is read and written in place.
+      CHECK(contains(ptx.cudaSource, ": \"=f\"(acc[0]), \"=f\"(acc[1]), \"=f\"(acc[2]), \"=f\"(acc[3])"));
+      CHECK(contains(ptx.cudaSource, "\"f\"(acc[0]), \"f\"(acc[1]), \"f\"(acc[2]), \"f\"(acc[3]));"));
+      // The register fragments never touch local memory.
+      CHECK_FALSE(contains(ptx.llvm, ".local"));
+      if (ptx.nvrtc)
+        CHECK_FALSE(contains(*ptx.nvrtc, ".local"));
+    }
+  }
+}
+
+TEST_CASE("e4m3 mma needs sm_89 and PTX 8.4", "[gpu-codegen][tensor-core]") {
+  Kernel kernel = mmaKernel(MmaKind::E4M3_M16N8K32);
+  for (std::string_view arch : {"sm_89", "sm_90a"}) {
+    INFO(arch);
+    BackendPtx ptx = compileBoth(kernel, arch);
+    checkBothHave(ptx, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32");
+    CHECK(ptxHas(ptx.llvm, ".version 8.4"));
+    // Four 8-bit elements to a word, element 4i lowest.
+    CHECK(contains(ptx.cudaSource, "(unsigned)ab[0] | (unsigned)ab[1] << 8 | (unsigned)ab[2] << 16 | "
+                                   "(unsigned)ab[3] << 24"));
+  }
+  // The other kinds keep the target's own PTX version.
+  CHECK(ptxHas(compileAndAssemble({mmaKernel(MmaKind::BF16_M16N8K16)}, "sm_89"), ".version 7.8"));
+
+  for (std::string_view arch : {"sm_80", "sm_86"}) {
+    INFO(arch);
+    codegen::GpuTarget target = gpuTarget(arch);
+    auto llvm = codegen::compilePtxWithLlvm(std::span(&kernel, 1), target);
+    REQUIRE_FALSE(llvm);
+    auto cuda = codegen::cuda::emitCudaSource(std::span(&kernel, 1), target);
+    REQUIRE_FALSE(cuda);
+    for (const Error &error : {llvm.error(), cuda.error()}) {
+      INFO(error.str());
+      CHECK(error.code() == ErrorCode::Unsupported);
+      CHECK(contains(error.message(), "mma_e4m3_m16n8k32")); // the kernel
+      CHECK(contains(error.message(), "mma.e4m3.m16n8k32 (PTX mma.sync.aligned.m16n8k32.row.col."
+                                      "f32.e4m3.e4m3.f32) needs sm_89 or newer; the target is " +
+                                          std::string(arch)));
+    }
+  }
+}
+
+TEST_CASE("ldmatrix of 1, 2 and 4 matrices, plain and transposed", "[gpu-codegen][tensor-core]") {
+  for (int matrices : {1, 2, 4}) {
+    for (bool transpose : {false, true}) {
+      std::string instruction = fmt::format("ldmatrix.sync.aligned.m8n8.x{}{}.shared.b16", matrices,
+                                            transpose ? ".trans" : "");
+      for (std::string_view arch : {"sm_80", "sm_90a"}) {
+        INFO(instruction << " " << arch);
+        BackendPtx ptx = compileBoth(ldMatrixKernel(matrices, transpose), arch);
+        checkBothHave(ptx, instruction);
+        CHECK(contains(ptx.cudaSource, "__cvta_generic_to_shared(&tile["));
+        CHECK_FALSE(contains(ptx.llvm, ".local"));
+        if (ptx.nvrtc)
+          CHECK_FALSE(contains(*ptx.nvrtc, ".local"));
+      }
+    }
+  }
+  // bf16 tiles take the same instruction.
+  checkBothHave(compileBoth(ldMatrixKernel(4, true, DType::BF16), "sm_80"),
+                "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16");
+}
+
+TEST_CASE("cp.async of 4, 8 and 16 bytes, with and without a predicate", "[gpu-codegen][tensor-core]") {
+  for (int lanes : {1, 2, 4}) {
+    int bytes = 4 * lanes;
+    for (bool predicated : {false, true}) {
+      // cg (bypassing L1) exists only for 16 bytes; a predicate becomes the
+      // source size, 0 zero-filling the destination.
+      std::string instruction =
+          fmt::format("cp.async.{}.shared.global", bytes == 16 ? "cg" : "ca");
+      std::regex form(fmt::format(R"(cp\.async\.{}\.shared\.global \[%rd?\d+\], \[%rd\d+\], {}{};)",
+                                  bytes == 16 ? "cg" : "ca", bytes, predicated ? R"(, %r\d+)" : ""));
+      for (std::string_view arch : {"sm_80", "sm_90a"}) {
+        INFO(bytes << " bytes" << (predicated ? ", predicated, " : ", ") << arch);
+        BackendPtx ptx = compileBoth(asyncCopyKernel(lanes, predicated), arch);
+        checkBothHave(ptx, instruction);
+        CHECK(std::regex_search(ptx.llvm, form));
+        checkBothHave(ptx, "cp.async.commit_group");
+        checkBothHave(ptx, "cp.async.wait_group 1");
+        checkBothHave(ptx, "cp.async.wait_group 0");
+        if (predicated)
+          CHECK(contains(ptx.cudaSource, fmt::format("], {}, %2;\"", bytes)));
+        else
+          CHECK(contains(ptx.cudaSource, fmt::format("], {};\"", bytes)));
+      }
+    }
+  }
+}
+
+TEST_CASE("the host backend rejects tensor-core statements by name", "[codegen][host][errors][tensor-core]") {
+  BufferPtr shared = makeBuffer("tile", DType::F16, 64, MemScope::Shared);
+  BufferPtr global = makeBuffer("x", DType::F16, 64);
+  BufferPtr f16 = makeBuffer("frag", DType::F16, 12, MemScope::Register);
+  BufferPtr acc = makeBuffer("acc", DType::F32, 4, MemScope::Register);
+  struct Case {
+    StmtPtr stmt;
+    std::string expected;
+  } cases[] = {
+      {allocate(f16, allocate(acc, mma(MmaKind::F16_M16N8K16, {acc, 0}, {f16, 0}, {f16, 8}, {acc, 0}))),
+       "the host backend has no mma"},
+      {allocate(f16, ldMatrix({f16, 0}, 4, false, shared, index(0))), "the host backend has no ldmatrix"},
+      {asyncCopy(shared, index(0), global, index(0), 8), "the host backend has no async copy"},
+      {asyncCommit(), "the host backend has no async commit"},
+      {asyncWait(0), "the host backend has no async wait"},
+  };
+  for (const Case &c : cases) {
+    Kernel kernel{"host_tensor_core", {global}, c.stmt};
+    auto ir = codegen::emitHostLlvmIr(kernel, codegen::referenceCpuTarget(), false);
+    REQUIRE_FALSE(ir);
+    INFO(ir.error().str());
+    CHECK(ir.error().code() == ErrorCode::Unsupported);
+    CHECK(contains(ir.error().message(), c.expected));
+    CHECK(contains(ir.error().message(), "kernel 'host_tensor_core'"));
+  }
+}

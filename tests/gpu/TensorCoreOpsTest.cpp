@@ -1,0 +1,324 @@
+// Tensor-core statements on a real GPU, through both GPU backends (LLVM NVPTX
+// and CUDA C with NVRTC): each Mma kind against an fp64 product of its
+// operands, LdMatrix against the ldmatrix layout, and cp.async round trips
+// through shared memory (zero fill included), the latter two bit for bit. The
+// kernels are the ones tests/codegen checks through ptxas (TensorCoreKernels.h).
+#include "GpuTestDevice.h"
+
+#include "codegen/Ptx.h"
+#include "codegen/cuda/CudaSource.h"
+#include "codegen/cuda/Nvrtc.h"
+#include "runtime/cuda/CudaModule.h"
+#include "support/FloatConvert.h"
+#include "tests/codegen/gpu/TensorCoreKernels.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+using namespace kiln;
+using kir::MatrixPosition;
+using kir::MmaKind;
+using kir::MmaOperand;
+using runtime::DevicePtr;
+using runtime::Stream;
+using runtime::cuda::CudaDevice;
+
+namespace {
+
+template <typename T> T valueOf(Expected<T> result) {
+  if (!result)
+    FAIL(result.error().str());
+  return std::move(*result);
+}
+
+void ok(Expected<void> result) {
+  if (!result)
+    FAIL(result.error().str());
+}
+
+int computeCapability(const CudaDevice &device) {
+  return device.properties().ccMajor * 10 + device.properties().ccMinor;
+}
+
+/// The target kiln compiles for on this GPU: its own architecture where kiln
+/// names it, else the newest one kiln names that the GPU runs.
+codegen::GpuTarget deviceTarget(const CudaDevice &device) {
+  if (auto exact = codegen::gpuTargetNamed(device.properties().smName()))
+    return *exact;
+  int cc = computeCapability(device);
+  return valueOf(codegen::gpuTargetNamed(cc >= 90 ? "sm_90" : cc >= 89 ? "sm_89" : "sm_80"));
+}
+
+/// Device memory released at scope end, filled from and read back to host vectors.
+struct DeviceBuffer {
+  CudaDevice &device;
+  int64_t bytes;
+  DevicePtr ptr;
+  DeviceBuffer(CudaDevice &d, int64_t size) : device(d), bytes(size), ptr(valueOf(d.allocate(size))) {}
+  ~DeviceBuffer() { device.free(ptr); }
+  template <typename T> void upload(const std::vector<T> &host) {
+    REQUIRE(static_cast<int64_t>(host.size() * sizeof(T)) == bytes);
+    ok(device.copyToDevice(ptr, host.data(), bytes, Stream{}));
+  }
+  void poison() { ok(device.fill(ptr, 0xff, bytes, Stream{})); }
+  template <typename T> std::vector<T> download() {
+    std::vector<T> host(static_cast<size_t>(bytes) / sizeof(T));
+    ok(device.copyToHost(host.data(), ptr, bytes, Stream{}));
+    ok(device.synchronize(Stream{}));
+    return host;
+  }
+};
+
+/// A kernel compiled by one backend and loaded for a launch of one warp.
+struct LoadedKernel {
+  std::string backend;
+  std::shared_ptr<const runtime::DeviceKernel> kernel;
+};
+
+/// `kernel` through both backends, each loaded on the device; NVRTC is
+/// skipped with a warning where it cannot be loaded.
+std::vector<LoadedKernel> loadBoth(CudaDevice &device, const kir::Kernel &kernel) {
+  codegen::GpuTarget target = deviceTarget(device);
+  runtime::LaunchDims oneWarp;
+  oneWarp.block = {32, 1, 1};
+  std::vector<LoadedKernel> loaded;
+  std::string ptx = valueOf(codegen::compilePtxWithLlvm(std::span(&kernel, 1), target));
+  auto llvmModule = valueOf(device.loadModule(
+      runtime::cuda::ModuleImage{ptx, {}, fmt::format("{} (llvm, {})", kernel.name, target.archName())}));
+  loaded.push_back({"llvm", valueOf(llvmModule->kernel(kernel.name, oneWarp))});
+
+  std::string source = valueOf(codegen::cuda::emitCudaSource(std::span(&kernel, 1), target));
+  auto nvrtc = codegen::cuda::compileWithNvrtc(source, kernel.name + ".cu", target);
+  if (!nvrtc && nvrtc.error().code() == ErrorCode::Unavailable) {
+    WARN("NVRTC unavailable: " << kernel.name << " runs through LLVM only: " << nvrtc.error().str());
+    return loaded;
+  }
+  codegen::cuda::NvrtcOutput output = valueOf(std::move(nvrtc));
+  auto nvrtcModule = valueOf(device.loadModule(runtime::cuda::ModuleImage{
+      output.ptx, output.cubin, fmt::format("{} (nvrtc, {})", kernel.name, target.archName())}));
+  loaded.push_back({"nvrtc", valueOf(nvrtcModule->kernel(kernel.name, oneWarp))});
+  return loaded;
+}
+
+void launch(const LoadedKernel &loaded, std::vector<DevicePtr> args) {
+  ok(loaded.kernel->launch(args.data(), Stream{}));
+}
+
+/// f32 rounded to tf32 (10 mantissa bits) to nearest, ties away from zero,
+/// as cvt.rna.tf32.f32 does for the finite values used here.
+float roundToTf32(float value) {
+  uint32_t bits = std::bit_cast<uint32_t>(value);
+  bits = (bits + 0x1000u) & ~0x1fffu; // the magnitude rounds half up: away from zero
+  return std::bit_cast<float>(bits);
+}
+
+/// Matrix operands of one dtype: the bytes a fragment buffer holds and the
+/// exact value the product uses.
+struct Operand {
+  DType dtype;
+  std::vector<std::byte> bytes; ///< fragment order
+  std::vector<double> matrix;   ///< row-major, as the mma reads it
+};
+
+/// A rows x cols matrix of random values representable in `dtype` (f32 for
+/// tf32, whose product sees them rounded to tf32), laid out in `operand`'s
+/// fragment order for `kind`.
+Operand randomOperand(MmaKind kind, MmaOperand operand, int rows, int cols, int perLane,
+                      DType dtype, std::mt19937 &rng) {
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  const int elementBytes = static_cast<int>(dtypeByteSize(dtype));
+  std::vector<std::byte> stored(static_cast<size_t>(rows * cols * elementBytes));
+  Operand result{dtype, std::vector<std::byte>(static_cast<size_t>(32 * perLane * elementBytes)),
+                 std::vector<double>(static_cast<size_t>(rows * cols))};
+  for (int i = 0; i < rows * cols; ++i) {
+    float value = uniform(rng);
+    // e4m3 operands (and C) on a grid of 1/4: exact in e4m3, and every partial
+    // sum is exact in the f8 path's shorter accumulator.
+    if (kind == MmaKind::E4M3_M16N8K32)
+      value = std::round(value * 4.0f) / 4.0f;
+    std::byte *at = stored.data() + i * elementBytes;
+    double exact = value;
+    if (dtype == DType::F16) {
+      uint16_t bits = floatToHalfBits(value);
+      std::memcpy(at, &bits, 2);
+      exact = halfBitsToFloat(bits);
+    } else if (dtype == DType::BF16) {
+      uint16_t bits = floatToBFloat16Bits(value);
+      std::memcpy(at, &bits, 2);
+      exact = bfloat16BitsToFloat(bits);
+    } else if (dtype == DType::F8E4M3) {
+      uint8_t bits = floatToF8E4M3Bits(value);
+      std::memcpy(at, &bits, 1);
+      exact = f8e4m3BitsToFloat(bits);
+    } else {
+      std::memcpy(at, &value, 4);
+      exact = kind == MmaKind::TF32_M16N8K8 && operand != MmaOperand::C ? roundToTf32(value) : value;
+    }
+    result.matrix[static_cast<size_t>(i)] = exact;
+  }
+  for (int lane = 0; lane < 32; ++lane)
+    for (int e = 0; e < perLane; ++e) {
+      MatrixPosition p = kir::mmaFragmentPosition(kind, operand, lane, e);
+      std::memcpy(result.bytes.data() + (lane * perLane + e) * elementBytes,
+                  stored.data() + (p.row * cols + p.col) * elementBytes, elementBytes);
+    }
+  return result;
+}
+
+/// The error allowed in an mma's result, as a fraction of the sum of the
+/// magnitudes of its terms (|c| + the |a b|, each product exact in f32). The
+/// tensor cores add in f32 but not with IEEE rounding at every step: a few
+/// units of 2^-24 per addition for 16-bit and tf32 operands. Their f8 path
+/// keeps fewer accumulator bits (about 14 on Hopper), hence e4m3's margin
+/// (its test values make every sum exact, so it should see no error at all).
+/// An operand in the wrong place errs by about the values' own size.
+double relativeTolerance(MmaKind kind) { return kind == MmaKind::E4M3_M16N8K32 ? 2e-3 : 1e-5; }
+
+} // namespace
+
+TEST_CASE("mma of every kind matches an fp64 product on the GPU", "[gpu][tensor-core]") {
+  CudaDevice &device = gpuTestDevice();
+  for (MmaKind kind : {MmaKind::F16_M16N8K16, MmaKind::BF16_M16N8K16, MmaKind::TF32_M16N8K8,
+                       MmaKind::E4M3_M16N8K32}) {
+    const kir::MmaShapeInfo &info = kir::mmaShapeInfo(kind);
+    INFO(kir::mmaKindName(kind));
+    if (computeCapability(device) < info.minSm) {
+      WARN("skipped " << kir::mmaKindName(kind) << ": it needs sm_" << info.minSm << ", the GPU is "
+                      << device.properties().smName());
+      continue;
+    }
+    const int m = info.m, n = info.n, k = info.k;
+    std::mt19937 rng(1234 + static_cast<unsigned>(kind));
+    Operand a = randomOperand(kind, MmaOperand::A, m, k, info.aElements, info.operandDtype, rng);
+    Operand b = randomOperand(kind, MmaOperand::B, k, n, info.bElements, info.operandDtype, rng);
+    Operand c = randomOperand(kind, MmaOperand::C, m, n, info.cElements, DType::F32, rng);
+
+    // The fp64 product and, per element, the scale of its rounding error:
+    // products are exact in f32, so the error is the f32 accumulation's.
+    std::vector<double> expected(m * n), scale(m * n);
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) {
+        double sum = c.matrix[i * n + j], magnitude = std::abs(sum);
+        for (int p = 0; p < k; ++p) {
+          double product = a.matrix[i * k + p] * b.matrix[p * n + j];
+          sum += product;
+          magnitude += std::abs(product);
+        }
+        expected[i * n + j] = sum;
+        scale[i * n + j] = magnitude;
+      }
+
+    kir::Kernel kernel = testing::mmaKernel(kind);
+    DeviceBuffer aFrag(device, static_cast<int64_t>(a.bytes.size()));
+    DeviceBuffer bFrag(device, static_cast<int64_t>(b.bytes.size()));
+    DeviceBuffer cFrag(device, static_cast<int64_t>(c.bytes.size()));
+    DeviceBuffer dFrag(device, 32 * info.cElements * 4);
+    aFrag.upload(a.bytes);
+    bFrag.upload(b.bytes);
+    cFrag.upload(c.bytes);
+    for (const LoadedKernel &loaded : loadBoth(device, kernel)) {
+      INFO("backend " << loaded.backend);
+      dFrag.poison(); // NaN: an element the kernel does not write fails
+      launch(loaded, {aFrag.ptr, bFrag.ptr, cFrag.ptr, dFrag.ptr});
+      std::vector<float> d = dFrag.download<float>();
+      std::vector<int> written(m * n, 0);
+      int mismatches = 0;
+      double worst = 0; // the largest error, relative to its element's scale
+      for (int lane = 0; lane < 32; ++lane)
+        for (int e = 0; e < info.cElements; ++e) {
+          MatrixPosition p = kir::mmaFragmentPosition(kind, MmaOperand::C, lane, e);
+          int at = p.row * n + p.col;
+          ++written[at];
+          double got = d[lane * info.cElements + e];
+          double error = std::abs(got - expected[at]);
+          double tolerance = relativeTolerance(kind) * scale[at];
+          worst = std::max(worst, error / scale[at]);
+          if (!(error <= tolerance) && ++mismatches <= 8)
+            FAIL_CHECK("D[" << p.row << "][" << p.col << "] (lane " << lane << ", element " << e
+                            << ") is " << got << ", expected " << expected[at] << " +- "
+                            << tolerance);
+        }
+      CHECK(mismatches == 0);
+      CHECK(std::count(written.begin(), written.end(), 1) == m * n); // each element once
+      WARN("mma." << kir::mmaKindName(kind) << " (" << loaded.backend << "): worst error "
+                  << worst << " of the terms' magnitude, allowed " << relativeTolerance(kind));
+    }
+  }
+}
+
+TEST_CASE("ldmatrix loads 1, 2 and 4 matrices, plain and transposed, on the GPU", "[gpu][tensor-core]") {
+  CudaDevice &device = gpuTestDevice();
+  for (int matrices : {1, 2, 4}) {
+    for (bool transpose : {false, true}) {
+      INFO("x" << matrices << (transpose ? ".trans" : ""));
+      const int64_t size = testing::ldMatrixSourceSize(matrices);
+      const int perLane = 2 * matrices;
+      // Distinct finite f16 bit patterns, so any misplaced element shows.
+      std::vector<uint16_t> source(static_cast<size_t>(size));
+      for (int64_t i = 0; i < size; ++i)
+        source[static_cast<size_t>(i)] = static_cast<uint16_t>(0x3c00 + i);
+      DeviceBuffer sourceBuffer(device, size * 2), out(device, 32 * perLane * 2);
+      sourceBuffer.upload(source);
+      for (const LoadedKernel &loaded : loadBoth(device, testing::ldMatrixKernel(matrices, transpose))) {
+        INFO("backend " << loaded.backend);
+        out.poison();
+        launch(loaded, {sourceBuffer.ptr, out.ptr});
+        std::vector<uint16_t> got = out.download<uint16_t>();
+        int mismatches = 0;
+        for (int lane = 0; lane < 32; ++lane)
+          for (int e = 0; e < perLane; ++e) {
+            MatrixPosition p = kir::ldMatrixPosition(transpose, lane, e);
+            int matrix = e / 2;
+            uint16_t expected =
+                source[static_cast<size_t>((8 * matrix + p.row) * testing::kLdMatrixRowStride + p.col)];
+            if (got[lane * perLane + e] != expected && ++mismatches <= 8)
+              FAIL_CHECK("lane " << lane << " element " << e << " is 0x" << std::hex
+                                 << got[lane * perLane + e] << ", expected 0x" << expected
+                                 << std::dec << " (matrix " << matrix << " row " << p.row
+                                 << " column " << p.col << ")");
+          }
+        CHECK(mismatches == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("cp.async round-trips through shared memory and zero-fills on the GPU", "[gpu][tensor-core]") {
+  CudaDevice &device = gpuTestDevice();
+  for (int lanes : {1, 2, 4}) {
+    for (bool predicated : {false, true}) {
+      INFO(4 * lanes << " bytes" << (predicated ? ", predicated" : ""));
+      const int size = 64 * lanes;
+      std::mt19937 rng(99 + lanes);
+      std::uniform_real_distribution<float> uniform(1.0f, 2.0f); // never 0 or the sentinel
+      std::vector<float> source(size);
+      for (float &value : source)
+        value = uniform(rng);
+      DeviceBuffer sourceBuffer(device, size * 4), out(device, size * 4);
+      sourceBuffer.upload(source);
+      for (const LoadedKernel &loaded : loadBoth(device, testing::asyncCopyKernel(lanes, predicated))) {
+        INFO("backend " << loaded.backend);
+        out.poison();
+        launch(loaded, {sourceBuffer.ptr, out.ptr});
+        std::vector<float> got = out.download<float>();
+        int mismatches = 0;
+        for (int i = 0; i < size; ++i) {
+          int copier = (i / lanes) % 32; // the lane that copied this chunk
+          float expected = predicated && !testing::asyncCopyLaneCopies(copier) ? 0.0f : source[i];
+          if (std::bit_cast<uint32_t>(got[i]) != std::bit_cast<uint32_t>(expected) &&
+              ++mismatches <= 8)
+            FAIL_CHECK("element " << i << " (copied by lane " << copier << ") is " << got[i]
+                                  << ", expected " << expected);
+        }
+        CHECK(mismatches == 0);
+      }
+    }
+  }
+}
