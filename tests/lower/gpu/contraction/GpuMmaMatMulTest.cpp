@@ -1,0 +1,204 @@
+// The tensor-core GEMM template on the SIMT simulator against the reference interpreter:
+// which GEMMs take it, f16/bf16/tf32 operands at sizes below, at and above the tiles, every
+// pipeline depth and tile shape, both orientations of each operand, broadcast batches and
+// fused epilogues. The simulator executes mma.sync, ldmatrix and cp.async with the PTX lane
+// layouts and late-landing copies, so a pipeline that reads a stage too early fails here.
+#include "lower/gpu/contraction/GpuContractionTestUtil.h"
+
+#include "passes/lower/gpu/GpuMmaSchedule.h"
+
+using namespace kiln;
+using namespace kiln::test;
+using ir::OpKind;
+
+namespace {
+
+/// tf32 keeps 10 explicit mantissa bits: each rounded operand is off by up to 2^-11 of itself,
+/// a product by 2^-10. The f32 bound of checkClose (4 k 2^-24 per unit of scale) covers that
+/// with a scale of 2^13.
+constexpr double kTf32Scale = 8192.0;
+
+lower::GpuMatMulSchedule mmaTiles(int blockM, int blockN, int blockK, int warpM, int warpN,
+                                  int stages, int vectorWidth = 8) {
+  lower::GpuMatMulSchedule s;
+  s.blockM = blockM;
+  s.blockN = blockN;
+  s.blockK = blockK;
+  s.warpM = warpM;
+  s.warpN = warpN;
+  s.threadM = s.threadN = 0;
+  s.stages = stages;
+  s.vectorWidth = vectorWidth;
+  return s;
+}
+
+ir::AttrMap mmaAttrs(bool transposeA, bool transposeB, bool tf32) {
+  ir::AttrMap attrs = matmulAttrs(transposeA, transposeB);
+  if (tf32)
+    attrs["allow_tf32"] = true;
+  return attrs;
+}
+
+/// x[m, k] @ w[k, n] (or transposed operands) in `dtype` on tensor cores; f32 allows tf32.
+void checkMmaMatMul(int64_t m, int64_t n, int64_t k, std::optional<lower::Schedule> schedule,
+                    DType dtype = DType::BF16, bool transposeA = false, bool transposeB = false,
+                    uint64_t seed = 7) {
+  INFO(fmt::format("{} x {} x {} {} transposes {}{}", m, n, k, dtypeName(dtype), transposeA,
+                   transposeB));
+  GraphCase c(seed);
+  ir::Value *x = c.input("x", dtype, transposeA ? std::vector<int64_t>{k, m}
+                                                : std::vector<int64_t>{m, k});
+  ir::Value *w = c.input("w", dtype, transposeB ? std::vector<int64_t>{n, k}
+                                                : std::vector<int64_t>{k, n});
+  bool tf32 = dtype == DType::F32;
+  c.output(c.node(OpKind::MatMul, {x, w}, mmaAttrs(transposeA, transposeB, tf32)));
+  PlannedContraction planned = planContraction(c.graph());
+  lower::Schedule chosen =
+      schedule ? *schedule
+               : lower::defaultGpuSchedule(c.graph(), *planned.group, gpuTestTarget());
+  REQUIRE(gemmOf(chosen).tensorCores());
+  checkGpuContraction(c, k, DType::F32, chosen, tf32 ? kTf32Scale : 1.0);
+}
+
+lower::GemmShape matmulShape(DType dtype, int64_t m, int64_t n, int64_t k, bool tf32 = false) {
+  GraphCase c;
+  ir::Value *x = c.input("x", dtype, {m, k});
+  ir::Value *w = c.input("w", dtype, {k, n});
+  ir::AttrMap attrs = mmaAttrs(false, false, tf32);
+  attrs["accumulate"] = dtype == DType::F64 ? DType::F64 : DType::F32;
+  c.output(c.node(OpKind::MatMul, {x, w}, attrs));
+  return lower::gpuContractionGemmShape(*planContraction(c.graph()).group);
+}
+
+} // namespace
+
+TEST_CASE("gpu mma: which GEMMs run on tensor cores", "[lower][gpu-contraction][mma]") {
+  const codegen::GpuTarget &h100 = gpuTestTarget();
+  auto sm80 = codegen::gpuTargetNamed("sm_80");
+  REQUIRE(sm80);
+  using kir::MmaKind;
+  CHECK(lower::gpuMmaKindFor(matmulShape(DType::BF16, 64, 64, 64), h100) == MmaKind::BF16_M16N8K16);
+  CHECK(lower::gpuMmaKindFor(matmulShape(DType::F16, 64, 64, 64), *sm80) == MmaKind::F16_M16N8K16);
+  CHECK(lower::gpuMmaKindFor(matmulShape(DType::F32, 64, 64, 64, true), h100) ==
+        MmaKind::TF32_M16N8K8);
+  // f32 without allow_tf32 keeps its precision on CUDA cores; f64 and integers too.
+  CHECK_FALSE(lower::gpuMmaKindFor(matmulShape(DType::F32, 64, 64, 64), h100));
+  CHECK_FALSE(lower::gpuMmaKindFor(matmulShape(DType::F64, 64, 64, 64), h100));
+  // A 16-bit row of odd length cannot be copied in 4-byte pieces.
+  CHECK_FALSE(lower::gpuMmaKindFor(matmulShape(DType::BF16, 64, 64, 37), h100));
+  CHECK_FALSE(lower::gpuMmaKindFor(matmulShape(DType::BF16, 64, 37, 64), h100));
+  // Odd M is fine: M is not the contiguous axis of either operand.
+  CHECK(lower::gpuMmaKindFor(matmulShape(DType::BF16, 37, 64, 64), h100));
+
+  // The defaults are legal and use 4 warps; the space leads with the default and is all legal.
+  for (auto [m, n, k] : {std::tuple{8192, 8192, 8192}, {512, 768, 768}, {17, 24, 40}}) {
+    lower::GemmShape shape = matmulShape(DType::BF16, m, n, k);
+    lower::GpuMatMulSchedule d = lower::defaultGpuMmaSchedule(shape, h100);
+    INFO(lower::scheduleStr(d));
+    CHECK(lower::checkGpuMmaSchedule(d, shape, h100));
+    CHECK(lower::gpuMmaThreads(d) == 128);
+    std::vector<lower::GpuMatMulSchedule> space = lower::gpuMmaScheduleSpace(shape, h100);
+    REQUIRE(space.size() > 20);
+    CHECK(lower::scheduleStr(space.front()) == lower::scheduleStr(d));
+    for (const auto &s : space)
+      CHECK(lower::checkGpuMmaSchedule(s, shape, h100));
+  }
+  // A large GEMM gets the 128 x 128 tile and as many stages as 48 KiB of shared memory hold.
+  lower::GpuMatMulSchedule big =
+      lower::defaultGpuMmaSchedule(matmulShape(DType::BF16, 8192, 8192, 8192), h100);
+  CHECK(big.blockM == 128);
+  CHECK(big.blockN == 128);
+  CHECK(big.stages == 3);
+}
+
+TEST_CASE("gpu mma: illegal schedules name the field", "[lower][gpu-contraction][mma]") {
+  const codegen::GpuTarget &h100 = gpuTestTarget();
+  lower::GemmShape shape = matmulShape(DType::BF16, 64, 64, 64);
+  auto why = [&](const lower::GpuMatMulSchedule &s) {
+    auto checked = lower::checkGpuMmaSchedule(s, shape, h100);
+    REQUIRE_FALSE(checked);
+    return checked.error().message();
+  };
+  CHECK_THAT(why(mmaTiles(64, 64, 32, 24, 32, 2)), Catch::Matchers::Contains("multiples of 16"));
+  CHECK_THAT(why(mmaTiles(64, 64, 32, 64, 64, 5)), Catch::Matchers::Contains("stages"));
+  CHECK_THAT(why(mmaTiles(64, 64, 8, 32, 32, 2)), Catch::Matchers::Contains("blockK"));
+  CHECK_THAT(why(mmaTiles(256, 256, 64, 64, 64, 2)), Catch::Matchers::Contains("shared"));
+  CHECK_THAT(why(mmaTiles(64, 64, 32, 32, 32, 2, 16)), Catch::Matchers::Contains("vectorWidth"));
+  CHECK_THAT(why(mmaTiles(128, 128, 32, 128, 64, 2)), Catch::Matchers::Contains("registers"));
+  auto sm75 = h100;
+  sm75.sm = 75;
+  CHECK_FALSE(lower::checkGpuMmaSchedule(mmaTiles(64, 64, 32, 32, 32, 2), shape, sm75));
+}
+
+TEST_CASE("gpu mma: sizes below, at and above the tiles", "[lower][gpu-contraction][mma]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
+  for (DType dtype : {DType::BF16, DType::F16, DType::F32}) {
+    for (int64_t s : {1, 7, 16, 33, 64, 65})
+      checkMmaMatMul(s, 24, 40, std::nullopt, dtype);
+    for (int64_t n : {8, 24, 72})
+      checkMmaMatMul(33, n, 32, std::nullopt, dtype);
+    for (int64_t k : {2, 8, 48, 96})
+      checkMmaMatMul(19, 16, k, std::nullopt, dtype);
+  }
+}
+
+TEST_CASE("gpu mma: pipeline depths and tile shapes", "[lower][gpu-contraction][mma]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
+  for (int stages : {2, 3, 4}) {
+    checkMmaMatMul(70, 40, 136, mmaTiles(32, 32, 16, 16, 16, stages));     // 9 K tiles
+    checkMmaMatMul(70, 40, 24, mmaTiles(32, 32, 16, 16, 16, stages));      // fewer tiles than stages
+    checkMmaMatMul(70, 40, 136, mmaTiles(32, 32, 8, 16, 16, stages, 4), DType::F32);
+  }
+  for (const auto &s : {mmaTiles(64, 64, 32, 32, 32, 2), mmaTiles(64, 32, 64, 32, 16, 3),
+                        mmaTiles(32, 64, 32, 16, 32, 2), mmaTiles(128, 64, 32, 64, 32, 2),
+                        mmaTiles(32, 32, 32, 32, 32, 2) /* one warp */}) {
+    checkMmaMatMul(65, 72, 80, s);
+    checkMmaMatMul(64, 64, 64, s); // exact multiples: the unguarded paths
+  }
+  // Narrower async copies: 8 and 4 bytes, where the rows only hold that much.
+  checkMmaMatMul(33, 20, 44, std::nullopt);                          // K = 4 x 11: 8-byte copies
+  checkMmaMatMul(33, 18, 38, std::nullopt);                          // even runs: 4-byte copies
+  checkMmaMatMul(33, 40, 48, mmaTiles(32, 32, 16, 16, 16, 2, 2));    // vectorWidth 2 by choice
+}
+
+TEST_CASE("gpu mma: both orientations of each operand", "[lower][gpu-contraction][mma]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
+  for (DType dtype : {DType::BF16, DType::F32})
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        checkMmaMatMul(48, 40, 56, std::nullopt, dtype, ta, tb);
+        checkMmaMatMul(64, 32, 64, mmaTiles(32, 32, 16, 16, 16, 3, dtype == DType::F32 ? 4 : 8),
+                       dtype, ta, tb);
+      }
+}
+
+TEST_CASE("gpu mma: batches and fused epilogues", "[lower][gpu-contraction][mma]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
+  SECTION("batched, broadcast, folded") {
+    struct BatchCase {
+      std::vector<int64_t> a, b;
+    };
+    for (const BatchCase &bc : {BatchCase{{2, 3, 17, 16}, {3, 16, 24}},
+                                BatchCase{{5, 17, 16}, {16, 24}}, // batch folded into M
+                                BatchCase{{2, 1, 7, 32}, {1, 3, 32, 8}}}) {
+      GraphCase c(5);
+      ir::Value *a = c.input("a", DType::BF16, bc.a);
+      ir::Value *b = c.input("b", DType::BF16, bc.b);
+      c.output(c.node(OpKind::MatMul, {a, b}, matmulAttrs()));
+      checkGpuContraction(c, bc.a.back(), DType::F32);
+      checkGpuContraction(c, bc.a.back(), DType::F32, mmaTiles(32, 32, 16, 16, 16, 2));
+    }
+  }
+  SECTION("bias and relu in bf16") {
+    GraphCase c;
+    ir::Value *x = c.input("x", DType::BF16, {29, 40});
+    ir::Value *w = c.input("w", DType::BF16, {40, 24});
+    ir::Value *bias = c.input("bias", DType::BF16, {24});
+    ir::Value *mm = c.node(OpKind::MatMul, {x, w}, matmulAttrs());
+    // The output stays bf16: its rounding bounds the difference (a sum rounded from f32 may
+    // land one bf16 step away from the fp64 reference's).
+    c.output(c.node(OpKind::Relu, {c.node(OpKind::Add, {mm, bias})}));
+    checkGpuContraction(c, 40, DType::F32);
+    checkGpuContraction(c, 40, DType::F32, mmaTiles(32, 32, 16, 16, 16, 3));
+  }
+}
