@@ -5,9 +5,12 @@
 # bench/results/. See bench/README.md ("The GPU round trip").
 #
 # usage: scripts/gpu-roundtrip.sh prepare          here: build, stage build/gpu-carry
-#        scripts/gpu-roundtrip.sh remote [--quick] there, from the repository root
+#        scripts/gpu-roundtrip.sh remote [--quick] [--steps a,b]
+#                                                  there, from the repository root; steps
+#                                                  (default all): smi,libs,tests,examples,bench,torch
 #        scripts/gpu-roundtrip.sh collect DIR      here: copy DIR's results to bench/results
 #   OUT                 remote: where logs and results go (default ./gpu-out)
+#   KILN_BENCH_ARGS     remote: extra arguments of kiln_gpu_bench (e.g. a section filter)
 #   KILN_BENCH_PYTHON   remote: the python with torch (default python3, else /usr/bin/python3)
 #   KILN_STEP_TIMEOUT   remote: seconds each step may take (default 900)
 set -uo pipefail
@@ -19,7 +22,7 @@ carry_limit_mib=60
 # What runs on the GPU machine, relative to the build directory (and to $carry).
 carried_files=(libkiln.so libkiln_rt.so kiln bench/kiln_gpu_bench tests/test_gpu)
 
-usage() { sed -n '2,11p' "$0" >&2; exit 2; }
+usage() { sed -n '2,14p' "$0" >&2; exit 2; }
 
 prepare() {
   set -e
@@ -109,7 +112,7 @@ run_gpu_tests() {
     return 1
   fi
   if command -v ctest >/dev/null; then
-    (cd "$build" && ctest -L gpu --output-on-failure)
+    (cd "$build" && ctest -L gpu -V)
   else
     echo "no ctest on this machine: running tests/test_gpu directly"
     "$build/tests/test_gpu"
@@ -129,8 +132,16 @@ run_examples() {
 }
 
 remote() {
-  local quick=0
-  [ "${1:-}" = "--quick" ] && quick=1
+  local quick=0 steps="smi,libs,tests,examples,bench,torch"
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --quick) quick=1 ;;
+      --steps) steps="${2:?--steps needs a list}"; shift ;;
+      *) usage ;;
+    esac
+    shift
+  done
+  wants() { [[ ",$steps," == *",$1,"* ]]; }
   OUT="${OUT:-$root/gpu-out}"
   mkdir -p "$OUT"
   OUT="$(cd "$OUT" && pwd)"
@@ -159,12 +170,14 @@ remote() {
     bench_args+=(--quick)
     torch_args+=(--iterations 10)
   fi
-  run_step "nvidia-smi" nvidia-smi.log nvidia-smi
-  run_step "libraries" ldd.log bash -c "ldd '$build/kiln' '$build/bench/kiln_gpu_bench' | tee /dev/stderr | (! grep 'not found')"
-  run_step "gpu tests" ctest-gpu.log run_gpu_tests
-  run_step "examples on cuda (--check)" examples-cuda.log run_examples
-  run_step "kiln_gpu_bench" gpu-bench.log "$build/bench/kiln_gpu_bench" "${bench_args[@]}"
-  run_step "torch_gpu.py" torch-gpu.log "$python" bench/torch_gpu.py "${torch_args[@]}"
+  # shellcheck disable=SC2206 # KILN_BENCH_ARGS is a list of words
+  bench_args+=(${KILN_BENCH_ARGS:-})
+  wants smi && run_step "nvidia-smi" nvidia-smi.log nvidia-smi
+  wants libs && run_step "libraries" ldd.log bash -c "ldd '$build/kiln' '$build/bench/kiln_gpu_bench' | tee /dev/stderr | (! grep 'not found')"
+  wants tests && run_step "gpu tests" ctest-gpu.log run_gpu_tests
+  wants examples && run_step "examples on cuda (--check)" examples-cuda.log run_examples
+  wants bench && run_step "kiln_gpu_bench" gpu-bench.log "$build/bench/kiln_gpu_bench" "${bench_args[@]}"
+  wants torch && run_step "torch_gpu.py" torch-gpu.log "$python" bench/torch_gpu.py "${torch_args[@]}"
 
   local date summary failed=0
   date="$(date -u +%Y-%m-%d)"
@@ -177,6 +190,8 @@ remote() {
     echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
     echo "- host: $(hostname), $(nproc) CPUs; $("$python" -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null || echo 'no PyTorch')"
     [ "$quick" = 1 ] && echo "- --quick: fewer sizes and runs; a smoke test, not a result"
+    [ "$steps" = "smi,libs,tests,examples,bench,torch" ] || echo "- steps: $steps"
+    [ -n "${KILN_BENCH_ARGS:-}" ] && echo "- kiln_gpu_bench arguments: ${KILN_BENCH_ARGS}"
     echo
     echo "| step | exit status | log |"
     echo "|---|---:|---|"
