@@ -18,9 +18,10 @@ struct GemmShape {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   DType accumulate = DType::F32;
   /// What the tensor-core kernels look at (GPU): the operands' element dtype, whether f32
-  /// operands may run as tf32, and whether both operands are plain dense loads (matmul, not
-  /// conv2d's implicit im2col). For dense operands: which axis of each is contiguous and how
-  /// many elements every contiguous run holds (a vector load never straddles two runs).
+  /// operands may run as tf32, and whether both operands are read in contiguous runs (matmul's
+  /// dense operands; nhwc conv2d, whose im2col rows hold each filter tap's channels together;
+  /// not nchw conv2d). For such operands: which axis of each is contiguous and how many
+  /// elements every contiguous run holds (a vector load never straddles two runs).
   DType operandDtype = DType::F32;
   bool allowTf32 = false;
   bool denseOperands = false;

@@ -37,6 +37,21 @@ struct DenseOperand {
   int64_t alignment = 1;
 };
 
+/// An operand read from computed addresses whose consecutive elements along K come in
+/// contiguous runs: conv2d's implicit im2col in nhwc, where the channels of one filter tap are
+/// adjacent in memory. `address(b, free, k)` gives the element offset of (b, free, k) and
+/// whether it lies in the input (nullptr: always; false: padding, which reads as zero). Every
+/// run of `run` elements starting at a k that is a multiple of `run` is contiguous, and its
+/// offset is a multiple of `run`. The tensor-core template copies such runs in pieces; the
+/// other templates use the element function.
+struct GatheredOperand {
+  kir::BufferPtr buffer;
+  std::function<std::pair<kir::ExprPtr, kir::ExprPtr>(kir::ExprPtr b, kir::ExprPtr free,
+                                                      kir::ExprPtr k)>
+      address;
+  int64_t run = 1;
+};
+
 /// One batched GEMM as the template sees it.
 struct GemmProblem {
   int64_t batch = 1, m = 0, n = 0, k = 0;
@@ -49,6 +64,8 @@ struct GemmProblem {
   bool bContiguousInK = false;
   /// Set when the operand is a plain dense load (see DenseOperand).
   std::optional<DenseOperand> aDense, bDense;
+  /// Set when A is read in contiguous runs along K from computed addresses (GatheredOperand).
+  std::optional<GatheredOperand> aGathered;
   /// f32 operands may be multiplied as tf32 (the contraction's allow_tf32).
   bool allowTf32 = false;
   GemmStoreFn storeResult;

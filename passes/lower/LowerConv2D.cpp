@@ -30,6 +30,8 @@ struct ConvGeometry {
   int64_t kernelH, kernelW, groupChannels, groupOutChannels, groups;
   int64_t strideH, strideW, dilationH, dilationW, padTop, padLeft;
   DType accumulate;
+  DType operandDtype;
+  bool allowTf32;
   /// Static facts that drop bounds checks: which sides of the window can leave the input.
   bool checkTop, checkBottom, checkLeft, checkRight;
 
@@ -60,6 +62,8 @@ struct ConvGeometry {
     padTop = padding[0];
     padLeft = padding[2];
     accumulate = ir::getType(attrs, "accumulate");
+    operandDtype = node.operand(0)->type().dtype;
+    allowTf32 = ir::getBool(attrs, "allow_tf32");
     checkTop = padTop > 0;
     checkLeft = padLeft > 0;
     checkBottom = (outHeight - 1) * strideH - padTop + (kernelH - 1) * dilationH >= height;
@@ -90,10 +94,20 @@ struct ConvGeometry {
   /// Input element under tap (kh, kw) of output pixel p (within the image), 0 in the padding.
   ExprPtr readWindow(const BufferPtr &input, const ExprPtr &n, const ExprPtr &channel,
                      const ExprPtr &p, const ExprPtr &kh, const ExprPtr &kw) const {
+    auto [offset, inside] = windowAddress(n, channel, p, kh, kw);
+    if (!inside)
+      return load(input, offset);
+    return load(input, offset, 1, inside);
+  }
+
+  /// The offset of that element and whether it lies in the input (nullptr: always).
+  std::pair<ExprPtr, ExprPtr> windowAddress(const ExprPtr &n, const ExprPtr &channel,
+                                            const ExprPtr &p, const ExprPtr &kh,
+                                            const ExprPtr &kw) const {
     if (isPointwise()) {
       if (nhwc)
-        return load(input, add(mul(add(mul(n, index(pixels())), p), index(channels)), channel));
-      return load(input, add(mul(add(mul(n, index(channels)), channel), index(pixels())), p));
+        return {add(mul(add(mul(n, index(pixels())), p), index(channels)), channel), nullptr};
+      return {add(mul(add(mul(n, index(channels)), channel), index(pixels())), p), nullptr};
     }
     ExprPtr oh = div(p, index(outWidth)), ow = mod(p, index(outWidth));
     ExprPtr ih = add(sub(mul(oh, index(strideH)), index(padTop)), mul(kh, index(dilationH)));
@@ -109,8 +123,8 @@ struct ConvGeometry {
       inside = logicalAnd(inside, lt(iw, index(width)));
     ExprPtr offset = inputOffset(n, channel, ih, iw);
     if (constIntValue(inside))
-      return load(input, offset);
-    return load(input, offset, 1, inside);
+      return {offset, nullptr};
+    return {offset, inside};
   }
 
   /// Splits a reduction index into (channel within the group, kh, kw) in the filter's order:
@@ -126,8 +140,16 @@ struct ConvGeometry {
   }
 
   GemmShape gemmShape(Algorithm algorithm) const {
-    if (nhwc)
-      return {groups, images * pixels(), groupOutChannels, reduction(), accumulate};
+    if (nhwc) {
+      GemmShape shape{groups, images * pixels(), groupOutChannels, reduction(), accumulate};
+      shape.operandDtype = operandDtype;
+      shape.allowTf32 = allowTf32;
+      shape.denseOperands = true; // im2col rows in runs of a tap's channels, filter rows dense
+      shape.aContiguousInK = shape.bContiguousInK = true;
+      shape.aRun = groupChannels;
+      shape.bRun = reduction();
+      return shape;
+    }
     if (algorithm == Algorithm::Direct && foldImages())
       return {groups, images * pixels(), groupOutChannels, reduction(), accumulate};
     if (algorithm == Algorithm::Direct)
@@ -151,6 +173,16 @@ GemmProblem nhwcProblem(const ConvGeometry &g, const BufferPtr &input, const Buf
     ExprPtr o = add(mul(idx[0], index(g.groupOutChannels)), idx[2]);
     return load(filter, add(mul(o, index(g.reduction())), idx[1]));
   };
+  // The channels of one tap are adjacent: k runs of groupChannels are contiguous.
+  problem.aGathered = GatheredOperand{
+      input,
+      [g](ExprPtr b, ExprPtr i, ExprPtr k) {
+        ExprPtr n = div(i, index(g.pixels())), p = mod(i, index(g.pixels()));
+        auto [c, kh, kw] = g.splitReduction(k);
+        ExprPtr channel = add(mul(b, index(g.groupChannels)), c);
+        return g.windowAddress(n, channel, p, kh, kw);
+      },
+      g.groupChannels};
   return problem;
 }
 
@@ -257,6 +289,7 @@ GemmProblem conv2DGemmProblem(const ir::Node &conv, Algorithm algorithm,
   if (g.nhwc) {
     // C[p][o]: output [N, OH, OW, O] is p-major with o contiguous.
     problem = nhwcProblem(g, input, filter);
+    problem.allowTf32 = g.allowTf32;
     int64_t groupOutForB = g.groupOutChannels, reduction = g.reduction();
     problem.bDense = DenseOperand{
         filter,

@@ -28,7 +28,10 @@ struct TileOperand {
   std::string name;
   int64_t freeTile = 0, freeExtent = 0;
   bool contiguousInK = true;
-  DenseOperand dense; ///< offset arguments in (b, free, k) order
+  BufferPtr buffer;
+  /// The element offset of (b, free, k) and whether it is inside the operand (nullptr: always).
+  std::function<std::pair<ExprPtr, ExprPtr>(ExprPtr b, ExprPtr free, ExprPtr k)> address;
+  int64_t run = 1; ///< elements of the contiguous axis that are contiguous in memory
   BufferPtr shared;
   int64_t rows = 0, inner = 0;
   int lanes = 1; ///< elements per async copy
@@ -45,12 +48,29 @@ public:
     numK_ = p_.k == 0 ? 0 : ceilDivide(p_.k, s_.blockK);
     tilesM_ = s_.warpM / info_.m;
     tilesN_ = s_.warpN / info_.n;
-    a_ = makeOperand("a", s_.blockM, p_.m, p_.aContiguousInK, *p_.aDense);
+    a_ = makeOperand("a", s_.blockM, p_.m, p_.aContiguousInK);
+    if (p_.aGathered) {
+      a_.buffer = p_.aGathered->buffer;
+      a_.address = p_.aGathered->address;
+      a_.run = p_.aGathered->run;
+    } else {
+      GemmOffsetFn offset = p_.aDense->offset;
+      a_.buffer = p_.aDense->buffer;
+      a_.address = [offset](ExprPtr b, ExprPtr i, ExprPtr k) {
+        return std::pair<ExprPtr, ExprPtr>(offset(b, i, k), nullptr);
+      };
+      a_.run = p_.aDense->alignment;
+    }
     // The B offset takes (b, k, j); the loader's order is (b, free, k).
-    DenseOperand bDense = *p_.bDense;
-    GemmOffsetFn offset = bDense.offset;
-    bDense.offset = [offset](ExprPtr b, ExprPtr j, ExprPtr k) { return offset(b, k, j); };
-    b_ = makeOperand("b", s_.blockN, p_.n, p_.bContiguousInK, bDense);
+    b_ = makeOperand("b", s_.blockN, p_.n, p_.bContiguousInK);
+    GemmOffsetFn bOffset = p_.bDense->offset;
+    b_.buffer = p_.bDense->buffer;
+    b_.address = [bOffset](ExprPtr b, ExprPtr j, ExprPtr k) {
+      return std::pair<ExprPtr, ExprPtr>(bOffset(b, k, j), nullptr);
+    };
+    b_.run = p_.bDense->alignment;
+    a_.lanes = std::min<int>(s_.vectorWidth, gpuMmaCopyLanes(a_.run, dtype_));
+    b_.lanes = std::min<int>(s_.vectorWidth, gpuMmaCopyLanes(b_.run, dtype_));
   }
 
   Expected<GemmLowering> build();
@@ -58,7 +78,7 @@ public:
 private:
   std::string name(std::string_view suffix) const { return fmt::format("{}_{}", p_.name, suffix); }
   TileOperand makeOperand(std::string operandName, int64_t freeTile, int64_t freeExtent,
-                          bool contiguousInK, DenseOperand dense) const;
+                          bool contiguousInK) const;
   int64_t stageSize(const TileOperand &op) const { return op.rows * op.inner; }
   /// The element index within a stage of (row, col), col a multiple of the copy or chunk width.
   ExprPtr swizzled(const TileOperand &op, const ExprPtr &row, const ExprPtr &col) const;
@@ -85,20 +105,16 @@ private:
 };
 
 TileOperand MmaGemmBuilder::makeOperand(std::string operandName, int64_t freeTile,
-                                        int64_t freeExtent, bool contiguousInK,
-                                        DenseOperand dense) const {
+                                        int64_t freeExtent, bool contiguousInK) const {
   TileOperand op;
   op.name = std::move(operandName);
   op.freeTile = freeTile;
   op.freeExtent = freeExtent;
   op.contiguousInK = contiguousInK;
-  op.dense = std::move(dense);
   op.inner = contiguousInK ? s_.blockK : freeTile;
   op.rows = contiguousInK ? freeTile : s_.blockK;
   op.shared = makeBuffer(name(op.name + "_tile"), dtype_, s_.stages * op.rows * op.inner,
                          MemScope::Shared);
-  int run = gpuMmaCopyLanes(op.dense.alignment, dtype_);
-  op.lanes = std::min<int>(s_.vectorWidth, run);
   return op;
 }
 
@@ -119,7 +135,8 @@ ExprPtr MmaGemmBuilder::swizzled(const TileOperand &op, const ExprPtr &row,
 
 // Copy c = u * threads + tid of the tile: consecutive threads take consecutive chunks of a row
 // (coalesced global reads). A copy is either wholly inside the problem or wholly outside
-// (the copy width divides the contiguous runs), and one outside reads nothing and writes zeros.
+// (the copy width divides the contiguous runs), and one outside -- or in an im2col's padding --
+// reads nothing and writes zeros.
 StmtPtr MmaGemmBuilder::copyTile(const TileOperand &op, const ExprPtr &b, const ExprPtr &free0,
                                  const ExprPtr &tile, const ExprPtr &stage) const {
   int64_t lanes = op.lanes;
@@ -144,8 +161,11 @@ StmtPtr MmaGemmBuilder::copyTile(const TileOperand &op, const ExprPtr &b, const 
     // Clamped so that even a copy that reads nothing names an address inside the operand.
     ExprPtr freeAt = min(free, index(op.freeExtent - (op.contiguousInK ? 1 : lanes)));
     ExprPtr kAt = min(k, index(p_.k - (op.contiguousInK ? lanes : 1)));
-    StmtPtr copy = asyncCopy(op.shared, add(base, swizzled(op, row, col)), op.dense.buffer,
-                             op.dense.offset(b, freeAt, kAt), static_cast<int>(lanes), inside);
+    auto [offset, inOperand] = op.address(b, freeAt, kAt);
+    if (inOperand)
+      inside = both(inside, inOperand); // the padding of an implicit im2col
+    StmtPtr copy = asyncCopy(op.shared, add(base, swizzled(op, row, col)), op.buffer, offset,
+                             static_cast<int>(lanes), inside);
     stmts.push_back((u + 1) * threads_ > copies ? ifThen(lt(c, index(copies)), copy) : copy);
   }
   return seq(std::move(stmts));
@@ -337,11 +357,13 @@ Expected<GemmLowering> MmaGemmBuilder::build() {
 
 GemmShape gemmShapeOf(const GemmProblem &problem) {
   GemmShape shape{problem.batch, problem.m, problem.n, problem.k, problem.accumulate};
-  if (problem.aDense && problem.bDense &&
-      problem.aDense->buffer->dtype == problem.bDense->buffer->dtype) {
-    shape.operandDtype = problem.aDense->buffer->dtype;
+  const kir::Buffer *a = problem.aGathered ? problem.aGathered->buffer.get()
+                        : problem.aDense    ? problem.aDense->buffer.get()
+                                            : nullptr;
+  if (a && problem.bDense && a->dtype == problem.bDense->buffer->dtype) {
+    shape.operandDtype = a->dtype;
     shape.denseOperands = true;
-    shape.aRun = problem.aDense->alignment;
+    shape.aRun = problem.aGathered ? problem.aGathered->run : problem.aDense->alignment;
     shape.bRun = problem.bDense->alignment;
   }
   shape.allowTf32 = problem.allowTf32;
