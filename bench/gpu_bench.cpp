@@ -1,11 +1,12 @@
 // kiln_gpu_bench: kiln's GPU kernels against the GPU's own yardsticks — the
-// device-to-device copy bandwidth, cuBLAS SGEMM — and the cost of a launch.
+// device-to-device copy bandwidth, cuBLAS SGEMM and GemmEx — and the cost of a launch.
 // Prints a table per section and writes bench/results/gpu-<date>-<commit>.md.
 #include "bench/gpu/BenchDevice.h"
 #include "bench/gpu/Sections.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -25,15 +26,19 @@ constexpr int kExitNoGpu = 77;
 constexpr const char *kUsage = R"(usage: kiln_gpu_bench [options]
 
 Measures kiln's GPU kernels on GPU 0 and writes a Markdown report:
-  (a) copy      device-to-device copy bandwidth, 16 MiB to 1 GiB
-  (b) rows      pointwise chains, softmax, layer_norm vs the copy bandwidth
-  (c) matmul    fp32 SIMT matmul vs cuBLAS SGEMM
-  (d) launch    launch overhead per kernel, with and without launch graphs
+  (a) copy         device-to-device copy bandwidth, 16 MiB to 1 GiB
+  (b) rows         pointwise chains, softmax, layer_norm vs the copy bandwidth
+  (c) matmul       fp32 SIMT matmul vs cuBLAS SGEMM
+  (d) launch       launch overhead per kernel, with and without launch graphs
+  (e) tensorcores  tensor-core GEMMs (bf16, f16, tf32) vs cuBLAS GemmEx: n^3
+                   at 4096 and 8192, GPT-2 small and large projections at 512
+                   and 8192 tokens
 options:
   --quick           fewer sizes and runs (a smoke test, not a result)
   --filter TEXT     only workloads whose name contains TEXT (copy always runs:
-                    section (b) needs it), e.g. softmax, matmul_4096, launch
-  --sections LIST   comma-separated subset of copy,rows,matmul,launch
+                    section (b) needs it), e.g. softmax, matmul_4096, launch,
+                    tc_bf16 (section (e)'s bf16 rows), tc_f16_n4096
+  --sections LIST   comma-separated subset of copy,rows,matmul,launch,tensorcores
   --out DIR         where the report goes (default: bench/results)
   --backend B       llvm (default) or nvrtc: how kiln compiles its kernels
   --host-device     run every section on a stand-in in host memory with kiln's
@@ -95,7 +100,8 @@ std::filesystem::path reportPath(const std::string &dir, const std::string &date
 
 int main(int argc, char **argv) {
   BenchContext context;
-  std::string sections = "copy,rows,matmul,launch", outDir = "bench/results", backend = "llvm",
+  const std::string allSections = "copy,rows,matmul,launch,tensorcores";
+  std::string sections = allSections, outDir = "bench/results", backend = "llvm",
               commitArg;
   bool hostDevice = false;
   for (int i = 1; i < argc; ++i) {
@@ -124,10 +130,22 @@ int main(int argc, char **argv) {
     fmt::print(stderr, "kiln_gpu_bench: --backend must be llvm or nvrtc, got '{}'\n", backend);
     return 2;
   }
-  auto wants = [&](std::string_view section) {
-    return fmt::format(",{},", sections).find(fmt::format(",{},", section)) != std::string::npos;
+  auto listed = [](const std::string &list, std::string_view name) {
+    return fmt::format(",{},", list).find(fmt::format(",{},", name)) != std::string::npos;
   };
+  for (size_t start = 0; start <= sections.size();) {
+    size_t end = std::min(sections.find(',', start), sections.size());
+    std::string name = sections.substr(start, end - start);
+    if (!listed(allSections, name)) {
+      fmt::print(stderr, "kiln_gpu_bench: unknown section '{}' in --sections (known: {})\n", name,
+                 allSections);
+      return 2;
+    }
+    start = end + 1;
+  }
+  auto wants = [&](std::string_view section) { return listed(sections, section); };
 
+  context.hostDevice = hostDevice;
   if (hostDevice) {
     context.gpu = openHostBenchDevice();
     context.compileOptions.target = TargetKind::Cpu;
@@ -142,7 +160,8 @@ int main(int argc, char **argv) {
     context.compileOptions.gpuArch = context.gpu.gpuArch();
   }
   context.compileOptions.gpuBackend = backend == "nvrtc" ? GpuBackend::Nvrtc : GpuBackend::Llvm;
-  // fp32 means fp32 on both sides: a tf32 cuBLAS would be a different contest.
+  // fp32 means fp32 on both sides of section (c): a tf32 cuBLAS would be a
+  // different contest. (Section (e) asks for tf32 by its compute type.)
   bool tf32Override = std::getenv("NVIDIA_TF32_OVERRIDE") != nullptr;
   unsetenv("NVIDIA_TF32_OVERRIDE");
 
@@ -162,6 +181,8 @@ int main(int argc, char **argv) {
     benchMatmul(context);
   if (wants("launch"))
     benchLaunchOverhead(context);
+  if (wants("tensorcores"))
+    benchTensorCoreMatmul(context);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
@@ -174,11 +195,13 @@ int main(int argc, char **argv) {
       hostDevice ? fmt::format("kiln: commit {}, release build, target cpu", commit)
                  : fmt::format("kiln: commit {}, release build, target cuda {} with the {} backend",
                                commit, context.compileOptions.gpuArch, backend),
-      fmt::format("run: kiln_gpu_bench{}{}, {:.0f} s", context.quick ? " --quick" : "",
+      fmt::format("run: kiln_gpu_bench{}{}{}, {:.0f} s", context.quick ? " --quick" : "",
+                  sections == allSections ? "" : " --sections " + sections,
                   context.filter.empty() ? "" : " --filter " + context.filter, seconds),
   };
   if (tf32Override)
-    header.push_back("NVIDIA_TF32_OVERRIDE was set and was cleared: cuBLAS ran in fp32");
+    header.push_back("NVIDIA_TF32_OVERRIDE was set and was cleared: cuBLAS computed as each "
+                     "section asks (SGEMM in fp32, GemmEx's tf32 rows in tf32)");
   if (hostDevice)
     header.push_back("--host-device: a self-test on a host-memory stand-in with kiln's CPU "
                      "target; these figures say nothing about a GPU");

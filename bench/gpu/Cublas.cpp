@@ -1,6 +1,6 @@
-// The few cuBLAS entry points SGEMM needs, resolved with dlsym. The types are
-// spelled as cuBLAS's ABI has them (handles are pointers, enums are ints), so
-// no CUDA header is needed to build the benchmark.
+// The few cuBLAS entry points SGEMM and GemmEx need, resolved with dlsym. The
+// types are spelled as cuBLAS's ABI has them (handles are pointers, enums are
+// ints), so no CUDA header is needed to build the benchmark.
 #include "bench/gpu/Cublas.h"
 
 #include <fmt/format.h>
@@ -18,6 +18,14 @@ constexpr int kCublasOpN = 0;
 // CUBLAS_DEFAULT_MATH: fp32 GEMMs stay on the CUDA cores. (TF32 would need
 // CUBLAS_TF32_TENSOR_OP_MATH or NVIDIA_TF32_OVERRIDE=1, which main() clears.)
 constexpr int kCublasDefaultMath = 0;
+// GemmEx's enums, from CUDA 13.0's library_types.h (cudaDataType_t) and
+// cublas_api.h (cublasComputeType_t, cublasGemmAlgo_t); their values are ABI.
+constexpr int kCudaR32F = 0;   // CUDA_R_32F
+constexpr int kCudaR16F = 2;   // CUDA_R_16F
+constexpr int kCudaR16BF = 14; // CUDA_R_16BF
+constexpr int kCublasCompute32F = 68;         // CUBLAS_COMPUTE_32F
+constexpr int kCublasCompute32FFastTf32 = 77; // CUBLAS_COMPUTE_32F_FAST_TF32
+constexpr int kCublasGemmDefault = -1;        // CUBLAS_GEMM_DEFAULT
 
 } // namespace
 
@@ -29,6 +37,10 @@ struct Cublas::Api {
   int (*sgemm)(void *handle, int transa, int transb, int m, int n, int k, const float *alpha,
                const float *a, int lda, const float *b, int ldb, const float *beta, float *c,
                int ldc) = nullptr;
+  int (*gemmEx)(void *handle, int transa, int transb, int m, int n, int k, const void *alpha,
+                const void *a, int aType, int lda, const void *b, int bType, int ldb,
+                const void *beta, void *c, int cType, int ldc, int computeType,
+                int algo) = nullptr;
 };
 
 Expected<std::unique_ptr<Cublas>> Cublas::open(runtime::Stream stream) {
@@ -65,6 +77,7 @@ Expected<std::unique_ptr<Cublas>> Cublas::open(runtime::Stream stream) {
   KILN_TRY_VOID(resolve(api->setStream, "cublasSetStream_v2"));
   KILN_TRY_VOID(resolve(api->setMathMode, "cublasSetMathMode"));
   KILN_TRY_VOID(resolve(api->sgemm, "cublasSgemm_v2"));
+  KILN_TRY_VOID(resolve(api->gemmEx, "cublasGemmEx"));
   cublas->api_ = std::move(api);
   if (int status = cublas->api_->create(&cublas->handle_); status != kCublasStatusSuccess)
     return makeError(ErrorCode::Unavailable,
@@ -101,6 +114,39 @@ Expected<void> Cublas::sgemmRowMajor(int m, int n, int k, runtime::DevicePtr a,
   if (status != kCublasStatusSuccess)
     return makeError(ErrorCode::Unavailable,
                      fmt::format("cublasSgemm_v2 ({}x{}x{}) failed with status {}", m, n, k, status));
+  return {};
+}
+
+Expected<void> Cublas::gemmExRowMajor(DType dtype, bool allowTf32, int m, int n, int k,
+                                      runtime::DevicePtr a, runtime::DevicePtr b,
+                                      runtime::DevicePtr c) {
+  int dataType = 0, computeType = kCublasCompute32F;
+  switch (dtype) {
+  case DType::BF16: dataType = kCudaR16BF; break;
+  case DType::F16: dataType = kCudaR16F; break;
+  case DType::F32:
+    dataType = kCudaR32F;
+    computeType = allowTf32 ? kCublasCompute32FFastTf32 : kCublasCompute32F;
+    break;
+  default:
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("gemmExRowMajor: operands must be bf16, f16 or f32, not {}",
+                                 dtypeName(dtype)));
+  }
+  // Row-major as in sgemmRowMajor: C^T = B^T A^T. alpha and beta are fp32 for
+  // every CUBLAS_COMPUTE_32F* compute type.
+  const float alpha = 1.0f, beta = 0.0f;
+  int status = api_->gemmEx(handle_, kCublasOpN, kCublasOpN, n, m, k, &alpha,
+                            reinterpret_cast<const void *>(b), dataType, n,
+                            reinterpret_cast<const void *>(a), dataType, k, &beta,
+                            reinterpret_cast<void *>(c), dataType, n, computeType,
+                            kCublasGemmDefault);
+  if (status != kCublasStatusSuccess) {
+    std::string_view mode = computeType == kCublasCompute32FFastTf32 ? " tf32" : "";
+    return makeError(ErrorCode::Unavailable,
+                     fmt::format("cublasGemmEx ({}{}, {}x{}x{}) failed with status {}",
+                                 dtypeName(dtype), mode, m, n, k, status));
+  }
   return {};
 }
 

@@ -1,8 +1,9 @@
-// cuBLAS SGEMM, loaded with dlopen: the benchmark's yardstick for kiln's fp32
-// matmul. Only the benchmark uses it, so kiln itself never links cuBLAS.
+// cuBLAS, loaded with dlopen: SGEMM and GemmEx are the benchmark's yardsticks for
+// kiln's matmuls. Only the benchmark uses it, so kiln itself never links cuBLAS.
 #pragma once
 
 #include "runtime/Device.h"
+#include "support/DType.h"
 #include "support/Error.h"
 
 #include <memory>
@@ -23,6 +24,13 @@ public:
   /// the handle's stream.
   Expected<void> sgemmRowMajor(int m, int n, int k, runtime::DevicePtr a, runtime::DevicePtr b,
                                runtime::DevicePtr c);
+  /// c[m,n] = a[m,k] @ b[k,n] with cublasGemmEx, all row-major on the device,
+  /// enqueued on the handle's stream. `dtype` is the operands' and the
+  /// result's: bf16 or f16 (accumulating in fp32, CUBLAS_COMPUTE_32F), or f32,
+  /// in tf32 on the tensor cores when `allowTf32` (CUBLAS_COMPUTE_32F_FAST_TF32)
+  /// and in fp32 otherwise. CUBLAS_GEMM_DEFAULT picks the algorithm.
+  Expected<void> gemmExRowMajor(DType dtype, bool allowTf32, int m, int n, int k,
+                                runtime::DevicePtr a, runtime::DevicePtr b, runtime::DevicePtr c);
   /// The library file that was loaded.
   const std::string &libraryName() const { return libraryName_; }
 

@@ -16,6 +16,8 @@ struct BenchContext {
   /// target Cuda for this GPU's architecture, with the chosen backend.
   CompileOptions compileOptions;
   bool quick = false;
+  /// --host-device: a stand-in in host memory, and kiln compiles for the CPU.
+  bool hostDevice = false;
   std::string filter; ///< run only workloads whose name contains this
   /// Section (a)'s best device-to-device copy bandwidth (read + write bytes
   /// per second) at its largest size: what memory-bound kernels are held to.
@@ -35,5 +37,7 @@ void benchRowKernels(BenchContext &context);
 void benchMatmul(BenchContext &context);
 /// (d) time per kernel launch with and without launch graphs.
 void benchLaunchOverhead(BenchContext &context);
+/// (e) kiln's tensor-core GEMMs (bf16, f16, tf32) against cuBLAS GemmEx.
+void benchTensorCoreMatmul(BenchContext &context);
 
 } // namespace kiln::bench
