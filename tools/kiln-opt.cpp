@@ -268,7 +268,8 @@ int main(int argc, char **argv) {
         return 1;
       }
     } else if (arg.starts_with("--precision=")) {
-      auto policy = passes::parsePrecisionPolicy(arg.substr(std::string_view("--precision=").size()));
+      auto policy =
+          passes::parsePrecisionPolicy(arg.substr(std::string_view("--precision=").size()));
       if (!policy) {
         std::cerr << policy.error().diagnosticStr("kiln-opt");
         return 1;

@@ -47,7 +47,9 @@ int checkContractions(const std::string &graphText, passes::PrecisionPolicy poli
   int contractions = 0;
   std::istringstream lines(graphText);
   for (std::string line; std::getline(lines, line);) {
-    if (line.find(" = matmul(") == std::string::npos && line.find(" = conv2d(") == std::string::npos)
+    bool contraction = line.find(" = matmul(") != std::string::npos ||
+                       line.find(" = conv2d(") != std::string::npos;
+    if (!contraction)
       continue;
     INFO(line);
     CHECK(line.find(resultType) != std::string::npos);

@@ -179,7 +179,8 @@ TEST_CASE("tf32 allows tf32 on f32 matmul and conv2d only", "[passes][precision]
 
 TEST_CASE("mixed policies narrow contraction operands and keep the rest in f32",
           "[passes][precision]") {
-  NarrowPolicy policy = GENERATE(from_range(std::begin(kNarrowPolicies), std::end(kNarrowPolicies)));
+  NarrowPolicy policy =
+      GENERATE(from_range(std::begin(kNarrowPolicies), std::end(kNarrowPolicies)));
   INFO("policy " << precisionPolicyName(policy.policy));
   auto graph = parse(kMlp);
   std::string interface = interfaceStr(*graph);
@@ -232,7 +233,8 @@ TEST_CASE("a parameter read by several contractions is cast once", "[passes][pre
 
 TEST_CASE("a contraction reads an earlier contraction's narrow result directly",
           "[passes][precision]") {
-  NarrowPolicy policy = GENERATE(from_range(std::begin(kNarrowPolicies), std::end(kNarrowPolicies)));
+  NarrowPolicy policy =
+      GENERATE(from_range(std::begin(kNarrowPolicies), std::end(kNarrowPolicies)));
   INFO("policy " << precisionPolicyName(policy.policy));
   // matmul -> matmul, and matmul -> reshape -> transpose -> matmul: f32 holds
   // every narrow value, so narrowing the widened result again is the identity
@@ -316,7 +318,8 @@ TEST_CASE("narrowing never folds away a rounding the policy asked for", "[passes
 }
 
 TEST_CASE("conv2d is narrowed; normalizations and pooling stay f32", "[passes][precision]") {
-  NarrowPolicy policy = GENERATE(from_range(std::begin(kNarrowPolicies), std::end(kNarrowPolicies)));
+  NarrowPolicy policy =
+      GENERATE(from_range(std::begin(kNarrowPolicies), std::end(kNarrowPolicies)));
   INFO("policy " << precisionPolicyName(policy.policy));
   auto graph = parse(R"(graph @block {
     input %x: f32[2,3,9,9]
@@ -407,7 +410,8 @@ TEST_CASE("decomposed attention gets narrow matmuls around an f32 softmax",
 
 TEST_CASE("a narrowed graph really rounds, and stays within the policy's tolerance",
           "[passes][precision]") {
-  NarrowPolicy policy = GENERATE(from_range(std::begin(kNarrowPolicies), std::end(kNarrowPolicies)));
+  NarrowPolicy policy =
+      GENERATE(from_range(std::begin(kNarrowPolicies), std::end(kNarrowPolicies)));
   INFO("policy " << precisionPolicyName(policy.policy));
   auto graph = parse(kMlp);
   auto narrowed = parse(kMlp);
