@@ -6,6 +6,7 @@
 #include "ir/graph/Graph.h"
 #include "ir/kernel/KernelIR.h"
 #include "passes/graph/Fusion.h"
+#include "passes/graph/PrecisionPolicy.h"
 #include "passes/lower/Schedule.h"
 #include "runtime/CompiledModel.h"
 #include "support/Error.h"
@@ -60,6 +61,9 @@ struct CompileOptions {
   std::ostream *dumpStream = nullptr;
   /// Fill CompileReport::fusedGraphDot with a Graphviz picture of the groups.
   bool fusedGraphDot = false;
+  /// How contractions compute (docs/precision.md): applied by the "precision"
+  /// pass after the graph passes have decomposed attention, before fusion.
+  passes::PrecisionPolicy precision = passes::PrecisionPolicy::Fp32;
   /// Verify the graph after every graph pass.
   bool verifyEach = true;
   /// GPU targets: reuse and keep compiled GPU modules in the kernel cache

@@ -24,13 +24,17 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-/// Graph passes before fusion: clean up, then decompose the composite ops that
-/// have no kernel template of their own (attention becomes matmuls and a softmax).
-Expected<void> runGraphPasses(ir::Graph &graph, bool verifyEach) {
+/// Graph passes before fusion: clean up, decompose the composite ops that have
+/// no kernel template of their own (attention becomes matmuls and a softmax),
+/// apply the precision policy to every contraction, those matmuls included,
+/// and clean up again (`fold` narrows cast constants, `cse` merges casts).
+Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options) {
   passes::PassManager pm;
-  pm.setVerifyEach(verifyEach);
+  pm.setVerifyEach(options.verifyEach);
   KILN_TRY_VOID(pm.addPipeline("simplify,fold,cse,dce"));
   pm.add(passes::createDecomposePass({ir::OpKind::ScaledDotProductAttention}));
+  if (options.precision != passes::PrecisionPolicy::Fp32)
+    pm.add(passes::createPrecisionPass(options.precision));
   KILN_TRY_VOID(pm.addPipeline("simplify,fold,cse,dce"));
   KILN_TRY_VOID(pm.run(graph));
   return {};
@@ -62,9 +66,11 @@ Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileO
   KILN_TRY_VOID(ir::verifyGraph(userGraph));
   KILN_TRY(program.graph, ir::cloneGraph(userGraph));
   ir::Graph &graph = *program.graph;
-  KILN_TRY_VOID(runGraphPasses(graph, options.verifyEach));
+  KILN_TRY_VOID(runGraphPasses(graph, options));
   if (options.dump & kDumpGraph)
-    dump << "// ---- graph after graph passes\n" << ir::printGraph(graph);
+    dump << "// ---- graph after graph passes (precision: "
+         << passes::precisionPolicyName(options.precision) << ")\n"
+         << ir::printGraph(graph);
   report.graphPassSeconds = secondsSince(start);
 
   auto lowerStart = Clock::now();

@@ -18,19 +18,18 @@ constexpr int kMaxFixedPointIterations = 32;
 
 struct PassEntry {
   std::string_view name;
-  std::unique_ptr<Pass> (*create)();
+  std::unique_ptr<Pass> (*create)(const PassOptions &);
 };
-
-std::unique_ptr<Pass> createFullDecomposePass() { return createDecomposePass(); }
 
 // Sorted by name, so registeredPassNames() and the "known passes" list in
 // errors are stable.
 constexpr PassEntry kRegistry[] = {
-    {"cse", createCommonSubexpressionEliminationPass},
-    {"dce", createDeadCodeEliminationPass},
-    {"decompose", createFullDecomposePass},
-    {"fold", createConstantFoldingPass},
-    {"simplify", createAlgebraicSimplifyPass},
+    {"cse", [](const PassOptions &) { return createCommonSubexpressionEliminationPass(); }},
+    {"dce", [](const PassOptions &) { return createDeadCodeEliminationPass(); }},
+    {"decompose", [](const PassOptions &) { return createDecomposePass(); }},
+    {"fold", [](const PassOptions &) { return createConstantFoldingPass(); }},
+    {"precision", [](const PassOptions &o) { return createPrecisionPass(o.precision); }},
+    {"simplify", [](const PassOptions &) { return createAlgebraicSimplifyPass(); }},
 };
 
 std::string knownPassList() {
@@ -68,10 +67,10 @@ std::vector<std::string_view> registeredPassNames() {
   return names;
 }
 
-Expected<std::unique_ptr<Pass>> createPass(std::string_view name) {
+Expected<std::unique_ptr<Pass>> createPass(std::string_view name, const PassOptions &options) {
   for (const PassEntry &entry : kRegistry)
     if (entry.name == name)
-      return entry.create();
+      return entry.create(options);
   return makeError(ErrorCode::NotFound,
                    fmt::format("unknown pass '{}'; known passes: {}", name, knownPassList()));
 }
@@ -81,7 +80,8 @@ void PassManager::add(std::unique_ptr<Pass> pass) {
   passes_.push_back(std::move(pass));
 }
 
-Expected<void> PassManager::addPipeline(std::string_view commaSeparatedNames) {
+Expected<void> PassManager::addPipeline(std::string_view commaSeparatedNames,
+                                        const PassOptions &options) {
   // Create every pass first, so a bad name leaves the pipeline unchanged.
   std::vector<std::unique_ptr<Pass>> created;
   size_t position = 0;
@@ -93,7 +93,7 @@ Expected<void> PassManager::addPipeline(std::string_view commaSeparatedNames) {
       return makeError(ErrorCode::InvalidArgument,
                        fmt::format("empty pass name in pipeline '{}'; known passes: {}",
                                    commaSeparatedNames, knownPassList()));
-    KILN_TRY(auto pass, createPass(name));
+    KILN_TRY(auto pass, createPass(name, options));
     created.push_back(std::move(pass));
     if (comma == std::string_view::npos)
       break;

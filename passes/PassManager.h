@@ -3,6 +3,7 @@
 #pragma once
 
 #include "ir/graph/Graph.h"
+#include "passes/graph/PrecisionPolicy.h"
 #include "support/Error.h"
 
 #include <functional>
@@ -28,16 +29,23 @@ public:
   virtual Expected<bool> run(ir::Graph &graph) = 0;
 };
 
+/// The settings of the registered passes that take any (`kiln-opt --precision`).
+struct PassOptions {
+  /// The policy of the "precision" pass.
+  PrecisionPolicy precision = PrecisionPolicy::Fp32;
+};
+
 /// Every registered pass by name, in a stable order.
 std::vector<std::string_view> registeredPassNames();
 /// Creates a registered pass, or an error listing the known names.
-Expected<std::unique_ptr<Pass>> createPass(std::string_view name);
+Expected<std::unique_ptr<Pass>> createPass(std::string_view name, const PassOptions &options = {});
 
 class PassManager {
 public:
   void add(std::unique_ptr<Pass> pass);
-  /// Parses "dce,cse,fold" into passes and adds them.
-  Expected<void> addPipeline(std::string_view commaSeparatedNames);
+  /// Parses "dce,cse,fold" into passes (configured by `options`) and adds them.
+  Expected<void> addPipeline(std::string_view commaSeparatedNames,
+                             const PassOptions &options = {});
 
   /// Prints the graph after every pass (with a header naming the pass) to `out`.
   void setPrintAfterEach(std::ostream *out) { printAfterEach_ = out; }

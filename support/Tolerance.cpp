@@ -34,12 +34,13 @@ Comparison compareTensors(const HostTensor &actual, const HostTensor &expected,
     return result;
   }
   int64_t count = expected.numElements();
-  double scale = 1.0;
+  double scale = tolerance.minScale;
   for (int64_t i = 0; i < count; ++i) {
     double e = expected.getDouble(i);
     if (std::isfinite(e))
       scale = std::max(scale, std::fabs(e));
   }
+  result.scale = scale;
   for (int64_t i = 0; i < count; ++i) {
     double a = actual.getDouble(i), e = expected.getDouble(i);
     bool match;

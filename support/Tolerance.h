@@ -9,11 +9,15 @@
 namespace kiln {
 
 /// |actual - expected| <= abs * scale + rel * |expected|, where `scale` is the
-/// largest |expected| of the tensor (at least 1), so cancellation in long sums
-/// is judged against the tensor's magnitude.
+/// largest finite |expected| of the tensor (at least minScale), so
+/// cancellation in long sums is judged against the tensor's magnitude.
 struct Tolerance {
   double rel = 0;
   double abs = 0;
+  /// The least scale: 1 judges tensors of small values absolutely (the
+  /// per-dtype tolerances); a tiny one makes `abs` purely relative to the
+  /// tensor's own magnitude (the precision policies' tolerances).
+  double minScale = 1;
 };
 
 /// Tolerances for compiled kernels against the fp64 reference: a few units in
@@ -25,6 +29,7 @@ struct Comparison {
   bool ok = true;
   double maxAbsError = 0;
   double maxRelError = 0;
+  double scale = 1; ///< the scale the abs term was judged against
   int64_t mismatches = 0;
   int64_t firstMismatch = -1; ///< flat index, -1 when none
   std::string firstMismatchStr; ///< "index 17: got 1.5, expected 1.25"

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -38,6 +39,9 @@ options:
                        it no pass runs, and an empty list is an error. A last
                        'fuse' (--passes=decompose,fuse) prints, after the IR, the
                        fusion plan of the final graph: one line per group
+  --precision=POLICY   the policy of the 'precision' pass: fp32 (default: no
+                       change), tf32, bf16-mixed, fp16-mixed or fp8; the
+                       output then starts with a '// precision: POLICY' line
   --lower              after the passes, print every fusion group's kernel IR
                        (default schedules, for the fixed reference CPU target
                        x86-64 AVX2 so the text does not depend on the machine)
@@ -56,6 +60,7 @@ struct Options {
   std::string file = "-";
   std::string passes; ///< Empty when --passes was not given (it may not be given empty).
   bool fuse = false;  ///< --passes ended in the `fuse` pseudo-pass, taken out of `passes`.
+  std::optional<passes::PrecisionPolicy> precision; ///< --precision, when given
   bool printAfterEach = false;
   bool lower = false; ///< print the lowered kernels instead of the graph
   bool verify = true;
@@ -72,6 +77,18 @@ std::string_view trimmed(std::string_view text) {
     return {};
   size_t last = text.find_last_not_of(" \t\r\n");
   return text.substr(first, last - first + 1);
+}
+
+/// Whether the comma-separated pass list `list` names `pass`.
+bool passListNames(std::string_view list, std::string_view pass) {
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = std::min(list.find(',', start), list.size());
+    if (trimmed(list.substr(start, comma - start)) == pass)
+      return true;
+    start = comma + 1;
+  }
+  return false;
 }
 
 /// Takes a final `fuse` out of the pass list: it is not a pass (it changes
@@ -180,7 +197,9 @@ Expected<std::string> processChunk(const Chunk &chunk, const std::string &fileNa
   }
   if (!options.passes.empty()) {
     passes::PassManager manager;
-    KILN_TRY_VOID(manager.addPipeline(options.passes));
+    passes::PassOptions passOptions;
+    passOptions.precision = options.precision.value_or(passes::PrecisionPolicy::Fp32);
+    KILN_TRY_VOID(manager.addPipeline(options.passes, passOptions));
     manager.setVerifyEach(options.verify);
     if (options.printAfterEach)
       manager.setPrintAfterEach(&std::cerr);
@@ -189,7 +208,10 @@ Expected<std::string> processChunk(const Chunk &chunk, const std::string &fileNa
   }
   if (options.lower)
     return lower::printLoweredGraph(*graph, codegen::referenceCpuTarget());
-  std::string out = ir::printGraph(*graph);
+  std::string out;
+  if (options.precision)
+    out = "// precision: " + std::string(passes::precisionPolicyName(*options.precision)) + "\n";
+  out += ir::printGraph(*graph);
   if (options.fuse) {
     KILN_TRY(passes::FusionPlan plan, passes::planFusion(*graph));
     size_t groups = plan.groups.size();
@@ -245,6 +267,14 @@ int main(int argc, char **argv) {
         std::cerr << fuse.error().diagnosticStr("kiln-opt");
         return 1;
       }
+    } else if (arg.starts_with("--precision=")) {
+      auto policy =
+          passes::parsePrecisionPolicy(arg.substr(std::string_view("--precision=").size()));
+      if (!policy) {
+        std::cerr << policy.error().diagnosticStr("kiln-opt");
+        return 1;
+      }
+      options.precision = *policy;
     } else if (arg == "--lower") {
       options.lower = true;
     } else if (arg == "--print-after-each") {
@@ -264,6 +294,12 @@ int main(int argc, char **argv) {
       options.file = std::string(arg);
       sawFile = true;
     }
+  }
+
+  if (options.precision && !passListNames(options.passes, "precision")) {
+    std::cerr << "kiln-opt: error: --precision sets the policy of the 'precision' pass; add it "
+                 "to --passes (--passes=precision,dce)\n";
+    return 1;
   }
 
   auto text = readInput(options.file);

@@ -5,6 +5,7 @@
 
 #include "ir/graph/OpTable.h"
 #include "passes/PassManager.h"
+#include "passes/graph/PrecisionPolicy.h"
 
 #include <cstdint>
 #include <memory>
@@ -44,6 +45,10 @@ std::unique_ptr<Pass> createAlgebraicSimplifyPass();
 /// "decompose": rewrites composite ops into primitives. With `onlyOps` empty
 /// every composite op is decomposed; otherwise only those kinds.
 std::unique_ptr<Pass> createDecomposePass(std::vector<ir::OpKind> onlyOps = {});
+/// "precision": applies `policy` to the f32 contractions (matmul, conv2d):
+/// tf32 sets allow_tf32; bf16-mixed, fp16-mixed and fp8 cast their operands
+/// to bf16, f16 or f8e4m3 (accumulating in f32) and their result back to f32.
+std::unique_ptr<Pass> createPrecisionPass(PrecisionPolicy policy);
 /// A decompose pass limited to the named ops; an error names an unknown op or
 /// one that has no decomposition.
 Expected<std::unique_ptr<Pass>> createDecomposePass(std::span<const std::string_view> opNames);

@@ -15,12 +15,17 @@ int compileCommand(const std::vector<std::string> &words);
 int runCommand(const std::vector<std::string> &words);
 /// `kiln cache ls|stats|clear`: the kernel cache on disk (docs/caching.md).
 int cacheCommand(const std::vector<std::string> &words);
+/// `kiln check-numerics`: a model under a precision policy against the fp64
+/// reference (docs/precision.md).
+int checkNumericsCommand(const std::vector<std::string> &words);
 
 /// The flags every command that compiles takes.
-inline const std::set<std::string> kTargetFlags = {"--target", "--arch", "--backend"};
+inline const std::set<std::string> kTargetFlags = {"--target", "--arch", "--backend",
+                                                   "--precision"};
 
-/// "--target cpu|sim|cuda|auto" (default auto), "--arch sm_XX" (default sm_90a) and
-/// "--backend llvm|nvrtc" (default llvm) into `options`.
+/// "--target cpu|sim|cuda|auto" (default auto), "--arch sm_XX" (default sm_90a),
+/// "--backend llvm|nvrtc" (default llvm) and "--precision POLICY" (default
+/// fp32) into `options`.
 Expected<void> parseTargetOptions(const Args &args, CompileOptions &options);
 /// "--dump=graph,fused,kernel,llvm,ptx,cuda" into DumpFlags.
 Expected<unsigned> parseDump(const Args &args);

@@ -76,6 +76,8 @@ const char *const kTargetHelp =
                       sm_90 or sm_90a (default: the GPU's own; sm_90a for sim
                       and for GPU code compiled without a GPU)
   --backend B         GPU backend for cuda: llvm (NVPTX, default) or nvrtc (CUDA C)
+  --precision P       how contractions compute: fp32 (default), tf32, bf16-mixed,
+                      fp16-mixed or fp8 (docs/precision.md)
 )";
 
 Expected<void> parseTargetOptions(const Args &args, CompileOptions &options) {
@@ -86,6 +88,8 @@ Expected<void> parseTargetOptions(const Args &args, CompileOptions &options) {
     if (!known)
       return std::unexpected(known.error());
   }
+  KILN_TRY(options.precision,
+           passes::parsePrecisionPolicy(args.value("--precision").value_or("fp32")));
   std::string backend = args.value("--backend").value_or("llvm");
   if (backend == "llvm")
     options.gpuBackend = GpuBackend::Llvm;

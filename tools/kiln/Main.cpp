@@ -1,4 +1,4 @@
-// kiln: the command line of the compiler — compile, run, opt and cache.
+// kiln: the command line of the compiler — compile, run, check-numerics, opt and cache.
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelSource.h"
 
@@ -16,6 +16,9 @@ constexpr const char *kUsage = R"(usage: kiln <command> [options]
 commands:
   compile   compile a model and print a summary (--dump=graph,fused,kernel,llvm, --dot)
   run       compile and run a model, print its outputs and time per run (--check)
+  check-numerics
+            compile a model under a precision policy (--precision) and report
+            each output's error against the fp64 reference
   opt       run graph passes on IR text and print the result (the kiln-opt tool)
   cache     list, summarize or clear the kernel cache (ls, stats, clear)
 
@@ -59,6 +62,8 @@ int main(int argc, char **argv) {
     return compileCommand(rest);
   if (command == "run")
     return runCommand(rest);
+  if (command == "check-numerics")
+    return checkNumericsCommand(rest);
   if (command == "opt")
     return execOpt(argv);
   if (command == "cache")

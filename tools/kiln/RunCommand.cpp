@@ -1,6 +1,7 @@
 // kiln run: compiles a model, runs it on given or random inputs, prints the
 // outputs and the time per run, optionally profiles it per kernel and checks
 // it against the reference.
+#include "compiler/CheckNumerics.h"
 #include "frontend/io/Safetensors.h"
 #include "ir/graph/Interpreter.h"
 #include "support/Tolerance.h"
@@ -40,8 +41,10 @@ options:
                         bandwidth, ~0.1 s); with =FILE also write a Chrome
                         trace (Perfetto, chrome://tracing) to FILE
   --check               also run the fp64 reference interpreter and compare
-                        every output with the per-dtype tolerance; a mismatch
-                        makes the exit status 1
+                        every output with the per-dtype tolerance (under a
+                        --precision other than fp32: with the policy's
+                        tolerance, as check-numerics does); a mismatch makes
+                        the exit status 1
   --help                print this help and exit
 exit status: 0 success, 1 compile/run failure or check mismatch, 2 bad usage
 )";
@@ -53,6 +56,27 @@ std::string firstValues(const HostTensor &tensor, int64_t count) {
   if (tensor.numElements() > count)
     values.push_back("...");
   return fmt::format("{}", fmt::join(values, " "));
+}
+
+/// --check under a precision policy: the policy's tolerance against the
+/// graph evaluated in f64, the comparison of `kiln check-numerics`.
+int checkUnderPolicy(const ir::Graph &graph, const NamedTensors &referenceInputs,
+                     const NamedTensors &outputs, passes::PrecisionPolicy policy) {
+  auto expected = referenceInF64(graph, referenceInputs);
+  if (!expected)
+    return reportError("run", expected.error());
+  bool allOk = true;
+  for (const OutputNumerics &output :
+       compareWithReference(outputs, *expected, passes::precisionTolerance(policy))) {
+    fmt::print("check {}: {} (max abs error {:.3g}, max error / scale {:.3g}, {} tolerance "
+               "{:.3g}){}\n",
+               output.name, output.ok() ? "ok" : "MISMATCH", output.maxAbsError,
+               output.maxRelError, passes::precisionPolicyName(policy), output.tolerance,
+               output.ok() ? "" : fmt::format("; {} elements differ, first at {}",
+                                              output.mismatches, output.firstMismatch));
+    allOk = allOk && output.ok();
+  }
+  return allOk ? kExitOk : kExitFailure;
 }
 
 } // namespace
@@ -161,6 +185,8 @@ int runCommand(const std::vector<std::string> &words) {
     NamedTensors referenceInputs = tensors;
     for (const auto &[name, value] : params)
       referenceInputs.insert_or_assign(name, value);
+    if (options.precision != passes::PrecisionPolicy::Fp32)
+      return checkUnderPolicy(*model->graph, referenceInputs, *outputs, options.precision);
     auto expected = ir::interpret(*model->graph, referenceInputs);
     if (!expected)
       return reportError("run", expected.error());
