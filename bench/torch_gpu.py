@@ -7,7 +7,11 @@ same inputs, and kiln's outputs compared with the twin's.
 Each run times what `kiln run` times: host inputs up to the device, the model,
 outputs back to the host (synchronized by that copy); the weights stay on the
 device on both sides. Prints a table and writes
-bench/results/e2e-<device>-<date>-<commit>.md. See bench/README.md."""
+bench/results/e2e-<device>-<date>-<commit>.md. See bench/README.md.
+
+--precision bf16-mixed runs kiln under its bf16-mixed policy and the twins
+under torch.autocast (bfloat16), eager and torch.compile, and compares all
+three with the fp32 eager twin (the report gets a -bf16-mixed suffix)."""
 import argparse
 import datetime
 import os
@@ -32,6 +36,9 @@ WARMUP_RUNS = 3
 # model's depth; 2e-4 of the output's scale stays far below what a wrong kernel gives.
 ABS_TOL = 2e-4
 REL_TOL = 2e-3
+# --precision bf16-mixed: kiln's policy tolerance (docs/precision.md): every output within
+# 2^-5 of its own scale, max |fp32 twin|, for kiln and for PyTorch's autocast alike.
+BF16_MIXED_TOL = 2.0 ** -5
 
 
 def seeded_params(twin, seed):
@@ -102,6 +109,8 @@ def run_kiln(args, name, batch, params_path, inputs_path, output_path):
                "--output", output_path, "--iterations", str(args.iterations + 1)]
     if args.kiln_target == "cuda":
         command += ["--backend", args.backend]
+    if args.precision != "fp32":  # fp32 passes nothing, as before the flag existed
+        command += ["--precision", args.precision]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         tail = (result.stderr.strip() or result.stdout.strip()).splitlines()[-3:]
@@ -126,12 +135,59 @@ def compare(kiln_output, twin_output):
     return difference.max().item(), relative.max().item(), ok
 
 
+def compare_scaled(output, reference):
+    """(max |output - reference| / max |reference|, ok) against the bf16-mixed tolerance."""
+    output = output.double()
+    reference = reference.double()
+    if output.shape != reference.shape:
+        return float("inf"), False
+    scale = reference.abs().max().item() or 1.0
+    if not bool(torch.isfinite(output).all()):
+        return float("inf"), False
+    error = (output - reference).abs().max().item() / scale
+    return error, error <= BF16_MIXED_TOL
+
+
+class Autocast(torch.nn.Module):
+    """The twin's forward under torch.autocast(device type, bfloat16); torch.compile
+    compiles this wrapper, so the autocast region is part of the compiled graph."""
+
+    def __init__(self, model, device_type):
+        super().__init__()
+        self.model = model
+        self.device_type = device_type
+
+    def forward(self, **inputs):
+        with torch.autocast(self.device_type, dtype=torch.bfloat16):
+            return self.model(**inputs)
+
+
+def autocast_unavailable(device):
+    """None where torch.autocast(device type, bfloat16) runs a matmul in bf16 here,
+    else why not (old PyTorch, a device without bf16)."""
+    if not hasattr(torch, "autocast"):
+        return f"PyTorch {torch.__version__} has no torch.autocast"
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        return f"{torch.cuda.get_device_name(device)} has no bf16"
+    try:
+        with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16):
+            a = torch.ones(4, 4, device=device)
+            dtype = (a @ a).dtype
+    except Exception as error:  # noqa: BLE001 - any failure means no autocast here
+        return f"autocast on {device.type}: {first_line(error)}"
+    if dtype != torch.bfloat16:
+        return f"autocast on {device.type} left a matmul in {dtype}"
+    return None
+
+
 def first_line(error):
     text = f"{type(error).__name__}: {error}".strip().splitlines()
     return (text[0] if text else type(error).__name__)[:160]
 
 
 def bench_model(args, twin, device, work):
+    if args.precision == "bf16-mixed":
+        return bench_model_bf16_mixed(args, twin, device, work)
     batch = args.batch or twin.DEFAULT_BATCH
     row = {"model": twin.NAME, "batch": batch}
     params = seeded_params(twin, args.seed)
@@ -173,6 +229,58 @@ def bench_model(args, twin, device, work):
     return row
 
 
+def bench_model_bf16_mixed(args, twin, device, work):
+    """kiln --precision bf16-mixed against the twin under autocast (bf16), eager and
+    torch.compile; all three judged against the fp32 eager twin (TF32 off)."""
+    batch = args.batch or twin.DEFAULT_BATCH
+    row = {"model": twin.NAME, "batch": batch}
+    params = seeded_params(twin, args.seed)
+    inputs = seeded_inputs(twin, batch, args.seed)
+    params_path = os.path.join(work, f"{twin.NAME}-params.safetensors")
+    inputs_path = os.path.join(work, f"{twin.NAME}-inputs.safetensors")
+    output_path = os.path.join(work, f"{twin.NAME}-output.safetensors")
+    safetensors_io.save(params_path, params)
+    safetensors_io.save(inputs_path, inputs)
+
+    try:
+        row["kiln_ms"], _ = run_kiln(args, twin.NAME, batch, params_path, inputs_path, output_path)
+        kiln_output = safetensors_io.load(output_path)[twin.OUTPUT]
+    except (RuntimeError, KeyError, OSError) as error:
+        row["kiln_error"] = first_line(error)
+        kiln_output = None
+
+    model = twin.Twin().eval()
+    model.load_kiln(params)
+    model = model.to(device)
+    with torch.no_grad():  # the reference: the fp32 eager twin, TF32 off, not timed
+        reference = model(**{name: value.to(device) for name, value in inputs.items()}).to("cpu")
+    if kiln_output is not None:
+        row["kiln_err"], row["ok"] = compare_scaled(kiln_output, reference)
+
+    if args.autocast_unavailable:
+        row["eager_error"] = row["compile_error"] = f"n/a ({args.autocast_unavailable})"
+        return row
+    autocast = Autocast(model, device.type)
+    try:
+        row["eager_ms"], row["eager_min_ms"], eager_output = time_runs(
+            autocast, inputs, device, args.iterations)
+        row["eager_err"], row["eager_ok"] = compare_scaled(eager_output, reference)
+    except Exception as error:  # noqa: BLE001 - an op autocast cannot run is a result
+        row["eager_error"] = "failed: " + first_line(error)
+
+    if not hasattr(torch, "compile"):
+        row["compile_error"] = f"n/a (PyTorch {torch.__version__} has no torch.compile)"
+    else:
+        try:
+            compiled = torch.compile(autocast)
+            row["compile_ms"], row["compile_min_ms"], compiled_output = time_runs(
+                compiled, inputs, device, args.iterations)
+            row["compile_err"], row["compile_ok"] = compare_scaled(compiled_output, reference)
+        except Exception as error:  # noqa: BLE001 - any failure of the compiler is a result
+            row["compile_error"] = "failed: " + first_line(error)
+    return row
+
+
 def fmt_ms(value):
     return "—" if value is None else (f"{value:.3f}" if value < 10 else f"{value:.1f}")
 
@@ -198,6 +306,32 @@ def table_rows(rows):
                       fmt_ratio(r.get("compile_ms"), r.get("kiln_ms")),
                       f"{r['max_abs']:.2e}" if "max_abs" in r else "—",
                       f"{r['max_rel']:.2e}" if "max_rel" in r else "—", outputs])
+    return header, lines
+
+
+def fmt_err(row, key):
+    """An error over its scale, marked "(beyond)" past the bf16-mixed tolerance."""
+    if key not in row:
+        return "—"
+    return f"{row[key]:.2e}" + ("" if row[key] <= BF16_MIXED_TOL else " (beyond)")
+
+
+def table_rows_bf16_mixed(rows):
+    header = ["model", "batch", "kiln ms", "autocast eager ms", "autocast compile ms",
+              "eager/kiln", "compile/kiln", "kiln err", "eager autocast err",
+              "compile autocast err", "kiln outputs"]
+    lines = []
+    for r in rows:
+        outputs = ("error: " + r["kiln_error"]) if "kiln_error" in r else (
+            "match" if r.get("ok") else "**MISMATCH**")
+        eager_cell = fmt_ms(r["eager_ms"]) if "eager_ms" in r else r.get("eager_error", "—")
+        compile_cell = fmt_ms(r["compile_ms"]) if "compile_ms" in r else r.get(
+            "compile_error", "—")
+        lines.append([r["model"], str(r["batch"]), fmt_ms(r.get("kiln_ms")), eager_cell,
+                      compile_cell, fmt_ratio(r.get("eager_ms"), r.get("kiln_ms")),
+                      fmt_ratio(r.get("compile_ms"), r.get("kiln_ms")),
+                      fmt_err(r, "kiln_err"), fmt_err(r, "eager_err"),
+                      fmt_err(r, "compile_err"), outputs])
     return header, lines
 
 
@@ -239,6 +373,73 @@ def device_description(device):
     return platform.processor() or "cpu"
 
 
+def device_line(args, description):
+    if args.device == "cuda":
+        return f"- device: {description} (CUDA {torch.version.cuda}, driver via PyTorch)"
+    return f"- device: {description}, {torch.get_num_threads()} threads each side"
+
+
+def report_header_fp32(args, description, date, commit, triton_version):
+    return [
+        f"# kiln vs PyTorch, end-to-end inference on {description}, {date:%Y-%m-%d}",
+        "",
+        device_line(args, description),
+        f"- date: {date:%Y-%m-%d %H:%M UTC}",
+        f"- kiln: commit {commit}, `kiln run --target {args.kiln_target}`"
+        + (f" (backend {args.backend})" if args.device == "cuda" else ""),
+        f"- PyTorch {torch.__version__}, Triton {triton_version}; fp32, TF32 off "
+        "(torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False); "
+        "torch.compile in its default mode",
+        f"- time per run: median of {args.iterations} runs after {WARMUP_RUNS} warm-up runs "
+        "(kiln: after one untimed run); each run copies the inputs from the host, runs the "
+        "model and copies the output back, as `kiln run` does; the weights stay on the device",
+        "- eager/kiln and compile/kiln: PyTorch's time over kiln's (above 1.00x kiln is faster)",
+        f"- outputs: kiln's against the eager twin's, |kiln - twin| <= {ABS_TOL} * max(1, max|twin|)"
+        f" + {REL_TOL} * |twin| element by element; max rel err = max |kiln - twin| / "
+        f"(|twin| + {ABS_TOL} * scale)",
+    ]
+
+
+def report_header_bf16_mixed(args, description, date, commit, triton_version):
+    reduced = ""
+    if args.device == "cuda":
+        reduced = ("; torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = "
+                   f"{torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction} "
+                   "(PyTorch's default, left as is)")
+    lines = [
+        f"# kiln vs PyTorch, end-to-end inference in bf16-mixed on {description}, "
+        f"{date:%Y-%m-%d}",
+        "",
+        device_line(args, description),
+        f"- date: {date:%Y-%m-%d %H:%M UTC}",
+        f"- kiln: commit {commit}, `kiln run --target {args.kiln_target} --precision bf16-mixed`"
+        + (f" (backend {args.backend})" if args.device == "cuda" else "")
+        + ": every matmul and conv2d takes bf16 operands, accumulates in f32 and rounds its "
+        "result to bf16; everything else (bias, activations, norms, softmax, pooling) in f32; "
+        "inputs, weights and outputs f32",
+        f"- PyTorch {torch.__version__}, Triton {triton_version}: the twin's forward under "
+        f"`torch.autocast(\"{args.device}\", dtype=torch.bfloat16)`, eager and torch.compile "
+        "(default mode, compiling the autocast-wrapped forward); the ops autocast leaves in fp32 "
+        "run with TF32 off (torch.backends.cuda.matmul.allow_tf32 = "
+        "torch.backends.cudnn.allow_tf32 = False)" + reduced,
+        f"- time per run: median of {args.iterations} runs after {WARMUP_RUNS} warm-up runs "
+        "(kiln: after one untimed run); each run copies the inputs from the host, runs the "
+        "model and copies the output back, as `kiln run` does; the weights stay on the device "
+        "in fp32 on both sides (kiln narrows its weights to bf16 in every run, as eager "
+        "autocast does)",
+        "- eager/kiln and compile/kiln: PyTorch's autocast time over kiln's bf16-mixed time "
+        "(above 1.00x kiln is faster)",
+        "- errors: against the fp32 eager twin (TF32 off), max |out - ref| / max |ref| over the "
+        f"output; within tolerance when <= 2^-5 = {BF16_MIXED_TOL:.4g} (kiln's bf16-mixed "
+        "tolerance, docs/precision.md), for kiln and for PyTorch's autocast alike; \"(beyond)\" "
+        "marks an error over it. kiln outputs: \"match\" when kiln's is within it (an autocast "
+        "error beyond it is reported, not a failure)",
+    ]
+    if args.autocast_unavailable:
+        lines.append(f"- autocast columns skipped: {args.autocast_unavailable}")
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -252,6 +453,9 @@ def main():
                         help="timed runs per side (default: 50 on cuda, 10 on cpu)")
     parser.add_argument("--backend", default="llvm", choices=["llvm", "nvrtc"],
                         help="kiln's GPU backend")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16-mixed"],
+                        help="fp32 (TF32 off) both sides, or kiln's bf16-mixed policy "
+                        "against torch.autocast bfloat16 (default fp32)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=0, help="cpu: threads for both sides")
     parser.add_argument("--out", default="bench/results", help="where the report goes")
@@ -265,9 +469,12 @@ def main():
         print("torch_gpu.py: PyTorch sees no CUDA device", file=sys.stderr)
         return 77
     device = torch.device(args.device)
-    # fp32 on both sides: kiln's GPU matmuls and convs are fp32 on the CUDA cores.
+    # fp32 on both sides: kiln's GPU matmuls and convs are fp32 on the CUDA cores. Under
+    # bf16-mixed, too, for the reference and for every op autocast leaves in fp32.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    args.autocast_unavailable = (autocast_unavailable(device)
+                                 if args.precision == "bf16-mixed" else None)
     if args.device == "cpu":
         threads = args.threads or int(os.environ.get("KILN_NUM_THREADS", "0") or 0) or os.cpu_count()
         torch.set_num_threads(threads)
@@ -282,8 +489,11 @@ def main():
         for name in names:
             print(f"torch_gpu.py: {name}", file=sys.stderr, flush=True)
             rows.append(bench_model(args, TWINS[name], device, work))
-    header, lines = table_rows(rows)
+    bf16_mixed = args.precision == "bf16-mixed"
+    header, lines = (table_rows_bf16_mixed if bf16_mixed else table_rows)(rows)
     print_table(header, lines)
+    if bf16_mixed and args.autocast_unavailable:
+        print(f"autocast columns skipped: {args.autocast_unavailable}")
 
     failed = any("kiln_error" in r or not r.get("ok") for r in rows)
     if args.no_report:
@@ -297,34 +507,19 @@ def main():
         triton_version = triton.__version__
     except ImportError:
         triton_version = "not installed"
-    report = [
-        f"# kiln vs PyTorch, end-to-end inference on {description}, {date:%Y-%m-%d}",
-        "",
-        f"- device: {description}" + (f" (CUDA {torch.version.cuda}, driver via PyTorch)"
-                                      if args.device == "cuda" else f", {torch.get_num_threads()} threads each side"),
-        f"- date: {date:%Y-%m-%d %H:%M UTC}",
-        f"- kiln: commit {commit}, `kiln run --target {args.kiln_target}`"
-        + (f" (backend {args.backend})" if args.device == "cuda" else ""),
-        f"- PyTorch {torch.__version__}, Triton {triton_version}; fp32, TF32 off "
-        "(torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False); "
-        "torch.compile in its default mode",
-        f"- time per run: median of {args.iterations} runs after {WARMUP_RUNS} warm-up runs "
-        "(kiln: after one untimed run); each run copies the inputs from the host, runs the "
-        "model and copies the output back, as `kiln run` does; the weights stay on the device",
-        "- eager/kiln and compile/kiln: PyTorch's time over kiln's (above 1.00x kiln is faster)",
-        f"- outputs: kiln's against the eager twin's, |kiln - twin| <= {ABS_TOL} * max(1, max|twin|)"
-        f" + {REL_TOL} * |twin| element by element; max rel err = max |kiln - twin| / "
-        f"(|twin| + {ABS_TOL} * scale)",
+    header_lines = report_header_bf16_mixed if bf16_mixed else report_header_fp32
+    report = header_lines(args, description, date, commit, triton_version) + [
         "",
         "| " + " | ".join(header) + " |",
         "|---|" + "---:|" * (len(header) - 2) + ":---:|",
     ]
     report += ["| " + " | ".join(cell.replace("|", "\\|") for cell in line) + " |" for line in lines]
     os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, f"e2e-{slug}-{date:%Y-%m-%d}-{commit}.md")
+    stem = f"e2e-{slug}-{date:%Y-%m-%d}-{commit}" + ("-bf16-mixed" if bf16_mixed else "")
+    path = os.path.join(args.out, f"{stem}.md")
     n = 2
     while os.path.exists(path):
-        path = os.path.join(args.out, f"e2e-{slug}-{date:%Y-%m-%d}-{commit}-{n}.md")
+        path = os.path.join(args.out, f"{stem}-{n}.md")
         n += 1
     with open(path, "w") as f:
         f.write("\n".join(report) + "\n")
