@@ -1,5 +1,5 @@
 // kiln_gpu_bench: kiln's GPU kernels against the GPU's own yardsticks — the
-// device-to-device copy bandwidth, cuBLAS SGEMM and GemmEx — and the cost of a launch.
+// device-to-device copy bandwidth, cuBLAS SGEMM and GemmEx, cuDNN — and the cost of a launch.
 // Prints a table per section and writes bench/results/gpu-<date>-<commit>.md.
 #include "bench/gpu/BenchDevice.h"
 #include "bench/gpu/Sections.h"
@@ -33,12 +33,17 @@ Measures kiln's GPU kernels on GPU 0 and writes a Markdown report:
   (e) tensorcores  tensor-core GEMMs (bf16, f16, tf32) vs cuBLAS GemmEx: n^3
                    at 4096 and 8192, GPT-2 small and large projections at 512
                    and 8192 tokens
+  (f) conv         conv2d vs cuDNN 9 (fp32 NCHW and bf16 NHWC) on ResNet-50
+                   (batch 32) and VGG16 (batch 8) layers; skipped when cuDNN
+                   is not found (KILN_CUDNN names libcudnn.so.9 or its folder)
 options:
   --quick           fewer sizes and runs (a smoke test, not a result)
   --filter TEXT     only workloads whose name contains TEXT (copy always runs:
                     section (b) needs it), e.g. softmax, matmul_4096, launch,
-                    tc_bf16 (section (e)'s bf16 rows), tc_f16_n4096
-  --sections LIST   comma-separated subset of copy,rows,matmul,launch,tensorcores
+                    tc_bf16 (section (e)'s bf16 rows), tc_f16_n4096,
+                    conv_bf16 (section (f)'s bf16 rows), conv_f32_vgg_224
+  --sections LIST   comma-separated subset of
+                    copy,rows,matmul,launch,tensorcores,conv
   --out DIR         where the report goes (default: bench/results)
   --backend B       llvm (default) or nvrtc: how kiln compiles its kernels
   --host-device     run every section on a stand-in in host memory with kiln's
@@ -100,7 +105,7 @@ std::filesystem::path reportPath(const std::string &dir, const std::string &date
 
 int main(int argc, char **argv) {
   BenchContext context;
-  const std::string allSections = "copy,rows,matmul,launch,tensorcores";
+  const std::string allSections = "copy,rows,matmul,launch,tensorcores,conv";
   std::string sections = allSections, outDir = "bench/results", backend = "llvm",
               commitArg;
   bool hostDevice = false;
@@ -183,6 +188,8 @@ int main(int argc, char **argv) {
     benchLaunchOverhead(context);
   if (wants("tensorcores"))
     benchTensorCoreMatmul(context);
+  if (wants("conv"))
+    benchConvVsCudnn(context);
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 

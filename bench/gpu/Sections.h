@@ -39,5 +39,7 @@ void benchMatmul(BenchContext &context);
 void benchLaunchOverhead(BenchContext &context);
 /// (e) kiln's tensor-core GEMMs (bf16, f16, tf32) against cuBLAS GemmEx.
 void benchTensorCoreMatmul(BenchContext &context);
+/// (f) kiln's conv2d (fp32 NCHW, bf16 NHWC) against cuDNN on ResNet and VGG16 layers.
+void benchConvVsCudnn(BenchContext &context);
 
 } // namespace kiln::bench
