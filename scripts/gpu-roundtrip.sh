@@ -11,6 +11,7 @@
 #        scripts/gpu-roundtrip.sh collect DIR      here: copy DIR's results to bench/results
 #   OUT                 remote: where logs and results go (default ./gpu-out)
 #   KILN_BENCH_ARGS     remote: extra arguments of kiln_gpu_bench (e.g. a section filter)
+#   KILN_TORCH_ARGS     remote: extra arguments of torch_gpu.py (e.g. --precision bf16-mixed)
 #   KILN_BENCH_PYTHON   remote: the python with torch (default python3, else /usr/bin/python3)
 #   KILN_STEP_TIMEOUT   remote: seconds each step may take (default 900)
 set -uo pipefail
@@ -22,7 +23,7 @@ carry_limit_mib=60
 # What runs on the GPU machine, relative to the build directory (and to $carry).
 carried_files=(libkiln.so libkiln_rt.so kiln bench/kiln_gpu_bench tests/test_gpu)
 
-usage() { sed -n '2,14p' "$0" >&2; exit 2; }
+usage() { sed -n '2,15p' "$0" >&2; exit 2; }
 
 prepare() {
   set -e
@@ -172,6 +173,8 @@ remote() {
   fi
   # shellcheck disable=SC2206 # KILN_BENCH_ARGS is a list of words
   bench_args+=(${KILN_BENCH_ARGS:-})
+  # shellcheck disable=SC2206
+  torch_args+=(${KILN_TORCH_ARGS:-})
   wants smi && run_step "nvidia-smi" nvidia-smi.log nvidia-smi
   wants libs && run_step "libraries" ldd.log bash -c "ldd '$build/kiln' '$build/bench/kiln_gpu_bench' | tee /dev/stderr | (! grep 'not found')"
   wants tests && run_step "gpu tests" ctest-gpu.log run_gpu_tests
@@ -192,6 +195,7 @@ remote() {
     [ "$quick" = 1 ] && echo "- --quick: fewer sizes and runs; a smoke test, not a result"
     [ "$steps" = "smi,libs,tests,examples,bench,torch" ] || echo "- steps: $steps"
     [ -n "${KILN_BENCH_ARGS:-}" ] && echo "- kiln_gpu_bench arguments: ${KILN_BENCH_ARGS}"
+    [ -n "${KILN_TORCH_ARGS:-}" ] && echo "- torch_gpu.py arguments: ${KILN_TORCH_ARGS}"
     echo
     echo "| step | exit status | log |"
     echo "|---|---:|---|"

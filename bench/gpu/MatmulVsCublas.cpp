@@ -123,6 +123,13 @@ void benchMatmul(BenchContext &context) {
   if (sizes.empty())
     return;
   Goal goal{.name = "fp32 SIMT matmul vs cuBLAS SGEMM (every size)", .target = ">= 70%"};
+  if (context.hostDevice) {
+    std::string why = "--host-device has no GPU; cuBLAS needs one";
+    fmt::print("== (c) fp32 matmul vs cuBLAS SGEMM: skipped: {}\n\n", why);
+    goal.measured = "skipped: " + why;
+    context.report.addGoal(std::move(goal));
+    return;
+  }
   auto stream = DeviceStream::create(*context.gpu.device);
   auto cublas = stream ? Cublas::open(stream->get())
                        : Expected<std::unique_ptr<Cublas>>(std::unexpected(stream.error()));
