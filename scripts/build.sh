@@ -9,9 +9,7 @@ shift || true
 
 case "$flavor" in
   release) args=(-DCMAKE_BUILD_TYPE=Release) ;;
-  # -O1: the sanitizers keep their checks, and the tests (which JIT-compile and simulate
-  # thousands of kernels) run several times faster than at -O0.
-  asan) args=(-DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON "-DCMAKE_CXX_FLAGS_DEBUG=-g -O1") ;;
+  asan) args=(-DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON) ;;
   *) echo "usage: scripts/build.sh [release|asan] [targets...]" >&2; exit 2 ;;
 esac
 

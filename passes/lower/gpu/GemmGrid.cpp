@@ -46,4 +46,14 @@ StmtPtr GemmGrid::wrap(StmtPtr body) const {
   return body;
 }
 
+StmtPtr guardEdges(const GemmProblem &problem, int64_t blockM, int64_t blockN, const ExprPtr &i,
+                   const ExprPtr &j, StmtPtr store) {
+  ExprPtr guard;
+  if (problem.m % blockM != 0)
+    guard = lt(i, index(problem.m));
+  if (problem.n % blockN != 0)
+    guard = guard ? logicalAnd(guard, lt(j, index(problem.n))) : lt(j, index(problem.n));
+  return guard ? ifThen(guard, store) : store;
+}
+
 } // namespace kiln::lower

@@ -30,4 +30,9 @@ private:
   kir::ExprPtr b_, i0_, j0_;
 };
 
+/// `store` of output element (i, j), run only where (i, j) lies in the problem: no guard on an
+/// axis the block tile divides.
+kir::StmtPtr guardEdges(const GemmProblem &problem, int64_t blockM, int64_t blockN,
+                        const kir::ExprPtr &i, const kir::ExprPtr &j, kir::StmtPtr store);
+
 } // namespace kiln::lower

@@ -291,19 +291,13 @@ StmtPtr GpuGemmBuilder::mainLoop(const ExprPtr &b) const {
 
 Expected<StmtPtr> GpuGemmBuilder::epilogue(const ExprPtr &b) const {
   std::vector<StmtPtr> stmts;
-  bool raggedM = p_.m % bm_ != 0, raggedN = p_.n % bn_ != 0;
   for (int64_t r = 0; r < tm_; ++r)
     for (int64_t c = 0; c < tn_; ++c) {
       ExprPtr i = add(i0_, add(mul(ty_, index(tm_)), index(r)));
       ExprPtr j = add(j0_, add(mul(tx_, index(tn_)), index(c)));
       std::vector<ExprPtr> bij{b, i, j};
       KILN_TRY(StmtPtr st, p_.storeResult(bij, load(acc_, index(r * tn_ + c))));
-      ExprPtr guard;
-      if (raggedM)
-        guard = lt(i, index(p_.m));
-      if (raggedN)
-        guard = guard ? logicalAnd(guard, lt(j, index(p_.n))) : lt(j, index(p_.n));
-      stmts.push_back(guard ? ifThen(guard, st) : st);
+      stmts.push_back(guardEdges(p_, bm_, bn_, i, j, st));
     }
   return seq(std::move(stmts));
 }

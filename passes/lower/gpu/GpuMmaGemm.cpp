@@ -294,7 +294,6 @@ StmtPtr MmaGemmBuilder::mainLoop(const ExprPtr &b) const {
 // (the C layout of ir/kernel/MmaLayout.h).
 Expected<StmtPtr> MmaGemmBuilder::epilogue(const ExprPtr &b) const {
   std::vector<StmtPtr> stmts;
-  bool raggedM = p_.m % s_.blockM != 0, raggedN = p_.n % s_.blockN != 0;
   for (int64_t mi = 0; mi < tilesM_; ++mi)
     for (int64_t ni = 0; ni < tilesN_; ++ni)
       for (int64_t e = 0; e < info_.cElements; ++e) {
@@ -304,12 +303,7 @@ Expected<StmtPtr> MmaGemmBuilder::epilogue(const ExprPtr &b) const {
         std::vector<ExprPtr> bij{b, i, j};
         ExprPtr value = load(acc_, index((mi * tilesN_ + ni) * info_.cElements + e));
         KILN_TRY(StmtPtr st, p_.storeResult(bij, value));
-        ExprPtr guard;
-        if (raggedM)
-          guard = lt(i, index(p_.m));
-        if (raggedN)
-          guard = guard ? logicalAnd(guard, lt(j, index(p_.n))) : lt(j, index(p_.n));
-        stmts.push_back(guard ? ifThen(guard, st) : st);
+        stmts.push_back(guardEdges(p_, s_.blockM, s_.blockN, i, j, st));
       }
   return seq(std::move(stmts));
 }

@@ -43,6 +43,26 @@ inline lower::GpuMatMulSchedule gpuGemm(int blockM, int blockN, int blockK, int 
   return s;
 }
 
+/// A tensor-core GEMM schedule from its fields (vectorWidth: elements per async copy).
+inline lower::GpuMatMulSchedule mmaTiles(int blockM, int blockN, int blockK, int warpM, int warpN,
+                                         int stages, int vectorWidth = 8) {
+  lower::GpuMatMulSchedule s;
+  s.blockM = blockM;
+  s.blockN = blockN;
+  s.blockK = blockK;
+  s.warpM = warpM;
+  s.warpN = warpN;
+  s.threadM = s.threadN = 0;
+  s.stages = stages;
+  s.vectorWidth = vectorWidth;
+  return s;
+}
+
+/// tf32 keeps 10 explicit mantissa bits: each rounded operand is off by up to 2^-11 of itself,
+/// a product by 2^-10. The f32 bound of checkClose (4 k 2^-24 per unit of scale) covers that
+/// with a scale of 2^13.
+inline constexpr double kTf32Scale = 8192.0;
+
 /// Lowers the group with `schedule` (the default when empty) and checks the launch structure
 /// against the schedule: one block per output tile, (blockM/threadM)(blockN/threadN) threads,
 /// the shared tiles of every stage.

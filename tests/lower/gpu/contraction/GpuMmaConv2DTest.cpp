@@ -11,9 +11,6 @@ using ir::OpKind;
 
 namespace {
 
-/// tf32 operands: see GpuMmaMatMulTest.cpp.
-constexpr double kTf32Scale = 8192.0;
-
 struct ConvCase {
   int64_t images, channels, height, width, outChannels, kernelH, kernelW;
   std::vector<int64_t> stride{1, 1}, padding{0, 0, 0, 0}, dilation{1, 1};
@@ -48,20 +45,6 @@ GraphCase convGraph(const ConvCase &cc, DType dtype, bool biasRelu, const std::s
   }
   c.output(out);
   return c;
-}
-
-lower::GpuMatMulSchedule mmaTiles(int blockM, int blockN, int blockK, int warpM, int warpN,
-                                  int stages, int vectorWidth) {
-  lower::GpuMatMulSchedule s;
-  s.blockM = blockM;
-  s.blockN = blockN;
-  s.blockK = blockK;
-  s.warpM = warpM;
-  s.warpN = warpN;
-  s.threadM = s.threadN = 0;
-  s.stages = stages;
-  s.vectorWidth = vectorWidth;
-  return s;
 }
 
 /// The conv with its default schedule (which must use tensor cores) and a small 3-stage one.
