@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <string>
 
 using namespace kiln;
 using namespace kiln::kir;
@@ -14,6 +15,26 @@ using kiln::testing::gpuTarget;
 using kiln::test::ScopedEnv;
 
 namespace {
+
+/// A temporary directory of this test alone, made TMPDIR for its scope: ctest runs other test
+/// processes at the same time, whose ptxas runs make directories in the shared one.
+class PrivateTempDir {
+public:
+  PrivateTempDir() : path_(makeDirectory()), env_("TMPDIR", path_.c_str()) {}
+  ~PrivateTempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+
+private:
+  static std::string makeDirectory() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "kiln-ptxas-test-XXXXXX").string();
+    REQUIRE(mkdtemp(pattern.data()) != nullptr);
+    return pattern;
+  }
+  std::string path_;
+  ScopedEnv env_;
+};
 
 /// Files of ptxas's temporary directories (kiln-ptxas-*) now in the temp dir.
 size_t ptxasTemporaries() {
@@ -74,6 +95,7 @@ TEST_CASE("ptxas: real output of a shared-memory kernel", "[gpu-codegen]") {
   for (std::string_view arch : codegen::kCheckedGpuArchs) {
     auto ptx = codegen::compilePtxWithLlvm(std::vector<Kernel>{reverse, copy}, gpuTarget(arch));
     REQUIRE(ptx);
+    PrivateTempDir tmp;
     size_t before = ptxasTemporaries();
     auto result = codegen::runPtxas(*ptx, gpuTarget(arch));
     REQUIRE(result);
@@ -116,6 +138,7 @@ TEST_CASE("ptxas: rejected PTX is a CompileError carrying the log", "[gpu-codege
     WARN("ptxas not found at " << codegen::ptxasPath() << ": rejection not checked");
     return;
   }
+  PrivateTempDir tmp;
   size_t before = ptxasTemporaries();
   const char *broken = ".version 7.8\n.target sm_80\n.address_size 64\n"
                        ".visible .entry broken()\n{\n  frobnicate.b32 %r1;\n  ret;\n}\n";
