@@ -161,6 +161,18 @@ TEST_CASE("conv2d: the heuristic runs convolutions with enough output channels d
       lower::defaultConv2DSchedule(*depthwise->definingNode(), hostTarget());
   CHECK(third.algorithm == Algorithm::Im2col);
   CHECK(third.gemm.packA);
+
+  // A deep nchw reduction (VGG16's 28x28x256 -> 512: k = 2304) packs im2col panels; the same
+  // depth over images too small to fill the N axis (5x5) stays direct.
+  ir::Value *deep = c.input("deep", DType::F32, {1, 256, 28, 28});
+  ir::Value *wDeep = c.input("w_deep", DType::F32, {64, 256, 3, 3});
+  ir::Value *deepConv = c.node(OpKind::Conv2D, {deep, wDeep}, params("nchw", {1, 1}, {1, 1, 1, 1}).attrs());
+  CHECK(lower::defaultConv2DSchedule(*deepConv->definingNode(), hostTarget()).algorithm ==
+        Algorithm::Im2col);
+  ir::Value *small = c.input("small", DType::F32, {8, 256, 7, 7});
+  ir::Value *smallConv = c.node(OpKind::Conv2D, {small, wDeep}, params("nchw").attrs());
+  CHECK(lower::defaultConv2DSchedule(*smallConv->definingNode(), hostTarget()).algorithm ==
+        Algorithm::Direct);
 }
 
 TEST_CASE("conv2d: GEMM shapes of each layout and algorithm", "[lower][contraction][conv2d]") {
