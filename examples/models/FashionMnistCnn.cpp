@@ -14,10 +14,10 @@ Tensor buildFashionMnistCnn(Graph &graph, const FashionMnistCnnConfig &config) {
                    Conv2D(config.convFilters[1], {3, 3}, Activation::Relu), MaxPool2D(),
                    Conv2D(config.convFilters[2], {3, 3}, Activation::Relu), Flatten(),
                    Dense(config.hidden, Activation::Relu),
-                   Dense(config.classes, Activation::Softmax));
-  Tensor probabilities = model(graph, images);
-  graph.output("probabilities", probabilities);
-  return probabilities;
+                   Dense(config.classes, headActivation(config.head)));
+  Tensor result = model(graph, images);
+  graph.output(headOutputName(config.head), result);
+  return result;
 }
 
 } // namespace kiln::examples

@@ -11,10 +11,10 @@ Tensor buildLstmLanguageModel(Graph &graph, const LstmLanguageModelConfig &confi
   Tensor tokens = graph.input("tokens", {config.batch, config.sequenceLength}, DType::I64);
   Sequential model(Embedding(config.vocabularySize, config.embeddingDim),
                    LSTM(config.units, /*returnSequences=*/config.perStepPredictions),
-                   Dense(config.vocabularySize, Activation::Softmax));
-  Tensor probabilities = model(graph, tokens);
-  graph.output("probabilities", probabilities);
-  return probabilities;
+                   Dense(config.vocabularySize, headActivation(config.head)));
+  Tensor result = model(graph, tokens);
+  graph.output(headOutputName(config.head), result);
+  return result;
 }
 
 } // namespace kiln::examples

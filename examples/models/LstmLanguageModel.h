@@ -1,6 +1,7 @@
 // An LSTM language model: Embedding, LSTM, Dense softmax over the vocabulary.
 #pragma once
 
+#include "examples/models/ClassifierHead.h"
 #include "frontend/Graph.h"
 
 namespace kiln::examples {
@@ -15,10 +16,13 @@ struct LstmLanguageModelConfig {
   /// [batch, sequenceLength, vocabularySize], which is what training a
   /// language model needs. false: only after the last token, [batch, vocabularySize].
   bool perStepPredictions = true;
+  /// Softmax for inference; Logits for training (the parameters are the same).
+  ClassifierHead head = ClassifierHead::Softmax;
 };
 
 /// Embedding(1000, 128) LSTM(128) Dense(1000, softmax). Adds input "tokens"
-/// i64[batch, sequenceLength] and output "probabilities".
+/// i64[batch, sequenceLength] and output "probabilities" (or "logits" with
+/// ClassifierHead::Logits).
 Tensor buildLstmLanguageModel(Graph &graph, const LstmLanguageModelConfig &config = {});
 
 } // namespace kiln::examples

@@ -9,9 +9,9 @@ Tensor buildMlp(Graph &graph, const MlpConfig &config) {
   Tensor x = graph.input("x", {config.batch, config.inputs});
   for (int64_t width : config.hidden)
     x = nn::Dense(width, config.activation)(graph, x);
-  Tensor probabilities = nn::Dense(config.classes, nn::Activation::Softmax)(graph, x);
-  graph.output("probabilities", probabilities);
-  return probabilities;
+  Tensor result = nn::Dense(config.classes, headActivation(config.head))(graph, x);
+  graph.output(headOutputName(config.head), result);
+  return result;
 }
 
 } // namespace kiln::examples

@@ -1,6 +1,7 @@
 // A multilayer perceptron classifier.
 #pragma once
 
+#include "examples/models/ClassifierHead.h"
 #include "frontend/Graph.h"
 #include "frontend/nn/Activation.h"
 
@@ -14,6 +15,8 @@ struct MlpConfig {
   std::vector<int64_t> hidden = {256, 128};
   int64_t classes = 10;
   nn::Activation activation = nn::Activation::Relu;
+  /// Softmax for inference; Logits for training (the parameters are the same).
+  ClassifierHead head = ClassifierHead::Softmax;
 };
 
 /// Dense(hidden[i], activation)... Dense(classes, softmax). Adds input "x"

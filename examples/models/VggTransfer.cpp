@@ -23,10 +23,10 @@ Tensor buildVggTransfer(Graph &graph, const VggTransferConfig &config) {
                   fmt::format("block{}_pool", block + 1))(graph, x);
   }
   Sequential head(Flatten(), Dense(config.hidden, Activation::Relu, true, "fc1"),
-                  Dense(config.classes, Activation::Softmax, true, "predictions"));
-  Tensor probabilities = head(graph, x);
-  graph.output("probabilities", probabilities);
-  return probabilities;
+                  Dense(config.classes, headActivation(config.head), true, "predictions"));
+  Tensor result = head(graph, x);
+  graph.output(headOutputName(config.head), result);
+  return result;
 }
 
 } // namespace kiln::examples

@@ -2,6 +2,7 @@
 // trainable classification head.
 #pragma once
 
+#include "examples/models/ClassifierHead.h"
 #include "frontend/Graph.h"
 
 #include <array>
@@ -18,6 +19,8 @@ struct VggTransferConfig {
   std::array<int64_t, 5> convsPerBlock = {2, 2, 3, 3, 3};
   int64_t hidden = 256;
   int64_t classes = 10;
+  /// Softmax for inference; Logits for training (the parameters are the same).
+  ClassifierHead head = ClassifierHead::Softmax;
 };
 
 /// The base: per block, convsPerBlock 3x3 "same" convs with relu, then a 2x2
@@ -26,7 +29,8 @@ struct VggTransferConfig {
 /// pretrained weights (load them with Graph::loadParamValues) and training
 /// leaves them alone. The head, trainable: Flatten, Dense(256, relu) "fc1",
 /// Dense(10, softmax) "predictions". Adds input "images"
-/// f32[batch, channels, size, size] and output "probabilities".
+/// f32[batch, channels, size, size] and output "probabilities" (or "logits"
+/// with ClassifierHead::Logits).
 /// imageSize must be a multiple of 32 (five 2x2 pools).
 Tensor buildVggTransfer(Graph &graph, const VggTransferConfig &config = {});
 

@@ -18,6 +18,8 @@ int cacheCommand(const std::vector<std::string> &words);
 /// `kiln check-numerics`: a model under a precision policy against the fp64
 /// reference (docs/precision.md).
 int checkNumericsCommand(const std::vector<std::string> &words);
+/// `kiln train`: trains an example recipe (docs/training.md).
+int trainCommand(const std::vector<std::string> &words);
 
 /// The flags every command that compiles takes.
 inline const std::set<std::string> kTargetFlags = {"--target", "--arch", "--backend",

@@ -19,6 +19,8 @@ commands:
   check-numerics
             compile a model under a precision policy (--precision) and report
             each output's error against the fp64 reference
+  train     train an example model on its data set (cnn, mlp, lstm,
+            vgg-transfer), with progress, test accuracy and checkpoints
   opt       run graph passes on IR text and print the result (the kiln-opt tool)
   cache     list, summarize or clear the kernel cache (ls, stats, clear)
 
@@ -64,6 +66,8 @@ int main(int argc, char **argv) {
     return runCommand(rest);
   if (command == "check-numerics")
     return checkNumericsCommand(rest);
+  if (command == "train")
+    return trainCommand(rest);
   if (command == "opt")
     return execOpt(argv);
   if (command == "cache")

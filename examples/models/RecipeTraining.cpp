@@ -1,0 +1,235 @@
+// trainRecipe: the epoch loop around a Trainer.
+#include "examples/models/RecipeTraining.h"
+
+#include "frontend/data/Prefetcher.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+namespace kiln::examples {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// The first `limit` rows of every tensor (all when limit is 0 or larger).
+NamedTensors firstRows(const NamedTensors &examples, int64_t limit) {
+  if (limit <= 0)
+    return examples;
+  NamedTensors result;
+  for (const auto &[name, tensor] : examples) {
+    int64_t rows = std::min(limit, tensor.shape()[0]);
+    std::vector<int64_t> shape = tensor.shape();
+    shape[0] = rows;
+    HostTensor head(tensor.dtype(), shape);
+    std::memcpy(head.bytes().data(), tensor.bytes().data(),
+                static_cast<size_t>(rows) * (tensor.byteSize() / tensor.shape()[0]));
+    result.emplace(name, std::move(head));
+  }
+  return result;
+}
+
+/// Loss and metric of a batch from the model's logits [B, C] or [B, L, C]
+/// against the labels [B] or [B, L], over the first `valid` rows, in fp64:
+/// {summed cross entropy, correct predictions, predictions}.
+struct BatchScore {
+  double lossSum = 0;
+  int64_t correct = 0, count = 0;
+};
+
+BatchScore scoreBatch(const HostTensor &logits, const HostTensor &labels, int64_t valid) {
+  int64_t classes = logits.shape().back();
+  int64_t perRow = labels.numElements() / labels.shape()[0];
+  BatchScore score;
+  std::vector<double> values = logits.toDoubles();
+  std::vector<double> targets = labels.toDoubles();
+  for (int64_t i = 0; i < valid * perRow; ++i) {
+    const double *row = values.data() + i * classes;
+    int64_t best = std::max_element(row, row + classes) - row;
+    double top = row[best], sum = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      sum += std::exp(row[c] - top);
+    auto label = static_cast<int64_t>(targets[i]);
+    score.lossSum += top + std::log(sum) - row[label];
+    score.correct += best == label;
+    ++score.count;
+  }
+  return score;
+}
+
+double metricOf(TrainingMetric metric, const BatchScore &score) {
+  if (score.count == 0)
+    return 0;
+  return metric == TrainingMetric::Accuracy ? static_cast<double>(score.correct) / score.count
+                                            : score.lossSum / score.count;
+}
+
+std::string metricText(TrainingMetric metric, double value) {
+  return metric == TrainingMetric::Accuracy ? fmt::format("acc {:5.2f}%", 100 * value)
+                                            : fmt::format("loss/word {:.3f}", value);
+}
+
+void drawProgress(std::FILE *out, const EpochReport &epoch, int64_t epochs, int64_t done,
+                  int64_t total, TrainingMetric metric) {
+  if (!out)
+    return;
+  constexpr int kWidth = 24;
+  int filled = total ? static_cast<int>(kWidth * done / total) : kWidth;
+  fmt::print(out, "\repoch {}/{} [{}{}] {}/{} loss {:.4f} {} {:.0f} samples/s", epoch.epoch,
+             epochs, std::string(filled, '='), std::string(kWidth - filled, ' '), done, total,
+             epoch.trainLoss, metricText(metric, epoch.trainMetric), epoch.samplesPerSecond);
+  std::fflush(out);
+}
+
+/// The held-out split through the inference program with `params`: every
+/// example once, the last partial batch padded with copies of its first row
+/// and scored on its real rows only.
+Expected<BatchScore> evaluate(const CompiledModel &model, const TrainingRecipe &recipe,
+                              const data::DataLoader &loader, const NamedTensors &params) {
+  BatchScore total;
+  data::EpochBatches batches = loader.epoch(0);
+  int64_t batchSize = loader.options().batchSize;
+  for (int64_t index = 0; index < batches.size(); ++index) {
+    KILN_TRY(NamedTensors batch, batches.batch(index));
+    int64_t valid = batch.begin()->second.shape()[0];
+    if (valid < batchSize)
+      for (auto &[name, tensor] : batch) {
+        std::vector<int64_t> shape = tensor.shape();
+        size_t rowBytes = tensor.byteSize() / static_cast<size_t>(shape[0]);
+        shape[0] = batchSize;
+        HostTensor padded(tensor.dtype(), shape);
+        std::memcpy(padded.bytes().data(), tensor.bytes().data(), tensor.byteSize());
+        for (int64_t row = valid; row < batchSize; ++row)
+          std::memcpy(padded.bytes().data() + row * rowBytes, tensor.bytes().data(), rowBytes);
+        tensor = std::move(padded);
+      }
+    NamedTensors inputs = params;
+    for (auto &[name, tensor] : batch)
+      inputs.insert_or_assign(name, std::move(tensor));
+    KILN_TRY(NamedTensors outputs, model.run(inputs));
+    BatchScore score = scoreBatch(outputs.at("logits"), inputs.at(recipe.labelInput), valid);
+    total.lossSum += score.lossSum;
+    total.correct += score.correct;
+    total.count += score.count;
+  }
+  return total;
+}
+
+} // namespace
+
+Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
+                                           const RecipeTrainingOptions &options) {
+  RecipeTrainingReport report;
+  if (recipe.loader.imageName.empty() && options.augmentation.any())
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("{}: augmentation needs image inputs", recipe.name));
+  std::shared_ptr<const TrainingData> data = options.preloaded;
+  if (!data) {
+    KILN_TRY(TrainingData loaded, recipe.loadData(options.dataDir, options.model));
+    data = std::make_shared<const TrainingData>(std::move(loaded));
+  }
+  report.dataDescription = data->description;
+  NamedTensors trainExamples = firstRows(data->train, options.trainLimit);
+  NamedTensors testExamples = firstRows(data->test, options.testLimit);
+
+  data::DataLoaderOptions trainLoading = recipe.loader;
+  trainLoading.batchSize = options.model.batch;
+  trainLoading.seed = options.seed;
+  trainLoading.augmentation = options.augmentation;
+  KILN_TRY(data::DataLoader trainLoader, data::DataLoader::create(trainExamples, trainLoading));
+  data::DataLoaderOptions testLoading = recipe.loader;
+  testLoading.batchSize = options.model.batch;
+  testLoading.shuffle = false;
+  testLoading.dropLast = false;
+  KILN_TRY(data::DataLoader testLoader, data::DataLoader::create(testExamples, testLoading));
+  report.trainExamples = trainLoader.numExamples();
+  report.testExamples = testLoader.numExamples();
+  // A step takes `accumulation` micro-batches; an epoch's leftover batches are dropped.
+  int64_t accumulation = std::max<int64_t>(1, options.training.accumulationSteps);
+  report.stepsPerEpoch = trainLoader.numBatches() / accumulation;
+  if (report.stepsPerEpoch == 0)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("{}: {} training examples make no step of {} micro-batches of {}",
+                                 recipe.name, trainLoader.numExamples(), accumulation,
+                                 options.model.batch));
+
+  Clock::time_point compileStart = Clock::now();
+  Graph graph(recipe.name, options.seed);
+  recipe.build(graph, options.model);
+  KILN_TRY_VOID(graph.finalize());
+  KILN_TRY(training::Trainer trainer, training::Trainer::create(graph, options.training));
+  CompileReport evalReport;
+  KILN_TRY(CompiledModel evalModel, compile(graph.ir(), options.training.compile, &evalReport));
+  report.compileSeconds = secondsSince(compileStart);
+  report.target = evalReport.target;
+
+  int64_t firstEpoch = 0;
+  if (!options.resumePath.empty()) {
+    KILN_TRY_VOID(trainer.loadCheckpoint(options.resumePath));
+    firstEpoch = trainer.stepCount() / std::max<int64_t>(1, report.stepsPerEpoch);
+    report.resumedEpochs = firstEpoch;
+  }
+
+  for (int64_t epochIndex = firstEpoch; epochIndex < options.epochs; ++epochIndex) {
+    EpochReport epoch;
+    epoch.epoch = epochIndex + 1;
+    KILN_TRY(auto prefetcher, data::Prefetcher::start(trainLoader.epoch(epochIndex)));
+    BatchScore trainScore;
+    double lossSum = 0;
+    int64_t steps = 0;
+    Clock::time_point start = Clock::now();
+    std::vector<NamedTensors> microBatches;
+    while (true) {
+      KILN_TRY(std::optional<NamedTensors> batch, prefetcher->next());
+      if (!batch)
+        break;
+      microBatches.push_back(std::move(*batch));
+      if (static_cast<int64_t>(microBatches.size()) < accumulation)
+        continue;
+      KILN_TRY(training::StepResult step, trainer.step(microBatches));
+      lossSum += step.loss;
+      ++steps;
+      epoch.skippedSteps += step.skipped;
+      for (size_t i = 0; i < microBatches.size(); ++i) {
+        BatchScore score = scoreBatch(step.outputs.at(i).at("logits"),
+                                      microBatches[i].at(recipe.labelInput), options.model.batch);
+        trainScore.correct += score.correct;
+        trainScore.count += score.count;
+        trainScore.lossSum += score.lossSum;
+      }
+      microBatches.clear();
+      epoch.seconds = secondsSince(start);
+      epoch.trainLoss = lossSum / steps;
+      epoch.trainMetric = metricOf(recipe.metric, trainScore);
+      epoch.samplesPerSecond =
+          steps * accumulation * options.model.batch / std::max(epoch.seconds, 1e-9);
+      if (steps % 10 == 0 || steps == report.stepsPerEpoch)
+        drawProgress(options.progress, epoch, options.epochs, steps, report.stepsPerEpoch,
+                     recipe.metric);
+    }
+    KILN_TRY(BatchScore testScore, evaluate(evalModel, recipe, testLoader, trainer.params()));
+    epoch.testLoss = testScore.count ? testScore.lossSum / testScore.count : 0;
+    epoch.testMetric = metricOf(recipe.metric, testScore);
+    if (options.progress)
+      fmt::print(options.progress, " | test loss {:.4f} {}{}\n", epoch.testLoss,
+                 metricText(recipe.metric, epoch.testMetric),
+                 epoch.skippedSteps ? fmt::format(" ({} steps skipped: gradients not finite)",
+                                                  epoch.skippedSteps)
+                                    : "");
+    if (!options.checkpointPath.empty())
+      KILN_TRY_VOID(trainer.saveCheckpoint(options.checkpointPath));
+    report.epochs.push_back(epoch);
+  }
+  report.params = trainer.params();
+  return report;
+}
+
+} // namespace kiln::examples

@@ -1,0 +1,64 @@
+// Training a recipe end to end: data loaders, the compiled training program,
+// epochs with progress, evaluation on the held-out split, checkpoints and
+// resume. What `kiln train`, the main job and the training benchmark run.
+#pragma once
+
+#include "compiler/training/Trainer.h"
+#include "examples/models/TrainingRecipes.h"
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::examples {
+
+struct RecipeTrainingOptions {
+  RecipeOptions model;           ///< batch, label smoothing, vgg sizes
+  training::TrainingOptions training; ///< optimizer, precision, target, accumulation, clipping
+  int64_t epochs = 1;
+  uint64_t seed = 0;             ///< initial weights, shuffling and augmentation
+  std::string dataDir;           ///< empty: the recipe's default
+  /// The recipe's data already loaded (repeated runs in tests and benchmarks
+  /// read the files once); null: loadData from dataDir.
+  std::shared_ptr<const TrainingData> preloaded;
+  data::AugmentationOptions augmentation; ///< on top of the recipe's loader
+  /// Use only the first N training (and test) examples; 0: all.
+  int64_t trainLimit = 0;
+  int64_t testLimit = 0;
+  /// Written atomically after every epoch (and read by resume).
+  std::string checkpointPath;
+  /// Continue from this checkpoint: the epochs it completed are skipped, so
+  /// the run ends as an uninterrupted one would, bit for bit.
+  std::string resumePath;
+  /// Progress lines (one redrawn line per epoch); nullptr: silent.
+  std::FILE *progress = stderr;
+};
+
+struct EpochReport {
+  int64_t epoch = 0; ///< 1-based
+  double trainLoss = 0;   ///< mean over the epoch's steps
+  double trainMetric = 0; ///< accuracy (share) or loss, per the recipe's metric
+  double testLoss = 0;
+  double testMetric = 0;
+  double samplesPerSecond = 0; ///< training steps only, data and compute
+  double seconds = 0;
+  int64_t skippedSteps = 0; ///< loss scaling: steps whose gradients were not finite
+};
+
+struct RecipeTrainingReport {
+  std::string dataDescription;
+  std::string target;       ///< where the program ran
+  double compileSeconds = 0;
+  int64_t trainExamples = 0, testExamples = 0, stepsPerEpoch = 0;
+  int64_t resumedEpochs = 0; ///< epochs read from the resumed checkpoint
+  std::vector<EpochReport> epochs;
+  NamedTensors params; ///< every parameter after training, frozen ones included
+};
+
+/// Trains `recipe`. Errors name what failed (data, compile, a step, a checkpoint).
+Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
+                                           const RecipeTrainingOptions &options);
+
+} // namespace kiln::examples

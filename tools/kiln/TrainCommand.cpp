@@ -1,0 +1,192 @@
+// kiln train: trains one of the example recipes (model + loss + data) with a
+// compiled training program, printing per-epoch progress and test results,
+// with atomic checkpoints and resume (docs/training.md).
+#include "examples/models/RecipeTraining.h"
+#include "frontend/io/Safetensors.h"
+#include "tools/kiln/Commands.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+
+namespace kiln::tool {
+
+namespace {
+
+constexpr const char *kTrainHelp = R"(usage: kiln train <recipe> [options]
+
+Trains an example model on its data set with forward, backward and update
+compiled into one program, then evaluates it on the held-out split after each
+epoch. The recipes:
+{}
+options:
+{}  --epochs N          epochs to train (default: the recipe's)
+  --batch N           examples per step (default: the recipe's)
+  --optimizer NAME    sgd, adam or adamw (default: the recipe's)
+  --lr X              learning rate (default: the recipe's)
+  --momentum X        sgd: momentum (default 0.9 when --optimizer sgd is given)
+  --nesterov          sgd: Nesterov momentum
+  --weight-decay X    L2 (sgd, adam) or decoupled (adamw) weight decay
+  --label-smoothing X cross-entropy label smoothing (default 0)
+  --accumulate K      sum gradients over K micro-batches per update (default 1)
+  --clip-norm X       clip the gradients' global L2 norm to X
+  --augment           random horizontal flips and crops (pad 2) of training images
+  --seed S            initial weights, shuffling and augmentation (default 0)
+  --limit N           train on the first N training examples only
+  --test-limit N      evaluate on the first N held-out examples only
+  --data DIR          where the data set is (default: the recipe's Debian path)
+  --checkpoint FILE   save a checkpoint after every epoch (written atomically)
+  --resume FILE       continue from a checkpoint of the same recipe and options
+  --save-weights FILE write the trained parameters (safetensors) for kiln run
+                      and the fashion_mnist_cnn example's --weights
+  --image-size N      vgg-transfer: input size, a multiple of 32 (default 32)
+  --width-divisor N   vgg-transfer: divide the base's widths (default 1)
+  --quiet             no progress line
+  --help              print this help and exit
+exit status: 0 trained, 1 a failure (data, compile, a step, a checkpoint), 2 bad usage
+)";
+
+Expected<double> doubleValue(const Args &args, const std::string &flag, double fallback) {
+  std::optional<std::string> text = args.value(flag);
+  if (!text)
+    return fallback;
+  double value = 0;
+  auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (error != std::errc() || end != text->data() + text->size() || !std::isfinite(value) ||
+      value < 0)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("{} expects a number >= 0, got '{}'", flag, *text));
+  return value;
+}
+
+Expected<training::OptimizerOptions> parseOptimizer(const Args &args,
+                                                    const examples::TrainingRecipe &recipe) {
+  training::OptimizerOptions optimizer = recipe.defaultOptimizer;
+  if (std::optional<std::string> name = args.value("--optimizer")) {
+    if (*name == "sgd")
+      optimizer = training::OptimizerOptions::sgd(0.01, 0.9);
+    else if (*name == "adam")
+      optimizer = training::OptimizerOptions::adam(1e-3);
+    else if (*name == "adamw")
+      optimizer = training::OptimizerOptions::adamW(1e-3);
+    else
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("--optimizer expects sgd, adam or adamw, got '{}'", *name));
+  }
+  KILN_TRY(optimizer.learningRate, doubleValue(args, "--lr", optimizer.learningRate));
+  KILN_TRY(optimizer.momentum, doubleValue(args, "--momentum", optimizer.momentum));
+  KILN_TRY(optimizer.weightDecay, doubleValue(args, "--weight-decay", optimizer.weightDecay));
+  optimizer.nesterov = optimizer.nesterov || args.has("--nesterov");
+  KILN_TRY_VOID(training::validateOptimizer(optimizer));
+  return optimizer;
+}
+
+Expected<examples::RecipeTrainingOptions> parseTrainOptions(const Args &args,
+                                                            const examples::TrainingRecipe &recipe) {
+  examples::RecipeTrainingOptions options;
+  KILN_TRY_VOID(parseTargetOptions(args, options.training.compile));
+  KILN_TRY(options.model.batch, args.intValue("--batch", recipe.defaultBatch, 1));
+  KILN_TRY(options.epochs, args.intValue("--epochs", recipe.defaultEpochs, 1));
+  KILN_TRY(options.model.labelSmoothing, doubleValue(args, "--label-smoothing", 0.0));
+  KILN_TRY(options.model.imageSize, args.intValue("--image-size", 32, 32));
+  KILN_TRY(options.model.widthDivisor, args.intValue("--width-divisor", 1, 1));
+  KILN_TRY(options.training.optimizer, parseOptimizer(args, recipe));
+  KILN_TRY(options.training.accumulationSteps, args.intValue("--accumulate", 1, 1));
+  if (args.has("--clip-norm")) {
+    KILN_TRY(double clip, doubleValue(args, "--clip-norm", 0.0));
+    options.training.clipGlobalNorm = clip;
+  }
+  KILN_TRY(int64_t seed, args.intValue("--seed", 0, 0));
+  options.seed = static_cast<uint64_t>(seed);
+  KILN_TRY(options.trainLimit, args.intValue("--limit", 0, 1));
+  KILN_TRY(options.testLimit, args.intValue("--test-limit", 0, 1));
+  if (args.has("--augment")) {
+    options.augmentation.flipProbability = 0.5;
+    options.augmentation.cropPadding = 2;
+  }
+  options.dataDir = args.value("--data").value_or("");
+  options.checkpointPath = args.value("--checkpoint").value_or("");
+  options.resumePath = args.value("--resume").value_or("");
+  return options;
+}
+
+void printSummary(const examples::TrainingRecipe &recipe,
+                  const examples::RecipeTrainingReport &report) {
+  if (report.epochs.empty()) {
+    fmt::print("nothing to train: the checkpoint had completed {} epochs\n",
+               report.resumedEpochs);
+    return;
+  }
+  const examples::EpochReport &last = report.epochs.back();
+  if (recipe.metric == examples::TrainingMetric::Accuracy)
+    fmt::print("test accuracy: {:.2f}% on {} images after {} epochs ({:.0f} samples/s in the "
+               "last epoch)\n",
+               100 * last.testMetric, report.testExamples, last.epoch, last.samplesPerSecond);
+  else
+    fmt::print("validation loss: {:.3f} nats/word after {} epochs (uniform: {:.3f}; {:.0f} "
+               "samples/s in the last epoch)\n",
+               last.testMetric, last.epoch, std::log(1000.0), last.samplesPerSecond);
+}
+
+} // namespace
+
+int trainCommand(const std::vector<std::string> &words) {
+  std::set<std::string> valued = kTargetFlags;
+  valued.insert({"--epochs", "--batch", "--optimizer", "--lr", "--momentum", "--weight-decay",
+                 "--label-smoothing", "--accumulate", "--clip-norm", "--seed", "--limit",
+                 "--test-limit", "--data", "--checkpoint", "--resume", "--save-weights",
+                 "--image-size", "--width-divisor"});
+  auto args = Args::parse(words, valued, {"--help", "--nesterov", "--augment", "--quiet"});
+  if (!args) {
+    fmt::print(stderr, "kiln train: {}\nrun 'kiln train --help' for usage\n",
+               args.error().message());
+    return kExitUsage;
+  }
+  if (args->has("--help")) {
+    fmt::print(kTrainHelp, examples::trainingRecipeListing(), kTargetHelp);
+    return kExitOk;
+  }
+  if (args->positional().size() != 1) {
+    fmt::print(stderr, "kiln train: expected one recipe, got {}\nrun 'kiln train --help'\n",
+               args->positional().size());
+    return kExitUsage;
+  }
+  const examples::TrainingRecipe *recipe = examples::findTrainingRecipe(args->positional()[0]);
+  if (!recipe) {
+    fmt::print(stderr, "kiln train: unknown recipe '{}'; the recipes are:\n{}",
+               args->positional()[0], examples::trainingRecipeListing());
+    return kExitUsage;
+  }
+  auto options = parseTrainOptions(*args, *recipe);
+  if (!options) {
+    fmt::print(stderr, "kiln train: {}\n", options.error().message());
+    return kExitUsage;
+  }
+  options->progress = args->has("--quiet") ? nullptr : stderr;
+
+  fmt::print("recipe:    {} — {}\n", recipe->name, recipe->description);
+  fmt::print("training:  {} epochs, batch {}, {} lr {}, precision {}\n", options->epochs,
+             options->model.batch, training::optimizerKindName(options->training.optimizer.kind),
+             options->training.optimizer.learningRate,
+             passes::precisionPolicyName(options->training.compile.precision));
+  std::fflush(stdout);
+  auto report = examples::trainRecipe(*recipe, *options);
+  if (!report)
+    return reportError("train", report.error());
+  fmt::print("data:      {} ({} training, {} held-out examples, {} steps per epoch)\n",
+             report->dataDescription, report->trainExamples, report->testExamples,
+             report->stepsPerEpoch);
+  fmt::print("target:    {} (compiled in {:.2f} s)\n", report->target, report->compileSeconds);
+  if (report->resumedEpochs)
+    fmt::print("resumed:   {} epochs from {}\n", report->resumedEpochs, options->resumePath);
+  printSummary(*recipe, *report);
+  if (std::optional<std::string> path = args->value("--save-weights")) {
+    if (auto saved = io::saveSafetensors(*path, report->params); !saved)
+      return reportError("train", saved.error());
+    fmt::print("weights:   {}\n", *path);
+  }
+  return kExitOk;
+}
+
+} // namespace kiln::tool
