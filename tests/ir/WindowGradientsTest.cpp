@@ -42,7 +42,7 @@ struct WindowCase {
 std::string describe(const WindowCase &c) {
   std::string text(opName(c.kind));
   for (const Shape &shape : c.operandShapes)
-    text += " " + shapeStr(shape);
+    text += fmt::format(" {}", shapeStr(shape));
   for (const auto &[name, value] : c.attrs)
     text += fmt::format(" {}={}", name, attrStr(value));
   return text;
@@ -79,8 +79,8 @@ std::unique_ptr<Graph> buildGraph(const WindowCase &c, DType dtype, bool withGra
   REQUIRE(gradient.has_value());
   auto product = graph->addNode(OpKind::Mul, {*result, *gradient});
   REQUIRE(product.has_value());
-  auto loss = graph->addNode(OpKind::ReduceSum, {*product},
-                             {{"axes", std::vector<int64_t>{0, 1, 2, 3}}});
+  auto loss =
+      graph->addNode(OpKind::ReduceSum, {*product}, {{"axes", std::vector<int64_t>{0, 1, 2, 3}}});
   REQUIRE(loss.has_value());
   REQUIRE(graph->addOutput("loss", *loss).has_value());
   if (withGradients) {
@@ -165,9 +165,12 @@ void checkAgainstFiniteDifferences(const WindowCase &c) {
 
 AttrMap convAttrs(std::string layout, std::vector<int64_t> stride, std::vector<int64_t> padding,
                   std::vector<int64_t> dilation, int64_t groups) {
-  return {{"layout", std::move(layout)},   {"stride", std::move(stride)},
-          {"padding", std::move(padding)}, {"dilation", std::move(dilation)},
-          {"groups", groups},              {"accumulate", DType::F64}};
+  return {{"layout", std::move(layout)},
+          {"stride", std::move(stride)},
+          {"padding", std::move(padding)},
+          {"dilation", std::move(dilation)},
+          {"groups", groups},
+          {"accumulate", DType::F64}};
 }
 
 AttrMap poolAttrs(std::string layout, std::vector<int64_t> kernel, std::vector<int64_t> stride,
@@ -194,23 +197,29 @@ TEST_CASE("conv2d gradients match finite differences", "[window-gradients]") {
   std::vector<WindowCase> cases;
   for (std::string layout : {"nchw", "nhwc"}) {
     // Plain 3x3 valid, odd 7x5 image.
-    cases.push_back({OpKind::Conv2D, {image(layout, 3, 7, 5), filter(layout, 4, 3, 3, 3)},
+    cases.push_back({OpKind::Conv2D,
+                     {image(layout, 3, 7, 5), filter(layout, 4, 3, 3, 3)},
                      convAttrs(layout, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1)});
     // Stride 2 with asymmetric padding, a 3x2 window.
-    cases.push_back({OpKind::Conv2D, {image(layout, 2, 7, 6), filter(layout, 3, 2, 3, 2)},
+    cases.push_back({OpKind::Conv2D,
+                     {image(layout, 2, 7, 6), filter(layout, 3, 2, 3, 2)},
                      convAttrs(layout, {2, 2}, {1, 0, 2, 1}, {1, 1}, 1)});
     // Dilation 2, two groups, stride (2, 1), padding on some sides only.
-    cases.push_back({OpKind::Conv2D, {image(layout, 4, 7, 5), filter(layout, 6, 2, 2, 3)},
+    cases.push_back({OpKind::Conv2D,
+                     {image(layout, 4, 7, 5), filter(layout, 6, 2, 2, 3)},
                      convAttrs(layout, {2, 1}, {2, 1, 0, 1}, {2, 2}, 2)});
     // Depthwise (channel multiplier 2), stride (1, 2), dilation (2, 1), "same" padding.
-    cases.push_back({OpKind::Conv2D, {image(layout, 3, 5, 7), filter(layout, 6, 1, 3, 3)},
+    cases.push_back({OpKind::Conv2D,
+                     {image(layout, 3, 5, 7), filter(layout, 6, 1, 3, 3)},
                      convAttrs(layout, {1, 2}, {2, 2, 1, 1}, {2, 1}, 3)});
   }
   // A stride of 3 that leaves the last input rows and columns unread.
-  cases.push_back({OpKind::Conv2D, {image("nchw", 2, 7, 8), filter("nchw", 2, 2, 2, 2)},
+  cases.push_back({OpKind::Conv2D,
+                   {image("nchw", 2, 7, 8), filter("nchw", 2, 2, 2, 2)},
                    convAttrs("nchw", {3, 3}, {0, 0, 0, 0}, {1, 1}, 1)});
   // A 1x1 stride-2 projection (a ResNet shortcut) in nhwc.
-  cases.push_back({OpKind::Conv2D, {image("nhwc", 3, 5, 5), filter("nhwc", 4, 3, 1, 1)},
+  cases.push_back({OpKind::Conv2D,
+                   {image("nhwc", 3, 5, 5), filter("nhwc", 4, 3, 1, 1)},
                    convAttrs("nhwc", {2, 2}, {0, 0, 0, 0}, {1, 1}, 1)});
   for (const WindowCase &c : cases)
     checkAgainstFiniteDifferences(c);
@@ -220,7 +229,8 @@ TEST_CASE("conv2d gradients where windows reach only padding", "[window-gradient
   // Stride 5 over 2 rows with 3 rows of top padding: the one output row reads
   // only padding, so no gradient flows along H; the shapes must still come out
   // right (the filter gradient crops an over-long transposed convolution).
-  WindowCase c{OpKind::Conv2D, {image("nchw", 2, 2, 3), filter("nchw", 2, 2, 1, 2)},
+  WindowCase c{OpKind::Conv2D,
+               {image("nchw", 2, 2, 3), filter("nchw", 2, 2, 1, 2)},
                convAttrs("nchw", {5, 1}, {3, 0, 0, 0}, {1, 1}, 1)};
   std::unique_ptr<Graph> graph = buildGraph(c, DType::F64, true);
   Rng rng(nextSeed());
@@ -236,13 +246,16 @@ TEST_CASE("max_pool2d gradient matches finite differences", "[window-gradients]"
   std::vector<WindowCase> cases;
   for (std::string layout : {"nchw", "nhwc"}) {
     // The common 2x2/2 pool; 7x5 leaves a row and a column no window reads.
-    cases.push_back({OpKind::MaxPool2D, {image(layout, 3, 7, 5)},
+    cases.push_back({OpKind::MaxPool2D,
+                     {image(layout, 3, 7, 5)},
                      poolAttrs(layout, {2, 2}, {2, 2}, {0, 0, 0, 0})});
     // Overlapping 3x3/2 windows with padding.
-    cases.push_back({OpKind::MaxPool2D, {image(layout, 2, 7, 6)},
+    cases.push_back({OpKind::MaxPool2D,
+                     {image(layout, 2, 7, 6)},
                      poolAttrs(layout, {3, 3}, {2, 2}, {1, 1, 1, 1})});
     // Stride 1, asymmetric padding, 3x2 windows.
-    cases.push_back({OpKind::MaxPool2D, {image(layout, 2, 5, 7)},
+    cases.push_back({OpKind::MaxPool2D,
+                     {image(layout, 2, 5, 7)},
                      poolAttrs(layout, {3, 2}, {1, 2}, {2, 0, 1, 0})});
   }
   for (const WindowCase &c : cases)
@@ -252,11 +265,14 @@ TEST_CASE("max_pool2d gradient matches finite differences", "[window-gradients]"
 TEST_CASE("max_pool2d gradient goes to the first maximum of a window", "[window-gradients]") {
   // Two overlapping 2x2 windows of a 2x3 image with ties: the first maximal
   // element in row-major window order takes the whole gradient.
-  WindowCase c{OpKind::MaxPool2D, {Shape{1, 1, 2, 3}}, poolAttrs("nchw", {2, 2}, {1, 1}, {0, 0, 0, 0})};
+  WindowCase c{
+      OpKind::MaxPool2D, {Shape{1, 1, 2, 3}}, poolAttrs("nchw", {2, 2}, {1, 1}, {0, 0, 0, 0})};
   std::unique_ptr<Graph> graph = buildGraph(c, DType::F64, true);
   NamedTensors inputs;
-  inputs.emplace("x0", HostTensor::fromDoubles(DType::F64, {1, 1, 2, 3}, std::vector<double>{5, 5, 1, 5, 2, 5}));
-  inputs.emplace("r", HostTensor::fromDoubles(DType::F64, {1, 1, 1, 2}, std::vector<double>{10, 100}));
+  inputs.emplace("x0", HostTensor::fromDoubles(DType::F64, {1, 1, 2, 3},
+                                               std::vector<double>{5, 5, 1, 5, 2, 5}));
+  inputs.emplace("r",
+                 HostTensor::fromDoubles(DType::F64, {1, 1, 1, 2}, std::vector<double>{10, 100}));
   auto outputs = interpret(*graph, inputs);
   REQUIRE(outputs.has_value());
   CHECK(outputs->at("grad0").toDoubles() == std::vector<double>{10, 100, 0, 0, 0, 0});
@@ -266,11 +282,14 @@ TEST_CASE("avg_pool2d gradient matches finite differences", "[window-gradients]"
   std::vector<WindowCase> cases;
   for (bool countPadding : {false, true}) {
     for (std::string layout : {"nchw", "nhwc"}) {
-      cases.push_back({OpKind::AvgPool2D, {image(layout, 3, 7, 5)},
+      cases.push_back({OpKind::AvgPool2D,
+                       {image(layout, 3, 7, 5)},
                        poolAttrs(layout, {2, 2}, {2, 2}, {0, 0, 0, 0})});
-      cases.push_back({OpKind::AvgPool2D, {image(layout, 2, 7, 6)},
+      cases.push_back({OpKind::AvgPool2D,
+                       {image(layout, 2, 7, 6)},
                        poolAttrs(layout, {3, 3}, {2, 2}, {1, 1, 1, 1})});
-      cases.push_back({OpKind::AvgPool2D, {image(layout, 2, 5, 7)},
+      cases.push_back({OpKind::AvgPool2D,
+                       {image(layout, 2, 5, 7)},
                        poolAttrs(layout, {3, 2}, {1, 2}, {2, 0, 1, 0})});
     }
     for (WindowCase &c : cases)
@@ -287,10 +306,15 @@ TEST_CASE("window gradients compile and run on the CPU", "[window-gradients]") {
   // reference interpreter at f32's tolerance (kiln::toleranceFor: rel 1e-4,
   // abs 1e-5 of the largest value).
   std::vector<WindowCase> cases{
-      {OpKind::Conv2D, {image("nhwc", 4, 9, 7), filter("nhwc", 6, 2, 3, 3)},
+      {OpKind::Conv2D,
+       {image("nhwc", 4, 9, 7), filter("nhwc", 6, 2, 3, 3)},
        convAttrs("nhwc", {2, 2}, {1, 0, 2, 1}, {1, 1}, 2)},
-      {OpKind::MaxPool2D, {image("nchw", 3, 9, 7)}, poolAttrs("nchw", {3, 3}, {2, 2}, {1, 0, 1, 1})},
-      {OpKind::AvgPool2D, {image("nchw", 3, 9, 7)}, poolAttrs("nchw", {3, 2}, {2, 1}, {1, 1, 0, 1})},
+      {OpKind::MaxPool2D,
+       {image("nchw", 3, 9, 7)},
+       poolAttrs("nchw", {3, 3}, {2, 2}, {1, 0, 1, 1})},
+      {OpKind::AvgPool2D,
+       {image("nchw", 3, 9, 7)},
+       poolAttrs("nchw", {3, 2}, {2, 1}, {1, 1, 0, 1})},
   };
   cases[0].attrs["accumulate"] = DType::F32;
   Graph graph("window_gradients_cpu");
@@ -313,7 +337,8 @@ TEST_CASE("window gradients compile and run on the CPU", "[window-gradients]") {
     std::string gradientName = fmt::format("op{}_r", index);
     auto gradient = graph.addInput(gradientName, (*result)->type());
     REQUIRE(gradient.has_value());
-    inputs.emplace(gradientName, HostTensor::randomNormal(DType::F32, (*result)->type().shape, rng));
+    inputs.emplace(gradientName,
+                   HostTensor::randomNormal(DType::F32, (*result)->type().shape, rng));
     auto gradients = ruleFor(c.kind)(graph, *(*result)->definingNode(), *gradient);
     REQUIRE(gradients.has_value());
     for (size_t i = 0; i < gradients->size(); ++i)
@@ -321,10 +346,14 @@ TEST_CASE("window gradients compile and run on the CPU", "[window-gradients]") {
   }
   auto expected = interpret(graph, inputs);
   REQUIRE(expected.has_value());
-  auto model = compile(graph, CompileOptions{.target = TargetKind::Cpu});
+  CompileOptions options;
+  options.target = TargetKind::Cpu;
+  auto model = compile(graph, options);
   if (!model)
     FAIL(model.error().str());
-  auto actual = model->run(inputs, RunOptions{.poisonBuffers = true});
+  RunOptions runOptions;
+  runOptions.poisonBuffers = true; // elements no kernel writes cannot pass
+  auto actual = model->run(inputs, runOptions);
   if (!actual)
     FAIL(actual.error().str());
   REQUIRE(actual->size() == expected->size());
@@ -339,13 +368,13 @@ TEST_CASE("window gradients compile and run on the CPU", "[window-gradients]") {
 TEST_CASE("f16 and bf16 convolutions give gradients of their dtype", "[window-gradients]") {
   // The rule keeps the forward's accumulate (f32), so the narrow gradients are
   // the fp64 ones rounded about once: compared at the dtype's tolerance.
-  WindowCase c{OpKind::Conv2D, {image("nchw", 3, 6, 5), filter("nchw", 4, 3, 3, 3)},
+  WindowCase c{OpKind::Conv2D,
+               {image("nchw", 3, 6, 5), filter("nchw", 4, 3, 3, 3)},
                convAttrs("nchw", {2, 1}, {1, 1, 0, 1}, {1, 1}, 1)};
   c.attrs["accumulate"] = DType::F32;
   for (DType dtype : {DType::F16, DType::BF16}) {
     INFO(dtypeName(dtype));
     std::unique_ptr<Graph> narrow = buildGraph(c, dtype, true);
-    AttrMap wideAttrs = c.attrs;
     WindowCase wideCase = c;
     wideCase.attrs["accumulate"] = DType::F64;
     std::unique_ptr<Graph> wide = buildGraph(wideCase, DType::F64, true);
@@ -382,9 +411,9 @@ TEST_CASE("window gradient rules reject what has no gradient", "[window-gradient
   CHECK_THAT(integer.error().message(), Catch::Contains("conv2d") && Catch::Contains("i32"));
 
   Value *image = *graph.addInput("image", TensorType{DType::F32, {1, 1, 4, 4}});
-  Value *pooled = *graph.addNode(OpKind::AvgPool2D, {image},
-                                 {{"kernel", std::vector<int64_t>{2, 2}},
-                                  {"stride", std::vector<int64_t>{2, 2}}});
+  Value *pooled = *graph.addNode(
+      OpKind::AvgPool2D, {image},
+      {{"kernel", std::vector<int64_t>{2, 2}}, {"stride", std::vector<int64_t>{2, 2}}});
   Value *wrong = *graph.addInput("wrong", TensorType{DType::F32, {1, 1, 4, 4}});
   auto mismatched = gradientAvgPool2D(graph, *pooled->definingNode(), wrong);
   REQUIRE_FALSE(mismatched.has_value());

@@ -90,9 +90,8 @@ Expected<Value *> flippedTransposedFilter(NodeBuilder &b, const ConvShape &conv,
     KILN_TRY(flipped, b.op(OpKind::Gather, {byGroup, indices}, {{"axis", tapAxis}}));
   }
   // [g, C/g, O/g, taps] or [g, C/g, taps, O/g].
-  KILN_TRY(Value * swapped,
-           b.transpose(flipped, nhwc ? std::vector<int64_t>{0, 3, 2, 1}
-                                     : std::vector<int64_t>{0, 2, 1, 3}));
+  KILN_TRY(Value * swapped, b.transpose(flipped, nhwc ? std::vector<int64_t>{0, 3, 2, 1}
+                                                      : std::vector<int64_t>{0, 2, 1, 3}));
   return b.reshape(swapped, nhwc ? Shape{conv.channels, conv.kernelH, conv.kernelW, groupOut}
                                  : Shape{conv.channels, groupOut, conv.kernelH, conv.kernelW});
 }
@@ -121,7 +120,8 @@ Expected<Value *> inputGradient(NodeBuilder &b, const Node &node, const ConvShap
   if (keptH <= 0 || keptW <= 0)
     return b.zeros(node.operand(0)->type());
   KILN_TRY(Value * cropped,
-           b.padOrCrop(dilated, onSpatial(axes, std::min<int64_t>(lowH, 0), std::min<int64_t>(lowW, 0)),
+           b.padOrCrop(dilated,
+                       onSpatial(axes, std::min<int64_t>(lowH, 0), std::min<int64_t>(lowW, 0)),
                        onSpatial(axes, std::min<int64_t>(highH, 0), std::min<int64_t>(highW, 0))));
   KILN_TRY(Value * filter, flippedTransposedFilter(b, conv, node.operand(1)));
   std::array<int64_t, 4> padding{std::max<int64_t>(lowH, 0), std::max<int64_t>(highH, 0),
@@ -150,10 +150,10 @@ Expected<Value *> filterGradient(NodeBuilder &b, const Node &node, const ConvSha
   bool nhwc = axes.nhwc;
   // Input rows past the last window's last tap take no gradient: crop them,
   // or pad at the bottom when the windows reach into the padding there.
-  int64_t neededH =
-      (conv.kernelH - 1) * conv.dilation[0] + (conv.outHeight - 1) * conv.stride[0] + 1 - conv.padding[0];
-  int64_t neededW =
-      (conv.kernelW - 1) * conv.dilation[1] + (conv.outWidth - 1) * conv.stride[1] + 1 - conv.padding[2];
+  int64_t neededH = (conv.kernelH - 1) * conv.dilation[0] + (conv.outHeight - 1) * conv.stride[0] +
+                    1 - conv.padding[0];
+  int64_t neededW = (conv.kernelW - 1) * conv.dilation[1] + (conv.outWidth - 1) * conv.stride[1] +
+                    1 - conv.padding[2];
   int64_t keptH = std::clamp<int64_t>(neededH, 1, conv.height);
   int64_t keptW = std::clamp<int64_t>(neededW, 1, conv.width);
   KILN_TRY(Value * input, b.padOrCrop(node.operand(0), onSpatial(axes, 0, 0),
@@ -183,8 +183,9 @@ Expected<Value *> filterGradient(NodeBuilder &b, const Node &node, const ConvSha
   auto [tapsH, tapsW] = axes.spatial(perTap->type().shape);
   KILN_CHECK(tapsH >= conv.kernelH && tapsW >= conv.kernelW,
              "conv2d filter gradient has fewer taps than the filter");
-  KILN_TRY(Value * cropped, b.padOrCrop(perTap, onSpatial(axes, 0, 0),
-                                        onSpatial(axes, conv.kernelH - tapsH, conv.kernelW - tapsW)));
+  KILN_TRY(Value * cropped,
+           b.padOrCrop(perTap, onSpatial(axes, 0, 0),
+                       onSpatial(axes, conv.kernelH - tapsH, conv.kernelW - tapsW)));
   // [C/g, O, KH, KW] -> [O, C/g, KH, KW]; nhwc [C/g, KH, KW, O] -> [O, KH, KW, C/g].
   KILN_TRY(Value * gradient, b.transpose(cropped, swapBatch));
   KILN_CHECK(gradient->type() == node.operand(1)->type(),

@@ -105,10 +105,10 @@ Expected<std::vector<Value *>> gradientMaxPool2D(Graph &graph, const Node &node,
       KILN_TRY(Value * candidates, b.op(OpKind::Slice, {padded},
                                         {{"starts", starts}, {"stops", stops}, {"steps", steps}}));
       KILN_TRY(Value * isMaximum, b.op(OpKind::Eq, {candidates, maximum}));
-      KILN_TRY(Value * rowsInside, tapInsideMask(b, axes, true, outHeight, kh, strideH,
-                                                 geometry.padding[0], height));
-      KILN_TRY(Value * columnsInside, tapInsideMask(b, axes, false, outWidth, kw, strideW,
-                                                    geometry.padding[2], width));
+      KILN_TRY(Value * rowsInside,
+               tapInsideMask(b, axes, true, outHeight, kh, strideH, geometry.padding[0], height));
+      KILN_TRY(Value * columnsInside,
+               tapInsideMask(b, axes, false, outWidth, kw, strideW, geometry.padding[2], width));
       for (Value *inside : {rowsInside, columnsInside})
         if (inside) {
           KILN_TRY(isMaximum, b.op(OpKind::And, {isMaximum, inside}));

@@ -61,8 +61,8 @@ Expected<Value *> NodeBuilder::padOrCrop(Value *x, const std::vector<int64_t> &l
   }
   Value *result = x;
   if (crops) {
-    KILN_TRY(result, op(OpKind::Slice, {result},
-                        {{"starts", starts}, {"stops", stops}, {"steps", steps}}));
+    KILN_TRY(result,
+             op(OpKind::Slice, {result}, {{"starts", starts}, {"stops", stops}, {"steps", steps}}));
   }
   if (pads) {
     KILN_TRY(result, op(OpKind::Pad, {result}, {{"low", padLow}, {"high", padHigh}}));
@@ -128,8 +128,8 @@ Expected<Value *> interleave(NodeBuilder &b, const ImageAxes &axes,
   for (const std::vector<Value *> &row : rows) {
     std::vector<Value *> cells;
     for (Value *tap : row) {
-      KILN_TRY(Value * cell,
-               b.op(OpKind::Unsqueeze, {tap}, {{"axes", std::vector<int64_t>{cellRow, cellColumn}}}));
+      KILN_TRY(Value * cell, b.op(OpKind::Unsqueeze, {tap},
+                                  {{"axes", std::vector<int64_t>{cellRow, cellColumn}}}));
       cells.push_back(cell);
     }
     KILN_TRY(Value * joined, b.concat(std::move(cells), cellColumn));

@@ -66,10 +66,10 @@ Expected<Value *> dilateSpatial(NodeBuilder &b, const ImageAxes &axes, Value *x,
 
 /// The window geometry of a pool or of a conv's taps.
 struct WindowGeometry {
-  std::array<int64_t, 2> kernel;       ///< taps (KH, KW)
-  std::array<int64_t, 2> stride;       ///< (sh, sw)
+  std::array<int64_t, 2> kernel; ///< taps (KH, KW)
+  std::array<int64_t, 2> stride; ///< (sh, sw)
   std::array<int64_t, 2> dilation{1, 1};
-  std::array<int64_t, 4> padding;      ///< [top, bottom, left, right]
+  std::array<int64_t, 4> padding; ///< [top, bottom, left, right]
 };
 
 /// The inverse of reading a window tap by tap: taps[kh * KW + kw] holds, per
