@@ -32,7 +32,9 @@ struct ConvShape {
     bool nhwc = axes.nhwc;
     batch = input[0];
     channels = input[static_cast<size_t>(axes.channel)];
-    std::tie(height, width) = std::pair(input[nhwc ? 1 : 2], input[nhwc ? 2 : 3]);
+    auto [h, w] = axes.spatial(input);
+    height = h;
+    width = w;
     outChannels = filter[0];
     groupChannels = filter[nhwc ? 3 : 1];
     kernelH = filter[nhwc ? 1 : 2];
