@@ -74,11 +74,16 @@ Expected<TextCorpus> loadTextCorpus(const TextCorpusOptions &options) {
 }
 
 Expected<NamedTensors> nextWordExamples(std::span<const int64_t> tokens, int64_t sequenceLength,
-                                        const NextWordNames &names) {
+                                        const NextWordNames &names, int64_t stride) {
   if (sequenceLength < 1)
     return makeError(ErrorCode::InvalidArgument,
                      fmt::format("next-word examples: sequence length {} must be at least 1",
                                  sequenceLength));
+  if (stride < 0)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("next-word examples: stride {} is negative", stride));
+  if (stride == 0)
+    stride = sequenceLength;
   auto available = static_cast<int64_t>(tokens.size());
   if (available < sequenceLength + 1)
     return makeError(ErrorCode::InvalidArgument,
@@ -90,14 +95,17 @@ Expected<NamedTensors> nextWordExamples(std::span<const int64_t> tokens, int64_t
                      fmt::format("next-word examples: the tensor names \"{}\" and \"{}\" must be "
                                  "distinct and non-empty",
                                  names.inputs, names.targets));
-  int64_t count = (available - 1) / sequenceLength;
+  int64_t count = (available - sequenceLength - 1) / stride + 1;
   HostTensor inputs(DType::I64, {count, sequenceLength});
   HostTensor targets(DType::I64, {count, sequenceLength});
   std::span<int64_t> inputIds = inputs.as<int64_t>(), targetIds = targets.as<int64_t>();
-  for (size_t i = 0; i < inputIds.size(); ++i) {
-    inputIds[i] = tokens[i];
-    targetIds[i] = tokens[i + 1];
-  }
+  for (int64_t example = 0; example < count; ++example)
+    for (int64_t t = 0; t < sequenceLength; ++t) {
+      auto at = static_cast<size_t>(example * sequenceLength + t);
+      auto from = static_cast<size_t>(example * stride + t);
+      inputIds[at] = tokens[from];
+      targetIds[at] = tokens[from + 1];
+    }
   NamedTensors examples;
   examples.emplace(names.inputs, std::move(inputs));
   examples.emplace(names.targets, std::move(targets));

@@ -61,14 +61,16 @@ struct NextWordNames {
 };
 
 /// Next-word training examples from a token stream: example i holds the
-/// inputs tokens[iL, iL + L) as i64 [L] and the targets tokens[iL + 1,
-/// iL + L + 1), the word after each input. Together they are i64 [M, L] with
-/// M = (tokens - 1) / L; the tail that fills no whole example is dropped.
-/// This is what a cross-entropy over LstmLanguageModel's per-step
-/// predictions [B, L, V] needs. InvalidArgument for L < 1 or fewer than
-/// L + 1 tokens.
+/// inputs tokens[iS, iS + L) as i64 [L] and the targets tokens[iS + 1,
+/// iS + L + 1), the word after each input, where S is the stride (0, the
+/// default: S = L, windows that do not overlap). Together they are i64 [M, L]
+/// with M = (tokens - L - 1) / S + 1; the tail that fills no whole example is
+/// dropped. This is what a cross-entropy over LstmLanguageModel's per-step
+/// predictions [B, L, V] needs. A stride below L makes more (overlapping)
+/// examples from a small corpus. InvalidArgument for L < 1, a negative
+/// stride, or fewer than L + 1 tokens.
 Expected<NamedTensors> nextWordExamples(std::span<const int64_t> tokens, int64_t sequenceLength,
-                                        const NextWordNames &names = {});
+                                        const NextWordNames &names = {}, int64_t stride = 0);
 
 /// log(V) in nats per word: the loss of a model that finds every word equally
 /// likely, where an untrained model starts.
