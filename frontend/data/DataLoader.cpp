@@ -4,6 +4,7 @@
 #include "frontend/data/DataRandom.h"
 #include "frontend/data/EpochOrder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
@@ -141,7 +142,8 @@ EpochBatches DataLoader::epoch(int64_t epoch) const {
 int64_t EpochBatches::size() const { return state_->numBatches; }
 
 std::span<const int64_t> EpochBatches::batchExamples(int64_t index) const {
-  KILN_CHECK(index >= 0 && index < size(), "batchExamples: index out of range");
+  if (index < 0 || index >= size())
+    return {};
   int64_t begin = index * state_->options.batchSize;
   int64_t end = std::min(begin + state_->options.batchSize, state_->numExamples);
   return std::span<const int64_t>(*order_).subspan(static_cast<size_t>(begin),

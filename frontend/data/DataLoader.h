@@ -76,7 +76,8 @@ public:
   int64_t size() const;
   /// Every example index, in the order the epoch visits them.
   const std::vector<int64_t> &order() const { return *order_; }
-  /// The example indices batch `index` holds (a slice of order()).
+  /// The example indices batch `index` holds (a slice of order()); empty for
+  /// an index outside [0, size()).
   std::span<const int64_t> batchExamples(int64_t index) const;
   /// Batch `index` of the epoch: each example tensor's rows for
   /// batchExamples(index), under the same name, the image tensor augmented

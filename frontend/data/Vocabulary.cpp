@@ -45,8 +45,7 @@ int64_t Vocabulary::id(std::string_view word) const {
 }
 
 const std::string &Vocabulary::word(int64_t id) const {
-  KILN_CHECK(id >= 0 && id < size(), "Vocabulary::word: id out of range");
-  return words_[static_cast<size_t>(id)];
+  return words_[static_cast<size_t>(id >= 0 && id < size() ? id : kUnknownId)];
 }
 
 std::vector<int64_t> Vocabulary::encode(std::span<const std::string> words) const {

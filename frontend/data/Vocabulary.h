@@ -30,7 +30,7 @@ public:
   int64_t size() const { return static_cast<int64_t>(words_.size()); }
   /// The id of `word`, kUnknownId when it is not in the vocabulary.
   int64_t id(std::string_view word) const;
-  /// The word of `id` (0 <= id < size()).
+  /// The word of `id`; <unk> for an id outside [0, size()).
   const std::string &word(int64_t id) const;
   /// Every word's id.
   std::vector<int64_t> encode(std::span<const std::string> words) const;

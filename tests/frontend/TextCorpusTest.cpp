@@ -46,6 +46,8 @@ TEST_CASE("A vocabulary keeps the most frequent words, ties in byte order", "[da
   CHECK(vocabulary->word(1) == "the");
   CHECK(vocabulary->word(2) == "a");
   CHECK(vocabulary->word(3) == "b");
+  CHECK(vocabulary->word(4) == "<unk>");
+  CHECK(vocabulary->word(-1) == "<unk>");
   CHECK(vocabulary->id("the") == 1);
   CHECK(vocabulary->id("c") == Vocabulary::kUnknownId);
   CHECK(vocabulary->id("never seen") == Vocabulary::kUnknownId);
