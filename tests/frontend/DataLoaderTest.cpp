@@ -354,6 +354,9 @@ TEST_CASE("DataLoader errors name the tensor or option", "[data]") {
   CHECK_THAT(errorOf(DataLoader::create(mismatched, options)),
              Catch::Contains("\"z\" is f32[6,2]") && Catch::Contains("share their first axis"));
 
+  CHECK_THAT(errorOf(DataLoader::create(rowExamples(0), options)),
+             Catch::Contains("hold no examples"));
+
   NamedTensors scalar;
   scalar.emplace("s", HostTensor(DType::F32, {}));
   CHECK_THAT(errorOf(DataLoader::create(scalar, options)), Catch::Contains("\"s\" is a scalar"));
