@@ -24,6 +24,14 @@ namespace {
 void checkModel(const std::string &label, Graph &model, const std::string &output,
                 NamedTensors inputs, const std::vector<std::string> &floatInputs = {}) {
   REQUIRE(model.finalize());
+  // Zero-initialized biases would put a relu exactly at its kink wherever the
+  // layer below outputs all zeros; random ones keep every input off it.
+  Rng rng(Catch::rngSeed() + 11);
+  for (const std::string &name : model.trainableParamNames())
+    if (name.ends_with(".bias")) {
+      const HostTensor &bias = model.paramValues().at(name);
+      REQUIRE(model.setParamValue(name, HostTensor::randomNormal(bias.dtype(), bias.shape(), rng)));
+    }
   NamedTensors values = model.paramValues();
   for (auto &[name, tensor] : inputs)
     values[name] = tensor;
