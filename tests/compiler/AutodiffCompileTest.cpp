@@ -9,8 +9,7 @@
 using namespace kiln;
 using namespace kiln::test;
 
-TEST_CASE("an MLP's gradients compile for the CPU and match the reference",
-          "[autodiff][compile]") {
+TEST_CASE("an MLP's gradients compile for the CPU and match the reference", "[autodiff][compile]") {
   CompileCase c("mlp_backward");
   // Odd sizes: batch 5, 7 features, 9 hidden units, 3 classes.
   Tensor x = c.input("x", {5, 7});

@@ -17,7 +17,7 @@ using kiln::test::checkGradients;
 namespace {
 
 Value *op(Graph &graph, OpKind kind, std::vector<Value *> operands, AttrMap attrs = {},
-            Location location = {}) {
+          Location location = {}) {
   auto value = graph.addNode(kind, std::move(operands), std::move(attrs), location);
   if (!value)
     FAIL(value.error().str());
@@ -72,23 +72,21 @@ TEST_CASE("autodiff sums the gradients of a value used several times", "[autodif
     double value = xs.getDouble(i);
     CHECK(gradient.getDouble(i) == Approx(2 * value + std::cos(value) + 1).epsilon(1e-12));
   }
-  checkGradients(
-      "several uses",
-      [](Graph &g) {
-        Value *gx = input(g, "x", DType::F64, {2, 3});
-        Value *product = op(g, OpKind::Mul, {gx, op(g, OpKind::Exp, {gx})});
-        return op(g, OpKind::Div, {product, op(g, OpKind::Add, {gx, product})});
-      },
-      {{"x", f64({2, 3}, {0.3, 1.2, 0.7, 1.9, 0.5, 1.1})}}, {"x"});
+  checkGradients("several uses",
+                 [](Graph &g) {
+                   Value *gx = input(g, "x", DType::F64, {2, 3});
+                   Value *product = op(g, OpKind::Mul, {gx, op(g, OpKind::Exp, {gx})});
+                   return op(g, OpKind::Div, {product, op(g, OpKind::Add, {gx, product})});
+                 },
+                 {{"x", f64({2, 3}, {0.3, 1.2, 0.7, 1.9, 0.5, 1.1})}}, {"x"});
 }
 
 TEST_CASE("autodiff gives zeros to a wrt the loss does not depend on", "[autodiff]") {
   Graph graph;
   Value *x = input(graph, "x", DType::F32, {3});
   Value *unused = input(graph, "unused", DType::F32, {2, 5});
-  auto gradients =
-      appendGradients(graph, sumAll(graph, op(graph, OpKind::Exp, {x})),
-                      std::vector<Value *>{unused, x});
+  auto gradients = appendGradients(graph, sumAll(graph, op(graph, OpKind::Exp, {x})),
+                                   std::vector<Value *>{unused, x});
   REQUIRE(gradients);
   REQUIRE((*gradients)[0]->type() == unused->type());
   HostTensor zeros = runGradients(graph, *gradients, randomBindings(graph, 5))[0];
@@ -107,9 +105,9 @@ TEST_CASE("autodiff takes a seed for a non-scalar loss", "[autodiff]") {
   NamedTensors bindings = randomBindings(graph, 7);
   HostTensor gradient = runGradients(graph, *gradients, bindings)[0];
   for (int64_t i = 0; i < gradient.numElements(); ++i)
-    CHECK(gradient.getDouble(i) == Approx(bindings.at("seed").getDouble(i) *
-                                          std::exp(bindings.at("x").getDouble(i)))
-                                       .epsilon(1e-12));
+    CHECK(gradient.getDouble(i) ==
+          Approx(bindings.at("seed").getDouble(i) * std::exp(bindings.at("x").getDouble(i)))
+              .epsilon(1e-12));
 
   SECTION("a seed of another type is an error") {
     Value *wrong = input(graph, "wrong", DType::F64, {5});
@@ -147,8 +145,8 @@ TEST_CASE("autodiff leaves no unused backward nodes", "[autodiff]") {
   auto gradients = appendGradients(graph, loss, std::vector<Value *>{x});
   REQUIRE(gradients);
   for (Node *n : graph.nodes())
-    CHECK((n->result()->hasUses() || graph.isOutput(n->result()) ||
-           n->result() == (*gradients)[0]));
+    CHECK(
+        (n->result()->hasUses() || graph.isOutput(n->result()) || n->result() == (*gradients)[0]));
   CHECK(x->uses().size() == 1); // only the forward mul reads x
 }
 
@@ -160,14 +158,15 @@ TEST_CASE("autodiff's conventions at ties, zeros and casts", "[autodiff]") {
     Value *loss = sumAll(graph, op(graph, OpKind::Max, {a, b}));
     auto gradients = appendGradients(graph, loss, std::vector<Value *>{a, b});
     REQUIRE(gradients);
-    auto values = runGradients(graph, *gradients,
-                               {{"a", f64({3}, {1, 2, 3})}, {"b", f64({3}, {0, 2, 4})}});
+    auto values =
+        runGradients(graph, *gradients, {{"a", f64({3}, {1, 2, 3})}, {"b", f64({3}, {0, 2, 4})}});
     CHECK(values[0].toDoubles() == std::vector<double>{1, 0.5, 0});
     CHECK(values[1].toDoubles() == std::vector<double>{0, 0.5, 1});
   }
   SECTION("reduce_max splits among tied maxima") {
     Value *x = input(graph, "x", DType::F64, {2, 4});
-    Value *loss = sumAll(graph, op(graph, OpKind::ReduceMax, {x}, {{"axes", std::vector<int64_t>{1}}}));
+    Value *loss =
+        sumAll(graph, op(graph, OpKind::ReduceMax, {x}, {{"axes", std::vector<int64_t>{1}}}));
     auto gradients = appendGradients(graph, loss, std::vector<Value *>{x});
     REQUIRE(gradients);
     auto values = runGradients(graph, *gradients, {{"x", f64({2, 4}, {1, 5, 5, 5, 2, 7, 1, 0})}});
@@ -175,11 +174,12 @@ TEST_CASE("autodiff's conventions at ties, zeros and casts", "[autodiff]") {
   }
   SECTION("reduce_prod with one zero and with two zeros") {
     Value *x = input(graph, "x", DType::F64, {3, 3});
-    Value *loss = sumAll(graph, op(graph, OpKind::ReduceProd, {x}, {{"axes", std::vector<int64_t>{1}}}));
+    Value *loss =
+        sumAll(graph, op(graph, OpKind::ReduceProd, {x}, {{"axes", std::vector<int64_t>{1}}}));
     auto gradients = appendGradients(graph, loss, std::vector<Value *>{x});
     REQUIRE(gradients);
-    auto values = runGradients(graph, *gradients,
-                               {{"x", f64({3, 3}, {2, 3, 4, 2, 0, 5, 0, 3, 0})}});
+    auto values =
+        runGradients(graph, *gradients, {{"x", f64({3, 3}, {2, 3, 4, 2, 0, 5, 0, 3, 0})}});
     CHECK(values[0].toDoubles() == std::vector<double>{12, 8, 6, 0, 10, 0, 0, 0, 0});
   }
   SECTION("relu, abs and clamp at their kinks") {
@@ -220,7 +220,7 @@ TEST_CASE("autodiff keeps the graph's dtypes", "[autodiff]") {
       Value *scale = input(graph, "scale", type, {5});
       Value *bias = input(graph, "bias", type, {5});
       Value *mm = op(graph, OpKind::MatMul, {x, w},
-                       {{"accumulate", type == DType::F64 ? DType::F64 : DType::F32}});
+                     {{"accumulate", type == DType::F64 ? DType::F64 : DType::F32}});
       Value *norm = op(graph, OpKind::LayerNorm, {mm, scale, bias});
       Value *act = op(graph, OpKind::Gelu, {op(graph, OpKind::Softmax, {norm})});
       (void)dtype;
@@ -292,10 +292,10 @@ TEST_CASE("autodiff's errors name what is wrong and where", "[autodiff]") {
     Value *windowed =
         *ruleless == OpKind::Conv2D
             ? op(graph, OpKind::Conv2D, {image, input(graph, "filter", DType::F32, {1, 1, 3, 3})},
-                   {}, Location{"net.cpp", 42})
+                 {}, Location{"net.cpp", 42})
             : op(graph, *ruleless, {image},
-                   {{"kernel", std::vector<int64_t>{2, 2}}, {"stride", std::vector<int64_t>{2, 2}}},
-                   Location{"net.cpp", 42});
+                 {{"kernel", std::vector<int64_t>{2, 2}}, {"stride", std::vector<int64_t>{2, 2}}},
+                 Location{"net.cpp", 42});
     Value *loss = sumAll(graph, op(graph, OpKind::Tanh, {windowed}));
     auto failed = appendGradients(graph, loss, std::vector<Value *>{image});
     REQUIRE_FALSE(failed);
