@@ -2,6 +2,7 @@
 // extreme logits, low-precision logits and the errors at the user's line.
 #include "DslTestUtil.h"
 
+#include "compiler/Compile.h"
 #include "frontend/Ops.h"
 #include "frontend/nn/Losses.h"
 
@@ -183,4 +184,27 @@ TEST_CASE("losses report bad operands at the user's line", "[losses]") {
     nn::meanSquaredError(g.input("p", {4}), g.input("t", {4}, DType::F16));
   };
   CHECK_THAT(lossErrorAt(line, dtypes), Catch::Contains("same float dtype"));
+}
+
+TEST_CASE("softmaxCrossEntropy compiles to few kernels and stays finite on the CPU",
+          "[losses]") {
+  Graph graph("ce_compiled");
+  Tensor logits = graph.input("logits", {5, 9});
+  Tensor labels = graph.input("labels", {5}, DType::I64);
+  graph.output("loss", nn::softmaxCrossEntropy(logits, labels, 0.1));
+  REQUIRE(graph.finalize());
+  CompileOptions options;
+  options.target = TargetKind::Cpu;
+  auto model = compile(graph.ir(), options);
+  REQUIRE(model);
+  // log_softmax's row kernel and the reduction of weights * log-probabilities.
+  CHECK(model->numKernels() <= 3);
+  Rng rng(31);
+  HostTensor x = HostTensor::randomUniform(DType::F32, {5, 9}, rng, -1e4, 1e4);
+  HostTensor y = randomLabels(5, 9, DType::I64, 32);
+  auto outputs = model->run({{"logits", x}, {"labels", y}});
+  REQUIRE(outputs);
+  double loss = outputs->at("loss").getDouble(0);
+  REQUIRE(std::isfinite(loss));
+  CHECK(loss == Approx(referenceCrossEntropy(x, y, 0.1)).epsilon(1e-5));
 }
