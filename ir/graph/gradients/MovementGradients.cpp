@@ -73,7 +73,9 @@ Expected<Gradients> gradientSlice(Graph &graph, const Node &node, Value *g) {
     int64_t size = type.shape[axis];
     int64_t taken = node.type().shape[axis];
     int64_t start = clampedStart(starts[axis], size);
-    KILN_TRY(spread, b.dilate(spread, static_cast<int64_t>(axis), steps[axis]));
+    if (taken > 1) {
+      KILN_TRY(spread, b.dilate(spread, static_cast<int64_t>(axis), steps[axis]));
+    }
     low[axis] = start;
     high[axis] = size - (start + (taken - 1) * steps[axis] + 1);
   }
