@@ -180,9 +180,14 @@ TEST_CASE("accumulating k micro-batches equals one step on their concatenation; 
   options.clipGlobalNorm = 0.05;
   Trainer single = makeTrainer(*wholeModel, options);
   options.accumulationSteps = 2;
+  // Loss scaling by a power of two changes no f32 gradient bit (barring
+  // overflow), so the accumulated side also runs the scaled path.
+  options.lossScale.mode = LossScaleOptions::Mode::Dynamic;
+  options.lossScale.initialScale = 1024;
   Trainer accumulated = makeTrainer(*microModel, options);
   REQUIRE(accumulated.program().gradient);
   REQUIRE(accumulated.program().update);
+  REQUIRE(accumulated.program().gradient->findInput(kLossScaleInput));
 
   uint64_t seed = test::freshSeed();
   CAPTURE(seed);
@@ -194,6 +199,8 @@ TEST_CASE("accumulating k micro-batches equals one step on their concatenation; 
     auto many = accumulated.step(parts);
     REQUIRE(many);
     CHECK(many->outputs.size() == 2);
+    CHECK_FALSE(many->skipped);
+    CHECK(many->lossScale == 1024);
     CHECK(many->loss == Approx(one.loss).epsilon(1e-5));
     REQUIRE(one.gradNorm);
     REQUIRE(many->gradNorm);
