@@ -129,9 +129,8 @@ inline void checkGraphGradients(const std::string &label, const MakeCheckedGraph
     if (options.maxElements > 0 && count > options.maxElements) {
       for (int64_t i = 0; i < options.maxElements; ++i)
         std::swap(elements[static_cast<size_t>(i)],
-                  elements[static_cast<size_t>(i + static_cast<int64_t>(rng.nextU64() %
-                                                                      static_cast<uint64_t>(
-                                                                          count - i)))]);
+                  elements[static_cast<size_t>(
+                      i + static_cast<int64_t>(rng.nextU64() % static_cast<uint64_t>(count - i)))]);
       elements.resize(static_cast<size_t>(options.maxElements));
     }
     double scale = 1.0;

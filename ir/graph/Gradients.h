@@ -8,7 +8,7 @@
 
 namespace kiln::ir {
 
-#define KILN_DECLARE_GRADIENT(name)                                                               \
+#define KILN_DECLARE_GRADIENT(name)                                                                \
   Expected<std::vector<Value *>> name(Graph &graph, const Node &node, Value *resultGradient);
 
 // Elementwise, unary (ElementwiseGradients.cpp).

@@ -105,7 +105,8 @@ Expected<void> accumulate(ir::Graph &graph, std::map<const Value *, Value *> &gr
                          gradient->type().str(), value->type().str()));
   auto [entry, inserted] = gradients.try_emplace(value, gradient);
   if (!inserted) {
-    KILN_TRY(entry->second, graph.addNode(ir::OpKind::Add, {entry->second, gradient}, {}, location));
+    KILN_TRY(entry->second,
+             graph.addNode(ir::OpKind::Add, {entry->second, gradient}, {}, location));
   }
   return {};
 }
@@ -161,10 +162,8 @@ Expected<std::vector<Value *>> appendGradients(ir::Graph &graph, Value *loss,
                        fmt::format("autodiff: {} has no gradient rule, but the loss's gradient "
                                    "must flow through it (its result is {})",
                                    node->name(), node->type().str()),
-                       node->location().known() ? std::optional(node->location())
-                                                : std::nullopt);
-    KILN_TRY(std::vector<Value *> operandGradients,
-             info.gradient(graph, *node, incoming->second));
+                       node->location().known() ? std::optional(node->location()) : std::nullopt);
+    KILN_TRY(std::vector<Value *> operandGradients, info.gradient(graph, *node, incoming->second));
     KILN_CHECK(operandGradients.size() == node->numOperands(),
                fmt::format("the gradient rule of {} returned {} gradients for {} operands",
                            node->name(), operandGradients.size(), node->numOperands()));
@@ -172,8 +171,7 @@ Expected<std::vector<Value *>> appendGradients(ir::Graph &graph, Value *loss,
       const Value *operand = node->operand(i);
       if (operandGradients[i] == nullptr || !dependents.contains(operand))
         continue;
-      KILN_TRY_VOID(
-          accumulate(graph, gradients, operand, operandGradients[i], node->location()));
+      KILN_TRY_VOID(accumulate(graph, gradients, operand, operandGradients[i], node->location()));
     }
   }
 

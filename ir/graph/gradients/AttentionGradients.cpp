@@ -71,8 +71,7 @@ Expected<std::vector<Value *>> gradientAttention(Graph &graph, const Node &node,
   Value *visible = nullptr;
   if (getBool(node.attrs(), "causal")) {
     int64_t rank = scaled->type().rank();
-    KILN_TRY(visible,
-             causalMask(b, scaled->type().dim(rank - 2), scaled->type().dim(rank - 1)));
+    KILN_TRY(visible, causalMask(b, scaled->type().dim(rank - 2), scaled->type().dim(rank - 1)));
   }
   KILN_TRY(Value * weights, attentionWeights(b, scaled, visible));
   int64_t last = weights->type().rank() - 1;

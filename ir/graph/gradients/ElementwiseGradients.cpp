@@ -75,9 +75,8 @@ Expected<Gradients> gradientAbs(Graph &graph, const Node &node, Value *g) {
 }
 
 Expected<Gradients> gradientExp(Graph &graph, const Node &node, Value *g) {
-  return unary(graph, node, g, [](GradientBuilder &, Value *, Value *y) -> Expected<Value *> {
-    return y;
-  });
+  return unary(graph, node, g,
+               [](GradientBuilder &, Value *, Value *y) -> Expected<Value *> { return y; });
 }
 
 Expected<Gradients> gradientLog(Graph &graph, const Node &node, Value *g) {

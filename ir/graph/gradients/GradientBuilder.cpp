@@ -60,8 +60,8 @@ Expected<Value *> GradientBuilder::sumToShape(Value *gradient, const Shape &shap
   KILN_CHECK(extra >= 0, "sumToShape: the target has a higher rank than the gradient");
   std::vector<int64_t> axes;
   for (int64_t axis = 0; axis < static_cast<int64_t>(from.size()); ++axis)
-    if (axis < extra || (shape[static_cast<size_t>(axis - extra)] == 1 &&
-                         from[static_cast<size_t>(axis)] != 1))
+    if (axis < extra ||
+        (shape[static_cast<size_t>(axis - extra)] == 1 && from[static_cast<size_t>(axis)] != 1))
       axes.push_back(axis);
   Value *summed = gradient;
   if (!axes.empty()) {
@@ -78,7 +78,8 @@ Expected<Value *> GradientBuilder::dilate(Value *x, int64_t axis, int64_t step) 
   const Shape &shape = x->type().shape;
   int64_t n = shape[static_cast<size_t>(axis)];
   KILN_CHECK(n >= 1, "dilate needs a non-empty axis");
-  KILN_TRY(Value * expanded, op(OpKind::Unsqueeze, {x}, {{"axes", std::vector<int64_t>{axis + 1}}}));
+  KILN_TRY(Value * expanded,
+           op(OpKind::Unsqueeze, {x}, {{"axes", std::vector<int64_t>{axis + 1}}}));
   std::vector<int64_t> low(shape.size() + 1, 0), high(shape.size() + 1, 0);
   high[static_cast<size_t>(axis + 1)] = step - 1;
   KILN_TRY(Value * padded, op(OpKind::Pad, {expanded}, {{"low", low}, {"high", high}}));

@@ -30,10 +30,9 @@ Expected<Value *> oneHot(GradientBuilder &b, Value *indices, int64_t axis, int64
            b.op(OpKind::Unsqueeze, {wrapped}, {{"axes", std::vector<int64_t>{axis}}}));
   Shape shape = expanded->type().shape;
   shape[static_cast<size_t>(axis)] = size;
-  KILN_TRY(Value * positions, b.op(OpKind::Iota, {},
-                                   {{"axis", axis},
-                                    {"dtype", indices->type().dtype},
-                                    {"shape", shape}}));
+  KILN_TRY(
+      Value * positions,
+      b.op(OpKind::Iota, {}, {{"axis", axis}, {"dtype", indices->type().dtype}, {"shape", shape}}));
   KILN_TRY(Value * hit, b.op(OpKind::Eq, {expanded, positions}));
   return b.maskOf(hit, dtype);
 }
