@@ -180,7 +180,8 @@ Expected<void> appendUpdates(ir::Graph &graph, const TrainingOptions &options,
   for (size_t i = 0; i < params.size(); ++i) {
     std::vector<Value *> state;
     for (const std::string &slot : program.stateSlots) {
-      KILN_TRY(Value * value, graph.addParam(stateName(slot, params[i]->name()), params[i]->type()));
+      KILN_TRY(Value * value,
+               graph.addParam(stateName(slot, params[i]->name()), params[i]->type()));
       state.push_back(value);
     }
     KILN_TRY(ParamUpdate update,

@@ -193,7 +193,8 @@ TEST_CASE("accumulating k micro-batches equals one step on their concatenation; 
   CAPTURE(seed);
   for (int step = 0; step < 3; ++step) {
     NamedTensors batch = test::separableBatch(whole, seed + static_cast<uint64_t>(step));
-    std::vector<NamedTensors> parts = {test::sliceBatch(batch, 0, 3), test::sliceBatch(batch, 3, 6)};
+    std::vector<NamedTensors> parts = {test::sliceBatch(batch, 0, 3),
+                                       test::sliceBatch(batch, 3, 6)};
     NamedTensors before = single.params();
     StepResult one = runStep(single, batch);
     auto many = accumulated.step(parts);
@@ -219,5 +220,6 @@ TEST_CASE("accumulating k micro-batches equals one step on their concatenation; 
   }
   auto wrongCount = accumulated.step(test::separableBatch(micro, 1));
   REQUIRE_FALSE(wrongCount);
-  CHECK_THAT(wrongCount.error().message(), Catch::Contains("got 1 batches, but accumulationSteps is 2"));
+  CHECK_THAT(wrongCount.error().message(),
+             Catch::Contains("got 1 batches, but accumulationSteps is 2"));
 }

@@ -60,7 +60,8 @@ double crossEntropyOf(const HostTensor &logits, const HostTensor &labels, double
 } // namespace
 
 TEST_CASE("softmaxCrossEntropy matches a hand-computed value", "[losses]") {
-  HostTensor logits = HostTensor::fromDoubles(DType::F32, {2, 3}, std::vector<double>{1, 2, 3, 1, 1, 1});
+  HostTensor logits =
+      HostTensor::fromDoubles(DType::F32, {2, 3}, std::vector<double>{1, 2, 3, 1, 1, 1});
   HostTensor labels = HostTensor::fromDoubles(DType::I64, {2}, std::vector<double>{2, 0});
   // Row 0: log(e + e^2 + e^3) - 3 = 0.4076059644; row 1: log 3 = 1.0986122887.
   CHECK(crossEntropyOf(logits, labels, 0.0) == Approx(0.7531091265).epsilon(1e-6));
@@ -116,8 +117,10 @@ TEST_CASE("meanSquaredError matches hand-computed and fp64 values", "[losses]") 
   REQUIRE(loss.ok());
   CHECK(loss.rank() == 0);
   graph.output("loss", loss);
-  HostTensor pv = HostTensor::fromDoubles(DType::F32, {2, 3}, std::vector<double>{1, 2, 3, 4, 5, 6});
-  HostTensor tv = HostTensor::fromDoubles(DType::F32, {2, 3}, std::vector<double>{1, 0, 3, 1, 5, 7});
+  HostTensor pv =
+      HostTensor::fromDoubles(DType::F32, {2, 3}, std::vector<double>{1, 2, 3, 4, 5, 6});
+  HostTensor tv =
+      HostTensor::fromDoubles(DType::F32, {2, 3}, std::vector<double>{1, 0, 3, 1, 5, 7});
   // (0 + 4 + 0 + 9 + 0 + 1) / 6.
   CHECK(run(graph, {{"p", pv}, {"t", tv}}).at("loss").getDouble(0) == Approx(14.0 / 6));
 
