@@ -24,6 +24,7 @@ struct PassEntry {
 // Sorted by name, so registeredPassNames() and the "known passes" list in
 // errors are stable.
 constexpr PassEntry kRegistry[] = {
+    {"autodiff", [](const PassOptions &) { return createAutodiffPass(); }},
     {"cse", [](const PassOptions &) { return createCommonSubexpressionEliminationPass(); }},
     {"dce", [](const PassOptions &) { return createDeadCodeEliminationPass(); }},
     {"decompose", [](const PassOptions &) { return createDecomposePass(); }},

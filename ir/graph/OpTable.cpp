@@ -3,6 +3,7 @@
 #include "ir/graph/OpTable.h"
 
 #include "ir/graph/Decompositions.h"
+#include "ir/graph/Gradients.h"
 #include "ir/graph/Reference.h"
 #include "ir/graph/ShapeInference.h"
 
@@ -29,9 +30,10 @@ Attr type(DType value) { return Attr(value); }
 
 std::vector<OpInfo> buildTable() {
   std::vector<OpInfo> table;
-#define KILN_OP(Enum, Name, Category, MinOps, MaxOps, Infer, Ref, Decompose, Doc, ...)           \
+#define KILN_OP(Enum, Name, Category, MinOps, MaxOps, Infer, Ref, Decompose, Gradient, Doc, ...) \
   table.push_back(OpInfo{OpKind::Enum, Name, OpCategory::Category, MinOps, MaxOps,               \
-                         std::vector<AttrSpec>{__VA_ARGS__}, Infer, Ref, Decompose, Doc});
+                         std::vector<AttrSpec>{__VA_ARGS__}, Infer, Ref, Decompose, Gradient,    \
+                         Doc});
 #include "ir/graph/Ops.def"
 #undef KILN_OP
   for (size_t i = 0; i < table.size(); ++i)

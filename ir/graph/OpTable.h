@@ -68,6 +68,14 @@ using ReferenceFn = Expected<std::vector<double>> (*)(const ReferenceContext &);
 /// replaces its result. The caller replaces uses and erases the node.
 using DecomposeFn = Expected<Value *> (*)(Graph &graph, Node &node);
 
+/// The vector-Jacobian product of one node: given the gradient of the loss
+/// w.r.t. the node's result (same type as the result), returns one gradient
+/// per operand, each of that operand's type; nullptr for an operand that takes
+/// no gradient (integer/bool operands, indices, a where's condition). The rules
+/// live in ir/graph/Gradients.h; autodiff (passes/graph/Autodiff.h) calls them.
+using GradientFn = Expected<std::vector<Value *>> (*)(Graph &graph, const Node &node,
+                                                      Value *resultGradient);
+
 /// Everything the table knows about one op.
 struct OpInfo {
   OpKind kind;
@@ -79,6 +87,7 @@ struct OpInfo {
   InferFn infer;
   ReferenceFn reference;
   DecomposeFn decompose; ///< nullptr for primitive ops.
+  GradientFn gradient;   ///< nullptr: not differentiable (see Ops.def).
   std::string_view doc;
 };
 

@@ -34,6 +34,9 @@ inline constexpr int64_t kMaxFoldWork = 10'000'000;
 /// the product of two element counts can overflow int64.
 double foldWorkEstimate(const ir::Node &node);
 
+/// "autodiff": for a graph whose output "loss" is a one-element float value,
+/// adds an output "grad.<param>" per parameter (see Autodiff.h).
+std::unique_ptr<Pass> createAutodiffPass();
 /// "dce": erases nodes whose results are neither used nor outputs.
 std::unique_ptr<Pass> createDeadCodeEliminationPass();
 /// "cse": merges nodes that compute the same thing.

@@ -1,0 +1,60 @@
+// TrainingOptions: everything that decides how a model is trained — the
+// optimizer, the loss output, gradient accumulation, clipping, precision and
+// loss scaling (docs/training.md, "Training step").
+#pragma once
+
+#include "compiler/Compile.h"
+#include "compiler/training/Optimizer.h"
+
+#include <optional>
+#include <string>
+
+namespace kiln::training {
+
+/// Dynamic loss scaling (fp16 training): the backward pass is seeded with
+/// `scale` instead of 1 so small gradients survive fp16; the gradients are
+/// divided by it again before clipping and the update. A step whose gradients
+/// are not all finite is skipped and the scale multiplied by `backoffFactor`;
+/// after `growthInterval` finite steps in a row it is multiplied by
+/// `growthFactor`.
+struct LossScaleOptions {
+  enum class Mode {
+    Auto,    ///< dynamic for the fp16-mixed precision policy, off otherwise
+    Off,     ///< no scaling: gradients are applied whatever they hold
+    Dynamic, ///< dynamic scaling with any precision
+  };
+  Mode mode = Mode::Auto;
+  double initialScale = 65536.0;
+  double growthFactor = 2.0;
+  double backoffFactor = 0.5;
+  int64_t growthInterval = 2000;
+};
+
+struct TrainingOptions {
+  OptimizerOptions optimizer;
+  /// The model output holding the scalar loss.
+  std::string lossOutput = "loss";
+  /// k > 1: each step takes k micro-batches, sums their gradients and updates
+  /// once with the mean, as one step on their concatenation would.
+  int64_t accumulationSteps = 1;
+  /// Scale the gradients so their global L2 norm is at most this (none: no
+  /// clipping).
+  std::optional<double> clipGlobalNorm;
+  LossScaleOptions lossScale;
+  /// Target and precision (compile.precision: fp32, tf32, bf16-mixed or
+  /// fp16-mixed; parameters and optimizer state stay f32 master copies, the
+  /// policy lowers the contractions of forward and backward alike).
+  CompileOptions compile;
+
+  /// Whether dynamic loss scaling is on for these options.
+  bool lossScaling() const {
+    return lossScale.mode == LossScaleOptions::Mode::Dynamic ||
+           (lossScale.mode == LossScaleOptions::Mode::Auto &&
+            compile.precision == passes::PrecisionPolicy::Fp16Mixed);
+  }
+};
+
+/// Checks the options' ranges; errors name the option.
+Expected<void> validateTrainingOptions(const TrainingOptions &options);
+
+} // namespace kiln::training

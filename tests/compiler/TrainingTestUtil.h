@@ -1,0 +1,76 @@
+// Shared pieces of the training tests: a tiny MLP classifier and a linearly
+// separable synthetic data set for it.
+#pragma once
+
+#include "frontend/Graph.h"
+#include "frontend/nn/Dense.h"
+#include "frontend/nn/Losses.h"
+
+#include <cstring>
+#include <memory>
+
+namespace kiln::test {
+
+struct MlpShape {
+  int64_t batch = 6;
+  int64_t features = 5;
+  int64_t hidden = 7;
+  int64_t classes = 3;
+};
+
+/// x [batch, features] -> Dense(hidden, relu) -> Dense(classes) = "logits";
+/// "loss" = softmaxCrossEntropy(logits, "labels"). The seed and the layer
+/// names fix the initial weights, whatever the batch size.
+inline std::unique_ptr<Graph> buildMlp(const MlpShape &shape, bool freezeFirstLayer = false,
+                                       double labelSmoothing = 0.0) {
+  auto graph = std::make_unique<Graph>("mlp", 7);
+  Tensor x = graph->input("x", {shape.batch, shape.features});
+  Tensor labels = graph->input("labels", {shape.batch}, DType::I32);
+  nn::Dense first(shape.hidden, nn::Activation::Relu, true, "hidden");
+  first.setTrainable(!freezeFirstLayer);
+  nn::Dense second(shape.classes, nn::Activation::Linear, true, "out");
+  Tensor logits = second(*graph, first(*graph, x));
+  graph->output("logits", logits);
+  graph->output("loss", nn::softmaxCrossEntropy(logits, labels, labelSmoothing));
+  return graph;
+}
+
+/// A batch whose label is the argmax of a fixed linear map of x: separable,
+/// so a small MLP can drive the loss down.
+inline NamedTensors separableBatch(const MlpShape &shape, uint64_t seed) {
+  Rng rng(seed);
+  HostTensor x = HostTensor::randomUniform(DType::F32, {shape.batch, shape.features}, rng);
+  HostTensor labels(DType::I32, {shape.batch});
+  for (int64_t n = 0; n < shape.batch; ++n) {
+    int64_t best = 0;
+    double bestScore = -1e300;
+    for (int64_t c = 0; c < shape.classes; ++c) {
+      double score = 0;
+      for (int64_t f = 0; f < shape.features; ++f)
+        score += x.getDouble(n * shape.features + f) * (((c + 1) * (f + 2)) % 5 - 2.0);
+      if (score > bestScore) {
+        bestScore = score;
+        best = c;
+      }
+    }
+    labels.setDouble(n, static_cast<double>(best));
+  }
+  return {{"x", x}, {"labels", labels}};
+}
+
+/// Rows [begin, end) of every tensor of a batch (all batch-major).
+inline NamedTensors sliceBatch(const NamedTensors &batch, int64_t begin, int64_t end) {
+  NamedTensors slice;
+  for (const auto &[name, tensor] : batch) {
+    std::vector<int64_t> shape = tensor.shape();
+    int64_t rowBytes = static_cast<int64_t>(tensor.byteSize()) / shape[0];
+    shape[0] = end - begin;
+    HostTensor part(tensor.dtype(), shape);
+    std::memcpy(part.bytes().data(), tensor.bytes().data() + begin * rowBytes,
+                static_cast<size_t>((end - begin) * rowBytes));
+    slice.emplace(name, std::move(part));
+  }
+  return slice;
+}
+
+} // namespace kiln::test
