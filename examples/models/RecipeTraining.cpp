@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <unistd.h>
 
 namespace kiln::examples {
 
@@ -171,6 +172,8 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
   report.compileSeconds = secondsSince(compileStart);
   report.target = evalReport.target;
 
+  // A terminal gets a progress line redrawn every 10 steps; a log gets one line per epoch.
+  bool interactive = options.progress && ::isatty(::fileno(options.progress));
   int64_t firstEpoch = 0;
   if (!options.resumePath.empty()) {
     KILN_TRY_VOID(trainer.loadCheckpoint(options.resumePath));
@@ -211,7 +214,8 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
       epoch.trainMetric = metricOf(recipe.metric, trainScore);
       epoch.samplesPerSecond =
           steps * accumulation * options.model.batch / std::max(epoch.seconds, 1e-9);
-      if (steps % 10 == 0 || steps == report.stepsPerEpoch)
+      bool redraw = interactive && steps % 10 == 0;
+      if (redraw || steps == report.stepsPerEpoch)
         drawProgress(options.progress, epoch, options.epochs, steps, report.stepsPerEpoch,
                      recipe.metric);
     }

@@ -5,7 +5,7 @@
 #include "frontend/data/FashionMnist.h"
 #include "tests/frontend/TempDir.h"
 
-#include <catch2/catch_test_macros.hpp>
+#include <catch2/catch.hpp>
 
 #include <cstring>
 #include <filesystem>
