@@ -2,12 +2,14 @@
 // kiln::compile for the best device present (the CPU in this build), checks the
 // first batch against the reference interpreter, classifies Fashion-MNIST's
 // test set and reports accuracy and time per batch. Weights are seeded and
-// untrained unless loaded from a safetensors file.
+// untrained unless loaded from a safetensors file (`kiln train cnn
+// --save-weights FILE` writes one); pixels are normalized as that recipe trains.
 //
 //   fashion_mnist_cnn [--batch N] [--images N] [--target cpu|cuda|sim|auto] [--data DIR]
 //                     [--weights FILE] [--seed S] [--save-weights FILE] [--print-ir]
 #include "examples/models/FashionMnistCnn.h"
 #include "frontend/Evaluate.h"
+#include "frontend/data/Normalization.h"
 #include "frontend/io/Idx.h"
 #include "frontend/io/Safetensors.h"
 #include "compiler/Compile.h"
@@ -196,6 +198,9 @@ int run(const Options &options) {
   auto allLabels = io::readIdxLabels(*labelsPath);
   if (!allImages || !allLabels)
     return fail(!allImages ? allImages.error() : allLabels.error());
+  // The pixels as the cnn training recipe (kiln train cnn) sees them, so its weights apply.
+  for (float &pixel : allImages->as<float>())
+    pixel = static_cast<float>((pixel - data::kFashionMnistMean) / data::kFashionMnistStddev);
   int64_t total = allImages->shape()[0];
   int64_t count = options.images > 0 ? std::min(options.images, total) : total;
 
