@@ -1,14 +1,16 @@
-// Gradients of the seed models at small sizes (the MLP, the LSTM language
-// model, the transformer block) against finite differences: each model is
+// Gradients of the seed models at small sizes (the MLP, the CNN, the LSTM
+// language model, the transformer block, VGG transfer learning) against finite differences: each model is
 // built with the DSL in f32, widened to f64 (ir::widenGraph), and checked on a
 // few random elements of every trainable parameter. Also the DSL's
 // gradients() and trainableParamGradients(): names, frozen parameters, and
 // poisoning on error.
 #include "GradientCheck.h"
 
+#include "examples/models/FashionMnistCnn.h"
 #include "examples/models/LstmLanguageModel.h"
 #include "examples/models/Mlp.h"
 #include "examples/models/TransformerBlock.h"
+#include "examples/models/VggTransfer.h"
 #include "frontend/Autodiff.h"
 #include "frontend/Ops.h"
 #include "ir/graph/Widen.h"
@@ -94,6 +96,36 @@ TEST_CASE("the transformer block's gradients match finite differences", "[autodi
   Rng rng(Catch::rngSeed() + 3);
   checkModel("transformer", model, "y",
              {{"x", HostTensor::randomNormal(DType::F32, {1, 3, 8}, rng)}}, {"x"});
+}
+
+TEST_CASE("the CNN's gradients match finite differences", "[autodiff][models]") {
+  Graph model("cnn", Catch::rngSeed());
+  examples::FashionMnistCnnConfig config;
+  config.batch = 2;
+  config.imageSize = 18; // 16, pool 8, 6, pool 3, 1: every layer of the seed CNN, small
+  config.convFilters = {3, 4, 4};
+  config.hidden = 5;
+  config.classes = 3;
+  examples::buildFashionMnistCnn(model, config);
+  Rng rng(Catch::rngSeed() + 6);
+  checkModel("cnn", model, "probabilities",
+             {{"images", HostTensor::randomNormal(DType::F32, {2, 1, 18, 18}, rng)}}, {"images"});
+}
+
+TEST_CASE("VGG transfer learning's gradients match finite differences, through the frozen base",
+          "[autodiff][models]") {
+  Graph model("vgg", Catch::rngSeed());
+  examples::VggTransferConfig config;
+  config.imageSize = 32;
+  config.blockWidths = {2, 2, 3, 3, 3};
+  config.hidden = 4;
+  config.classes = 3;
+  examples::buildVggTransfer(model, config);
+  Rng rng(Catch::rngSeed() + 7);
+  // The base is frozen: its gradients are not checked, but the input's gradient flows
+  // through all 13 convolutions and 5 pools.
+  checkModel("vgg", model, "probabilities",
+             {{"images", HostTensor::randomNormal(DType::F32, {1, 3, 32, 32}, rng)}}, {"images"});
 }
 
 TEST_CASE("trainableParamGradients names every trainable parameter", "[autodiff]") {
