@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstring>
 
 namespace kiln::examples {
@@ -69,6 +70,25 @@ HostTensor toRgbCanvas(const HostTensor &images, int64_t size) {
         std::memcpy(out + ((i * 3 + c) * size + top + y) * size + left, in + (i * h + y) * w,
                     static_cast<size_t>(w) * sizeof(float));
   return canvas;
+}
+
+/// Stands in for pretrained weights, which kiln does not ship: He-normal filters (std
+/// sqrt(2 / fan_in)) keep the activations' scale through the base's 13 relu convs, so its
+/// random features still tell images apart. With the layers' default Glorot scale the
+/// activations shrink about 2x per layer and the head sees nearly the same features for
+/// every image (the logits agree to 1e-4), so it cannot learn.
+void heInitializeFrozenConvs(Graph &graph) {
+  for (const std::string &name : graph.frozenParamNames()) {
+    if (!name.ends_with(".weight"))
+      continue;
+    const HostTensor &weight = graph.paramValues().at(name);
+    int64_t fanIn = weight.numElements() / weight.shape()[0];
+    Rng rng = graph.paramRng(name);
+    HostTensor he = HostTensor::randomNormal(weight.dtype(), weight.shape(), rng, 0.0,
+                                             std::sqrt(2.0 / static_cast<double>(fanIn)));
+    KILN_CHECK(graph.setParamValue(name, std::move(he)).has_value(),
+               "a parameter's own shape and dtype");
+  }
 }
 
 /// The classification loss on "logits" against an i64 "labels" [batch] input.
@@ -183,7 +203,9 @@ TrainingRecipe vggTransferRecipe() {
     for (int64_t &width : config.blockWidths)
       width = std::max<int64_t>(1, width / options.widthDivisor);
     config.head = ClassifierHead::Logits;
-    addClassificationLoss(graph, buildVggTransfer(graph, config), options);
+    Tensor logits = buildVggTransfer(graph, config);
+    heInitializeFrozenConvs(graph);
+    addClassificationLoss(graph, logits, options);
   };
   recipe.loadData = [](const std::string &dataDir,
                        const RecipeOptions &options) -> Expected<TrainingData> {
