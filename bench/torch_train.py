@@ -220,8 +220,11 @@ def main():
         return 0
     torch.set_num_threads(args.threads)
     if args.device == "cuda" and not torch.cuda.is_available():
-        print(json.dumps({"kind": "error", "impl": "torch", "workload": "",
-                          "message": "no CUDA device visible to PyTorch"}), flush=True)
+        for recipe, batch in workloads:
+            name = f"{recipe}_b{batch}"
+            if (not args.only or args.only in (name, recipe)) and args.filter in name:
+                print(json.dumps({"kind": "error", "impl": "torch_eager", "workload": name,
+                                  "message": "no CUDA device visible to PyTorch"}), flush=True)
         return 1
     device = torch.device(args.device)
     if device.type == "cuda":
