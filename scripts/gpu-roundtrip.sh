@@ -7,12 +7,13 @@
 # usage: scripts/gpu-roundtrip.sh prepare          here: build, stage build/gpu-carry
 #        scripts/gpu-roundtrip.sh remote [--quick] [--steps a,b]
 #                                                  there, from the repository root; steps
-#                                                  (default all): smi,libs,tests,examples,bench,torch
+#                                                  (default all): smi,libs,tests,examples,bench,torch,train
 #        scripts/gpu-roundtrip.sh collect DIR      here: copy DIR's results to bench/results
 #   OUT                 remote: where logs and results go (default ./gpu-out)
 #   KILN_BENCH_ARGS     remote: extra arguments of kiln_gpu_bench (e.g. a section filter)
 #   KILN_TORCH_ARGS     remote: extra arguments of torch_gpu.py (e.g. --precision bf16-mixed)
 #   KILN_BENCH_PYTHON   remote: the python with torch (default python3, else /usr/bin/python3)
+#   KILN_TRAIN_ARGS     remote: extra arguments of run_train_bench.sh (e.g. --filter cnn)
 #   KILN_STEP_TIMEOUT   remote: seconds each step may take (default 900)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -21,14 +22,15 @@ cd "$root"
 carry=build/gpu-carry
 carry_limit_mib=60
 # What runs on the GPU machine, relative to the build directory (and to $carry).
-carried_files=(libkiln.so libkiln_rt.so kiln bench/kiln_gpu_bench tests/test_gpu)
+carried_files=(libkiln.so libkiln_rt.so kiln bench/kiln_gpu_bench bench/kiln_train_bench
+  tests/test_gpu)
 
-usage() { sed -n '2,15p' "$0" >&2; exit 2; }
+usage() { sed -n '2,16p' "$0" >&2; exit 2; }
 
 prepare() {
   set -e
   scripts/setup.sh
-  local targets=(kiln_cli kiln_gpu_bench kiln_example_models fashion_mnist_cnn)
+  local targets=(kiln_cli kiln_gpu_bench kiln_train_bench kiln_example_models fashion_mnist_cnn)
   # test_gpu exists once the CUDA runtime's tests do; build it whenever it does.
   scripts/build.sh release kiln_cli >/dev/null
   if ninja -C build/release -t targets all 2>/dev/null | grep -q '^test_gpu:'; then
@@ -133,7 +135,7 @@ run_examples() {
 }
 
 remote() {
-  local quick=0 steps="smi,libs,tests,examples,bench,torch"
+  local quick=0 steps="smi,libs,tests,examples,bench,torch,train"
   while [ $# -gt 0 ]; do
     case "$1" in
       --quick) quick=1 ;;
@@ -176,11 +178,16 @@ remote() {
   # shellcheck disable=SC2206
   torch_args+=(${KILN_TORCH_ARGS:-})
   wants smi && run_step "nvidia-smi" nvidia-smi.log nvidia-smi
-  wants libs && run_step "libraries" ldd.log bash -c "ldd '$build/kiln' '$build/bench/kiln_gpu_bench' | tee /dev/stderr | (! grep 'not found')"
+  wants libs && run_step "libraries" ldd.log bash -c "ldd '$build/kiln' '$build/bench/kiln_gpu_bench' '$build/bench/kiln_train_bench' | tee /dev/stderr | (! grep 'not found')"
   wants tests && run_step "gpu tests" ctest-gpu.log run_gpu_tests
   wants examples && run_step "examples on cuda (--check)" examples-cuda.log run_examples
   wants bench && run_step "kiln_gpu_bench" gpu-bench.log "$build/bench/kiln_gpu_bench" "${bench_args[@]}"
   wants torch && run_step "torch_gpu.py" torch-gpu.log "$python" bench/torch_gpu.py "${torch_args[@]}"
+  # Training steps: kiln on cuda and on the CPU, PyTorch eager and torch.compile.
+  # shellcheck disable=SC2086 # KILN_TRAIN_ARGS is a list of words
+  wants train && run_step "run_train_bench.sh --device cuda" train-bench.log \
+    env KILN_BENCH_BUILD="$build" KILN_BENCH_PYTHON="$python" \
+    bench/run_train_bench.sh --device cuda --no-build --out "$OUT" ${KILN_TRAIN_ARGS:-}
 
   local date summary failed=0
   date="$(date -u +%Y-%m-%d)"
@@ -193,9 +200,10 @@ remote() {
     echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
     echo "- host: $(hostname), $(nproc) CPUs; $("$python" -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null || echo 'no PyTorch')"
     [ "$quick" = 1 ] && echo "- --quick: fewer sizes and runs; a smoke test, not a result"
-    [ "$steps" = "smi,libs,tests,examples,bench,torch" ] || echo "- steps: $steps"
+    [ "$steps" = "smi,libs,tests,examples,bench,torch,train" ] || echo "- steps: $steps"
     [ -n "${KILN_BENCH_ARGS:-}" ] && echo "- kiln_gpu_bench arguments: ${KILN_BENCH_ARGS}"
     [ -n "${KILN_TORCH_ARGS:-}" ] && echo "- torch_gpu.py arguments: ${KILN_TORCH_ARGS}"
+    [ -n "${KILN_TRAIN_ARGS:-}" ] && echo "- run_train_bench.sh arguments: ${KILN_TRAIN_ARGS}"
     echo
     echo "| step | exit status | log |"
     echo "|---|---:|---|"
@@ -204,7 +212,7 @@ remote() {
       [ "${step_status[$i]}" = 0 ] || failed=1
     done
     echo
-    echo "The benchmark figures are in the gpu-*.md and e2e-*.md files of the same run."
+    echo "The benchmark figures are in the gpu-*.md, e2e-*.md and train-*.md files of the same run."
   } >"$summary"
   echo
   cat "$summary"
@@ -216,13 +224,13 @@ collect() {
   local dir="${1:?usage: scripts/gpu-roundtrip.sh collect DIR}"
   mkdir -p bench/results
   local copied=0 file
-  for file in "$dir"/gpu-*.md "$dir"/e2e-*.md; do
+  for file in "$dir"/gpu-*.md "$dir"/e2e-*.md "$dir"/train-*.md; do
     [ -e "$file" ] || continue
     cp -v "$file" bench/results/
     copied=$((copied + 1))
   done
   if [ "$copied" = 0 ]; then
-    echo "gpu-roundtrip: no gpu-*.md or e2e-*.md in $dir" >&2
+    echo "gpu-roundtrip: no gpu-*.md, e2e-*.md or train-*.md in $dir" >&2
     exit 1
   fi
   echo "gpu-roundtrip: $copied result file(s) in bench/results; the logs stay in $dir"
