@@ -2,6 +2,7 @@
 // CNN's and VGG's layer shapes, the MLP and the CNN end to end), plus compile
 // time and planned memory of every example model. One JSON object per line on
 // stdout; bench/run_cpu_bench.sh joins them with bench/torch_cpu.py's.
+#include "bench/JsonLines.h"
 #include "compiler/Compile.h"
 #include "examples/models/ExampleRegistry.h"
 #include "frontend/Graph.h"
@@ -26,6 +27,8 @@
 namespace {
 
 using namespace kiln;
+using kiln::bench::jsonString;
+using kiln::bench::printLine;
 
 // The timing method, shared with torch_cpu.py (see bench/README.md): warm-up
 // runs, then runs until both kMinRuns and kMinSeconds are reached; a workload
@@ -50,30 +53,6 @@ constexpr ConvShape kConvShapes[] = {
     {"conv_vgg2_1", 1, 64, 128, 112, 1},  {"conv_vgg3_1", 1, 128, 256, 56, 1},
     {"conv_vgg4_1", 1, 256, 512, 28, 1},  {"conv_vgg5_1", 1, 512, 512, 14, 1},
 };
-
-std::string jsonString(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-    case '"': out += "\\\""; break;
-    case '\\': out += "\\\\"; break;
-    case '\n': out += "\\n"; break;
-    case '\t': out += "\\t"; break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20)
-        out += fmt::format("\\u{:04x}", static_cast<int>(c));
-      else
-        out += c;
-    }
-  }
-  return out + "\"";
-}
-
-void printLine(const std::string &line) {
-  std::fputs(line.c_str(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
-}
 
 void printError(std::string_view workload, const Error &error) {
   printLine(fmt::format(R"({{"kind": "error", "impl": "kiln", "workload": {}, "message": {}}})",

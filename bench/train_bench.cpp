@@ -2,6 +2,7 @@
 // (examples/models/TrainingRecipes.h) through training::Trainer, after checks
 // that the program computes the loss and learns. One JSON object per line on
 // stdout; bench/run_train_bench.sh joins them with bench/torch_train.py's.
+#include "bench/JsonLines.h"
 #include "compiler/Compile.h"
 #include "compiler/training/Trainer.h"
 #include "examples/models/TrainingRecipes.h"
@@ -22,6 +23,8 @@
 namespace {
 
 using namespace kiln;
+using kiln::bench::jsonString;
+using kiln::bench::printLine;
 using Clock = std::chrono::steady_clock;
 
 // The timing method, shared with torch_train.py (see bench/README.md): warm-up
@@ -57,30 +60,6 @@ struct Workload {
 /// Issue 8's batches; vgg-transfer at its 32x32 input with VGG16's own widths.
 std::vector<Workload> defaultWorkloads() {
   return {{"cnn", 64}, {"mlp", 64}, {"lstm", 32}, {"vgg-transfer", 32}};
-}
-
-std::string jsonString(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-    case '"': out += "\\\""; break;
-    case '\\': out += "\\\\"; break;
-    case '\n': out += "\\n"; break;
-    case '\t': out += "\\t"; break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20)
-        out += fmt::format("\\u{:04x}", static_cast<int>(c));
-      else
-        out += c;
-    }
-  }
-  return out + "\"";
-}
-
-void printLine(const std::string &line) {
-  std::fputs(line.c_str(), stdout);
-  std::fputc('\n', stdout);
-  std::fflush(stdout);
 }
 
 void printError(std::string_view workload, std::string_view message) {
