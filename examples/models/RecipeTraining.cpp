@@ -59,6 +59,7 @@ BatchScore scoreBatch(const HostTensor &logits, const HostTensor &labels, int64_
     for (int64_t c = 0; c < classes; ++c)
       sum += std::exp(row[c] - top);
     auto label = static_cast<int64_t>(targets[i]);
+    KILN_CHECK(label >= 0 && label < classes, "the data loaders check labels against the classes");
     score.lossSum += top + std::log(sum) - row[label];
     score.correct += best == label;
     ++score.count;
@@ -93,8 +94,10 @@ void drawProgress(std::FILE *out, const EpochReport &epoch, int64_t epochs, int6
 /// The held-out split through the inference program with `params`: every
 /// example once, the last partial batch padded with copies of its first row
 /// and scored on its real rows only.
-Expected<BatchScore> evaluate(const CompiledModel &model, const TrainingRecipe &recipe,
+Expected<BatchScore> evaluate(CompiledModel &model, const TrainingRecipe &recipe,
                               const data::DataLoader &loader, const NamedTensors &params) {
+  // Bound once per evaluation, so each batch's run takes only the batch.
+  KILN_TRY_VOID(model.bindParams(params));
   BatchScore total;
   data::EpochBatches batches = loader.epoch(0);
   int64_t batchSize = loader.options().batchSize;
@@ -112,11 +115,8 @@ Expected<BatchScore> evaluate(const CompiledModel &model, const TrainingRecipe &
           std::memcpy(padded.bytes().data() + row * rowBytes, tensor.bytes().data(), rowBytes);
         tensor = std::move(padded);
       }
-    NamedTensors inputs = params;
-    for (auto &[name, tensor] : batch)
-      inputs.insert_or_assign(name, std::move(tensor));
-    KILN_TRY(NamedTensors outputs, model.run(inputs));
-    BatchScore score = scoreBatch(outputs.at("logits"), inputs.at(recipe.labelInput), valid);
+    KILN_TRY(NamedTensors outputs, model.run(batch));
+    BatchScore score = scoreBatch(outputs.at("logits"), batch.at(recipe.labelInput), valid);
     total.lossSum += score.lossSum;
     total.correct += score.correct;
     total.count += score.count;
