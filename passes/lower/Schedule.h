@@ -6,9 +6,11 @@
 #include "codegen/Target.h"
 #include "passes/lower/GpuSchedule.h"
 #include "passes/graph/Fusion.h"
+#include "support/Error.h"
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -88,6 +90,10 @@ using Schedule =
 
 /// One line, deterministic: "matmul mc=96 nc=512 kc=256 mr=6 nr=16 vw=8 pack=ab".
 std::string scheduleStr(const Schedule &schedule);
+
+/// The inverse of scheduleStr: every field it prints, back into a schedule.
+/// Malformed text is an error quoting it and naming the bad field.
+Expected<Schedule> parseSchedule(std::string_view text);
 
 /// A good schedule for `group` on `target` without running anything.
 Schedule defaultSchedule(const ir::Graph &graph, const passes::FusionGroup &group,
