@@ -599,14 +599,22 @@ Expected<std::shared_ptr<CudnnConv2D>> CudnnConv2D::create(const Conv2DProblem &
   args[problem.args.output] = y;
   if (problem.bias)
     args[problem.args.bias] = bias;
-  Expected<void> ran = kernel->enqueue(*state, args.data());
-  if (!ran && kernel->choice_.fusedEpilogue && ran.error().code() == ErrorCode::Unsupported &&
-      !options.fixed) {
+  auto trial = [&]() -> Expected<void> {
+    KILN_TRY_VOID(kernel->enqueue(*state, args.data()));
+    return device.synchronize(Stream{});
+  };
+  Expected<void> ran = trial();
+  if (!ran && kernel->choice_.fusedEpilogue && !options.fixed &&
+      ran.error().code() != ErrorCode::Unavailable) {
+    // cuDNN restricts the fused call by algorithm and data type in ways it
+    // reports as NOT_SUPPORTED or BAD_PARAM: the separate calls compute the same.
+    std::string fusedFailure = ran.error().message();
     kernel->choice_.fusedEpilogue = false;
-    ran = kernel->enqueue(*state, args.data());
+    ran = trial();
+    if (!ran)
+      ran.error().withNote("the fused bias+relu call failed first: " + fusedFailure);
   }
   KILN_TRY_VOID(std::move(ran));
-  KILN_TRY_VOID(device.synchronize(Stream{}));
   kernel->configText_ = fmt::format("{} workspace={}", cudnnChoiceText(kernel->choice_),
                                     kernel->workspaceBytes_);
   return kernel;
