@@ -12,8 +12,8 @@
 namespace kiln::tuning {
 namespace {
 
-using runtime::cudnn::ConvLayout;
 using runtime::cudnn::Conv2DProblem;
+using runtime::cudnn::ConvLayout;
 
 constexpr const char *kWhatCudnnComputes =
     "cuDNN computes conv2d, then an optional per-channel bias add, then an optional relu";
@@ -39,8 +39,8 @@ bool isPerChannel(const ir::Shape &shape, int channelAxis, int64_t channels) {
 }
 
 struct BiasTrace {
-  int input = -1;                       ///< the group input holding the K bias values
-  std::vector<const ir::Node *> nodes;  ///< the free reshapes (and broadcast) on the way
+  int input = -1;                      ///< the group input holding the K bias values
+  std::vector<const ir::Node *> nodes; ///< the free reshapes (and broadcast) on the way
   std::string whyNot;
 };
 
@@ -68,11 +68,11 @@ BiasTrace traceBias(const passes::FusionGroup &group, const ir::Value *operand, 
       return trace;
     }
     const ir::Node *node = value->definingNode();
-    bool freeReshape = node && group.contains(node) &&
-                       (node->kind() == ir::OpKind::Reshape ||
-                        node->kind() == ir::OpKind::Squeeze ||
-                        node->kind() == ir::OpKind::Unsqueeze) &&
-                       node->operand(0)->type().numElements() == channels;
+    bool freeReshape =
+        node && group.contains(node) &&
+        (node->kind() == ir::OpKind::Reshape || node->kind() == ir::OpKind::Squeeze ||
+         node->kind() == ir::OpKind::Unsqueeze) &&
+        node->operand(0)->type().numElements() == channels;
     if (!freeReshape) {
       trace.whyNot = fmt::format("the bias is computed in the group ({}), not read from memory",
                                  node ? std::string(node->name()) : "unknown");

@@ -31,12 +31,18 @@ struct CudnnConvDescriptors {
     if (!library)
       return;
     const CudnnApi &api = *library->api;
-    if (x) api.cudnnDestroyTensorDescriptor(x);
-    if (y) api.cudnnDestroyTensorDescriptor(y);
-    if (bias) api.cudnnDestroyTensorDescriptor(bias);
-    if (w) api.cudnnDestroyFilterDescriptor(w);
-    if (conv) api.cudnnDestroyConvolutionDescriptor(conv);
-    if (relu) api.cudnnDestroyActivationDescriptor(relu);
+    if (x)
+      api.cudnnDestroyTensorDescriptor(x);
+    if (y)
+      api.cudnnDestroyTensorDescriptor(y);
+    if (bias)
+      api.cudnnDestroyTensorDescriptor(bias);
+    if (w)
+      api.cudnnDestroyFilterDescriptor(w);
+    if (conv)
+      api.cudnnDestroyConvolutionDescriptor(conv);
+    if (relu)
+      api.cudnnDestroyActivationDescriptor(relu);
   }
 };
 
@@ -99,10 +105,14 @@ const char *layoutName(ConvLayout layout) { return layout == ConvLayout::Nhwc ? 
 
 Expected<cudnnDataType_t> dataTypeFor(DType dtype) {
   switch (dtype) {
-  case DType::F32: return CUDNN_DATA_FLOAT;
-  case DType::F16: return CUDNN_DATA_HALF;
-  case DType::BF16: return CUDNN_DATA_BFLOAT16;
-  case DType::F64: return CUDNN_DATA_DOUBLE;
+  case DType::F32:
+    return CUDNN_DATA_FLOAT;
+  case DType::F16:
+    return CUDNN_DATA_HALF;
+  case DType::BF16:
+    return CUDNN_DATA_BFLOAT16;
+  case DType::F64:
+    return CUDNN_DATA_DOUBLE;
   default:
     return makeError(ErrorCode::Unsupported,
                      fmt::format("cuDNN conv2d: dtype {} is not supported (f32, f16, bf16, f64)",
@@ -114,10 +124,13 @@ Expected<cudnnDataType_t> dataTypeFor(DType dtype) {
 /// round its inputs to tf32, which cuDNN's default math does on Ampere and newer.
 cudnnMathType_t initialMathType(const Conv2DProblem &problem) {
   switch (problem.dtype) {
-  case DType::F32: return problem.allowTf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+  case DType::F32:
+    return problem.allowTf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
   case DType::F16:
-  case DType::BF16: return CUDNN_TENSOR_OP_MATH;
-  default: return CUDNN_DEFAULT_MATH;
+  case DType::BF16:
+    return CUDNN_TENSOR_OP_MATH;
+  default:
+    return CUDNN_DEFAULT_MATH;
   }
 }
 
@@ -146,19 +159,19 @@ int64_t elements(const std::array<int64_t, 4> &shape) {
 
 /// cuDNN's 4-d descriptors take int sizes and strides.
 Expected<void> checkFitsInt(const Conv2DProblem &p) {
-  const int64_t values[] = {p.batch,     p.inChannels, p.height,      p.width,       p.outChannels,
-                            p.kernelH,   p.kernelW,    p.stride[0],   p.stride[1],   p.padding[0],
-                            p.padding[1], p.dilation[0], p.dilation[1], p.groups,    p.outHeight,
-                            p.outWidth};
+  const int64_t values[] = {p.batch,       p.inChannels, p.height,     p.width,
+                            p.outChannels, p.kernelH,    p.kernelW,    p.stride[0],
+                            p.stride[1],   p.padding[0], p.padding[1], p.dilation[0],
+                            p.dilation[1], p.groups,     p.outHeight,  p.outWidth};
   for (int64_t value : values)
     if (value < 0 || value > INT_MAX)
-      return makeError(ErrorCode::Unsupported,
-                       fmt::format("cuDNN conv2d: {} has a size or attribute outside int range",
-                                   p.str()));
+      return makeError(
+          ErrorCode::Unsupported,
+          fmt::format("cuDNN conv2d: {} has a size or attribute outside int range", p.str()));
   if (p.groups < 1 || p.inChannels % p.groups != 0 || p.outChannels % p.groups != 0)
-    return makeError(ErrorCode::InvalidArgument,
-                     fmt::format("cuDNN conv2d: {}: groups must divide both channel counts",
-                                 p.str()));
+    return makeError(
+        ErrorCode::InvalidArgument,
+        fmt::format("cuDNN conv2d: {}: groups must divide both channel counts", p.str()));
   for (const auto &shape : {xShape(p), wShape(p), yShape(p)})
     if (elements(shape) > INT_MAX)
       return makeError(ErrorCode::Unsupported,
@@ -173,8 +186,8 @@ Expected<void> checkArguments(const Conv2DProblem &p) {
   const Conv2DArguments &a = p.args;
   auto inRange = [&](int index) { return index >= 0 && index < a.count; };
   bool ok = inRange(a.x) && inRange(a.w) && inRange(a.output) &&
-            (p.bias ? inRange(a.bias) && a.bias != a.output : a.bias == -1) &&
-            a.output != a.x && a.output != a.w;
+            (p.bias ? inRange(a.bias) && a.bias != a.output : a.bias == -1) && a.output != a.x &&
+            a.output != a.w;
   if (!ok)
     return makeError(ErrorCode::InvalidArgument,
                      fmt::format("cuDNN conv2d {}: argument positions x={} w={} bias={} output={} "
@@ -203,16 +216,15 @@ Expected<std::unique_ptr<CudnnConvDescriptors>> describe(const CudnnLibrary &lib
                                                      i(p.inChannels), i(p.height), i(p.width)),
                       "cudnnSetTensor4dDescriptor(x)"));
   KILN_TRY_VOID(check(api.cudnnCreateFilterDescriptor(&d->w), "cudnnCreateFilterDescriptor"));
-  KILN_TRY_VOID(check(api.cudnnSetFilter4dDescriptor(d->w, type, format, i(p.outChannels),
-                                                     i(p.inChannels / p.groups), i(p.kernelH),
-                                                     i(p.kernelW)),
-                      "cudnnSetFilter4dDescriptor(w)"));
+  KILN_TRY_VOID(
+      check(api.cudnnSetFilter4dDescriptor(d->w, type, format, i(p.outChannels),
+                                           i(p.inChannels / p.groups), i(p.kernelH), i(p.kernelW)),
+            "cudnnSetFilter4dDescriptor(w)"));
   KILN_TRY_VOID(
       check(api.cudnnCreateConvolutionDescriptor(&d->conv), "cudnnCreateConvolutionDescriptor"));
   KILN_TRY_VOID(check(api.cudnnSetConvolution2dDescriptor(
-                          d->conv, i(p.padding[0]), i(p.padding[1]), i(p.stride[0]),
-                          i(p.stride[1]), i(p.dilation[0]), i(p.dilation[1]),
-                          CUDNN_CROSS_CORRELATION, computeType),
+                          d->conv, i(p.padding[0]), i(p.padding[1]), i(p.stride[0]), i(p.stride[1]),
+                          i(p.dilation[0]), i(p.dilation[1]), CUDNN_CROSS_CORRELATION, computeType),
                       "cudnnSetConvolution2dDescriptor"));
   KILN_TRY_VOID(check(api.cudnnSetConvolutionGroupCount(d->conv, i(p.groups)),
                       "cudnnSetConvolutionGroupCount"));
@@ -233,20 +245,19 @@ Expected<std::unique_ptr<CudnnConvDescriptors>> describe(const CudnnLibrary &lib
               "cudnnSetTensor4dDescriptor(bias)"));
   }
   if (p.relu) {
-    KILN_TRY_VOID(check(api.cudnnCreateActivationDescriptor(&d->relu),
-                        "cudnnCreateActivationDescriptor"));
+    KILN_TRY_VOID(
+        check(api.cudnnCreateActivationDescriptor(&d->relu), "cudnnCreateActivationDescriptor"));
     // kiln's relu propagates NaN.
-    KILN_TRY_VOID(check(api.cudnnSetActivationDescriptor(d->relu, CUDNN_ACTIVATION_RELU,
-                                                         CUDNN_PROPAGATE_NAN, 0.0),
-                        "cudnnSetActivationDescriptor(relu)"));
+    KILN_TRY_VOID(check(
+        api.cudnnSetActivationDescriptor(d->relu, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0),
+        "cudnnSetActivationDescriptor(relu)"));
   }
   return d;
 }
 
 std::array<int64_t, 4> inLayoutOrder(const Conv2DProblem &p, const std::array<int, 4> &nkpq) {
-  return p.layout == ConvLayout::Nhwc
-             ? std::array<int64_t, 4>{nkpq[0], nkpq[2], nkpq[3], nkpq[1]}
-             : std::array<int64_t, 4>{nkpq[0], nkpq[1], nkpq[2], nkpq[3]};
+  return p.layout == ConvLayout::Nhwc ? std::array<int64_t, 4>{nkpq[0], nkpq[2], nkpq[3], nkpq[1]}
+                                      : std::array<int64_t, 4>{nkpq[0], nkpq[1], nkpq[2], nkpq[3]};
 }
 
 /// Device memory for the construction's measurements, freed at scope end.
@@ -321,9 +332,9 @@ Expected<CudnnConvChoice> parseCudnnChoice(const std::string &text) {
           haveAlgorithm = true;
         }
       if (!haveAlgorithm)
-        return makeError(ErrorCode::InvalidArgument,
-                         fmt::format("cuDNN configuration '{}': unknown algorithm '{}'", text,
-                                     value));
+        return makeError(
+            ErrorCode::InvalidArgument,
+            fmt::format("cuDNN configuration '{}': unknown algorithm '{}'", text, value));
     } else if (key == "math") {
       for (const MathName &entry : kMathTypes)
         if (value == entry.name) {
@@ -331,9 +342,9 @@ Expected<CudnnConvChoice> parseCudnnChoice(const std::string &text) {
           haveMath = true;
         }
       if (!haveMath)
-        return makeError(ErrorCode::InvalidArgument,
-                         fmt::format("cuDNN configuration '{}': unknown math type '{}'", text,
-                                     value));
+        return makeError(
+            ErrorCode::InvalidArgument,
+            fmt::format("cuDNN configuration '{}': unknown math type '{}'", text, value));
     } else if (key == "epilogue") {
       if (value != "fused" && value != "separate")
         return makeError(ErrorCode::InvalidArgument,
@@ -347,7 +358,9 @@ Expected<CudnnConvChoice> parseCudnnChoice(const std::string &text) {
   if (!haveAlgorithm || !haveMath || !haveEpilogue)
     return makeError(ErrorCode::InvalidArgument,
                      fmt::format("cuDNN configuration '{}' lacks {}", text,
-                                 !haveAlgorithm ? "algo=" : !haveMath ? "math=" : "epilogue="));
+                                 !haveAlgorithm ? "algo="
+                                 : !haveMath    ? "math="
+                                                : "epilogue="));
   return choice;
 }
 
@@ -380,7 +393,8 @@ Expected<CudnnConv2D::StreamState *> CudnnConv2D::stateFor(Stream stream) const 
     KILN_TRY_VOID(device_->makeCurrent());
     KILN_TRY_VOID(checkCudnn(library_, library_.api->cudnnCreate(&state->handle), "cudnnCreate"));
     KILN_TRY_VOID(checkCudnn(
-        library_, library_.api->cudnnSetStream(state->handle, static_cast<cudaStream_t>(stream.handle)),
+        library_,
+        library_.api->cudnnSetStream(state->handle, static_cast<cudaStream_t>(stream.handle)),
         "cudnnSetStream"));
     if (workspaceBytes_ > 0) {
       KILN_TRY(state->workspace, device_->allocate(workspaceBytes_));
@@ -391,10 +405,11 @@ Expected<CudnnConv2D::StreamState *> CudnnConv2D::stateFor(Stream stream) const 
     if (state->handle)
       library_.api->cudnnDestroy(state->handle);
     Error error = std::move(created).error();
-    error.withNote(fmt::format("while creating the cuDNN handle and workspace of '{}' for a stream; "
-                               "when the stream is being captured into a launch graph, call "
-                               "prepare(stream) before the capture",
-                               name_));
+    error.withNote(
+        fmt::format("while creating the cuDNN handle and workspace of '{}' for a stream; "
+                    "when the stream is being captured into a launch graph, call "
+                    "prepare(stream) before the capture",
+                    name_));
     return std::unexpected(std::move(error));
   }
   return streams_.emplace(stream.handle, std::move(state)).first->second.get();
@@ -421,8 +436,8 @@ Expected<void> CudnnConv2D::enqueue(const StreamState &state, const DevicePtr *a
   size_t workspaceBytes = static_cast<size_t>(state.workspace ? workspaceBytes_ : 0);
   auto algorithm = static_cast<cudnnConvolutionFwdAlgo_t>(choice_.algorithm);
   auto check = [&](cudnnStatus_t status, const char *operation) {
-    return checkCudnn(library_, status, fmt::format("{} of '{}' ({})", operation, name_,
-                                                    problem_.str()));
+    return checkCudnn(library_, status,
+                      fmt::format("{} of '{}' ({})", operation, name_, problem_.str()));
   };
 
   if (choice_.fusedEpilogue)
@@ -431,10 +446,10 @@ Expected<void> CudnnConv2D::enqueue(const StreamState &state, const DevicePtr *a
                      state.handle, one, d.x, x, d.w, w, d.conv, algorithm, workspace,
                      workspaceBytes, zero, d.y, y, d.bias, bias, d.relu, d.y, y),
                  "cudnnConvolutionBiasActivationForward");
-  KILN_TRY_VOID(check(api.cudnnConvolutionForward(state.handle, one, d.x, x, d.w, w, d.conv,
-                                                  algorithm, workspace, workspaceBytes, zero, d.y,
-                                                  y),
-                      "cudnnConvolutionForward"));
+  KILN_TRY_VOID(
+      check(api.cudnnConvolutionForward(state.handle, one, d.x, x, d.w, w, d.conv, algorithm,
+                                        workspace, workspaceBytes, zero, d.y, y),
+            "cudnnConvolutionForward"));
   if (problem_.bias)
     KILN_TRY_VOID(
         check(api.cudnnAddTensor(state.handle, one, d.bias, bias, one, d.y, y), "cudnnAddTensor"));
@@ -556,10 +571,10 @@ Expected<std::shared_ptr<CudnnConv2D>> CudnnConv2D::create(const Conv2DProblem &
                               address(findWorkspace), static_cast<size_t>(findBytes)),
                           "cudnnFindConvolutionForwardAlgorithmEx"));
     } else {
-      KILN_TRY_VOID(check(api.cudnnGetConvolutionForwardAlgorithm_v7(
-                              state->handle, d.x, d.w, d.conv, d.y, maxCount, &returned,
-                              results.data()),
-                          "cudnnGetConvolutionForwardAlgorithm_v7"));
+      KILN_TRY_VOID(
+          check(api.cudnnGetConvolutionForwardAlgorithm_v7(state->handle, d.x, d.w, d.conv, d.y,
+                                                           maxCount, &returned, results.data()),
+                "cudnnGetConvolutionForwardAlgorithm_v7"));
     }
     std::vector<cudnnConvolutionFwdAlgoPerf_t> usable =
         usableResults(results.data(), returned, options, workspaceLimit);
@@ -576,15 +591,15 @@ Expected<std::shared_ptr<CudnnConv2D>> CudnnConv2D::create(const Conv2DProblem &
   // f32 without allow_tf32 keeps fp32 products whatever the ranking reported.
   if (problem.dtype == DType::F32 && !problem.allowTf32)
     choice.mathType = CUDNN_FMA_MATH;
-  KILN_TRY_VOID(check(api.cudnnSetConvolutionMathType(
-                          d.conv, static_cast<cudnnMathType_t>(choice.mathType)),
-                      "cudnnSetConvolutionMathType"));
+  KILN_TRY_VOID(
+      check(api.cudnnSetConvolutionMathType(d.conv, static_cast<cudnnMathType_t>(choice.mathType)),
+            "cudnnSetConvolutionMathType"));
   size_t workspaceBytes = 0;
-  KILN_TRY_VOID(check(api.cudnnGetConvolutionForwardWorkspaceSize(
-                          state->handle, d.x, d.w, d.conv, d.y,
-                          static_cast<cudnnConvolutionFwdAlgo_t>(choice.algorithm),
-                          &workspaceBytes),
-                      "cudnnGetConvolutionForwardWorkspaceSize"));
+  KILN_TRY_VOID(
+      check(api.cudnnGetConvolutionForwardWorkspaceSize(
+                state->handle, d.x, d.w, d.conv, d.y,
+                static_cast<cudnnConvolutionFwdAlgo_t>(choice.algorithm), &workspaceBytes),
+            "cudnnGetConvolutionForwardWorkspaceSize"));
   kernel->choice_ = choice;
   kernel->workspaceBytes_ = static_cast<int64_t>(workspaceBytes);
   if (workspaceBytes > 0) {
@@ -615,8 +630,8 @@ Expected<std::shared_ptr<CudnnConv2D>> CudnnConv2D::create(const Conv2DProblem &
       ran.error().withNote("the fused bias+relu call failed first: " + fusedFailure);
   }
   KILN_TRY_VOID(std::move(ran));
-  kernel->configText_ = fmt::format("{} workspace={}", cudnnChoiceText(kernel->choice_),
-                                    kernel->workspaceBytes_);
+  kernel->configText_ =
+      fmt::format("{} workspace={}", cudnnChoiceText(kernel->choice_), kernel->workspaceBytes_);
   return kernel;
 }
 

@@ -58,7 +58,8 @@ struct Conv2DProblem {
   bool relu = false;
   Conv2DArguments args;
 
-  /// "conv2d nchw f16 x[2,3,9,9] w[4,3,3,3] stride=[1,1] pad=[1,1] dilation=[1,1] groups=1 +bias +relu".
+  /// "conv2d nchw f16 x[2,3,9,9] w[4,3,3,3] stride=[1,1] pad=[1,1] dilation=[1,1]
+  /// groups=1 +bias +relu" (one line).
   std::string str() const;
 };
 
@@ -71,8 +72,8 @@ enum class CudnnSelection {
 /// What a kernel was built with: its configuration text (configText()) parses
 /// back into one, so a tuning record replays the same algorithm.
 struct CudnnConvChoice {
-  int algorithm = 0;     ///< cudnnConvolutionFwdAlgo_t
-  int mathType = 0;      ///< cudnnMathType_t
+  int algorithm = 0;          ///< cudnnConvolutionFwdAlgo_t
+  int mathType = 0;           ///< cudnnMathType_t
   bool fusedEpilogue = false; ///< bias+relu through cudnnConvolutionBiasActivationForward
 };
 

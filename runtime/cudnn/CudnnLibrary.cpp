@@ -41,17 +41,15 @@ Expected<std::unique_ptr<CudnnLibrary>> openCandidate(const std::string &path) {
 #undef KILN_CUDNN_RESOLVE
   if (!missing.empty())
     // Not dlclose'd: a half-initialized cuDNN may have started threads of its own.
-    return makeError(ErrorCode::Unavailable,
-                     fmt::format("{} is not a usable cuDNN 9: it lacks {}", path,
-                                 fmt::join(missing, ", ")));
+    return makeError(ErrorCode::Unavailable, fmt::format("{} is not a usable cuDNN 9: it lacks {}",
+                                                         path, fmt::join(missing, ", ")));
   auto library = std::make_unique<CudnnLibrary>();
   library->libraryPath = path;
   library->version = api->cudnnGetVersion();
   library->api = std::move(api);
   if (library->version / kMajorScale != 9)
-    return makeError(ErrorCode::Unavailable,
-                     fmt::format("{} is cuDNN {}; kiln uses cuDNN 9", path,
-                                 library->versionText()));
+    return makeError(ErrorCode::Unavailable, fmt::format("{} is cuDNN {}; kiln uses cuDNN 9", path,
+                                                         library->versionText()));
   return library;
 }
 
@@ -106,8 +104,7 @@ CudnnLibrary::CudnnLibrary(CudnnLibrary &&) noexcept = default;
 CudnnLibrary &CudnnLibrary::operator=(CudnnLibrary &&) noexcept = default;
 
 std::string CudnnLibrary::versionText() const {
-  return fmt::format("{}.{}.{}", version / kMajorScale, version % kMajorScale / 100,
-                     version % 100);
+  return fmt::format("{}.{}.{}", version / kMajorScale, version % kMajorScale / 100, version % 100);
 }
 
 std::vector<std::string> libcudnnCandidates() {
@@ -146,9 +143,9 @@ Expected<void> checkCudnn(const CudnnLibrary &library, cudnnStatus_t status,
   if (status == CUDNN_STATUS_SUCCESS)
     return {};
   const char *name = library.api->cudnnGetErrorString(status);
-  std::string message = fmt::format("{} failed: {}", operation,
-                                    name ? name : fmt::format("cudnnStatus_t {}",
-                                                              static_cast<int>(status)));
+  std::string message =
+      fmt::format("{} failed: {}", operation,
+                  name ? name : fmt::format("cudnnStatus_t {}", static_cast<int>(status)));
   // cuDNN 9 keeps a per-thread text on the most recent failure: its reason.
   char detail[512] = {};
   library.api->cudnnGetLastErrorString(detail, sizeof(detail));

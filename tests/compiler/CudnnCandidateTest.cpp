@@ -279,7 +279,8 @@ TEST_CASE("cuDNN spec: the seed CNN's convolutions are all candidates", "[cudnn]
   CHECK(convs == 3);
 }
 
-TEST_CASE("cuDNN spec: ResNet convolutions (batch norm, asymmetric padding) are refused", "[cudnn]") {
+TEST_CASE("cuDNN spec: ResNet convolutions (batch norm, asymmetric padding) are refused",
+          "[cudnn]") {
   Graph model("resnet");
   examples::buildResNetStyle(
       model, {.batch = 2, .imageSize = 8, .stageWidths = {4, 8}, .blocksPerStage = 2});

@@ -121,8 +121,8 @@ void prepare(PreparedCase &prepared, const ConvCase &c, uint64_t seed) {
     prepared.args.push_back(buffer->ptr);
     prepared.buffers.push_back(std::move(buffer));
   }
-  auto output = std::make_unique<DeviceBuffer>(
-      device, static_cast<int64_t>(prepared.expected.byteSize()));
+  auto output =
+      std::make_unique<DeviceBuffer>(device, static_cast<int64_t>(prepared.expected.byteSize()));
   prepared.args.push_back(output->ptr);
   prepared.buffers.push_back(std::move(output));
   ok(device.synchronize(Stream{}));
@@ -146,10 +146,28 @@ void runAndCompare(const PreparedCase &prepared, const CudnnConv2D &kernel, Stre
 
 const ConvCase kCases[] = {
     {"nchw", DType::F32, {2, 3, 9, 7}, {5, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true, true},
-    {"nchw", DType::F32, {1, 4, 13, 11}, {6, 2, 3, 5}, {2, 1}, {1, 1, 2, 2}, {1, 2}, 2, false, true},
+    {"nchw",
+     DType::F32,
+     {1, 4, 13, 11},
+     {6, 2, 3, 5},
+     {2, 1},
+     {1, 1, 2, 2},
+     {1, 2},
+     2,
+     false,
+     true},
     {"nhwc", DType::F16, {2, 7, 9, 8}, {16, 3, 3, 8}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true, false},
     {"nchw", DType::BF16, {3, 5, 6, 6}, {7, 5, 1, 1}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true, true},
-    {"nhwc", DType::F32, {1, 17, 17, 3}, {8, 5, 5, 3}, {2, 2}, {2, 2, 2, 2}, {1, 1}, 1, false, false},
+    {"nhwc",
+     DType::F32,
+     {1, 17, 17, 3},
+     {8, 5, 5, 3},
+     {2, 2},
+     {2, 2, 2, 2},
+     {1, 1},
+     1,
+     false,
+     false},
     {"nchw", DType::F64, {1, 2, 5, 5}, {3, 2, 3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true, true},
 };
 
@@ -159,16 +177,15 @@ TEST_CASE("cuDNN conv2d groups match the fp64 reference", "[gpu][cudnn]") {
   auto library = runtime::cudnn::cudnnLibrary();
   if (!library)
     FAIL("cuDNN is not loadable on this GPU machine: " << library.error().str());
-  auto selection = GENERATE(runtime::cudnn::CudnnSelection::Measured,
-                            runtime::cudnn::CudnnSelection::Heuristic);
+  auto selection =
+      GENERATE(runtime::cudnn::CudnnSelection::Measured, runtime::cudnn::CudnnSelection::Heuristic);
   for (const ConvCase &c : kCases) {
     uint64_t seed = test::freshSeed();
     PreparedCase prepared;
     prepare(prepared, c, seed);
-    INFO(prepared.spec.problem.str() << ", seed " << seed << ", "
-                                     << (selection == runtime::cudnn::CudnnSelection::Measured
-                                             ? "measured"
-                                             : "heuristic"));
+    INFO(prepared.spec.problem.str()
+         << ", seed " << seed << ", "
+         << (selection == runtime::cudnn::CudnnSelection::Measured ? "measured" : "heuristic"));
     runtime::cudnn::CudnnConvOptions options;
     options.selection = selection;
     auto kernel = valueOf(tuning::makeCudnnKernel(prepared.spec, gpuTestDevice(), options));

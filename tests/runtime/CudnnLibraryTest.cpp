@@ -2,10 +2,10 @@
 // missing or foreign library gives a clear, optional-sounding error; and the
 // host-only descriptor calls the conv2d kernel makes compute the same output
 // shapes as kiln's conv2d shape inference.
+#include "runtime/cudnn/CudnnLibrary.h"
 #include "ScopedEnv.h"
 #include "ir/graph/Graph.h"
 #include "runtime/cudnn/CudnnConv2D.h"
-#include "runtime/cudnn/CudnnLibrary.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
