@@ -121,7 +121,7 @@ public:
 
   /// Creates `stream`'s handle and workspace now. Call it before capturing
   /// launches on a stream into a launch graph: allocating during a capture fails.
-  Expected<void> prepare(Stream stream) const;
+  Expected<void> prepare(Stream stream) const override;
 
   /// "algo=implicit_precomp_gemm math=tensor_op epilogue=fused workspace=1048576":
   /// the tuning record's schedule text (deterministic for a given choice).
