@@ -64,10 +64,11 @@ Expected<void> addCpuCode(const ir::Graph &graph, const AotOptions &options,
   std::ostringstream dump;
   KILN_TRY(LoweredProgram program, lowerProgram(graph, options.compile, target, dump,
                                                 compileReport));
-  KILN_TRY(std::string object, codegen::emitHostObject(program.kernels, target));
-  KILN_TRY(contents.hostSharedObject, linkSharedObject(object));
+  // The plan and the weights are checked before the (slower) code generation.
   KILN_TRY(contents.hostPlan, planWithoutCode(program));
   KILN_TRY_VOID(checkWeights(options.weights, contents.hostPlan));
+  KILN_TRY(std::string object, codegen::emitHostObject(program.kernels, target));
+  KILN_TRY(contents.hostSharedObject, linkSharedObject(object));
   contents.meta.cpuTriple = target.triple;
   contents.meta.cpuName = target.cpuName;
   contents.meta.cpuFeatures = target.features;
@@ -90,9 +91,11 @@ Expected<void> addGpuCode(const ir::Graph &graph, const AotOptions &options,
     std::ostringstream dump;
     KILN_TRY(LoweredProgram program,
              lowerProgram(graph, options.compile, target, dump, compileReport));
+    runtime::bundle::GpuArchCode code;
+    KILN_TRY(code.plan, planWithoutCode(program));
+    KILN_TRY_VOID(checkWeights(options.weights, code.plan));
     KILN_TRY(GpuModuleImage image,
              emitGpuCode(program.kernels, target, options.compile, dump, &compileReport));
-    runtime::bundle::GpuArchCode code;
     code.arch = target.archName();
     code.ptx = std::move(image.ptx);
     code.cubin.assign(reinterpret_cast<const char *>(image.cubin.data()), image.cubin.size());
@@ -100,8 +103,6 @@ Expected<void> addGpuCode(const ir::Graph &graph, const AotOptions &options,
       report.notes.push_back(fmt::format("{}: PTX only (no cubin: ptxas unavailable); the "
                                          "driver compiles it at load",
                                          code.arch));
-    KILN_TRY(code.plan, planWithoutCode(program));
-    KILN_TRY_VOID(checkWeights(options.weights, code.plan));
     std::map<std::string, runtime::LaunchDims, std::less<>> dimsByKernel;
     for (const kir::Kernel &kernel : program.kernels) {
       KILN_TRY(kir::GpuLaunch launch, kir::gpuLaunchOf(kernel));

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <cstdint>
 
 #if defined(__x86_64__)
@@ -101,12 +103,16 @@ std::set<std::string> detectFeatures() {
   bool avxState = (xcr0 & 0x6) == 0x6;
   bool avx512State = avxState && (xcr0 & 0xe0) == 0xe0;
   bool amxState = (xcr0 & 0x60000) == 0x60000;
+  // CPUID traps to the hypervisor in a virtual machine: each (leaf, subleaf) is asked once.
+  std::map<std::pair<uint32_t, uint32_t>, std::array<unsigned, 4>> leaves;
   for (const FeatureBit &feature : kFeatures) {
     unsigned limit = feature.leaf >= 0x80000000 ? maxExtended : maxLeaf;
     if (feature.leaf > limit)
       continue;
-    unsigned regs[4] = {};
-    __cpuid_count(feature.leaf, feature.subleaf, regs[0], regs[1], regs[2], regs[3]);
+    auto [slot, fresh] = leaves.try_emplace({feature.leaf, feature.subleaf});
+    std::array<unsigned, 4> &regs = slot->second;
+    if (fresh)
+      __cpuid_count(feature.leaf, feature.subleaf, regs[0], regs[1], regs[2], regs[3]);
     if (!(regs[static_cast<int>(feature.reg)] & (1u << feature.bit)))
       continue;
     bool usable = feature.os == OsState::None || (feature.os == OsState::Avx && avxState) ||

@@ -109,21 +109,27 @@ TEST_CASE("a CPU bundle runs bit for bit like compile(), with and without weight
   REQUIRE(outputs);
   checkSameOutputs(*outputs, compiled);
 
-  // The same bytes for the same graph: bundles are reproducible.
-  auto again = compiler::buildBundle(dense.graph(), options);
-  REQUIRE(again);
-  CHECK(*again == *bytes);
+  // With the weights stored, a run needs only the inputs.
+  options.weights = dense.c.graph().paramValues();
+  auto withWeights = compiler::buildBundle(dense.graph(), options);
+  REQUIRE(withWeights);
+  auto model = loadBundleFromBytes(*withWeights);
+  REQUIRE(model);
+  CHECK(model->weightsBound);
+  auto fromInputs = model->model.run(dense.inputsOnly(), poisoned);
+  REQUIRE(fromInputs);
+  checkSameOutputs(*fromInputs, compiled);
 
-  SECTION("weights stored in the bundle are bound at load") {
-    options.weights = dense.c.graph().paramValues();
-    auto withWeights = compiler::buildBundle(dense.graph(), options);
-    REQUIRE(withWeights);
-    auto model = loadBundleFromBytes(*withWeights);
-    REQUIRE(model);
-    CHECK(model->weightsBound);
-    auto fromInputs = model->model.run(dense.inputsOnly());
-    REQUIRE(fromInputs);
-    checkSameOutputs(*fromInputs, compiled);
+  // The second write compiled the same graph again into the same code and
+  // plan: bundles are reproducible.
+  auto first = runtime::decodeSectionFile(*bytes, kBundleFormat);
+  auto second = runtime::decodeSectionFile(*withWeights, kBundleFormat);
+  REQUIRE(first);
+  REQUIRE(second);
+  for (std::string_view section : {kHostCodeSection, kHostPlanSection, kMetaSection}) {
+    INFO(section);
+    REQUIRE(first->section(section));
+    CHECK(*first->section(section) == *second->section(section));
   }
 }
 
@@ -133,35 +139,35 @@ TEST_CASE("a CPU bundle file refuses corruption, truncation and a CPU without it
   TempDir dir;
   std::string path = dir.file("dense.kiln");
   REQUIRE(compiler::writeBundle(dense.graph(), cpuOptions(), path));
-  std::string bytes = readFile(path);
+  const std::string bytes = readFile(path);
   REQUIRE(loadBundle(path));
 
-  SECTION("a corrupted byte is a checksum error naming the file") {
-    bytes[bytes.size() / 2] ^= 0x01;
-    writeFile(path, bytes);
-    auto loaded = loadBundle(path);
-    REQUIRE_FALSE(loaded);
-    CHECK(loaded.error().code() == ErrorCode::FormatError);
-    CHECK(loaded.error().message() == fmt::format("bundle '{}': checksum mismatch", path));
-  }
-  SECTION("a truncated file is an error naming the file") {
-    writeFile(path, std::string_view(bytes).substr(0, bytes.size() * 2 / 3));
-    auto loaded = loadBundle(path);
-    REQUIRE_FALSE(loaded);
-    CHECK_THAT(loaded.error().message(),
-               Catch::StartsWith(fmt::format("bundle '{}': truncated", path)));
-  }
-  SECTION("a CPU lacking a feature the code was compiled for is named") {
-    std::set<std::string> lacking = hostCpuFeatures();
-    REQUIRE(lacking.erase("sse2") == 1); // every x86-64 bundle is compiled with SSE2
-    BundleLoadOptions options;
-    options.assumeCpuFeatures = &lacking;
-    auto loaded = loadBundle(path, options);
-    REQUIRE_FALSE(loaded);
-    CHECK(loaded.error().code() == ErrorCode::Unsupported);
-    CHECK_THAT(loaded.error().message(), Catch::StartsWith(fmt::format("bundle '{}'", path)) &&
-                                             Catch::Contains("lacks: sse2"));
-  }
+  // A CPU lacking a feature the code was compiled for is named.
+  std::set<std::string> lacking = hostCpuFeatures();
+  REQUIRE(lacking.erase("sse2") == 1); // every x86-64 bundle is compiled with SSE2
+  BundleLoadOptions lackingSse2;
+  lackingSse2.assumeCpuFeatures = &lacking;
+  auto foreign = loadBundle(path, lackingSse2);
+  REQUIRE_FALSE(foreign);
+  CHECK(foreign.error().code() == ErrorCode::Unsupported);
+  CHECK_THAT(foreign.error().message(), Catch::StartsWith(fmt::format("bundle '{}'", path)) &&
+                                            Catch::Contains("lacks: sse2"));
+
+  // A corrupted byte is a checksum error naming the file.
+  std::string corrupt = bytes;
+  corrupt[bytes.size() / 2] ^= 0x01;
+  writeFile(path, corrupt);
+  auto corrupted = loadBundle(path);
+  REQUIRE_FALSE(corrupted);
+  CHECK(corrupted.error().code() == ErrorCode::FormatError);
+  CHECK(corrupted.error().message() == fmt::format("bundle '{}': checksum mismatch", path));
+
+  // A truncated file is an error naming the file.
+  writeFile(path, std::string_view(bytes).substr(0, bytes.size() * 2 / 3));
+  auto truncated = loadBundle(path);
+  REQUIRE_FALSE(truncated);
+  CHECK_THAT(truncated.error().message(),
+             Catch::StartsWith(fmt::format("bundle '{}': truncated", path)));
 }
 
 TEST_CASE("a failed bundle write leaves no file and keeps an older one", "[aot]") {
@@ -177,12 +183,7 @@ TEST_CASE("a failed bundle write leaves no file and keeps an older one", "[aot]"
   CHECK_THAT(written.error().message(), Catch::Contains("'not_a_param' is not a parameter"));
   CHECK(readFile(path) == "an older bundle");
   CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
-
-  options.weights.clear();
-  auto unwritable = compiler::writeBundle(dense.graph(), options, dir.file("missing/m.kiln"));
-  REQUIRE_FALSE(unwritable);
-  CHECK(unwritable.error().code() == ErrorCode::IOError);
-  CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
+  // (An unwritable destination: BundleFormatTest's writeBundleFile cases.)
 }
 
 TEST_CASE("the host linker: $KILN_LLD is honoured, and a failed link carries its log", "[aot]") {
@@ -274,8 +275,8 @@ TEST_CASE("kiln-run-bundle runs a CPU bundle with kiln_rt alone, in its own proc
   INFO(output);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
-  CHECK_THAT(output, Catch::Contains("weights bound") && Catch::Contains("output h: f32[7, 9]") &&
-                         Catch::Contains("output y: f32[7, 9]") && Catch::Contains("load:"));
+  CHECK_THAT(output, Catch::Contains("weights bound") && Catch::Contains("output h: f32[7,9]") &&
+                         Catch::Contains("output y: f32[7,9]") && Catch::Contains("load:"));
 }
 
 } // namespace kiln::test
