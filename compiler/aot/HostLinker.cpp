@@ -67,12 +67,14 @@ Expected<std::string> linkSharedObject(std::string_view object) {
                                   "-z", "noexecstack", "-soname", "kiln-bundle-kernels.so", "-o",
                                   output.string(), input.string()},
                                  log);
-  if (status != 0)
-    return std::unexpected(
-        Error(ErrorCode::CompileError,
-              fmt::format("{} failed to link the bundle's host code (exit status {})", lld,
-                          status))
-            .withNote(codegen::readWholeFile(log)));
+  if (status != 0) {
+    Error error(ErrorCode::CompileError,
+                fmt::format("{} failed to link the bundle's host code (exit status {})", lld,
+                            status));
+    if (std::string output = codegen::readWholeFile(log); !output.empty())
+      error.withNote(std::move(output));
+    return std::unexpected(std::move(error));
+  }
   std::string linked = codegen::readWholeFile(output);
   if (linked.empty())
     return makeError(ErrorCode::IOError,
