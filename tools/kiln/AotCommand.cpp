@@ -145,7 +145,9 @@ int aotCommand(const std::vector<std::string> &rawWords) {
       sharedWords.push_back(*value);
     }
   auto sharedArgs = Args::parse(sharedWords, kTargetFlags, {});
-  if (auto parsed = parseTargetOptions(*sharedArgs, compileOptions); !parsed) {
+  auto parsed = sharedArgs ? parseTargetOptions(*sharedArgs, compileOptions)
+                           : Expected<void>(std::unexpected(sharedArgs.error()));
+  if (!parsed) {
     fmt::print(stderr, "kiln aot: {}\n", parsed.error().message());
     return kExitUsage;
   }
