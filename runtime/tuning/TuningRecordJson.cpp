@@ -15,6 +15,15 @@ namespace {
 /// "not timed", because JSON has no infinities.
 std::string seconds(double value) { return json::number(std::isfinite(value) ? value : 0.0); }
 
+/// "an array", "a string", "null": a JSON kind in a sentence.
+std::string aKind(json::Value::Kind kind) {
+  std::string_view name = json::kindName(kind);
+  if (kind == json::Value::Kind::Null)
+    return std::string(name);
+  bool vowel = name.front() == 'a' || name.front() == 'o';
+  return fmt::format("{} {}", vowel ? "an" : "a", name);
+}
+
 /// Reads the members of one object, each once, and rejects the ones no field
 /// claimed: a typo in a hand-edited file is an error, not a silent default.
 class ObjectReader {
@@ -24,8 +33,8 @@ public:
 
   Expected<void> isObject() const {
     if (object_.kind != json::Value::Kind::Object)
-      return error(object_, fmt::format("{} must be an object, not a {}", what_,
-                                        json::kindName(object_.kind)));
+      return error(object_,
+                   fmt::format("{} must be an object, not {}", what_, aKind(object_.kind)));
     return {};
   }
   Expected<std::string> string(std::string_view name) {
@@ -74,8 +83,8 @@ private:
     if (!value)
       return error(object_, fmt::format("{} lacks the field \"{}\"", what_, name));
     if (value->kind != kind)
-      return error(*value, fmt::format("{} field \"{}\" must be a {}, not a {}", what_, name,
-                                       json::kindName(kind), json::kindName(value->kind)));
+      return error(*value, fmt::format("{} field \"{}\" must be {}, not {}", what_, name,
+                                       aKind(kind), aKind(value->kind)));
     return value;
   }
 

@@ -167,6 +167,7 @@ TEST_CASE("prune removes the records matching every filter given", "[tuning][dat
     fresh.tunedAt = kiln::tuning::utcTimestamp();
     TuningRecord otherVersion = makeRecord("add f32", "[3]", "cpu a", "0.0.9");
     otherVersion.tunedAt = fresh.tunedAt;
+    otherVersion.summary = "pointwise add";
     TuningRecord otherTarget = makeRecord("softmax f32", "[4]", "gpu sm_90a", "0.1.0");
     otherTarget.tunedAt = fresh.tunedAt;
     otherTarget.summary = "rownorm softmax";

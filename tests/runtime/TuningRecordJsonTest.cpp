@@ -122,8 +122,8 @@ TEST_CASE("records and sweeps round trip through JSON exactly", "[tuning][json]"
 
 TEST_CASE("malformed tuning JSON names the line and the field", "[tuning][json]") {
   CHECK(errorOf("{\"format\": \"kiln-tuning\",\n \"version\": 1, \"records\": [}") ==
-        "in.json:2:29: expected a JSON value, found '}'");
-  CHECK(errorOf("[1, 2]").find("must be an object, not a array") != std::string::npos);
+        "in.json:2:28: expected a JSON value, found '}'");
+  CHECK(errorOf("[1, 2]").find("must be an object, not an array") != std::string::npos);
   CHECK(errorOf("{\"format\": \"other\", \"version\": 1, \"records\": []}")
             .find("\"format\" is \"other\"") != std::string::npos);
   CHECK(errorOf("{\"format\": \"kiln-tuning\", \"version\": 2, \"records\": []}")
@@ -136,14 +136,16 @@ TEST_CASE("malformed tuning JSON names the line and the field", "[tuning][json]"
     return document(changed);
   };
   CHECK(errorOf(replace("\"candidatesTimed\": 3", "\"candidatesTimed\": 3.5")) ==
-        "in.json:3:235: a tuning record field \"candidatesTimed\" must be a non-negative "
+        "in.json:3:173: a tuning record field \"candidatesTimed\" must be a non-negative "
         "integer");
   CHECK(errorOf(replace("\"bestSeconds\": 1", "\"bestSeconds\": \"1\"")) ==
-        "in.json:3:160: a tuning record field \"bestSeconds\" must be a number, not a string");
+        "in.json:3:130: a tuning record field \"bestSeconds\" must be a number, not a string");
   CHECK(errorOf(replace("\"summary\": \"x\", ", "")) ==
         "in.json:3:1: a tuning record lacks the field \"summary\"");
-  CHECK(errorOf(replace("\"summary\"", "\"sumary\"")).find("unknown field \"sumary\"") !=
+  CHECK(errorOf(replace("\"summary\"", "\"sumary\"")).find("lacks the field \"summary\"") !=
         std::string::npos);
+  CHECK(errorOf(replace("\"tunedAt\": \"\"", "\"tunedAt\": \"\", \"sumary\": \"x\"")) ==
+        "in.json:3:217: a tuning record has an unknown field \"sumary\"");
   CHECK(errorOf(replace("\"schedule\": \"none\"", "\"schedule\": \"\"")).find("empty") !=
         std::string::npos);
   CHECK(errorOf(replace("\"shapes\": \"[1]\"", "\"shapes\": \"[1]\", \"shapes\": \"[2]\""))
