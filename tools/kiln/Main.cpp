@@ -1,4 +1,4 @@
-// kiln: the command line of the compiler — compile, run, check-numerics, opt and cache.
+// kiln: the command line of the compiler — compile, run, check-numerics, opt, cache and tune-db.
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelSource.h"
 
@@ -23,6 +23,7 @@ commands:
             vgg-transfer), with progress, test accuracy and checkpoints
   opt       run graph passes on IR text and print the result (the kiln-opt tool)
   cache     list, summarize or clear the kernel cache (ls, stats, clear)
+  tune-db   list, export, import or prune the tuning database
 
 'kiln <command> --help' describes each command. Models are graph IR files
 (.kir) or built-in examples:
@@ -72,6 +73,8 @@ int main(int argc, char **argv) {
     return execOpt(argv);
   if (command == "cache")
     return cacheCommand(rest);
+  if (command == "tune-db")
+    return tuneDbCommand(rest);
   fmt::print(stderr, "kiln: unknown command '{}'\n\n", command);
   fmt::print(stderr, kUsage, exampleListing());
   return kExitUsage;
