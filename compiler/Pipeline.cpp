@@ -65,8 +65,14 @@ size_t scheduleSpaceSize(const ir::Graph &graph, const passes::FusionGroup &grou
   return lower::scheduleSpace(graph, group, std::get<codegen::CpuTarget>(target)).size();
 }
 
+/// The key on one line (a signature has a line per node).
 std::string describeKey(const tuning::TuningKey &key) {
-  return fmt::format("signature '{}', shapes {}, target '{}', kiln {}", key.signature, key.shapes,
+  std::string signature = key.signature;
+  while (!signature.empty() && signature.back() == '\n')
+    signature.pop_back();
+  for (size_t at = signature.find('\n'); at != std::string::npos; at = signature.find('\n', at))
+    signature.replace(at, 1, "; ");
+  return fmt::format("signature '{}', shapes {}, target '{}', kiln {}", signature, key.shapes,
                      key.target, key.kilnVersion);
 }
 

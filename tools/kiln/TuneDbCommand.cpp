@@ -67,15 +67,22 @@ Expected<std::string> databasePath(const Args &args) {
   return path;
 }
 
-/// "cpu x86_64-pc-linux-gnu znver4" of a long fingerprint: its first three words.
+/// "cpu x86_64-pc-linux-gnu znver4" of a long fingerprint: its first three
+/// fields (separated by ';' or spaces).
 std::string shortTarget(const std::string &fingerprint) {
-  size_t end = 0;
-  for (int word = 0; word < 3; ++word) {
-    end = fingerprint.find(' ', end == 0 ? 0 : end + 1);
+  std::string result;
+  int fields = 0;
+  size_t at = 0;
+  while (at < fingerprint.size() && fields < 3) {
+    size_t end = fingerprint.find_first_of("; ", at);
     if (end == std::string::npos)
-      return fingerprint;
+      end = fingerprint.size();
+    if (end > at) {
+      result += (fields++ ? " " : "") + fingerprint.substr(at, end - at);
+    }
+    at = end + 1;
   }
-  return fingerprint.substr(0, end);
+  return result;
 }
 
 std::string formatSeconds(double seconds) {
