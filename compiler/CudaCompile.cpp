@@ -70,8 +70,9 @@ Expected<CompiledModel> compileForCuda(const ir::Graph &graph, const CompileOpti
   report.target = fmt::format("cuda {} on {} ({})", target.archName(), gpu.device->describe(),
                               options.gpuBackend == GpuBackend::Nvrtc ? "CUDA C through NVRTC"
                                                                       : "LLVM NVPTX");
-  // The cuDNN version is filled in by the library backend that loads cuDNN; until a
-  // record can call cuDNN, no record depends on it.
+  // The cuDNN version comes from runtime::cudnn::cudnnVersionText() once the cuDNN path
+  // applies "cudnn" records (it is "unknown" here and in `kiln tune-db prune
+  // --other-targets` until then, so no record depends on which cuDNN is installed).
   tuning::GpuToolchainVersions versions{std::to_string(device.driverVersion),
                                         gpuToolkitVersion(), "unknown"};
   KILN_TRY(LoweredProgram program, lowerProgram(graph, options, target,
