@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -502,9 +503,11 @@ Expected<int> TuningDatabase::prune(const PruneFilter &filter) {
     if (filter.otherTargetsThan)
       for (size_t i = 0; i < filter.otherTargetsThan->size(); ++i)
         statement.bind(static_cast<int>(10 + i), (*filter.otherTargetsThan)[i]);
-    if (filter.olderThanDays)
-      statement.bind(3, fmt::format("-{} seconds",
-                                    static_cast<int64_t>(*filter.olderThanDays * 86400.0)));
+    if (filter.olderThanDays) {
+      // Clamped (NaN and negatives to 0, at most a million days) so the conversion is defined.
+      double days = *filter.olderThanDays >= 0 ? std::min(*filter.olderThanDays, 1e6) : 0.0;
+      statement.bind(3, fmt::format("-{} seconds", static_cast<int64_t>(days * 86400.0)));
+    }
     if (filter.matching)
       statement.bind(4, *filter.matching);
     if (statement.step() != SQLITE_DONE)
