@@ -7,7 +7,6 @@
 
 #include <charconv>
 #include <map>
-#include <optional>
 
 namespace kiln::lower {
 

@@ -75,7 +75,7 @@ CREATE INDEX sweep_candidates_by_group ON sweep_candidates (group_id, position);
 /// A prepared statement, finalized on scope exit.
 class Statement {
 public:
-  Statement(sqlite3 *db, const char *sql) : db_(db) {
+  Statement(sqlite3 *db, const char *sql) {
     if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
       stmt_ = nullptr;
   }
@@ -102,7 +102,6 @@ public:
   int64_t integer(int column) const { return sqlite3_column_int64(stmt_, column); }
 
 private:
-  sqlite3 *db_;
   sqlite3_stmt *stmt_ = nullptr;
 };
 

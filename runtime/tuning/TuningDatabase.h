@@ -66,13 +66,13 @@ public:
   /// Which records prune removes: those matching EVERY filter that is set.
   struct PruneFilter {
     /// Records tuned by a kiln other than this version.
-    std::optional<std::string> otherVersionsThan;
+    std::optional<std::string> otherVersionsThan = std::nullopt;
     /// Records for a target other than these fingerprints.
-    std::optional<std::vector<std::string>> otherTargetsThan;
+    std::optional<std::vector<std::string>> otherTargetsThan = std::nullopt;
     /// Records tuned more than this many days ago (by tunedAt).
-    std::optional<double> olderThanDays;
+    std::optional<double> olderThanDays = std::nullopt;
     /// Records whose signature or summary contains this text.
-    std::optional<std::string> matching;
+    std::optional<std::string> matching = std::nullopt;
 
     bool empty() const {
       return !otherVersionsThan && !otherTargetsThan && !olderThanDays && !matching;

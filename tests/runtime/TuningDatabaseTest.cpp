@@ -175,7 +175,9 @@ TEST_CASE("prune removes the records matching every filter given", "[tuning][dat
   };
   auto remaining = [&] {
     std::string shapes;
-    for (const TuningRecord &record : *db->list())
+    auto records = db->list();
+    REQUIRE(records);
+    for (const TuningRecord &record : *records)
       shapes += record.key.shapes;
     return shapes;
   };

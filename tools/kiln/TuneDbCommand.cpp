@@ -15,9 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <iterator>
-#include <sstream>
 #include <unistd.h>
 
 namespace kiln::tool {
