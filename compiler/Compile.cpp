@@ -8,12 +8,14 @@
 #include "compiler/Pipeline.h"
 #include "compiler/CudaCompile.h"
 #include "compiler/Devices.h"
+#include "compiler/tuning/TuningKeys.h"
 #include "runtime/DeviceExecutor.h"
 #include "runtime/sim/SimDevice.h"
 
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 
@@ -95,6 +97,31 @@ Expected<TargetKind> parseTargetKind(std::string_view name) {
                    fmt::format("unknown target '{}': expected cpu, sim, cuda or auto", name));
 }
 
+std::string_view tuningModeName(TuningMode mode) {
+  switch (mode) {
+  case TuningMode::Off: return "off";
+  case TuningMode::Use: return "use";
+  case TuningMode::Replay: return "replay";
+  }
+  return "?";
+}
+
+Expected<TuningMode> parseTuningMode(std::string_view name) {
+  for (TuningMode mode : {TuningMode::Off, TuningMode::Use, TuningMode::Replay})
+    if (tuningModeName(mode) == name)
+      return mode;
+  return makeError(ErrorCode::InvalidArgument,
+                   fmt::format("unknown tuning mode '{}': expected off, use or replay", name));
+}
+
+TuningMode defaultTuningMode() {
+  const char *value = std::getenv("KILN_TUNING");
+  if (value == nullptr)
+    return TuningMode::Use;
+  Expected<TuningMode> mode = parseTuningMode(value);
+  return mode ? *mode : TuningMode::Use;
+}
+
 Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions &options,
                                 CompileReport *report) {
   auto start = Clock::now();
@@ -131,8 +158,10 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
     KILN_TRY(codegen::GpuTarget gpu, codegen::gpuTargetNamed(
                                       options.gpuArch.empty() ? kDefaultGpuArch : options.gpuArch));
     r.target = fmt::format("sim {} (SIMT simulator)", gpu.archName());
+    // Simulated timings say nothing about a real GPU: sim records are their own target.
+    std::string fingerprint = tuning::targetFingerprint(gpu, {"sim", "sim", "sim"});
     KILN_TRY(compiler::LoweredProgram program,
-             compiler::lowerProgram(userGraph, options, gpu, dump, r));
+             compiler::lowerProgram(userGraph, options, gpu, fingerprint, dump, r));
     // The simulator runs kernel IR; PTX is made only when a dump asks for it.
     if (options.dump & (kDumpLlvm | kDumpPtx | kDumpCuda)) {
       auto codegenStart = Clock::now();
@@ -151,7 +180,8 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
   codegen::CpuTarget target = codegen::hostCpuTarget();
   r.target = describeTarget(target);
   KILN_TRY(compiler::LoweredProgram program,
-           compiler::lowerProgram(userGraph, options, target, dump, r));
+           compiler::lowerProgram(userGraph, options, target, tuning::targetFingerprint(target),
+                                  dump, r));
   KILN_TRY(CompiledModel model, finishForCpu(program, target, options, dump, r));
   r.totalSeconds = secondsSince(start);
   return model;

@@ -45,6 +45,20 @@ enum DumpFlags : unsigned {
   kDumpCuda = 1u << 5,   ///< GPU targets: the CUDA C source
 };
 
+/// Whether compile() applies the tuning database's records (docs/tuning.md).
+/// Off: heuristic schedules only. Use: a group with a usable record for this
+/// target and kiln is lowered with the record's schedule, the others with the
+/// heuristic. Replay: like Use, but every group with more than one candidate
+/// schedule must have a usable record, so a build is reproducible.
+enum class TuningMode { Off, Use, Replay };
+
+/// "off", "use", "replay".
+std::string_view tuningModeName(TuningMode mode);
+/// The inverse of tuningModeName; an unknown name is an error listing the valid ones.
+Expected<TuningMode> parseTuningMode(std::string_view name);
+/// Use, unless $KILN_TUNING names another mode (off, use, replay; anything else is ignored).
+TuningMode defaultTuningMode();
+
 /// The architecture GPU kernels are compiled for when no GPU says otherwise (H100).
 inline constexpr std::string_view kDefaultGpuArch = "sm_90a";
 
@@ -72,8 +86,14 @@ struct CompileOptions {
   /// The kernel cache's directory; empty means $KILN_CACHE_DIR, else
   /// $XDG_CACHE_HOME/kiln, else ~/.cache/kiln ($KILN_CACHE=off disables that default).
   std::string kernelCacheDir;
+  /// Whether tuning records choose schedules (TuningMode); Use unless $KILN_TUNING says otherwise.
+  TuningMode tuning = defaultTuningMode();
+  /// The tuning database; empty means tuning::TuningDatabase::defaultPath()
+  /// ($KILN_TUNING_DB, else tuning.sqlite in the kernel cache's root). Use never
+  /// creates it: a missing file means no records.
+  std::string tuningDbPath;
   /// Overrides the heuristic schedule of a group (the autotuner's hook);
-  /// returning nullopt keeps the default.
+  /// returning nullopt keeps the default. It wins over tuning records.
   std::function<std::optional<lower::Schedule>(const ir::Graph &, const passes::FusionGroup &)>
       chooseSchedule;
 };
@@ -90,8 +110,15 @@ struct CompileReport {
   /// "miss (written to <dir>)", "miss (not written)", "miss (memory only: ...)",
   /// "bypassed (...)", "off"; empty when no GPU code was made.
   std::string kernelCache;
+  /// What the tuning database did, one line: "3 of 7 groups from /path/tuning.sqlite",
+  /// "off", "no database (/path/tuning.sqlite does not exist)".
+  std::string tuning;
+  /// One line per group lowered with (or holding) a tuning record: "group 2
+  /// (contraction matmul 24x40 * 40x16): matmul mc=... [kiln, 1.3x, tuned 2026-11-26T14:00:00Z]".
+  std::vector<std::string> tuningRecords;
   /// Things the user should know that did not stop the compile (a cache entry
-  /// rejected as corrupt, a cache directory that cannot be written).
+  /// rejected as corrupt, a cache directory that cannot be written, a tuning
+  /// record whose schedule could not be used).
   std::vector<std::string> warnings;
 };
 

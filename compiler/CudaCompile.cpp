@@ -4,7 +4,9 @@
 
 #include "compiler/GpuCompile.h"
 #include "compiler/LaunchPlanBuilder.h"
+#include "compiler/GpuModuleCache.h"
 #include "compiler/Pipeline.h"
+#include "compiler/tuning/TuningKeys.h"
 #include "ir/kernel/GpuLaunch.h"
 #include "runtime/DeviceExecutor.h"
 #include "runtime/cuda/CudaModule.h"
@@ -68,7 +70,14 @@ Expected<CompiledModel> compileForCuda(const ir::Graph &graph, const CompileOpti
   report.target = fmt::format("cuda {} on {} ({})", target.archName(), gpu.device->describe(),
                               options.gpuBackend == GpuBackend::Nvrtc ? "CUDA C through NVRTC"
                                                                       : "LLVM NVPTX");
-  KILN_TRY(LoweredProgram program, lowerProgram(graph, options, target, dump, report));
+  // The cuDNN version comes from runtime::cudnn::cudnnVersionText() once the cuDNN path
+  // applies "cudnn" records (it is "unknown" here and in `kiln tune-db prune
+  // --other-targets` until then, so no record depends on which cuDNN is installed).
+  tuning::GpuToolchainVersions versions{std::to_string(device.driverVersion),
+                                        gpuToolkitVersion(), "unknown"};
+  KILN_TRY(LoweredProgram program, lowerProgram(graph, options, target,
+                                                tuning::targetFingerprint(target, versions), dump,
+                                                report));
 
   auto codegenStart = std::chrono::steady_clock::now();
   KILN_TRY(GpuModuleImage image, emitGpuCode(program.kernels, target, options, dump, &report));

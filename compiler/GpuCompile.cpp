@@ -9,6 +9,7 @@
 #include "codegen/cuda/Nvrtc.h"
 #include "compiler/GpuModuleCache.h"
 #include "compiler/Pipeline.h"
+#include "compiler/tuning/TuningKeys.h"
 
 #include <fmt/format.h>
 
@@ -149,8 +150,12 @@ Expected<GpuKernels> compileGpuKernels(const ir::Graph &userGraph, const Compile
   r.target = fmt::format("cuda {} ({})", gpu.archName(),
                          options.gpuBackend == GpuBackend::Nvrtc ? "CUDA C through NVRTC"
                                                                  : "LLVM NVPTX");
+  // Without a GPU there is no driver to match a record tuned on one: only records
+  // stored for "driver=unavailable" apply (docs/tuning.md).
+  std::string fingerprint = tuning::targetFingerprint(
+      gpu, {"unavailable", compiler::gpuToolkitVersion(), "unknown"});
   KILN_TRY(compiler::LoweredProgram program,
-           compiler::lowerProgram(userGraph, options, gpu, dump, r));
+           compiler::lowerProgram(userGraph, options, gpu, fingerprint, dump, r));
   auto codegenStart = std::chrono::steady_clock::now();
   KILN_TRY(compiler::GpuModuleImage image,
            compiler::emitGpuCode(program.kernels, gpu, options, dump, &r));

@@ -86,6 +86,8 @@ std::string nvrtcVersionForKey() {
 
 } // namespace
 
+std::string gpuToolkitVersion() { return nvrtcVersionForKey(); }
+
 std::string compilerBuildId() {
   static const std::string id = [] {
     BuildIdSearch search;

@@ -25,6 +25,12 @@ std::string gpuModuleCacheKey(const std::vector<kir::Kernel> &kernels,
 inline constexpr const char *kGpuCacheEnvironment[] = {"CUDA_HOME", "KILN_LIBDEVICE", "KILN_NVRTC",
                                                        "KILN_PTXAS"};
 
+/// The CUDA toolkit's version as the kernel cache key names it (NVRTC's version
+/// text, "unavailable" without NVRTC): part of a GPU tuning record's target.
+/// (The LLVM backend's key names ptxas by path and file time, which differ
+/// between machines with the same toolkit, so records use NVRTC's version.)
+std::string gpuToolkitVersion();
+
 /// The identity of the kiln compiler library itself (its GNU build id), so a
 /// rebuilt kiln with the same version number never reuses a stale entry.
 std::string compilerBuildId();

@@ -1,6 +1,8 @@
 // Graph passes, fusion and lowering: the part of a compile every target shares.
 #include "compiler/Pipeline.h"
 
+#include "compiler/tuning/RecordSource.h"
+
 #include "ir/graph/Clone.h"
 #include "ir/graph/Printer.h"
 #include "ir/graph/Verifier.h"
@@ -56,10 +58,100 @@ Expected<lower::LoweredKernel> lowerGroup(const ir::Graph &graph,
   return lower::lowerGroupForCpu(graph, group, schedule, std::get<codegen::CpuTarget>(target));
 }
 
+size_t scheduleSpaceSize(const ir::Graph &graph, const passes::FusionGroup &group,
+                         const LoweringTarget &target) {
+  if (const auto *gpu = std::get_if<codegen::GpuTarget>(&target))
+    return lower::gpuScheduleSpace(graph, group, *gpu).size();
+  return lower::scheduleSpace(graph, group, std::get<codegen::CpuTarget>(target)).size();
+}
+
+/// The key on one line (a signature has a line per node).
+std::string describeKey(const tuning::TuningKey &key) {
+  std::string signature = key.signature;
+  while (!signature.empty() && signature.back() == '\n')
+    signature.pop_back();
+  for (size_t at = signature.find('\n'); at != std::string::npos; at = signature.find('\n', at))
+    signature.replace(at, 1, "; ");
+  return fmt::format("signature '{}', shapes {}, target '{}', kiln {}", signature, key.shapes,
+                     key.target, key.kilnVersion);
+}
+
+/// One group lowered with what the tuning database says: the record's schedule
+/// when it has a usable one, else the default (with a warning when the record
+/// was unusable). Replay turns a missing or unusable record into an error.
+struct RecordLowering {
+  const ir::Graph &graph;
+  const LoweringTarget &target;
+  const RecordSource &records;
+  CompileReport &report;
+
+  struct Result {
+    lower::LoweredKernel kernel;
+    lower::Schedule schedule;
+    bool fromRecord = false;
+  };
+
+  Expected<Result> withDefault(const passes::FusionGroup &group) {
+    lower::Schedule schedule = defaultScheduleFor(graph, group, target);
+    KILN_TRY(lower::LoweredKernel kernel, lowerGroup(graph, group, schedule, target));
+    return Result{std::move(kernel), std::move(schedule), false};
+  }
+
+  Expected<Result> lower(const passes::FusionGroup &group,
+                         std::optional<tuning::TuningRecord> &usedRecord) {
+    tuning::GroupIdentity identity = tuning::groupIdentity(graph, group);
+    KILN_TRY(std::optional<tuning::TuningRecord> record, records.find(identity));
+    bool replay = records.mode() == TuningMode::Replay;
+    std::string where = fmt::format("group {} ({})", group.id, identity.summary);
+    if (!record) {
+      if (replay && scheduleSpaceSize(graph, group, target) > 1)
+        return std::unexpected(
+            Error(ErrorCode::NotFound,
+                  fmt::format("tuning replay: {} has no tuning record in {}", where,
+                              records.path()))
+                .withNote("key: " + describeKey(records.keyFor(identity)))
+                .withNote("tune this model first (kiln tune), or compile with --tuning use"));
+      return withDefault(group);
+    }
+    usedRecord = record;
+    if (record->backend != "kiln") {
+      report.tuningRecords.push_back(fmt::format(
+          "{}: {} record '{}' (kiln lowers it with the default schedule)", where, record->backend,
+          record->schedule));
+      return withDefault(group);
+    }
+    // A record is data from a file: it is checked like any input, never trusted.
+    auto unusable = [&](const std::string &why) -> Expected<Result> {
+      std::string message =
+          fmt::format("tuning record for {} in {} not used: {}", where, records.path(), why);
+      if (replay)
+        return makeError(ErrorCode::InvalidArgument, "tuning replay: " + message);
+      report.warnings.push_back(message + "; using the default schedule");
+      usedRecord.reset();
+      return withDefault(group);
+    };
+    Expected<lower::Schedule> schedule = lower::parseSchedule(record->schedule);
+    if (!schedule)
+      return unusable(schedule.error().message());
+    Expected<lower::LoweredKernel> lowered = lowerGroup(graph, group, *schedule, target);
+    if (!lowered)
+      return unusable(fmt::format("lowering rejects its schedule '{}': {}", record->schedule,
+                                  lowered.error().message()));
+    std::string speedup =
+        record->bestSeconds > 0 && record->defaultSeconds > 0
+            ? fmt::format(", {:.2f}x over the default", record->defaultSeconds / record->bestSeconds)
+            : std::string();
+    report.tuningRecords.push_back(fmt::format("{}: {}{}, tuned {}", where, record->schedule,
+                                               speedup, record->tunedAt));
+    return Result{std::move(*lowered), std::move(*schedule), true};
+  }
+};
+
 } // namespace
 
 Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileOptions &options,
-                                      const LoweringTarget &target, std::ostream &dump,
+                                      const LoweringTarget &target,
+                                      const std::string &targetFingerprint, std::ostream &dump,
                                       CompileReport &report) {
   auto start = Clock::now();
   LoweredProgram program;
@@ -79,24 +171,41 @@ Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileO
   if (options.fusedGraphDot)
     report.fusedGraphDot = passes::fusionPlanToDot(graph, program.fusion);
   program.groupKernels.resize(program.fusion.groups.size());
+  program.groupRecords.resize(program.fusion.groups.size());
+  KILN_TRY(RecordSource records, RecordSource::open(options, targetFingerprint));
+  RecordLowering recordLowering{graph, target, records, report};
+  int kernelGroups = 0, fromRecords = 0;
   std::string scheduleListing;
   for (size_t g = 0; g < program.fusion.groups.size(); ++g) {
     const passes::FusionGroup &group = program.fusion.groups[g];
     if (group.kind == passes::GroupKind::Alias || group.kind == passes::GroupKind::Constant)
       continue;
-    std::optional<lower::Schedule> schedule;
+    ++kernelGroups;
+    std::optional<lower::Schedule> chosen;
     if (options.chooseSchedule)
-      schedule = options.chooseSchedule(graph, group);
-    if (!schedule)
-      schedule = defaultScheduleFor(graph, group, target);
-    scheduleListing +=
-        fmt::format("//   group {} schedule: {}\n", group.id, lower::scheduleStr(*schedule));
-    KILN_TRY(lower::LoweredKernel lowered, lowerGroup(graph, group, *schedule, target));
+      chosen = options.chooseSchedule(graph, group);
+    RecordLowering::Result result;
+    if (chosen) {
+      KILN_TRY(result.kernel, lowerGroup(graph, group, *chosen, target));
+      result.schedule = *chosen;
+    } else if (records.active()) {
+      KILN_TRY(result, recordLowering.lower(group, program.groupRecords[g]));
+    } else {
+      KILN_TRY(result, recordLowering.withDefault(group));
+    }
+    fromRecords += result.fromRecord ? 1 : 0;
+    scheduleListing += fmt::format("//   group {} schedule: {}{}\n", group.id,
+                                   lower::scheduleStr(result.schedule),
+                                   result.fromRecord ? " (tuning record)" : "");
+    lower::LoweredKernel lowered = std::move(result.kernel);
     lowered.kernel = kir::runKernelPasses(std::move(lowered.kernel));
     program.kernels.push_back(lowered.kernel);
     program.groupKernels[g] = std::move(lowered);
   }
   report.numKernels = static_cast<int>(program.kernels.size());
+  report.tuning = records.active() ? fmt::format("{} of {} groups from {}", fromRecords, kernelGroups,
+                                                 records.path())
+                                   : records.inactiveReason();
   if (options.dump & kDumpFused)
     dump << "// ---- fusion groups\n"
          << passes::printFusionPlan(graph, program.fusion) << scheduleListing;

@@ -8,6 +8,7 @@
 #include "ir/graph/Graph.h"
 #include "passes/graph/Fusion.h"
 #include "passes/lower/Lower.h"
+#include "runtime/tuning/TuningRecord.h"
 
 #include <memory>
 #include <optional>
@@ -28,13 +29,21 @@ struct LoweredProgram {
   std::vector<std::optional<lower::LoweredKernel>> groupKernels;
   /// The same kernels in launch order.
   std::vector<kir::Kernel> kernels;
+  /// One entry per fusion group: the tuning record found for it, if any. A
+  /// record with backend "kiln" gave the group its schedule; one naming a
+  /// library ("cudnn") is kept here for the CUDA path to call the library, and
+  /// the group is lowered with the default schedule meanwhile.
+  std::vector<std::optional<tuning::TuningRecord>> groupRecords;
 };
 
-/// Graph passes, fusion and lowering (with options.chooseSchedule or the
-/// target's default schedules, then the kernel passes), printing the graph,
-/// fused and kernel dumps to `dump` and filling the report's counts and times.
+/// Graph passes, fusion and lowering (with options.chooseSchedule, else the
+/// tuning record for the group on the target with fingerprint
+/// `targetFingerprint` (options.tuning), else the target's default schedule;
+/// then the kernel passes), printing the graph, fused and kernel dumps to
+/// `dump` and filling the report's counts, times and tuning lines.
 Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileOptions &options,
-                                      const LoweringTarget &target, std::ostream &dump,
+                                      const LoweringTarget &target,
+                                      const std::string &targetFingerprint, std::ostream &dump,
                                       CompileReport &report);
 
 } // namespace kiln::compiler

@@ -2,6 +2,9 @@
 // tests hide every GPU from the CUDA driver, so the auto target means the CPU
 // in them on every machine (the GPU tests, tests/gpu, have their own main),
 // and keep the kernel cache in a directory of their own, removed at the end.
+// The default tuning database lives in that cache directory, so a user's
+// tuning records never change what a test compiles; tests of tuning name
+// their own database.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -12,6 +15,8 @@
 
 int main(int argc, char *argv[]) {
   setenv("CUDA_VISIBLE_DEVICES", "", /*overwrite=*/1);
+  unsetenv("KILN_TUNING_DB");
+  unsetenv("KILN_TUNING");
   std::string cacheDir =
       (std::filesystem::temp_directory_path() / "kiln-test-cache-XXXXXX").string();
   bool ownCache = mkdtemp(cacheDir.data()) != nullptr;

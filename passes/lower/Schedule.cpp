@@ -15,16 +15,28 @@ namespace {
 
 std::string matMulStr(const MatMulSchedule &s) {
   std::string pack = s.packA && s.packB ? "ab" : s.packA ? "a" : s.packB ? "b" : "none";
-  return fmt::format("mc={} nc={} kc={} mr={} nr={} vw={} pack={}", s.mc, s.nc, s.kc, s.mr, s.nr,
-                     s.vectorWidth, pack);
+  return fmt::format("mc={} nc={} kc={} mr={} nr={} vw={} pack={} par={}", s.mc, s.nc, s.kc, s.mr,
+                     s.nr, s.vectorWidth, pack, gemmParallelName(s.parallel));
 }
 
+/// The tensor-core form leaves out the CUDA-core register tile, which it does
+/// not use, when it is zero (and the CUDA-core form the warp tile), so the
+/// usual text stays short while every field still prints when set.
 std::string gpuGemmStr(const GpuMatMulSchedule &s) {
-  if (s.tensorCores())
-    return fmt::format("mma bm={} bn={} bk={} wm={} wn={} stages={} vw={} splitk={}", s.blockM,
-                       s.blockN, s.blockK, s.warpM, s.warpN, s.stages, s.vectorWidth, s.splitK);
-  return fmt::format("bm={} bn={} bk={} tm={} tn={} stages={} vw={} splitk={}", s.blockM, s.blockN,
-                     s.blockK, s.threadM, s.threadN, s.stages, s.vectorWidth, s.splitK);
+  if (s.tensorCores()) {
+    std::string text =
+        fmt::format("mma bm={} bn={} bk={} wm={} wn={} stages={} vw={} splitk={}", s.blockM,
+                    s.blockN, s.blockK, s.warpM, s.warpN, s.stages, s.vectorWidth, s.splitK);
+    if (s.threadM != 0 || s.threadN != 0)
+      text += fmt::format(" tm={} tn={}", s.threadM, s.threadN);
+    return text;
+  }
+  std::string text = fmt::format("bm={} bn={} bk={} tm={} tn={} stages={} vw={} splitk={}",
+                                 s.blockM, s.blockN, s.blockK, s.threadM, s.threadN, s.stages,
+                                 s.vectorWidth, s.splitK);
+  if (s.warpM != 0 || s.warpN != 0)
+    text += fmt::format(" wm={} wn={}", s.warpM, s.warpN);
+  return text;
 }
 
 struct ScheduleStr {
@@ -47,8 +59,12 @@ struct ScheduleStr {
   std::string operator()(const MatMulSchedule &s) const { return "matmul " + matMulStr(s); }
   std::string operator()(const Conv2DSchedule &s) const {
     if (s.algorithm == Conv2DSchedule::Algorithm::Direct)
-      return fmt::format("conv2d direct ocb={} vw={}", s.ocBlock, s.gemm.vectorWidth);
-    return "conv2d im2col " + matMulStr(s.gemm);
+      return fmt::format("conv2d direct ocb={} {}", s.ocBlock, matMulStr(s.gemm));
+    // Im2col does not use ocBlock: it prints only when it is not the GEMM's nr (its usual value).
+    std::string text = "conv2d im2col " + matMulStr(s.gemm);
+    if (s.ocBlock != s.gemm.nr)
+      text += fmt::format(" ocb={}", s.ocBlock);
+    return text;
   }
   std::string operator()(const GpuPointwiseSchedule &s) const {
     return fmt::format("gpu.pointwise threads={} vw={} ept={} bpsm={}", s.threadsPerBlock,
@@ -119,6 +135,15 @@ int64_t parallelThreshold(const passes::FusionGroup &group) {
 } // namespace
 
 std::string scheduleStr(const Schedule &schedule) { return std::visit(ScheduleStr{}, schedule); }
+
+std::string_view gemmParallelName(MatMulSchedule::Parallel parallel) {
+  switch (parallel) {
+  case MatMulSchedule::Parallel::Serial: return "serial";
+  case MatMulSchedule::Parallel::Outer: return "outer";
+  case MatMulSchedule::Parallel::Inner: return "inner";
+  }
+  return "?";
+}
 
 Schedule defaultSchedule(const ir::Graph &graph, const passes::FusionGroup &group,
                          const codegen::CpuTarget &target) {

@@ -88,8 +88,12 @@ using Schedule =
                  GpuPointwiseSchedule, GpuTransposeSchedule, GpuReductionSchedule,
                  GpuRowNormSchedule, GpuPoolingSchedule, GpuMatMulSchedule, GpuConv2DSchedule>;
 
-/// One line, deterministic: "matmul mc=96 nc=512 kc=256 mr=6 nr=16 vw=8 pack=ab".
+/// One line, deterministic, every field:
+/// "matmul mc=96 nc=512 kc=256 mr=6 nr=16 vw=8 pack=ab par=inner".
 std::string scheduleStr(const Schedule &schedule);
+
+/// "serial", "outer", "inner": MatMulSchedule::Parallel as scheduleStr writes it.
+std::string_view gemmParallelName(MatMulSchedule::Parallel parallel);
 
 /// The inverse of scheduleStr: every field it prints, back into a schedule.
 /// Malformed text is an error quoting it and naming the bad field.

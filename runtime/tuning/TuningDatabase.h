@@ -15,6 +15,10 @@
 
 namespace kiln::tuning {
 
+/// The current time, UTC, ISO 8601 ("2026-11-26T14:17:16Z"): how records and
+/// sweeps are stamped.
+std::string utcTimestamp();
+
 class TuningDatabase {
 public:
   /// Opens (creating when `create` and the file is missing, with its
@@ -30,7 +34,8 @@ public:
 
   const std::string &path() const;
 
-  /// Inserts `record`, replacing the one with the same key.
+  /// Inserts `record`, replacing the one with the same key. An empty tunedAt
+  /// is stamped with the current time.
   Expected<void> put(const TuningRecord &record);
   /// The record for `key`, or nullopt.
   Expected<std::optional<TuningRecord>> find(const TuningKey &key) const;
@@ -41,6 +46,43 @@ public:
   Expected<int64_t> addSweep(const std::string &label, const std::vector<SweepGroup> &groups);
   /// A stored sweep's groups and candidates.
   Expected<std::vector<SweepGroup>> sweep(int64_t sweepId) const;
+
+  /// Inserts or replaces every record in one transaction (all or none).
+  struct MergeCounts {
+    int added = 0, replaced = 0;
+  };
+  Expected<MergeCounts> merge(const std::vector<TuningRecord> &records);
+
+  /// One stored sweep, as listed.
+  struct SweepInfo {
+    int64_t id = 0;
+    std::string label;
+    std::string createdAt; ///< UTC, ISO 8601
+    int groups = 0;
+  };
+  /// Every stored sweep, oldest first.
+  Expected<std::vector<SweepInfo>> sweeps() const;
+
+  /// Which records prune removes: those matching EVERY filter that is set.
+  struct PruneFilter {
+    /// Records tuned by a kiln other than this version.
+    std::optional<std::string> otherVersionsThan = std::nullopt;
+    /// Records for a target other than these fingerprints.
+    std::optional<std::vector<std::string>> otherTargetsThan = std::nullopt;
+    /// Records tuned more than this many days ago (by tunedAt).
+    std::optional<double> olderThanDays = std::nullopt;
+    /// Records whose signature or summary contains this text.
+    std::optional<std::string> matching = std::nullopt;
+
+    bool empty() const {
+      return !otherVersionsThan && !otherTargetsThan && !olderThanDays && !matching;
+    }
+  };
+  /// Removes the matching records (not sweeps); returns how many. An empty
+  /// filter is an error: removing everything is clear().
+  Expected<int> prune(const PruneFilter &filter);
+  /// Removes every record and sweep; returns how many records were removed.
+  Expected<int> clear();
 
   struct Impl;
 

@@ -25,14 +25,17 @@ TEST_CASE("scheduleStr prints every schedule variant on one line", "[lower][sche
   CHECK(lower::scheduleStr(lower::RowNormSchedule{}) == "rownorm vw=8 par=32768");
   CHECK(lower::scheduleStr(lower::PoolingSchedule{}) == "pooling vw=8 par=32768");
   CHECK(lower::scheduleStr(lower::MatMulSchedule{}) ==
-        "matmul mc=96 nc=512 kc=256 mr=6 nr=16 vw=8 pack=ab");
+        "matmul mc=96 nc=512 kc=256 mr=6 nr=16 vw=8 pack=ab par=inner");
   lower::MatMulSchedule unpacked;
   unpacked.packA = false;
-  CHECK(lower::scheduleStr(unpacked) == "matmul mc=96 nc=512 kc=256 mr=6 nr=16 vw=8 pack=b");
+  CHECK(lower::scheduleStr(unpacked) ==
+        "matmul mc=96 nc=512 kc=256 mr=6 nr=16 vw=8 pack=b par=inner");
   lower::Conv2DSchedule conv;
-  CHECK(lower::scheduleStr(conv) == "conv2d im2col mc=96 nc=512 kc=256 mr=6 nr=16 vw=8 pack=ab");
+  CHECK(lower::scheduleStr(conv) ==
+        "conv2d im2col mc=96 nc=512 kc=256 mr=6 nr=16 vw=8 pack=ab par=inner");
   conv.algorithm = lower::Conv2DSchedule::Algorithm::Direct;
-  CHECK(lower::scheduleStr(conv) == "conv2d direct ocb=16 vw=8");
+  CHECK(lower::scheduleStr(conv) ==
+        "conv2d direct ocb=16 mc=96 nc=512 kc=256 mr=6 nr=16 vw=8 pack=ab par=inner");
 }
 
 /// A graph with one group of each non-contraction kind, in this order:

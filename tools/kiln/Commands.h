@@ -28,6 +28,8 @@ int bundleInfoCommand(const std::vector<std::string> &words);
 bool isBundlePath(const std::string &path);
 /// `kiln run` on a bundle: loads it with the runtime alone and runs it.
 int runBundle(const std::string &path, const Args &args);
+/// `kiln tune-db ls|export|import|prune`: the tuning database (docs/tuning.md).
+int tuneDbCommand(const std::vector<std::string> &words);
 
 /// The flags every command that compiles takes.
 inline const std::set<std::string> kTargetFlags = {"--target", "--arch", "--backend",
@@ -37,6 +39,17 @@ inline const std::set<std::string> kTargetFlags = {"--target", "--arch", "--back
 /// "--backend llvm|nvrtc" (default llvm) and "--precision POLICY" (default
 /// fp32) into `options`.
 Expected<void> parseTargetOptions(const Args &args, CompileOptions &options);
+/// The flags of the commands that compile with tuning records (compile, run).
+inline const std::set<std::string> kTuningFlags = {"--tuning", "--tuning-db"};
+/// "--tuning off|use|replay" and "--tuning-db PATH" into `options` (absent:
+/// the defaults, which $KILN_TUNING and $KILN_TUNING_DB change).
+Expected<void> parseTuningOptions(const Args &args, CompileOptions &options);
+/// The help lines of the tuning flags.
+extern const char *const kTuningHelp;
+/// Prints the report's tuning line and records used ("tuning:  ..."), each
+/// line starting with `indent`, when the database was consulted.
+void printTuningReport(const CompileReport &report, std::string_view label);
+
 /// "--dump=graph,fused,kernel,llvm,ptx,cuda" into DumpFlags.
 Expected<unsigned> parseDump(const Args &args);
 /// The help lines of the target flags.

@@ -24,7 +24,7 @@ time per stage and planned memory.
 <model> is a graph IR file (.kir) or example:<name>; the examples are:
 {}
 options:
-{}  --dump=LIST         print intermediate forms to stdout, a comma-separated
+{}{}  --dump=LIST         print intermediate forms to stdout, a comma-separated
                       subset of: graph (after graph passes), fused (groups and
                       schedules), kernel (kernel IR), llvm (optimized LLVM IR),
                       ptx (the PTX module) and cuda (the CUDA C source) for cuda
@@ -101,6 +101,36 @@ Expected<void> parseTargetOptions(const Args &args, CompileOptions &options) {
   return {};
 }
 
+const char *const kTuningHelp =
+    R"(  --tuning MODE       tuning records: use (default: a group with a record for
+                      this target and kiln gets the record's schedule), replay
+                      (every tunable group must have a record: a reproducible
+                      build) or off (heuristic schedules); $KILN_TUNING sets the
+                      default (docs/tuning.md)
+  --tuning-db PATH    the tuning database (default: $KILN_TUNING_DB, else
+                      tuning.sqlite in the kernel cache directory)
+)";
+
+Expected<void> parseTuningOptions(const Args &args, CompileOptions &options) {
+  if (auto mode = args.value("--tuning")) {
+    KILN_TRY(options.tuning, parseTuningMode(*mode));
+  }
+  if (auto path = args.value("--tuning-db")) {
+    if (path->empty())
+      return makeError(ErrorCode::InvalidArgument, "--tuning-db needs a path");
+    options.tuningDbPath = *path;
+  }
+  return {};
+}
+
+void printTuningReport(const CompileReport &report, std::string_view label) {
+  if (report.tuning.empty())
+    return;
+  fmt::print("{}{}\n", label, report.tuning);
+  for (const std::string &line : report.tuningRecords)
+    fmt::print("  {}\n", line);
+}
+
 Expected<unsigned> parseDump(const Args &args) {
   auto list = args.value("--dump");
   if (!list)
@@ -146,6 +176,7 @@ void printTimes(const CompileReport &report) {
              report.codegenSeconds);
   if (!report.kernelCache.empty())
     fmt::print("cache:   {}\n", report.kernelCache);
+  printTuningReport(report, "tuning:  ");
   for (const std::string &warning : report.warnings)
     fmt::print(stderr, "kiln compile: warning: {}\n", warning);
 }
@@ -176,6 +207,7 @@ int reportError(std::string_view command, const Error &error) {
 
 int compileCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
+  valued.insert(kTuningFlags.begin(), kTuningFlags.end());
   valued.insert({"--dump", "--dot", "--batch"});
   auto args = Args::parse(words, valued, {"--help"});
   if (!args) {
@@ -184,7 +216,7 @@ int compileCommand(const std::vector<std::string> &words) {
     return kExitUsage;
   }
   if (args->has("--help")) {
-    fmt::print(kCompileHelp, exampleListing(), kTargetHelp);
+    fmt::print(kCompileHelp, exampleListing(), kTargetHelp, kTuningHelp);
     return kExitOk;
   }
   if (args->positional().size() != 1) {
@@ -194,10 +226,11 @@ int compileCommand(const std::vector<std::string> &words) {
   }
   CompileOptions options;
   auto target = parseTargetOptions(*args, options);
+  auto tuning = parseTuningOptions(*args, options);
   auto dump = parseDump(*args);
   auto batch = args->intValue("--batch", 0, 1);
-  for (const Error *error : {target ? nullptr : &target.error(), dump ? nullptr : &dump.error(),
-                             batch ? nullptr : &batch.error()})
+  for (const Error *error : {target ? nullptr : &target.error(), tuning ? nullptr : &tuning.error(),
+                             dump ? nullptr : &dump.error(), batch ? nullptr : &batch.error()})
     if (error) {
       fmt::print(stderr, "kiln compile: {}\n", error->message());
       return kExitUsage;

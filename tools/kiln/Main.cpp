@@ -1,4 +1,5 @@
-// kiln: the command line of the compiler — compile, run, check-numerics, opt, cache and aot.
+// kiln: the command line of the compiler — compile, run, check-numerics, train, opt, cache,
+// aot, tune and tune-db.
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelSource.h"
 
@@ -27,6 +28,7 @@ commands:
             `kiln run model.kiln` loads without compiling
   bundle-info
             print a bundle's version, target, architectures and sections
+  tune-db   list, export, import or prune the tuning database
 
 'kiln <command> --help' describes each command. Models are graph IR files
 (.kir) or built-in examples:
@@ -80,6 +82,8 @@ int main(int argc, char **argv) {
     return aotCommand(rest);
   if (command == "bundle-info")
     return bundleInfoCommand(rest);
+  if (command == "tune-db")
+    return tuneDbCommand(rest);
   fmt::print(stderr, "kiln: unknown command '{}'\n\n", command);
   fmt::print(stderr, kUsage, exampleListing());
   return kExitUsage;

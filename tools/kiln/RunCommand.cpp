@@ -28,7 +28,7 @@ the median time per run.
 --iterations and --output apply); the examples are:
 {}
 options:
-{}  --batch N             batch size of an example (default: the example's)
+{}{}  --batch N             batch size of an example (default: the example's)
   --inputs FILE         input tensors from a safetensors file (default: seeded
                         random values: normal floats, integers in [0, 10))
   --params FILE         parameter values from a safetensors file (default: the
@@ -85,6 +85,7 @@ int checkUnderPolicy(const ir::Graph &graph, const NamedTensors &referenceInputs
 
 int runCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
+  valued.insert(kTuningFlags.begin(), kTuningFlags.end());
   valued.insert({"--batch", "--inputs", "--params", "--seed", "--iterations", "--output"});
   auto args = Args::parse(words, valued, {"--check", "--help"}, {"--profile"});
   if (!args) {
@@ -92,7 +93,7 @@ int runCommand(const std::vector<std::string> &words) {
     return kExitUsage;
   }
   if (args->has("--help")) {
-    fmt::print(kRunHelp, exampleListing(), kTargetHelp);
+    fmt::print(kRunHelp, exampleListing(), kTargetHelp, kTuningHelp);
     return kExitOk;
   }
   if (args->positional().size() != 1) {
@@ -104,10 +105,12 @@ int runCommand(const std::vector<std::string> &words) {
     return runBundle(args->positional()[0], *args);
   CompileOptions options;
   auto target = parseTargetOptions(*args, options);
+  auto tuning = parseTuningOptions(*args, options);
   auto batch = args->intValue("--batch", 0, 1);
   auto seed = args->intValue("--seed", 0, 0);
   auto iterations = args->intValue("--iterations", 10, 1);
-  for (const Error *error : {target ? nullptr : &target.error(), batch ? nullptr : &batch.error(),
+  for (const Error *error : {target ? nullptr : &target.error(),
+                             tuning ? nullptr : &tuning.error(), batch ? nullptr : &batch.error(),
                              seed ? nullptr : &seed.error(),
                              iterations ? nullptr : &iterations.error()})
     if (error) {
@@ -141,6 +144,9 @@ int runCommand(const std::vector<std::string> &words) {
   if (!report.fallbackReason.empty())
     fmt::print("note:   {}\n", report.fallbackReason);
   fmt::print("compiled {} kernels in {:.3f} s\n", report.numKernels, report.totalSeconds);
+  printTuningReport(report, "tuning: ");
+  for (const std::string &warning : report.warnings)
+    fmt::print(stderr, "kiln run: warning: {}\n", warning);
   if (auto bound = compiled->bindParams(params); !bound)
     return reportError("run", bound.error());
 

@@ -1,0 +1,326 @@
+// The strict JSON reader: a recursive descent over RFC 8259, tracking lines.
+#include "support/Json.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <tuple>
+
+namespace kiln::json {
+
+namespace {
+
+class Parser {
+public:
+  Parser(std::string_view text, std::string_view source, int maxDepth)
+      : text_(text), source_(source), maxDepth_(maxDepth) {}
+
+  Expected<Value> document() {
+    KILN_TRY(Value value, parseValue(0));
+    skipSpace();
+    if (at_ != text_.size())
+      return fail("unexpected text after the JSON value");
+    return value;
+  }
+
+private:
+  std::unexpected<Error> fail(std::string message) const {
+    return makeError(ErrorCode::FormatError, std::move(message),
+                     Location{std::string(source_), line_, column()});
+  }
+  unsigned column() const { return static_cast<unsigned>(at_ - lineStart_) + 1; }
+  bool atEnd() const { return at_ >= text_.size(); }
+  char peek() const { return atEnd() ? '\0' : text_[at_]; }
+
+  void skipSpace() {
+    while (!atEnd()) {
+      char c = text_[at_];
+      if (c == '\n') {
+        ++at_;
+        ++line_;
+        lineStart_ = at_;
+      } else if (c == ' ' || c == '\t' || c == '\r') {
+        ++at_;
+      } else {
+        break;
+      }
+    }
+  }
+
+  std::string describeNext() const {
+    if (atEnd())
+      return "the end of the text";
+    unsigned char c = static_cast<unsigned char>(peek());
+    return c >= 0x20 && c < 0x7f ? fmt::format("'{}'", static_cast<char>(c))
+                                 : fmt::format("byte {:#04x}", c);
+  }
+
+  Expected<Value> parseValue(int depth) {
+    skipSpace();
+    if (depth > maxDepth_)
+      return fail(fmt::format("nesting deeper than {} levels", maxDepth_));
+    Value value;
+    value.line = line_;
+    value.column = column();
+    char c = peek();
+    if (c == '{') {
+      value.kind = Value::Kind::Object;
+      ++at_;
+      skipSpace();
+      if (peek() == '}') {
+        ++at_;
+        return value;
+      }
+      while (true) {
+        skipSpace();
+        if (peek() != '"')
+          return fail(fmt::format("expected a member name in quotes, found {}", describeNext()));
+        unsigned keyLine = line_, keyColumn = column();
+        KILN_TRY(std::string key, parseString());
+        if (value.member(key))
+          return makeError(ErrorCode::FormatError, fmt::format("duplicate member \"{}\"", key),
+                           Location{std::string(source_), keyLine, keyColumn});
+        skipSpace();
+        if (peek() != ':')
+          return fail(fmt::format("expected ':' after \"{}\", found {}", key, describeNext()));
+        ++at_;
+        KILN_TRY(Value member, parseValue(depth + 1));
+        value.members.emplace_back(std::move(key), std::move(member));
+        skipSpace();
+        if (peek() == ',') {
+          ++at_;
+          continue;
+        }
+        if (peek() == '}') {
+          ++at_;
+          return value;
+        }
+        return fail(fmt::format("expected ',' or '}}' in an object, found {}", describeNext()));
+      }
+    }
+    if (c == '[') {
+      value.kind = Value::Kind::Array;
+      ++at_;
+      skipSpace();
+      if (peek() == ']') {
+        ++at_;
+        return value;
+      }
+      while (true) {
+        KILN_TRY(Value element, parseValue(depth + 1));
+        value.elements.push_back(std::move(element));
+        skipSpace();
+        if (peek() == ',') {
+          ++at_;
+          continue;
+        }
+        if (peek() == ']') {
+          ++at_;
+          return value;
+        }
+        return fail(fmt::format("expected ',' or ']' in an array, found {}", describeNext()));
+      }
+    }
+    if (c == '"') {
+      value.kind = Value::Kind::String;
+      KILN_TRY(value.string, parseString());
+      return value;
+    }
+    if (c == '-' || (c >= '0' && c <= '9'))
+      return parseNumber(std::move(value));
+    for (auto [word, kind, flag] : {std::tuple{"true", Value::Kind::Bool, true},
+                                    std::tuple{"false", Value::Kind::Bool, false},
+                                    std::tuple{"null", Value::Kind::Null, false}}) {
+      std::string_view literal(word);
+      if (text_.substr(at_, literal.size()) == literal) {
+        at_ += literal.size();
+        value.kind = kind;
+        value.boolean = flag;
+        return value;
+      }
+    }
+    return fail(fmt::format("expected a JSON value, found {}", describeNext()));
+  }
+
+  Expected<Value> parseNumber(Value value) {
+    size_t start = at_;
+    auto digits = [&] {
+      size_t from = at_;
+      while (!atEnd() && peek() >= '0' && peek() <= '9')
+        ++at_;
+      return at_ - from;
+    };
+    if (peek() == '-')
+      ++at_;
+    if (peek() == '0') {
+      ++at_;
+    } else if (digits() == 0) {
+      return fail("a number needs digits");
+    }
+    value.integral = true;
+    if (peek() == '.') {
+      ++at_;
+      value.integral = false;
+      if (digits() == 0)
+        return fail("a number needs digits after '.'");
+    }
+    if (peek() == 'e' || peek() == 'E') {
+      ++at_;
+      value.integral = false;
+      if (peek() == '+' || peek() == '-')
+        ++at_;
+      if (digits() == 0)
+        return fail("a number needs digits in its exponent");
+    }
+    value.kind = Value::Kind::Number;
+    auto [end, status] = std::from_chars(text_.data() + start, text_.data() + at_, value.number);
+    if (status != std::errc() || end != text_.data() + at_)
+      return fail(fmt::format("number {} is out of range", text_.substr(start, at_ - start)));
+    return value;
+  }
+
+  Expected<unsigned> hex4() {
+    unsigned code = 0;
+    for (int i = 0; i < 4; ++i, ++at_) {
+      char c = peek();
+      int digit = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : -1;
+      if (digit < 0)
+        return fail("\\u needs four hex digits");
+      code = code * 16 + static_cast<unsigned>(digit);
+    }
+    return code;
+  }
+
+  static void appendUtf8(std::string &out, unsigned code) {
+    if (code < 0x80) {
+      out += static_cast<char>(code);
+    } else if (code < 0x800) {
+      out += static_cast<char>(0xc0 | (code >> 6));
+      out += static_cast<char>(0x80 | (code & 0x3f));
+    } else if (code < 0x10000) {
+      out += static_cast<char>(0xe0 | (code >> 12));
+      out += static_cast<char>(0x80 | ((code >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (code & 0x3f));
+    } else {
+      out += static_cast<char>(0xf0 | (code >> 18));
+      out += static_cast<char>(0x80 | ((code >> 12) & 0x3f));
+      out += static_cast<char>(0x80 | ((code >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (code & 0x3f));
+    }
+  }
+
+  Expected<std::string> parseString() {
+    ++at_; // the opening quote
+    std::string out;
+    while (true) {
+      if (atEnd())
+        return fail("unterminated string");
+      char c = text_[at_];
+      if (c == '"') {
+        ++at_;
+        return out;
+      }
+      if (static_cast<unsigned char>(c) < 0x20)
+        return fail("a control character inside a string (write it as an escape)");
+      if (c != '\\') {
+        out += c;
+        ++at_;
+        continue;
+      }
+      ++at_;
+      char escape = peek();
+      ++at_;
+      switch (escape) {
+      case '"': out += '"'; break;
+      case '\\': out += '\\'; break;
+      case '/': out += '/'; break;
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case 'u': {
+        KILN_TRY(unsigned code, hex4());
+        if (code >= 0xd800 && code < 0xdc00) {
+          if (text_.substr(at_, 2) != "\\u")
+            return fail("a high surrogate \\u escape without its low half");
+          at_ += 2;
+          KILN_TRY(unsigned low, hex4());
+          if (low < 0xdc00 || low >= 0xe000)
+            return fail("a high surrogate \\u escape without its low half");
+          code = 0x10000 + ((code - 0xd800) << 10) + (low - 0xdc00);
+        } else if (code >= 0xdc00 && code < 0xe000) {
+          return fail("a lone low surrogate \\u escape");
+        }
+        appendUtf8(out, code);
+        break;
+      }
+      default:
+        --at_;
+        return fail(fmt::format("unknown escape \\{}", describeNext()));
+      }
+    }
+  }
+
+  std::string_view text_;
+  std::string_view source_;
+  int maxDepth_;
+  size_t at_ = 0;
+  size_t lineStart_ = 0;
+  unsigned line_ = 1;
+};
+
+} // namespace
+
+const Value *Value::member(std::string_view key) const {
+  for (const auto &[name, value] : members)
+    if (name == key)
+      return &value;
+  return nullptr;
+}
+
+std::string_view kindName(Value::Kind kind) {
+  switch (kind) {
+  case Value::Kind::Null: return "null";
+  case Value::Kind::Bool: return "boolean";
+  case Value::Kind::Number: return "number";
+  case Value::Kind::String: return "string";
+  case Value::Kind::Array: return "array";
+  case Value::Kind::Object: return "object";
+  }
+  return "?";
+}
+
+Expected<Value> parse(std::string_view text, std::string_view source, int maxDepth) {
+  return Parser(text, source, maxDepth).document();
+}
+
+std::string quote(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+    case '"': out += "\\\""; break;
+    case '\\': out += "\\\\"; break;
+    case '\n': out += "\\n"; break;
+    case '\r': out += "\\r"; break;
+    case '\t': out += "\\t"; break;
+    default:
+      if (static_cast<unsigned char>(c) < 0x20)
+        out += fmt::format("\\u{:04x}", static_cast<int>(c));
+      else
+        out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string number(double value) {
+  KILN_CHECK(std::isfinite(value), "json::number: JSON has no infinities or NaNs");
+  return fmt::format("{}", value);
+}
+
+} // namespace kiln::json

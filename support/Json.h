@@ -1,0 +1,45 @@
+// A small strict JSON (RFC 8259) reader and the writing helpers for the files
+// kiln exchanges (tuning records): every value remembers its line and column,
+// so a reader of a file can say where a field is wrong. In kiln_rt: a bundle
+// loader needs it without the compiler.
+#pragma once
+
+#include "support/Error.h"
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace kiln::json {
+
+struct Value {
+  enum class Kind { Null, Bool, Number, String, Array, Object };
+  Kind kind = Kind::Null;
+  unsigned line = 0, column = 0; ///< where the value starts (1-based)
+  bool boolean = false;
+  double number = 0;
+  bool integral = false; ///< a Number written without fraction or exponent
+  std::string string;    ///< escapes decoded (UTF-8)
+  std::vector<Value> elements;
+  /// In text order; the parser rejects duplicate keys.
+  std::vector<std::pair<std::string, Value>> members;
+
+  /// The member named `key`, or null.
+  const Value *member(std::string_view key) const;
+};
+
+/// "null", "boolean", "number", "string", "array", "object".
+std::string_view kindName(Value::Kind kind);
+
+/// Parses one value followed only by whitespace. Errors are FormatErrors at
+/// `source`:line:column. Nesting deeper than `maxDepth` is an error, not a
+/// stack overflow.
+Expected<Value> parse(std::string_view text, std::string_view source, int maxDepth = 32);
+
+/// `text` as a JSON string literal, quotes included.
+std::string quote(std::string_view text);
+/// The shortest text that reads back as exactly `value` (finite values only).
+std::string number(double value);
+
+} // namespace kiln::json
