@@ -136,6 +136,10 @@ Expected<GpuModuleImage> emitGpuCode(const std::vector<kir::Kernel> &kernels,
   return image;
 }
 
+std::string offlineGpuFingerprint(const codegen::GpuTarget &target) {
+  return tuning::targetFingerprint(target, {"unavailable", gpuToolkitVersion(), "unknown"});
+}
+
 } // namespace compiler
 
 Expected<GpuKernels> compileGpuKernels(const ir::Graph &userGraph, const CompileOptions &options,
@@ -150,12 +154,9 @@ Expected<GpuKernels> compileGpuKernels(const ir::Graph &userGraph, const Compile
   r.target = fmt::format("cuda {} ({})", gpu.archName(),
                          options.gpuBackend == GpuBackend::Nvrtc ? "CUDA C through NVRTC"
                                                                  : "LLVM NVPTX");
-  // Without a GPU there is no driver to match a record tuned on one: only records
-  // stored for "driver=unavailable" apply (docs/tuning.md).
-  std::string fingerprint = tuning::targetFingerprint(
-      gpu, {"unavailable", compiler::gpuToolkitVersion(), "unknown"});
   KILN_TRY(compiler::LoweredProgram program,
-           compiler::lowerProgram(userGraph, options, gpu, fingerprint, dump, r));
+           compiler::lowerProgram(userGraph, options, gpu, compiler::offlineGpuFingerprint(gpu),
+                                  dump, r));
   auto codegenStart = std::chrono::steady_clock::now();
   KILN_TRY(compiler::GpuModuleImage image,
            compiler::emitGpuCode(program.kernels, gpu, options, dump, &r));

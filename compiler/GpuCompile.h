@@ -31,4 +31,9 @@ Expected<GpuModuleImage> emitGpuCode(const std::vector<kir::Kernel> &kernels,
                                      const CompileOptions &options, std::ostream &dump,
                                      CompileReport *report = nullptr);
 
+/// The tuning fingerprint of GPU code compiled without a GPU (compileGpuKernels,
+/// AOT bundles): no driver to match a record tuned on one, so only records
+/// stored for "driver=unavailable" apply (docs/tuning.md).
+std::string offlineGpuFingerprint(const codegen::GpuTarget &target);
+
 } // namespace kiln::compiler

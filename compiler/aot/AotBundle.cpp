@@ -8,8 +8,10 @@
 #include "compiler/LaunchPlanBuilder.h"
 #include "compiler/Pipeline.h"
 #include "compiler/aot/HostLinker.h"
+#include "compiler/tuning/TuningKeys.h"
 #include "ir/kernel/GpuLaunch.h"
 #include "runtime/bundle/BundleFile.h"
+#include "runtime/tuning/TuningRecordJson.h"
 #include "support/Version.h"
 
 #include <fmt/format.h>
@@ -37,6 +39,23 @@ Expected<runtime::LaunchPlan> planWithoutCode(const LoweredProgram &program) {
   return plan;
 }
 
+/// Keeps the records `program`'s lowering used, each key once, and the
+/// database's one-line account for `label`.
+void collectRecords(const LoweredProgram &program, const CompileReport &compileReport,
+                    std::string_view label, AotReport &report) {
+  for (const auto &record : program.groupRecords) {
+    if (!record)
+      continue;
+    bool seen = false;
+    for (const tuning::TuningRecord &kept : report.records)
+      seen = seen || kept.key == record->key;
+    if (!seen)
+      report.records.push_back(*record);
+  }
+  if (!compileReport.tuning.empty())
+    report.tuning.push_back(fmt::format("{}: {}", label, compileReport.tuning));
+}
+
 /// Weights must name parameters of the plan with their dtype and shape.
 Expected<void> checkWeights(const NamedTensors &weights, const runtime::LaunchPlan &plan) {
   for (const auto &[name, tensor] : weights) {
@@ -62,8 +81,10 @@ Expected<void> addCpuCode(const ir::Graph &graph, const AotOptions &options,
   codegen::CpuTarget target = options.cpuTarget.value_or(codegen::hostCpuTarget());
   CompileReport compileReport;
   std::ostringstream dump;
-  KILN_TRY(LoweredProgram program, lowerProgram(graph, options.compile, target, dump,
-                                                compileReport));
+  KILN_TRY(LoweredProgram program,
+           lowerProgram(graph, options.compile, target, tuning::targetFingerprint(target), dump,
+                        compileReport));
+  collectRecords(program, compileReport, "cpu", report);
   // The plan and the weights are checked before the (slower) code generation.
   KILN_TRY(contents.hostPlan, planWithoutCode(program));
   KILN_TRY_VOID(checkWeights(options.weights, contents.hostPlan));
@@ -90,7 +111,9 @@ Expected<void> addGpuCode(const ir::Graph &graph, const AotOptions &options,
     CompileReport compileReport;
     std::ostringstream dump;
     KILN_TRY(LoweredProgram program,
-             lowerProgram(graph, options.compile, target, dump, compileReport));
+             lowerProgram(graph, options.compile, target, offlineGpuFingerprint(target), dump,
+                          compileReport));
+    collectRecords(program, compileReport, target.archName(), report);
     runtime::bundle::GpuArchCode code;
     KILN_TRY(code.plan, planWithoutCode(program));
     KILN_TRY_VOID(checkWeights(options.weights, code.plan));
@@ -147,7 +170,8 @@ Expected<std::string> buildBundle(const ir::Graph &graph, const AotOptions &opti
                                  targetKindName(options.target)));
   }
   contents.weights = options.weights;
-  contents.tuningRecords = options.tuningRecords;
+  if (!r.records.empty())
+    contents.tuningRecords = tuning::tuningExportToJson({r.records, {}});
   std::string bytes = runtime::bundle::encodeBundle(contents);
   r.bytes = bytes.size();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

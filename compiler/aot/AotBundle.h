@@ -7,6 +7,7 @@
 #include "codegen/Target.h"
 #include "compiler/Compile.h"
 #include "ir/graph/Graph.h"
+#include "runtime/tuning/TuningRecord.h"
 #include "support/Error.h"
 #include "support/HostTensor.h"
 
@@ -23,13 +24,12 @@ struct AotOptions {
   std::vector<std::string> gpuArchs = {"sm_80", "sm_90a"};
   /// Cpu: the CPU the host code is compiled for; the host's when unset.
   std::optional<codegen::CpuTarget> cpuTarget;
-  /// Precision, GPU backend, schedule choice and the kernel cache, as for compile()
-  /// (its target, gpuArch and dumps are ignored).
+  /// Precision, GPU backend, schedule choice, tuning records and the kernel
+  /// cache, as for compile() (its target, gpuArch and dumps are ignored). The
+  /// tuning records the lowering used go into the bundle's "tuning" section.
   CompileOptions compile;
   /// Parameters to store and bind at load; each must be a parameter of the graph.
   NamedTensors weights;
-  /// Tuning records as text, stored verbatim in the "tuning" section.
-  std::string tuningRecords;
 };
 
 /// What a bundle write did, for `kiln aot`.
@@ -39,6 +39,10 @@ struct AotReport {
   std::vector<std::string> notes;  ///< e.g. "sm_80: no cubin (ptxas unavailable: ...)"
   size_t bytes = 0;
   double seconds = 0;
+  /// The tuning records that chose schedules (each once), as the bundle stores them.
+  std::vector<tuning::TuningRecord> records;
+  /// What the tuning database did, per target: "cpu: 2 of 5 groups from ...".
+  std::vector<std::string> tuning;
 };
 
 /// The bundle's bytes.

@@ -6,12 +6,16 @@
 
 #include "codegen/Target.h"
 #include "compiler/Pipeline.h"
+#include "compiler/aot/AotBundle.h"
 #include "compiler/tuning/TuningKeys.h"
 #include "frontend/TempDir.h"
+#include "runtime/bundle/BundleLoader.h"
 #include "runtime/tuning/TuningDatabase.h"
+#include "runtime/tuning/TuningRecordJson.h"
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <sstream>
 
 namespace kiln::test {
@@ -279,6 +283,51 @@ TEST_CASE("a library record is kept for the group and lowered with the default s
   CHECK(report.tuning == "0 of 2 groups from " + path);
   REQUIRE(report.tuningRecords.size() == 1);
   CHECK(report.tuningRecords[0].find("cudnn") != std::string::npos);
+}
+
+TEST_CASE("an AOT bundle lowers with the tuning records and carries them", "[compiler][tuning]") {
+  CompileCase c("tuned_bundle");
+  buildDense(c);
+  REQUIRE(c.graph().finalize());
+  std::vector<GroupInfo> groups = probeGroups(c.graph().ir());
+  const GroupInfo &dense = contractionOf(groups);
+  std::string tuned = nonDefaultSchedule(dense);
+  INFO("tuned schedule: " << tuned);
+  TempDir dir;
+  std::string path = dir.file("tuning.sqlite");
+  store(path, {recordFor(dense, tuned)});
+
+  compiler::AotOptions options;
+  options.target = TargetKind::Cpu;
+  options.compile.tuningDbPath = path;
+  compiler::AotReport report;
+  auto bytes = compiler::buildBundle(c.graph().ir(), options, &report);
+  REQUIRE(bytes);
+  REQUIRE(report.records.size() == 1);
+  CHECK(report.records[0].schedule == tuned);
+  REQUIRE(report.tuning.size() == 1);
+  CHECK(report.tuning[0] == "cpu: 1 of 2 groups from " + path);
+
+  auto loaded = runtime::bundle::loadBundleFromBytes(*bytes, {}, "tuned.kiln");
+  REQUIRE(loaded);
+  auto carried = tuning::tuningExportFromJson(loaded->tuningRecords, "tuned.kiln");
+  REQUIRE(carried);
+  REQUIRE(carried->records.size() == 1);
+  CHECK(carried->records[0].key == dense.key);
+  CHECK(carried->records[0].schedule == tuned);
+
+  // The bundle computes exactly what compile() does with the same record.
+  CompileOptions compileOptions;
+  compileOptions.tuningDbPath = path;
+  NamedTensors expected = c.check(compileOptions);
+  auto outputs = loaded->model.run(c.tensors());
+  REQUIRE(outputs);
+  for (const auto &[name, tensor] : expected) {
+    INFO("output " << name);
+    REQUIRE(outputs->contains(name));
+    CHECK(std::memcmp(outputs->at(name).bytes().data(), tensor.bytes().data(),
+                      tensor.byteSize()) == 0);
+  }
 }
 
 } // namespace kiln::test

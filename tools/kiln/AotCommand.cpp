@@ -20,8 +20,8 @@ constexpr const char *kAotHelp = R"(usage: kiln aot <model> -o FILE [options]
 
 Compiles a model ahead of time into one versioned, checksummed bundle: the
 launch plan, the kernels (a host shared object for --target cpu; per GPU
-architecture a cubin and PTX for --target cuda), optionally the weights and
-tuning records. `kiln run FILE` and `kiln-run-bundle FILE` load it without
+architecture a cubin and PTX for --target cuda), optionally the weights, and
+the tuning records that chose its schedules. `kiln run FILE` and `kiln-run-bundle FILE` load it without
 LLVM or NVRTC.
 
 <model> is a graph IR file (.kir) or example:<name>; the examples are:
@@ -40,8 +40,7 @@ options:
   --embed-params        store the model's own parameter values (the example's
                         initializers, seeded random values for .kir files)
   --seed S              seed for those values (default 0)
-  --tuning FILE         store this file's tuning records (text) in the bundle
-  --info FILE           print a bundle's version, target, sections and sizes
+{}  --info FILE           print a bundle's version, target, sections and sizes
   --help                print this help and exit
 exit status: 0 success, 1 a failure, 2 bad usage
 )";
@@ -104,14 +103,15 @@ int aotCommand(const std::vector<std::string> &rawWords) {
     if (word == "-o")
       word = "--output";
   std::set<std::string> valued = kTargetFlags;
-  valued.insert({"--output", "--batch", "--weights", "--seed", "--tuning", "--info"});
+  valued.insert({"--output", "--batch", "--weights", "--seed", "--info"});
+  valued.insert(kTuningFlags.begin(), kTuningFlags.end());
   auto args = Args::parse(words, valued, {"--embed-params", "--help"});
   if (!args) {
     fmt::print(stderr, "kiln aot: {}\nrun 'kiln aot --help' for usage\n", args.error().message());
     return kExitUsage;
   }
   if (args->has("--help")) {
-    fmt::print(kAotHelp, exampleListing());
+    fmt::print(kAotHelp, exampleListing(), kTuningHelp);
     return kExitOk;
   }
   if (auto info = args->value("--info"))
@@ -151,6 +151,10 @@ int aotCommand(const std::vector<std::string> &rawWords) {
     fmt::print(stderr, "kiln aot: {}\n", parsed.error().message());
     return kExitUsage;
   }
+  if (auto tuning = parseTuningOptions(*args, compileOptions); !tuning) {
+    fmt::print(stderr, "kiln aot: {}\n", tuning.error().message());
+    return kExitUsage;
+  }
   options.compile = compileOptions;
   if (auto archs = args->value("--arch")) {
     if (options.target != TargetKind::Cuda) {
@@ -178,20 +182,12 @@ int aotCommand(const std::vector<std::string> &rawWords) {
   } else if (args->has("--embed-params")) {
     options.weights = model->params;
   }
-  if (auto path = args->value("--tuning")) {
-    int errorNumber = 0;
-    auto text = runtime::readWholeFile(*path, errorNumber);
-    if (!text)
-      return reportError("aot", Error(ErrorCode::IOError,
-                                      fmt::format("cannot read '{}': {}", *path,
-                                                  std::strerror(errorNumber))));
-    options.tuningRecords = std::move(*text);
-  }
-
   compiler::AotReport report;
   if (auto written = compiler::writeBundle(*model->graph, options, *output, &report); !written)
     return reportError("aot", written.error());
   fmt::print("target:   {}\n", report.target);
+  for (const std::string &line : report.tuning)
+    fmt::print("tuning:   {}\n", line);
   for (const std::string &note : report.notes)
     fmt::print("note:     {}\n", note);
   fmt::print("wrote {} ({}, {} kernels{}) in {:.2f} s\n", *output, sizeText(report.bytes),
