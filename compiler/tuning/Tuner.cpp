@@ -371,10 +371,12 @@ Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &opt
   // share of the budget.
   for (int g = 0; g < groupCount; ++g) {
     GroupTuning &tuning = tunings[size_t(g)];
+    auto setupStart = Clock::now();
     KILN_TRY(tuning.problem, makeGroupProblem(tunedGraph, *tuning.group,
                                               std::max(1, tunerOptions.inputSets),
                                               tunerOptions.seed + uint64_t(tuning.group->id)));
     KILN_TRY(tuning.timer, target.makeTimer(tuning.problem));
+    report.setupSeconds += secondsSince(setupStart);
     run.runBatch(tuning, {0}, g, groupCount, 1);
     const CandidateTiming &baseline = tuning.result.candidates.front();
     tuning.result.defaultSeconds = baseline.valid ? baseline.medianSeconds : 0;
@@ -403,17 +405,20 @@ Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &opt
       int mine = g + 1 == groupCount ? trialsLeft : static_cast<int>(trialsLeft * share);
       trials = std::min(trials, mine);
     }
-    double deadline = 0; // seconds since start; 0: none
+    // The budget is for the search: each group's one-off setup (inputs, the
+    // reference) does not count against it.
+    auto searchSeconds = [&] { return secondsSince(start) - report.setupSeconds; };
+    double deadline = 0; // in searchSeconds(); 0: none
     if (!exhaustive && tunerOptions.budgetSeconds > 0) {
-      double timeLeft = std::max(0.0, tunerOptions.budgetSeconds - secondsSince(start));
-      deadline = secondsSince(start) + timeLeft * share;
+      double timeLeft = std::max(0.0, tunerOptions.budgetSeconds - searchSeconds());
+      deadline = searchSeconds() + timeLeft * share;
     }
     int planned = trials + 1;
     run.report(TuneProgress::Kind::GroupStarted, tuning, g, groupCount, planned);
-    if (trials > 0 && !(deadline > 0 && secondsSince(start) >= deadline)) {
+    if (trials > 0 && !(deadline > 0 && searchSeconds() >= deadline)) {
       KILN_TRY(tuning.timer, target.makeTimer(tuning.problem));
       for (int next = 0; next < trials;) {
-        if (deadline > 0 && secondsSince(start) >= deadline)
+        if (deadline > 0 && searchSeconds() >= deadline)
           break;
         int batch = std::min(run.threads(), trials - next);
         std::vector<size_t> indices(tuning.order.begin() + next,

@@ -38,8 +38,9 @@ struct TuneProgress {
 };
 
 struct TunerOptions {
-  /// Whole run, wall clock, including compiles; split across groups by the
-  /// time of their defaults. 0: no time limit.
+  /// Wall-clock seconds for the search (compiles, checks, timed runs), split
+  /// across groups by the time of their defaults; each group's one-off setup
+  /// (random inputs, the reference) is not counted. 0: no time limit.
   double budgetSeconds = 0;
   /// Whole run: candidates timed, every group's default included (a group
   /// always times its default, even past the budget). 0: no limit.
@@ -92,6 +93,7 @@ struct TuneReport {
   std::string targetFingerprint; ///< tuning::targetFingerprint of that target
   std::vector<TunedGroup> groups; ///< groups with more than one candidate, in launch order
   double seconds = 0;            ///< the whole run
+  double setupSeconds = 0;       ///< of which the groups' inputs and references
   int candidatesTimed = 0;
   double defaultSecondsTotal = 0; ///< sum of the groups' default medians
   double bestSecondsTotal = 0;    ///< sum of the winners' medians

@@ -60,9 +60,10 @@ TEST_CASE("cost model: padding to the register tile costs time", "[compiler][cos
   codegen::CpuTarget target = testTarget();
   MatMulSchedule s = serialSchedule(96, 256, 512);
   double exact = tuning::estimateCpuGemmSeconds({1, 96, 64, 256, DType::F32}, s, target);
-  // n = 65 pads to 80 columns of 16: a quarter wasted, on top of 1/64 more work.
+  // n = 65 pads to 80 columns of 16: the arithmetic grows by a quarter for
+  // 1/64 more work (the packing traffic, about half the estimate here, by 1/64).
   double padded = tuning::estimateCpuGemmSeconds({1, 96, 65, 256, DType::F32}, s, target);
-  CHECK(padded > exact * 1.15);
+  CHECK(padded > exact * 1.08);
   // On the GPU: K = 513 pads to 528 with blockK 16; one block more than a
   // wave holds costs a whole wave.
   codegen::GpuTarget gpu = *codegen::gpuTargetNamed("sm_90a");
