@@ -17,6 +17,9 @@ namespace {
 
 using Bytes = std::vector<uint8_t, AlignedAllocator<uint8_t>>;
 
+/// The most an automatic flush touches (see makeCpuKernelTimer).
+constexpr int64_t kMaxAutoFlushBytes = int64_t{64} << 20;
+
 class CpuCandidate final : public LoadedCandidate {
 public:
   std::shared_ptr<codegen::HostModule> module;
@@ -117,8 +120,11 @@ makeCpuKernelTimer(const codegen::CpuTarget &target, const GroupProblem &problem
                    int64_t flushBytes) {
   if (problem.inputSets.empty())
     return makeError(ErrorCode::InvalidArgument, "the group problem has no input set");
+  // Twice the last level, but at most kMaxAutoFlushBytes: virtual machines
+  // often report the whole package's L3 (hundreds of MiB) where a core sees
+  // one complex's, and the flush must stay a small part of each run.
   if (flushBytes < 0)
-    flushBytes = 2 * target.l3Bytes;
+    flushBytes = std::min<int64_t>(2 * target.l3Bytes, kMaxAutoFlushBytes);
   return std::unique_ptr<KernelTimer>(new CpuKernelTimer(target, problem, flushBytes));
 }
 

@@ -43,7 +43,7 @@ public:
 };
 
 /// A timer on this CPU. `flushBytes`: bytes touched before each timed run
-/// (-1: twice the target's L3).
+/// (-1: twice the target's L3, at most 64 MiB).
 Expected<std::unique_ptr<KernelTimer>>
 makeCpuKernelTimer(const codegen::CpuTarget &target, const GroupProblem &problem,
                    int64_t flushBytes);

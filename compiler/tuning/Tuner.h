@@ -53,7 +53,8 @@ struct TunerOptions {
   /// Input sets cycled through the timed runs, so the timed data is not hot.
   int inputSets = 3;
   /// Bytes touched between runs to evict the caches (the CPU's last level, a
-  /// GPU's L2): -1 picks twice the target's cache, 0 flushes nothing.
+  /// GPU's L2): -1 picks twice the target's cache (at most 64 MiB on the
+  /// CPU), 0 flushes nothing.
   int64_t flushBytes = -1;
   /// Threads compiling candidates at once (CPU target; device targets load
   /// one at a time). 0: min(4, hardware threads).
