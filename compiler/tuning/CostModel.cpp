@@ -28,7 +28,9 @@ constexpr double kCpuClockHz = 3.0e9;
 constexpr double kCpuFmaPipes = 2;
 constexpr double kCpuBytesPerSecondPerCore = 10e9;
 constexpr double kCpuMemoryBytesPerSecond = 40e9;
-constexpr double kForkJoinSeconds = 4e-6;
+/// Waking the pool's sleeping workers through a condition variable and
+/// joining them: tens of microseconds.
+constexpr double kForkJoinSeconds = 15e-6;
 constexpr double kGpuClockHz = 1.6e9;
 constexpr double kGpuLanesPerSm = 128;
 constexpr double kGpuTensorCoreSpeedup = 8;

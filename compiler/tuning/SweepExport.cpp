@@ -228,8 +228,10 @@ std::string formatSeconds(double seconds) {
 std::string sweepCsv(std::span<const SweepGroup> sweep) {
   std::vector<std::string> columns = fieldColumns(sweep);
   std::string out = "group,summary,signature,shapes,target,kiln_version,candidate,schedule,backend";
-  for (const std::string &column : columns)
-    out += "," + csvField(column);
+  for (const std::string &column : columns) {
+    out += ',';
+    out += csvField(column);
+  }
   out += ",median_s,min_s,runs,valid,note\n";
   for (size_t g = 0; g < sweep.size(); ++g) {
     const SweepGroup &group = sweep[g];
@@ -243,7 +245,9 @@ std::string sweepCsv(std::span<const SweepGroup> sweep) {
       for (const std::string &column : columns) {
         auto it = std::find_if(fields.begin(), fields.end(),
                                [&](const auto &field) { return field.first == column; });
-        out += "," + (it == fields.end() ? std::string() : csvField(it->second));
+        out += ',';
+        if (it != fields.end())
+          out += csvField(it->second);
       }
       out += fmt::format(",{},{},{},{},{}\n", number(c.medianSeconds), number(c.minSeconds),
                          c.runs, c.valid ? "true" : "false", csvField(c.note));

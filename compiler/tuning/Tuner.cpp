@@ -183,6 +183,7 @@ struct GroupTuning {
   const passes::FusionGroup *group = nullptr;
   std::vector<lower::Schedule> space;
   std::vector<size_t> order; ///< indices into `space` to try after the default
+  size_t tried = 0;          ///< how many of `order` have been timed
   GroupProblem problem;
   std::unique_ptr<KernelTimer> timer;
   TunedGroup result;
@@ -239,6 +240,7 @@ public:
       loaded[i] = std::unexpected(Error(ErrorCode::Unavailable, "released"));
       tuning.result.candidates.push_back(std::move(timing));
       tuning.result.schedules.push_back(schedule);
+      tuning.result.spaceIndices.push_back(static_cast<int>(indices[i]));
       ++timed_;
       report(TuneProgress::Kind::CandidateDone, tuning, groupIndex, groupCount, planned);
     }
@@ -368,7 +370,10 @@ Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &opt
   int groupCount = static_cast<int>(tunings.size());
 
   // First every group's default: the baseline, and the weight of the group's
-  // share of the budget.
+  // share of the budget. Where no trial count limits the run, the cost
+  // model's first picks are compiled beside it on the other compile threads,
+  // which costs no more wall time than the default alone.
+  bool exhaustive = tunerOptions.exhaustive;
   for (int g = 0; g < groupCount; ++g) {
     GroupTuning &tuning = tunings[size_t(g)];
     auto setupStart = Clock::now();
@@ -377,7 +382,11 @@ Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &opt
                                               tunerOptions.seed + uint64_t(tuning.group->id)));
     KILN_TRY(tuning.timer, target.makeTimer(tuning.problem));
     report.setupSeconds += secondsSince(setupStart);
-    run.runBatch(tuning, {0}, g, groupCount, 1);
+    std::vector<size_t> first{0};
+    if (exhaustive || tunerOptions.maxTrials == 0)
+      tuning.tried = std::min<size_t>(size_t(run.threads() - 1), tuning.order.size());
+    first.insert(first.end(), tuning.order.begin(), tuning.order.begin() + long(tuning.tried));
+    run.runBatch(tuning, first, g, groupCount, int(first.size()));
     const CandidateTiming &baseline = tuning.result.candidates.front();
     tuning.result.defaultSeconds = baseline.valid ? baseline.medianSeconds : 0;
     tuning.weight = baseline.valid ? baseline.medianSeconds : 0;
@@ -391,7 +400,6 @@ Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &opt
     if (tuning.weight <= 0)
       tuning.weight = meanWeight > 0 ? meanWeight : 1;
 
-  bool exhaustive = tunerOptions.exhaustive;
   for (int g = 0; g < groupCount; ++g) {
     GroupTuning &tuning = tunings[size_t(g)];
     double weightLeft = 0;
@@ -399,7 +407,7 @@ Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &opt
       weightLeft += tunings[h].weight;
     double share = tuning.weight / weightLeft;
 
-    int trials = static_cast<int>(tuning.order.size());
+    int trials = static_cast<int>(tuning.order.size() - tuning.tried);
     if (!exhaustive && tunerOptions.maxTrials > 0) {
       int trialsLeft = std::max(0, tunerOptions.maxTrials - run.timed());
       int mine = g + 1 == groupCount ? trialsLeft : static_cast<int>(trialsLeft * share);
@@ -413,7 +421,7 @@ Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &opt
       double timeLeft = std::max(0.0, tunerOptions.budgetSeconds - searchSeconds());
       deadline = searchSeconds() + timeLeft * share;
     }
-    int planned = trials + 1;
+    int planned = trials + 1 + static_cast<int>(tuning.tried);
     run.report(TuneProgress::Kind::GroupStarted, tuning, g, groupCount, planned);
     if (trials > 0 && !(deadline > 0 && searchSeconds() >= deadline)) {
       KILN_TRY(tuning.timer, target.makeTimer(tuning.problem));
@@ -421,8 +429,8 @@ Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &opt
         if (deadline > 0 && searchSeconds() >= deadline)
           break;
         int batch = std::min(run.threads(), trials - next);
-        std::vector<size_t> indices(tuning.order.begin() + next,
-                                    tuning.order.begin() + next + batch);
+        auto from = tuning.order.begin() + long(tuning.tried) + next;
+        std::vector<size_t> indices(from, from + batch);
         run.runBatch(tuning, indices, g, groupCount, planned);
         next += batch;
       }

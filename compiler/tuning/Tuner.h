@@ -80,6 +80,9 @@ struct TunedGroup {
   /// (see docs/tuning.md); `schedules` keeps each exact schedule.
   std::vector<CandidateTiming> candidates;
   std::vector<lower::Schedule> schedules; ///< parallel to `candidates`
+  /// Parallel to `candidates`: each one's index in the group's schedule space
+  /// (deterministic for a graph and target, so two runs can be matched).
+  std::vector<int> spaceIndices;
   int spaceSize = 0;          ///< candidates in the group's whole space
   /// Index into `candidates` of the fastest valid one; -1 when none is valid.
   int winner = -1;

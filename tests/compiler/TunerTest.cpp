@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 namespace kiln::test {
@@ -96,12 +97,20 @@ TEST_CASE("a time budget already spent leaves each group its default", "[compile
   REQUIRE(c.graph().finalize());
   TunerOptions options = quickOptions();
   options.budgetSeconds = 1e-9;
+  options.compileThreads = 1; // nothing compiled beside the default
   TuneReport report = tuneOrFail(c.graph().ir(), cpuOptions(), options);
   REQUIRE(!report.groups.empty());
   for (const tuning::TunedGroup &group : report.groups) {
     CHECK(group.candidates.size() == 1);
+    CHECK(group.spaceIndices == std::vector<int>{0});
     CHECK(group.winner == 0);
   }
+  // With two compile threads the cost model's first pick is compiled beside
+  // the default, at no extra wall time.
+  options.compileThreads = 2;
+  report = tuneOrFail(c.graph().ir(), cpuOptions(), options);
+  for (const tuning::TunedGroup &group : report.groups)
+    CHECK(group.candidates.size() == 2);
 }
 
 TEST_CASE("an exhaustive sweep times every candidate of the space", "[compiler][tuner]") {
@@ -121,6 +130,10 @@ TEST_CASE("an exhaustive sweep times every candidate of the space", "[compiler][
     CHECK(candidate.valid);
     CHECK(candidate.runs == 1);
   }
+  std::vector<int> indices = group.spaceIndices;
+  std::sort(indices.begin(), indices.end());
+  for (size_t i = 0; i < indices.size(); ++i)
+    CHECK(indices[i] == int(i));
   std::vector<tuning::SweepGroup> sweep = tuning::sweepFrom(report);
   REQUIRE(sweep.size() == report.groups.size());
   CHECK(sweep.front().candidates.size() == group.candidates.size());
