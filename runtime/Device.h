@@ -52,6 +52,13 @@ public:
   /// Enqueues the kernel on `stream`; args[i] is the device address of its i-th
   /// parameter (every kiln kernel parameter is a buffer).
   virtual Expected<void> launch(const DevicePtr *args, Stream stream) const = 0;
+  /// Called before launches on `stream` are captured into a launch graph,
+  /// where allocating fails: a kernel that keeps per-stream state (a library
+  /// call's handle and workspace) creates it here. Kernels without any need nothing.
+  virtual Expected<void> prepare(Stream stream) const {
+    (void)stream;
+    return {};
+  }
 };
 
 /// A device. Every method is safe to call from several threads at once.

@@ -324,6 +324,10 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
     ctx.hasGraph = false;
   }
   if (useGraph && !ctx.hasGraph) {
+    for (const PlanStep &step : plan.steps)
+      if (step.entry.deviceKernel)
+        if (auto ready = step.entry.deviceKernel->prepare(ctx.stream); !ready)
+          return fail(std::move(ready).error());
     if (auto done = device_->beginCapture(ctx.stream); !done)
       return fail(std::move(done).error());
     Expected<void> launched = launchSteps(plan, addresses, ctx, false);
