@@ -15,6 +15,7 @@
 #include "passes/lower/Lower.h"
 #include "passes/lower/gpu/GpuLower.h"
 #include "runtime/cuda/CudaModule.h"
+#include "runtime/cudnn/CudnnLibrary.h"
 #include "runtime/sim/SimDevice.h"
 #include "support/Tolerance.h"
 
@@ -55,6 +56,9 @@ public:
   const std::string &name() const override { return kernel_->name(); }
   Expected<void> launch(const runtime::DevicePtr *args, runtime::Stream stream) const override {
     return kernel_->launch(args, stream);
+  }
+  Expected<void> prepare(runtime::Stream stream) const override {
+    return kernel_->prepare(stream);
   }
 
 private:
@@ -104,10 +108,11 @@ Expected<TuningTarget> cudaTarget(const CompileOptions &options,
   TuningTarget target;
   target.lowering = arch;
   target.description = fmt::format("cuda {} on {}", arch.archName(), gpu.device->describe());
-  // The toolkit and cuDNN versions are the tuning database's to fill in
-  // (docs/tuning.md); the driver's is known here.
+  // The toolkit's version is not probed here yet ("unknown"); the driver's
+  // and cuDNN's are.
   target.fingerprint = targetFingerprint(
-      arch, GpuToolchainVersions{std::to_string(properties.driverVersion), "unknown", "unknown"});
+      arch, GpuToolchainVersions{std::to_string(properties.driverVersion), "unknown",
+                                 runtime::cudnn::cudnnVersionText()});
   int deviceSm = properties.ccMajor * 10 + properties.ccMinor;
   std::shared_ptr<runtime::cuda::CudaDevice> device = gpu.device;
   int64_t flush = tunerOptions.flushBytes;

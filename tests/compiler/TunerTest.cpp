@@ -224,11 +224,14 @@ TEST_CASE("a model compiled with the tuner's winners matches the reference",
   Tensor a = c.input("a", {19, 45});
   Tensor h = relu(matmul(a, c.param("w", {45, 23})) + c.param("bias", {23}));
   c.output("p", softmax(h));
+  Tensor image = c.input("image", {2, 3, 9, 11});
+  c.output("features", relu(conv2d(image, c.param("f", {5, 3, 3, 3}))));
   REQUIRE(c.graph().finalize());
   TunerOptions options = quickOptions();
-  options.maxTrials = 6;
+  options.maxTrials = 7;
   TuneReport report = tuneOrFail(c.graph().ir(), cpuOptions(), options);
-  REQUIRE(report.groups.size() >= 2);
+  REQUIRE(report.groups.size() >= 3);
+  CHECK(report.candidatesTimed <= 7);
 
   CompileOptions compileOptions = cpuOptions();
   auto chooser = tuning::winnersAsScheduleChooser(report);
