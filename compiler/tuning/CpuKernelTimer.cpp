@@ -3,6 +3,7 @@
 #include "compiler/tuning/KernelTimer.h"
 
 #include "codegen/llvm/HostBackend.h"
+#include "runtime/cpu/ThreadPool.h"
 #include "support/AlignedAllocator.h"
 
 #include <fmt/format.h>
@@ -100,11 +101,20 @@ private:
   }
 
   /// Reads and writes one byte of every cache line of a buffer larger than
-  /// the last-level cache, so the next run starts with cold caches as a run
-  /// inside a model would (memset could use non-temporal stores, which evict nothing).
+  /// the last-level cache, so the next run finds none of its data in any
+  /// cache (memset could use non-temporal stores, which evict nothing). The
+  /// kernels' thread pool does it, so every core's private caches are flushed
+  /// too, and its workers are awake when the kernel starts, as they are
+  /// between a model's back-to-back kernels (a pool idle through a
+  /// single-threaded flush would charge each parallel candidate the workers'
+  /// wake-up, which on a busy machine is a scheduler time slice).
   void flushCaches() {
-    for (size_t i = 0; i < flush_.size(); i += 64)
-      flush_[i] = static_cast<uint8_t>(flush_[i] + 1);
+    int64_t lines = static_cast<int64_t>(flush_.size() / 64);
+    uint8_t *bytes = flush_.data();
+    cpu::ThreadPool::global().parallelFor(lines, [bytes](int64_t begin, int64_t end) {
+      for (int64_t line = begin; line < end; ++line)
+        bytes[line * 64] = static_cast<uint8_t>(bytes[line * 64] + 1);
+    });
   }
 
   codegen::CpuTarget target_;
