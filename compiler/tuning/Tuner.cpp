@@ -363,10 +363,8 @@ Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &opt
     tuning.result.defaultSchedule = lower::scheduleStr(space.front());
     tuning.result.spaceSize = static_cast<int>(space.size());
     // The space's first schedule is the heuristic default; the rest go in the
-    // cost model's order.
-    for (size_t index : rankByCost(tunedGraph, group, space, target.lowering))
-      if (index != 0)
-        tuning.order.push_back(index);
+    // cost model's order, the families taking turns.
+    tuning.order = searchOrder(space, rankByCost(tunedGraph, group, space, target.lowering));
     tuning.space = std::move(space);
     tunings.push_back(std::move(tuning));
   }
@@ -457,6 +455,38 @@ Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &opt
   report.candidatesTimed = run.timed();
   report.seconds = secondsSince(start);
   return report;
+}
+
+int scheduleFamily(const lower::Schedule &schedule) {
+  int family = static_cast<int>(schedule.index()) * 16;
+  if (const auto *conv = std::get_if<lower::Conv2DSchedule>(&schedule))
+    return family + 4 * static_cast<int>(conv->algorithm) + static_cast<int>(conv->gemm.parallel);
+  if (const auto *gemm = std::get_if<lower::MatMulSchedule>(&schedule))
+    return family + static_cast<int>(gemm->parallel);
+  return family;
+}
+
+std::vector<size_t> searchOrder(const std::vector<lower::Schedule> &space,
+                                const std::vector<size_t> &ranked) {
+  int defaultFamily = scheduleFamily(space.front());
+  std::vector<int> families; // by best rank
+  std::map<int, std::vector<size_t>> members;
+  for (size_t index : ranked) {
+    if (index == 0)
+      continue;
+    int family = scheduleFamily(space[index]);
+    if (members[family].empty())
+      families.push_back(family);
+    members[family].push_back(index);
+  }
+  std::stable_partition(families.begin(), families.end(),
+                        [&](int family) { return family != defaultFamily; });
+  std::vector<size_t> order;
+  for (size_t round = 0; round < ranked.size() && order.size() + 1 < space.size(); ++round)
+    for (int family : families)
+      if (round < members[family].size())
+        order.push_back(members[family][round]);
+  return order;
 }
 
 std::function<std::optional<lower::Schedule>(const ir::Graph &, const passes::FusionGroup &)>

@@ -114,6 +114,20 @@ struct TuneReport {
 Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &options,
                                const TunerOptions &tunerOptions);
 
+/// A schedule's family: what changes a kernel's whole structure (conv2d's
+/// algorithm, a CPU GEMM's parallel mode), across which the cost model is
+/// least sure.
+int scheduleFamily(const lower::Schedule &schedule);
+
+/// The order the candidates after the default (space[0]) are timed in, from
+/// the cost model's ranking of the whole space: the families take turns, each
+/// giving its candidates in the model's order, the families ordered by their
+/// best candidate's rank except that the default's goes last (the default
+/// already speaks for it). A small budget so sees every family's best guess
+/// before any family's second.
+std::vector<size_t> searchOrder(const std::vector<lower::Schedule> &space,
+                                const std::vector<size_t> &ranked);
+
 /// A chooseSchedule hook that gives each tuned group its winner (matched by
 /// the group's identity), and the default to every other group.
 std::function<std::optional<lower::Schedule>(const ir::Graph &, const passes::FusionGroup &)>

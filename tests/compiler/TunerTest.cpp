@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace kiln::test {
@@ -89,6 +90,55 @@ TEST_CASE("the tuner keeps to the trial budget and its winner is valid and no sl
   CHECK(winner.medianSeconds <= group.defaultSeconds);
   CHECK(report.speedup() >= 1.0);
   CHECK(progressEvents >= int(group.candidates.size()) + 2);
+}
+
+TEST_CASE("the search order gives every family a turn before any family's second",
+          "[compiler][tuner]") {
+  CompileCase c("search_order");
+  c.output("y", conv2d(c.input("x", {2, 8, 12, 12}), c.param("f", {16, 8, 3, 3})));
+  REQUIRE(c.graph().finalize());
+  CompileOptions options = cpuOptions();
+  std::vector<lower::Schedule> space;
+  options.chooseSchedule = [&](const ir::Graph &graph, const passes::FusionGroup &group) {
+    if (group.kind == passes::GroupKind::Contraction)
+      space = lower::scheduleSpace(graph, group, codegen::hostCpuTarget());
+    return std::optional<lower::Schedule>{};
+  };
+  compileOrFail(c.graph().ir(), options);
+  REQUIRE(space.size() > 3);
+  // Any ranking will do: the reverse of the space's order.
+  std::vector<size_t> ranked(space.size());
+  for (size_t i = 0; i < ranked.size(); ++i)
+    ranked[i] = ranked.size() - 1 - i;
+  std::vector<size_t> order = tuning::searchOrder(space, ranked);
+
+  std::vector<size_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  REQUIRE(sorted.size() == space.size() - 1);
+  for (size_t i = 0; i < sorted.size(); ++i)
+    CHECK(sorted[i] == i + 1);
+  std::set<int> families; // of the candidates after the default
+  for (size_t i = 1; i < space.size(); ++i)
+    families.insert(tuning::scheduleFamily(space[i]));
+  REQUIRE(families.size() >= 2); // conv2d: two algorithms
+  int defaultFamily = tuning::scheduleFamily(space.front());
+  // The first picks: one per family, the default's family last among them.
+  std::set<int> firstRound;
+  for (size_t i = 0; i < order.size() && firstRound.size() < families.size(); ++i) {
+    int family = tuning::scheduleFamily(space[order[i]]);
+    CHECK(firstRound.insert(family).second);
+    if (family == defaultFamily)
+      CHECK(firstRound.size() == families.size());
+  }
+  CHECK(tuning::scheduleFamily(space[order.front()]) != defaultFamily);
+  // Within a family, the ranking's order (here: descending index).
+  std::map<int, size_t> last;
+  for (size_t index : order) {
+    int family = tuning::scheduleFamily(space[index]);
+    if (last.count(family))
+      CHECK(index < last[family]);
+    last[family] = index;
+  }
 }
 
 TEST_CASE("a time budget already spent leaves each group its default", "[compiler][tuner]") {
