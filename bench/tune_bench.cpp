@@ -113,7 +113,7 @@ Row measure(const Workload &workload, int timedRuns, const std::string &sweepDir
     return row;
   }
   tuning::TunerOptions options;
-  options.warmupRuns = 1;
+  options.warmupRuns = 3;
   options.timedRuns = timedRuns;
   options.inputSets = 3;
 
@@ -245,7 +245,7 @@ int main(int argc, char **argv) {
       "- load average (1/5/15 min) after: {}\n"
       "- kiln: commit {}{}, release build; whole run {:.1f} min\n\n"
       "Each workload is one fusion group. *Exhaustive*: every schedule of its space compiled, "
-      "checked against the fp64 reference and timed (1 warm-up, median of {} runs, each after "
+      "checked against the fp64 reference and timed (3 warm-ups, median of {} runs, each after "
       "a last-level-cache flush, 3 input sets cycled). *Tuner*: the same with a budget of {:.0f}% "
       "of the sweep's search time (compiles, checks and runs; the one-off random inputs and "
       "reference are reported in the total columns), the heuristic default first and then the "
