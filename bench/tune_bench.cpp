@@ -253,7 +253,8 @@ int main(int argc, char **argv) {
       "<= 1.03; both are noisy medians, and the sweep's is the least of many); *pick in sweep*: "
       "the tuner's winner as the sweep timed it, free of the noise between the two runs; "
       "*default / "
-      "exhaustive*: what tuning gains over the heuristic.\n\n{}",
+      "exhaustive*: what tuning gains over the heuristic. On a shared machine (see the load "
+      "average) kernels split over every core suffer most from other work.\n\n{}",
       date, now, machine, cpu::ThreadPool::defaultThreadCount(),
       commandOutput("cut -d' ' -f1-3 /proc/loadavg"), commit,
       dirty ? " (with uncommitted changes)" : "", totalMinutes, timedRuns,
