@@ -60,7 +60,9 @@ struct TunerOptions {
   /// CPU), 0 flushes nothing.
   int64_t flushBytes = -1;
   /// Threads compiling candidates at once (CPU target; device targets load
-  /// one at a time). 0: min(4, hardware threads).
+  /// one at a time). 0: min(4, hardware threads). Without a trial limit the
+  /// cost model's first compileThreads - 1 picks are compiled beside each
+  /// group's default.
   int compileThreads = 0;
   /// Seeds the random inputs.
   uint64_t seed = 1;
