@@ -2,6 +2,8 @@
 // temporary directory, and reads back the cubin and the per-kernel resources.
 #include "codegen/Ptxas.h"
 
+#include "codegen/ExternalTool.h"
+
 #include <fmt/format.h>
 
 #include <cctype>
@@ -20,69 +22,6 @@ namespace kiln::codegen {
 namespace {
 
 namespace fs = std::filesystem;
-
-/// A directory under the system temporary directory, removed with everything
-/// in it when this goes out of scope (on every path, errors included).
-class TemporaryDirectory {
-public:
-  static Expected<TemporaryDirectory> create() {
-    std::string pattern = (fs::temp_directory_path() / "kiln-ptxas-XXXXXX").string();
-    if (!mkdtemp(pattern.data()))
-      return makeError(ErrorCode::IOError,
-                       fmt::format("ptxas: cannot create a temporary directory {}", pattern));
-    return TemporaryDirectory(pattern);
-  }
-  TemporaryDirectory(TemporaryDirectory &&other) noexcept : path_(std::move(other.path_)) {
-    other.path_.clear();
-  }
-  TemporaryDirectory(const TemporaryDirectory &) = delete;
-  TemporaryDirectory &operator=(const TemporaryDirectory &) = delete;
-  TemporaryDirectory &operator=(TemporaryDirectory &&) = delete;
-  ~TemporaryDirectory() {
-    if (!path_.empty()) {
-      std::error_code ignored;
-      fs::remove_all(path_, ignored);
-    }
-  }
-  const fs::path &path() const { return path_; }
-
-private:
-  explicit TemporaryDirectory(fs::path path) : path_(std::move(path)) {}
-  fs::path path_;
-};
-
-std::string readWholeFile(const fs::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-/// Runs `argv` with stdout and stderr both going to `logPath`; returns the
-/// exit status, or -1 when the program could not be started or was killed.
-int runToLog(const std::vector<std::string> &argv, const fs::path &logPath) {
-  std::vector<char *> args;
-  for (const std::string &arg : argv)
-    args.push_back(const_cast<char *>(arg.c_str()));
-  args.push_back(nullptr);
-  pid_t child = fork();
-  if (child < 0)
-    return -1;
-  if (child == 0) {
-    FILE *log = std::fopen(logPath.c_str(), "w");
-    if (!log)
-      _exit(127);
-    dup2(fileno(log), STDOUT_FILENO);
-    dup2(fileno(log), STDERR_FILENO);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0)
-    if (errno != EINTR)
-      return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 /// The integer just before `unit` in `text` ("12 registers" -> 12), if any.
 std::optional<int64_t> numberBefore(std::string_view text, std::string_view unit) {
@@ -169,7 +108,7 @@ Expected<PtxasResult> runPtxas(std::string_view ptx, const GpuTarget &target) {
                                  "$KILN_PTXAS, then $CUDA_HOME/bin/ptxas, then "
                                  "/usr/local/cuda/bin/ptxas)",
                                  tool));
-  KILN_TRY(TemporaryDirectory directory, TemporaryDirectory::create());
+  KILN_TRY(TemporaryDirectory directory, TemporaryDirectory::create("kiln-ptxas"));
   fs::path input = directory.path() / "module.ptx";
   fs::path output = directory.path() / "module.cubin";
   fs::path logPath = directory.path() / "ptxas.log";

@@ -60,4 +60,12 @@ private:
 Expected<std::shared_ptr<HostModule>> compileHostModule(std::span<const kir::Kernel> kernels,
                                                         const CpuTarget &target);
 
+/// The same kernels as compileHostModule, built and optimized the same way, as
+/// a relocatable ELF object with position-independent code, for linking into a
+/// shared object (an AOT bundle's host code). Each kernel is an exported
+/// function; the object's undefined symbols are the runtime helpers
+/// (kiln_cpu_*, in kiln_rt) and libm/libc functions the JIT binds by address.
+Expected<std::string> emitHostObject(std::span<const kir::Kernel> kernels,
+                                     const CpuTarget &target);
+
 } // namespace kiln::codegen

@@ -14,8 +14,10 @@
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/ADT/SmallVector.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/SubtargetFeature.h>
 
@@ -159,20 +161,58 @@ Expected<std::string> emitHostLlvmIr(const kir::Kernel &kernel, const CpuTarget 
   return text;
 }
 
-Expected<std::shared_ptr<HostModule>> compileHostModule(std::span<const kir::Kernel> kernels,
-                                                        const CpuTarget &target) {
+namespace {
+
+/// Kernels in one module, optimized at O3 for `machine`: what both the JIT and
+/// the object emitter compile, so the two produce the same code.
+struct OptimizedModule {
+  std::shared_ptr<std::vector<std::string>> errors;
+  std::unique_ptr<llvm::LLVMContext> context;
+  std::unique_ptr<llvm::Module> module;
+};
+
+Expected<OptimizedModule> buildOptimizedModule(std::span<const kir::Kernel> kernels,
+                                               const CpuTarget &target,
+                                               llvm::TargetMachine &machine) {
   std::set<std::string_view> names;
   for (const auto &kernel : kernels)
     if (!names.insert(kernel.name).second)
       return makeError(ErrorCode::InvalidArgument,
                        fmt::format("host backend: two kernels are named '{}'", kernel.name));
+  OptimizedModule built;
+  built.errors = std::make_shared<std::vector<std::string>>();
+  built.context = createContext(built.errors);
+  KILN_TRY(built.module, host::buildHostModule(kernels, target, machine, *built.context));
+  optimizeModule(*built.module, machine);
+  KILN_TRY_VOID(checkDiagnostics(kernels, *built.errors));
+  return built;
+}
 
+} // namespace
+
+Expected<std::string> emitHostObject(std::span<const kir::Kernel> kernels,
+                                     const CpuTarget &target) {
+  KILN_TRY(auto machine, host::createTargetMachine(target, host::HostCodeUse::SharedObject));
+  KILN_TRY(OptimizedModule built, buildOptimizedModule(kernels, target, *machine));
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream stream(buffer);
+  llvm::legacy::PassManager passes;
+  if (machine->addPassesToEmitFile(passes, stream, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return makeError(ErrorCode::Unsupported,
+                     fmt::format("host backend: LLVM cannot emit an object file for {}",
+                                 target.triple));
+  passes.run(*built.module);
+  KILN_TRY_VOID(checkDiagnostics(kernels, *built.errors));
+  return std::string(buffer.data(), buffer.size());
+}
+
+Expected<std::shared_ptr<HostModule>> compileHostModule(std::span<const kir::Kernel> kernels,
+                                                        const CpuTarget &target) {
   KILN_TRY(auto machine, host::createTargetMachine(target));
-  auto errors = std::make_shared<std::vector<std::string>>();
-  auto context = createContext(errors);
-  KILN_TRY(auto module, host::buildHostModule(kernels, target, *machine, *context));
-  optimizeModule(*module, *machine);
-  KILN_TRY_VOID(checkDiagnostics(kernels, *errors));
+  KILN_TRY(OptimizedModule built, buildOptimizedModule(kernels, target, *machine));
+  auto &errors = built.errors;
+  auto &context = built.context;
+  auto &module = built.module;
 
   KILN_TRY(auto jit, createJit(kernels, target));
   if (auto error =

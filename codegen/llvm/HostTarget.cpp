@@ -161,7 +161,8 @@ void initializeNativeTarget() {
   });
 }
 
-Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const CpuTarget &target) {
+Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const CpuTarget &target,
+                                                                   HostCodeUse use) {
   initializeNativeTarget();
   std::string message;
   const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(target.triple, message);
@@ -172,9 +173,13 @@ Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const CpuTarg
                                  target.triple, message));
   llvm::TargetOptions options; // strict IEEE: no fast-math, contraction only through Fma
   options.AllowFPOpFusion = llvm::FPOpFusion::Strict;
+  bool jit = use == HostCodeUse::Jit;
+  std::optional<llvm::Reloc::Model> relocation;
+  if (!jit)
+    relocation = llvm::Reloc::PIC_;
   std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
-      target.triple, target.cpuName, target.features, options, std::nullopt, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive, /*JIT=*/true));
+      target.triple, target.cpuName, target.features, options, relocation, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive, jit));
   if (!machine)
     return makeError(ErrorCode::Unsupported,
                      fmt::format("host backend: LLVM cannot make a target machine for {} / {}",

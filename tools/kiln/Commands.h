@@ -20,6 +20,14 @@ int cacheCommand(const std::vector<std::string> &words);
 int checkNumericsCommand(const std::vector<std::string> &words);
 /// `kiln train`: trains an example recipe (docs/training.md).
 int trainCommand(const std::vector<std::string> &words);
+/// `kiln aot`: writes an ahead-of-time bundle (docs/aot.md); `kiln bundle-info`
+/// prints what one holds.
+int aotCommand(const std::vector<std::string> &words);
+int bundleInfoCommand(const std::vector<std::string> &words);
+/// Whether `path` names a bundle (ends in .kiln, or starts with the bundle magic).
+bool isBundlePath(const std::string &path);
+/// `kiln run` on a bundle: loads it with the runtime alone and runs it.
+int runBundle(const std::string &path, const Args &args);
 
 /// The flags every command that compiles takes.
 inline const std::set<std::string> kTargetFlags = {"--target", "--arch", "--backend",

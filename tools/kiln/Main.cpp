@@ -1,4 +1,4 @@
-// kiln: the command line of the compiler — compile, run, check-numerics, opt and cache.
+// kiln: the command line of the compiler — compile, run, check-numerics, opt, cache and aot.
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelSource.h"
 
@@ -23,6 +23,10 @@ commands:
             vgg-transfer), with progress, test accuracy and checkpoints
   opt       run graph passes on IR text and print the result (the kiln-opt tool)
   cache     list, summarize or clear the kernel cache (ls, stats, clear)
+  aot       compile a model ahead of time into a bundle (-o model.kiln) that
+            `kiln run model.kiln` loads without compiling
+  bundle-info
+            print a bundle's version, target, architectures and sections
 
 'kiln <command> --help' describes each command. Models are graph IR files
 (.kir) or built-in examples:
@@ -72,6 +76,10 @@ int main(int argc, char **argv) {
     return execOpt(argv);
   if (command == "cache")
     return cacheCommand(rest);
+  if (command == "aot")
+    return aotCommand(rest);
+  if (command == "bundle-info")
+    return bundleInfoCommand(rest);
   fmt::print(stderr, "kiln: unknown command '{}'\n\n", command);
   fmt::print(stderr, kUsage, exampleListing());
   return kExitUsage;

@@ -23,7 +23,9 @@ constexpr const char *kRunHelp = R"(usage: kiln run <model> [options]
 Compiles a model, runs it and prints each output's type and first values and
 the median time per run.
 
-<model> is a graph IR file (.kir) or example:<name>; the examples are:
+<model> is a graph IR file (.kir), example:<name>, or a bundle written by
+`kiln aot` (a .kiln file: loaded, not compiled; --seed, --inputs, --params,
+--iterations and --output apply); the examples are:
 {}
 options:
 {}  --batch N             batch size of an example (default: the example's)
@@ -98,6 +100,8 @@ int runCommand(const std::vector<std::string> &words) {
                args->positional().size());
     return kExitUsage;
   }
+  if (isBundlePath(args->positional()[0]))
+    return runBundle(args->positional()[0], *args);
   CompileOptions options;
   auto target = parseTargetOptions(*args, options);
   auto batch = args->intValue("--batch", 0, 1);

@@ -1,0 +1,163 @@
+// The bundle writer: lower once per target, compile the kernels (host object
+// linked into a shared object, or PTX and cubin per architecture), build the
+// launch plan, and encode it all with runtime/bundle.
+#include "compiler/aot/AotBundle.h"
+
+#include "codegen/llvm/HostBackend.h"
+#include "compiler/GpuCompile.h"
+#include "compiler/LaunchPlanBuilder.h"
+#include "compiler/Pipeline.h"
+#include "compiler/aot/HostLinker.h"
+#include "ir/kernel/GpuLaunch.h"
+#include "runtime/bundle/BundleFile.h"
+#include "support/Version.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <map>
+#include <sstream>
+
+namespace kiln::compiler {
+namespace {
+
+using runtime::bundle::BundleContents;
+using runtime::bundle::BundleTarget;
+
+/// The plan builder wants an entry per kernel; a bundle stores names and the
+/// loader binds the real code, so every step gets this stand-in.
+void unboundKernel(void *const *) { KILN_UNREACHABLE("a bundle's plan step ran before loading"); }
+
+Expected<runtime::LaunchPlan> planWithoutCode(const LoweredProgram &program) {
+  KILN_TRY(runtime::LaunchPlan plan,
+           buildLaunchPlan(*program.graph, program.fusion, program.groupKernels,
+                           [](std::string_view) { return runtime::KernelEntry::host(&unboundKernel); }));
+  for (runtime::PlanStep &step : plan.steps)
+    step.entry = {};
+  return plan;
+}
+
+/// Weights must name parameters of the plan with their dtype and shape.
+Expected<void> checkWeights(const NamedTensors &weights, const runtime::LaunchPlan &plan) {
+  for (const auto &[name, tensor] : weights) {
+    const runtime::PlanBinding *param = nullptr;
+    for (const auto &binding : plan.params)
+      if (binding.name == name)
+        param = &binding;
+    if (!param)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("weight '{}' is not a parameter of the model", name));
+    const runtime::PlanBuffer &buffer = plan.buffers[static_cast<size_t>(param->buffer)];
+    if (buffer.dtype != tensor.dtype() || buffer.shape != tensor.shape())
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("weight '{}' is {}, the parameter is {}[{}]", name,
+                                   tensor.typeStr(), dtypeName(buffer.dtype),
+                                   fmt::join(buffer.shape, ", ")));
+  }
+  return {};
+}
+
+Expected<void> addCpuCode(const ir::Graph &graph, const AotOptions &options,
+                          BundleContents &contents, AotReport &report) {
+  codegen::CpuTarget target = options.cpuTarget.value_or(codegen::hostCpuTarget());
+  CompileReport compileReport;
+  std::ostringstream dump;
+  KILN_TRY(LoweredProgram program, lowerProgram(graph, options.compile, target, dump,
+                                                compileReport));
+  // The plan and the weights are checked before the (slower) code generation.
+  KILN_TRY(contents.hostPlan, planWithoutCode(program));
+  KILN_TRY_VOID(checkWeights(options.weights, contents.hostPlan));
+  KILN_TRY(std::string object, codegen::emitHostObject(program.kernels, target));
+  KILN_TRY(contents.hostSharedObject, linkSharedObject(object));
+  contents.meta.cpuTriple = target.triple;
+  contents.meta.cpuName = target.cpuName;
+  contents.meta.cpuFeatures = target.features;
+  report.target = fmt::format("cpu {} {}", target.triple, target.cpuName);
+  report.numKernels = static_cast<int>(program.kernels.size());
+  return {};
+}
+
+Expected<void> addGpuCode(const ir::Graph &graph, const AotOptions &options,
+                          BundleContents &contents, AotReport &report) {
+  if (options.gpuArchs.empty())
+    return makeError(ErrorCode::InvalidArgument, "a cuda bundle needs at least one --arch");
+  for (const std::string &arch : options.gpuArchs) {
+    for (const auto &code : contents.gpu)
+      if (code.arch == arch)
+        return makeError(ErrorCode::InvalidArgument,
+                         fmt::format("architecture {} is listed twice", arch));
+    KILN_TRY(codegen::GpuTarget target, codegen::gpuTargetNamed(arch));
+    CompileReport compileReport;
+    std::ostringstream dump;
+    KILN_TRY(LoweredProgram program,
+             lowerProgram(graph, options.compile, target, dump, compileReport));
+    runtime::bundle::GpuArchCode code;
+    KILN_TRY(code.plan, planWithoutCode(program));
+    KILN_TRY_VOID(checkWeights(options.weights, code.plan));
+    KILN_TRY(GpuModuleImage image,
+             emitGpuCode(program.kernels, target, options.compile, dump, &compileReport));
+    code.arch = target.archName();
+    code.ptx = std::move(image.ptx);
+    code.cubin.assign(reinterpret_cast<const char *>(image.cubin.data()), image.cubin.size());
+    if (code.cubin.empty())
+      report.notes.push_back(fmt::format("{}: PTX only (no cubin: ptxas unavailable); the "
+                                         "driver compiles it at load",
+                                         code.arch));
+    std::map<std::string, runtime::LaunchDims, std::less<>> dimsByKernel;
+    for (const kir::Kernel &kernel : program.kernels) {
+      KILN_TRY(kir::GpuLaunch launch, kir::gpuLaunchOf(kernel));
+      runtime::LaunchDims dims;
+      for (int axis = 0; axis < 3; ++axis) {
+        dims.grid[axis] = static_cast<uint32_t>(launch.grid[axis]);
+        dims.block[axis] = static_cast<uint32_t>(launch.block[axis]);
+      }
+      dimsByKernel.emplace(kernel.name, dims);
+    }
+    for (const runtime::PlanStep &step : code.plan.steps)
+      code.stepDims.push_back(dimsByKernel.at(step.kernelName));
+    if (contents.gpu.empty())
+      report.numKernels = static_cast<int>(program.kernels.size());
+    contents.meta.gpuArchs.push_back(code.arch);
+    contents.gpu.push_back(std::move(code));
+  }
+  report.target = fmt::format("cuda {}", fmt::join(contents.meta.gpuArchs, ","));
+  return {};
+}
+
+} // namespace
+
+Expected<std::string> buildBundle(const ir::Graph &graph, const AotOptions &options,
+                                  AotReport *report) {
+  auto start = std::chrono::steady_clock::now();
+  AotReport localReport;
+  AotReport &r = report ? *report : localReport;
+  r = {};
+  BundleContents contents;
+  contents.meta.kilnVersion = std::string(kilnVersion());
+  contents.meta.model = graph.name();
+  if (options.target == TargetKind::Cpu) {
+    contents.meta.target = BundleTarget::Cpu;
+    KILN_TRY_VOID(addCpuCode(graph, options, contents, r));
+  } else if (options.target == TargetKind::Cuda) {
+    contents.meta.target = BundleTarget::Cuda;
+    KILN_TRY_VOID(addGpuCode(graph, options, contents, r));
+  } else {
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("a bundle's target is cpu or cuda, not {}",
+                                 targetKindName(options.target)));
+  }
+  contents.weights = options.weights;
+  contents.tuningRecords = options.tuningRecords;
+  std::string bytes = runtime::bundle::encodeBundle(contents);
+  r.bytes = bytes.size();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return bytes;
+}
+
+Expected<void> writeBundle(const ir::Graph &graph, const AotOptions &options,
+                           const std::string &path, AotReport *report) {
+  KILN_TRY(std::string bytes, buildBundle(graph, options, report));
+  return runtime::bundle::writeBundleFile(path, bytes);
+}
+
+} // namespace kiln::compiler

@@ -1,0 +1,340 @@
+// Binary launch plans and tensors for bundles. Decoding checks structure
+// (ByteReader) and then meaning (validatePlan), so a plan that reaches the
+// executor indexes only buffers, bindings and constants that exist.
+#include "runtime/bundle/PlanCodec.h"
+
+#include "runtime/bundle/ByteCodec.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace kiln::runtime::bundle {
+namespace {
+
+/// The largest rank a stored shape may have (kiln's IR uses far fewer).
+constexpr uint32_t kMaxRank = 16;
+/// The largest arena a plan may ask for (1 TiB): more is a corrupt field.
+constexpr int64_t kMaxArenaBytes = int64_t{1} << 40;
+constexpr int kNumStorages = static_cast<int>(Storage::Alias) + 1;
+
+void writeShape(ByteWriter &out, const std::vector<int64_t> &shape) {
+  out.u32(static_cast<uint32_t>(shape.size()));
+  for (int64_t dim : shape)
+    out.i64(dim);
+}
+
+std::vector<int64_t> readShape(ByteReader &in) {
+  uint32_t rank = in.count("a rank", 8);
+  if (rank > kMaxRank) {
+    in.fail(fmt::format("rank {} exceeds {}", rank, kMaxRank));
+    return {};
+  }
+  std::vector<int64_t> shape(rank);
+  for (int64_t &dim : shape)
+    dim = in.i64("a dimension");
+  return shape;
+}
+
+DType readDType(ByteReader &in) {
+  uint8_t value = in.u8("a dtype");
+  if (value >= kNumDTypes) {
+    in.fail(fmt::format("dtype code {} is unknown", value));
+    return DType::F32;
+  }
+  return static_cast<DType>(value);
+}
+
+void writeTensor(ByteWriter &out, const HostTensor &tensor) {
+  out.u8(static_cast<uint8_t>(tensor.dtype()));
+  writeShape(out, tensor.shape());
+  auto bytes = tensor.bytes();
+  out.bytes(std::string_view(reinterpret_cast<const char *>(bytes.data()), bytes.size()));
+}
+
+std::optional<HostTensor> readTensor(ByteReader &in, std::string_view name) {
+  DType dtype = readDType(in);
+  std::vector<int64_t> shape = readShape(in);
+  std::string_view bytes = in.bytes("tensor bytes");
+  if (!in.ok())
+    return std::nullopt;
+  // The size is checked before create() allocates it.
+  auto size = HostTensor::checkedByteSize(dtype, shape);
+  if (!size || static_cast<uint64_t>(*size) != bytes.size()) {
+    in.fail(fmt::format("tensor '{}' holds {} bytes, its type needs {}", name, bytes.size(),
+                        size ? std::to_string(*size) : size.error().message()));
+    return std::nullopt;
+  }
+  auto tensor = HostTensor::create(dtype, std::move(shape));
+  if (!tensor) {
+    in.fail(fmt::format("tensor '{}': {}", name, tensor.error().message()));
+    return std::nullopt;
+  }
+  if (!bytes.empty())
+    std::memcpy(tensor->bytes().data(), bytes.data(), bytes.size());
+  return std::move(*tensor);
+}
+
+void writeBindings(ByteWriter &out, const std::vector<PlanBinding> &bindings) {
+  out.u32(static_cast<uint32_t>(bindings.size()));
+  for (const PlanBinding &binding : bindings) {
+    out.bytes(binding.name);
+    out.i32(binding.buffer);
+  }
+}
+
+std::vector<PlanBinding> readBindings(ByteReader &in, const char *what) {
+  std::vector<PlanBinding> bindings(in.count(what, 12));
+  for (PlanBinding &binding : bindings) {
+    binding.name = std::string(in.bytes("a binding name"));
+    binding.buffer = in.i32("a binding's buffer");
+  }
+  return bindings;
+}
+
+Error invalid(std::string message) {
+  return Error(ErrorCode::FormatError, fmt::format("invalid launch plan: {}", message));
+}
+
+/// A buffer bound to binding `index` of `bindings` must be that binding's
+/// buffer or one of its size (the executor sizes tensors from the binding).
+Expected<void> checkBinding(const LaunchPlan &plan, size_t id, const char *what,
+                            const std::vector<PlanBinding> &bindings) {
+  const PlanBuffer &buffer = plan.buffers[id];
+  if (buffer.binding < 0 || static_cast<size_t>(buffer.binding) >= bindings.size())
+    return std::unexpected(invalid(fmt::format("buffer {} ('{}') names {} {} of {}", id,
+                                               buffer.name, what, buffer.binding,
+                                               bindings.size())));
+  const PlanBuffer &bound = plan.buffers[static_cast<size_t>(bindings[buffer.binding].buffer)];
+  if (bound.bytes != buffer.bytes)
+    return std::unexpected(invalid(fmt::format("buffer {} ('{}') is {} bytes, its {} {} bytes",
+                                               id, buffer.name, buffer.bytes, what, bound.bytes)));
+  return {};
+}
+
+} // namespace
+
+std::string encodePlan(const LaunchPlan &plan, const std::vector<LaunchDims> &stepDims) {
+  KILN_CHECK(stepDims.empty() || stepDims.size() == plan.steps.size(),
+             "launch dims must be given for every step or none");
+  ByteWriter out;
+  out.u32(static_cast<uint32_t>(plan.buffers.size()));
+  for (const PlanBuffer &buffer : plan.buffers) {
+    out.bytes(buffer.name);
+    out.u8(static_cast<uint8_t>(buffer.dtype));
+    writeShape(out, buffer.shape);
+    out.i64(buffer.bytes);
+    out.u8(static_cast<uint8_t>(buffer.storage));
+    out.i64(buffer.arenaOffset);
+    out.i32(buffer.binding);
+    out.i32(buffer.aliasOf);
+  }
+  out.u32(static_cast<uint32_t>(plan.steps.size()));
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const PlanStep &step = plan.steps[i];
+    out.bytes(step.kernelName);
+    out.u32(static_cast<uint32_t>(step.args.size()));
+    for (int arg : step.args)
+      out.i32(arg);
+    out.i64(step.flops);
+    out.i64(step.bytesMoved);
+    out.u8(stepDims.empty() ? 0 : 1);
+    if (!stepDims.empty()) {
+      const LaunchDims &dims = stepDims[i];
+      for (int axis = 0; axis < 3; ++axis)
+        out.u32(dims.grid[axis]);
+      for (int axis = 0; axis < 3; ++axis)
+        out.u32(dims.block[axis]);
+      out.u32(dims.sharedBytes);
+    }
+  }
+  writeBindings(out, plan.inputs);
+  writeBindings(out, plan.params);
+  writeBindings(out, plan.outputs);
+  out.u32(static_cast<uint32_t>(plan.constants.size()));
+  for (const HostTensor &constant : plan.constants)
+    writeTensor(out, constant);
+  out.i64(plan.arenaBytes);
+  out.i64(plan.unplannedBytes);
+  return out.take();
+}
+
+Expected<StoredPlan> decodePlan(std::string_view bytes, std::string_view section,
+                                bool requireDims) {
+  ByteReader in(bytes, section);
+  StoredPlan stored;
+  LaunchPlan &plan = stored.plan;
+  plan.buffers.resize(in.count("the buffer count", 38));
+  for (PlanBuffer &buffer : plan.buffers) {
+    buffer.name = std::string(in.bytes("a buffer name"));
+    buffer.dtype = readDType(in);
+    buffer.shape = readShape(in);
+    buffer.bytes = in.i64("a buffer size");
+    uint8_t storage = in.u8("a storage kind");
+    if (storage >= kNumStorages)
+      in.fail(fmt::format("storage code {} is unknown", storage));
+    buffer.storage = static_cast<Storage>(storage < kNumStorages ? storage : 0);
+    buffer.arenaOffset = in.i64("an arena offset");
+    buffer.binding = in.i32("a buffer binding");
+    buffer.aliasOf = in.i32("an alias");
+  }
+  plan.steps.resize(in.count("the step count", 29));
+  stored.stepDims.resize(plan.steps.size());
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    PlanStep &step = plan.steps[i];
+    step.kernelName = std::string(in.bytes("a kernel name"));
+    step.args.resize(in.count("a kernel's argument count", 4));
+    for (int &arg : step.args)
+      arg = in.i32("a kernel argument");
+    step.flops = in.i64("a step's flops");
+    step.bytesMoved = in.i64("a step's bytes moved");
+    if (in.u8("a launch-dims flag") != 0) {
+      LaunchDims dims;
+      for (int axis = 0; axis < 3; ++axis)
+        dims.grid[axis] = in.u32("a grid size");
+      for (int axis = 0; axis < 3; ++axis)
+        dims.block[axis] = in.u32("a block size");
+      dims.sharedBytes = in.u32("a shared memory size");
+      stored.stepDims[i] = dims;
+    }
+  }
+  plan.inputs = readBindings(in, "the input count");
+  plan.params = readBindings(in, "the parameter count");
+  plan.outputs = readBindings(in, "the output count");
+  plan.constants.resize(in.count("the constant count", 13));
+  for (size_t i = 0; i < plan.constants.size() && in.ok(); ++i)
+    if (auto tensor = readTensor(in, fmt::format("constant {}", i)))
+      plan.constants[i] = std::move(*tensor);
+  plan.arenaBytes = in.i64("the arena size");
+  plan.unplannedBytes = in.i64("the unplanned size");
+  if (in.ok() && !in.atEnd())
+    in.fail("trailing bytes after the plan");
+  if (!in.ok())
+    return std::unexpected(in.error());
+
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const std::optional<LaunchDims> &dims = stored.stepDims[i];
+    if (requireDims && !dims)
+      return makeError(ErrorCode::FormatError,
+                       fmt::format("section '{}': step {} ('{}') has no launch dims", section, i,
+                                   plan.steps[i].kernelName));
+    if (!requireDims && dims)
+      return makeError(ErrorCode::FormatError,
+                       fmt::format("section '{}': host step {} ('{}') has launch dims", section,
+                                   i, plan.steps[i].kernelName));
+    if (dims)
+      for (int axis = 0; axis < 3; ++axis)
+        if (dims->grid[axis] == 0 || dims->block[axis] == 0)
+          return makeError(ErrorCode::FormatError,
+                           fmt::format("section '{}': step {} ('{}') has an empty launch", section,
+                                       i, plan.steps[i].kernelName));
+  }
+  if (auto valid = validatePlan(plan); !valid)
+    return std::unexpected(Error(ErrorCode::FormatError,
+                                 fmt::format("section '{}': {}", section, valid.error().message())));
+  return stored;
+}
+
+Expected<void> validatePlan(const LaunchPlan &plan) {
+  if (plan.arenaBytes < 0 || plan.arenaBytes > kMaxArenaBytes || plan.unplannedBytes < 0)
+    return std::unexpected(invalid(fmt::format("arena of {} bytes", plan.arenaBytes)));
+  auto checkBindingList = [&](const std::vector<PlanBinding> &bindings,
+                              const char *what) -> Expected<void> {
+    for (const PlanBinding &binding : bindings)
+      if (binding.buffer < 0 || static_cast<size_t>(binding.buffer) >= plan.buffers.size())
+        return std::unexpected(invalid(fmt::format("{} '{}' names buffer {} of {}", what,
+                                                   binding.name, binding.buffer,
+                                                   plan.buffers.size())));
+    return {};
+  };
+  KILN_TRY_VOID(checkBindingList(plan.inputs, "input"));
+  KILN_TRY_VOID(checkBindingList(plan.params, "parameter"));
+  KILN_TRY_VOID(checkBindingList(plan.outputs, "output"));
+
+  for (size_t id = 0; id < plan.buffers.size(); ++id) {
+    const PlanBuffer &buffer = plan.buffers[id];
+    auto size = HostTensor::checkedByteSize(buffer.dtype, buffer.shape);
+    if (!size || *size != buffer.bytes)
+      return std::unexpected(invalid(fmt::format(
+          "buffer {} ('{}') is {} bytes, its type needs {}", id, buffer.name, buffer.bytes,
+          size ? std::to_string(*size) : size.error().message())));
+    switch (buffer.storage) {
+    case Storage::Input: KILN_TRY_VOID(checkBinding(plan, id, "input", plan.inputs)); break;
+    case Storage::Param: KILN_TRY_VOID(checkBinding(plan, id, "parameter", plan.params)); break;
+    case Storage::Output: KILN_TRY_VOID(checkBinding(plan, id, "output", plan.outputs)); break;
+    case Storage::Constant:
+      if (buffer.binding < 0 || static_cast<size_t>(buffer.binding) >= plan.constants.size() ||
+          static_cast<int64_t>(plan.constants[buffer.binding].byteSize()) != buffer.bytes)
+        return std::unexpected(invalid(fmt::format("buffer {} ('{}') names a missing or "
+                                                   "mis-sized constant {}",
+                                                   id, buffer.name, buffer.binding)));
+      break;
+    case Storage::Arena:
+      if (buffer.arenaOffset < 0 || buffer.arenaOffset > plan.arenaBytes ||
+          buffer.bytes > plan.arenaBytes - buffer.arenaOffset)
+        return std::unexpected(invalid(fmt::format(
+            "buffer {} ('{}') at arena offset {} + {} bytes overruns the {}-byte arena", id,
+            buffer.name, buffer.arenaOffset, buffer.bytes, plan.arenaBytes)));
+      break;
+    case Storage::Alias:
+      if (buffer.aliasOf < 0 || static_cast<size_t>(buffer.aliasOf) >= id ||
+          plan.buffers[buffer.aliasOf].bytes < buffer.bytes)
+        return std::unexpected(invalid(fmt::format(
+            "buffer {} ('{}') aliases buffer {}, which is not an earlier buffer of its size", id,
+            buffer.name, buffer.aliasOf)));
+      break;
+    }
+  }
+  // Bindings are read by the executor as tensors of their buffer's type.
+  auto checkBindingStorage = [&](const std::vector<PlanBinding> &bindings, Storage storage,
+                                 const char *what) -> Expected<void> {
+    for (size_t i = 0; i < bindings.size(); ++i) {
+      const PlanBuffer &buffer = plan.buffers[bindings[i].buffer];
+      if (buffer.storage != storage || buffer.binding != static_cast<int>(i))
+        return std::unexpected(invalid(fmt::format("{} '{}' is not bound to its own buffer",
+                                                   what, bindings[i].name)));
+    }
+    return {};
+  };
+  KILN_TRY_VOID(checkBindingStorage(plan.inputs, Storage::Input, "input"));
+  KILN_TRY_VOID(checkBindingStorage(plan.params, Storage::Param, "parameter"));
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep &step = plan.steps[s];
+    if (step.kernelName.empty())
+      return std::unexpected(invalid(fmt::format("step {} has no kernel name", s)));
+    for (int arg : step.args)
+      if (arg < 0 || static_cast<size_t>(arg) >= plan.buffers.size())
+        return std::unexpected(invalid(fmt::format("step {} ('{}') passes buffer {} of {}", s,
+                                                   step.kernelName, arg, plan.buffers.size())));
+  }
+  return {};
+}
+
+std::string encodeTensors(const NamedTensors &tensors) {
+  ByteWriter out;
+  out.u32(static_cast<uint32_t>(tensors.size()));
+  for (const auto &[name, tensor] : tensors) {
+    out.bytes(name);
+    writeTensor(out, tensor);
+  }
+  return out.take();
+}
+
+Expected<NamedTensors> decodeTensors(std::string_view bytes, std::string_view section) {
+  ByteReader in(bytes, section);
+  NamedTensors tensors;
+  uint32_t count = in.count("the tensor count", 21);
+  for (uint32_t i = 0; i < count && in.ok(); ++i) {
+    std::string name(in.bytes("a tensor name"));
+    if (auto tensor = readTensor(in, name); tensor && in.ok())
+      if (!tensors.emplace(name, std::move(*tensor)).second)
+        in.fail(fmt::format("tensor '{}' appears twice", name));
+  }
+  if (in.ok() && !in.atEnd())
+    in.fail("trailing bytes after the tensors");
+  if (!in.ok())
+    return std::unexpected(in.error());
+  return tensors;
+}
+
+} // namespace kiln::runtime::bundle

@@ -1,0 +1,25 @@
+// Seeded tensors for a loaded plan's inputs or unbound parameters, so a bundle
+// can be run with nothing but kiln_rt (kiln run model.kiln, kiln-run-bundle).
+#pragma once
+
+#include "runtime/LaunchPlan.h"
+#include "support/HostTensor.h"
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kiln::runtime::bundle {
+
+/// A tensor per binding (skipping names in `skip`), of its buffer's type:
+/// normal floats, integers in [0, 10) (valid indices for any gather over 10 or
+/// more rows), random bools; all zeros when `zeros`.
+NamedTensors sampleTensors(const LaunchPlan &plan, const std::vector<PlanBinding> &bindings,
+                           uint64_t seed, bool zeros = false,
+                           const std::set<std::string> &skip = {});
+
+/// One line per output: "name: f32[2, 10] = v0 v1 ... (min, max, mean)".
+std::string summarizeTensor(const std::string &name, const HostTensor &tensor);
+
+} // namespace kiln::runtime::bundle

@@ -1,0 +1,350 @@
+// AOT bundles at the runtime level (no compiler): the container's checks
+// (corrupt byte, truncation, other version, bad magic), launch-plan and tensor
+// round trips and validation, CPU feature checks, GPU architecture choice,
+// and the "no CUDA driver" path of loading a GPU bundle.
+#include "ScopedEnv.h"
+#include "frontend/TempDir.h"
+#include "runtime/bundle/BundleFile.h"
+#include "runtime/bundle/BundleLoader.h"
+#include "runtime/bundle/GpuArchChoice.h"
+#include "runtime/bundle/HostCpu.h"
+#include "runtime/bundle/PlanCodec.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+using namespace kiln;
+using namespace kiln::runtime;
+using namespace kiln::runtime::bundle;
+using kiln::test::ScopedEnv;
+using kiln::testing::TempDir;
+
+namespace {
+
+PlanBuffer buffer(std::string name, std::vector<int64_t> shape, Storage storage, int binding = -1,
+                  int64_t offset = 0) {
+  PlanBuffer b;
+  b.name = std::move(name);
+  b.dtype = DType::F32;
+  b.shape = std::move(shape);
+  b.bytes = 4;
+  for (int64_t dim : b.shape)
+    b.bytes *= dim;
+  b.storage = storage;
+  b.binding = binding;
+  b.arenaOffset = offset;
+  return b;
+}
+
+/// y = k1(k0(x, w), c): an input, a parameter, a constant, an arena buffer, an output.
+LaunchPlan samplePlan() {
+  LaunchPlan plan;
+  plan.buffers = {buffer("x", {3, 5}, Storage::Input, 0), buffer("w", {5}, Storage::Param, 0),
+                  buffer("c", {3, 5}, Storage::Constant, 0),
+                  buffer("t", {3, 5}, Storage::Arena, -1, 64), buffer("y", {3, 5}, Storage::Output, 0)};
+  plan.buffers.push_back(buffer("y_view", {15}, Storage::Alias));
+  plan.buffers.back().aliasOf = 4;
+  plan.steps = {PlanStep{"k0_mul", {}, {0, 1, 3}, 15, 180},
+                PlanStep{"k1_add", {}, {3, 2, 4}, 15, 180}};
+  plan.inputs = {{"x", 0}};
+  plan.params = {{"w", 1}};
+  plan.outputs = {{"y", 4}, {"y_flat", 5}};
+  Rng rng(7);
+  plan.constants = {HostTensor::randomNormal(DType::F32, {3, 5}, rng)};
+  plan.arenaBytes = 128;
+  plan.unplannedBytes = 60;
+  return plan;
+}
+
+bool sameBytes(const HostTensor &a, const HostTensor &b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.bytes().data(), b.bytes().data(), a.byteSize()) == 0;
+}
+
+/// A GPU bundle with hand-made plans and stand-in code for two architectures.
+BundleContents sampleGpuBundle() {
+  BundleContents contents;
+  contents.meta.kilnVersion = "test";
+  contents.meta.model = "sample";
+  contents.meta.target = BundleTarget::Cuda;
+  for (std::string arch : {"sm_80", "sm_90a"}) {
+    GpuArchCode code;
+    code.arch = arch;
+    code.plan = samplePlan();
+    LaunchDims dims;
+    dims.grid = {2, 1, 1};
+    dims.block = {128, 1, 1};
+    code.stepDims = {dims, dims};
+    code.ptx = "// ptx for " + arch;
+    code.cubin = arch == "sm_90a" ? std::string("\x7f" "ELF cubin") : std::string();
+    contents.meta.gpuArchs.push_back(arch);
+    contents.gpu.push_back(std::move(code));
+  }
+  Rng rng(3);
+  contents.weights.emplace("w", HostTensor::randomNormal(DType::F32, {5}, rng));
+  contents.tuningRecords = "{\"record\": 1}\n";
+  return contents;
+}
+
+} // namespace
+
+TEST_CASE("a launch plan survives encoding and decoding field for field", "[bundle]") {
+  LaunchPlan plan = samplePlan();
+  LaunchDims dims;
+  dims.grid = {3, 2, 1};
+  dims.block = {64, 2, 1};
+  dims.sharedBytes = 16;
+  auto decoded = decodePlan(encodePlan(plan, {dims, dims}), "plan", /*requireDims=*/true);
+  REQUIRE(decoded);
+  const LaunchPlan &back = decoded->plan;
+  REQUIRE(back.buffers.size() == plan.buffers.size());
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    CHECK(back.buffers[i].name == plan.buffers[i].name);
+    CHECK(back.buffers[i].shape == plan.buffers[i].shape);
+    CHECK(back.buffers[i].bytes == plan.buffers[i].bytes);
+    CHECK(back.buffers[i].storage == plan.buffers[i].storage);
+    CHECK(back.buffers[i].arenaOffset == plan.buffers[i].arenaOffset);
+    CHECK(back.buffers[i].binding == plan.buffers[i].binding);
+    CHECK(back.buffers[i].aliasOf == plan.buffers[i].aliasOf);
+  }
+  REQUIRE(back.steps.size() == 2);
+  CHECK(back.steps[1].kernelName == "k1_add");
+  CHECK(back.steps[1].args == std::vector<int>{3, 2, 4});
+  CHECK(back.steps[0].flops == 15);
+  CHECK(back.steps[0].bytesMoved == 180);
+  REQUIRE(decoded->stepDims[1]);
+  CHECK(decoded->stepDims[1]->grid == dims.grid);
+  CHECK(decoded->stepDims[1]->block == dims.block);
+  CHECK(decoded->stepDims[1]->sharedBytes == 16);
+  CHECK(back.outputs[1].name == "y_flat");
+  REQUIRE(back.constants.size() == 1);
+  CHECK(sameBytes(back.constants[0], plan.constants[0]));
+  CHECK(back.arenaBytes == 128);
+  CHECK(back.unplannedBytes == 60);
+
+  // A host plan has no dims, and a GPU plan must have them.
+  CHECK(decodePlan(encodePlan(plan), "plan", false));
+  auto missingDims = decodePlan(encodePlan(plan), "cuda.sm_80.plan", true);
+  REQUIRE_FALSE(missingDims);
+  CHECK_THAT(missingDims.error().message(), Catch::Contains("cuda.sm_80.plan") &&
+                                                Catch::Contains("no launch dims"));
+}
+
+TEST_CASE("a plan that indexes outside itself is rejected with what is wrong", "[bundle]") {
+  auto rejects = [](LaunchPlan plan, const std::string &expected) {
+    auto decoded = decodePlan(encodePlan(plan), "plan", false);
+    REQUIRE_FALSE(decoded);
+    CHECK(decoded.error().code() == ErrorCode::FormatError);
+    CHECK_THAT(decoded.error().message(), Catch::Contains(expected));
+  };
+  {
+    LaunchPlan plan = samplePlan();
+    plan.steps[0].args[1] = 99;
+    rejects(plan, "passes buffer 99 of 6");
+  }
+  {
+    LaunchPlan plan = samplePlan();
+    plan.buffers[3].arenaOffset = 100; // 60 bytes at 100 overrun the 128-byte arena
+    rejects(plan, "overruns the 128-byte arena");
+  }
+  {
+    LaunchPlan plan = samplePlan();
+    plan.buffers[5].aliasOf = 5;
+    rejects(plan, "not an earlier buffer");
+  }
+  {
+    LaunchPlan plan = samplePlan();
+    plan.buffers[1].binding = 3;
+    rejects(plan, "names parameter 3 of 1");
+  }
+  {
+    LaunchPlan plan = samplePlan();
+    plan.buffers[0].bytes = 8;
+    rejects(plan, "its type needs 60");
+  }
+  {
+    LaunchPlan plan = samplePlan();
+    plan.outputs[0].buffer = -1;
+    rejects(plan, "output 'y' names buffer -1");
+  }
+  // A count larger than the bytes left is an error before any allocation.
+  std::string bytes = encodePlan(samplePlan());
+  bytes[0] = '\xff';
+  bytes[1] = '\xff';
+  bytes[2] = '\xff';
+  bytes[3] = '\x7f';
+  auto huge = decodePlan(bytes, "plan", false);
+  REQUIRE_FALSE(huge);
+  CHECK_THAT(huge.error().message(), Catch::Contains("the buffer count is 2147483647"));
+}
+
+TEST_CASE("named tensors round trip; duplicates and wrong sizes are rejected", "[bundle]") {
+  Rng rng(11);
+  NamedTensors tensors;
+  tensors.emplace("a", HostTensor::randomNormal(DType::BF16, {2, 3}, rng));
+  tensors.emplace("b", HostTensor::randomNormal(DType::F64, {}, rng));
+  tensors.emplace("empty", HostTensor(DType::I32, {0, 4}));
+  auto back = decodeTensors(encodeTensors(tensors), "weights");
+  REQUIRE(back);
+  REQUIRE(back->size() == 3);
+  for (const auto &[name, tensor] : tensors)
+    CHECK(sameBytes(back->at(name), tensor));
+  std::string bytes = encodeTensors(tensors);
+  auto cut = decodeTensors(std::string_view(bytes).substr(0, bytes.size() - 3), "weights");
+  REQUIRE_FALSE(cut);
+  CHECK_THAT(cut.error().message(), Catch::Contains("section 'weights'"));
+}
+
+TEST_CASE("a bundle's container rejects corruption, truncation, other versions, bad magic",
+          "[bundle]") {
+  std::string bytes = encodeBundle(sampleGpuBundle());
+  REQUIRE(checkBundle(bytes));
+  auto info = inspectBundle(bytes);
+  REQUIRE(info);
+  CHECK(info->meta.gpuArchs == std::vector<std::string>{"sm_80", "sm_90a"});
+  std::vector<std::string> names;
+  for (const auto &section : info->sections)
+    names.push_back(section.first);
+  CHECK(names == std::vector<std::string>{"cuda.sm_80.plan", "cuda.sm_80.ptx", "cuda.sm_90a.cubin",
+                                          "cuda.sm_90a.plan", "cuda.sm_90a.ptx", "meta", "tuning",
+                                          "weights"});
+
+  SECTION("a flipped byte anywhere is a checksum mismatch naming the bundle") {
+    for (size_t at : {size_t{40}, bytes.size() / 2, bytes.size() - 20}) {
+      std::string corrupt = bytes;
+      corrupt[at] = static_cast<char>(corrupt[at] ^ 0x20);
+      auto loaded = loadBundleFromBytes(corrupt, {}, "model.kiln");
+      REQUIRE_FALSE(loaded);
+      CHECK(loaded.error().code() == ErrorCode::FormatError);
+      CHECK_THAT(loaded.error().message(), Catch::StartsWith("bundle 'model.kiln': "));
+      // A flipped length byte may read as truncated; anything else is a checksum mismatch.
+      CHECK_THAT(loaded.error().message(),
+                 Catch::Contains("checksum mismatch") || Catch::Contains("truncated"));
+    }
+    std::string corrupt = bytes;
+    corrupt[bytes.size() / 2] ^= 1;
+    CHECK_THAT(checkBundle(corrupt).error().message(), Catch::Contains("checksum mismatch"));
+  }
+  SECTION("every truncation is an error") {
+    for (size_t length : {size_t{0}, size_t{5}, size_t{12}, size_t{30}, bytes.size() / 3,
+                          bytes.size() - 1}) {
+      auto checked = checkBundle(std::string_view(bytes).substr(0, length));
+      REQUIRE_FALSE(checked);
+      CHECK_THAT(checked.error().message(),
+                 Catch::Contains("truncated") || Catch::Contains("checksum mismatch"));
+    }
+    CHECK_THAT(checkBundle(std::string_view(bytes).substr(0, bytes.size() / 3)).error().message(),
+               Catch::Contains("truncated"));
+  }
+  SECTION("another format version is named along with this kiln's") {
+    std::string other = bytes;
+    other[kBundleMagic.size()] = 2; // the little-endian version after the magic
+    auto loaded = loadBundleFromBytes(other, {}, "new.kiln");
+    REQUIRE_FALSE(loaded);
+    CHECK(loaded.error().message() ==
+          "bundle 'new.kiln': format version 2 (this kiln reads 1)");
+  }
+  SECTION("a file that is not a bundle says so") {
+    CHECK_THAT(checkBundle("KILNKC\r\n and more bytes than a header").error().message(),
+               Catch::Contains("not a kiln bundle"));
+  }
+}
+
+TEST_CASE("bundle files are written atomically and unwritable paths are errors", "[bundle]") {
+  TempDir dir;
+  std::string path = dir.file("model.kiln");
+  std::string bytes = encodeBundle(sampleGpuBundle());
+  REQUIRE(writeBundleFile(path, bytes));
+  std::ifstream in(path, std::ios::binary);
+  std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(back == bytes);
+
+  // A directory that does not exist, and one that is a file.
+  for (std::string bad : {dir.file("missing/model.kiln"), path + "/inside.kiln"}) {
+    auto written = writeBundleFile(bad, bytes);
+    REQUIRE_FALSE(written);
+    CHECK(written.error().code() == ErrorCode::IOError);
+    CHECK_THAT(written.error().message(), Catch::Contains(bad));
+  }
+  // Nothing but the bundle in the directory: no temporary file left behind.
+  int files = 0;
+  for ([[maybe_unused]] const auto &entry : std::filesystem::directory_iterator(dir.path()))
+    ++files;
+  CHECK(files == 1);
+
+  auto missing = loadBundle(dir.file("absent.kiln"));
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code() == ErrorCode::IOError);
+  CHECK_THAT(missing.error().message(), Catch::Contains("absent.kiln"));
+}
+
+TEST_CASE("a GPU bundle without a CUDA driver fails to load saying why", "[bundle]") {
+  ScopedEnv forced("KILN_LIBCUDA", "/nonexistent/libcuda.so.1");
+  auto loaded = loadBundleFromBytes(encodeBundle(sampleGpuBundle()), {}, "gpu.kiln");
+  REQUIRE_FALSE(loaded);
+  CHECK(loaded.error().code() == ErrorCode::Unavailable);
+  CHECK_THAT(loaded.error().message(), Catch::StartsWith("bundle 'gpu.kiln': a cuda bundle needs "
+                                                         "a GPU: no usable CUDA driver"));
+}
+
+TEST_CASE("the GPU architecture a device loads: cubin, PTX, or an error listing both sides",
+          "[bundle]") {
+  std::vector<BundleArch> archs = {{"sm_80", true}, {"sm_90a", true}};
+  struct Case {
+    int deviceSm;
+    size_t index;
+    bool cubin;
+  };
+  for (Case c : {Case{90, 1, true}, Case{80, 0, true}, Case{86, 0, true}, Case{89, 0, true},
+                 Case{100, 0, false}, Case{120, 0, false}}) {
+    CAPTURE(c.deviceSm);
+    auto choice = chooseGpuArch(c.deviceSm, archs);
+    REQUIRE(choice);
+    CHECK(choice->index == c.index);
+    CHECK(choice->useCubin == c.cubin);
+  }
+  CHECK(chooseGpuArch(100, archs)->reason == "PTX for compute_80 (compiled by the driver for sm_100)");
+  CHECK(chooseGpuArch(90, archs)->reason == "cubin for sm_90a");
+
+  // Without cubins the same architectures load as PTX.
+  auto ptxOnly = chooseGpuArch(90, {{"sm_80", false}, {"sm_90a", false}});
+  REQUIRE(ptxOnly);
+  CHECK(ptxOnly->index == 1);
+  CHECK_FALSE(ptxOnly->useCubin);
+  // Plain sm_90 beside sm_90a: the "a" code wins on sm_90, plain sm_90 PTX runs on newer parts.
+  CHECK(chooseGpuArch(90, {{"sm_90", true}, {"sm_90a", true}})->index == 1);
+  CHECK(chooseGpuArch(103, {{"sm_90", true}, {"sm_90a", true}})->index == 0);
+
+  auto tooOld = chooseGpuArch(75, archs);
+  REQUIRE_FALSE(tooOld);
+  CHECK(tooOld.error().code() == ErrorCode::Unsupported);
+  CHECK_THAT(tooOld.error().message(), Catch::Contains("sm_80, sm_90a") &&
+                                           Catch::Contains("(sm_75)"));
+  CHECK_FALSE(chooseGpuArch(100, {{"sm_90a", true}}));
+  CHECK_FALSE(parseArchName("compute_80"));
+  CHECK(parseArchName("sm_90a")->archSpecific);
+}
+
+TEST_CASE("a CPU bundle's triple and features are checked against the machine", "[bundle]") {
+  std::set<std::string> host = {"sse", "sse2", "avx", "avx2"};
+  CHECK(missingCpuFeatures("+sse2,+avx2,-avx512f,+made-up-feature", host).empty());
+  CHECK(missingCpuFeatures("+avx2,+fma,+avx512f,-avx512bw", host) ==
+        std::vector<std::string>{"fma", "avx512f"});
+  std::string triple = std::string(hostArchitecture()) + "-pc-linux-gnu";
+  CHECK(checkHostCpu(triple, "generic", "+sse2", host));
+  auto missing = checkHostCpu(triple, "znver4", "+avx2,+fma,+avx512f", host);
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().code() == ErrorCode::Unsupported);
+  CHECK_THAT(missing.error().message(), Catch::Contains("znver4") &&
+                                            Catch::Contains("lacks: fma, avx512f"));
+  auto foreign = checkHostCpu("riscv64-unknown-linux-gnu", "generic-rv64", "", host);
+  REQUIRE_FALSE(foreign);
+  CHECK_THAT(foreign.error().message(), Catch::Contains("riscv64-unknown-linux-gnu"));
+#if defined(__x86_64__)
+  // Every x86-64 CPU has SSE2, and the detection finds it.
+  CHECK(hostCpuFeatures().contains("sse2"));
+#endif
+}

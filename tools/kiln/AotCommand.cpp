@@ -1,0 +1,213 @@
+// kiln aot: compile a model ahead of time into one bundle file; kiln
+// bundle-info: what a bundle holds (docs/aot.md).
+#include "compiler/aot/AotBundle.h"
+#include "frontend/io/Safetensors.h"
+#include "runtime/bundle/BundleFile.h"
+#include "runtime/cache/AtomicFile.h"
+#include "tools/kiln/Commands.h"
+#include "tools/kiln/ModelSource.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace kiln::tool {
+
+namespace {
+
+constexpr const char *kAotHelp = R"(usage: kiln aot <model> -o FILE [options]
+       kiln aot --info FILE
+
+Compiles a model ahead of time into one versioned, checksummed bundle: the
+launch plan, the kernels (a host shared object for --target cpu; per GPU
+architecture a cubin and PTX for --target cuda), optionally the weights and
+tuning records. `kiln run FILE` and `kiln-run-bundle FILE` load it without
+LLVM or NVRTC.
+
+<model> is a graph IR file (.kir) or example:<name>; the examples are:
+{}
+options:
+  -o, --output FILE     the bundle to write (written atomically)
+  --target cpu|cuda     what the bundle runs on (default cpu)
+  --arch LIST           cuda: comma-separated architectures (default
+                        sm_80,sm_90a); each gets its own schedules, a cubin
+                        when ptxas is installed, and PTX
+  --backend llvm|nvrtc  cuda: the GPU backend (default llvm)
+  --precision POLICY    fp32 (default), tf32, bf16-mixed, fp16-mixed
+  --batch N             batch size of an example (default: the example's)
+  --weights FILE        store these parameters (a safetensors file) and bind
+                        them at load
+  --embed-params        store the model's own parameter values (the example's
+                        initializers, seeded random values for .kir files)
+  --seed S              seed for those values (default 0)
+  --tuning FILE         store this file's tuning records (text) in the bundle
+  --info FILE           print a bundle's version, target, sections and sizes
+  --help                print this help and exit
+exit status: 0 success, 1 a failure, 2 bad usage
+)";
+
+std::string sizeText(size_t bytes) {
+  if (bytes >= (size_t{1} << 20))
+    return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
+  if (bytes >= 1024)
+    return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
+  return fmt::format("{} B", bytes);
+}
+
+std::vector<std::string> splitList(const std::string &text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (!item.empty())
+      items.push_back(item);
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+int bundleInfo(const std::string &path) {
+  int errorNumber = 0;
+  auto bytes = runtime::readWholeFile(path, errorNumber);
+  if (!bytes)
+    return reportError("bundle-info", Error(ErrorCode::IOError,
+                                            fmt::format("cannot read '{}': {}", path,
+                                                        std::strerror(errorNumber))));
+  auto info = runtime::bundle::inspectBundle(*bytes);
+  if (!info)
+    return reportError("bundle-info",
+                       Error(info.error().code(),
+                             fmt::format("bundle '{}': {}", path, info.error().message())));
+  const runtime::bundle::BundleMeta &meta = info->meta;
+  fmt::print("bundle:   {} ({})\n", path, sizeText(info->fileBytes));
+  fmt::print("format:   version {} ({})\n", info->formatVersion, info->header);
+  fmt::print("model:    {}\n", meta.model);
+  fmt::print("target:   {}\n", runtime::bundle::bundleTargetName(meta.target));
+  if (meta.target == runtime::bundle::BundleTarget::Cpu)
+    fmt::print("cpu:      {} {}\nfeatures: {}\n", meta.cpuTriple, meta.cpuName, meta.cpuFeatures);
+  else
+    fmt::print("archs:    {}\n", fmt::join(meta.gpuArchs, ", "));
+  fmt::print("sections:\n");
+  for (const auto &[name, bytes] : info->sections)
+    fmt::print("  {:<24} {:>10}\n", name, sizeText(bytes));
+  return kExitOk;
+}
+
+} // namespace
+
+int aotCommand(const std::vector<std::string> &rawWords) {
+  std::vector<std::string> words = rawWords;
+  for (std::string &word : words)
+    if (word == "-o")
+      word = "--output";
+  std::set<std::string> valued = kTargetFlags;
+  valued.insert({"--output", "--batch", "--weights", "--seed", "--tuning", "--info"});
+  auto args = Args::parse(words, valued, {"--embed-params", "--help"});
+  if (!args) {
+    fmt::print(stderr, "kiln aot: {}\nrun 'kiln aot --help' for usage\n", args.error().message());
+    return kExitUsage;
+  }
+  if (args->has("--help")) {
+    fmt::print(kAotHelp, exampleListing());
+    return kExitOk;
+  }
+  if (auto info = args->value("--info"))
+    return bundleInfo(*info);
+  auto output = args->value("--output");
+  if (args->positional().size() != 1 || !output) {
+    fmt::print(stderr, "kiln aot: expected one model and -o FILE\nrun 'kiln aot --help'\n");
+    return kExitUsage;
+  }
+  if (args->has("--weights") && args->has("--embed-params")) {
+    fmt::print(stderr, "kiln aot: --weights and --embed-params exclude each other\n");
+    return kExitUsage;
+  }
+
+  compiler::AotOptions options;
+  auto target = args->value("--target").value_or("cpu");
+  if (target == "cpu") {
+    options.target = TargetKind::Cpu;
+  } else if (target == "cuda") {
+    options.target = TargetKind::Cuda;
+  } else {
+    fmt::print(stderr, "kiln aot: --target is cpu or cuda, not '{}'\n", target);
+    return kExitUsage;
+  }
+  // The shared flags (backend, precision); --target and --arch mean more here.
+  CompileOptions compileOptions;
+  std::vector<std::string> sharedWords;
+  for (const char *flag : {"--backend", "--precision"})
+    if (auto value = args->value(flag)) {
+      sharedWords.push_back(flag);
+      sharedWords.push_back(*value);
+    }
+  auto sharedArgs = Args::parse(sharedWords, kTargetFlags, {});
+  auto parsed = sharedArgs ? parseTargetOptions(*sharedArgs, compileOptions)
+                           : Expected<void>(std::unexpected(sharedArgs.error()));
+  if (!parsed) {
+    fmt::print(stderr, "kiln aot: {}\n", parsed.error().message());
+    return kExitUsage;
+  }
+  options.compile = compileOptions;
+  if (auto archs = args->value("--arch")) {
+    if (options.target != TargetKind::Cuda) {
+      fmt::print(stderr, "kiln aot: --arch applies to --target cuda\n");
+      return kExitUsage;
+    }
+    options.gpuArchs = splitList(*archs);
+  }
+  auto batch = args->intValue("--batch", 0, 1);
+  auto seed = args->intValue("--seed", 0, 0);
+  for (const Error *error : {batch ? nullptr : &batch.error(), seed ? nullptr : &seed.error()})
+    if (error) {
+      fmt::print(stderr, "kiln aot: {}\n", error->message());
+      return kExitUsage;
+    }
+
+  auto model = loadModel(args->positional()[0], *batch, static_cast<uint64_t>(*seed));
+  if (!model)
+    return reportError("aot", model.error());
+  if (auto path = args->value("--weights")) {
+    auto weights = io::loadSafetensors(*path);
+    if (!weights)
+      return reportError("aot", weights.error());
+    options.weights = NamedTensors(weights->begin(), weights->end());
+  } else if (args->has("--embed-params")) {
+    options.weights = model->params;
+  }
+  if (auto path = args->value("--tuning")) {
+    int errorNumber = 0;
+    auto text = runtime::readWholeFile(*path, errorNumber);
+    if (!text)
+      return reportError("aot", Error(ErrorCode::IOError,
+                                      fmt::format("cannot read '{}': {}", *path,
+                                                  std::strerror(errorNumber))));
+    options.tuningRecords = std::move(*text);
+  }
+
+  compiler::AotReport report;
+  if (auto written = compiler::writeBundle(*model->graph, options, *output, &report); !written)
+    return reportError("aot", written.error());
+  fmt::print("target:   {}\n", report.target);
+  for (const std::string &note : report.notes)
+    fmt::print("note:     {}\n", note);
+  fmt::print("wrote {} ({}, {} kernels{}) in {:.2f} s\n", *output, sizeText(report.bytes),
+             report.numKernels, options.weights.empty() ? "" : ", with weights",
+             report.seconds);
+  return kExitOk;
+}
+
+int bundleInfoCommand(const std::vector<std::string> &words) {
+  if (words.size() != 1 || words[0] == "--help") {
+    fmt::print(words.size() == 1 ? stdout : stderr,
+               "usage: kiln bundle-info FILE\n\nPrints a bundle's format version, model, "
+               "target, architectures or CPU, and its sections with their sizes.\n");
+    return words.size() == 1 ? kExitOk : kExitUsage;
+  }
+  return bundleInfo(words[0]);
+}
+
+} // namespace kiln::tool
