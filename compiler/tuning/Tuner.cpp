@@ -1,0 +1,539 @@
+// The autotuner's search: the groups compile() makes, each group's default
+// timed first, then its other candidates in the cost model's order until its
+// share of the budget is spent; every candidate checked against the reference.
+#include "compiler/tuning/Tuner.h"
+
+#include "compiler/CudaCompile.h"
+#include "compiler/Devices.h"
+#include "compiler/GpuCompile.h"
+#include "compiler/Pipeline.h"
+#include "compiler/tuning/CostModel.h"
+#include "compiler/tuning/GroupProblem.h"
+#include "compiler/tuning/KernelTimer.h"
+#include "ir/kernel/GpuLaunch.h"
+#include "passes/kernel/Passes.h"
+#include "passes/lower/Lower.h"
+#include "passes/lower/gpu/GpuLower.h"
+#include "runtime/cuda/CudaModule.h"
+#include "runtime/cudnn/CudnnLibrary.h"
+#include "runtime/sim/SimDevice.h"
+#include "support/Tolerance.h"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <sstream>
+#include <thread>
+
+namespace kiln::tuning {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// What tuning on one target needs: where kernels are lowered for, and a
+/// timer for a group's problem.
+struct TuningTarget {
+  compiler::LoweringTarget lowering;
+  std::string description;
+  std::string fingerprint;
+  std::function<Expected<std::unique_ptr<KernelTimer>>(const GroupProblem &)> makeTimer;
+};
+
+/// A GPU module's kernel that keeps its module loaded.
+class ModuleKernel final : public runtime::DeviceKernel {
+public:
+  ModuleKernel(std::shared_ptr<runtime::cuda::CudaModule> module,
+               std::shared_ptr<const runtime::DeviceKernel> kernel)
+      : module_(std::move(module)), kernel_(std::move(kernel)) {}
+  const std::string &name() const override { return kernel_->name(); }
+  Expected<void> launch(const runtime::DevicePtr *args, runtime::Stream stream) const override {
+    return kernel_->launch(args, stream);
+  }
+  Expected<void> prepare(runtime::Stream stream) const override {
+    return kernel_->prepare(stream);
+  }
+
+private:
+  std::shared_ptr<runtime::cuda::CudaModule> module_;
+  std::shared_ptr<const runtime::DeviceKernel> kernel_;
+};
+
+Expected<TuningTarget> cpuTarget(const TunerOptions &tunerOptions) {
+  codegen::CpuTarget cpu = codegen::hostCpuTarget();
+  TuningTarget target;
+  target.lowering = cpu;
+  target.description = fmt::format("cpu {} {} ({}-bit vectors, {} threads)", cpu.triple,
+                                   cpu.cpuName, cpu.vectorBits, cpu.cores);
+  target.fingerprint = targetFingerprint(cpu);
+  int64_t flush = tunerOptions.flushBytes;
+  target.makeTimer = [cpu, flush](const GroupProblem &problem) {
+    return makeCpuKernelTimer(cpu, problem, flush);
+  };
+  return target;
+}
+
+Expected<TuningTarget> simTarget(const CompileOptions &options, const TunerOptions &tunerOptions) {
+  KILN_TRY(codegen::GpuTarget gpu,
+           codegen::gpuTargetNamed(options.gpuArch.empty() ? kDefaultGpuArch : options.gpuArch));
+  TuningTarget target;
+  target.lowering = gpu;
+  target.description = fmt::format("sim {} (SIMT simulator)", gpu.archName());
+  target.fingerprint =
+      targetFingerprint(gpu, GpuToolchainVersions{"simulator", "simulator", "simulator"});
+  std::shared_ptr<sim::SimDevice> device = compiler::simDevice().device;
+  int64_t flush = tunerOptions.flushBytes;
+  target.makeTimer = [device, gpu, flush](const GroupProblem &problem) {
+    DeviceKernelLoader loader = [device](const kir::Kernel &kernel)
+        -> Expected<std::shared_ptr<const runtime::DeviceKernel>> {
+      return device->loadKernel(kernel);
+    };
+    return makeDeviceKernelTimer(device, std::move(loader), problem, gpu.l2Bytes, flush);
+  };
+  return target;
+}
+
+Expected<TuningTarget> cudaTarget(const CompileOptions &options,
+                                  const TunerOptions &tunerOptions) {
+  KILN_TRY(auto gpu, compiler::cudaDevice());
+  const runtime::cuda::CudaDeviceProperties &properties = gpu.device->properties();
+  KILN_TRY(codegen::GpuTarget arch, compiler::gpuTargetFor(properties, options.gpuArch));
+  TuningTarget target;
+  target.lowering = arch;
+  target.description = fmt::format("cuda {} on {}", arch.archName(), gpu.device->describe());
+  // The toolkit's version is not probed here yet ("unknown"); the driver's
+  // and cuDNN's are.
+  target.fingerprint = targetFingerprint(
+      arch, GpuToolchainVersions{std::to_string(properties.driverVersion), "unknown",
+                                 runtime::cudnn::cudnnVersionText()});
+  int deviceSm = properties.ccMajor * 10 + properties.ccMinor;
+  std::shared_ptr<runtime::cuda::CudaDevice> device = gpu.device;
+  int64_t flush = tunerOptions.flushBytes;
+  CompileOptions codegenOptions = options;
+  codegenOptions.dump = 0;
+  target.makeTimer = [device, arch, flush, codegenOptions, deviceSm](const GroupProblem &problem) {
+    DeviceKernelLoader loader = [device, arch, codegenOptions, deviceSm](const kir::Kernel &kernel)
+        -> Expected<std::shared_ptr<const runtime::DeviceKernel>> {
+      std::ostringstream sink;
+      KILN_TRY(compiler::GpuModuleImage image,
+               compiler::emitGpuCode({kernel}, arch, codegenOptions, sink));
+      runtime::cuda::ModuleImage module{std::move(image.ptx), std::move(image.cubin),
+                                        "tuning candidate " + kernel.name};
+      if (arch.sm / 10 != deviceSm / 10 || arch.sm > deviceSm)
+        module.cubin.clear();
+      KILN_TRY(std::shared_ptr<runtime::cuda::CudaModule> loaded, device->loadModule(module));
+      KILN_TRY(kir::GpuLaunch launch, kir::gpuLaunchOf(kernel));
+      runtime::LaunchDims dims;
+      for (int axis = 0; axis < 3; ++axis) {
+        dims.grid[axis] = static_cast<uint32_t>(launch.grid[axis]);
+        dims.block[axis] = static_cast<uint32_t>(launch.block[axis]);
+      }
+      KILN_TRY(std::shared_ptr<const runtime::DeviceKernel> entry, loaded->kernel(kernel.name, dims));
+      return std::shared_ptr<const runtime::DeviceKernel>(
+          std::make_shared<ModuleKernel>(std::move(loaded), std::move(entry)));
+    };
+    return makeDeviceKernelTimer(device, std::move(loader), problem, arch.l2Bytes, flush);
+  };
+  return target;
+}
+
+Expected<TuningTarget> tuningTargetFor(const CompileOptions &options,
+                                       const TunerOptions &tunerOptions) {
+  switch (options.target) {
+  case TargetKind::Sim: return simTarget(options, tunerOptions);
+  case TargetKind::Cuda: return cudaTarget(options, tunerOptions);
+  case TargetKind::Cpu:
+  case TargetKind::Auto: return cpuTarget(tunerOptions);
+  }
+  return makeError(ErrorCode::InvalidArgument, "unknown target kind");
+}
+
+std::vector<lower::Schedule> spaceOf(const ir::Graph &graph, const passes::FusionGroup &group,
+                                     const compiler::LoweringTarget &target) {
+  if (const auto *gpu = std::get_if<codegen::GpuTarget>(&target))
+    return lower::gpuScheduleSpace(graph, group, *gpu);
+  return lower::scheduleSpace(graph, group, std::get<codegen::CpuTarget>(target));
+}
+
+Expected<lower::LoweredKernel> lowerCandidate(const ir::Graph &graph,
+                                              const passes::FusionGroup &group,
+                                              const lower::Schedule &schedule,
+                                              const compiler::LoweringTarget &target) {
+  Expected<lower::LoweredKernel> lowered =
+      std::holds_alternative<codegen::GpuTarget>(target)
+          ? lower::lowerGroupForGpu(graph, group, schedule, std::get<codegen::GpuTarget>(target))
+          : lower::lowerGroupForCpu(graph, group, schedule, std::get<codegen::CpuTarget>(target));
+  if (lowered)
+    lowered->kernel = kir::runKernelPasses(std::move(lowered->kernel));
+  return lowered;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  if (n == 0)
+    return 0;
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+/// One group being tuned.
+struct GroupTuning {
+  const passes::FusionGroup *group = nullptr;
+  std::vector<lower::Schedule> space;
+  std::vector<size_t> order; ///< indices into `space` to try after the default
+  size_t tried = 0;          ///< how many of `order` have been timed
+  GroupProblem problem;
+  std::unique_ptr<KernelTimer> timer;
+  TunedGroup result;
+  double weight = 0;
+};
+
+class TuningRun {
+public:
+  TuningRun(const ir::Graph &graph, const TuningTarget &target, const TunerOptions &options)
+      : graph_(graph), target_(target), options_(options) {
+    threads_ = options.compileThreads > 0
+                   ? options.compileThreads
+                   : std::clamp<int>(static_cast<int>(std::thread::hardware_concurrency()), 1, 4);
+  }
+
+  int timed() const { return timed_; }
+
+  /// Lowers, loads, checks and times `indices` of the group's space, loading
+  /// them concurrently where the timer allows and timing one at a time.
+  void runBatch(GroupTuning &tuning, const std::vector<size_t> &indices, int groupIndex,
+                int groupCount, int planned) {
+    std::vector<Expected<std::unique_ptr<LoadedCandidate>>> loaded;
+    for (size_t i = 0; i < indices.size(); ++i)
+      loaded.emplace_back(std::unexpected(Error(ErrorCode::Unavailable, "not loaded")));
+    auto prepare = [&](size_t i) {
+      auto lowered = lowerCandidate(graph_, *tuning.group, tuning.space[indices[i]],
+                                    target_.lowering);
+      if (!lowered) {
+        loaded[i] = std::unexpected(std::move(lowered).error());
+        return;
+      }
+      loaded[i] = tuning.timer->load(*lowered);
+    };
+    if (tuning.timer->concurrentLoads() && indices.size() > 1) {
+      std::vector<std::thread> workers;
+      for (size_t i = 0; i < indices.size(); ++i)
+        workers.emplace_back(prepare, i);
+      for (std::thread &worker : workers)
+        worker.join();
+    } else {
+      for (size_t i = 0; i < indices.size(); ++i)
+        prepare(i);
+    }
+    for (size_t i = 0; i < indices.size(); ++i) {
+      const lower::Schedule &schedule = tuning.space[indices[i]];
+      CandidateTiming timing;
+      timing.schedule = lower::scheduleStr(schedule);
+      if (!loaded[i]) {
+        timing.valid = false;
+        timing.note = "failed to compile: " + loaded[i].error().message();
+      } else {
+        measure(tuning, schedule, **loaded[i], timing);
+      }
+      loaded[i] = std::unexpected(Error(ErrorCode::Unavailable, "released"));
+      tuning.result.candidates.push_back(std::move(timing));
+      tuning.result.schedules.push_back(schedule);
+      tuning.result.spaceIndices.push_back(static_cast<int>(indices[i]));
+      ++timed_;
+      report(TuneProgress::Kind::CandidateDone, tuning, groupIndex, groupCount, planned);
+    }
+  }
+
+  void report(TuneProgress::Kind kind, const GroupTuning &tuning, int groupIndex, int groupCount,
+              int planned) const {
+    if (!options_.progress)
+      return;
+    TuneProgress event;
+    event.kind = kind;
+    event.groupIndex = groupIndex;
+    event.groupCount = groupCount;
+    event.groupSummary = tuning.result.identity.summary;
+    event.candidatesDone = static_cast<int>(tuning.result.candidates.size());
+    event.candidatesPlanned = planned;
+    for (const CandidateTiming &c : tuning.result.candidates)
+      if (c.valid && c.runs > 0 && (event.bestSeconds == 0 || c.medianSeconds < event.bestSeconds))
+        event.bestSeconds = c.medianSeconds;
+    options_.progress(event);
+  }
+
+  int threads() const { return threads_; }
+
+private:
+  void measure(GroupTuning &tuning, const lower::Schedule &schedule, LoadedCandidate &candidate,
+               CandidateTiming &timing) {
+    Expected<HostTensor> output = tuning.timer->runForCheck(candidate);
+    if (!output) {
+      timing.valid = false;
+      timing.note = "failed to run: " + output.error().message();
+      return;
+    }
+    if (options_.onCheckedOutput)
+      options_.onCheckedOutput(schedule, *output);
+    const HostTensor &expected = tuning.problem.expected;
+    Comparison comparison =
+        compareTensors(*output, expected, toleranceFor(expected.dtype()));
+    if (!comparison.ok) {
+      timing.valid = false;
+      timing.note = fmt::format("output differs from the reference: {} mismatches, {}",
+                                comparison.mismatches, comparison.firstMismatchStr);
+      return;
+    }
+    Expected<std::vector<double>> seconds = tuning.timer->time(
+        candidate, std::max(0, options_.warmupRuns), std::max(1, options_.timedRuns));
+    if (!seconds) {
+      timing.valid = false;
+      timing.note = "failed to run: " + seconds.error().message();
+      return;
+    }
+    timing.runs = static_cast<int>(seconds->size());
+    timing.medianSeconds = median(*seconds);
+    timing.minSeconds = *std::min_element(seconds->begin(), seconds->end());
+  }
+
+  const ir::Graph &graph_;
+  const TuningTarget &target_;
+  const TunerOptions &options_;
+  int threads_ = 1;
+  int timed_ = 0;
+};
+
+/// The fastest valid candidate (the earlier on a tie, so the default wins ties).
+int fastestValid(const TunedGroup &group) {
+  int best = -1;
+  for (size_t i = 0; i < group.candidates.size(); ++i) {
+    const CandidateTiming &c = group.candidates[i];
+    if (!c.valid || c.runs == 0)
+      continue;
+    if (best < 0 || c.medianSeconds < group.candidates[size_t(best)].medianSeconds)
+      best = static_cast<int>(i);
+  }
+  return best;
+}
+
+std::string nowUtc() {
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
+                     std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()));
+}
+
+} // namespace
+
+Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &options,
+                               const TunerOptions &tunerOptions) {
+  auto start = Clock::now();
+  KILN_TRY(TuningTarget target, tuningTargetFor(options, tunerOptions));
+
+  // The groups exactly as compile() makes them: its graph passes and fusion.
+  CompileOptions lowerOptions = options;
+  lowerOptions.chooseSchedule = nullptr;
+  lowerOptions.dump = 0;
+  lowerOptions.fusedGraphDot = false;
+  std::ostringstream noDump;
+  CompileReport compileReport;
+  KILN_TRY(compiler::LoweredProgram program,
+           compiler::lowerProgram(graph, lowerOptions, target.lowering, noDump, compileReport));
+  const ir::Graph &tunedGraph = *program.graph;
+
+  TuneReport report;
+  report.target = target.description;
+  report.targetFingerprint = target.fingerprint;
+  std::vector<GroupTuning> tunings;
+  for (const passes::FusionGroup &group : program.fusion.groups) {
+    if (group.kind == passes::GroupKind::Alias || group.kind == passes::GroupKind::Constant)
+      continue;
+    std::vector<lower::Schedule> space = spaceOf(tunedGraph, group, target.lowering);
+    if (space.size() < 2)
+      continue;
+    GroupTuning tuning;
+    tuning.group = &group;
+    tuning.result.groupId = group.id;
+    tuning.result.identity = groupIdentity(tunedGraph, group);
+    tuning.result.kind = std::string(passes::groupKindName(group.kind));
+    tuning.result.defaultSchedule = lower::scheduleStr(space.front());
+    tuning.result.spaceSize = static_cast<int>(space.size());
+    // The space's first schedule is the heuristic default; the rest go in the
+    // cost model's order, the families taking turns.
+    tuning.order = searchOrder(space, rankByCost(tunedGraph, group, space, target.lowering));
+    tuning.space = std::move(space);
+    tunings.push_back(std::move(tuning));
+  }
+
+  TuningRun run(tunedGraph, target, tunerOptions);
+  int groupCount = static_cast<int>(tunings.size());
+
+  // First every group's default: the baseline, and the weight of the group's
+  // share of the budget. Where no trial count limits the run, the cost
+  // model's first picks are compiled beside it on the other compile threads,
+  // which costs no more wall time than the default alone.
+  bool exhaustive = tunerOptions.exhaustive;
+  for (int g = 0; g < groupCount; ++g) {
+    GroupTuning &tuning = tunings[size_t(g)];
+    auto setupStart = Clock::now();
+    KILN_TRY(tuning.problem, makeGroupProblem(tunedGraph, *tuning.group,
+                                              std::max(1, tunerOptions.inputSets),
+                                              tunerOptions.seed + uint64_t(tuning.group->id)));
+    KILN_TRY(tuning.timer, target.makeTimer(tuning.problem));
+    report.setupSeconds += secondsSince(setupStart);
+    std::vector<size_t> first{0};
+    if (exhaustive || tunerOptions.maxTrials == 0)
+      tuning.tried = std::min<size_t>(size_t(run.threads() - 1), tuning.order.size());
+    first.insert(first.end(), tuning.order.begin(), tuning.order.begin() + long(tuning.tried));
+    run.runBatch(tuning, first, g, groupCount, int(first.size()));
+    const CandidateTiming &baseline = tuning.result.candidates.front();
+    tuning.result.defaultSeconds = baseline.valid ? baseline.medianSeconds : 0;
+    tuning.weight = baseline.valid ? baseline.medianSeconds : 0;
+    // Free the group's buffers until its turn comes.
+    tuning.timer.reset();
+  }
+  double meanWeight = 0;
+  for (const GroupTuning &tuning : tunings)
+    meanWeight += tuning.weight / std::max(1, groupCount);
+  for (GroupTuning &tuning : tunings)
+    if (tuning.weight <= 0)
+      tuning.weight = meanWeight > 0 ? meanWeight : 1;
+
+  for (int g = 0; g < groupCount; ++g) {
+    GroupTuning &tuning = tunings[size_t(g)];
+    double weightLeft = 0;
+    for (size_t h = size_t(g); h < tunings.size(); ++h)
+      weightLeft += tunings[h].weight;
+    double share = tuning.weight / weightLeft;
+
+    int trials = static_cast<int>(tuning.order.size() - tuning.tried);
+    if (!exhaustive && tunerOptions.maxTrials > 0) {
+      int trialsLeft = std::max(0, tunerOptions.maxTrials - run.timed());
+      int mine = g + 1 == groupCount ? trialsLeft : static_cast<int>(trialsLeft * share);
+      trials = std::min(trials, mine);
+    }
+    // The budget is for the search: each group's one-off setup (inputs, the
+    // reference) does not count against it.
+    auto searchSeconds = [&] { return secondsSince(start) - report.setupSeconds; };
+    double deadline = 0; // in searchSeconds(); 0: none
+    if (!exhaustive && tunerOptions.budgetSeconds > 0) {
+      double timeLeft = std::max(0.0, tunerOptions.budgetSeconds - searchSeconds());
+      deadline = searchSeconds() + timeLeft * share;
+    }
+    int planned = trials + 1 + static_cast<int>(tuning.tried);
+    run.report(TuneProgress::Kind::GroupStarted, tuning, g, groupCount, planned);
+    if (trials > 0 && !(deadline > 0 && searchSeconds() >= deadline)) {
+      KILN_TRY(tuning.timer, target.makeTimer(tuning.problem));
+      for (int next = 0; next < trials;) {
+        if (deadline > 0 && searchSeconds() >= deadline)
+          break;
+        int batch = std::min(run.threads(), trials - next);
+        auto from = tuning.order.begin() + long(tuning.tried) + next;
+        std::vector<size_t> indices(from, from + batch);
+        run.runBatch(tuning, indices, g, groupCount, planned);
+        next += batch;
+      }
+      tuning.timer.reset();
+    }
+    tuning.result.winner = fastestValid(tuning.result);
+    run.report(TuneProgress::Kind::GroupFinished, tuning, g, groupCount, planned);
+  }
+
+  for (GroupTuning &tuning : tunings) {
+    TunedGroup &result = tuning.result;
+    if (const CandidateTiming *winner = result.winnerTiming()) {
+      report.defaultSecondsTotal += result.defaultSeconds > 0 ? result.defaultSeconds
+                                                              : winner->medianSeconds;
+      report.bestSecondsTotal += winner->medianSeconds;
+    }
+    report.groups.push_back(std::move(result));
+  }
+  report.candidatesTimed = run.timed();
+  report.seconds = secondsSince(start);
+  return report;
+}
+
+int scheduleFamily(const lower::Schedule &schedule) {
+  int family = static_cast<int>(schedule.index()) * 16;
+  if (const auto *conv = std::get_if<lower::Conv2DSchedule>(&schedule))
+    return family + 4 * static_cast<int>(conv->algorithm) + static_cast<int>(conv->gemm.parallel);
+  if (const auto *gemm = std::get_if<lower::MatMulSchedule>(&schedule))
+    return family + static_cast<int>(gemm->parallel);
+  return family;
+}
+
+std::vector<size_t> searchOrder(const std::vector<lower::Schedule> &space,
+                                const std::vector<size_t> &ranked) {
+  int defaultFamily = scheduleFamily(space.front());
+  std::vector<int> families; // by best rank
+  std::map<int, std::vector<size_t>> members;
+  for (size_t index : ranked) {
+    if (index == 0)
+      continue;
+    int family = scheduleFamily(space[index]);
+    if (members[family].empty())
+      families.push_back(family);
+    members[family].push_back(index);
+  }
+  std::stable_partition(families.begin(), families.end(),
+                        [&](int family) { return family != defaultFamily; });
+  std::vector<size_t> order;
+  for (size_t round = 0; round < ranked.size() && order.size() + 1 < space.size(); ++round)
+    for (int family : families)
+      if (round < members[family].size())
+        order.push_back(members[family][round]);
+  return order;
+}
+
+std::function<std::optional<lower::Schedule>(const ir::Graph &, const passes::FusionGroup &)>
+winnersAsScheduleChooser(const TuneReport &report) {
+  auto winners = std::make_shared<std::map<std::string, lower::Schedule>>();
+  for (const TunedGroup &group : report.groups)
+    if (group.winner >= 0)
+      winners->emplace(group.identity.signature + '\n' + group.identity.shapes,
+                       group.schedules[size_t(group.winner)]);
+  return [winners](const ir::Graph &graph,
+                   const passes::FusionGroup &group) -> std::optional<lower::Schedule> {
+    GroupIdentity identity = groupIdentity(graph, group);
+    auto it = winners->find(identity.signature + '\n' + identity.shapes);
+    if (it == winners->end())
+      return std::nullopt;
+    return it->second;
+  };
+}
+
+std::vector<TuningRecord> recordsFrom(const TuneReport &report,
+                                      const std::string &targetFingerprint) {
+  std::vector<TuningRecord> records;
+  std::string tunedAt = nowUtc();
+  for (const TunedGroup &group : report.groups) {
+    const CandidateTiming *winner = group.winnerTiming();
+    if (winner == nullptr)
+      continue;
+    TuningRecord record;
+    record.key = tuningKey(group.identity, targetFingerprint);
+    record.schedule = winner->schedule;
+    record.backend = winner->backend;
+    record.bestSeconds = winner->medianSeconds;
+    record.defaultSeconds = group.defaultSeconds;
+    record.candidatesTimed = static_cast<int>(group.candidates.size());
+    record.summary = group.identity.summary;
+    record.tunedAt = tunedAt;
+    records.push_back(std::move(record));
+  }
+  return records;
+}
+
+std::vector<SweepGroup> sweepFrom(const TuneReport &report) {
+  std::vector<SweepGroup> sweep;
+  for (const TunedGroup &group : report.groups)
+    sweep.push_back(SweepGroup{tuningKey(group.identity, report.targetFingerprint),
+                               group.identity.summary, group.candidates});
+  return sweep;
+}
+
+} // namespace kiln::tuning
