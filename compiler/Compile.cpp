@@ -159,7 +159,7 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
                                       options.gpuArch.empty() ? kDefaultGpuArch : options.gpuArch));
     r.target = fmt::format("sim {} (SIMT simulator)", gpu.archName());
     // Simulated timings say nothing about a real GPU: sim records are their own target.
-    std::string fingerprint = tuning::targetFingerprint(gpu, {"sim", "sim", "sim"});
+    std::string fingerprint = compiler::simGpuFingerprint(gpu);
     KILN_TRY(compiler::LoweredProgram program,
              compiler::lowerProgram(userGraph, options, gpu, fingerprint, dump, r));
     // The simulator runs kernel IR; PTX is made only when a dump asks for it.

@@ -2,6 +2,8 @@
 // cache), module loading and the launch plan of driver kernels.
 #include "compiler/CudaCompile.h"
 
+#include "runtime/cudnn/CudnnLibrary.h"
+
 #include "compiler/GpuCompile.h"
 #include "compiler/LaunchPlanBuilder.h"
 #include "compiler/GpuModuleCache.h"
@@ -70,13 +72,8 @@ Expected<CompiledModel> compileForCuda(const ir::Graph &graph, const CompileOpti
   report.target = fmt::format("cuda {} on {} ({})", target.archName(), gpu.device->describe(),
                               options.gpuBackend == GpuBackend::Nvrtc ? "CUDA C through NVRTC"
                                                                       : "LLVM NVPTX");
-  // The cuDNN version comes from runtime::cudnn::cudnnVersionText() once the cuDNN path
-  // applies "cudnn" records (it is "unknown" here and in `kiln tune-db prune
-  // --other-targets` until then, so no record depends on which cuDNN is installed).
-  tuning::GpuToolchainVersions versions{std::to_string(device.driverVersion),
-                                        gpuToolkitVersion(), "unknown"};
   KILN_TRY(LoweredProgram program, lowerProgram(graph, options, target,
-                                                tuning::targetFingerprint(target, versions), dump,
+                                                deviceGpuFingerprint(target, device), dump,
                                                 report));
 
   auto codegenStart = std::chrono::steady_clock::now();
@@ -117,6 +114,13 @@ Expected<CompiledModel> compileForCuda(const ir::Graph &graph, const CompileOpti
   KILN_TRY(std::unique_ptr<runtime::DeviceExecutor> executor,
            runtime::DeviceExecutor::create(plan, gpu.device, gpu.pool));
   return CompiledModel(std::move(plan), std::shared_ptr<const void>(loaded), std::move(executor));
+}
+
+std::string deviceGpuFingerprint(const codegen::GpuTarget &target,
+                                 const runtime::cuda::CudaDeviceProperties &device) {
+  return tuning::targetFingerprint(target, {std::to_string(device.driverVersion),
+                                            gpuToolkitVersion(),
+                                            runtime::cudnn::cudnnVersionText()});
 }
 
 } // namespace kiln::compiler

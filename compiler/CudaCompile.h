@@ -18,6 +18,11 @@ namespace kiln::compiler {
 Expected<codegen::GpuTarget> gpuTargetFor(const runtime::cuda::CudaDeviceProperties &device,
                                           const std::string &requestedArch);
 
+/// The tuning fingerprint of `target` on `device`: the driver's, the toolkit's
+/// and cuDNN's versions with the target's figures (docs/tuning.md).
+std::string deviceGpuFingerprint(const codegen::GpuTarget &target,
+                                 const runtime::cuda::CudaDeviceProperties &device);
+
 /// Lowers, generates and loads `graph`'s kernels on the device.
 Expected<CompiledModel> compileForCuda(const ir::Graph &graph, const CompileOptions &options,
                                        const DeviceHandle<runtime::cuda::CudaDevice> &gpu,

@@ -140,6 +140,10 @@ std::string offlineGpuFingerprint(const codegen::GpuTarget &target) {
   return tuning::targetFingerprint(target, {"unavailable", gpuToolkitVersion(), "unknown"});
 }
 
+std::string simGpuFingerprint(const codegen::GpuTarget &target) {
+  return tuning::targetFingerprint(target, {"sim", "sim", "sim"});
+}
+
 } // namespace compiler
 
 Expected<GpuKernels> compileGpuKernels(const ir::Graph &userGraph, const CompileOptions &options,

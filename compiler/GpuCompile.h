@@ -35,5 +35,7 @@ Expected<GpuModuleImage> emitGpuCode(const std::vector<kir::Kernel> &kernels,
 /// AOT bundles): no driver to match a record tuned on one, so only records
 /// stored for "driver=unavailable" apply (docs/tuning.md).
 std::string offlineGpuFingerprint(const codegen::GpuTarget &target);
+/// The tuning fingerprint of the SIMT simulator running `target`'s kernels.
+std::string simGpuFingerprint(const codegen::GpuTarget &target);
 
 } // namespace kiln::compiler

@@ -86,8 +86,7 @@ Expected<TuningTarget> simTarget(const CompileOptions &options, const TunerOptio
   TuningTarget target;
   target.lowering = gpu;
   target.description = fmt::format("sim {} (SIMT simulator)", gpu.archName());
-  target.fingerprint =
-      targetFingerprint(gpu, GpuToolchainVersions{"simulator", "simulator", "simulator"});
+  target.fingerprint = compiler::simGpuFingerprint(gpu);
   std::shared_ptr<sim::SimDevice> device = compiler::simDevice().device;
   int64_t flush = tunerOptions.flushBytes;
   target.makeTimer = [device, gpu, flush](const GroupProblem &problem) {
@@ -108,11 +107,7 @@ Expected<TuningTarget> cudaTarget(const CompileOptions &options,
   TuningTarget target;
   target.lowering = arch;
   target.description = fmt::format("cuda {} on {}", arch.archName(), gpu.device->describe());
-  // The toolkit's version is not probed here yet ("unknown"); the driver's
-  // and cuDNN's are.
-  target.fingerprint = targetFingerprint(
-      arch, GpuToolchainVersions{std::to_string(properties.driverVersion), "unknown",
-                                 runtime::cudnn::cudnnVersionText()});
+  target.fingerprint = compiler::deviceGpuFingerprint(arch, properties);
   int deviceSm = properties.ccMajor * 10 + properties.ccMinor;
   std::shared_ptr<runtime::cuda::CudaDevice> device = gpu.device;
   int64_t flush = tunerOptions.flushBytes;
@@ -337,12 +332,15 @@ Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &opt
   // The groups exactly as compile() makes them: its graph passes and fusion.
   CompileOptions lowerOptions = options;
   lowerOptions.chooseSchedule = nullptr;
+  // Tuning starts from the heuristic defaults, whatever the database holds.
+  lowerOptions.tuning = TuningMode::Off;
   lowerOptions.dump = 0;
   lowerOptions.fusedGraphDot = false;
   std::ostringstream noDump;
   CompileReport compileReport;
   KILN_TRY(compiler::LoweredProgram program,
-           compiler::lowerProgram(graph, lowerOptions, target.lowering, noDump, compileReport));
+           compiler::lowerProgram(graph, lowerOptions, target.lowering, target.fingerprint,
+                                  noDump, compileReport));
   const ir::Graph &tunedGraph = *program.graph;
 
   TuneReport report;

@@ -4,6 +4,7 @@
 
 #include "compiler/Pipeline.h"
 #include "compiler/tuning/CostModel.h"
+#include "compiler/tuning/TuningKeys.h"
 #include "passes/graph/Fusion.h"
 #include "passes/lower/Schedule.h"
 #include "passes/lower/gpu/GpuLower.h"
@@ -104,10 +105,12 @@ TEST_CASE("cost model: the ranking of a group's space is a stable total order",
   REQUIRE(c.graph().finalize());
   CompileOptions options;
   options.target = TargetKind::Cpu;
+  options.tuning = TuningMode::Off;
   codegen::CpuTarget target = testTarget();
   std::ostringstream dump;
   CompileReport report;
-  auto program = compiler::lowerProgram(c.graph().ir(), options, target, dump, report);
+  auto program = compiler::lowerProgram(c.graph().ir(), options, target,
+                                        tuning::targetFingerprint(target), dump, report);
   REQUIRE(program);
   int ranked = 0;
   for (const passes::FusionGroup &group : program->fusion.groups) {

@@ -28,6 +28,8 @@ int bundleInfoCommand(const std::vector<std::string> &words);
 bool isBundlePath(const std::string &path);
 /// `kiln run` on a bundle: loads it with the runtime alone and runs it.
 int runBundle(const std::string &path, const Args &args);
+/// `kiln tune`: autotunes a model and stores the winners (docs/tuning.md).
+int tuneCommand(const std::vector<std::string> &words);
 /// `kiln tune-db ls|export|import|prune`: the tuning database (docs/tuning.md).
 int tuneDbCommand(const std::vector<std::string> &words);
 

@@ -28,6 +28,8 @@ commands:
             `kiln run model.kiln` loads without compiling
   bundle-info
             print a bundle's version, target, architectures and sections
+  tune      time each fusion group's candidate schedules on the target and
+            store the fastest in the tuning database (--budget 60s, --sweep)
   tune-db   list, export, import or prune the tuning database
 
 'kiln <command> --help' describes each command. Models are graph IR files
@@ -82,6 +84,8 @@ int main(int argc, char **argv) {
     return aotCommand(rest);
   if (command == "bundle-info")
     return bundleInfoCommand(rest);
+  if (command == "tune")
+    return tuneCommand(rest);
   if (command == "tune-db")
     return tuneDbCommand(rest);
   fmt::print(stderr, "kiln: unknown command '{}'\n\n", command);

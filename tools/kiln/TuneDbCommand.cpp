@@ -210,9 +210,7 @@ std::vector<std::string> hostFingerprints() {
   if (auto gpu = compiler::cudaDevice()) {
     const runtime::cuda::CudaDeviceProperties &device = gpu->device->properties();
     if (auto target = compiler::gpuTargetFor(device, ""))
-      fingerprints.push_back(tuning::targetFingerprint(
-          *target, {std::to_string(device.driverVersion), compiler::gpuToolkitVersion(),
-                    "unknown"}));
+      fingerprints.push_back(compiler::deviceGpuFingerprint(*target, device));
   }
   return fingerprints;
 }
