@@ -2,16 +2,17 @@
 // cache), module loading and the launch plan of driver kernels.
 #include "compiler/CudaCompile.h"
 
-#include "runtime/cudnn/CudnnLibrary.h"
-
 #include "compiler/GpuCompile.h"
 #include "compiler/LaunchPlanBuilder.h"
 #include "compiler/GpuModuleCache.h"
 #include "compiler/Pipeline.h"
+#include "compiler/tuning/CudnnCandidate.h"
 #include "compiler/tuning/TuningKeys.h"
 #include "ir/kernel/GpuLaunch.h"
 #include "runtime/DeviceExecutor.h"
 #include "runtime/cuda/CudaModule.h"
+#include "runtime/cudnn/CudnnConv2D.h"
+#include "runtime/cudnn/CudnnLibrary.h"
 
 #include <fmt/format.h>
 
@@ -64,6 +65,54 @@ Expected<codegen::GpuTarget> gpuTargetFor(const runtime::cuda::CudaDevicePropert
   return target;
 }
 
+namespace {
+
+/// Groups whose tuning record chose cuDNN run its kernel in place of kiln's
+/// (docs/cudnn.md): the same step, the same arguments (the group's inputs,
+/// then its output; any workspaces of kiln's kernel are not read). A record
+/// cuDNN cannot honour here (no library, a choice it refuses) falls back to
+/// kiln's kernel, lowered with the default schedule, and the report says so.
+Expected<void> useLibraryRecords(
+    const LoweredProgram &program, runtime::cuda::CudaDevice &device,
+    std::map<std::string, std::shared_ptr<const runtime::DeviceKernel>, std::less<>> &kernels,
+    CompileReport &report) {
+  for (size_t i = 0; i < program.groupRecords.size(); ++i) {
+    const std::optional<tuning::TuningRecord> &record = program.groupRecords[i];
+    if (!record || record->backend != "cudnn" || !program.groupKernels[i])
+      continue;
+    const passes::FusionGroup &group = program.fusion.groups[i];
+    const std::string &kernelName = program.groupKernels[i]->kernel.name;
+    auto fallBack = [&](const std::string &why) {
+      report.warnings.push_back(fmt::format("group {} ({}): its cuDNN record is not used: {}; "
+                                            "kiln's kernel runs instead",
+                                            group.id, kernelName, why));
+    };
+    auto spec = tuning::cudnnConvSpecFor(*program.graph, group);
+    if (const std::string *why = std::get_if<std::string>(&spec)) {
+      fallBack(*why);
+      continue;
+    }
+    auto choice = runtime::cudnn::parseCudnnChoice(record->schedule);
+    if (!choice) {
+      fallBack(choice.error().message());
+      continue;
+    }
+    runtime::cudnn::CudnnConvOptions cudnnOptions;
+    cudnnOptions.fixed = *choice;
+    cudnnOptions.name = kernelName + "_cudnn";
+    auto kernel = tuning::makeCudnnKernel(std::get<tuning::CudnnConvSpec>(spec), device,
+                                          cudnnOptions);
+    if (!kernel) {
+      fallBack(kernel.error().message());
+      continue;
+    }
+    kernels[kernelName] = std::move(*kernel);
+  }
+  return {};
+}
+
+} // namespace
+
 Expected<CompiledModel> compileForCuda(const ir::Graph &graph, const CompileOptions &options,
                                        const DeviceHandle<runtime::cuda::CudaDevice> &gpu,
                                        std::ostream &dump, CompileReport &report) {
@@ -102,6 +151,7 @@ Expected<CompiledModel> compileForCuda(const ir::Graph &graph, const CompileOpti
       kernels.emplace(kernel.name, std::move(entry));
     }
   }
+  KILN_TRY_VOID(useLibraryRecords(program, *gpu.device, kernels, report));
   report.codegenSeconds = secondsSince(codegenStart);
 
   auto lookup = [&](std::string_view name) {

@@ -110,6 +110,13 @@ public:
     return std::unique_ptr<LoadedCandidate>(std::move(candidate));
   }
 
+  Expected<std::unique_ptr<LoadedCandidate>>
+  loadLibrary(std::shared_ptr<const runtime::DeviceKernel> kernel) override {
+    auto candidate = std::make_unique<DeviceCandidate>();
+    candidate->kernel = std::move(kernel);
+    return std::unique_ptr<LoadedCandidate>(std::move(candidate));
+  }
+
   Expected<HostTensor> runForCheck(LoadedCandidate &loaded) override {
     auto &candidate = static_cast<DeviceCandidate &>(loaded);
     runtime::Stream stream;

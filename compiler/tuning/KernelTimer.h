@@ -31,6 +31,13 @@ public:
   /// threads at once when concurrentLoads().
   virtual Expected<std::unique_ptr<LoadedCandidate>> load(const lower::LoweredKernel &kernel) = 0;
   virtual bool concurrentLoads() const = 0;
+  /// A library's kernel (cuDNN) for the group: it takes the group's inputs
+  /// then its output, and no workspaces. Only device timers run one.
+  virtual Expected<std::unique_ptr<LoadedCandidate>>
+  loadLibrary(std::shared_ptr<const runtime::DeviceKernel> kernel) {
+    (void)kernel;
+    return makeError(ErrorCode::Unsupported, "library kernels run only on a device");
+  }
 
   /// Runs the candidate once on input set 0 with its output poisoned (NaN or
   /// all ones) and returns the output, to be checked against the reference.

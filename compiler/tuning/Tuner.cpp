@@ -8,6 +8,7 @@
 #include "compiler/GpuCompile.h"
 #include "compiler/Pipeline.h"
 #include "compiler/tuning/CostModel.h"
+#include "compiler/tuning/CudnnCandidate.h"
 #include "compiler/tuning/GroupProblem.h"
 #include "compiler/tuning/KernelTimer.h"
 #include "ir/kernel/GpuLaunch.h"
@@ -40,11 +41,24 @@ double secondsSince(Clock::time_point start) {
 
 /// What tuning on one target needs: where kernels are lowered for, and a
 /// timer for a group's problem.
+/// A library kernel the tuner times beside kiln's candidates.
+struct LibraryCandidate {
+  std::shared_ptr<const runtime::DeviceKernel> kernel;
+  std::string configText; ///< the record's schedule text
+  std::string backend;    ///< the record's backend ("cudnn")
+};
+
 struct TuningTarget {
   compiler::LoweringTarget lowering;
   std::string description;
   std::string fingerprint;
   std::function<Expected<std::unique_ptr<KernelTimer>>(const GroupProblem &)> makeTimer;
+  /// A library's kernel for a group, as one more candidate (cuDNN on a CUDA
+  /// device): nullopt where the library cannot compute the group; an error
+  /// makes the candidate invalid, never the run. Unset for other targets.
+  std::function<Expected<std::optional<LibraryCandidate>>(const ir::Graph &,
+                                                          const passes::FusionGroup &)>
+      library;
 };
 
 /// A GPU module's kernel that keeps its module loaded.
@@ -135,6 +149,17 @@ Expected<TuningTarget> cudaTarget(const CompileOptions &options,
           std::make_shared<ModuleKernel>(std::move(loaded), std::move(entry)));
     };
     return makeDeviceKernelTimer(device, std::move(loader), problem, arch.l2Bytes, flush);
+  };
+  // cuDNN for the conv2d groups it computes exactly (docs/cudnn.md); it picks
+  // its own algorithm by measuring, and wins only when it measures faster.
+  target.library = [device](const ir::Graph &graph, const passes::FusionGroup &group)
+      -> Expected<std::optional<LibraryCandidate>> {
+    auto spec = cudnnConvSpecFor(graph, group);
+    if (std::holds_alternative<std::string>(spec))
+      return std::nullopt;
+    KILN_TRY(auto kernel, makeCudnnKernel(std::get<CudnnConvSpec>(spec), *device));
+    std::string config = kernel->configText();
+    return LibraryCandidate{std::move(kernel), std::move(config), "cudnn"};
   };
   return target;
 }
@@ -244,6 +269,37 @@ public:
       ++timed_;
       report(TuneProgress::Kind::CandidateDone, tuning, groupIndex, groupCount, planned);
     }
+  }
+
+  /// Times the target's library kernel for the group, when it has one.
+  void runLibrary(GroupTuning &tuning, int groupIndex, int groupCount, int planned) {
+    if (!target_.library)
+      return;
+    Expected<std::optional<LibraryCandidate>> library = target_.library(graph_, *tuning.group);
+    if (library && !*library)
+      return;
+    CandidateTiming timing;
+    timing.backend = library ? (*library)->backend : "library";
+    if (!library) {
+      timing.schedule = "unavailable";
+      timing.valid = false;
+      timing.note = "library kernel unavailable: " + library.error().message();
+    } else {
+      timing.schedule = (*library)->configText;
+      Expected<std::unique_ptr<LoadedCandidate>> loaded =
+          tuning.timer->loadLibrary(std::move((*library)->kernel));
+      if (!loaded) {
+        timing.valid = false;
+        timing.note = "failed to load: " + loaded.error().message();
+      } else {
+        measure(tuning, lower::NoSchedule{}, **loaded, timing);
+      }
+    }
+    tuning.result.candidates.push_back(std::move(timing));
+    tuning.result.schedules.push_back(lower::NoSchedule{});
+    tuning.result.spaceIndices.push_back(-1);
+    ++timed_;
+    report(TuneProgress::Kind::CandidateDone, tuning, groupIndex, groupCount, planned);
   }
 
   void report(TuneProgress::Kind kind, const GroupTuning &tuning, int groupIndex, int groupCount,
@@ -437,6 +493,11 @@ Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &opt
       }
       tuning.timer.reset();
     }
+    if (target.library) {
+      KILN_TRY(tuning.timer, target.makeTimer(tuning.problem));
+      run.runLibrary(tuning, g, groupCount, planned);
+      tuning.timer.reset();
+    }
     tuning.result.winner = fastestValid(tuning.result);
     run.report(TuneProgress::Kind::GroupFinished, tuning, g, groupCount, planned);
   }
@@ -490,8 +551,10 @@ std::vector<size_t> searchOrder(const std::vector<lower::Schedule> &space,
 std::function<std::optional<lower::Schedule>(const ir::Graph &, const passes::FusionGroup &)>
 winnersAsScheduleChooser(const TuneReport &report) {
   auto winners = std::make_shared<std::map<std::string, lower::Schedule>>();
+  // A library winner (cuDNN) is no schedule: compile() takes it from the
+  // group's record, so the hook leaves that group to its default.
   for (const TunedGroup &group : report.groups)
-    if (group.winner >= 0)
+    if (group.winner >= 0 && group.candidates[size_t(group.winner)].backend == "kiln")
       winners->emplace(group.identity.signature + '\n' + group.identity.shapes,
                        group.schedules[size_t(group.winner)]);
   return [winners](const ir::Graph &graph,

@@ -81,12 +81,13 @@ struct TunedGroup {
   std::string defaultSchedule; ///< scheduleStr of the heuristic default
   double defaultSeconds = 0;  ///< its median (0 when it failed)
   /// Every timed candidate in the order timed (the default first). A
-  /// schedule's text may repeat where scheduleStr does not print a field
-  /// (see docs/tuning.md); `schedules` keeps each exact schedule.
+  /// library's candidate (cuDNN, on a CUDA device) comes last, with its
+  /// backend; `schedules` keeps each exact schedule (NoSchedule for a library).
   std::vector<CandidateTiming> candidates;
   std::vector<lower::Schedule> schedules; ///< parallel to `candidates`
   /// Parallel to `candidates`: each one's index in the group's schedule space
-  /// (deterministic for a graph and target, so two runs can be matched).
+  /// (deterministic for a graph and target, so two runs can be matched); -1
+  /// for a library's candidate.
   std::vector<int> spaceIndices;
   int spaceSize = 0;          ///< candidates in the group's whole space
   /// Index into `candidates` of the fastest valid one; -1 when none is valid.
