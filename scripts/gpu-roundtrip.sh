@@ -7,7 +7,7 @@
 # usage: scripts/gpu-roundtrip.sh prepare          here: build, stage build/gpu-carry
 #        scripts/gpu-roundtrip.sh remote [--quick] [--steps a,b]
 #                                                  there, from the repository root; steps
-#                                                  (default all): smi,libs,tests,examples,bench,torch,train
+#                                                  (default all): smi,libs,tests,examples,bench,torch,train,tuning
 #        scripts/gpu-roundtrip.sh collect DIR      here: copy DIR's results to bench/results
 #   OUT                 remote: where logs and results go (default ./gpu-out)
 #   KILN_BENCH_ARGS     remote: extra arguments of kiln_gpu_bench (e.g. a section filter)
@@ -22,15 +22,16 @@ cd "$root"
 carry=build/gpu-carry
 carry_limit_mib=60
 # What runs on the GPU machine, relative to the build directory (and to $carry).
-carried_files=(libkiln.so libkiln_rt.so kiln bench/kiln_gpu_bench bench/kiln_train_bench
-  tests/test_gpu)
+carried_files=(libkiln.so libkiln_rt.so kiln kiln-run-bundle bench/kiln_gpu_bench
+  bench/kiln_train_bench tests/test_gpu)
 
 usage() { sed -n '2,16p' "$0" >&2; exit 2; }
 
 prepare() {
   set -e
   scripts/setup.sh
-  local targets=(kiln_cli kiln_gpu_bench kiln_train_bench kiln_example_models fashion_mnist_cnn)
+  local targets=(kiln_cli kiln-run-bundle kiln_gpu_bench kiln_train_bench kiln_example_models
+    fashion_mnist_cnn)
   # test_gpu exists once the CUDA runtime's tests do; build it whenever it does.
   scripts/build.sh release kiln_cli >/dev/null
   if ninja -C build/release -t targets all 2>/dev/null | grep -q '^test_gpu:'; then
@@ -134,8 +135,34 @@ run_examples() {
   return $status
 }
 
+# Autotuning and AOT on the GPU: kiln tune on cuda (device-event timing and
+# the cuDNN candidate), the records replayed by kiln run, and a GPU bundle
+# written there (ptxas from the toolkit) and loaded by kiln-run-bundle, which
+# links kiln_rt alone.
+run_tuning() {
+  local db="$OUT/tuning.sqlite" status=0
+  rm -f "$db"
+  echo "---- kiln tune example:cnn --target cuda"
+  "$build/kiln" tune example:cnn --target cuda --budget 60s --db "$db" \
+    --csv "$OUT/tune-cnn-cuda.csv" --svg "$OUT/tune-cnn-cuda.svg" || status=1
+  "$build/kiln" tune-db ls --db "$db" || status=1
+  echo "---- kiln run example:cnn --target cuda --check --tuning replay"
+  "$build/kiln" run example:cnn --target cuda --check --tuning replay --tuning-db "$db" || status=1
+  echo "---- kiln aot example:cnn --target cuda (this GPU's architecture and sm_80)"
+  local arch
+  arch="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d . | sed 's/^/sm_/')"
+  [ "$arch" = sm_90 ] && arch=sm_90a
+  "$build/kiln" aot example:cnn --target cuda --arch "sm_80,$arch" --embed-params \
+    --tuning-db "$db" -o "$OUT/cnn-cuda.kiln" || status=1
+  "$build/kiln" bundle-info "$OUT/cnn-cuda.kiln" || status=1
+  "$build/kiln-run-bundle" "$OUT/cnn-cuda.kiln" || status=1
+  "$build/kiln" run "$OUT/cnn-cuda.kiln" || status=1
+  rm -f "$OUT/cnn-cuda.kiln"
+  return $status
+}
+
 remote() {
-  local quick=0 steps="smi,libs,tests,examples,bench,torch,train"
+  local quick=0 steps="smi,libs,tests,examples,bench,torch,train,tuning"
   while [ $# -gt 0 ]; do
     case "$1" in
       --quick) quick=1 ;;
@@ -165,7 +192,8 @@ remote() {
   "$python" -c 'import torch' 2>/dev/null || python=/usr/bin/python3
   [ -f "$build/build-dir.txt" ] && rewrite_ctest_paths
   export build
-  export -f run_gpu_tests run_examples
+  export -f run_gpu_tests run_examples run_tuning
+  export OUT
   : >"$OUT/roundtrip.log"
 
   local bench_args=(--out "$OUT") torch_args=(--device cuda --kiln "$build/kiln" --out "$OUT")
@@ -188,6 +216,7 @@ remote() {
   wants train && run_step "run_train_bench.sh --device cuda" train-bench.log \
     env KILN_BENCH_BUILD="$build" KILN_BENCH_PYTHON="$python" \
     bench/run_train_bench.sh --device cuda --no-build --out "$OUT" ${KILN_TRAIN_ARGS:-}
+  wants tuning && run_step "kiln tune / aot on cuda" tuning.log run_tuning
 
   local date summary failed=0
   date="$(date -u +%Y-%m-%d)"
@@ -200,7 +229,7 @@ remote() {
     echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
     echo "- host: $(hostname), $(nproc) CPUs; $("$python" -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null || echo 'no PyTorch')"
     [ "$quick" = 1 ] && echo "- --quick: fewer sizes and runs; a smoke test, not a result"
-    [ "$steps" = "smi,libs,tests,examples,bench,torch,train" ] || echo "- steps: $steps"
+    [ "$steps" = "smi,libs,tests,examples,bench,torch,train,tuning" ] || echo "- steps: $steps"
     [ -n "${KILN_BENCH_ARGS:-}" ] && echo "- kiln_gpu_bench arguments: ${KILN_BENCH_ARGS}"
     [ -n "${KILN_TORCH_ARGS:-}" ] && echo "- torch_gpu.py arguments: ${KILN_TORCH_ARGS}"
     [ -n "${KILN_TRAIN_ARGS:-}" ] && echo "- run_train_bench.sh arguments: ${KILN_TRAIN_ARGS}"

@@ -86,7 +86,7 @@ private:
           return fail(fmt::format("expected ':' after \"{}\", found {}", key, describeNext()));
         ++at_;
         KILN_TRY(Value member, parseValue(depth + 1));
-        value.members.emplace_back(std::move(key), std::move(member));
+        value.members.push_back(Member{std::move(key), std::move(member)});
         skipSpace();
         if (peek() == ',') {
           ++at_;

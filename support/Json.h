@@ -8,10 +8,11 @@
 
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace kiln::json {
+
+struct Member;
 
 struct Value {
   enum class Kind { Null, Bool, Number, String, Array, Object };
@@ -22,11 +23,18 @@ struct Value {
   bool integral = false; ///< a Number written without fraction or exponent
   std::string string;    ///< escapes decoded (UTF-8)
   std::vector<Value> elements;
-  /// In text order; the parser rejects duplicate keys.
-  std::vector<std::pair<std::string, Value>> members;
+  /// In text order; the parser rejects duplicate keys. (A struct, not a
+  /// std::pair: a pair may not hold the still incomplete Value.)
+  std::vector<Member> members;
 
   /// The member named `key`, or null.
   const Value *member(std::string_view key) const;
+};
+
+/// One "key": value of an object.
+struct Member {
+  std::string key;
+  Value value;
 };
 
 /// "null", "boolean", "number", "string", "array", "object".
