@@ -50,6 +50,11 @@ prepare() {
     # Symbols are not needed to run; LLVM inside libkiln.so makes them big.
     strip --strip-unneeded "$carry/$file"
   done
+  # The tuning database's SQLite is a Debian library the GPU machine may lack:
+  # it travels beside libkiln_rt.so, which remote puts on LD_LIBRARY_PATH.
+  local sqlite
+  sqlite="$(ldd build/release/libkiln_rt.so | awk '/libsqlite3/ {print $3}')"
+  [ -n "$sqlite" ] && cp -L "$sqlite" "$carry/$(basename "$sqlite")"
   # ctest's files name the build directory by its absolute path; remote
   # rewrites them for wherever the checkout lives there.
   (cd build/release && find . -name CTestTestfile.cmake -print0 |
