@@ -52,8 +52,10 @@ struct DenseCase {
 };
 
 bool sameBytes(const HostTensor &a, const HostTensor &b) {
+  // An empty tensor may have no storage at all: memcmp must not see its null pointer.
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.bytes().data(), b.bytes().data(), a.byteSize()) == 0;
+         (a.byteSize() == 0 ||
+          std::memcmp(a.bytes().data(), b.bytes().data(), a.byteSize()) == 0);
 }
 
 void checkSameOutputs(const NamedTensors &actual, const NamedTensors &expected) {
