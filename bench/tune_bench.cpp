@@ -6,6 +6,7 @@
 // bench/results/tune-cpu-<date>-<commit>.md.
 #include "compiler/tuning/Tuner.h"
 #include "compiler/tuning/SweepExport.h"
+#include "runtime/cache/AtomicFile.h"
 #include "compiler/tuning/TuneProgressBar.h"
 #include "frontend/Graph.h"
 #include "frontend/Ops.h"
@@ -133,8 +134,8 @@ Row measure(const Workload &workload, int timedRuns, const std::string &sweepDir
   if (!sweepDir.empty()) {
     std::vector<tuning::SweepGroup> groups = tuning::sweepFrom(*sweep);
     fs::path base = fs::path(sweepDir) / workload.name;
-    (void)tuning::writeFileAtomically(base.string() + ".csv", tuning::sweepCsv(groups));
-    (void)tuning::writeFileAtomically(base.string() + ".svg", tuning::sweepSvg(groups));
+    (void)runtime::replaceFile(base.string() + ".csv", tuning::sweepCsv(groups));
+    (void)runtime::replaceFile(base.string() + ".svg", tuning::sweepSvg(groups));
   }
 
   options.exhaustive = false;
@@ -263,7 +264,7 @@ int main(int argc, char **argv) {
   if (write) {
     fs::path out = fs::path(sourceDir) / "bench" / "results" /
                    fmt::format("tune-cpu-{}-{}.md", date, commit);
-    if (auto written = tuning::writeFileAtomically(out.string(), report); !written) {
+    if (auto written = runtime::replaceFile(out.string(), report); !written) {
       fmt::print(stderr, "{}\n", written.error().message());
       return 1;
     }

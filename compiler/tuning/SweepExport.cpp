@@ -297,31 +297,4 @@ std::string sweepSvg(std::span<const SweepGroup> sweep, const SweepPlotOptions &
   return out;
 }
 
-Expected<void> writeFileAtomically(const std::string &path, std::string_view contents) {
-  auto failure = [&](std::string_view what, int error) {
-    return makeError(ErrorCode::IOError,
-                     fmt::format("cannot write {}: {} ({})", path, what, std::strerror(error)));
-  };
-  // Next to the target, so the rename stays on one file system.
-  std::string temporary = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
-  std::FILE *file = std::fopen(temporary.c_str(), "wb");
-  if (file == nullptr)
-    return failure("cannot create a temporary file next to it", errno);
-  size_t written = std::fwrite(contents.data(), 1, contents.size(), file);
-  int writeError = written == contents.size() ? 0 : errno;
-  int closeError = std::fclose(file) == 0 ? 0 : errno;
-  if (written != contents.size() || closeError != 0) {
-    std::remove(temporary.c_str());
-    return failure(written != contents.size() ? "writing its temporary file failed"
-                                              : "closing its temporary file failed",
-                   written != contents.size() ? writeError : closeError);
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    int renameError = errno;
-    std::remove(temporary.c_str());
-    return failure("cannot rename the temporary file onto it", renameError);
-  }
-  return {};
-}
-
 } // namespace kiln::tuning

@@ -42,11 +42,6 @@ struct SweepPlotOptions {
 /// starred.
 std::string sweepSvg(std::span<const SweepGroup> sweep, const SweepPlotOptions &options = {});
 
-/// Writes `contents` to `path` through a temporary file in the same directory
-/// renamed into place: a failed write leaves neither a partial file nor the
-/// temporary. Errors name `path`.
-Expected<void> writeFileAtomically(const std::string &path, std::string_view contents);
-
 /// The fastest valid candidate of `group` (-1 when none).
 int sweepWinner(const SweepGroup &group);
 

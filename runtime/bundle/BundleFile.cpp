@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <filesystem>
 #include <map>
 #include <unistd.h>
@@ -120,19 +119,7 @@ std::string encodeBundle(const BundleContents &contents) {
 }
 
 Expected<void> writeBundleFile(const std::string &path, std::string_view bytes) {
-  static std::atomic<uint64_t> counter{0};
-  std::error_code error;
-  std::filesystem::path target = std::filesystem::absolute(path, error);
-  if (error || path.empty())
-    return makeError(ErrorCode::IOError, fmt::format("cannot write bundle '{}': {}", path,
-                                                     error ? error.message() : "empty path"));
-  std::string temporary = fmt::format(".{}.tmp-{}-{}", target.filename().string(), ::getpid(),
-                                      counter.fetch_add(1));
-  std::string problem = writeFileAtomically(target, temporary, bytes);
-  if (!problem.empty())
-    return makeError(ErrorCode::IOError,
-                     fmt::format("cannot write bundle '{}': {}", path, problem));
-  return {};
+  return replaceFile(path, bytes, "bundle");
 }
 
 Expected<BundleInfo> inspectBundle(std::string_view bytes) {

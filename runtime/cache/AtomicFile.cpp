@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -98,6 +100,23 @@ std::string writeFileAtomically(const fs::path &path, const std::string &tempora
   FileDescriptor directoryFd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (directoryFd.get() >= 0)
     ::fsync(directoryFd.get());
+  return {};
+}
+
+Expected<void> replaceFile(const std::string &path, std::string_view bytes,
+                           std::string_view what) {
+  static std::atomic<uint64_t> counter{0};
+  std::error_code error;
+  fs::path target = path.empty() ? fs::path() : fs::absolute(path, error);
+  if (error || path.empty())
+    return makeError(ErrorCode::IOError, fmt::format("cannot write {} '{}': {}", what, path,
+                                                     error ? error.message() : "empty path"));
+  std::string temporary = fmt::format(".{}.tmp-{}-{}", target.filename().string(), ::getpid(),
+                                      counter.fetch_add(1));
+  std::string problem = writeFileAtomically(target, temporary, bytes);
+  if (!problem.empty())
+    return makeError(ErrorCode::IOError,
+                     fmt::format("cannot write {} '{}': {}", what, path, problem));
   return {};
 }
 

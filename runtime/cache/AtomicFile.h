@@ -2,6 +2,8 @@
 // rename), shared by the kernel cache and AOT bundles.
 #pragma once
 
+#include "support/Error.h"
+
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -37,5 +39,12 @@ std::optional<std::string> readWholeFile(const std::filesystem::path &path, int 
 /// error message, or empty on success.
 std::string writeFileAtomically(const std::filesystem::path &path,
                                 const std::string &temporaryName, std::string_view bytes);
+
+/// writeFileAtomically with a temporary name unique in this process (a hidden
+/// file beside `path`); the error names `what` and `path` ("cannot write
+/// bundle 'x.kiln': ..."). For every file kiln writes whole: bundles, sweep
+/// exports, tuning exports.
+Expected<void> replaceFile(const std::string &path, std::string_view bytes,
+                           std::string_view what = "file");
 
 } // namespace kiln::runtime

@@ -1,6 +1,7 @@
 // Sweep exports: the CSV parses back, the JSON is well formed, the SVG has one
 // mark per candidate, writes are atomic, and the progress bar draws its line.
 #include "compiler/tuning/SweepExport.h"
+#include "runtime/cache/AtomicFile.h"
 #include "compiler/tuning/TuneProgressBar.h"
 
 #include <catch2/catch.hpp>
@@ -260,8 +261,8 @@ TEST_CASE("exports are written atomically", "[compiler][sweep]") {
   fs::create_directories(dir);
   std::string csv = tuning::sweepCsv(sampleSweep());
   fs::path file = dir / "sweep.csv";
-  REQUIRE(tuning::writeFileAtomically(file.string(), "old"));
-  REQUIRE(tuning::writeFileAtomically(file.string(), csv));
+  REQUIRE(runtime::replaceFile(file.string(), "old"));
+  REQUIRE(runtime::replaceFile(file.string(), csv));
   std::ifstream in(file);
   std::stringstream read;
   read << in.rdbuf();
@@ -274,7 +275,7 @@ TEST_CASE("exports are written atomically", "[compiler][sweep]") {
   CHECK(entries == 1);
 
   fs::path missing = dir / "no-such-dir" / "sweep.svg";
-  auto failed = tuning::writeFileAtomically(missing.string(), csv);
+  auto failed = runtime::replaceFile(missing.string(), csv);
   REQUIRE_FALSE(failed);
   CHECK(failed.error().message().find(missing.string()) != std::string::npos);
   CHECK_FALSE(fs::exists(missing));

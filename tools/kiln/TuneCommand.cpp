@@ -1,6 +1,7 @@
 // kiln tune: autotunes a model's fusion groups on a target and stores the
 // winners in the tuning database (docs/tuning.md).
 #include "compiler/tuning/SweepExport.h"
+#include "runtime/cache/AtomicFile.h"
 #include "compiler/tuning/TuneProgressBar.h"
 #include "compiler/tuning/Tuner.h"
 #include "runtime/tuning/TuningDatabase.h"
@@ -96,13 +97,13 @@ void printReport(const tuning::TuneReport &report) {
 Expected<void> writeExports(const Args &args, const tuning::TuneReport &report) {
   std::vector<tuning::SweepGroup> sweep = tuning::sweepFrom(report);
   if (auto path = args.value("--csv"))
-    KILN_TRY_VOID(tuning::writeFileAtomically(*path, tuning::sweepCsv(sweep)));
+    KILN_TRY_VOID(runtime::replaceFile(*path, tuning::sweepCsv(sweep)));
   if (auto path = args.value("--json"))
-    KILN_TRY_VOID(tuning::writeFileAtomically(*path, tuning::sweepJson(sweep)));
+    KILN_TRY_VOID(runtime::replaceFile(*path, tuning::sweepJson(sweep)));
   if (auto path = args.value("--svg")) {
     tuning::SweepPlotOptions plot;
     plot.sortBy = args.value("--sort-by").value_or("time");
-    KILN_TRY_VOID(tuning::writeFileAtomically(*path, tuning::sweepSvg(sweep, plot)));
+    KILN_TRY_VOID(runtime::replaceFile(*path, tuning::sweepSvg(sweep, plot)));
   }
   return {};
 }

@@ -4,6 +4,7 @@
 #include "compiler/Devices.h"
 #include "compiler/GpuModuleCache.h"
 #include "compiler/tuning/TuningKeys.h"
+#include "runtime/cache/AtomicFile.h"
 #include "runtime/tuning/TuningDatabase.h"
 #include "runtime/tuning/TuningRecordJson.h"
 #include "support/Version.h"
@@ -139,30 +140,6 @@ Expected<tuning::TuningExport> collect(tuning::TuningDatabase &db) {
   return data;
 }
 
-/// Writes `text` to `path` through a temporary file renamed into place.
-Expected<void> writeAtomically(const std::string &path, const std::string &text) {
-  std::string temporary = fmt::format("{}.tmp-{}", path, getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(temporary, ignored);
-      return makeError(ErrorCode::IOError, fmt::format("cannot write '{}'", temporary));
-    }
-  }
-  std::error_code error;
-  fs::rename(temporary, path, error);
-  if (error) {
-    std::error_code ignored;
-    fs::remove(temporary, ignored);
-    return makeError(ErrorCode::IOError, fmt::format("cannot rename '{}' to '{}': {}", temporary,
-                                                     path, error.message()));
-  }
-  return {};
-}
-
 int exportTo(tuning::TuningDatabase &db, const std::optional<std::string> &file) {
   auto data = collect(db);
   if (!data)
@@ -172,7 +149,7 @@ int exportTo(tuning::TuningDatabase &db, const std::optional<std::string> &file)
     fmt::print("{}", text);
     return kExitOk;
   }
-  if (auto written = writeAtomically(*file, text); !written)
+  if (auto written = runtime::replaceFile(*file, text, "tuning export"); !written)
     return failure(written.error());
   fmt::print(stderr, "exported {} records and {} sweeps to {}\n", data->records.size(),
              data->sweeps.size(), *file);
