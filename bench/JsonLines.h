@@ -2,6 +2,8 @@
 // per line on stdout, flushed, so the runner scripts read them as they come.
 #pragma once
 
+#include "support/Json.h"
+
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -10,24 +12,8 @@
 
 namespace kiln::bench {
 
-/// `text` as a JSON string literal, quotes included.
-inline std::string jsonString(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-    case '"': out += "\\\""; break;
-    case '\\': out += "\\\\"; break;
-    case '\n': out += "\\n"; break;
-    case '\t': out += "\\t"; break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20)
-        out += fmt::format("\\u{:04x}", static_cast<int>(c));
-      else
-        out += c;
-    }
-  }
-  return out + "\"";
-}
+/// `text` as a JSON string literal, quotes included (support/Json.h's).
+inline std::string jsonString(std::string_view text) { return json::quote(text); }
 
 /// One line on stdout, flushed.
 inline void printLine(const std::string &line) {

@@ -2,6 +2,8 @@
 // temporary file renamed into place.
 #include "runtime/ChromeTrace.h"
 
+#include "support/Json.h"
+
 #include <fmt/format.h>
 
 #include <cerrno>
@@ -45,14 +47,14 @@ std::string_view categoryName(ProfileCategory category) {
 
 std::string metadataEvent(const char *what, int thread, std::string_view name) {
   return fmt::format("{{\"name\":\"{}\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}",
-                     what, kProcessId, thread, jsonQuoted(name));
+                     what, kProcessId, thread, json::quote(name));
 }
 
 std::string completeEvent(std::string_view name, std::string_view category, double startMs,
                           double durationMs, int thread, const std::string &args) {
   return fmt::format("{{\"name\":{},\"cat\":\"{}\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{},"
                      "\"tid\":{},\"args\":{{{}}}}}",
-                     jsonQuoted(name), category, microseconds(startMs),
+                     json::quote(name), category, microseconds(startMs),
                      microseconds(std::max(durationMs, 0.0)), kProcessId, thread, args);
 }
 
@@ -92,27 +94,6 @@ Error traceError(const std::string &path, std::string_view what, int error) {
 }
 
 } // namespace
-
-std::string jsonQuoted(std::string_view text) {
-  std::string quoted = "\"";
-  for (char c : text) {
-    switch (c) {
-    case '"': quoted += "\\\""; break;
-    case '\\': quoted += "\\\\"; break;
-    case '\n': quoted += "\\n"; break;
-    case '\r': quoted += "\\r"; break;
-    case '\t': quoted += "\\t"; break;
-    case '\b': quoted += "\\b"; break;
-    case '\f': quoted += "\\f"; break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20)
-        quoted += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-      else
-        quoted += c;
-    }
-  }
-  return quoted + "\"";
-}
 
 std::string chromeTraceJson(std::span<const RunProfile> runs, std::span<const PlanStep> steps) {
   std::vector<std::string> events;

@@ -23,8 +23,4 @@ std::string chromeTraceJson(std::span<const RunProfile> runs, std::span<const Pl
 Expected<void> writeChromeTrace(const std::string &path, std::span<const RunProfile> runs,
                                 std::span<const PlanStep> steps);
 
-/// `text` as a JSON string literal, quotes included: `"`, `\` and control
-/// characters escaped; other bytes (UTF-8 included) kept as they are.
-std::string jsonQuoted(std::string_view text);
-
 } // namespace kiln::runtime

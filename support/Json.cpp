@@ -308,9 +308,11 @@ std::string quote(std::string_view text) {
     case '\n': out += "\\n"; break;
     case '\r': out += "\\r"; break;
     case '\t': out += "\\t"; break;
+    case '\b': out += "\\b"; break;
+    case '\f': out += "\\f"; break;
     default:
       if (static_cast<unsigned char>(c) < 0x20)
-        out += fmt::format("\\u{:04x}", static_cast<int>(c));
+        out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
       else
         out += c;
     }

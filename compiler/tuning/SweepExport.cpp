@@ -1,7 +1,7 @@
 // CSV, JSON and SVG renderings of sweeps, and the atomic file write they share.
 #include "compiler/tuning/SweepExport.h"
 
-#include "runtime/ChromeTrace.h"
+#include "support/Json.h"
 
 #include <fmt/format.h>
 
@@ -257,27 +257,26 @@ std::string sweepCsv(std::span<const SweepGroup> sweep) {
 }
 
 std::string sweepJson(std::span<const SweepGroup> sweep) {
-  using runtime::jsonQuoted;
   std::string out = "{\"groups\": [";
   for (size_t g = 0; g < sweep.size(); ++g) {
     const SweepGroup &group = sweep[g];
     out += fmt::format("{}\n  {{\"summary\": {}, \"signature\": {}, \"shapes\": {}, \"target\": "
                        "{}, \"kiln_version\": {}, \"candidates\": [",
-                       g ? "," : "", jsonQuoted(group.summary), jsonQuoted(group.key.signature),
-                       jsonQuoted(group.key.shapes), jsonQuoted(group.key.target),
-                       jsonQuoted(group.key.kilnVersion));
+                       g ? "," : "", json::quote(group.summary), json::quote(group.key.signature),
+                       json::quote(group.key.shapes), json::quote(group.key.target),
+                       json::quote(group.key.kilnVersion));
     for (size_t i = 0; i < group.candidates.size(); ++i) {
       const CandidateTiming &c = group.candidates[i];
       std::string fields;
       for (auto &[key, value] : scheduleFields(c.schedule))
-        fields += fmt::format("{}{}: {}", fields.empty() ? "" : ", ", jsonQuoted(key),
-                             jsonQuoted(value));
+        fields += fmt::format("{}{}: {}", fields.empty() ? "" : ", ", json::quote(key),
+                             json::quote(value));
       out += fmt::format("{}\n    {{\"schedule\": {}, \"backend\": {}, \"fields\": {{{}}}, "
                          "\"median_s\": {}, \"min_s\": {}, \"runs\": {}, \"valid\": {}, "
                          "\"note\": {}}}",
-                         i ? "," : "", jsonQuoted(c.schedule), jsonQuoted(c.backend), fields,
+                         i ? "," : "", json::quote(c.schedule), json::quote(c.backend), fields,
                          number(c.medianSeconds), number(c.minSeconds), c.runs,
-                         c.valid ? "true" : "false", jsonQuoted(c.note));
+                         c.valid ? "true" : "false", json::quote(c.note));
     }
     out += "]}";
   }
