@@ -4,6 +4,7 @@
 // scratch, and a check that the loaded bundle's outputs equal compile()'s bit
 // for bit. Prints a Markdown table and writes it, with the machine, date and
 // commit, to bench/results/aot-cpu-<date>-<commit>.md. Goal: load < 20 ms.
+#include "RunInfo.h"
 #include "compiler/Compile.h"
 #include "compiler/aot/AotBundle.h"
 #include "examples/models/ExampleRegistry.h"
@@ -37,19 +38,6 @@ constexpr double kGoalMs = 20;
 
 double millisecondsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-std::string commandOutput(const std::string &command) {
-  std::string output;
-  if (FILE *pipe = popen(command.c_str(), "r")) {
-    char buffer[256];
-    while (size_t got = std::fread(buffer, 1, sizeof buffer, pipe))
-      output.append(buffer, got);
-    pclose(pipe);
-  }
-  while (!output.empty() && output.back() == '\n')
-    output.pop_back();
-  return output;
 }
 
 bool sameOutputs(const NamedTensors &a, const NamedTensors &b) {
@@ -179,14 +167,10 @@ int main(int argc, char **argv) {
     std::string sourceDir = KILN_SOURCE_DIR;
     auto now = std::chrono::system_clock::now();
     std::string date = fmt::format("{:%Y-%m-%d}", now);
-    std::string commit =
-        commandOutput(fmt::format("git -C '{}' rev-parse --short HEAD", sourceDir));
-    bool dirty = !commandOutput(fmt::format("git -C '{}' status --porcelain --untracked-files=no",
-                                            sourceDir))
-                      .empty();
-    std::string machine = commandOutput(
-        "echo \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) "
-        "cores online\"");
+    bench::RunInfo run = bench::runInfo(sourceDir);
+    std::string commit = run.commit;
+    bool dirty = run.dirty;
+    std::string machine = run.machine;
     std::string text = fmt::format(
         "# AOT bundles on the CPU: load time against compile(), {}\n\n"
         "- date: {:%Y-%m-%d %H:%M} UTC\n- machine: {}\n"
@@ -201,7 +185,7 @@ int main(int argc, char **argv) {
         "and binds every parameter (bounded by copying the bytes). *Same outputs*: the loaded "
         "bundle (with weights) and compile()'s model give bit-identical outputs on the same "
         "inputs.\n\n{}",
-        date, now, machine, commandOutput("cut -d' ' -f1-3 /proc/loadavg"), commit,
+        date, now, machine, run.loadAverage, commit,
         dirty ? " (with uncommitted changes)" : "", table);
     std::string path = fmt::format("{}/bench/results/aot-cpu-{}-{}.md", sourceDir, date, commit);
     std::ofstream(path) << text;

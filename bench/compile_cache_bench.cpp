@@ -2,6 +2,7 @@
 // start (populated cache) of every example model's GPU kernels for sm_90a,
 // with both backends. Prints a Markdown table and writes it, with the machine,
 // date and commit, to bench/results/compile-cache-<date>-<commit>.md.
+#include "RunInfo.h"
 #include "compiler/Compile.h"
 #include "codegen/Ptxas.h"
 #include "examples/models/ExampleRegistry.h"
@@ -36,20 +37,6 @@ struct Timing {
   int kernels = 0;
 };
 
-/// The output of a shell command, without its trailing newline ("" on failure).
-std::string commandOutput(const std::string &command) {
-  std::string output;
-  if (FILE *pipe = popen(command.c_str(), "r")) {
-    char buffer[256];
-    while (size_t got = std::fread(buffer, 1, sizeof buffer, pipe))
-      output.append(buffer, got);
-    pclose(pipe);
-  }
-  while (!output.empty() && output.back() == '\n')
-    output.pop_back();
-  return output;
-}
-
 kiln::Expected<Timing> compileOnce(const examples::ExampleModel &model, GpuBackend backend,
                                    const fs::path &cacheDir) {
   Graph graph(model.name, 1);
@@ -71,7 +58,7 @@ kiln::Expected<Timing> compileOnce(const examples::ExampleModel &model, GpuBacke
 /// loaded NVRTC or probed versions carries over).
 std::optional<Timing> warmStartInNewProcess(const std::string &self, const std::string &model,
                                             GpuBackend backend, const fs::path &cacheDir) {
-  std::string output = commandOutput(
+  std::string output = bench::commandOutput(
       fmt::format("'{}' --warm-one {} {} '{}'", self, model,
                   backend == GpuBackend::Nvrtc ? "nvrtc" : "llvm", cacheDir.string()));
   Timing timing;
@@ -175,13 +162,10 @@ int main(int argc, char **argv) {
 
   auto now = std::chrono::system_clock::now();
   std::string date = fmt::format("{:%Y-%m-%d}", now);
-  std::string commit = commandOutput(fmt::format("git -C '{}' rev-parse --short HEAD", sourceDir));
-  bool dirty = !commandOutput(fmt::format("git -C '{}' status --porcelain --untracked-files=no",
-                                          sourceDir))
-                    .empty();
-  std::string machine = commandOutput(
-      "echo \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) "
-      "cores online, $(awk '/MemTotal/ {printf \"%.0f GiB\", $2/1048576}' /proc/meminfo)\"");
+  bench::RunInfo run = bench::runInfo(sourceDir);
+  std::string commit = run.commit;
+  bool dirty = run.dirty;
+  std::string machine = run.machine;
   std::string report = fmt::format(
       "# Kernel cache: cold compile against warm start, {}\n\n"
       "- date: {:%Y-%m-%d %H:%M} UTC\n"
@@ -193,9 +177,9 @@ int main(int argc, char **argv) {
       "and the cache write). *Warm start*: the same compile in a fresh process with the "
       "populated directory (median of {}): graph passes and lowering still run, since the "
       "key is the kernel IR; codegen is the cache lookup. Speedups are cold over warm.\n\n{}",
-      date, now, machine, commandOutput("cut -d' ' -f1-3 /proc/loadavg"), commit,
+      date, now, machine, run.loadAverage, commit,
       dirty ? " (with uncommitted changes)" : "", kArch,
-      commandOutput(fmt::format("'{}' --version 2>/dev/null | tail -1",
+      bench::commandOutput(fmt::format("'{}' --version 2>/dev/null | tail -1",
                                 codegen::ptxasPath())),
       kWarmRuns, table);
   fmt::print("{}", report);

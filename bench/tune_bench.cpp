@@ -4,6 +4,7 @@
 // compares the best times found and the time spent. Prints a Markdown table
 // and writes it, with the machine, date and commit, to
 // bench/results/tune-cpu-<date>-<commit>.md.
+#include "RunInfo.h"
 #include "compiler/tuning/Tuner.h"
 #include "compiler/tuning/SweepExport.h"
 #include "runtime/cache/AtomicFile.h"
@@ -81,19 +82,6 @@ struct Row {
   double exhaustiveSearch = 0, tunerSearch = 0, exhaustiveTotal = 0, tunerTotal = 0;
   std::string winner, error;
 };
-
-std::string commandOutput(const std::string &command) {
-  std::string output;
-  if (FILE *pipe = popen(command.c_str(), "r")) {
-    char buffer[256];
-    while (size_t got = std::fread(buffer, 1, sizeof buffer, pipe))
-      output.append(buffer, got);
-    pclose(pipe);
-  }
-  while (!output.empty() && output.back() == '\n')
-    output.pop_back();
-  return output;
-}
 
 Expected<tuning::TuneReport> tune(const ir::Graph &graph, tuning::TunerOptions options) {
   CompileOptions compileOptions;
@@ -232,13 +220,10 @@ int main(int argc, char **argv) {
   std::string sourceDir = KILN_SOURCE_DIR;
   auto now = std::chrono::system_clock::now();
   std::string date = fmt::format("{:%Y-%m-%d}", now);
-  std::string commit = commandOutput(fmt::format("git -C '{}' rev-parse --short HEAD", sourceDir));
-  bool dirty = !commandOutput(fmt::format("git -C '{}' status --porcelain --untracked-files=no",
-                                          sourceDir))
-                    .empty();
-  std::string machine = commandOutput(
-      "echo \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) "
-      "cores online, $(awk '/MemTotal/ {printf \"%.0f GiB\", $2/1048576}' /proc/meminfo)\"");
+  bench::RunInfo run = bench::runInfo(sourceDir);
+  std::string commit = run.commit;
+  bool dirty = run.dirty;
+  std::string machine = run.machine;
   std::string report = fmt::format(
       "# Autotuner against an exhaustive sweep, CPU, {}\n\n"
       "- date: {:%Y-%m-%d %H:%M} UTC\n"
@@ -257,7 +242,7 @@ int main(int argc, char **argv) {
       "exhaustive*: what tuning gains over the heuristic. On a shared machine (see the load "
       "average) kernels split over every core suffer most from other work.\n\n{}",
       date, now, machine, cpu::ThreadPool::defaultThreadCount(),
-      commandOutput("cut -d' ' -f1-3 /proc/loadavg"), commit,
+      run.loadAverage, commit,
       dirty ? " (with uncommitted changes)" : "", totalMinutes, timedRuns,
       100 * kBudgetFraction, table(rows));
   fmt::print("{}", report);
