@@ -1,14 +1,13 @@
 // kiln compile: runs the pipeline on a model and reports what it produced.
 #include "examples/models/ExampleRegistry.h"
 #include "passes/graph/Fusion.h"
+#include "runtime/cache/AtomicFile.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelSource.h"
 
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -32,31 +31,6 @@ options:
   --batch N           batch size of an example (default: the example's)
   --help              print this help and exit
 )";
-
-/// Writes `text` to `path` through a temporary file renamed into place, so a
-/// failed write never leaves a half-written file.
-Expected<void> writeFileAtomically(const std::string &path, const std::string &text) {
-  std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return makeError(ErrorCode::IOError, fmt::format("cannot write '{}'", temporary));
-    out << text;
-    out.close();
-    if (!out) {
-      std::filesystem::remove(temporary);
-      return makeError(ErrorCode::IOError, fmt::format("cannot write '{}'", temporary));
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    std::filesystem::remove(temporary);
-    return makeError(ErrorCode::IOError,
-                     fmt::format("cannot rename '{}' to '{}': {}", temporary, path, error.message()));
-  }
-  return {};
-}
 
 std::string formatBytes(int64_t bytes) {
   if (bytes >= (int64_t{1} << 20))
@@ -190,7 +164,8 @@ int compileForCuda(const ir::Graph &graph, const CompileOptions &options,
   if (!kernels)
     return reportError("compile", kernels.error());
   if (dotPath)
-    if (auto written = writeFileAtomically(*dotPath, report.fusedGraphDot); !written)
+    if (auto written = runtime::replaceFile(*dotPath, report.fusedGraphDot, "Graphviz file");
+        !written)
       return reportError("compile", written.error());
   printTimes(report);
   fmt::print("ptx:     {} bytes for {} (compiled only: `kiln run --target cuda` runs them)\n",
@@ -250,7 +225,8 @@ int compileCommand(const std::vector<std::string> &words) {
     return reportError("compile", compiled.error());
 
   if (auto dotPath = args->value("--dot")) {
-    if (auto written = writeFileAtomically(*dotPath, report.fusedGraphDot); !written)
+    if (auto written = runtime::replaceFile(*dotPath, report.fusedGraphDot, "Graphviz file");
+        !written)
       return reportError("compile", written.error());
   }
 
