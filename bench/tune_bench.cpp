@@ -122,8 +122,12 @@ Row measure(const Workload &workload, int timedRuns, const std::string &sweepDir
   if (!sweepDir.empty()) {
     std::vector<tuning::SweepGroup> groups = tuning::sweepFrom(*sweep);
     fs::path base = fs::path(sweepDir) / workload.name;
-    (void)runtime::replaceFile(base.string() + ".csv", tuning::sweepCsv(groups));
-    (void)runtime::replaceFile(base.string() + ".svg", tuning::sweepSvg(groups));
+    std::error_code ec;
+    fs::create_directories(sweepDir, ec);
+    for (auto [extension, text] : {std::pair{".csv", tuning::sweepCsv(groups)},
+                                   std::pair{".svg", tuning::sweepSvg(groups)}})
+      if (auto written = runtime::replaceFile(base.string() + extension, text); !written)
+        fmt::print(stderr, "kiln_tune_bench: {}\n", written.error().message());
   }
 
   options.exhaustive = false;
