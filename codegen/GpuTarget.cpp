@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+#include <vector>
+
 namespace kiln::codegen {
 
 std::string GpuTarget::archName() const {
@@ -52,6 +55,52 @@ Expected<GpuTarget> gpuTargetNamed(std::string_view arch) {
                                  "sm_90 or sm_90a",
                                  arch));
   }
+  return target;
+}
+
+Expected<GpuTarget> gpuTargetFromCacheKey(std::string_view key) {
+  std::vector<std::string_view> fields;
+  for (size_t start = 0; start <= key.size();) {
+    size_t end = key.find(';', start);
+    if (end == std::string_view::npos)
+      end = key.size();
+    fields.push_back(key.substr(start, end - start));
+    start = end + 1;
+  }
+  auto fail = [&](std::string_view what) -> Expected<GpuTarget> {
+    return makeError(ErrorCode::FormatError,
+                     fmt::format("not a GPU target key ({}): '{}'", what, key));
+  };
+  if (fields.size() != 13 || fields[0] != "gpu")
+    return fail("expected 'gpu;sm_XX;ptxNN;sms=...;...;l2=...', 13 fields");
+  KILN_TRY(GpuTarget target, gpuTargetNamed(fields[1]));
+  auto number = [&](std::string_view field, std::string_view prefix, auto &out) -> bool {
+    if (!field.starts_with(prefix))
+      return false;
+    std::string_view digits = field.substr(prefix.size());
+    auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+    return error == std::errc() && end == digits.data() + digits.size();
+  };
+  struct Field {
+    std::string_view prefix;
+    bool parsed;
+  };
+  const Field parsed[] = {
+      {"ptx", number(fields[2], "ptx", target.ptxVersion)},
+      {"sms=", number(fields[3], "sms=", target.numSms)},
+      {"warp=", number(fields[4], "warp=", target.warpSize)},
+      {"tpb=", number(fields[5], "tpb=", target.maxThreadsPerBlock)},
+      {"tpsm=", number(fields[6], "tpsm=", target.maxThreadsPerSm)},
+      {"bpsm=", number(fields[7], "bpsm=", target.maxBlocksPerSm)},
+      {"regs=", number(fields[8], "regs=", target.registersPerSm)},
+      {"maxreg=", number(fields[9], "maxreg=", target.maxRegistersPerThread)},
+      {"smem=", number(fields[10], "smem=", target.staticSharedBytesPerBlock)},
+      {"smemsm=", number(fields[11], "smemsm=", target.sharedBytesPerSm)},
+      {"l2=", number(fields[12], "l2=", target.l2Bytes)},
+  };
+  for (const Field &field : parsed)
+    if (!field.parsed)
+      return fail(fmt::format("field {} is missing or not a number", field.prefix));
   return target;
 }
 

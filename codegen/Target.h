@@ -56,6 +56,11 @@ struct GpuTarget {
 /// A10/RTX 30, L4/RTX 40, H100 SXM). A real device refines them at run time.
 Expected<GpuTarget> gpuTargetNamed(std::string_view arch);
 
+/// The target whose cacheKey() is `key` (its inverse): how a tuning record's
+/// fingerprint names the device it was tuned on. An error names the first
+/// field that is missing or malformed.
+Expected<GpuTarget> gpuTargetFromCacheKey(std::string_view key);
+
 /// The architectures every GPU kernel is checked against (ptxas, both backends).
 inline constexpr std::string_view kCheckedGpuArchs[] = {"sm_80", "sm_90a"};
 

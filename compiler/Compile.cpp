@@ -4,6 +4,7 @@
 
 #include "codegen/llvm/HostBackend.h"
 #include "compiler/GpuCompile.h"
+#include "compiler/HostModuleCache.h"
 #include "compiler/LaunchPlanBuilder.h"
 #include "compiler/Pipeline.h"
 #include "compiler/CudaCompile.h"
@@ -46,7 +47,7 @@ Expected<CompiledModel> finishForCpu(compiler::LoweredProgram &program,
       dump << "// ---- LLVM IR of " << kernel.name << "\n" << llvmIr;
     }
   KILN_TRY(std::shared_ptr<codegen::HostModule> module,
-           codegen::compileHostModule(program.kernels, target));
+           compiler::hostModuleFor(program.kernels, target, options, r));
   r.codegenSeconds = secondsSince(codegenStart);
 
   auto lookup = [&](std::string_view name) {

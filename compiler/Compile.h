@@ -80,8 +80,8 @@ struct CompileOptions {
   passes::PrecisionPolicy precision = passes::PrecisionPolicy::Fp32;
   /// Verify the graph after every graph pass.
   bool verifyEach = true;
-  /// GPU targets: reuse and keep compiled GPU modules in the kernel cache
-  /// (docs/caching.md). The CPU target's host JIT code is not cached.
+  /// Reuse and keep compiled kernels in the kernel cache (docs/caching.md):
+  /// GPU modules (PTX and cubin) and the CPU target's host object code.
   bool useKernelCache = true;
   /// The kernel cache's directory; empty means $KILN_CACHE_DIR, else
   /// $XDG_CACHE_HOME/kiln, else ~/.cache/kiln ($KILN_CACHE=off disables that default).
@@ -92,6 +92,10 @@ struct CompileOptions {
   /// ($KILN_TUNING_DB, else tuning.sqlite in the kernel cache's root). Use never
   /// creates it: a missing file means no records.
   std::string tuningDbPath;
+  /// GPU code compiled without a GPU (compileGpuKernels, AOT bundles): whose
+  /// records to use when the database holds records of several real devices
+  /// of the architecture, as a piece of the device's fingerprint (docs/tuning.md).
+  std::string gpuTuningDevice;
   /// Overrides the heuristic schedule of a group (the autotuner's hook);
   /// returning nullopt keeps the default. It wins over tuning records.
   std::function<std::optional<lower::Schedule>(const ir::Graph &, const passes::FusionGroup &)>
@@ -106,9 +110,9 @@ struct CompileReport {
   int numKernels = 0;
   double graphPassSeconds = 0, loweringSeconds = 0, codegenSeconds = 0, totalSeconds = 0;
   std::string fusedGraphDot; ///< when CompileOptions::fusedGraphDot
-  /// GPU targets: what the kernel cache did: "hit (memory)", "hit (disk)",
-  /// "miss (written to <dir>)", "miss (not written)", "miss (memory only: ...)",
-  /// "bypassed (...)", "off"; empty when no GPU code was made.
+  /// What the kernel cache did with the compiled kernels: "hit (memory)", "hit
+  /// (disk)", "miss (written to <dir>)", "miss (not written)", "miss (memory
+  /// only: ...)", "bypassed (...)", "off"; empty when no code was made (sim).
   std::string kernelCache;
   /// What the tuning database did, one line: "3 of 7 groups from /path/tuning.sqlite",
   /// "off", "no database (/path/tuning.sqlite does not exist)".

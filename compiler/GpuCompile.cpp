@@ -9,6 +9,7 @@
 #include "codegen/cuda/Nvrtc.h"
 #include "compiler/GpuModuleCache.h"
 #include "compiler/Pipeline.h"
+#include "compiler/tuning/OfflineGpuTarget.h"
 #include "compiler/tuning/TuningKeys.h"
 
 #include <fmt/format.h>
@@ -153,14 +154,17 @@ Expected<GpuKernels> compileGpuKernels(const ir::Graph &userGraph, const Compile
   CompileReport localReport;
   CompileReport &r = report ? *report : localReport;
   r = {};
-  KILN_TRY(codegen::GpuTarget gpu, codegen::gpuTargetNamed(
-                                      options.gpuArch.empty() ? kDefaultGpuArch : options.gpuArch));
+  KILN_TRY(codegen::GpuTarget named, codegen::gpuTargetNamed(
+                                        options.gpuArch.empty() ? kDefaultGpuArch : options.gpuArch));
+  KILN_TRY(compiler::OfflineGpuTarget offline, compiler::offlineGpuTarget(named, options));
+  const codegen::GpuTarget &gpu = offline.target;
   r.target = fmt::format("cuda {} ({})", gpu.archName(),
                          options.gpuBackend == GpuBackend::Nvrtc ? "CUDA C through NVRTC"
                                                                  : "LLVM NVPTX");
   KILN_TRY(compiler::LoweredProgram program,
-           compiler::lowerProgram(userGraph, options, gpu, compiler::offlineGpuFingerprint(gpu),
-                                  dump, r));
+           compiler::lowerProgram(userGraph, options, gpu, offline.fingerprint, dump, r));
+  if (!offline.tunedDevice.empty())
+    r.tuning += fmt::format("; schedules for the tuned {}", offline.tunedDevice);
   auto codegenStart = std::chrono::steady_clock::now();
   KILN_TRY(compiler::GpuModuleImage image,
            compiler::emitGpuCode(program.kernels, gpu, options, dump, &r));

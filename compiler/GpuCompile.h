@@ -31,9 +31,9 @@ Expected<GpuModuleImage> emitGpuCode(const std::vector<kir::Kernel> &kernels,
                                      const CompileOptions &options, std::ostream &dump,
                                      CompileReport *report = nullptr);
 
-/// The tuning fingerprint of GPU code compiled without a GPU (compileGpuKernels,
-/// AOT bundles): no driver to match a record tuned on one, so only records
-/// stored for "driver=unavailable" apply (docs/tuning.md).
+/// The tuning fingerprint of GPU code compiled without a GPU and without a
+/// tuned device's records (compileGpuKernels, AOT bundles; see
+/// offlineGpuTarget): "driver=unavailable" (docs/tuning.md).
 std::string offlineGpuFingerprint(const codegen::GpuTarget &target);
 /// The tuning fingerprint of the SIMT simulator running `target`'s kernels.
 std::string simGpuFingerprint(const codegen::GpuTarget &target);

@@ -98,6 +98,8 @@ std::string compilerBuildId() {
   return id;
 }
 
+std::string compilerLlvmVersion() { return KILN_LLVM_VERSION; }
+
 std::string gpuModuleCacheKey(const std::vector<kir::Kernel> &kernels,
                               const codegen::GpuTarget &target, GpuBackend backend) {
   std::vector<std::string> names;

@@ -35,6 +35,9 @@ std::string gpuToolkitVersion();
 /// rebuilt kiln with the same version number never reuses a stale entry.
 std::string compilerBuildId();
 
+/// The version of the LLVM linked into kiln ("19.1.7"), for cache keys.
+std::string compilerLlvmVersion();
+
 /// The process-wide cache `options` ask for: the disk tier at
 /// options.kernelCacheDir when set, else where the environment says
 /// (runtime::cacheLocationFromEnvironment). `where` receives a description

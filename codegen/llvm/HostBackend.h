@@ -55,17 +55,28 @@ private:
 };
 
 /// Compiles `kernels` (distinct names) into one LLVM module, optimizes it at
-/// O3 for `target` and JIT-links it in this process. `target` must describe
-/// this machine (normally hostCpuTarget()). Errors name the failing kernel.
+/// O3 for `target` and JIT-links it in this process: emitHostObject followed by
+/// loadHostObject, so code from the kernel cache and fresh code are loaded the
+/// same way. `target` must describe this machine (normally hostCpuTarget()).
+/// Errors name the failing kernel.
 Expected<std::shared_ptr<HostModule>> compileHostModule(std::span<const kir::Kernel> kernels,
                                                         const CpuTarget &target);
 
-/// The same kernels as compileHostModule, built and optimized the same way, as
-/// a relocatable ELF object with position-independent code, for linking into a
-/// shared object (an AOT bundle's host code). Each kernel is an exported
-/// function; the object's undefined symbols are the runtime helpers
-/// (kiln_cpu_*, in kiln_rt) and libm/libc functions the JIT binds by address.
+/// `kernels` (distinct names) in one LLVM module optimized at O3 for `target`,
+/// as a relocatable ELF object with position-independent code: what the JIT
+/// links (compileHostModule, the kernel cache) and what an AOT bundle links
+/// into a shared object. Each kernel is an exported function; the object's
+/// undefined symbols are the runtime helpers (kiln_cpu_*, in kiln_rt) and
+/// libm/libc functions.
 Expected<std::string> emitHostObject(std::span<const kir::Kernel> kernels,
                                      const CpuTarget &target);
+
+/// JIT-links `object` (from emitHostObject for `target`, which must describe
+/// this machine) into this process, binding the runtime helpers by address, and
+/// resolves every kernel in `names`. A malformed object or a missing kernel
+/// is an error naming it; nothing is left loaded then.
+Expected<std::shared_ptr<HostModule>> loadHostObject(std::string_view object,
+                                                     std::span<const std::string> names,
+                                                     const CpuTarget &target);
 
 } // namespace kiln::codegen

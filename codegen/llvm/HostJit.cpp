@@ -1,6 +1,6 @@
 // The host backend's driver: builds the LLVM module for a set of kernels, runs
-// the O3 pipeline for the target CPU, and JIT-links the result with ORC LLJIT
-// (runtime helpers and libm bound as absolute symbols).
+// the O3 pipeline for the target CPU, emits a relocatable object, and JIT-links
+// objects with ORC LLJIT (runtime helpers bound as absolute symbols).
 #include "codegen/llvm/HostBackend.h"
 
 #include "codegen/llvm/HostTargetMachine.h"
@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
-#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
 #include <llvm/IR/DiagnosticHandler.h>
 #include <llvm/IR/DiagnosticInfo.h>
 #include <llvm/IR/DiagnosticPrinter.h>
@@ -18,6 +17,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/ADT/SmallVector.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/SubtargetFeature.h>
 
@@ -111,14 +111,17 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
   pipeline.run(module, modules);
 }
 
-Error jitError(std::span<const kir::Kernel> kernels, const std::string &what, llvm::Error error) {
-  return Error(ErrorCode::Unsupported,
-               fmt::format("host backend: {} for kernel(s) {}: {}", what, kernelNames(kernels),
-                           llvm::toString(std::move(error))));
+Error jitError(std::string_view what, std::string_view forWhom, llvm::Error error) {
+  return Error(ErrorCode::Unsupported, fmt::format("host backend: {} for {}: {}", what, forWhom,
+                                                   llvm::toString(std::move(error))));
 }
 
-Expected<std::unique_ptr<llvm::orc::LLJIT>> createJit(std::span<const kir::Kernel> kernels,
-                                                      const CpuTarget &target) {
+/// A JIT for `target` with the runtime's entry points bound by address: the
+/// generated code calls into this very process, whatever its dynamic symbol
+/// table exports. libm and libc come from the process's own symbols.
+Expected<std::unique_ptr<llvm::orc::LLJIT>> createJit(const CpuTarget &target,
+                                                      std::string_view forWhom) {
+  host::initializeNativeTarget(); // a warm start may load code before anything compiled
   llvm::orc::JITTargetMachineBuilder machineBuilder{llvm::Triple(target.triple)};
   machineBuilder.setCPU(target.cpuName);
   llvm::SubtargetFeatures features(target.features);
@@ -128,17 +131,15 @@ Expected<std::unique_ptr<llvm::orc::LLJIT>> createJit(std::span<const kir::Kerne
   auto jit =
       llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(machineBuilder)).create();
   if (!jit)
-    return std::unexpected(jitError(kernels, "cannot start the JIT", jit.takeError()));
+    return std::unexpected(jitError("cannot start the JIT", forWhom, jit.takeError()));
 
-  // The runtime's entry points by address: the generated code calls into
-  // this very process, whatever its dynamic symbol table exports.
   llvm::orc::SymbolMap symbols;
   for (const host::RuntimeSymbol &symbol : host::hostRuntimeSymbols())
     symbols[(*jit)->mangleAndIntern(symbol.name)] = llvm::orc::ExecutorSymbolDef(
         llvm::orc::ExecutorAddr::fromPtr(symbol.address),
         llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
   if (auto error = (*jit)->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(symbols))))
-    return std::unexpected(jitError(kernels, "cannot bind runtime symbols", std::move(error)));
+    return std::unexpected(jitError("cannot bind runtime symbols", forWhom, std::move(error)));
   return std::move(*jit);
 }
 
@@ -192,7 +193,7 @@ Expected<OptimizedModule> buildOptimizedModule(std::span<const kir::Kernel> kern
 
 Expected<std::string> emitHostObject(std::span<const kir::Kernel> kernels,
                                      const CpuTarget &target) {
-  KILN_TRY(auto machine, host::createTargetMachine(target, host::HostCodeUse::SharedObject));
+  KILN_TRY(auto machine, host::createTargetMachine(target));
   KILN_TRY(OptimizedModule built, buildOptimizedModule(kernels, target, *machine));
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream stream(buffer);
@@ -206,32 +207,38 @@ Expected<std::string> emitHostObject(std::span<const kir::Kernel> kernels,
   return std::string(buffer.data(), buffer.size());
 }
 
-Expected<std::shared_ptr<HostModule>> compileHostModule(std::span<const kir::Kernel> kernels,
-                                                        const CpuTarget &target) {
-  KILN_TRY(auto machine, host::createTargetMachine(target));
-  KILN_TRY(OptimizedModule built, buildOptimizedModule(kernels, target, *machine));
-  auto &errors = built.errors;
-  auto &context = built.context;
-  auto &module = built.module;
+Expected<std::shared_ptr<HostModule>> loadHostObject(std::string_view object,
+                                                     std::span<const std::string> names,
+                                                     const CpuTarget &target) {
+  std::string forWhom = names.size() == 1 ? fmt::format("kernel '{}'", names.front())
+                                          : fmt::format("a module of {} kernels", names.size());
+  KILN_TRY(auto jit, createJit(target, forWhom));
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()),
+                                                     "kiln-host-kernels.o");
+  if (auto error = jit->addObjectFile(std::move(buffer)))
+    return std::unexpected(jitError("cannot load the object code", forWhom, std::move(error)));
 
-  KILN_TRY(auto jit, createJit(kernels, target));
-  if (auto error =
-          jit->addIRModule(llvm::orc::ThreadSafeModule(std::move(module), std::move(context))))
-    return std::unexpected(jitError(kernels, "cannot add the module", std::move(error)));
-
-  // Looking every kernel up now compiles and links the module here, so a
-  // failure is reported by compileHostModule rather than at the first run.
+  // Looking every kernel up now links the object here, so a failure is
+  // reported by this call rather than at the first run.
   auto impl = std::make_unique<HostModule::Impl>();
-  for (const auto &kernel : kernels) {
-    auto address = jit->lookup(kernel.name);
+  for (const std::string &name : names) {
+    auto address = jit->lookup(name);
     if (!address)
-      return std::unexpected(
-          jitError(std::span(&kernel, 1), "cannot compile or link", address.takeError()));
-    impl->entries.emplace(kernel.name, address->toPtr<void *>());
+      return std::unexpected(jitError("cannot link", fmt::format("kernel '{}'", name),
+                                      address.takeError()));
+    impl->entries.emplace(name, address->toPtr<void *>());
   }
-  KILN_TRY_VOID(checkDiagnostics(kernels, *errors));
   impl->jit = std::move(jit);
   return std::make_shared<HostModule>(std::move(impl));
+}
+
+Expected<std::shared_ptr<HostModule>> compileHostModule(std::span<const kir::Kernel> kernels,
+                                                        const CpuTarget &target) {
+  KILN_TRY(std::string object, emitHostObject(kernels, target));
+  std::vector<std::string> names;
+  for (const kir::Kernel &kernel : kernels)
+    names.push_back(kernel.name);
+  return loadHostObject(object, names, target);
 }
 
 } // namespace kiln::codegen

@@ -161,8 +161,7 @@ void initializeNativeTarget() {
   });
 }
 
-Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const CpuTarget &target,
-                                                                   HostCodeUse use) {
+Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const CpuTarget &target) {
   initializeNativeTarget();
   std::string message;
   const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(target.triple, message);
@@ -173,13 +172,9 @@ Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const CpuTarg
                                  target.triple, message));
   llvm::TargetOptions options; // strict IEEE: no fast-math, contraction only through Fma
   options.AllowFPOpFusion = llvm::FPOpFusion::Strict;
-  bool jit = use == HostCodeUse::Jit;
-  std::optional<llvm::Reloc::Model> relocation;
-  if (!jit)
-    relocation = llvm::Reloc::PIC_;
   std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
-      target.triple, target.cpuName, target.features, options, relocation, std::nullopt,
-      llvm::CodeGenOptLevel::Aggressive, jit));
+      target.triple, target.cpuName, target.features, options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive, /*JIT=*/false));
   if (!machine)
     return makeError(ErrorCode::Unsupported,
                      fmt::format("host backend: LLVM cannot make a target machine for {} / {}",

@@ -13,14 +13,11 @@ namespace kiln::codegen::host {
 /// Registers LLVM's native target with the target registry (once per process).
 void initializeNativeTarget();
 
-/// What the machine code is for: this process's JIT, or a position-independent
-/// object to link into a shared object (AOT bundles).
-enum class HostCodeUse { Jit, SharedObject };
-
-/// An O3 TargetMachine for `target` (triple, cpu, features; default code
-/// model). Unsupported when LLVM has no backend for the triple.
-Expected<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(const CpuTarget &target, HostCodeUse use = HostCodeUse::Jit);
+/// An O3 TargetMachine for `target` (triple, cpu, features; small code model,
+/// position-independent code: one object serves the JIT, the kernel cache and
+/// an AOT bundle's shared object). Unsupported when LLVM has no backend for
+/// the triple.
+Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const CpuTarget &target);
 
 /// Whether f16 <-> f32 conversions are single instructions on `target` (x86
 /// F16C, AArch64), so the emitter can use LLVM's half type instead of a call.

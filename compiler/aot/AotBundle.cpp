@@ -8,6 +8,7 @@
 #include "compiler/LaunchPlanBuilder.h"
 #include "compiler/Pipeline.h"
 #include "compiler/aot/HostLinker.h"
+#include "compiler/tuning/OfflineGpuTarget.h"
 #include "compiler/tuning/TuningKeys.h"
 #include "ir/kernel/GpuLaunch.h"
 #include "runtime/bundle/BundleFile.h"
@@ -107,12 +108,16 @@ Expected<void> addGpuCode(const ir::Graph &graph, const AotOptions &options,
       if (code.arch == arch)
         return makeError(ErrorCode::InvalidArgument,
                          fmt::format("architecture {} is listed twice", arch));
-    KILN_TRY(codegen::GpuTarget target, codegen::gpuTargetNamed(arch));
+    KILN_TRY(codegen::GpuTarget named, codegen::gpuTargetNamed(arch));
+    KILN_TRY(OfflineGpuTarget offline, offlineGpuTarget(named, options.compile));
+    const codegen::GpuTarget &target = offline.target;
+    if (!offline.tunedDevice.empty())
+      report.notes.push_back(fmt::format("{}: schedules for the tuned {}", target.archName(),
+                                         offline.tunedDevice));
     CompileReport compileReport;
     std::ostringstream dump;
-    KILN_TRY(LoweredProgram program,
-             lowerProgram(graph, options.compile, target, offlineGpuFingerprint(target), dump,
-                          compileReport));
+    KILN_TRY(LoweredProgram program, lowerProgram(graph, options.compile, target,
+                                                  offline.fingerprint, dump, compileReport));
     collectRecords(program, compileReport, target.archName(), report);
     runtime::bundle::GpuArchCode code;
     KILN_TRY(code.plan, planWithoutCode(program));

@@ -42,7 +42,7 @@ inline const std::set<std::string> kTargetFlags = {"--target", "--arch", "--back
 /// fp32) into `options`.
 Expected<void> parseTargetOptions(const Args &args, CompileOptions &options);
 /// The flags of the commands that compile with tuning records (compile, run).
-inline const std::set<std::string> kTuningFlags = {"--tuning", "--tuning-db"};
+inline const std::set<std::string> kTuningFlags = {"--tuning", "--tuning-db", "--tuned-on"};
 /// "--tuning off|use|replay" and "--tuning-db PATH" into `options` (absent:
 /// the defaults, which $KILN_TUNING and $KILN_TUNING_DB change).
 Expected<void> parseTuningOptions(const Args &args, CompileOptions &options);

@@ -83,6 +83,10 @@ const char *const kTuningHelp =
                       default (docs/tuning.md)
   --tuning-db PATH    the tuning database (default: $KILN_TUNING_DB, else
                       tuning.sqlite in the kernel cache directory)
+  --tuned-on TEXT     GPU code made without a GPU uses the records of the one
+                      device of its architecture that the database holds;
+                      TEXT (a piece of the device's fingerprint, as `kiln
+                      tune-db ls` prints it) picks one when there are several
 )";
 
 Expected<void> parseTuningOptions(const Args &args, CompileOptions &options) {
@@ -93,6 +97,11 @@ Expected<void> parseTuningOptions(const Args &args, CompileOptions &options) {
     if (path->empty())
       return makeError(ErrorCode::InvalidArgument, "--tuning-db needs a path");
     options.tuningDbPath = *path;
+  }
+  if (auto device = args.value("--tuned-on")) {
+    if (device->empty())
+      return makeError(ErrorCode::InvalidArgument, "--tuned-on needs a piece of a fingerprint");
+    options.gpuTuningDevice = *device;
   }
   return {};
 }
