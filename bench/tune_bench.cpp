@@ -1,9 +1,9 @@
-// kiln_tune_bench: how well the autotuner searches on the CPU. For GEMM and
-// conv2d shapes it runs an exhaustive sweep of each group's schedule space,
-// then the tuner with a budget of a tenth of the sweep's search time, and
-// compares the best times found and the time spent. Prints a Markdown table
-// and writes it, with the machine, date and commit, to
-// bench/results/tune-cpu-<date>-<commit>.md.
+// kiln_tune_bench: how well the autotuner searches, on the CPU or a GPU. For
+// GEMM and conv2d shapes it runs an exhaustive sweep of each group's schedule
+// space, then the tuner with a budget of a tenth of the sweep's search time,
+// and compares the best times found and the time spent. Prints a Markdown
+// table and writes it, with the machine, date and commit, to
+// bench/results/tune-<target>-<date>-<commit>.md.
 #include "RunInfo.h"
 #include "compiler/tuning/Tuner.h"
 #include "compiler/tuning/SweepExport.h"
@@ -39,10 +39,11 @@ struct Workload {
   std::function<void(Graph &)> build;
 };
 
-Workload gemm(int64_t m, int64_t k, int64_t n) {
-  return {fmt::format("matmul_{}x{}x{}", m, k, n), [=](Graph &g) {
-            Tensor a = g.input("a", {m, k});
-            Tensor b = g.input("b", {k, n});
+Workload gemm(int64_t m, int64_t k, int64_t n, DType dtype = DType::F32) {
+  std::string prefix = dtype == DType::F32 ? "matmul" : fmt::format("matmul_{}", dtypeName(dtype));
+  return {fmt::format("{}_{}x{}x{}", prefix, m, k, n), [=](Graph &g) {
+            Tensor a = g.input("a", {m, k}, dtype);
+            Tensor b = g.input("b", {k, n}, dtype);
             g.output("c", matmul(a, b));
           }};
 }
@@ -59,10 +60,36 @@ Workload conv(std::string name, int64_t batch, int64_t inChannels, int64_t outCh
           }};
 }
 
-/// GEMMs (M x K x N): square ones, a wide one and GPT-2 small's MLP up
+/// A 3x3 "same" conv2d in NHWC, the layout of the GPU's implicit-GEMM kernels.
+Workload convNhwc(std::string name, int64_t batch, int64_t inChannels, int64_t outChannels,
+                  int64_t imageSize, DType dtype) {
+  return {std::move(name), [=](Graph &g) {
+            Tensor x = g.input("x", {batch, imageSize, imageSize, inChannels}, dtype);
+            Tensor w = g.input("w", {outChannels, 3, 3, inChannels}, dtype);
+            Conv2DOptions options;
+            options.padding = Padding::symmetric(1, 1);
+            options.layout = Layout::NHWC;
+            g.output("y", conv2d(x, w, options));
+          }};
+}
+
+/// CPU: GEMMs (M x K x N): square ones, a wide one and GPT-2 small's MLP up
 /// projection at 128 tokens; the CNN's convs and VGG16's first and last
 /// blocks' (the kiln_cpu_bench shapes that fit a few minutes on two cores).
-std::vector<Workload> workloads() {
+/// CUDA: bf16 tensor-core GEMMs at GPT-2 small's projections over 512 tokens
+/// and 1024^3, and bf16 NHWC convs of a ResNet stage and VGG16's block 4 (the
+/// tensor-cores issue's shapes small enough that the fp64 reference check of
+/// every candidate stays in seconds). Sim: tiny shapes that run the same path
+/// on the simulator, whose times mean nothing.
+std::vector<Workload> workloads(TargetKind target) {
+  if (target == TargetKind::Cuda)
+    return {gemm(512, 768, 3072, DType::BF16), gemm(512, 3072, 768, DType::BF16),
+            gemm(512, 768, 768, DType::BF16), gemm(1024, 1024, 1024, DType::BF16),
+            convNhwc("conv_bf16_resnet_56x56x64", 8, 64, 64, 56, DType::BF16),
+            convNhwc("conv_bf16_vgg4_28x28x256", 1, 256, 256, 28, DType::BF16)};
+  if (target == TargetKind::Sim)
+    return {gemm(40, 72, 48, DType::BF16),
+            convNhwc("conv_bf16_tiny_6x6x16", 1, 16, 16, 6, DType::BF16)};
   return {gemm(256, 256, 256),
           gemm(512, 1024, 768),
           gemm(1024, 1024, 1024),
@@ -75,7 +102,7 @@ std::vector<Workload> workloads() {
 }
 
 struct Row {
-  std::string name, summary;
+  std::string name, summary, target;
   int space = 0, tunerTimed = 0;
   double defaultSeconds = 0, exhaustiveBest = 0, tunerBest = 0;
   double pickInSweep = 0; ///< the tuner's winner as the sweep timed it
@@ -83,16 +110,18 @@ struct Row {
   std::string winner, error;
 };
 
-Expected<tuning::TuneReport> tune(const ir::Graph &graph, tuning::TunerOptions options) {
+Expected<tuning::TuneReport> tune(const ir::Graph &graph, TargetKind target,
+                                  tuning::TunerOptions options) {
   CompileOptions compileOptions;
-  compileOptions.target = TargetKind::Cpu;
+  compileOptions.target = target;
   tuning::TuneProgressBar bar(std::cerr, tuning::TuneProgressBar::isTerminal(stderr));
   options.progress = [&bar](const tuning::TuneProgress &event) { bar(event); };
   return tuning::tuneGraph(graph, compileOptions, options);
 }
 
 /// The one tuned group's figures (each workload is a single group).
-Row measure(const Workload &workload, int timedRuns, const std::string &sweepDir) {
+Row measure(const Workload &workload, TargetKind target, int timedRuns,
+            const std::string &sweepDir) {
   Row row;
   row.name = workload.name;
   Graph graph(workload.name, 1);
@@ -107,13 +136,14 @@ Row measure(const Workload &workload, int timedRuns, const std::string &sweepDir
   options.inputSets = 3;
 
   options.exhaustive = true;
-  auto sweep = tune(graph.ir(), options);
+  auto sweep = tune(graph.ir(), target, options);
   if (!sweep || sweep->groups.empty() || sweep->groups.front().winner < 0) {
     row.error = sweep ? "no valid candidate" : sweep.error().message();
     return row;
   }
   const tuning::TunedGroup &all = sweep->groups.front();
   row.summary = all.identity.summary;
+  row.target = sweep->target;
   row.space = all.spaceSize;
   row.defaultSeconds = all.defaultSeconds;
   row.exhaustiveBest = all.winnerTiming()->medianSeconds;
@@ -132,7 +162,7 @@ Row measure(const Workload &workload, int timedRuns, const std::string &sweepDir
 
   options.exhaustive = false;
   options.budgetSeconds = kBudgetFraction * row.exhaustiveSearch;
-  auto tuned = tune(graph.ir(), options);
+  auto tuned = tune(graph.ir(), target, options);
   if (!tuned || tuned->groups.empty() || tuned->groups.front().winner < 0) {
     row.error = tuned ? "the tuner found no valid candidate" : tuned.error().message();
     return row;
@@ -178,12 +208,16 @@ std::string table(const std::vector<Row> &rows) {
 }
 
 void usage() {
-  std::fputs(R"(kiln_tune_bench: the autotuner against an exhaustive sweep on the CPU
-usage: kiln_tune_bench [--only NAME,...] [--runs N] [--sweeps DIR] [--no-write]
+  std::fputs(R"(kiln_tune_bench: the autotuner against an exhaustive sweep
+usage: kiln_tune_bench [--target cpu|cuda|sim] [--only NAME,...] [--runs N]
+                       [--sweeps DIR] [--out DIR] [--no-write]
+  --target T    cpu (default), cuda (GPU 0: bf16 tensor-core GEMMs and convs)
+                or sim (tiny shapes on the SIMT simulator: the path, not times)
   --only LIST   run only these workloads (matmul_256x256x256, conv_cnn1, ...)
   --runs N      timed runs per candidate (default 3; the median ranks them)
   --sweeps DIR  also write each sweep's CSV and SVG plot into DIR
-  --no-write    print the table only (no bench/results file)
+  --out DIR     write the result file into DIR (default bench/results)
+  --no-write    print the table only (no result file)
 )",
              stdout);
 }
@@ -191,7 +225,8 @@ usage: kiln_tune_bench [--only NAME,...] [--runs N] [--sweeps DIR] [--no-write]
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string only, sweepDir;
+  std::string only, sweepDir, outDir;
+  TargetKind target = TargetKind::Cpu;
   int timedRuns = 3;
   bool write = true;
   for (int i = 1; i < argc; ++i) {
@@ -202,7 +237,16 @@ int main(int argc, char **argv) {
       timedRuns = std::max(1, std::atoi(argv[++i]));
     else if (arg == "--sweeps" && i + 1 < argc)
       sweepDir = argv[++i];
-    else if (arg == "--no-write")
+    else if (arg == "--out" && i + 1 < argc)
+      outDir = argv[++i];
+    else if (arg == "--target" && i + 1 < argc) {
+      auto parsed = parseTargetKind(argv[++i]);
+      if (!parsed || *parsed == TargetKind::Auto) {
+        fmt::print(stderr, "kiln_tune_bench: --target expects cpu, cuda or sim\n");
+        return 2;
+      }
+      target = *parsed;
+    } else if (arg == "--no-write")
       write = false;
     else {
       usage();
@@ -212,12 +256,18 @@ int main(int argc, char **argv) {
 
   std::vector<Row> rows;
   auto start = std::chrono::steady_clock::now();
-  for (const Workload &workload : workloads()) {
+  for (const Workload &workload : workloads(target)) {
     if (!only.empty() && only.find("," + workload.name + ",") == std::string::npos)
       continue;
     fmt::print(stderr, "== {}\n", workload.name);
-    rows.push_back(measure(workload, timedRuns, sweepDir));
+    rows.push_back(measure(workload, target, timedRuns, sweepDir));
   }
+  std::string targetName(targetKindName(target));
+  std::string targetText = targetName;
+  for (const Row &row : rows)
+    if (!row.target.empty())
+      targetText = row.target;
+  bool cpu = target == TargetKind::Cpu;
   double totalMinutes =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;
 
@@ -229,30 +279,40 @@ int main(int argc, char **argv) {
   bool dirty = run.dirty;
   std::string machine = run.machine;
   std::string report = fmt::format(
-      "# Autotuner against an exhaustive sweep, CPU, {}\n\n"
+      "# Autotuner against an exhaustive sweep, {}, {}\n\n"
       "- date: {:%Y-%m-%d %H:%M} UTC\n"
-      "- machine: {}; kernels on {} threads\n"
+      "- machine: {}{}\n"
+      "- target: {}\n"
       "- load average (1/5/15 min) after: {}\n"
       "- kiln: commit {}{}, release build; whole run {:.1f} min\n\n"
       "Each workload is one fusion group. *Exhaustive*: every schedule of its space compiled, "
       "checked against the fp64 reference and timed (3 warm-ups, median of {} runs, each after "
-      "a last-level-cache flush, 3 input sets cycled). *Tuner*: the same with a budget of {:.0f}% "
+      "{}, 3 input sets cycled). *Tuner*: the same with a budget of {:.0f}% "
       "of the sweep's search time (compiles, checks and runs; the one-off random inputs and "
       "reference are reported in the total columns), the heuristic default first and then the "
       "cost model's order. *best / exhaustive*: the tuner's best median over the sweep's (goal "
       "<= 1.03; both are noisy medians, and the sweep's is the least of many); *pick in sweep*: "
       "the tuner's winner as the sweep timed it, free of the noise between the two runs; "
-      "*default / "
-      "exhaustive*: what tuning gains over the heuristic. On a shared machine (see the load "
-      "average) kernels split over every core suffer most from other work.\n\n{}",
-      date, now, machine, cpu::ThreadPool::defaultThreadCount(),
-      run.loadAverage, commit,
-      dirty ? " (with uncommitted changes)" : "", totalMinutes, timedRuns,
-      100 * kBudgetFraction, table(rows));
+      "*default / exhaustive*: what tuning gains over the heuristic.{}\n\n{}",
+      cpu ? "CPU" : targetName, date, now, machine,
+      cpu ? fmt::format("; kernels on {} threads", cpu::ThreadPool::defaultThreadCount()) : "",
+      targetText, run.loadAverage, commit, dirty ? " (with uncommitted changes)" : "",
+      totalMinutes, timedRuns,
+      cpu ? "a last-level-cache flush, wall-clock time"
+          : "an L2 flush, device events around the launch",
+      100 * kBudgetFraction,
+      cpu ? " On a shared machine (see the load average) kernels split over every core suffer "
+            "most from other work."
+          : target == TargetKind::Sim ? " The simulator's times say nothing about a GPU: this "
+                                        "run checks the path."
+                                      : "",
+      table(rows));
   fmt::print("{}", report);
   if (write) {
-    fs::path out = fs::path(sourceDir) / "bench" / "results" /
-                   fmt::format("tune-cpu-{}-{}.md", date, commit);
+    fs::path dir = outDir.empty() ? fs::path(sourceDir) / "bench" / "results" : fs::path(outDir);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    fs::path out = dir / fmt::format("tune-{}-{}-{}.md", targetName, date, commit);
     if (auto written = runtime::replaceFile(out.string(), report); !written) {
       fmt::print(stderr, "{}\n", written.error().message());
       return 1;

@@ -121,9 +121,10 @@ Expected<CompiledModel> compileForCuda(const ir::Graph &graph, const CompileOpti
   report.target = fmt::format("cuda {} on {} ({})", target.archName(), gpu.device->describe(),
                               options.gpuBackend == GpuBackend::Nvrtc ? "CUDA C through NVRTC"
                                                                       : "LLVM NVPTX");
-  KILN_TRY(LoweredProgram program, lowerProgram(graph, options, target,
-                                                deviceGpuFingerprint(target, device), dump,
-                                                report));
+  auto fingerprint = LazyFingerprint::deferred(
+      [target, device] { return deviceGpuFingerprint(target, device); });
+  KILN_TRY(LoweredProgram program,
+           lowerProgram(graph, options, target, fingerprint, dump, report));
 
   auto codegenStart = std::chrono::steady_clock::now();
   KILN_TRY(GpuModuleImage image, emitGpuCode(program.kernels, target, options, dump, &report));

@@ -151,7 +151,7 @@ struct RecordLowering {
 
 Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileOptions &options,
                                       const LoweringTarget &target,
-                                      const std::string &targetFingerprint, std::ostream &dump,
+                                      const LazyFingerprint &targetFingerprint, std::ostream &dump,
                                       CompileReport &report) {
   auto start = Clock::now();
   LoweredProgram program;

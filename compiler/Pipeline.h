@@ -5,6 +5,7 @@
 
 #include "codegen/Target.h"
 #include "compiler/Compile.h"
+#include "compiler/tuning/LazyFingerprint.h"
 #include "ir/graph/Graph.h"
 #include "passes/graph/Fusion.h"
 #include "passes/lower/Lower.h"
@@ -38,12 +39,13 @@ struct LoweredProgram {
 
 /// Graph passes, fusion and lowering (with options.chooseSchedule, else the
 /// tuning record for the group on the target with fingerprint
-/// `targetFingerprint` (options.tuning), else the target's default schedule;
+/// `targetFingerprint` (options.tuning; computed only if a database is there to
+/// look in), else the target's default schedule;
 /// then the kernel passes), printing the graph, fused and kernel dumps to
 /// `dump` and filling the report's counts, times and tuning lines.
 Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileOptions &options,
                                       const LoweringTarget &target,
-                                      const std::string &targetFingerprint, std::ostream &dump,
+                                      const LazyFingerprint &targetFingerprint, std::ostream &dump,
                                       CompileReport &report);
 
 } // namespace kiln::compiler

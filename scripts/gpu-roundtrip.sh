@@ -7,13 +7,14 @@
 # usage: scripts/gpu-roundtrip.sh prepare          here: build, stage build/gpu-carry
 #        scripts/gpu-roundtrip.sh remote [--quick] [--steps a,b]
 #                                                  there, from the repository root; steps
-#                                                  (default all): smi,libs,tests,examples,bench,torch,train,tuning
+#                                                  (default all): smi,libs,tests,examples,bench,torch,train,tuning,tunebench
 #        scripts/gpu-roundtrip.sh collect DIR      here: copy DIR's results to bench/results
 #   OUT                 remote: where logs and results go (default ./gpu-out)
 #   KILN_BENCH_ARGS     remote: extra arguments of kiln_gpu_bench (e.g. a section filter)
 #   KILN_TORCH_ARGS     remote: extra arguments of torch_gpu.py (e.g. --precision bf16-mixed)
 #   KILN_BENCH_PYTHON   remote: the python with torch (default python3, else /usr/bin/python3)
 #   KILN_TRAIN_ARGS     remote: extra arguments of run_train_bench.sh (e.g. --filter cnn)
+#   KILN_TUNE_BENCH_ONLY  remote: workloads of kiln_tune_bench --target cuda (default two)
 #   KILN_STEP_TIMEOUT   remote: seconds each step may take (default 900)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -23,15 +24,15 @@ carry=build/gpu-carry
 carry_limit_mib=60
 # What runs on the GPU machine, relative to the build directory (and to $carry).
 carried_files=(libkiln.so libkiln_rt.so kiln kiln-run-bundle bench/kiln_gpu_bench
-  bench/kiln_train_bench tests/test_gpu)
+  bench/kiln_train_bench bench/kiln_tune_bench tests/test_gpu)
 
 usage() { sed -n '2,16p' "$0" >&2; exit 2; }
 
 prepare() {
   set -e
   scripts/setup.sh
-  local targets=(kiln_cli kiln-run-bundle kiln_gpu_bench kiln_train_bench kiln_example_models
-    fashion_mnist_cnn)
+  local targets=(kiln_cli kiln-run-bundle kiln_gpu_bench kiln_train_bench kiln_tune_bench
+    kiln_example_models fashion_mnist_cnn)
   # test_gpu exists once the CUDA runtime's tests do; build it whenever it does.
   scripts/build.sh release kiln_cli >/dev/null
   if ninja -C build/release -t targets all 2>/dev/null | grep -q '^test_gpu:'; then
@@ -166,8 +167,18 @@ run_tuning() {
   return $status
 }
 
+# The tuner against an exhaustive sweep on the GPU (bf16 tensor-core GEMM and
+# conv shapes); KILN_TUNE_BENCH_ONLY replaces the default choice of workloads,
+# and --quick times one small GEMM once per candidate.
+run_tune_bench() {
+  local only="${KILN_TUNE_BENCH_ONLY:-matmul_bf16_512x768x3072,conv_bf16_vgg4_28x28x256}"
+  local args=(--only "$only")
+  [ "${KILN_QUICK:-0}" = 1 ] && args=(--only matmul_bf16_512x768x768 --runs 1)
+  "$build/bench/kiln_tune_bench" --target cuda --out "$OUT" --sweeps "$OUT/tune-sweeps" "${args[@]}"
+}
+
 remote() {
-  local quick=0 steps="smi,libs,tests,examples,bench,torch,train,tuning"
+  local quick=0 steps="smi,libs,tests,examples,bench,torch,train,tuning,tunebench"
   while [ $# -gt 0 ]; do
     case "$1" in
       --quick) quick=1 ;;
@@ -197,7 +208,7 @@ remote() {
   "$python" -c 'import torch' 2>/dev/null || python=/usr/bin/python3
   [ -f "$build/build-dir.txt" ] && rewrite_ctest_paths
   export build
-  export -f run_gpu_tests run_examples run_tuning
+  export -f run_gpu_tests run_examples run_tuning run_tune_bench
   export OUT
   : >"$OUT/roundtrip.log"
 
@@ -222,6 +233,8 @@ remote() {
     env KILN_BENCH_BUILD="$build" KILN_BENCH_PYTHON="$python" \
     bench/run_train_bench.sh --device cuda --no-build --out "$OUT" ${KILN_TRAIN_ARGS:-}
   wants tuning && run_step "kiln tune / aot on cuda" tuning.log run_tuning
+  wants tunebench && run_step "kiln_tune_bench --target cuda" tune-bench.log \
+    env KILN_QUICK="$quick" bash -c run_tune_bench
 
   local date summary failed=0
   date="$(date -u +%Y-%m-%d)"
@@ -234,7 +247,7 @@ remote() {
     echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
     echo "- host: $(hostname), $(nproc) CPUs; $("$python" -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null || echo 'no PyTorch')"
     [ "$quick" = 1 ] && echo "- --quick: fewer sizes and runs; a smoke test, not a result"
-    [ "$steps" = "smi,libs,tests,examples,bench,torch,train,tuning" ] || echo "- steps: $steps"
+    [ "$steps" = "smi,libs,tests,examples,bench,torch,train,tuning,tunebench" ] || echo "- steps: $steps"
     [ -n "${KILN_BENCH_ARGS:-}" ] && echo "- kiln_gpu_bench arguments: ${KILN_BENCH_ARGS}"
     [ -n "${KILN_TORCH_ARGS:-}" ] && echo "- torch_gpu.py arguments: ${KILN_TORCH_ARGS}"
     [ -n "${KILN_TRAIN_ARGS:-}" ] && echo "- run_train_bench.sh arguments: ${KILN_TRAIN_ARGS}"
@@ -246,7 +259,7 @@ remote() {
       [ "${step_status[$i]}" = 0 ] || failed=1
     done
     echo
-    echo "The benchmark figures are in the gpu-*.md, e2e-*.md and train-*.md files of the same run."
+    echo "The benchmark figures are in the gpu-*.md, e2e-*.md, train-*.md and tune-*.md files of the same run."
   } >"$summary"
   echo
   cat "$summary"
@@ -258,13 +271,13 @@ collect() {
   local dir="${1:?usage: scripts/gpu-roundtrip.sh collect DIR}"
   mkdir -p bench/results
   local copied=0 file
-  for file in "$dir"/gpu-*.md "$dir"/e2e-*.md "$dir"/train-*.md; do
+  for file in "$dir"/gpu-*.md "$dir"/e2e-*.md "$dir"/train-*.md "$dir"/tune-*.md; do
     [ -e "$file" ] || continue
     cp -v "$file" bench/results/
     copied=$((copied + 1))
   done
   if [ "$copied" = 0 ]; then
-    echo "gpu-roundtrip: no gpu-*.md, e2e-*.md or train-*.md in $dir" >&2
+    echo "gpu-roundtrip: no gpu-*.md, e2e-*.md, train-*.md or tune-*.md in $dir" >&2
     exit 1
   fi
   echo "gpu-roundtrip: $copied result file(s) in bench/results; the logs stay in $dir"

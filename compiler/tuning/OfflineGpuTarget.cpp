@@ -61,7 +61,8 @@ std::string describeTunedDevice(std::string_view fingerprint) {
 
 Expected<OfflineGpuTarget> offlineGpuTarget(const codegen::GpuTarget &named,
                                             const CompileOptions &options) {
-  OfflineGpuTarget offline{named, offlineGpuFingerprint(named), ""};
+  OfflineGpuTarget offline{
+      named, LazyFingerprint::deferred([named] { return offlineGpuFingerprint(named); }), ""};
   if (options.tuning == TuningMode::Off)
     return offline;
   std::string path =

@@ -5,6 +5,7 @@
 
 #include "codegen/Target.h"
 #include "compiler/Compile.h"
+#include "compiler/tuning/LazyFingerprint.h"
 
 #include <string>
 #include <vector>
@@ -16,8 +17,8 @@ struct OfflineGpuTarget {
   /// the architecture's data-center part (gpuTargetNamed).
   codegen::GpuTarget target;
   /// What tuning records are looked up with: the tuned device's fingerprint,
-  /// or offlineGpuFingerprint(target).
-  std::string fingerprint;
+  /// or offlineGpuFingerprint(target) (made on first use: it loads NVRTC).
+  LazyFingerprint fingerprint;
   /// One line for reports: "sm_90a device (132 SMs, driver 13000, toolkit ...,
   /// cuDNN ...)"; empty when no device's records are used.
   std::string tunedDevice;

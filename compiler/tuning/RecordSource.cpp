@@ -8,7 +8,7 @@
 namespace kiln::compiler {
 
 Expected<RecordSource> RecordSource::open(const CompileOptions &options,
-                                          std::string targetFingerprint) {
+                                          LazyFingerprint targetFingerprint) {
   RecordSource source;
   source.mode_ = options.tuning;
   source.fingerprint_ = std::move(targetFingerprint);
@@ -44,7 +44,7 @@ Expected<RecordSource> RecordSource::open(const CompileOptions &options,
 }
 
 tuning::TuningKey RecordSource::keyFor(const tuning::GroupIdentity &group) const {
-  return tuning::tuningKey(group, fingerprint_);
+  return tuning::tuningKey(group, fingerprint_.get());
 }
 
 Expected<std::optional<tuning::TuningRecord>>

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "compiler/Compile.h"
+#include "compiler/tuning/LazyFingerprint.h"
 #include "compiler/tuning/TuningKeys.h"
 #include "runtime/tuning/TuningDatabase.h"
 
@@ -17,13 +18,13 @@ public:
   /// a missing file or no path means no records). Replay: the database must
   /// exist. A file that is not a tuning database is an error in both.
   static Expected<RecordSource> open(const CompileOptions &options,
-                                     std::string targetFingerprint);
+                                     LazyFingerprint targetFingerprint);
 
   TuningMode mode() const { return mode_; }
   /// Whether records can be found (a database is open).
   bool active() const { return database_.has_value(); }
   const std::string &path() const { return path_; }
-  const std::string &targetFingerprint() const { return fingerprint_; }
+  const std::string &targetFingerprint() const { return fingerprint_.get(); }
   /// Why there are no records, when !active(): "off", "no database (...)".
   const std::string &inactiveReason() const { return inactiveReason_; }
 
@@ -33,7 +34,8 @@ public:
 
 private:
   TuningMode mode_ = TuningMode::Off;
-  std::string path_, fingerprint_, inactiveReason_;
+  std::string path_, inactiveReason_;
+  LazyFingerprint fingerprint_{std::string()};
   std::optional<tuning::TuningDatabase> database_;
 };
 

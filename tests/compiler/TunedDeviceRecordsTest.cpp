@@ -10,6 +10,7 @@
 #include "compiler/Pipeline.h"
 #include "compiler/aot/AotBundle.h"
 #include "compiler/tuning/OfflineGpuTarget.h"
+#include "compiler/tuning/RecordSource.h"
 #include "compiler/tuning/TuningKeys.h"
 #include "frontend/TempDir.h"
 #include "ir/kernel/Printer.h"
@@ -245,6 +246,37 @@ TEST_CASE("records of several devices need --tuned-on to pick one", "[tuning]") 
   auto missing = compileGpuKernels(graph, noDb);
   REQUIRE_FALSE(missing);
   CHECK_THAT(missing.error().message(), Catch::Contains("there is no tuning database at"));
+}
+
+} // namespace kiln::test
+
+namespace kiln::test {
+
+TEST_CASE("the target fingerprint is made only when a database is there to look in",
+          "[tuning]") {
+  int made = 0;
+  auto fingerprint = compiler::LazyFingerprint::deferred([&] {
+    ++made;
+    return std::string("gpu;test");
+  });
+  TempDir dir;
+  CompileOptions options;
+  options.tuningDbPath = dir.file("missing.sqlite");
+  auto none = compiler::RecordSource::open(options, fingerprint);
+  REQUIRE(none);
+  CHECK_FALSE(none->active());
+  CHECK(made == 0);
+
+  store(options.tuningDbPath, {});
+  auto some = compiler::RecordSource::open(options, fingerprint);
+  REQUIRE(some);
+  REQUIRE(some->active());
+  tuning::GroupIdentity group{"group contraction", "in0=8x8", "summary"};
+  REQUIRE(some->find(group));
+  CHECK(made == 1);
+  CHECK(some->keyFor(group).target == "gpu;test");
+  CHECK(made == 1); // computed once, shared by copies
+  CHECK(fingerprint.computed());
 }
 
 } // namespace kiln::test
