@@ -85,8 +85,8 @@ const char *const kTuningHelp =
                       tuning.sqlite in the kernel cache directory)
   --tuned-on TEXT     GPU code made without a GPU uses the records of the one
                       device of its architecture that the database holds;
-                      TEXT (a piece of the device's fingerprint, as `kiln
-                      tune-db ls` prints it) picks one when there are several
+                      TEXT, a piece of a device's fingerprint (sms=114,
+                      driver=13000), picks one when there are several
 )";
 
 Expected<void> parseTuningOptions(const Args &args, CompileOptions &options) {
