@@ -8,6 +8,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <filesystem>
+#include <optional>
+
 namespace kiln::compiler {
 namespace {
 
@@ -56,9 +59,10 @@ hostModuleFor(const std::vector<kir::Kernel> &kernels, const codegen::CpuTarget 
       return module;
     }
     // An intact entry whose code does not link here (a changed runtime, say): rebuild it.
-    report.warnings.push_back(fmt::format("kernel cache: the cached host code of {} did not load "
-                                          "({}); compiling it again",
-                                          where, module.error().message()));
+    std::optional<std::filesystem::path> file = cache.entryPath(key);
+    report.warnings.push_back(fmt::format(
+        "kernel cache: the host code of entry '{}' did not load ({}); compiling it again",
+        file ? file->string() : std::string("(memory only)"), module.error().message()));
   }
 
   KILN_TRY(std::string object, codegen::emitHostObject(kernels, target));

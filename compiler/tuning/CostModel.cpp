@@ -47,12 +47,6 @@ double overflow(double bytes, double capacity) {
   return std::min(2.0, std::log2(bytes / capacity));
 }
 
-/// The fraction of cores x rounds that `tasks` equal tasks keep busy.
-double balance(int64_t tasks, int cores) {
-  tasks = std::max<int64_t>(tasks, 1);
-  return double(tasks) / double(ceilDivide(tasks, cores) * cores);
-}
-
 double cpuMemorySeconds(double bytes, int threads) {
   return bytes / std::min(kCpuMemoryBytesPerSecond, kCpuBytesPerSecondPerCore * threads);
 }
@@ -234,25 +228,38 @@ double estimateCpuGemmSeconds(const lower::GemmShape &shape, const MatMulSchedul
   if (double(s.mr) * vectors + vectors + 1 > lower::vectorRegisters(target))
     tileEfficiency /= 2; // accumulators spill
 
-  // The parallel split.
-  int64_t tasks = 1;
+  // The parallel split. Cores are busy in proportion to the work of a round
+  // over the work of its largest task: a ragged last panel or row block
+  // leaves its core idle for the rest of the round.
   int threads = 1;
   int64_t forkJoins = 0;
   int64_t rowBlocks = ceilDivide(m, s.mc), panels = ceilDivide(n, s.nc), kBlocks = ceilDivide(k, s.kc);
+  int64_t panelColumns = std::min(s.nc, roundUp(n, s.nr));
+  double busyCores = 1.0;
   switch (s.parallel) {
   case Parallel::Serial: break;
-  case Parallel::Outer:
-    tasks = int64_t(batch) * panels;
+  case Parallel::Outer: {
+    // (batch, column panel) tasks of up to nc columns each, every row.
+    int64_t tasks = int64_t(batch) * panels;
     threads = cores;
     forkJoins = 1;
-    break;
-  case Parallel::Inner:
-    tasks = rowBlocks * lower::innerColumnChunks(rowBlocks, ceilDivide(s.nc, s.nr), cores);
-    threads = cores;
-    forkJoins = int64_t(batch) * panels * kBlocks * 2; // pack B, then compute
+    busyCores = batch * double(n) / (double(ceilDivide(tasks, cores)) * double(panelColumns));
     break;
   }
-  double busyCores = threads == 1 ? 1.0 : cores * balance(tasks, cores);
+  case Parallel::Inner: {
+    // Per panel: (row block x column chunk) tasks.
+    int64_t chunks = lower::innerColumnChunks(rowBlocks, ceilDivide(s.nc, s.nr), cores);
+    int64_t tasks = rowBlocks * chunks;
+    int64_t chunkColumns = roundUp(ceilDivide(panelColumns, chunks), s.nr);
+    threads = cores;
+    forkJoins = int64_t(batch) * panels * kBlocks * 2; // pack B, then compute
+    busyCores = double(m) * double(std::min(n, panelColumns)) /
+                (double(ceilDivide(tasks, cores)) * double(std::min(m, s.mc)) *
+                 double(chunkColumns));
+    break;
+  }
+  }
+  busyCores = std::clamp(busyCores, 1.0 / cores, double(cores));
 
   double peakPerCore = kCpuClockHz * lanes * kCpuFmaPipes * 2;
   double paddedFlops = 2 * batch * double(roundUp(m, s.mr)) * double(roundUp(n, s.nr)) * double(k);

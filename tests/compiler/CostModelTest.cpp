@@ -81,6 +81,32 @@ TEST_CASE("cost model: padding to the register tile costs time", "[compiler][cos
   CHECK(extraWave > fullWaves * 1.05);
 }
 
+TEST_CASE("cost model: a ragged last column panel leaves a core idle", "[compiler][costmodel]") {
+  codegen::CpuTarget target = testTarget();
+  target.cores = 2;
+  // VGG16's 14x14 layer as an im2col GEMM: 196 columns over two cores.
+  GemmShape shape{1, 512, 196, 4608, DType::F32};
+  MatMulSchedule s = serialSchedule(144, 512, 144);
+  s.nr = 48;
+  s.mr = 6;
+  s.vectorWidth = 16;
+  s.parallel = Parallel::Outer; // panels of 144 and 52 columns
+  double ragged = tuning::estimateCpuGemmSeconds(shape, s, target);
+  s.nc = 96; // 96 + 96 + 4: three tasks, two rounds
+  double moreRounds = tuning::estimateCpuGemmSeconds(shape, s, target);
+  s.nc = 240;
+  s.parallel = Parallel::Inner; // the rows split evenly: 4 row blocks of 144 (the last 80)
+  double rows = tuning::estimateCpuGemmSeconds(shape, s, target);
+  CHECK(rows < ragged);
+  CHECK(ragged < moreRounds * 1.05);
+  // Evenly split panels keep both cores busy: 192 columns in two panels of 96.
+  GemmShape even{1, 512, 192, 4608, DType::F32};
+  s.parallel = Parallel::Outer;
+  s.nc = 96;
+  double balanced = tuning::estimateCpuGemmSeconds(even, s, target);
+  CHECK(balanced < ragged * 0.8);
+}
+
 TEST_CASE("cost model: a GPU block that cannot be resident is infeasible",
           "[compiler][costmodel]") {
   codegen::GpuTarget gpu = *codegen::gpuTargetNamed("sm_80");

@@ -188,6 +188,7 @@ TEST_CASE("an intact entry whose object does not load is reported and replaced",
   CHECK(sameBytes(first, rebuilt));
   REQUIRE(report.warnings.size() == 1);
   CHECK_THAT(report.warnings[0], Catch::Contains("did not load"));
+  CHECK_THAT(report.warnings[0], Catch::Contains(files[0].filename().string()));
   CHECK_THAT(report.warnings[0], Catch::Contains("cannot load the object code"));
   CHECK_THAT(report.kernelCache, Catch::StartsWith("miss (written"));
 
