@@ -90,7 +90,10 @@ Expected<OfflineGpuTarget> offlineGpuTarget(const codegen::GpuTarget &named,
     if (options.gpuTuningDevice.empty() ||
         device.find(options.gpuTuningDevice) != std::string::npos)
       chosen.push_back(device);
-  if (chosen.empty() && options.gpuTuningDevice.empty())
+  // No device of this architecture: the stock target. (--tuned-on names a
+  // device of the architectures that have some; a multi-arch bundle may
+  // have records for one of them only.)
+  if (devices.empty())
     return offline;
   if (chosen.size() != 1) {
     std::string what =
@@ -98,15 +101,14 @@ Expected<OfflineGpuTarget> offlineGpuTarget(const codegen::GpuTarget &named,
             ? fmt::format("no {} device with records in {} matches '{}'", named.archName(), path,
                           options.gpuTuningDevice)
             : fmt::format("{} holds records of {} {} devices{}: choose one with a piece of its "
-                          "fingerprint (kiln aot --tuned-on TEXT)",
+                          "fingerprint (--tuned-on TEXT)",
                           path, chosen.size(), named.archName(),
                           options.gpuTuningDevice.empty()
                               ? ""
                               : fmt::format(" matching '{}'", options.gpuTuningDevice));
     Error error(ErrorCode::InvalidArgument, what);
-    if (!devices.empty())
-      error.withNote(fmt::format("devices of {} with records:\n{}", named.archName(),
-                                 devicesList(chosen.empty() ? devices : chosen)));
+    error.withNote(fmt::format("devices of {} with records:\n{}", named.archName(),
+                               devicesList(chosen.empty() ? devices : chosen)));
     return std::unexpected(std::move(error));
   }
   KILN_TRY(codegen::GpuTarget device, codegen::gpuTargetFromCacheKey(targetPartOf(chosen[0])));

@@ -30,8 +30,10 @@ struct OfflineGpuTarget {
 /// offline build), that device's target and fingerprint, so its records
 /// apply; options.gpuTuningDevice picks among several such devices (a piece
 /// of the fingerprint), and several without a choice, or a choice that
-/// matches none, is an error listing the devices. Otherwise `named` with the
-/// offline fingerprint. A database that cannot be read is an error naming it.
+/// matches none of them, is an error listing the devices. Otherwise (no
+/// device of that architecture) `named` with the offline fingerprint; a
+/// choice without any database is an error. A database that cannot be read
+/// is an error naming it.
 Expected<OfflineGpuTarget> offlineGpuTarget(const codegen::GpuTarget &named,
                                             const CompileOptions &options);
 

@@ -235,10 +235,23 @@ TEST_CASE("records of several devices need --tuned-on to pick one", "[tuning]") 
   CHECK_THAT(report.tuning, Catch::EndsWith("(132 SMs, driver 13010, toolkit toolkit 13.0, "
                                             "cuDNN 9.10.2)"));
 
+  // The choice names a device of the architectures that have some: sm_80 has
+  // none here, so a bundle for both builds sm_80 for its stock target.
+  compiler::AotOptions aot;
+  aot.target = TargetKind::Cuda;
+  aot.gpuArchs = {"sm_90a", "sm_80"};
+  aot.compile = pick;
+  compiler::AotReport aotReport;
+  REQUIRE(compiler::buildBundle(graph, aot, &aotReport));
+  REQUIRE(aotReport.records.size() == 1);
+  CHECK_THAT(aotReport.records[0].key.target, Catch::Contains("driver=13010"));
+
   pick.gpuTuningDevice = "driver=99999";
   auto none = compileGpuKernels(graph, pick);
   REQUIRE_FALSE(none);
+  CHECK_THAT(none.error().message(), Catch::Contains("no sm_90a device with records in"));
   CHECK_THAT(none.error().message(), Catch::Contains("matches 'driver=99999'"));
+  CHECK_THAT(none.error().str(), Catch::Contains("114 SMs, driver 13000"));
 
   // Asking for a device without any database is an error too, not a silent default.
   CompileOptions noDb = offlineOptions(dir.file("missing.sqlite"));
