@@ -5,8 +5,10 @@
 #include <cstdint>
 
 extern "C" {
-/// `bytes` of 64-byte aligned memory. A kernel cannot return an error, so
+/// `bytes` of 64-byte aligned memory, from the blocks this thread freed
+/// lately when one is large enough. A kernel cannot return an error, so
 /// running out of memory aborts with a message naming the size.
 void *kiln_cpu_scratch_alloc(int64_t bytes);
+/// Gives a block back; the thread keeps a few (at most 40 MiB) for reuse.
 void kiln_cpu_scratch_free(void *pointer);
 }
