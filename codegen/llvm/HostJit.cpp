@@ -1,6 +1,6 @@
 // The host backend's driver: builds the LLVM module for a set of kernels, runs
 // the O3 pipeline for the target CPU, emits a relocatable object, and JIT-links
-// objects with ORC LLJIT (runtime helpers bound as absolute symbols).
+// objects with ORC LLJIT (runtime helpers and libm bound as absolute symbols).
 #include "codegen/llvm/HostBackend.h"
 
 #include "codegen/llvm/HostTargetMachine.h"
@@ -116,9 +116,9 @@ Error jitError(std::string_view what, std::string_view forWhom, llvm::Error erro
                                                    llvm::toString(std::move(error))));
 }
 
-/// A JIT for `target` with the runtime's entry points bound by address: the
-/// generated code calls into this very process, whatever its dynamic symbol
-/// table exports. libm and libc come from the process's own symbols.
+/// A JIT for `target` with the runtime's entry points and the libm functions
+/// kernels call bound by address (hostRuntimeSymbols): the generated code calls
+/// into this very process, whatever its dynamic symbol table exports.
 Expected<std::unique_ptr<llvm::orc::LLJIT>> createJit(const CpuTarget &target,
                                                       std::string_view forWhom) {
   host::initializeNativeTarget(); // a warm start may load code before anything compiled
