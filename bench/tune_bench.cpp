@@ -114,6 +114,9 @@ Expected<tuning::TuneReport> tune(const ir::Graph &graph, TargetKind target,
                                   tuning::TunerOptions options) {
   CompileOptions compileOptions;
   compileOptions.target = target;
+  // Every candidate compiled afresh: the sweep before the tuner must not
+  // leave it compiled kernels to link.
+  compileOptions.useKernelCache = false;
   tuning::TuneProgressBar bar(std::cerr, tuning::TuneProgressBar::isTerminal(stderr));
   options.progress = [&bar](const tuning::TuneProgress &event) { bar(event); };
   return tuning::tuneGraph(graph, compileOptions, options);

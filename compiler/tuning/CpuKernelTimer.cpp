@@ -1,8 +1,10 @@
-// Timing candidates on this CPU: each candidate JIT-compiled alone, run on
-// rotating input sets after the last-level cache is flushed, wall clock.
+// Timing candidates on this CPU: each candidate JIT-compiled alone (through
+// the kernel cache), run on rotating input sets after the last-level cache is
+// flushed, wall clock.
 #include "compiler/tuning/KernelTimer.h"
 
 #include "codegen/llvm/HostBackend.h"
+#include "compiler/HostModuleCache.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "support/AlignedAllocator.h"
 
@@ -31,8 +33,8 @@ public:
 class CpuKernelTimer final : public KernelTimer {
 public:
   CpuKernelTimer(const codegen::CpuTarget &target, const GroupProblem &problem,
-                 int64_t flushBytes)
-      : target_(target), inputSets_(problem.inputSets),
+                 int64_t flushBytes, const CompileOptions &cacheOptions)
+      : target_(target), cacheOptions_(cacheOptions), inputSets_(problem.inputSets),
         output_(problem.outputType.dtype, problem.outputType.shape),
         flush_(static_cast<size_t>(std::max<int64_t>(flushBytes, 0))) {}
 
@@ -48,8 +50,9 @@ public:
                                    kernel.name, kernel.params.size(), inputSets_[0].size(),
                                    lowered.numWorkspaces));
     auto candidate = std::make_unique<CpuCandidate>();
+    CompileReport unused; // a rejected cache entry is rebuilt; the tuner reports no cache
     KILN_TRY(candidate->module,
-             codegen::compileHostModule(std::span<const kir::Kernel>(&kernel, 1), target_));
+             compiler::hostModuleFor({kernel}, target_, cacheOptions_, unused));
     candidate->entry = candidate->module->lookupKernel(kernel.name);
     if (candidate->entry == nullptr)
       return makeError(ErrorCode::CompileError,
@@ -118,6 +121,7 @@ private:
   }
 
   codegen::CpuTarget target_;
+  CompileOptions cacheOptions_;
   std::vector<std::vector<HostTensor>> inputSets_;
   HostTensor output_;
   Bytes flush_;
@@ -127,7 +131,7 @@ private:
 
 Expected<std::unique_ptr<KernelTimer>>
 makeCpuKernelTimer(const codegen::CpuTarget &target, const GroupProblem &problem,
-                   int64_t flushBytes) {
+                   int64_t flushBytes, const CompileOptions &cacheOptions) {
   if (problem.inputSets.empty())
     return makeError(ErrorCode::InvalidArgument, "the group problem has no input set");
   // Twice the last level, but at most kMaxAutoFlushBytes: virtual machines
@@ -135,7 +139,8 @@ makeCpuKernelTimer(const codegen::CpuTarget &target, const GroupProblem &problem
   // one complex's, and the flush must stay a small part of each run.
   if (flushBytes < 0)
     flushBytes = std::min<int64_t>(2 * target.l3Bytes, kMaxAutoFlushBytes);
-  return std::unique_ptr<KernelTimer>(new CpuKernelTimer(target, problem, flushBytes));
+  return std::unique_ptr<KernelTimer>(
+      new CpuKernelTimer(target, problem, flushBytes, cacheOptions));
 }
 
 } // namespace kiln::tuning

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "codegen/Target.h"
+#include "compiler/Compile.h"
 #include "compiler/tuning/GroupProblem.h"
 #include "passes/lower/Lower.h"
 #include "runtime/Device.h"
@@ -50,10 +51,12 @@ public:
 };
 
 /// A timer on this CPU. `flushBytes`: bytes touched before each timed run
-/// (-1: twice the target's L3, at most 64 MiB).
+/// (-1: twice the target's L3, at most 64 MiB). Candidates are compiled
+/// through the kernel cache `cacheOptions` name (its useKernelCache and
+/// kernelCacheDir), so a repeated sweep or tuning run links them instead.
 Expected<std::unique_ptr<KernelTimer>>
 makeCpuKernelTimer(const codegen::CpuTarget &target, const GroupProblem &problem,
-                   int64_t flushBytes);
+                   int64_t flushBytes, const CompileOptions &cacheOptions = {});
 
 /// Loads a kernel on a device (the loader decides how: the simulator
 /// interprets kernel IR, a GPU loads a compiled module).

@@ -80,7 +80,8 @@ private:
   std::shared_ptr<const runtime::DeviceKernel> kernel_;
 };
 
-Expected<TuningTarget> cpuTarget(const TunerOptions &tunerOptions) {
+Expected<TuningTarget> cpuTarget(const CompileOptions &options,
+                                 const TunerOptions &tunerOptions) {
   codegen::CpuTarget cpu = codegen::hostCpuTarget();
   TuningTarget target;
   target.lowering = cpu;
@@ -88,8 +89,11 @@ Expected<TuningTarget> cpuTarget(const TunerOptions &tunerOptions) {
                                    cpu.cpuName, cpu.vectorBits, cpu.cores);
   target.fingerprint = targetFingerprint(cpu);
   int64_t flush = tunerOptions.flushBytes;
-  target.makeTimer = [cpu, flush](const GroupProblem &problem) {
-    return makeCpuKernelTimer(cpu, problem, flush);
+  CompileOptions cacheOptions;
+  cacheOptions.useKernelCache = options.useKernelCache;
+  cacheOptions.kernelCacheDir = options.kernelCacheDir;
+  target.makeTimer = [cpu, flush, cacheOptions](const GroupProblem &problem) {
+    return makeCpuKernelTimer(cpu, problem, flush, cacheOptions);
   };
   return target;
 }
@@ -170,7 +174,7 @@ Expected<TuningTarget> tuningTargetFor(const CompileOptions &options,
   case TargetKind::Sim: return simTarget(options, tunerOptions);
   case TargetKind::Cuda: return cudaTarget(options, tunerOptions);
   case TargetKind::Cpu:
-  case TargetKind::Auto: return cpuTarget(tunerOptions);
+  case TargetKind::Auto: return cpuTarget(options, tunerOptions);
   }
   return makeError(ErrorCode::InvalidArgument, "unknown target kind");
 }

@@ -1,10 +1,13 @@
 // The autotuner on small graphs: budgets, exhaustive sweeps, rejection of a
 // wrong candidate, the simulator's device timing path, and a compile with the
-// winners against the reference. Shapes are tiny and runs few: these tests
+// winners against the reference, and repeated runs linking their candidates
+// from the kernel cache. Shapes are tiny and runs few: these tests
 // check the tuner's logic, not which schedule is fastest.
 #include "CompileTestUtil.h"
 
+#include "compiler/GpuModuleCache.h"
 #include "compiler/tuning/Tuner.h"
+#include "frontend/TempDir.h"
 
 #include <fmt/format.h>
 
@@ -302,4 +305,43 @@ TEST_CASE("a model compiled with the tuner's winners matches the reference",
 }
 
 } // namespace
+} // namespace kiln::test
+
+namespace kiln::test {
+
+TEST_CASE("a repeated tuning run links its CPU candidates from the kernel cache",
+          "[compiler][tuner]") {
+  CompileCase c("tune_cached");
+  buildDense(c);
+  REQUIRE(c.graph().finalize());
+  kiln::testing::TempDir dir;
+  CompileOptions options = cpuOptions();
+  options.kernelCacheDir = dir.path().string();
+  TunerOptions tunerOptions = quickOptions();
+  tunerOptions.maxTrials = 3;
+  runtime::KernelCache &cache = compiler::kernelCacheFor(options);
+
+  runtime::KernelCacheStats before = cache.stats();
+  TuneReport first = tuneOrFail(c.graph().ir(), options, tunerOptions);
+  runtime::KernelCacheStats afterFirst = cache.stats();
+  // Each candidate compiled once and stored; two schedules that lower to the
+  // same kernel (blocks clamped to the problem) share one entry.
+  int64_t stored = afterFirst.writes - before.writes;
+  CHECK(stored >= 1);
+  CHECK(stored + (afterFirst.memoryHits - before.memoryHits) == first.candidatesTimed);
+
+  TuneReport second = tuneOrFail(c.graph().ir(), options, tunerOptions);
+  runtime::KernelCacheStats afterSecond = cache.stats();
+  CHECK(second.candidatesTimed == first.candidatesTimed);
+  CHECK(afterSecond.memoryHits - afterFirst.memoryHits == second.candidatesTimed);
+  CHECK(afterSecond.writes == afterFirst.writes);
+
+  // With the cache off, every candidate is compiled again and nothing is stored.
+  options.useKernelCache = false;
+  TuneReport uncached = tuneOrFail(c.graph().ir(), options, tunerOptions);
+  CHECK(uncached.candidatesTimed == first.candidatesTimed);
+  CHECK(cache.stats().writes == afterSecond.writes);
+  CHECK(cache.stats().memoryHits == afterSecond.memoryHits);
+}
+
 } // namespace kiln::test
