@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <pwd.h>
@@ -172,6 +173,59 @@ int removeStaleTemporaries(const fs::path &directory, std::chrono::seconds age) 
       ++removed;
   }
   return removed;
+}
+
+EvictResult evictToFit(const fs::path &directory, int64_t maxBytes, const fs::path &keep) {
+  struct File {
+    fs::path path;
+    int64_t bytes;
+    fs::file_time_type modified;
+  };
+  std::vector<File> files;
+  int64_t total = 0;
+  std::error_code error;
+  for (fs::directory_iterator it(directory, error), end; !error && it != end;
+       it.increment(error)) {
+    if (!isEntryFileName(it->path().filename().string()))
+      continue;
+    std::error_code statError;
+    int64_t bytes = static_cast<int64_t>(it->file_size(statError));
+    fs::file_time_type modified = it->last_write_time(statError);
+    if (statError)
+      continue;
+    files.push_back({it->path(), bytes, modified});
+    total += bytes;
+  }
+  EvictResult result;
+  if (total <= maxBytes)
+    return result;
+  std::sort(files.begin(), files.end(),
+            [](const File &a, const File &b) { return a.modified < b.modified; });
+  int64_t target = maxBytes / 4 * 3;
+  for (const File &file : files) {
+    if (total <= target)
+      break;
+    if (file.path == keep)
+      continue;
+    std::error_code removeError;
+    if (fs::remove(file.path, removeError)) {
+      total -= file.bytes;
+      ++result.entries;
+      result.bytes += file.bytes;
+    }
+  }
+  return result;
+}
+
+int64_t cacheMaxBytesFromEnvironment() {
+  if (auto text = environment("KILN_CACHE_MAX_MB")) {
+    int64_t megabytes = 0;
+    auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), megabytes);
+    if (error == std::errc() && end == text->data() + text->size() && megabytes > 0 &&
+        megabytes < (int64_t{1} << 40))
+      return megabytes << 20;
+  }
+  return kDefaultCacheMaxBytes;
 }
 
 } // namespace kiln::runtime

@@ -64,6 +64,25 @@ struct ClearResult {
 /// each with one unlink, so a concurrent reader sees a whole entry or none.
 Expected<ClearResult> clearCache(const std::filesystem::path &root);
 
+/// What evictToFit removed.
+struct EvictResult {
+  int entries = 0;
+  int64_t bytes = 0;
+};
+
+/// When the entry files in `directory` hold more than `maxBytes` in all,
+/// removes the least recently used ones (oldest modification time: a disk
+/// hit refreshes it) until they hold at most 3/4 of `maxBytes`, never
+/// `keep` (the entry just written). One unlink per entry, so a concurrent
+/// reader sees a whole entry or a miss. Errors are ignored: housekeeping.
+EvictResult evictToFit(const std::filesystem::path &directory, int64_t maxBytes,
+                       const std::filesystem::path &keep);
+
+/// The disk tier's size bound: $KILN_CACHE_MAX_MB (megabytes) when it is a
+/// positive integer, else kDefaultCacheMaxBytes.
+int64_t cacheMaxBytesFromEnvironment();
+inline constexpr int64_t kDefaultCacheMaxBytes = int64_t{4} << 30;
+
 /// Removes temporary files in `directory` older than `age` (left by a process
 /// that crashed while writing); returns how many. Errors are ignored: this is
 /// housekeeping.

@@ -81,6 +81,9 @@ std::optional<CacheEntry> KernelCache::readFromDisk(std::string_view key,
     return std::nullopt;
   }
   stats_.bytesRead += static_cast<int64_t>(bytes->size());
+  // A use: eviction removes the entries read or written longest ago.
+  std::error_code touchError;
+  fs::last_write_time(*path, fs::file_time_type::clock::now(), touchError);
   return std::move(*entry);
 }
 
@@ -123,7 +126,12 @@ bool KernelCache::writeToDisk(std::string_view key, const CacheEntry &entry,
       error ? fmt::format("cannot create '{}': {}", directory.string(), error.message())
             : writeFileAtomically(directory / entryFileName(keyHash), temporaryFileName(keyHash),
                                   bytes);
+  EvictResult evicted;
+  if (failure.empty())
+    evicted = evictToFit(directory, options_.diskCapacityBytes,
+                         directory / entryFileName(keyHash));
   std::lock_guard lock(mutex_);
+  stats_.evicted += evicted.entries;
   if (!failure.empty()) {
     ++stats_.writeFailures;
     if (!warnedAboutDisk_)
@@ -172,7 +180,8 @@ KernelCache &sharedKernelCache(const std::optional<fs::path> &root) {
   std::lock_guard lock(mutex);
   std::unique_ptr<KernelCache> &cache = (*caches)[name];
   if (!cache)
-    cache = std::make_unique<KernelCache>(KernelCacheOptions{.root = root});
+    cache = std::make_unique<KernelCache>(
+        KernelCacheOptions{.root = root, .diskCapacityBytes = cacheMaxBytesFromEnvironment()});
   return *cache;
 }
 

@@ -2,6 +2,7 @@
 // tier in front of a content-addressed directory on disk (docs/caching.md).
 #pragma once
 
+#include "runtime/cache/CacheDirectory.h"
 #include "runtime/cache/CacheEntryFile.h"
 
 #include <chrono>
@@ -27,6 +28,7 @@ struct KernelCacheStats {
   int64_t writes = 0;        ///< entries written to disk
   int64_t writeFailures = 0; ///< stores whose disk write failed (the compile went on)
   int64_t rejected = 0;      ///< disk entries found corrupt, truncated, foreign or of another version
+  int64_t evicted = 0;       ///< disk entries removed to keep the directory under its bound
   int64_t memoryBytes = 0;   ///< payload bytes held in the memory tier now
   int64_t memoryEntries = 0;
   int64_t bytesRead = 0, bytesWritten = 0; ///< disk traffic
@@ -39,6 +41,9 @@ struct KernelCacheOptions {
   std::optional<std::filesystem::path> root;
   /// The memory tier's bound on payload bytes; least recently used entries go first.
   int64_t memoryCapacityBytes = int64_t{64} << 20;
+  /// The disk tier's bound on entry bytes: after a write that passes it, the
+  /// least recently used entries are removed down to 3/4 of it (evictToFit).
+  int64_t diskCapacityBytes = kDefaultCacheMaxBytes;
 };
 
 /// What a lookup found. Warnings say what was rejected on the way (each one

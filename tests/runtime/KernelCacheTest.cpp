@@ -399,3 +399,53 @@ TEST_CASE("clear removes kiln's files only; stale temporaries go by age", "[cach
   CHECK(removeStaleTemporaries(kernels, std::chrono::seconds(3600)) == 1);
   CHECK(leftoverFiles(dir.path()) == std::vector<std::string>{"notes.txt"});
 }
+
+TEST_CASE("the disk tier stays under its bound, evicting the least recently used", "[cache]") {
+  TempDir dir;
+  CacheEntry entry = sampleEntry("a", 10000);
+  int64_t entryBytes = static_cast<int64_t>(encodeCacheEntry("key-0", entry).size());
+  // Room for four entries: the fifth write evicts down to three quarters (three entries).
+  KernelCache cache({.root = dir.path(), .diskCapacityBytes = 4 * entryBytes + entryBytes / 2});
+  fs::path directory = kernelEntryDirectory(dir.path());
+  auto entryFile = [&](int i) { return *cache.entryPath(fmt::format("key-{}", i)); };
+  auto age = [&](int i, int secondsAgo) {
+    fs::last_write_time(entryFile(i),
+                        fs::file_time_type::clock::now() - std::chrono::seconds(secondsAgo));
+  };
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(cache.store(fmt::format("key-{}", i), entry).writtenToDisk);
+    age(i, 100 - i); // key-0 is the oldest
+  }
+  CHECK(cache.stats().evicted == 0);
+  // A disk hit is a use: key-0 becomes the most recent.
+  cache.dropMemoryTier();
+  REQUIRE(cache.lookup("key-0").entry);
+
+  REQUIRE(cache.store("key-4", entry).writtenToDisk);
+  CHECK(cache.stats().evicted == 2);
+  CHECK(fs::exists(entryFile(0)));  // used last
+  CHECK_FALSE(fs::exists(entryFile(1)));
+  CHECK_FALSE(fs::exists(entryFile(2)));
+  CHECK(fs::exists(entryFile(3)));
+  CHECK(fs::exists(entryFile(4)));  // the one just written is never evicted
+  int64_t total = 0;
+  for (const auto &file : fs::directory_iterator(directory))
+    total += static_cast<int64_t>(file.file_size());
+  CHECK(total <= 4 * entryBytes + entryBytes / 2);
+
+  // An evicted entry is a miss, rebuilt like any other.
+  cache.dropMemoryTier();
+  CHECK_FALSE(cache.lookup("key-1").entry);
+  CHECK(cache.lookup("key-3").entry);
+}
+
+TEST_CASE("KILN_CACHE_MAX_MB sets the disk bound; nonsense keeps the default", "[cache]") {
+  {
+    ScopedEnv env("KILN_CACHE_MAX_MB", "512");
+    CHECK(cacheMaxBytesFromEnvironment() == int64_t{512} << 20);
+  }
+  for (const char *bad : {"", "0", "-5", "12x", "lots"}) {
+    ScopedEnv env("KILN_CACHE_MAX_MB", bad);
+    CHECK(cacheMaxBytesFromEnvironment() == kDefaultCacheMaxBytes);
+  }
+}
