@@ -103,6 +103,26 @@ TEST_CASE("schedule: register tiles follow the register file and the problem",
       checkSound(lower::defaultGemmSchedule(shape, target), shape, target);
 }
 
+TEST_CASE("schedule: a ragged last column panel sends the work to row blocks",
+          "[lower][contraction][schedule]") {
+  codegen::CpuTarget target = avx512Target();
+  target.cores = 2;
+  // VGG16's 14x14x512 conv as an im2col GEMM: 196 columns would split into panels of
+  // 144 and 52, one core idle for almost half the kernel; the rows split evenly instead.
+  GemmShape ragged{1, 512, 196, 4608, DType::F32};
+  MatMulSchedule s = lower::defaultGemmSchedule(ragged, target);
+  INFO(fmt::format("mr={} nr={} mc={} nc={}", s.mr, s.nr, s.mc, s.nc));
+  CHECK(s.parallel == Parallel::Inner);
+  checkSound(s, ragged, target);
+  // Columns that divide evenly keep per-task panels.
+  GemmShape even{1, 512, 256, 4608, DType::F32};
+  MatMulSchedule e = lower::defaultGemmSchedule(even, target);
+  INFO(fmt::format("even: mr={} nr={} mc={} nc={}", e.mr, e.nr, e.mc, e.nc));
+  CHECK(e.parallel == Parallel::Outer);
+  CHECK(256 % e.nc == 0);
+  CHECK(256 / e.nc == target.cores);
+}
+
 TEST_CASE("schedule: parallel mode from the problem's shape", "[lower][contraction][schedule]") {
   codegen::CpuTarget target = codegen::referenceCpuTarget(); // 8 cores
   // Tiny: one thread.
