@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <pwd.h>
@@ -224,6 +225,10 @@ int64_t cacheMaxBytesFromEnvironment() {
     if (error == std::errc() && end == text->data() + text->size() && megabytes > 0 &&
         megabytes < (int64_t{1} << 40))
       return megabytes << 20;
+    std::fprintf(stderr,
+                 "kiln: ignoring KILN_CACHE_MAX_MB='%s' (expected a positive number of "
+                 "megabytes); the kernel cache keeps at most %lld MiB on disk\n",
+                 text->c_str(), static_cast<long long>(kDefaultCacheMaxBytes >> 20));
   }
   return kDefaultCacheMaxBytes;
 }

@@ -5,6 +5,7 @@
 
 #include "examples/models/ExampleRegistry.h"
 #include "frontend/TempDir.h"
+#include "CacheTestUtil.h"
 #include "runtime/cache/CacheDirectory.h"
 
 #include <catch2/catch.hpp>
@@ -36,15 +37,6 @@ CompileOptions cudaOptions(const fs::path &cacheDir, GpuBackend backend = GpuBac
   options.gpuBackend = backend;
   options.kernelCacheDir = cacheDir.string();
   return options;
-}
-
-std::vector<fs::path> entryFiles(const fs::path &root) {
-  std::vector<fs::path> files;
-  std::error_code error;
-  for (fs::directory_iterator it(runtime::kernelEntryDirectory(root), error), end;
-       !error && it != end; it.increment(error))
-    files.push_back(it->path());
-  return files;
 }
 
 std::string keyOf(const ir::Graph &graph, const std::string &arch, GpuBackend backend) {
@@ -93,7 +85,7 @@ TEST_CASE("a second compile is a cache hit with identical PTX and cubin", "[cach
   CHECK_THAT(cold.kernelCache, Catch::StartsWith("miss (written to "));
   CHECK(cold.warnings.empty());
   CHECK_FALSE(first->cubin.empty()); // ptxas and NVRTC are both present here
-  REQUIRE(entryFiles(dir.path()).size() == 1);
+  REQUIRE(kiln::test::cacheEntryFiles(dir.path()).size() == 1);
 
   auto second = compileGpuKernels(graph->ir(), options, &warm);
   REQUIRE(second);
@@ -116,7 +108,7 @@ TEST_CASE("a corrupt entry gives the same PTX again, with a report", "[cache]") 
   CompileOptions options = cudaOptions(dir.path());
   auto first = compileGpuKernels(graph->ir(), options);
   REQUIRE(first);
-  std::vector<fs::path> files = entryFiles(dir.path());
+  std::vector<fs::path> files = kiln::test::cacheEntryFiles(dir.path());
   REQUIRE(files.size() == 1);
   {
     std::fstream file(files[0], std::ios::in | std::ios::out | std::ios::binary);
@@ -167,7 +159,7 @@ TEST_CASE("the cache can be turned off, and an llvm dump still compiles", "[cach
   CompileReport off;
   REQUIRE(compileGpuKernels(graph->ir(), options, &off));
   CHECK(off.kernelCache == "off");
-  CHECK(entryFiles(dir.path()).empty());
+  CHECK(kiln::test::cacheEntryFiles(dir.path()).empty());
 
   options.useKernelCache = true;
   REQUIRE(compileGpuKernels(graph->ir(), options));
@@ -207,7 +199,7 @@ TEST_CASE("two processes compiling the same model into one cache both succeed", 
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
   }
-  std::vector<fs::path> files = entryFiles(dir.path());
+  std::vector<fs::path> files = kiln::test::cacheEntryFiles(dir.path());
   REQUIRE(files.size() == 1); // one entry, no temporary file left
   auto listed = runtime::listCacheEntries(dir.path());
   REQUIRE(listed);

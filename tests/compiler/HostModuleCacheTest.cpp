@@ -7,6 +7,7 @@
 #include "compiler/GpuModuleCache.h"
 #include "compiler/HostModuleCache.h"
 #include "frontend/TempDir.h"
+#include "CacheTestUtil.h"
 #include "runtime/cache/CacheDirectory.h"
 #include "runtime/cache/CacheEntryFile.h"
 
@@ -42,14 +43,6 @@ CompileOptions cpuOptions(const fs::path &cacheDir) {
   return options;
 }
 
-std::vector<fs::path> entryFiles(const fs::path &root) {
-  std::vector<fs::path> files;
-  std::error_code error;
-  for (fs::directory_iterator it(runtime::kernelEntryDirectory(root), error), end;
-       !error && it != end; it.increment(error))
-    files.push_back(it->path());
-  return files;
-}
 
 std::string readAll(const fs::path &path) {
   std::ifstream in(path, std::ios::binary);
@@ -77,6 +70,23 @@ NamedTensors compileAndRun(SmallModel &model, const CompileOptions &options,
   REQUIRE(outputs);
   return std::move(*outputs);
 }
+
+/// The model compiled once into a fresh cache directory, which then holds one entry.
+struct ColdCompiled {
+  TempDir dir;
+  SmallModel model;
+  CompileOptions options = cpuOptions(dir.path());
+  NamedTensors outputs;
+  fs::path entry;
+
+  ColdCompiled() {
+    CompileReport cold;
+    outputs = compileAndRun(model, options, cold);
+    std::vector<fs::path> files = cacheEntryFiles(dir.path());
+    REQUIRE(files.size() == 1);
+    entry = files[0];
+  }
+};
 
 } // namespace
 
@@ -114,7 +124,7 @@ TEST_CASE("a warm CPU compile links the cached object and runs bit-identically",
   CHECK_THAT(cold.kernelCache, Catch::StartsWith("miss (written to "));
   CHECK(cold.warnings.empty());
   checkOutputsMatch(model.c.graph().ir(), first, reference);
-  std::vector<fs::path> files = entryFiles(dir.path());
+  std::vector<fs::path> files = cacheEntryFiles(dir.path());
   REQUIRE(files.size() == 1);
   auto key = runtime::readCacheEntryKey(readAll(files[0]));
   REQUIRE(key);
@@ -134,15 +144,9 @@ TEST_CASE("a warm CPU compile links the cached object and runs bit-identically",
 }
 
 TEST_CASE("a corrupt host object entry is reported and rebuilt", "[cache]") {
-  TempDir dir;
-  SmallModel model;
-  CompileOptions options = cpuOptions(dir.path());
-  CompileReport cold;
-  NamedTensors first = compileAndRun(model, options, cold);
-  std::vector<fs::path> files = entryFiles(dir.path());
-  REQUIRE(files.size() == 1);
+  ColdCompiled c;
   {
-    std::fstream file(files[0], std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream file(c.entry, std::ios::in | std::ios::out | std::ios::binary);
     file.seekg(-64, std::ios::end); // inside the object code
     char byte = 0;
     file.read(&byte, 1);
@@ -150,51 +154,45 @@ TEST_CASE("a corrupt host object entry is reported and rebuilt", "[cache]") {
     file.seekp(-64, std::ios::end);
     file.write(&byte, 1);
   }
-  compiler::kernelCacheFor(options).dropMemoryTier();
+  compiler::kernelCacheFor(c.options).dropMemoryTier();
   CompileReport report;
-  NamedTensors rebuilt = compileAndRun(model, options, report);
-  CHECK(sameBytes(first, rebuilt));
+  NamedTensors rebuilt = compileAndRun(c.model, c.options, report);
+  CHECK(sameBytes(c.outputs, rebuilt));
   REQUIRE(report.warnings.size() == 1);
   CHECK_THAT(report.warnings[0], Catch::Contains("checksum mismatch"));
-  CHECK_THAT(report.warnings[0], Catch::Contains(files[0].filename().string()));
+  CHECK_THAT(report.warnings[0], Catch::Contains(c.entry.filename().string()));
   CHECK_THAT(report.kernelCache, Catch::StartsWith("miss (written"));
 
-  compiler::kernelCacheFor(options).dropMemoryTier();
+  compiler::kernelCacheFor(c.options).dropMemoryTier();
   CompileReport again;
-  compileAndRun(model, options, again);
+  compileAndRun(c.model, c.options, again);
   CHECK(again.kernelCache == "hit (disk)");
   CHECK(again.warnings.empty());
 }
 
 TEST_CASE("an intact entry whose object does not load is reported and replaced", "[cache]") {
-  TempDir dir;
-  SmallModel model;
-  CompileOptions options = cpuOptions(dir.path());
-  CompileReport cold;
-  NamedTensors first = compileAndRun(model, options, cold);
-  std::vector<fs::path> files = entryFiles(dir.path());
-  REQUIRE(files.size() == 1);
-  auto key = runtime::readCacheEntryKey(readAll(files[0]));
+  ColdCompiled c;
+  auto key = runtime::readCacheEntryKey(readAll(c.entry));
   REQUIRE(key);
   // A well-formed entry under the right key whose object is not an ELF file.
   runtime::CacheEntry bogus;
   bogus.sections["object"] = "not an object file";
-  runtime::KernelCache &cache = compiler::kernelCacheFor(options);
+  runtime::KernelCache &cache = compiler::kernelCacheFor(c.options);
   REQUIRE(cache.store(*key, bogus).writtenToDisk);
   cache.dropMemoryTier();
 
   CompileReport report;
-  NamedTensors rebuilt = compileAndRun(model, options, report);
-  CHECK(sameBytes(first, rebuilt));
+  NamedTensors rebuilt = compileAndRun(c.model, c.options, report);
+  CHECK(sameBytes(c.outputs, rebuilt));
   REQUIRE(report.warnings.size() == 1);
   CHECK_THAT(report.warnings[0], Catch::Contains("did not load"));
-  CHECK_THAT(report.warnings[0], Catch::Contains(files[0].filename().string()));
+  CHECK_THAT(report.warnings[0], Catch::Contains(c.entry.filename().string()));
   CHECK_THAT(report.warnings[0], Catch::Contains("cannot load the object code"));
   CHECK_THAT(report.kernelCache, Catch::StartsWith("miss (written"));
 
   cache.dropMemoryTier();
   CompileReport again;
-  compileAndRun(model, options, again);
+  compileAndRun(c.model, c.options, again);
   CHECK(again.kernelCache == "hit (disk)");
   CHECK(again.warnings.empty());
 }
@@ -208,7 +206,7 @@ TEST_CASE("the CPU cache can be turned off, and an llvm dump comes with a cached
   CompileReport off;
   compileAndRun(model, options, off);
   CHECK(off.kernelCache == "off");
-  CHECK(entryFiles(dir.path()).empty());
+  CHECK(cacheEntryFiles(dir.path()).empty());
 
   options.useKernelCache = true;
   CompileReport cold;
@@ -221,7 +219,7 @@ TEST_CASE("the CPU cache can be turned off, and an llvm dump comes with a cached
   compileAndRun(model, options, dumped);
   CHECK(dumped.kernelCache == "hit (memory)");
   CHECK_THAT(dump.str(), Catch::Contains("define void @k0_"));
-  CHECK(entryFiles(dir.path()).size() == 1);
+  CHECK(cacheEntryFiles(dir.path()).size() == 1);
 }
 
 } // namespace kiln::test

@@ -439,7 +439,8 @@ TEST_CASE("the disk tier stays under its bound, evicting the least recently used
   CHECK(cache.lookup("key-3").entry);
 }
 
-TEST_CASE("KILN_CACHE_MAX_MB sets the disk bound; nonsense keeps the default", "[cache]") {
+TEST_CASE("KILN_CACHE_MAX_MB sets the disk bound; nonsense keeps the default, with a warning",
+          "[cache]") {
   {
     ScopedEnv env("KILN_CACHE_MAX_MB", "512");
     CHECK(cacheMaxBytesFromEnvironment() == int64_t{512} << 20);
