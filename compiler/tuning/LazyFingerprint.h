@@ -20,6 +20,7 @@ public:
   }
   LazyFingerprint(const char *text) : LazyFingerprint(std::string(text)) {}
   /// A fingerprint `make` computes on first use (once; copies share the result).
+  /// Not synchronized: one compile's lowering uses it, on one thread.
   static LazyFingerprint deferred(std::function<std::string()> make) {
     LazyFingerprint fingerprint{std::string()};
     fingerprint.state_->text.reset();
