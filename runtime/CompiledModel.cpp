@@ -99,6 +99,10 @@ runtime::Device *CompiledModel::device() const {
   return executor_ ? &executor_->device() : nullptr;
 }
 
+std::shared_ptr<runtime::Device> CompiledModel::sharedDevice() const {
+  return executor_ ? executor_->sharedDevice() : nullptr;
+}
+
 const runtime::DevicePeak *CompiledModel::devicePeak() const {
   return executor_ ? &executor_->peak() : nullptr;
 }
@@ -131,10 +135,25 @@ void CompiledModel::releaseArena(std::unique_ptr<Arena> arena) const {
 
 Expected<NamedTensors> CompiledModel::run(const NamedTensors &tensors,
                                           const RunOptions &options) const {
+  return runWith(tensors, options, {});
+}
+
+Expected<NamedTensors> CompiledModel::runWith(const NamedTensors &tensors,
+                                              const RunOptions &options,
+                                              std::span<const runtime::PlanStateCopy> stateCopies) const {
+  const DeviceInputs *deviceInputs = options.deviceInputs;
+  if (deviceInputs && !executor_)
+    return makeError(ErrorCode::InvalidArgument,
+                     "device inputs were passed to a model that runs on the host");
   // Every name must be an input or a parameter, with the declared type.
   for (const auto &[name, tensor] : tensors) {
     if (const auto *input = findBinding(plan_.inputs, name)) {
       KILN_TRY_VOID(checkTensor("input", name, tensor, plan_.buffers[input->buffer]));
+      if (deviceInputs && deviceInputs->addresses.contains(name))
+        return makeError(ErrorCode::InvalidArgument,
+                         fmt::format("input '{}' was passed both as a host tensor and on the "
+                                     "device",
+                                     name));
     } else if (const auto *param = findBinding(plan_.params, name)) {
       KILN_TRY_VOID(checkTensor("parameter", name, tensor, plan_.buffers[param->buffer]));
     } else {
@@ -142,13 +161,33 @@ Expected<NamedTensors> CompiledModel::run(const NamedTensors &tensors,
                        fmt::format("'{}' is neither an input nor a parameter of the model", name));
     }
   }
+  std::vector<runtime::DevicePtr> inputAddresses;
+  if (deviceInputs) {
+    for (const auto &[name, address] : deviceInputs->addresses) {
+      if (!findBinding(plan_.inputs, name))
+        return makeError(ErrorCode::InvalidArgument,
+                         fmt::format("device input '{}' is not an input of the model", name));
+      if (address == 0)
+        return makeError(ErrorCode::InvalidArgument,
+                         fmt::format("device input '{}' has a null address", name));
+    }
+    for (const auto &input : plan_.inputs) {
+      auto it = deviceInputs->addresses.find(input.name);
+      inputAddresses.push_back(it == deviceInputs->addresses.end() ? 0 : it->second);
+    }
+  }
   std::vector<const HostTensor *> inputTensors, paramTensors;
-  for (const auto &input : plan_.inputs) {
+  for (size_t i = 0; i < plan_.inputs.size(); ++i) {
+    const auto &input = plan_.inputs[i];
     auto it = tensors.find(input.name);
-    if (it == tensors.end())
+    if (it != tensors.end()) {
+      inputTensors.push_back(&it->second);
+    } else if (!inputAddresses.empty() && inputAddresses[i] != 0) {
+      inputTensors.push_back(nullptr);
+    } else {
       return makeError(ErrorCode::InvalidArgument,
                        fmt::format("missing input '{}'", input.name));
-    inputTensors.push_back(&it->second);
+    }
   }
   for (const auto &param : plan_.params) {
     auto it = tensors.find(param.name);
@@ -168,14 +207,154 @@ Expected<NamedTensors> CompiledModel::run(const NamedTensors &tensors,
       auto it = tensors.find(param.name);
       overrides.push_back(it == tensors.end() ? nullptr : &it->second);
     }
+    runtime::DeviceRunExtras extras;
+    extras.inputAddresses = inputAddresses;
+    extras.stateCopies = stateCopies;
+    if (!stateCopies.empty()) {
+      extras.fetchOutputs.assign(plan_.outputs.size(), true);
+      for (const auto &copy : stateCopies)
+        extras.fetchOutputs[copy.output] = false;
+    }
+    if (deviceInputs) {
+      extras.beforeKernels = deviceInputs->beforeKernels;
+      extras.afterKernels = deviceInputs->afterKernels;
+    }
     KILN_TRY(std::vector<HostTensor> outputs,
-             executor_->run(plan_, inputTensors, overrides, options));
+             executor_->run(plan_, inputTensors, overrides, options, extras));
     NamedTensors results;
     for (size_t i = 0; i < plan_.outputs.size(); ++i)
-      results.emplace(plan_.outputs[i].name, std::move(outputs[i]));
+      if (extras.fetchOutputs.empty() || extras.fetchOutputs[i])
+        results.emplace(plan_.outputs[i].name, std::move(outputs[i]));
     return results;
   }
   return runOnHost(inputTensors, paramTensors, options);
+}
+
+const runtime::PlanBinding *CompiledModel::boundParam(std::string_view name) const {
+  const runtime::PlanBinding *binding = findBinding(plan_.params, name);
+  return binding && boundParams_.contains(std::string(name)) ? binding : nullptr;
+}
+
+Expected<void> CompiledModel::setStateUpdates(std::vector<StateUpdate> updates) {
+  std::vector<runtime::PlanStateCopy> copies;
+  for (const StateUpdate &update : updates) {
+    const runtime::PlanBinding *output = findBinding(plan_.outputs, update.output);
+    if (!output)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("state update: '{}' is not an output of the model",
+                                   update.output));
+    const runtime::PlanBinding *param = boundParam(update.param);
+    if (!param)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("state update: '{}' is not a bound parameter of the model "
+                                   "(bind it with bindParams() first)",
+                                   update.param));
+    const PlanBuffer &from = plan_.buffers[output->buffer];
+    const PlanBuffer &to = plan_.buffers[param->buffer];
+    if (from.dtype != to.dtype)
+      return makeError(ErrorCode::TypeMismatch,
+                       fmt::format("state update: output '{}' is {}, parameter '{}' is {}",
+                                   update.output, dtypeName(from.dtype), update.param,
+                                   dtypeName(to.dtype)));
+    if (update.byteOffset < 0 || update.byteOffset + to.bytes > from.bytes ||
+        update.byteOffset % static_cast<int64_t>(dtypeByteSize(to.dtype)) != 0)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("state update: parameter '{}' ({} bytes) does not fit output "
+                                   "'{}' ({} bytes) at byte offset {}",
+                                   update.param, to.bytes, update.output, from.bytes,
+                                   update.byteOffset));
+    auto paramIndex = static_cast<size_t>(param - plan_.params.data());
+    for (const auto &earlier : copies)
+      if (earlier.param == paramIndex)
+        return makeError(ErrorCode::InvalidArgument,
+                         fmt::format("state update: parameter '{}' is updated twice",
+                                     update.param));
+    copies.push_back({static_cast<size_t>(output - plan_.outputs.data()), update.byteOffset,
+                      to.bytes, paramIndex});
+  }
+  stateCopies_ = std::move(copies);
+  return {};
+}
+
+Expected<NamedTensors> CompiledModel::runUpdating(const NamedTensors &tensors,
+                                                  const RunOptions &options) {
+  for (const auto &copy : stateCopies_)
+    if (tensors.contains(plan_.params[copy.param].name))
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("parameter '{}' is state the model updates: it cannot be "
+                                   "passed to runUpdating()",
+                                   plan_.params[copy.param].name));
+  KILN_TRY(NamedTensors results, runWith(tensors, options, stateCopies_));
+  if (executor_)
+    return results; // the device applied the updates and kept their outputs
+  // On the host: the outputs' bytes into the bound tensors, then the outputs go.
+  for (const auto &copy : stateCopies_) {
+    const HostTensor &output = results.at(plan_.outputs[copy.output].name);
+    HostTensor &param = boundParams_.at(plan_.params[copy.param].name);
+    std::memcpy(param.bytes().data(), output.bytes().data() + copy.byteOffset,
+                static_cast<size_t>(copy.bytes));
+  }
+  for (const auto &copy : stateCopies_)
+    results.erase(plan_.outputs[copy.output].name);
+  return results;
+}
+
+Expected<NamedTensors> CompiledModel::readParams(std::span<const std::string> names) const {
+  NamedTensors values;
+  for (const std::string &name : names) {
+    const runtime::PlanBinding *binding = boundParam(name);
+    if (!binding)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("'{}' is not a bound parameter of the model", name));
+    if (executor_) {
+      auto index = static_cast<size_t>(binding - plan_.params.data());
+      KILN_TRY(HostTensor value, executor_->readParam(plan_, index));
+      values.insert_or_assign(name, std::move(value));
+    } else {
+      values.insert_or_assign(name, boundParams_.at(name));
+    }
+  }
+  return values;
+}
+
+Expected<void> CompiledModel::copyParamsFrom(const CompiledModel &source,
+                                             std::span<const std::string> names) {
+  for (const std::string &name : names) {
+    const runtime::PlanBinding *from = source.boundParam(name);
+    const runtime::PlanBinding *to = findBinding(plan_.params, name);
+    if (!from || !to)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("copying parameter '{}': it must be bound in the source "
+                                   "model and a parameter of this one",
+                                   name));
+    const PlanBuffer &a = source.plan_.buffers[from->buffer];
+    const PlanBuffer &b = plan_.buffers[to->buffer];
+    if (a.dtype != b.dtype || a.shape != b.shape)
+      return makeError(ErrorCode::TypeMismatch,
+                       fmt::format("copying parameter '{}': it is {}{} in the source model and "
+                                   "{}{} here",
+                                   name, dtypeName(a.dtype), shapeStr(a.shape),
+                                   dtypeName(b.dtype), shapeStr(b.shape)));
+  }
+  bool sameDevice = executor_ && source.executor_ &&
+                    &executor_->device() == &source.executor_->device();
+  if (!sameDevice) {
+    KILN_TRY(NamedTensors values, source.readParams(names));
+    return bindParams(values);
+  }
+  for (const std::string &name : names) {
+    const runtime::PlanBinding *from = source.boundParam(name);
+    const runtime::PlanBinding *to = findBinding(plan_.params, name);
+    auto sourceIndex = static_cast<size_t>(from - source.plan_.params.data());
+    auto index = static_cast<size_t>(to - plan_.params.data());
+    KILN_TRY_VOID(executor_->bindParamFromDevice(
+        plan_, index, source.executor_->boundParamAddress(sourceIndex)));
+    // The host copy only marks the parameter bound: its bytes are stale, and
+    // a device model reads bound values from the device (readParams).
+    const PlanBuffer &buffer = plan_.buffers[to->buffer];
+    boundParams_.try_emplace(name, buffer.dtype, buffer.shape);
+  }
+  return {};
 }
 
 Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTensor *> &inputTensors,

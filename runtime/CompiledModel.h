@@ -9,8 +9,11 @@
 #include "support/Error.h"
 #include "support/HostTensor.h"
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -19,6 +22,26 @@ namespace kiln {
 namespace runtime {
 class DeviceExecutor;
 }
+
+/// Inputs a device model reads where they already are on its device (a batch
+/// uploaded on a copy stream, docs/training.md), instead of copying them from
+/// host tensors.
+struct DeviceInputs {
+  /// By input name: the device address of a buffer of that input's type.
+  std::map<std::string, runtime::DevicePtr, std::less<>> addresses;
+  /// Enqueued on the run's stream just before its kernels (a wait for the
+  /// upload's event) and just after them (releasing the upload's buffer).
+  std::function<Expected<void>(runtime::Stream)> beforeKernels, afterKernels;
+};
+
+/// State a model keeps between runs: after runUpdating(), the bytes of output
+/// `output` from `byteOffset` on become the value of bound parameter `param`
+/// (as many bytes as the parameter has). On a device they never leave it.
+struct StateUpdate {
+  std::string output;
+  int64_t byteOffset = 0;
+  std::string param;
+};
 
 struct RunOptions {
   /// Fill the arena and the output tensors with a NaN bit pattern before the
@@ -33,6 +56,9 @@ struct RunOptions {
   /// on the CPU, and when profiling (per-kernel timing needs the launches one
   /// by one).
   bool launchGraph = false;
+  /// Device models only: inputs already on the device. Those named here are
+  /// not passed as host tensors.
+  const DeviceInputs *deviceInputs = nullptr;
 };
 
 /// Memory a model uses, in bytes.
@@ -63,12 +89,31 @@ public:
   /// an error naming it. Returns the outputs by name.
   Expected<NamedTensors> run(const NamedTensors &tensors, const RunOptions &options = {}) const;
 
+  /// Declares the model's state updates (replacing earlier ones). Each output
+  /// and parameter must exist with the same dtype, the parameter must be bound
+  /// and its bytes fit in the output from byteOffset; a parameter is updated
+  /// by one output at most. On error nothing changes.
+  Expected<void> setStateUpdates(std::vector<StateUpdate> updates);
+  /// run(), then the state updates: the bound parameters take their new
+  /// values, and the outputs that state updates read are not returned (they
+  /// are not copied to the host). Not for concurrent use with other runs.
+  Expected<NamedTensors> runUpdating(const NamedTensors &tensors,
+                                     const RunOptions &options = {});
+  /// The current values of bound parameters (copied from the device).
+  Expected<NamedTensors> readParams(std::span<const std::string> names) const;
+  /// Binds `names` to `source`'s bound values of the same parameters (device
+  /// to device when both models run on one device).
+  Expected<void> copyParamsFrom(const CompiledModel &source, std::span<const std::string> names);
+
   const runtime::LaunchPlan &plan() const { return plan_; }
   MemoryStats memoryStats() const;
   /// The kernel launches of one run, in order.
   size_t numKernels() const { return plan_.steps.size(); }
   /// The device the kernels run on, or nullptr for a host model.
   runtime::Device *device() const;
+  /// The same device, shared (for objects that must outlive the model's use
+  /// of it, such as a batch uploader); null for a host model.
+  std::shared_ptr<runtime::Device> sharedDevice() const;
   /// The device's peak figures, or nullptr for a host model.
   const runtime::DevicePeak *devicePeak() const;
 
@@ -77,9 +122,14 @@ private:
   std::unique_ptr<Arena> acquireArena() const;
   void releaseArena(std::unique_ptr<Arena> arena) const;
 
+  /// run(); a device model also applies `stateCopies` on the device and
+  /// leaves their outputs out. A host model ignores them (runUpdating copies).
+  Expected<NamedTensors> runWith(const NamedTensors &tensors, const RunOptions &options,
+                                 std::span<const runtime::PlanStateCopy> stateCopies) const;
   Expected<NamedTensors> runOnHost(const std::vector<const HostTensor *> &inputTensors,
                                    const std::vector<const HostTensor *> &paramTensors,
                                    const RunOptions &options) const;
+  const runtime::PlanBinding *boundParam(std::string_view name) const;
 
   runtime::LaunchPlan plan_;
   std::shared_ptr<const void> codeOwner_;
@@ -87,6 +137,7 @@ private:
   /// kernels its launch graphs refer to still exist.
   std::unique_ptr<runtime::DeviceExecutor> executor_;
   NamedTensors boundParams_;
+  std::vector<runtime::PlanStateCopy> stateCopies_;
   mutable std::unique_ptr<std::mutex> arenaMutex_;
   mutable std::vector<std::unique_ptr<Arena>> freeArenas_;
 };

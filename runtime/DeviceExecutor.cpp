@@ -39,12 +39,19 @@ struct DeviceExecutor::RunContext {
   /// the next run so their addresses stay fixed for the launch graph.
   std::vector<DevicePtr> paramSlots;
   std::vector<Event> events; ///< profiling: start, after inputs, after each step, after outputs
-  GraphExec graph;
-  bool hasGraph = false;
-  /// Which parameters came from run() when the graph was captured: the graph
-  /// reads those from paramSlots and the others from the bound copies.
-  std::vector<bool> graphOverrides;
+  /// Launch graphs by the buffer addresses they were captured with: a graph
+  /// bakes them in, and they change with where parameters and inputs come
+  /// from (bound or passed; double-buffered device inputs alternate).
+  struct CapturedGraph {
+    std::vector<DevicePtr> addresses;
+    GraphExec graph;
+  };
+  std::vector<CapturedGraph> graphs; ///< oldest first
 };
+
+/// A context keeps this many launch graphs (two upload slots, with and
+/// without passed parameters).
+constexpr size_t kGraphsPerContext = 4;
 
 DeviceExecutor::DeviceExecutor(std::shared_ptr<Device> device,
                                std::shared_ptr<DeviceMemoryPool> pool)
@@ -118,6 +125,36 @@ Expected<void> DeviceExecutor::bindParam(const LaunchPlan &plan, size_t index,
 
 bool DeviceExecutor::isBound(size_t index) const { return boundParams_[index] != 0; }
 
+Expected<HostTensor> DeviceExecutor::readParam(const LaunchPlan &plan, size_t index) const {
+  const PlanBuffer &buffer = plan.buffers[plan.params[index].buffer];
+  HostTensor tensor(buffer.dtype, buffer.shape);
+  if (buffer.bytes == 0)
+    return tensor;
+  KILN_CHECK(boundParams_[index], "readParam of an unbound parameter");
+  KILN_TRY_VOID(device_->copyToHost(tensor.bytes().data(), boundParams_[index], buffer.bytes,
+                                    Stream{}));
+  KILN_TRY_VOID(device_->synchronize(Stream{}));
+  return tensor;
+}
+
+Expected<void> DeviceExecutor::bindParamFromDevice(const LaunchPlan &plan, size_t index,
+                                                   DevicePtr source) {
+  int64_t bytes = plan.buffers[plan.params[index].buffer].bytes;
+  if (bytes == 0)
+    return {};
+  if (!boundParams_[index]) {
+    auto allocated = pool_->allocate(bytes, Stream{});
+    if (!allocated)
+      return std::unexpected(std::move(allocated).error().withNote(
+          fmt::format("while binding parameter '{}' ({})", plan.params[index].name,
+                      formatMiB(bytes))));
+    boundParams_[index] = *allocated;
+  }
+  if (boundParams_[index] != source)
+    KILN_TRY_VOID(device_->copyOnDevice(boundParams_[index], source, bytes, Stream{}));
+  return device_->synchronize(Stream{});
+}
+
 Expected<std::unique_ptr<DeviceExecutor::RunContext>> DeviceExecutor::createContext(
     const LaunchPlan &plan) const {
   auto context = std::make_unique<RunContext>();
@@ -152,8 +189,8 @@ Expected<std::unique_ptr<DeviceExecutor::RunContext>> DeviceExecutor::createCont
 }
 
 void DeviceExecutor::destroyContext(RunContext &context) const {
-  if (context.hasGraph)
-    device_->destroyGraph(context.graph);
+  for (const auto &captured : context.graphs)
+    device_->destroyGraph(captured.graph);
   for (Event event : context.events)
     device_->destroyEvent(event);
   if (context.staging)
@@ -205,15 +242,53 @@ Expected<void> DeviceExecutor::launchSteps(const LaunchPlan &plan,
   return {};
 }
 
+Expected<void> DeviceExecutor::launchThroughGraph(const LaunchPlan &plan,
+                                                  const std::vector<DevicePtr> &addresses,
+                                                  RunContext &context) const {
+  for (const auto &captured : context.graphs)
+    if (captured.addresses == addresses)
+      return device_->launchGraph(captured.graph, context.stream);
+  for (const PlanStep &step : plan.steps)
+    if (step.entry.deviceKernel)
+      KILN_TRY_VOID(step.entry.deviceKernel->prepare(context.stream));
+  KILN_TRY_VOID(device_->beginCapture(context.stream));
+  Expected<void> launched = launchSteps(plan, addresses, context, false);
+  Expected<GraphExec> graph = device_->endCapture(context.stream);
+  if (!launched) {
+    if (graph)
+      device_->destroyGraph(*graph);
+    return launched;
+  }
+  if (!graph)
+    return std::unexpected(std::move(graph).error());
+  if (context.graphs.size() == kGraphsPerContext) {
+    device_->destroyGraph(context.graphs.front().graph);
+    context.graphs.erase(context.graphs.begin());
+  }
+  context.graphs.push_back({addresses, *graph});
+  return device_->launchGraph(*graph, context.stream);
+}
+
 Expected<std::vector<HostTensor>> DeviceExecutor::run(
     const LaunchPlan &plan, std::span<const HostTensor *const> inputs,
-    std::span<const HostTensor *const> paramOverrides, const RunOptions &options) const {
+    std::span<const HostTensor *const> paramOverrides, const RunOptions &options,
+    const DeviceRunExtras &extras) const {
   auto wallStart = std::chrono::steady_clock::now();
+  auto inputOnDevice = [&](size_t input) {
+    return input < extras.inputAddresses.size() && extras.inputAddresses[input] != 0;
+  };
+  auto fetched = [&](size_t output) {
+    return output >= extras.fetchOutputs.size() || extras.fetchOutputs[output];
+  };
+
   std::vector<HostTensor> outputs;
   try {
-    for (const PlanBinding &output : plan.outputs) {
-      const PlanBuffer &buffer = plan.buffers[output.buffer];
-      outputs.emplace_back(buffer.dtype, buffer.shape);
+    for (size_t i = 0; i < plan.outputs.size(); ++i) {
+      const PlanBuffer &buffer = plan.buffers[plan.outputs[i].buffer];
+      if (fetched(i))
+        outputs.emplace_back(buffer.dtype, buffer.shape);
+      else
+        outputs.emplace_back();
     }
   } catch (const std::bad_alloc &) {
     return makeError(ErrorCode::OutOfMemory, "out of host memory allocating the outputs");
@@ -253,7 +328,10 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
   for (size_t id = 0; id < plan.buffers.size(); ++id) {
     const PlanBuffer &buffer = plan.buffers[id];
     switch (buffer.storage) {
-    case Storage::Input: addresses[id] = ctx.io + io_.inputOffsets[buffer.binding]; break;
+    case Storage::Input:
+      addresses[id] = inputOnDevice(buffer.binding) ? extras.inputAddresses[buffer.binding]
+                                                    : ctx.io + io_.inputOffsets[buffer.binding];
+      break;
     case Storage::Output: addresses[id] = ctx.io + io_.outputOffsets[buffer.binding]; break;
     case Storage::Constant: addresses[id] = constants_[buffer.binding]; break;
     case Storage::Arena: addresses[id] = ctx.arena + buffer.arenaOffset; break;
@@ -289,6 +367,8 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
     return fail(std::move(done).error());
   int64_t inputBytes = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputOnDevice(i))
+      continue;
     int64_t bytes = plan.buffers[plan.inputs[i].buffer].bytes;
     if (bytes > 0)
       std::memcpy(ctx.staging + io_.inputOffsets[i], inputs[i]->bytes().data(),
@@ -312,47 +392,33 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
       return fail(std::move(poisoned).error());
   }
 
-  // Kernels: one by one, or through the context's launch graph. The graph
-  // holds the addresses of the parameters it read, so a run that takes
-  // parameters from other places (bound or passed) captures a new one.
+  // Kernels: one by one, or through a launch graph captured for these addresses.
+  if (extras.beforeKernels)
+    if (auto done = extras.beforeKernels(ctx.stream); !done)
+      return fail(std::move(done).error());
   bool useGraph = options.launchGraph && !timed;
-  std::vector<bool> overridden(paramOverrides.size());
-  for (size_t i = 0; i < paramOverrides.size(); ++i)
-    overridden[i] = paramOverrides[i] != nullptr;
-  if (useGraph && ctx.hasGraph && ctx.graphOverrides != overridden) {
-    device_->destroyGraph(ctx.graph);
-    ctx.hasGraph = false;
-  }
-  if (useGraph && !ctx.hasGraph) {
-    for (const PlanStep &step : plan.steps)
-      if (step.entry.deviceKernel)
-        if (auto ready = step.entry.deviceKernel->prepare(ctx.stream); !ready)
-          return fail(std::move(ready).error());
-    if (auto done = device_->beginCapture(ctx.stream); !done)
-      return fail(std::move(done).error());
-    Expected<void> launched = launchSteps(plan, addresses, ctx, false);
-    Expected<GraphExec> graph = device_->endCapture(ctx.stream);
-    if (!launched) {
-      if (graph)
-        device_->destroyGraph(*graph);
-      return fail(std::move(launched).error());
-    }
-    if (!graph)
-      return fail(std::move(graph).error());
-    ctx.graph = *graph;
-    ctx.hasGraph = true;
-    ctx.graphOverrides = overridden;
-  }
-  if (useGraph) {
-    if (auto done = device_->launchGraph(ctx.graph, ctx.stream); !done)
-      return fail(std::move(done).error());
-  } else if (auto done = launchSteps(plan, addresses, ctx, timed); !done) {
+  if (auto done = useGraph ? launchThroughGraph(plan, addresses, ctx)
+                           : launchSteps(plan, addresses, ctx, timed);
+      !done)
     return fail(std::move(done).error());
+  if (extras.afterKernels)
+    if (auto done = extras.afterKernels(ctx.stream); !done)
+      return fail(std::move(done).error());
+  // State updates: the outputs' new values into the bound parameters. A value
+  // that is the parameter itself (unchanged) needs no copy.
+  for (const PlanStateCopy &copy : extras.stateCopies) {
+    DevicePtr source = addresses[plan.outputs[copy.output].buffer] + copy.byteOffset;
+    DevicePtr target = boundParams_[copy.param];
+    if (copy.bytes > 0 && source != target)
+      if (auto done = device_->copyOnDevice(target, source, copy.bytes, ctx.stream); !done)
+        return fail(std::move(done).error());
   }
 
   // Outputs: each to its place in pinned staging, then to the result tensors.
   int64_t outputBytes = 0;
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    if (!fetched(i))
+      continue;
     int buffer = plan.outputs[i].buffer;
     int64_t bytes = plan.buffers[buffer].bytes;
     outputBytes += bytes;
@@ -367,7 +433,7 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
   if (auto synced = device_->synchronize(ctx.stream); !synced)
     return fail(std::move(synced).error());
   for (size_t i = 0; i < outputs.size(); ++i)
-    if (!outputs[i].bytes().empty())
+    if (fetched(i) && !outputs[i].bytes().empty())
       std::memcpy(outputs[i].bytes().data(), ctx.staging + io_.outputOffsets[i],
                   outputs[i].bytes().size());
 

@@ -10,6 +10,7 @@
 #include "support/Error.h"
 #include "support/HostTensor.h"
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -20,6 +21,20 @@ struct RunOptions;
 }
 
 namespace kiln::runtime {
+
+/// What a device run does besides copying host inputs in and outputs out.
+struct DeviceRunExtras {
+  /// Per plan input: the device address to read it from in place, or 0 to
+  /// copy the host tensor (empty: every input is a host tensor).
+  std::span<const DevicePtr> inputAddresses;
+  /// Applied on the device after the kernels.
+  std::span<const PlanStateCopy> stateCopies;
+  /// Per plan output: false leaves it on the device (its host tensor is
+  /// returned empty). Empty: every output is copied back.
+  std::vector<bool> fetchOutputs;
+  /// Enqueued on the run's stream before and after the kernels.
+  std::function<Expected<void>(Stream)> beforeKernels, afterKernels;
+};
 
 class DeviceExecutor {
 public:
@@ -36,17 +51,27 @@ public:
   /// graphs stay valid; it must not overlap a run.
   Expected<void> bindParam(const LaunchPlan &plan, size_t index, const HostTensor &tensor);
   bool isBound(size_t index) const;
+  /// Parameter `index`'s bound value, copied back to the host.
+  Expected<HostTensor> readParam(const LaunchPlan &plan, size_t index) const;
+  /// Binds parameter `index` to a copy of `bytes` at `source` on this device.
+  Expected<void> bindParamFromDevice(const LaunchPlan &plan, size_t index, DevicePtr source);
+  /// The device address of bound parameter `index` (0: not bound).
+  DevicePtr boundParamAddress(size_t index) const { return boundParams_[index]; }
 
   /// One run: inputs[i] for plan.inputs[i]; paramOverrides[i] for
   /// plan.params[i], or nullptr to use the bound copy (a passed parameter is
   /// copied into the run context's own slot for it). Returns the outputs in
-  /// plan.outputs order. Safe to call from several threads at once.
+  /// plan.outputs order. Safe to call from several threads at once, unless
+  /// `extras` has state copies. inputs[i] is unused (may be null) where
+  /// extras.inputAddresses[i] is set.
   Expected<std::vector<HostTensor>> run(const LaunchPlan &plan,
                                         std::span<const HostTensor *const> inputs,
                                         std::span<const HostTensor *const> paramOverrides,
-                                        const RunOptions &options) const;
+                                        const RunOptions &options,
+                                        const DeviceRunExtras &extras = {}) const;
 
   Device &device() const { return *device_; }
+  const std::shared_ptr<Device> &sharedDevice() const { return device_; }
   const DevicePeak &peak() const { return peak_; }
   PoolStats poolStats() const { return pool_->stats(); }
 
@@ -64,6 +89,11 @@ private:
   void releaseContext(std::unique_ptr<RunContext> context) const;
   Expected<void> launchSteps(const LaunchPlan &plan, const std::vector<DevicePtr> &addresses,
                              RunContext &context, bool timed) const;
+  /// Replays the context's launch graph for `addresses`, capturing one first
+  /// when it has none for them.
+  Expected<void> launchThroughGraph(const LaunchPlan &plan,
+                                    const std::vector<DevicePtr> &addresses,
+                                    RunContext &context) const;
 
   std::shared_ptr<Device> device_;
   std::shared_ptr<DeviceMemoryPool> pool_;

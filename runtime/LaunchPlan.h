@@ -89,6 +89,15 @@ struct PlanBinding {
   int buffer = -1;
 };
 
+/// A state update resolved against a plan: after a run, `bytes` bytes of
+/// output `output` from `byteOffset` on become bound parameter `param`.
+struct PlanStateCopy {
+  size_t output = 0; ///< index in LaunchPlan::outputs
+  int64_t byteOffset = 0;
+  int64_t bytes = 0;
+  size_t param = 0; ///< index in LaunchPlan::params
+};
+
 struct LaunchPlan {
   std::vector<PlanBuffer> buffers;
   std::vector<PlanStep> steps;

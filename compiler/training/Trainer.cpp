@@ -1,5 +1,6 @@
-// Trainer: compiles the training program, feeds it each step and keeps the
-// parameters, optimizer state, step count and loss scale on the host.
+// Trainer: compiles the training program with its state bound, feeds it each
+// step (batches through a copy stream on a device) and keeps the step count
+// and loss scale.
 #include "compiler/training/Trainer.h"
 
 #include "frontend/io/Safetensors.h"
@@ -27,10 +28,11 @@ HostTensor scalarTensor(DType dtype, double value) {
 }
 
 Expected<CompiledModel> compileProgram(const ir::Graph &graph, const TrainingOptions &options,
-                                       const NamedTensors &frozen) {
+                                       const NamedTensors &bound,
+                                       std::vector<StateUpdate> updates) {
   KILN_TRY(CompiledModel model, compile(graph, options.compile));
-  if (!frozen.empty())
-    KILN_TRY_VOID(model.bindParams(frozen));
+  KILN_TRY_VOID(model.bindParams(bound));
+  KILN_TRY_VOID(model.setStateUpdates(std::move(updates)));
   return model;
 }
 
@@ -47,32 +49,62 @@ std::string typeOf(const HostTensor &tensor) { return tensor.typeStr(); }
 
 } // namespace
 
-Trainer::Trainer(TrainingOptions options, TrainingProgram program, NamedTensors params)
-    : options_(std::move(options)), program_(std::move(program)), params_(std::move(params)),
+Trainer::Trainer(TrainingOptions options, TrainingProgram program)
+    : options_(std::move(options)), program_(std::move(program)),
       learningRate_(options_.optimizer.learningRate),
       scaler_(options_.lossScale, program_.lossScaling) {}
 
 Expected<Trainer> Trainer::create(const Graph &model, TrainingOptions options) {
   KILN_TRY(TrainingProgram program, buildTrainingProgram(model, options));
-  Trainer trainer(std::move(options), std::move(program), model.paramValues());
+  Trainer trainer(std::move(options), std::move(program));
   for (const ir::Value *input : model.ir().inputs())
     trainer.batchInputs_.emplace_back(input->name(), input->type());
-  for (const std::string &param : trainer.program_.trainable) {
-    const HostTensor &value = trainer.params_.at(param);
-    for (const std::string &slot : trainer.program_.stateSlots)
-      trainer.state_.emplace(stateName(slot, param), HostTensor(value.dtype(), value.shape()));
-  }
-  NamedTensors frozen;
-  for (const std::string &name : trainer.program_.frozen)
-    frozen.emplace(name, trainer.params_.at(name));
-  const TrainingOptions &opts = trainer.options_;
-  if (trainer.program_.step) {
-    KILN_TRY(trainer.stepModel_, compileProgram(*trainer.program_.step, opts, frozen));
-  } else {
-    KILN_TRY(trainer.gradientModel_, compileProgram(*trainer.program_.gradient, opts, frozen));
-    KILN_TRY(trainer.updateModel_, compileProgram(*trainer.program_.update, opts, {}));
-  }
+  KILN_TRY_VOID(trainer.compilePrograms(model.paramValues()));
   return trainer;
+}
+
+Expected<void> Trainer::compilePrograms(const NamedTensors &initial) {
+  // What each program keeps bound, and which of its outputs update it.
+  NamedTensors frozen, trainable, state;
+  std::vector<StateUpdate> updates, sumUpdates;
+  for (const std::string &name : program_.frozen)
+    frozen.emplace(name, initial.at(name));
+  for (const std::string &param : program_.trainable) {
+    const HostTensor &value = initial.at(param);
+    trainable.emplace(param, value);
+    stateTypes_.emplace(param, ir::TensorType{value.dtype(), value.shape()});
+    // The packed update [1 + slots, ...]: the parameter, then each slot.
+    std::string packed = updateOutputName(param);
+    auto bytes = static_cast<int64_t>(value.byteSize());
+    updates.push_back({packed, 0, param});
+    for (size_t slot = 0; slot < program_.stateSlots.size(); ++slot) {
+      std::string name = stateName(program_.stateSlots[slot], param);
+      state.emplace(name, HostTensor(value.dtype(), value.shape()));
+      stateTypes_.emplace(name, ir::TensorType{value.dtype(), value.shape()});
+      stateNames_.push_back(name);
+      updates.push_back({packed, static_cast<int64_t>(slot + 1) * bytes, name});
+    }
+    zeroSums_.emplace(gradientSumName(param), HostTensor(value.dtype(), value.shape()));
+    sumUpdates.push_back({gradientSumName(param), 0, gradientSumName(param)});
+  }
+  auto join = [](std::initializer_list<const NamedTensors *> parts) {
+    NamedTensors all;
+    for (const NamedTensors *part : parts)
+      all.insert(part->begin(), part->end());
+    return all;
+  };
+  if (program_.step) {
+    KILN_TRY(stepModel_, compileProgram(*program_.step, options_,
+                                        join({&frozen, &trainable, &state}), std::move(updates)));
+    return {};
+  }
+  KILN_TRY(gradientModel_,
+           compileProgram(*program_.gradient, options_, join({&frozen, &trainable, &zeroSums_}),
+                          std::move(sumUpdates)));
+  KILN_TRY(updateModel_, compileProgram(*program_.update, options_,
+                                        join({&trainable, &state, &zeroSums_}),
+                                        std::move(updates)));
+  return {};
 }
 
 Expected<void> Trainer::checkBatch(const NamedTensors &batch, size_t index) const {
@@ -107,10 +139,6 @@ Expected<void> Trainer::checkBatch(const NamedTensors &batch, size_t index) cons
 NamedTensors Trainer::updateInputs(bool withLossScale) const {
   NamedTensors tensors = optimizerScalarValues(options_.optimizer, learningRate_, stepCount_ + 1,
                                                program_.paramDType);
-  for (const std::string &name : program_.trainable)
-    tensors.emplace(name, params_.at(name));
-  for (const auto &[name, value] : state_)
-    tensors.emplace(name, value);
   if (withLossScale && program_.lossScaling) {
     const ir::Value *scale = program_.step->findInput(kLossScaleInput);
     // The seed has the loss's type: [] or a one-element [1], [1, 1], ...
@@ -119,6 +147,80 @@ NamedTensors Trainer::updateInputs(bool withLossScale) const {
                                             std::vector<double>{scaler_.scale()}));
   }
   return tensors;
+}
+
+Expected<NamedTensors> Trainer::params() const {
+  KILN_TRY(NamedTensors values, stateModel().readParams(program_.trainable));
+  KILN_TRY(NamedTensors frozen, batchModel().readParams(program_.frozen));
+  values.merge(frozen);
+  return values;
+}
+
+Expected<NamedTensors> Trainer::optimizerState() const {
+  return stateModel().readParams(stateNames_);
+}
+
+Expected<void> Trainer::prefetch(const NamedTensors &nextBatch) {
+  KILN_TRY_VOID(checkBatch(nextBatch, 0));
+  if (!batchModel().device())
+    return {};
+  KILN_TRY(data::DeviceBatch uploaded, uploadBatch(batchModel(), nextBatch));
+  prefetched_.push_back(std::move(uploaded));
+  return {};
+}
+
+Expected<data::DeviceBatch> Trainer::uploadBatch(const CompiledModel &model,
+                                                 const NamedTensors &batch) {
+  if (!uploader_) {
+    KILN_TRY(uploader_, data::DeviceBatchUploader::create(model.sharedDevice(), batch));
+  }
+  // Every slot taken by copies made ahead: the oldest goes.
+  if (static_cast<int64_t>(prefetched_.size()) >= uploader_->numSlots()) {
+    KILN_TRY_VOID(uploader_->discard(prefetched_.front()));
+    prefetched_.pop_front();
+  }
+  return uploader_->upload(batch);
+}
+
+/// The copy of `batch` made ahead by prefetch(), or a new upload. Copies made
+/// ahead of the one used were skipped by the caller: they are dropped.
+Expected<data::DeviceBatch> Trainer::deviceBatch(const CompiledModel &model,
+                                                 const NamedTensors &batch) {
+  for (size_t i = 0; i < prefetched_.size(); ++i) {
+    if (!uploader_->holdsSame(prefetched_[i], batch))
+      continue;
+    data::DeviceBatch found = prefetched_[i];
+    for (size_t skipped = 0; skipped < i; ++skipped)
+      KILN_TRY_VOID(uploader_->discard(prefetched_[skipped]));
+    prefetched_.erase(prefetched_.begin(), prefetched_.begin() + static_cast<ptrdiff_t>(i + 1));
+    return found;
+  }
+  return uploadBatch(model, batch);
+}
+
+Expected<NamedTensors> Trainer::runOnBatch(CompiledModel &model, NamedTensors tensors,
+                                           const NamedTensors &batch) {
+  if (!model.device()) {
+    for (const auto &[name, value] : batch)
+      tensors.emplace(name, value);
+    return model.runUpdating(tensors);
+  }
+  KILN_TRY(data::DeviceBatch uploaded, deviceBatch(model, batch));
+  DeviceInputs inputs;
+  inputs.addresses = uploaded.buffers;
+  inputs.beforeKernels = [&](runtime::Stream stream) {
+    return uploader_->waitUntilUploaded(uploaded, stream);
+  };
+  inputs.afterKernels = [&](runtime::Stream stream) {
+    return uploader_->release(uploaded, stream);
+  };
+  RunOptions options;
+  options.deviceInputs = &inputs;
+  options.launchGraph = true;
+  Expected<NamedTensors> outputs = model.runUpdating(tensors, options);
+  // A run that failed before its kernels never released the slot.
+  KILN_TRY_VOID(uploader_->discard(uploaded));
+  return outputs;
 }
 
 Expected<void> Trainer::setLearningRate(double learningRate) {
@@ -146,71 +248,47 @@ Expected<StepResult> Trainer::step(std::span<const NamedTensors> microBatches) {
   StepResult result;
   result.lossScale = scaler_.scale();
   if (stepModel_) {
-    NamedTensors tensors = updateInputs(true);
-    for (const auto &[name, value] : microBatches[0])
-      tensors.emplace(name, value);
-    KILN_TRY(NamedTensors outputs, stepModel_->run(tensors));
+    KILN_TRY(NamedTensors outputs, runOnBatch(*stepModel_, updateInputs(true), microBatches[0]));
     result.loss = outputs.at(options_.lossOutput).getDouble(0);
     result.outputs.push_back(modelOutputs(outputs));
     return finishStep(outputs, std::move(result));
   }
 
-  // Accumulation: k runs of the gradient program carry the gradient sums
-  // from one to the next; one run of the update program applies their mean.
-  NamedTensors sums;
-  for (const std::string &name : program_.trainable) {
-    const HostTensor &param = params_.at(name);
-    sums.emplace(gradientSumName(name), HostTensor(param.dtype(), param.shape()));
-  }
-  std::optional<HostTensor> scale;
+  // Accumulation: k runs of the gradient program add to its bound gradient
+  // sums (zeroed first); the update program takes them over and applies
+  // their mean; the gradient program takes the new parameters.
+  KILN_TRY_VOID(gradientModel_->bindParams(zeroSums_));
+  NamedTensors scale;
   if (program_.lossScaling) {
     const ir::TensorType &type = program_.gradient->findInput(kLossScaleInput)->type();
-    scale = HostTensor::fromDoubles(type.dtype, type.shape, std::vector<double>{scaler_.scale()});
+    scale.emplace(kLossScaleInput, HostTensor::fromDoubles(type.dtype, type.shape,
+                                                           std::vector<double>{scaler_.scale()}));
   }
   double lossSum = 0;
   for (const NamedTensors &batch : microBatches) {
-    NamedTensors tensors = batch;
-    for (const std::string &name : program_.trainable)
-      tensors.emplace(name, params_.at(name));
-    for (auto &[name, value] : sums)
-      tensors.emplace(name, std::move(value));
-    if (scale)
-      tensors.emplace(kLossScaleInput, *scale);
-    KILN_TRY(NamedTensors outputs, gradientModel_->run(tensors));
-    for (auto &[name, value] : sums)
-      value = std::move(outputs.at(name));
+    KILN_TRY(NamedTensors outputs, runOnBatch(*gradientModel_, scale, batch));
     lossSum += outputs.at(options_.lossOutput).getDouble(0);
     result.outputs.push_back(modelOutputs(outputs));
   }
   result.loss = lossSum / static_cast<double>(k);
-  NamedTensors tensors = updateInputs(false);
-  for (auto &[name, value] : sums)
-    tensors.emplace(name, std::move(value));
-  KILN_TRY(NamedTensors outputs, updateModel_->run(tensors));
+  std::vector<std::string> sums;
+  for (const auto &[name, zero] : zeroSums_)
+    sums.push_back(name);
+  KILN_TRY_VOID(updateModel_->copyParamsFrom(*gradientModel_, sums));
+  KILN_TRY(NamedTensors outputs, updateModel_->runUpdating(updateInputs(false)));
+  KILN_TRY_VOID(gradientModel_->copyParamsFrom(*updateModel_, program_.trainable));
   return finishStep(outputs, std::move(result));
 }
 
-Expected<StepResult> Trainer::finishStep(const NamedTensors &outputs, StepResult result) {
+StepResult Trainer::finishStep(const NamedTensors &outputs, StepResult result) {
   if (auto norm = outputs.find(kGradNormOutput); norm != outputs.end())
     result.gradNorm = norm->second.getDouble(0);
   bool finite = true;
   if (auto flag = outputs.find(kGradsFiniteOutput); flag != outputs.end())
     finite = flag->second.getDouble(0) != 0;
-  if (finite) {
-    // Unpack [1 + slots, ...]: the new parameter, then each new state slot.
-    for (const std::string &param : program_.trainable) {
-      const HostTensor &packed = outputs.at(updateOutputName(param));
-      std::vector<HostTensor *> parts = {&params_.at(param)};
-      for (const std::string &slot : program_.stateSlots)
-        parts.push_back(&state_.at(stateName(slot, param)));
-      KILN_CHECK(packed.byteSize() == parts.size() * parts[0]->byteSize(),
-                 "a packed update holds the parameter and each state slot");
-      for (size_t i = 0; i < parts.size(); ++i)
-        std::memcpy(parts[i]->bytes().data(), packed.bytes().data() + i * parts[i]->byteSize(),
-                    parts[i]->byteSize());
-    }
+  // The program itself kept the old values when a gradient was not finite.
+  if (finite)
     ++stepCount_;
-  }
   result.skipped = !finite;
   scaler_.update(finite);
   result.stepCount = stepCount_;
@@ -219,10 +297,12 @@ Expected<StepResult> Trainer::finishStep(const NamedTensors &outputs, StepResult
 
 Expected<void> Trainer::saveCheckpoint(const std::string &path) const {
   io::TensorMap tensors;
-  for (const std::string &name : program_.trainable)
-    tensors.emplace(name, params_.at(name));
-  for (const auto &[name, value] : state_)
-    tensors.emplace(name, value);
+  KILN_TRY(NamedTensors values, stateModel().readParams(program_.trainable));
+  KILN_TRY(NamedTensors state, optimizerState());
+  for (auto &[name, value] : values)
+    tensors.emplace(name, std::move(value));
+  for (auto &[name, value] : state)
+    tensors.emplace(name, std::move(value));
   tensors.emplace(kStepCountEntry, scalarTensor(DType::I64, static_cast<double>(stepCount_)));
   tensors.emplace(kLearningRateEntry, scalarTensor(DType::F64, learningRate_));
   tensors.emplace(kLossScaleEntry, scalarTensor(DType::F64, scaler_.scale()));
@@ -235,10 +315,8 @@ Expected<void> Trainer::loadCheckpoint(const std::string &path) {
   KILN_TRY(io::TensorMap tensors, io::loadSafetensors(path));
   // What this trainer expects, with the type each entry must have.
   std::map<std::string, std::pair<DType, std::vector<int64_t>>, std::less<>> expected;
-  for (const std::string &name : program_.trainable)
-    expected[name] = {params_.at(name).dtype(), params_.at(name).shape()};
-  for (const auto &[name, value] : state_)
-    expected[name] = {value.dtype(), value.shape()};
+  for (const auto &[name, type] : stateTypes_)
+    expected[name] = {type.dtype, type.shape};
   expected[std::string(kStepCountEntry)] = {DType::I64, {}};
   expected[std::string(kLearningRateEntry)] = {DType::F64, {}};
   expected[std::string(kLossScaleEntry)] = {DType::F64, {}};
@@ -263,10 +341,15 @@ Expected<void> Trainer::loadCheckpoint(const std::string &path) {
                                    "(a checkpoint of another model or optimizer?)",
                                    path, name));
 
-  for (const std::string &name : program_.trainable)
-    params_.at(name) = std::move(tensors.at(name));
-  for (auto &[name, value] : state_)
-    value = std::move(tensors.at(name));
+  NamedTensors restored, trainable;
+  for (const auto &[name, type] : stateTypes_)
+    restored.emplace(name, tensors.at(name));
+  KILN_TRY_VOID(stateModel().bindParams(restored));
+  if (gradientModel_) {
+    for (const std::string &name : program_.trainable)
+      trainable.emplace(name, tensors.at(name));
+    KILN_TRY_VOID(gradientModel_->bindParams(trainable));
+  }
   auto scalar = [&](std::string_view name) { return tensors.find(name)->second.getDouble(0); };
   stepCount_ = static_cast<int64_t>(scalar(kStepCountEntry));
   learningRate_ = scalar(kLearningRateEntry);

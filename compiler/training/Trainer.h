@@ -1,11 +1,16 @@
-// Trainer: a compiled training program and the host state it updates —
-// parameters, optimizer state, step count and loss scale — with checkpoints.
+// Trainer: a compiled training program and the state it updates — parameters
+// and optimizer state, kept by the compiled model where it runs (resident on a
+// device), and the step count and loss scale on the host — with checkpoints.
 #pragma once
 
 #include "compiler/training/LossScaler.h"
 #include "compiler/training/TrainingProgram.h"
+#include "frontend/data/DeviceBatchUploader.h"
 #include "runtime/CompiledModel.h"
 
+#include <deque>
+#include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -32,8 +37,11 @@ struct StepResult {
 };
 
 /// Trains a kiln::Graph. Construction compiles the program once (two
-/// programs with gradient accumulation); steps only run it. Frozen parameters
-/// are bound to the program once and never change.
+/// programs with gradient accumulation); steps only run it. Parameters,
+/// optimizer state and gradient sums are bound to the compiled programs once
+/// and updated in place by each step (CompiledModel::runUpdating): on a device
+/// they stay there, and a step moves only the batch in and the loss, the
+/// model's outputs and the flags out. Frozen parameters never change.
 class Trainer {
 public:
   /// Builds and compiles the training program of `model`, starting from the
@@ -45,10 +53,18 @@ public:
   /// One step on accumulationSteps micro-batches of equal size.
   Expected<StepResult> step(std::span<const NamedTensors> microBatches);
 
-  /// Every parameter's current value by name, frozen ones included.
-  const NamedTensors &params() const { return params_; }
+  /// Starts copying `nextBatch` to the device, so that the copy overlaps the
+  /// step the caller runs next (device programs; a host program reads batches
+  /// in place and this only checks the batch). A later step given a batch
+  /// with the same contents uses the copy; copies made ahead and then skipped
+  /// are dropped. The uploader has two slots: one batch ahead of the step.
+  Expected<void> prefetch(const NamedTensors &nextBatch);
+
+  /// Every parameter's current value by name, frozen ones included (read
+  /// back from the device for a device program).
+  Expected<NamedTensors> params() const;
   /// The optimizer state by stateName(slot, param).
-  const NamedTensors &optimizerState() const { return state_; }
+  Expected<NamedTensors> optimizerState() const;
   /// Updates applied so far (skipped steps do not count).
   int64_t stepCount() const { return stepCount_; }
   double lossScale() const { return scaler_.scale(); }
@@ -70,14 +86,25 @@ public:
   Expected<void> loadCheckpoint(const std::string &path);
 
 private:
-  Trainer(TrainingOptions options, TrainingProgram program, NamedTensors params);
+  Trainer(TrainingOptions options, TrainingProgram program);
 
+  Expected<void> compilePrograms(const NamedTensors &initial);
   Expected<void> checkBatch(const NamedTensors &batch, size_t index) const;
-  /// The optimizer scalars, trainable parameters, state and (for the one-graph
-  /// program) the loss scale.
+  /// The optimizer scalars and, for the one-graph program, the loss scale.
   NamedTensors updateInputs(bool withLossScale) const;
-  /// Adopts the packed updates of `outputs`, unless a loss-scaled step was not finite.
-  Expected<StepResult> finishStep(const NamedTensors &outputs, StepResult result);
+  /// Runs `model` (updating its state) on `batch` plus `tensors`: on a device
+  /// the batch is read from the uploader's copy.
+  Expected<NamedTensors> runOnBatch(CompiledModel &model, NamedTensors tensors,
+                                    const NamedTensors &batch);
+  Expected<data::DeviceBatch> uploadBatch(const CompiledModel &model, const NamedTensors &batch);
+  Expected<data::DeviceBatch> deviceBatch(const CompiledModel &model, const NamedTensors &batch);
+  /// Reads the flags of a finished update.
+  StepResult finishStep(const NamedTensors &outputs, StepResult result);
+  /// The program that holds the trainable parameters and optimizer state,
+  /// and the one that reads batches (and holds the frozen parameters).
+  CompiledModel &stateModel() { return stepModel_ ? *stepModel_ : *updateModel_; }
+  const CompiledModel &stateModel() const { return stepModel_ ? *stepModel_ : *updateModel_; }
+  const CompiledModel &batchModel() const { return stepModel_ ? *stepModel_ : *gradientModel_; }
 
   TrainingOptions options_;
   TrainingProgram program_;
@@ -86,11 +113,17 @@ private:
   std::optional<CompiledModel> updateModel_;   ///< accumulationSteps > 1
   /// The model's inputs a batch must bind: names and types.
   std::vector<std::pair<std::string, ir::TensorType>> batchInputs_;
-  NamedTensors params_;
-  NamedTensors state_;
+  /// The trainable parameters' and the optimizer state's types (checkpoints).
+  std::map<std::string, ir::TensorType, std::less<>> stateTypes_;
+  std::vector<std::string> stateNames_; ///< stateName(slot, param), every pair
+  NamedTensors zeroSums_;               ///< accumulation: each step starts from these
   int64_t stepCount_ = 0;
   double learningRate_ = 0;
   LossScaler scaler_;
+  /// Device programs: the batch copies, and those made ahead by prefetch(),
+  /// oldest first.
+  std::unique_ptr<data::DeviceBatchUploader> uploader_;
+  std::deque<data::DeviceBatch> prefetched_;
 };
 
 } // namespace kiln::training

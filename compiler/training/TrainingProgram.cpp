@@ -138,6 +138,7 @@ Expected<void> appendUpdates(ir::Graph &graph, const TrainingOptions &options,
                              std::vector<Value *> grads) {
   IrBuilder b(graph);
   DType dtype = program.paramDType;
+  Value *finite = nullptr; // loss scaling: every gradient finite
   if (program.computesGradNorm) {
     // One sum of squares per parameter and a scalar total: an inf or NaN in
     // any gradient makes the total inf or NaN.
@@ -158,7 +159,7 @@ Expected<void> appendUpdates(ir::Graph &graph, const TrainingOptions &options,
                                            : std::numeric_limits<float>::max();
       KILN_TRY(Value * magnitude, b.op(OpKind::Abs, {total}));
       KILN_TRY(Value * limit, b.scalar(largest, dtype));
-      KILN_TRY(Value * finite, b.op(OpKind::Le, {magnitude, limit}));
+      KILN_TRY(finite, b.op(OpKind::Le, {magnitude, limit}));
       KILN_TRY_VOID(graph.addOutput(std::string(kGradsFiniteOutput), finite));
     }
     if (options.clipGlobalNorm) {
@@ -186,6 +187,16 @@ Expected<void> appendUpdates(ir::Graph &graph, const TrainingOptions &options,
     }
     KILN_TRY(ParamUpdate update,
              buildParamUpdate(graph, options.optimizer, scalars, params[i], grads[i], state));
+    if (finite) {
+      // A step with a gradient that is not finite changes nothing: the
+      // program selects the old values itself, so the state can stay where
+      // the program runs (on a device) and the host only reads the flag.
+      KILN_TRY(update.param, b.op(OpKind::Where, {finite, update.param, params[i]}));
+      for (size_t slot = 0; slot < state.size(); ++slot) {
+        KILN_TRY(update.state[slot],
+                 b.op(OpKind::Where, {finite, update.state[slot], state[slot]}));
+      }
+    }
     KILN_TRY(Value * packed, packParamUpdate(graph, update));
     KILN_TRY_VOID(graph.addOutput(updateOutputName(params[i]->name()), packed));
   }
@@ -233,11 +244,13 @@ Expected<TrainingProgram> buildTrainingProgram(const Graph &model,
     return program;
   }
 
-  // Gradient program: this micro-batch's gradients added to the running sums.
+  // Gradient program: this micro-batch's gradients added to the running sums
+  // (parameters the trainer keeps bound, updated from the outputs of the same
+  // name after each run).
   IrBuilder b(*copy.graph);
   for (size_t i = 0; i < grads.size(); ++i) {
     std::string name = gradientSumName(copy.params[i]->name());
-    KILN_TRY(Value * sum, copy.graph->addInput(name, copy.params[i]->type()));
+    KILN_TRY(Value * sum, copy.graph->addParam(name, copy.params[i]->type()));
     KILN_TRY(Value * added, b.add(sum, grads[i]));
     KILN_TRY_VOID(copy.graph->addOutput(name, added));
   }
@@ -250,7 +263,7 @@ Expected<TrainingProgram> buildTrainingProgram(const Graph &model,
   for (const std::string &name : program.trainable) {
     const ir::TensorType &type = model.ir().findParam(name)->type();
     KILN_TRY(Value * param, update->addParam(name, type));
-    KILN_TRY(Value * sum, update->addInput(gradientSumName(name), type));
+    KILN_TRY(Value * sum, update->addParam(gradientSumName(name), type));
     KILN_TRY(Value * mean, u.scale(sum, 1.0 / static_cast<double>(options.accumulationSteps)));
     params.push_back(param);
     means.push_back(mean);

@@ -29,8 +29,9 @@ inline constexpr std::string_view kGradsFiniteOutput = "train.grads_finite";
 std::string stateName(std::string_view slot, std::string_view param);
 /// Output: `param`'s update packed as [1 + slots, ...] (see packParamUpdate).
 std::string updateOutputName(std::string_view param);
-/// Gradient program: the input holding the gradient sum so far and the
-/// output holding it with this micro-batch's gradient added.
+/// Gradient program: the parameter holding the gradient sum so far and the
+/// output holding it with this micro-batch's gradient added; the update
+/// program's parameter holding the sum.
 std::string gradientSumName(std::string_view param);
 
 /// The graphs of one training setup.
@@ -39,14 +40,16 @@ struct TrainingProgram {
   /// Inputs: the model's inputs, the optimizer scalars (Optimizer.h) and, with
   /// loss scaling, kLossScaleInput. Parameters: the model's, and each
   /// trainable parameter's state. Outputs: the model's, updateOutputName(p)
-  /// per trainable p, and the grad-norm and finite outputs when computed.
+  /// per trainable p, and the grad-norm and finite outputs when computed. With
+  /// loss scaling, a step whose gradients are not all finite outputs the old
+  /// parameter and state values.
   std::unique_ptr<ir::Graph> step;
   /// accumulationSteps > 1: forward and backward of one micro-batch, adding
-  /// each (unscaled) gradient to gradientSumName(p), an input and an output.
+  /// each (unscaled) gradient to gradientSumName(p), a parameter and an output.
   std::unique_ptr<ir::Graph> gradient;
-  /// accumulationSteps > 1: the update from the summed gradients (inputs
-  /// gradientSumName(p)), divided by k; parameters are the trainable ones and
-  /// their state; outputs as `step`'s, without the model's.
+  /// accumulationSteps > 1: the update from the summed gradients (parameters
+  /// gradientSumName(p)), divided by k; the other parameters are the trainable
+  /// ones and their state; outputs as `step`'s, without the model's.
   std::unique_ptr<ir::Graph> update;
 
   std::vector<std::string> trainable; ///< in the model's creation order

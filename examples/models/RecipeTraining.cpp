@@ -190,13 +190,15 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
     int64_t steps = 0;
     Clock::time_point start = Clock::now();
     std::vector<NamedTensors> microBatches;
-    while (true) {
-      KILN_TRY(std::optional<NamedTensors> batch, prefetcher->next());
-      if (!batch)
-        break;
+    KILN_TRY(std::optional<NamedTensors> batch, prefetcher->next());
+    while (batch) {
       microBatches.push_back(std::move(*batch));
+      KILN_TRY(batch, prefetcher->next());
       if (static_cast<int64_t>(microBatches.size()) < accumulation)
         continue;
+      // On a device the next batch's copy overlaps this step.
+      if (batch)
+        KILN_TRY_VOID(trainer.prefetch(*batch));
       KILN_TRY(training::StepResult step, trainer.step(microBatches));
       lossSum += step.loss;
       ++steps;
@@ -219,7 +221,8 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
         drawProgress(options.progress, epoch, options.epochs, steps, report.stepsPerEpoch,
                      recipe.metric);
     }
-    KILN_TRY(BatchScore testScore, evaluate(evalModel, recipe, testLoader, trainer.params()));
+    KILN_TRY(NamedTensors params, trainer.params());
+    KILN_TRY(BatchScore testScore, evaluate(evalModel, recipe, testLoader, params));
     epoch.testLoss = testScore.count ? testScore.lossSum / testScore.count : 0;
     epoch.testMetric = metricOf(recipe.metric, testScore);
     if (options.progress)
@@ -232,7 +235,7 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
       KILN_TRY_VOID(trainer.saveCheckpoint(options.checkpointPath));
     report.epochs.push_back(epoch);
   }
-  report.params = trainer.params();
+  KILN_TRY(report.params, trainer.params());
   return report;
 }
 

@@ -88,13 +88,19 @@ Expected<DeviceBatch> DeviceBatchUploader::upload(const NamedTensors &batch) {
                                    tensor.name, found->second.typeStr(),
                                    shapeText(tensor.dtype, tensor.shape)));
   }
+  // Round robin over the slots not holding a batch (one uploaded ahead may
+  // wait in its slot while others turn over).
   int64_t index = nextSlot_;
+  for (int64_t tried = 0; slots_[static_cast<size_t>(index)].holdsBatch; ++tried) {
+    if (tried + 1 == numSlots())
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("batch uploader: all {} slots hold batches that were never "
+                                   "released; call release() once the work reading one is "
+                                   "enqueued",
+                                   numSlots()));
+    index = (index + 1) % numSlots();
+  }
   Slot &slot = slots_[static_cast<size_t>(index)];
-  if (slot.holdsBatch)
-    return makeError(ErrorCode::InvalidArgument,
-                     fmt::format("batch uploader: slot {} still holds a batch that was never "
-                                 "released; call release() once the work reading it is enqueued",
-                                 index));
   runtime::Device &dev = *device_;
   // The pinned buffer may still feed the slot's previous copies.
   for (;;) {
@@ -141,6 +147,32 @@ Expected<void> DeviceBatchUploader::release(const DeviceBatch &batch,
   KILN_TRY_VOID(device_->record(slot.consumed, computeStream));
   slot.holdsBatch = false;
   return {};
+}
+
+Expected<void> DeviceBatchUploader::discard(const DeviceBatch &batch) {
+  if (batch.slot < 0 || batch.slot >= numSlots() ||
+      !slots_[static_cast<size_t>(batch.slot)].holdsBatch)
+    return {};
+  // Nothing computes on it: the copy stream itself marks it consumed.
+  return release(batch, copyStream_);
+}
+
+bool DeviceBatchUploader::holdsSame(const DeviceBatch &batch, const NamedTensors &tensors) const {
+  if (batch.slot < 0 || batch.slot >= numSlots() || tensors.size() != layout_.size())
+    return false;
+  const Slot &slot = slots_[static_cast<size_t>(batch.slot)];
+  if (!slot.holdsBatch)
+    return false;
+  const auto *staging = static_cast<const uint8_t *>(slot.pinned);
+  for (const TensorLayout &tensor : layout_) {
+    auto found = tensors.find(tensor.name);
+    if (found == tensors.end() || found->second.dtype() != tensor.dtype ||
+        found->second.shape() != tensor.shape ||
+        (tensor.bytes > 0 && std::memcmp(staging + tensor.offset, found->second.bytes().data(),
+                                     static_cast<size_t>(tensor.bytes)) != 0))
+      return false;
+  }
+  return true;
 }
 
 } // namespace kiln::data

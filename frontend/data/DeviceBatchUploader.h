@@ -37,12 +37,13 @@ public:
   DeviceBatchUploader(const DeviceBatchUploader &) = delete;
   DeviceBatchUploader &operator=(const DeviceBatchUploader &) = delete;
 
-  /// Copies `batch` into the next slot (round robin): waits on the host only
+  /// Copies `batch` into the next free slot (round robin over the slots not
+  /// holding a batch): waits on the host only
   /// until the slot's previous copies have left its pinned buffer, copies the
   /// bytes into it, and enqueues the device copies on the copy stream behind
   /// the compute that read the slot's previous batch (see release()).
   /// InvalidArgument when `batch` does not match the layout (naming the
-  /// tensor) or when the slot's previous batch was never released.
+  /// tensor) or when every slot holds a batch never released.
   Expected<DeviceBatch> upload(const NamedTensors &batch);
 
   /// Makes `computeStream` wait, on the device, until `batch`'s copies are
@@ -52,6 +53,15 @@ public:
   /// Declares that the work reading `batch` has been enqueued on
   /// `computeStream`: the slot's device buffer is overwritten only after it.
   Expected<void> release(const DeviceBatch &batch, runtime::Stream computeStream);
+
+  /// Gives `batch`'s slot back without compute having read it (a batch
+  /// uploaded ahead and then not used, or a run that failed before its
+  /// kernels). Nothing to do when the slot was already released.
+  Expected<void> discard(const DeviceBatch &batch);
+
+  /// True when `batch` (not yet released) holds exactly the bytes of `tensors`
+  /// (same names, types and values): an upload made ahead of time can be used.
+  bool holdsSame(const DeviceBatch &batch, const NamedTensors &tensors) const;
 
   runtime::Stream copyStream() const { return copyStream_; }
   int64_t numSlots() const { return static_cast<int64_t>(slots_.size()); }

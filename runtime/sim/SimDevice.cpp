@@ -200,6 +200,8 @@ Expected<void> SimDevice::copyToDevice(DevicePtr dst, const void *src, int64_t b
     KILN_TRY(std::byte * to, deviceBytes(dst, bytes, "copy to device destination"));
     if (bytes > 0)
       std::memcpy(to, src, static_cast<size_t>(bytes));
+    std::lock_guard lock(mutex_);
+    bytesToDevice_ += bytes;
     return {};
   });
 }
@@ -210,6 +212,8 @@ Expected<void> SimDevice::copyToHost(void *dst, DevicePtr src, int64_t bytes,
     KILN_TRY(std::byte * from, deviceBytes(src, bytes, "copy to host source"));
     if (bytes > 0)
       std::memcpy(dst, from, static_cast<size_t>(bytes));
+    std::lock_guard lock(mutex_);
+    bytesToHost_ += bytes;
     return {};
   });
 }
@@ -350,7 +354,9 @@ SimDevice::Census SimDevice::census() const {
           static_cast<int64_t>(events_.size()),
           static_cast<int64_t>(graphs_.size()),
           kernelLaunches_,
-          graphLaunches_};
+          graphLaunches_,
+          bytesToDevice_,
+          bytesToHost_};
 }
 
 std::shared_ptr<SimDevice> sharedSimDevice() {

@@ -65,6 +65,8 @@ public:
   struct Census {
     int64_t allocations = 0, bytes = 0, pinned = 0, streams = 0, events = 0, graphs = 0;
     int64_t kernelLaunches = 0, graphLaunches = 0;
+    /// Bytes copied between host and device so far.
+    int64_t bytesToDevice = 0, bytesToHost = 0;
   };
   Census census() const;
 
@@ -88,6 +90,7 @@ private:
   std::map<void *, std::unique_ptr<double>> events_;  ///< recorded time in ms, NaN before
   std::map<void *, std::unique_ptr<std::vector<Operation>>> graphs_;
   int64_t kernelLaunches_ = 0, graphLaunches_ = 0;
+  int64_t bytesToDevice_ = 0, bytesToHost_ = 0;
 };
 
 /// The process's simulator device (shared by every model compiled for `sim`).

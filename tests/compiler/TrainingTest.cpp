@@ -59,13 +59,14 @@ namespace {
 /// every state slot.
 void checkStepAgainstInterpreter(const Graph &model, Trainer &trainer, const NamedTensors &batch) {
   const TrainingOptions &options = trainer.options();
-  NamedTensors before = trainer.params();
+  NamedTensors before = trainer.params().value();
   StepResult result = runStep(trainer, batch);
 
   NamedTensors tensors = batch;
   for (const auto &[name, value] : model.paramValues())
     tensors.emplace(name, value);
-  for (const auto &[name, value] : trainer.optimizerState())
+  NamedTensors stateBefore = trainer.optimizerState().value();
+  for (const auto &[name, value] : stateBefore)
     tensors.emplace(name, HostTensor(value.dtype(), value.shape())); // zero before step 1
   for (auto &[name, value] :
        optimizerScalarValues(options.optimizer, options.optimizer.learningRate, 1, DType::F32))
@@ -83,12 +84,13 @@ void checkStepAgainstInterpreter(const Graph &model, Trainer &trainer, const Nam
           Approx(reference->at("train.grad_norm").getDouble(0)).epsilon(1e-5));
     CHECK(*result.gradNorm > *options.clipGlobalNorm); // so the clipping was active
   }
+  NamedTensors params = trainer.params().value(), state = trainer.optimizerState().value();
   for (const std::string &name : trainer.program().trainable) {
     CAPTURE(name);
     const HostTensor &packed = reference->at(updateOutputName(name));
-    std::vector<const HostTensor *> parts = {&trainer.params().at(name)};
+    std::vector<const HostTensor *> parts = {&params.at(name)};
     for (const std::string &slot : trainer.program().stateSlots)
-      parts.push_back(&trainer.optimizerState().at(stateName(slot, name)));
+      parts.push_back(&state.at(stateName(slot, name)));
     int64_t size = parts[0]->numElements();
     for (size_t part = 0; part < parts.size(); ++part)
       for (int64_t i = 0; i < size; ++i)
@@ -195,7 +197,7 @@ TEST_CASE("accumulating k micro-batches equals one step on their concatenation; 
     NamedTensors batch = test::separableBatch(whole, seed + static_cast<uint64_t>(step));
     std::vector<NamedTensors> parts = {test::sliceBatch(batch, 0, 3),
                                        test::sliceBatch(batch, 3, 6)};
-    NamedTensors before = single.params();
+    NamedTensors before = single.params().value();
     StepResult one = runStep(single, batch);
     auto many = accumulated.step(parts);
     REQUIRE(many);
@@ -206,15 +208,17 @@ TEST_CASE("accumulating k micro-batches equals one step on their concatenation; 
     REQUIRE(one.gradNorm);
     REQUIRE(many->gradNorm);
     CHECK(*many->gradNorm == Approx(*one.gradNorm).epsilon(1e-5));
-    for (const auto &[name, value] : single.params())
+    NamedTensors singleParams = single.params().value();
+    NamedTensors accumulatedParams = accumulated.params().value();
+    for (const auto &[name, value] : singleParams)
       for (int64_t i = 0; i < value.numElements(); ++i)
-        CHECK(accumulated.params().at(name).getDouble(i) ==
+        CHECK(accumulatedParams.at(name).getDouble(i) ==
               Approx(value.getDouble(i)).epsilon(1e-5).margin(1e-6));
     if (step == 0) {
       // The first momentum step moves the parameters by lr * the clipped
       // gradients, whose global norm is the clip (the gradients are larger).
       CHECK(*one.gradNorm > 0.05);
-      double moved = globalDistance(single.params(), before, single.program().trainable);
+      double moved = globalDistance(singleParams, before, single.program().trainable);
       CHECK(moved == Approx(0.5 * 0.05).epsilon(1e-4));
     }
   }

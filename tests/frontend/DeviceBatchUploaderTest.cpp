@@ -83,7 +83,7 @@ TEST_CASE("The batch uploader refuses misuse with a clear error", "[data][device
   REQUIRE((first.has_value() && second.has_value()));
   auto third = (*uploader)->upload(randomBatch(4));
   REQUIRE_FALSE(third.has_value());
-  CHECK_THAT(third.error().message(), Catch::Contains("slot 0 still holds a batch"));
+  CHECK_THAT(third.error().message(), Catch::Contains("all 2 slots hold batches"));
   REQUIRE((*uploader)->release(*first, runtime::Stream{}).has_value());
   auto released = (*uploader)->release(*first, runtime::Stream{});
   REQUIRE_FALSE(released.has_value());
@@ -95,4 +95,42 @@ TEST_CASE("The batch uploader refuses misuse with a clear error", "[data][device
   CHECK_THAT(oneSlot.error().message(), Catch::Contains("at least 2"));
   auto empty = DeviceBatchUploader::create(device, {});
   REQUIRE_FALSE(empty.has_value());
+}
+
+TEST_CASE("A batch uploaded ahead waits in its slot while others turn over", "[data][device]") {
+  auto device = std::make_shared<sim::SimDevice>();
+  {
+    auto uploader = DeviceBatchUploader::create(device, randomBatch(0));
+    REQUIRE(uploader.has_value());
+    auto compute = device->createStream();
+    REQUIRE(compute.has_value());
+    NamedTensors aheadBatch = randomBatch(1);
+    auto ahead = (*uploader)->upload(aheadBatch);
+    REQUIRE(ahead.has_value());
+    CHECK(ahead->slot == 0);
+    CHECK((*uploader)->holdsSame(*ahead, aheadBatch));
+    CHECK_FALSE((*uploader)->holdsSame(*ahead, randomBatch(2)));
+    // Three uploads while the one ahead waits: all go to the free slot.
+    for (uint64_t step = 0; step < 3; ++step) {
+      auto uploaded = (*uploader)->upload(randomBatch(10 + step));
+      REQUIRE(uploaded.has_value());
+      CHECK(uploaded->slot == 1);
+      REQUIRE((*uploader)->waitUntilUploaded(*uploaded, *compute).has_value());
+      REQUIRE((*uploader)->release(*uploaded, *compute).has_value());
+    }
+    CHECK((*uploader)->holdsSame(*ahead, aheadBatch));
+    // Discarded without compute: the slot is free again, and a second
+    // discard does nothing; a discarded batch is no longer "the same".
+    REQUIRE((*uploader)->discard(*ahead).has_value());
+    REQUIRE((*uploader)->discard(*ahead).has_value());
+    CHECK_FALSE((*uploader)->holdsSame(*ahead, aheadBatch));
+    auto first = (*uploader)->upload(randomBatch(3));
+    auto second = (*uploader)->upload(randomBatch(4));
+    REQUIRE((first.has_value() && second.has_value()));
+    CHECK(first->slot != second->slot);
+    REQUIRE((*uploader)->discard(*first).has_value());
+    REQUIRE((*uploader)->discard(*second).has_value());
+    device->destroyStream(*compute);
+  }
+  CHECK(device->census().events == 0);
 }
