@@ -114,7 +114,7 @@ fi
   echo "- load average (1/5/15 min): $load_before before, $load_after after"
   echo "- kiln: commit $commit$dirty, release build, target $kiln_target, precision $precision"
   echo "- PyTorch: ${torch_version:-?} on ${torch_device:-?}, fp32, NCHW, OMP_WAIT_POLICY=$OMP_WAIT_POLICY"
-  echo "- a step: the batch from the host, forward, cross entropy on the logits, backward, Adam (lr 1e-3), the loss back to the host"
+  echo "- a step: the batch from the host, forward, cross entropy on the logits, backward, Adam (lr 1e-3), the loss back to the host; parameters and optimizer state stay where the step runs (kiln: bound to the compiled step; on a GPU the next batch is copied from pinned memory on a copy stream during the step)"
   [ -n "$note" ] && echo "- note: $note"
   true
 } >"$work/header.md"
