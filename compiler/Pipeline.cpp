@@ -29,14 +29,20 @@ double secondsSince(Clock::time_point start) {
 /// Graph passes before fusion: clean up, decompose the composite ops that have
 /// no kernel template of their own (attention becomes matmuls and a softmax),
 /// apply the precision policy to every contraction, those matmuls included,
-/// and clean up again (`fold` narrows cast constants, `cse` merges casts).
-Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options) {
+/// on a GPU with tensor cores run the convolutions that then suit them as NHWC
+/// (`layout`), and clean up again (`fold` narrows cast constants, `cse` merges
+/// casts and transposes, `simplify` cancels transpose pairs).
+Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options,
+                              const LoweringTarget &target) {
   passes::PassManager pm;
   pm.setVerifyEach(options.verifyEach);
   KILN_TRY_VOID(pm.addPipeline("simplify,fold,cse,dce"));
   pm.add(passes::createDecomposePass({ir::OpKind::ScaledDotProductAttention}));
   if (options.precision != passes::PrecisionPolicy::Fp32)
     pm.add(passes::createPrecisionPass(options.precision));
+  const auto *gpu = std::get_if<codegen::GpuTarget>(&target);
+  if (gpu && gpu->sm >= 80 && options.precision != passes::PrecisionPolicy::Fp32)
+    pm.add(passes::createNhwcLayoutPass());
   KILN_TRY_VOID(pm.addPipeline("simplify,fold,cse,dce"));
   KILN_TRY_VOID(pm.run(graph));
   return {};
@@ -158,7 +164,7 @@ Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileO
   KILN_TRY_VOID(ir::verifyGraph(userGraph));
   KILN_TRY(program.graph, ir::cloneGraph(userGraph));
   ir::Graph &graph = *program.graph;
-  KILN_TRY_VOID(runGraphPasses(graph, options));
+  KILN_TRY_VOID(runGraphPasses(graph, options, target));
   if (options.dump & kDumpGraph)
     dump << "// ---- graph after graph passes (precision: "
          << passes::precisionPolicyName(options.precision) << ")\n"

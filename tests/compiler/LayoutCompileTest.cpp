@@ -1,0 +1,84 @@
+// An NCHW CNN under bf16-mixed on a GPU target: the layout pass runs its
+// convolutions as NHWC on tensor cores (mma in the kernels), keeps the
+// first one (three input channels) on CUDA cores, and the results match the
+// f64 reference within bf16-mixed's tolerance. The CPU pipeline leaves the
+// layout alone.
+#include "CompileTestUtil.h"
+
+#include "compiler/CheckNumerics.h"
+#include "frontend/nn/Conv2D.h"
+#include "frontend/nn/Dense.h"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+namespace kiln::test {
+namespace {
+
+/// Three VGG-style convolutions (3 -> 8 -> 16 -> 16 channels) with bias and
+/// relu, a max pool, a flatten and a dense classifier, at 9x9 (odd) pixels.
+void buildSmallCnn(Graph &graph) {
+  Tensor x = graph.input("images", {2, 3, 9, 9});
+  auto conv = [](int64_t filters, const char *name) {
+    return nn::Conv2D(filters, {3, 3}, nn::Activation::Relu, Padding::same(), {1, 1},
+                      Layout::NCHW, name);
+  };
+  nn::Conv2D first = conv(8, "c1"), second = conv(16, "c2"), third = conv(16, "c3");
+  Tensor y = third(graph, second(graph, first(graph, x)));
+  y = maxPool2d(y);
+  y = reshape(y, {2, 16 * 4 * 4});
+  nn::Dense head(5, nn::Activation::Linear, true, "head");
+  graph.output("logits", head(graph, y));
+}
+
+size_t countOccurrences(const std::string &text, std::string_view what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++count;
+  return count;
+}
+
+} // namespace
+
+TEST_CASE("bf16-mixed NCHW convolutions run as NHWC on tensor cores on a GPU target",
+          "[compiler][layout]") {
+  TargetKind target = GENERATE(TargetKind::Sim, TargetKind::Cpu);
+  CAPTURE(targetKindName(target));
+  Graph graph("cnn", freshSeed());
+  buildSmallCnn(graph);
+  REQUIRE(graph.finalize());
+  Rng rng(freshSeed());
+  NamedTensors inputs{{"images", randomTensor(DType::F32, {2, 3, 9, 9}, rng)}};
+
+  std::ostringstream dump;
+  CompileOptions options;
+  options.target = target;
+  options.gpuArch = "sm_80";
+  options.precision = passes::PrecisionPolicy::Bf16Mixed;
+  options.dump = kDumpGraph | kDumpKernel;
+  options.dumpStream = &dump;
+  auto check = checkNumerics(graph.ir(), inputs, graph.paramValues(), options,
+                             passes::precisionTolerance(options.precision));
+  if (!check)
+    FAIL(check.error().str());
+  for (const OutputNumerics &output : check->outputs) {
+    INFO(fmt::format("output {}: max error {:.3e} (tolerance {:.3e})", output.name,
+                     output.maxRelError, output.tolerance));
+    CHECK(output.ok());
+  }
+  std::string text = dump.str();
+  std::string graphText = text.substr(0, text.find("// ---- kernel"));
+  INFO(graphText);
+  if (target == TargetKind::Sim) {
+    // The two convolutions with 8 and 16 input channels moved; the first
+    // (3 channels: 6 bytes a pixel) stayed.
+    CHECK(countOccurrences(graphText, "layout = \"nhwc\"") >= 2);
+    CHECK(countOccurrences(graphText, "conv2d(") == 3);
+    CHECK(text.find("mma.") != std::string::npos);
+  } else {
+    CHECK(countOccurrences(graphText, "layout = \"nhwc\"") == 0);
+  }
+}
+
+} // namespace kiln::test

@@ -1,0 +1,184 @@
+// The "layout" pass: NCHW convolutions that suit tensor cores become NHWC
+// ones, the transposes sink through elementwise ops, batch norms and pools,
+// the pairs between convolutions cancel, and the values stay the same.
+#include "PassTestUtil.h"
+
+#include "ir/graph/Parser.h"
+#include "ir/graph/Printer.h"
+#include "passes/graph/GraphPasses.h"
+
+using namespace kiln;
+using namespace kiln::ir;
+using namespace kiln::passes;
+using namespace kiln::testing;
+
+namespace {
+
+std::unique_ptr<Graph> parse(std::string_view text) {
+  auto graph = parseGraph(text, "test.kir");
+  if (!graph)
+    FAIL("parse failed: " << graph.error().str());
+  REQUIRE(verifyGraph(**graph));
+  return std::move(*graph);
+}
+
+/// What a GPU pipeline runs: layout, then the cleanup that cancels pairs.
+bool applyLayout(Graph &graph) {
+  bool changed = runPassOrFail(createNhwcLayoutPass(), graph);
+  for (auto *create : {&createAlgebraicSimplifyPass, &createCommonSubexpressionEliminationPass,
+                       &createDeadCodeEliminationPass})
+    runPassOrFail((*create)(), graph);
+  return changed;
+}
+
+std::vector<const Node *> nodesOfKind(const Graph &graph, OpKind kind) {
+  std::vector<const Node *> found;
+  for (const Node *node : graph.topologicalOrder())
+    if (node->kind() == kind)
+      found.push_back(node);
+  return found;
+}
+
+/// Transposes of computed activations (not of inputs, parameters or constants).
+size_t activationTransposes(const Graph &graph) {
+  size_t count = 0;
+  for (const Node *node : nodesOfKind(graph, OpKind::Transpose))
+    count += node->operand(0)->definingNode() != nullptr &&
+             node->operand(0)->definingNode()->kind() != OpKind::Reshape;
+  return count;
+}
+
+/// The pass moves data only; the reference convolution may sum in another
+/// order per layout, and a bf16 result can then round one ulp apart.
+void checkSameValues(const Graph &before, const Graph &after) {
+  for (uint64_t seed : {1, 2}) {
+    NamedTensors bindings = randomBindings(before, seed);
+    requireCloseOutputs(interpretOrFail(before, bindings), interpretOrFail(after, bindings), 2e-2);
+  }
+}
+
+// Two VGG-style stages in bf16 (as bf16-mixed leaves them): conv, bias, relu,
+// pool, conv, then a flatten for the classifier.
+constexpr std::string_view kVggStages = R"(graph @vgg {
+  input %x: bf16[2,8,10,10]
+  param %w1: bf16[16,8,3,3]
+  param %b1: f32[16,1,1]
+  param %w2: bf16[16,16,3,3]
+  %0: bf16[2,16,10,10] = conv2d(%x, %w1) {padding = [1, 1, 1, 1]}
+  %1: f32[2,16,10,10] = cast(%0) {dtype = f32}
+  %2: f32[2,16,10,10] = add(%1, %b1)
+  %3: f32[2,16,10,10] = relu(%2)
+  %4: f32[2,16,5,5] = max_pool2d(%3) {kernel = [2, 2], stride = [2, 2]}
+  %5: bf16[2,16,5,5] = cast(%4) {dtype = bf16}
+  %6: bf16[2,16,5,5] = conv2d(%5, %w2) {padding = [1, 1, 1, 1]}
+  %7: f32[2,16,5,5] = cast(%6) {dtype = f32}
+  %8: f32[2,400] = reshape(%7) {shape = [2, 400]}
+  output "features" = %8
+})";
+
+} // namespace
+
+TEST_CASE("NCHW convolutions run as NHWC and the transposes between them cancel",
+          "[passes][layout]") {
+  auto original = parse(kVggStages);
+  auto graph = parse(kVggStages);
+  REQUIRE(applyLayout(*graph));
+  INFO(printGraph(*graph));
+  auto convs = nodesOfKind(*graph, OpKind::Conv2D);
+  REQUIRE(convs.size() == 2);
+  for (const Node *conv : convs)
+    CHECK(getString(conv->attrs(), "layout") == "nhwc");
+  auto pools = nodesOfKind(*graph, OpKind::MaxPool2D);
+  REQUIRE(pools.size() == 1);
+  CHECK(getString(pools[0]->attrs(), "layout") == "nhwc");
+  // Left: the input's transpose, the filters' and the bias's, and one back
+  // to NCHW before the flatten; none between the two stages.
+  CHECK(activationTransposes(*graph) == 1);
+  CHECK(nodesOfKind(*graph, OpKind::Transpose).size() == 5);
+  auto reshapes = nodesOfKind(*graph, OpKind::Reshape);
+  const Node *flatten = reshapes.back();
+  REQUIRE(flatten->operand(0)->definingNode() != nullptr);
+  CHECK(flatten->operand(0)->definingNode()->kind() == OpKind::Transpose);
+  checkSameValues(*original, *graph);
+}
+
+TEST_CASE("a residual block keeps NHWC through batch norm and the shortcut add",
+          "[passes][layout]") {
+  constexpr std::string_view kResidual = R"(graph @residual {
+    input %x: f16[2,8,6,6]
+    param %w1: f16[8,8,3,3]
+    param %w2: f16[8,8,3,3]
+    param %scale: f32[8]
+    param %bias: f32[8]
+    param %mean: f32[8]
+    param %var: f32[8]
+    %0: f16[2,8,6,6] = conv2d(%x, %w1) {padding = [1, 1, 1, 1]}
+    %1: f32[2,8,6,6] = cast(%0) {dtype = f32}
+    %2: f32[2,8,6,6] = batch_norm(%1, %scale, %bias, %mean, %var)
+    %3: f32[2,8,6,6] = relu(%2)
+    %4: f16[2,8,6,6] = cast(%3) {dtype = f16}
+    %5: f16[2,8,6,6] = conv2d(%4, %w2) {padding = [1, 1, 1, 1]}
+    %6: f16[2,8,6,6] = add(%5, %x)
+    %7: f16[2,8,6,6] = relu(%6)
+    %8: f16[2,8,1,1] = global_avg_pool(%7)
+    output "y" = %8
+  })";
+  auto original = parse(kResidual);
+  auto graph = parse(kResidual);
+  REQUIRE(applyLayout(*graph));
+  INFO(printGraph(*graph));
+  auto norms = nodesOfKind(*graph, OpKind::BatchNorm);
+  REQUIRE(norms.size() == 1);
+  CHECK(getInt(norms[0]->attrs(), "axis") == 3); // the channels, now last
+  auto gap = nodesOfKind(*graph, OpKind::GlobalAvgPool);
+  REQUIRE(gap.size() == 1);
+  CHECK(getString(gap[0]->attrs(), "layout") == "nhwc");
+  // The shortcut reuses the first convolution's transpose of x: one
+  // transpose of x, one back after the pool, the filters'.
+  CHECK(activationTransposes(*graph) == 1);
+  CHECK(nodesOfKind(*graph, OpKind::Transpose).size() == 4);
+  checkSameValues(*original, *graph);
+}
+
+TEST_CASE("convolutions that cannot use tensor cores stay NCHW", "[passes][layout]") {
+  // Three input channels (6 bytes a pixel), f32 without tf32, grouped, fp8.
+  auto graph = parse(R"(graph @stays {
+    input %rgb: bf16[1,3,8,8]
+    param %w0: bf16[4,3,3,3]
+    input %x: f32[1,4,8,8]
+    param %w1: f32[4,4,3,3]
+    param %w2: bf16[4,2,3,3]
+    input %y: bf16[1,4,8,8]
+    input %z: f8e4m3[1,4,8,8]
+    param %w3: f8e4m3[4,4,1,1]
+    %0: bf16[1,4,6,6] = conv2d(%rgb, %w0)
+    %1: f32[1,4,6,6] = conv2d(%x, %w1)
+    %2: bf16[1,4,6,6] = conv2d(%y, %w2) {groups = 2}
+    %3: f8e4m3[1,4,8,8] = conv2d(%z, %w3)
+    output "a" = %0
+    output "b" = %1
+    output "c" = %2
+    output "d" = %3
+  })");
+  CHECK_FALSE(applyLayout(*graph));
+  for (const Node *conv : nodesOfKind(*graph, OpKind::Conv2D))
+    CHECK(getString(conv->attrs(), "layout") == "nchw");
+  CHECK(nodesOfKind(*graph, OpKind::Transpose).empty());
+
+  // The same f32 convolution allowing tf32 does move.
+  auto tf32 = parse(R"(graph @tf32 {
+    input %x: f32[1,4,8,8]
+    param %w: f32[4,4,3,3]
+    %0: f32[1,4,6,6] = conv2d(%x, %w) {allow_tf32 = true}
+    output "y" = %0
+  })");
+  auto original = parse(R"(graph @tf32 {
+    input %x: f32[1,4,8,8]
+    param %w: f32[4,4,3,3]
+    %0: f32[1,4,6,6] = conv2d(%x, %w) {allow_tf32 = true}
+    output "y" = %0
+  })");
+  REQUIRE(applyLayout(*tf32));
+  CHECK(getString(nodesOfKind(*tf32, OpKind::Conv2D)[0]->attrs(), "layout") == "nhwc");
+  checkSameValues(*original, *tf32);
+}
