@@ -94,7 +94,7 @@ public:
 TEST_CASE("the registry lists every pass in a stable order", "[passes][manager]") {
   std::vector<std::string_view> names = registeredPassNames();
   CHECK(names == std::vector<std::string_view>{"autodiff", "cse", "dce", "decompose", "fold",
-                                                   "precision", "simplify"});
+                                                   "layout", "precision", "simplify"});
   for (std::string_view name : names) {
     auto pass = createPass(name);
     REQUIRE(pass);
