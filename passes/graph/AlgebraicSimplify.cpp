@@ -15,6 +15,7 @@
 //       result's type, so no broadcast or type change is lost)
 //   neg(neg(x)) -> x
 //   transpose(transpose(x, p), q) -> transpose(x, p o q); identity perm -> x
+//   transpose(x, p) that keeps x's non-unit axes in order -> reshape
 //   any chain of reshape/squeeze/unsqueeze -> one reshape; to the same shape -> x
 //   cast(x, dtype of x) -> x
 //   cast(cast(x, a), b) -> cast(x, b) when a represents every value of x's
@@ -193,6 +194,20 @@ private:
     }
   }
 
+  /// Whether `perm` keeps the axes of size other than 1 in their order: then
+  /// the elements stay in the same order and the transpose is a reshape.
+  static bool movesOnlyUnitAxes(const ir::Shape &shape, const std::vector<int64_t> &perm) {
+    int64_t last = -1;
+    for (int64_t axis : perm) {
+      if (shape.at(static_cast<size_t>(axis)) == 1)
+        continue;
+      if (axis < last)
+        return false;
+      last = axis;
+    }
+    return true;
+  }
+
   static Expected<Value *> simplifyTranspose(ir::Graph &graph, Node &node) {
     Value *source = node.operand(0);
     std::vector<int64_t> perm = ir::getInts(node.attrs(), "perm");
@@ -208,6 +223,9 @@ private:
       identity &= perm[i] == static_cast<int64_t>(i);
     if (identity)
       return source;
+    if (movesOnlyUnitAxes(source->type().shape, perm))
+      return graph.addNode(OpKind::Reshape, {source}, {{"shape", node.type().shape}},
+                           node.location());
     if (source == node.operand(0))
       return nullptr;
     return graph.addNode(OpKind::Transpose, {source}, {{"perm", perm}}, node.location());

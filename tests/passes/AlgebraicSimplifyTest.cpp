@@ -176,6 +176,29 @@ TEST_CASE("simplify composes transposes and drops identity ones", "[passes][simp
   CHECK(nodeKinds(graph) == std::vector<std::string>{"transpose", "transpose"});
 }
 
+TEST_CASE("simplify turns a transpose that only moves unit axes into a reshape",
+          "[passes][simplify]") {
+  Graph graph;
+  Value *bias = *graph.addInput("bias", tensorType(DType::F32, {1, 16, 1, 1}));
+  Value *pooled = *graph.addInput("pooled", tensorType(DType::F32, {2, 1, 1, 8}));
+  Value *image = *graph.addInput("image", tensorType(DType::F32, {2, 1, 3, 5}));
+  auto transpose = [&](Value *v, std::vector<int64_t> perm) {
+    return node(graph, OpKind::Transpose, {v}, {{"perm", std::move(perm)}});
+  };
+  REQUIRE(graph.addOutput("bias_nhwc", transpose(bias, {0, 2, 3, 1})));
+  REQUIRE(graph.addOutput("pooled_nchw", transpose(pooled, {0, 3, 1, 2})));
+  // [2,1,3,5] -> [2,3,5,1] keeps 2, 3, 5 in order; -> [2,5,1,3] swaps them.
+  REQUIRE(graph.addOutput("kept", transpose(image, {0, 2, 3, 1})));
+  REQUIRE(graph.addOutput("swapped", transpose(image, {0, 3, 1, 2})));
+  simplifyAndCompare(graph);
+  for (size_t i : {0, 1, 2}) {
+    const Node *reshaped = output(graph, i)->definingNode();
+    REQUIRE(reshaped->kind() == OpKind::Reshape);
+  }
+  CHECK(output(graph, 0)->type().shape == ir::Shape{1, 1, 1, 16});
+  CHECK(output(graph, 3)->definingNode()->kind() == OpKind::Transpose);
+}
+
 TEST_CASE("simplify collapses reshape, squeeze and unsqueeze chains", "[passes][simplify]") {
   DType dtype = GENERATE(DType::F32, DType::F64);
   Graph graph;
