@@ -106,12 +106,9 @@ DeviceExecutor::~DeviceExecutor() {
       pool_->release(ptr, Stream{});
 }
 
-Expected<void> DeviceExecutor::bindParam(const LaunchPlan &plan, size_t index,
-                                         const HostTensor &tensor) {
-  int64_t bytes = plan.buffers[plan.params[index].buffer].bytes;
-  if (bytes == 0)
-    return {};
+Expected<DevicePtr> DeviceExecutor::boundSlot(const LaunchPlan &plan, size_t index) {
   if (!boundParams_[index]) {
+    int64_t bytes = plan.buffers[plan.params[index].buffer].bytes;
     auto allocated = pool_->allocate(bytes, Stream{});
     if (!allocated)
       return std::unexpected(std::move(allocated).error().withNote(
@@ -119,7 +116,16 @@ Expected<void> DeviceExecutor::bindParam(const LaunchPlan &plan, size_t index,
                       formatMiB(bytes))));
     boundParams_[index] = *allocated;
   }
-  KILN_TRY_VOID(device_->copyToDevice(boundParams_[index], tensor.bytes().data(), bytes, Stream{}));
+  return boundParams_[index];
+}
+
+Expected<void> DeviceExecutor::bindParam(const LaunchPlan &plan, size_t index,
+                                         const HostTensor &tensor) {
+  int64_t bytes = plan.buffers[plan.params[index].buffer].bytes;
+  if (bytes == 0)
+    return {};
+  KILN_TRY(DevicePtr slot, boundSlot(plan, index));
+  KILN_TRY_VOID(device_->copyToDevice(slot, tensor.bytes().data(), bytes, Stream{}));
   return device_->synchronize(Stream{});
 }
 
@@ -142,16 +148,9 @@ Expected<void> DeviceExecutor::bindParamFromDevice(const LaunchPlan &plan, size_
   int64_t bytes = plan.buffers[plan.params[index].buffer].bytes;
   if (bytes == 0)
     return {};
-  if (!boundParams_[index]) {
-    auto allocated = pool_->allocate(bytes, Stream{});
-    if (!allocated)
-      return std::unexpected(std::move(allocated).error().withNote(
-          fmt::format("while binding parameter '{}' ({})", plan.params[index].name,
-                      formatMiB(bytes))));
-    boundParams_[index] = *allocated;
-  }
-  if (boundParams_[index] != source)
-    KILN_TRY_VOID(device_->copyOnDevice(boundParams_[index], source, bytes, Stream{}));
+  KILN_TRY(DevicePtr slot, boundSlot(plan, index));
+  if (slot != source)
+    KILN_TRY_VOID(device_->copyOnDevice(slot, source, bytes, Stream{}));
   return device_->synchronize(Stream{});
 }
 

@@ -83,6 +83,9 @@ private:
   };
 
   DeviceExecutor(std::shared_ptr<Device> device, std::shared_ptr<DeviceMemoryPool> pool);
+  /// Bound parameter `index`'s device memory, allocated on first use (its
+  /// address never changes after, so captured launch graphs stay valid).
+  Expected<DevicePtr> boundSlot(const LaunchPlan &plan, size_t index);
   Expected<std::unique_ptr<RunContext>> createContext(const LaunchPlan &plan) const;
   void destroyContext(RunContext &context) const;
   Expected<std::unique_ptr<RunContext>> acquireContext(const LaunchPlan &plan) const;

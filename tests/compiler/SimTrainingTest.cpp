@@ -33,12 +33,7 @@ TEST_CASE("training steps on the simulator match the CPU", "[training][sim]") {
     REQUIRE(onCpu);
     REQUIRE(onSim);
     CHECK(onSim->loss == Approx(onCpu->loss).epsilon(1e-5));
-    // Different kernels sum in different orders: f32 tolerances.
-    NamedTensors cpuParams = cpu->params().value(), simParams = sim->params().value();
-    for (const auto &[name, value] : cpuParams)
-      for (int64_t i = 0; i < value.numElements(); ++i)
-        CHECK(simParams.at(name).getDouble(i) ==
-              Approx(value.getDouble(i)).epsilon(1e-5).margin(1e-6));
+    test::checkParamsClose(*cpu, *sim, 1e-5); // f32 sums in another order
   }
 }
 
@@ -51,14 +46,6 @@ int64_t totalBytes(const NamedTensors &tensors) {
   return bytes;
 }
 
-void checkParamsClose(Trainer &cpu, Trainer &sim) {
-  NamedTensors cpuParams = cpu.params().value(), simParams = sim.params().value();
-  REQUIRE(cpuParams.size() == simParams.size());
-  for (const auto &[name, value] : cpuParams)
-    for (int64_t i = 0; i < value.numElements(); ++i)
-      CHECK(simParams.at(name).getDouble(i) ==
-            Approx(value.getDouble(i)).epsilon(1e-5).margin(1e-6));
-}
 
 } // namespace
 
@@ -94,7 +81,7 @@ TEST_CASE("training on the simulator device keeps its state there and uploads ba
     REQUIRE(onCpu);
     REQUIRE(onSim);
     CHECK(onSim->loss == Approx(onCpu->loss).epsilon(1e-5));
-    checkParamsClose(*cpu, *sim);
+    test::checkParamsClose(*cpu, *sim, 1e-5);
     // A step moves a batch and the optimizer scalars in, and the loss and
     // logits out: far less than the parameters and state it updates.
     CHECK(after.bytesToDevice - before.bytesToDevice < stateBytes / 4);
@@ -107,7 +94,7 @@ TEST_CASE("training on the simulator device keeps its state there and uploads ba
   auto onCpu = cpu->step(batches[1]);
   REQUIRE((onSim && onCpu));
   CHECK(onSim->loss == Approx(onCpu->loss).epsilon(1e-5));
-  checkParamsClose(*cpu, *sim);
+  test::checkParamsClose(*cpu, *sim, 1e-5);
 
   // A checkpoint of the device state restores on the CPU.
   testing::TempDir dir;
@@ -117,7 +104,7 @@ TEST_CASE("training on the simulator device keeps its state there and uploads ba
   auto restored = Trainer::create(*model, options);
   REQUIRE(restored);
   REQUIRE(restored->loadCheckpoint(path));
-  checkParamsClose(*restored, *sim);
+  test::checkParamsClose(*restored, *sim, 1e-5);
   CHECK(restored->stepCount() == sim->stepCount());
 }
 
@@ -145,7 +132,7 @@ TEST_CASE("gradient accumulation on the simulator device matches the CPU", "[tra
     auto onCpu = cpu->step(parts);
     REQUIRE((onSim && onCpu));
     CHECK(onSim->loss == Approx(onCpu->loss).epsilon(1e-5));
-    checkParamsClose(*cpu, *sim);
+    test::checkParamsClose(*cpu, *sim, 1e-5);
   }
   // The frozen layer never moved.
   NamedTensors params = sim->params().value();

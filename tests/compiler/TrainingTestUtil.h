@@ -1,10 +1,13 @@
-// Shared pieces of the training tests: a tiny MLP classifier and a linearly
-// separable synthetic data set for it.
+// Shared pieces of the training tests: a tiny MLP classifier, a linearly
+// separable synthetic data set for it, and the comparison of two trainers.
 #pragma once
 
+#include "compiler/training/Trainer.h"
 #include "frontend/Graph.h"
 #include "frontend/nn/Dense.h"
 #include "frontend/nn/Losses.h"
+
+#include <catch2/catch.hpp>
 
 #include <cstring>
 #include <memory>
@@ -71,6 +74,19 @@ inline NamedTensors sliceBatch(const NamedTensors &batch, int64_t begin, int64_t
     slice.emplace(name, std::move(part));
   }
   return slice;
+}
+
+/// Every parameter of `actual` within `epsilon` (relative; a tenth of it
+/// absolute near zero) of `expected`'s: the same training on two targets,
+/// whose kernels sum in different orders.
+inline void checkParamsClose(const training::Trainer &expected, const training::Trainer &actual,
+                             double epsilon) {
+  NamedTensors want = expected.params().value(), got = actual.params().value();
+  REQUIRE(want.size() == got.size());
+  for (const auto &[name, value] : want)
+    for (int64_t i = 0; i < value.numElements(); ++i)
+      CHECK(got.at(name).getDouble(i) ==
+            Approx(value.getDouble(i)).epsilon(epsilon).margin(epsilon / 10));
 }
 
 } // namespace kiln::test

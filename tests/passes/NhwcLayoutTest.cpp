@@ -14,14 +14,6 @@ using namespace kiln::testing;
 
 namespace {
 
-std::unique_ptr<Graph> parse(std::string_view text) {
-  auto graph = parseGraph(text, "test.kir");
-  if (!graph)
-    FAIL("parse failed: " << graph.error().str());
-  REQUIRE(verifyGraph(**graph));
-  return std::move(*graph);
-}
-
 /// What a GPU pipeline runs: layout, then the cleanup that cancels pairs.
 bool applyLayout(Graph &graph) {
   bool changed = runPassOrFail(createNhwcLayoutPass(), graph);
@@ -29,14 +21,6 @@ bool applyLayout(Graph &graph) {
                        &createDeadCodeEliminationPass})
     runPassOrFail((*create)(), graph);
   return changed;
-}
-
-std::vector<const Node *> nodesOfKind(const Graph &graph, OpKind kind) {
-  std::vector<const Node *> found;
-  for (const Node *node : graph.topologicalOrder())
-    if (node->kind() == kind)
-      found.push_back(node);
-  return found;
 }
 
 /// Transposes of computed activations (not of inputs, parameters or constants).
@@ -80,8 +64,8 @@ constexpr std::string_view kVggStages = R"(graph @vgg {
 
 TEST_CASE("NCHW convolutions run as NHWC and the transposes between them cancel",
           "[passes][layout]") {
-  auto original = parse(kVggStages);
-  auto graph = parse(kVggStages);
+  auto original = parseOrFail(kVggStages);
+  auto graph = parseOrFail(kVggStages);
   REQUIRE(applyLayout(*graph));
   INFO(printGraph(*graph));
   auto convs = nodesOfKind(*graph, OpKind::Conv2D);
@@ -124,8 +108,8 @@ TEST_CASE("a residual block keeps NHWC through batch norm and the shortcut add",
     %8: f16[2,8,1,1] = global_avg_pool(%7)
     output "y" = %8
   })";
-  auto original = parse(kResidual);
-  auto graph = parse(kResidual);
+  auto original = parseOrFail(kResidual);
+  auto graph = parseOrFail(kResidual);
   REQUIRE(applyLayout(*graph));
   INFO(printGraph(*graph));
   auto norms = nodesOfKind(*graph, OpKind::BatchNorm);
@@ -145,7 +129,7 @@ TEST_CASE("a residual block keeps NHWC through batch norm and the shortcut add",
 
 TEST_CASE("convolutions that cannot use tensor cores stay NCHW", "[passes][layout]") {
   // Three input channels (6 bytes a pixel), f32 without tf32, grouped, fp8.
-  auto graph = parse(R"(graph @stays {
+  auto graph = parseOrFail(R"(graph @stays {
     input %rgb: bf16[1,3,8,8]
     param %w0: bf16[4,3,3,3]
     input %x: f32[1,4,8,8]
@@ -169,18 +153,14 @@ TEST_CASE("convolutions that cannot use tensor cores stay NCHW", "[passes][layou
   CHECK(nodesOfKind(*graph, OpKind::Transpose).empty());
 
   // The same f32 convolution allowing tf32 does move.
-  auto tf32 = parse(R"(graph @tf32 {
+  constexpr std::string_view kTf32 = R"(graph @tf32 {
     input %x: f32[1,4,8,8]
     param %w: f32[4,4,3,3]
     %0: f32[1,4,6,6] = conv2d(%x, %w) {allow_tf32 = true}
     output "y" = %0
-  })");
-  auto original = parse(R"(graph @tf32 {
-    input %x: f32[1,4,8,8]
-    param %w: f32[4,4,3,3]
-    %0: f32[1,4,6,6] = conv2d(%x, %w) {allow_tf32 = true}
-    output "y" = %0
-  })");
+  })";
+  auto tf32 = parseOrFail(kTf32);
+  auto original = parseOrFail(kTf32);
   REQUIRE(applyLayout(*tf32));
   CHECK(getString(nodesOfKind(*tf32, OpKind::Conv2D)[0]->attrs(), "layout") == "nhwc");
   checkSameValues(*original, *tf32);

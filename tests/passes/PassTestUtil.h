@@ -5,6 +5,7 @@
 
 #include "ir/graph/Graph.h"
 #include "ir/graph/Interpreter.h"
+#include "ir/graph/Parser.h"
 #include "ir/graph/Verifier.h"
 #include "passes/PassManager.h"
 #include "support/HostTensor.h"
@@ -15,11 +16,32 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
 
 namespace kiln::testing {
 
 inline ir::TensorType tensorType(DType dtype, ir::Shape shape) {
   return ir::TensorType{dtype, std::move(shape)};
+}
+
+/// The graph of IR `text`, parsed and verified; fails the test otherwise.
+inline std::unique_ptr<ir::Graph> parseOrFail(std::string_view text) {
+  auto graph = ir::parseGraph(text, "test.kir");
+  if (!graph)
+    FAIL("parse failed: " << graph.error().str());
+  REQUIRE(ir::verifyGraph(**graph));
+  return std::move(*graph);
+}
+
+/// The nodes of `kind`, in topological order.
+inline std::vector<const ir::Node *> nodesOfKind(const ir::Graph &graph, ir::OpKind kind) {
+  std::vector<const ir::Node *> found;
+  for (const ir::Node *node : graph.topologicalOrder())
+    if (node->kind() == kind)
+      found.push_back(node);
+  return found;
 }
 
 /// Fresh uniform values in [low, high) for every input and parameter.

@@ -17,27 +17,11 @@ using namespace kiln::testing;
 
 namespace {
 
-std::unique_ptr<Graph> parse(std::string_view text) {
-  auto graph = parseGraph(text, "test.kir");
-  if (!graph)
-    FAIL("parse failed: " << graph.error().str());
-  REQUIRE(verifyGraph(**graph));
-  return std::move(*graph);
-}
-
 /// Runs the policy's pass then dce; returns whether the pass changed anything.
 bool applyPolicy(Graph &graph, PrecisionPolicy policy) {
   bool changed = runPassOrFail(createPrecisionPass(policy), graph);
   runPassOrFail(createDeadCodeEliminationPass(), graph);
   return changed;
-}
-
-std::vector<const Node *> nodesOfKind(const Graph &graph, OpKind kind) {
-  std::vector<const Node *> found;
-  for (const Node *node : graph.topologicalOrder())
-    if (node->kind() == kind)
-      found.push_back(node);
-  return found;
 }
 
 DType operandDType(const Node &node, size_t index) { return node.operand(index)->type().dtype; }
@@ -110,7 +94,7 @@ TEST_CASE("precision policies have names, operand dtypes and tolerances", "[pass
 
 TEST_CASE("the registered precision pass takes its policy from the pass options",
           "[passes][precision]") {
-  auto graph = parse(kMlp);
+  auto graph = parseOrFail(kMlp);
   PassManager manager;
   REQUIRE(manager.addPipeline("precision,dce", PassOptions{.precision = PrecisionPolicy::Fp8}));
   auto changed = manager.run(*graph);
@@ -119,7 +103,7 @@ TEST_CASE("the registered precision pass takes its policy from the pass options"
   for (const Node *matmul : nodesOfKind(*graph, OpKind::MatMul))
     CHECK(matmul->type().dtype == DType::F8E4M3);
   // Without options the policy is fp32: nothing changes.
-  auto plain = parse(kMlp);
+  auto plain = parseOrFail(kMlp);
   std::string before = printGraph(*plain);
   PassManager fp32;
   REQUIRE(fp32.addPipeline("precision"));
@@ -130,14 +114,14 @@ TEST_CASE("the registered precision pass takes its policy from the pass options"
 }
 
 TEST_CASE("fp32 changes nothing", "[passes][precision]") {
-  auto graph = parse(kMlp);
+  auto graph = parseOrFail(kMlp);
   std::string before = printGraph(*graph);
   CHECK(!applyPolicy(*graph, PrecisionPolicy::Fp32));
   CHECK(printGraph(*graph) == before);
 }
 
 TEST_CASE("tf32 allows tf32 on f32 matmul and conv2d only", "[passes][precision]") {
-  auto graph = parse(R"(graph @tf32 {
+  auto graph = parseOrFail(R"(graph @tf32 {
     input %x: f32[2,3,8,8]
     param %f: f32[4,3,3,3]
     input %a: f32[6,5]
@@ -182,7 +166,7 @@ TEST_CASE("mixed policies narrow contraction operands and keep the rest in f32",
   NarrowPolicy policy =
       GENERATE(from_range(std::begin(kNarrowPolicies), std::end(kNarrowPolicies)));
   INFO("policy " << precisionPolicyName(policy.policy));
-  auto graph = parse(kMlp);
+  auto graph = parseOrFail(kMlp);
   std::string interface = interfaceStr(*graph);
   CHECK(applyPolicy(*graph, policy.policy));
   CHECK(interfaceStr(*graph) == interface); // inputs, params and outputs stay f32
@@ -214,7 +198,7 @@ TEST_CASE("mixed policies narrow contraction operands and keep the rest in f32",
 }
 
 TEST_CASE("a parameter read by several contractions is cast once", "[passes][precision]") {
-  auto graph = parse(R"(graph @shared {
+  auto graph = parseOrFail(R"(graph @shared {
     input %x: f32[3,8]
     input %y: f32[3,8]
     param %w: f32[8,8]
@@ -239,7 +223,7 @@ TEST_CASE("a contraction reads an earlier contraction's narrow result directly",
   // matmul -> matmul, and matmul -> reshape -> transpose -> matmul: f32 holds
   // every narrow value, so narrowing the widened result again is the identity
   // and the moves can run on the narrow value.
-  auto graph = parse(R"(graph @chain {
+  auto graph = parseOrFail(R"(graph @chain {
     input %x: f32[6,8]
     param %w1: f32[8,12]
     param %w2: f32[12,4]
@@ -289,7 +273,7 @@ TEST_CASE("narrowing never folds away a rounding the policy asked for", "[passes
   // The first matmul's result is widened, biased in f32 and narrowed again:
   // that second rounding is new (the add's result is not a narrow value),
   // and the widened result is also an output, which stays f32.
-  auto graph = parse(R"(graph @keep {
+  auto graph = parseOrFail(R"(graph @keep {
     input %x: f32[4,8]
     param %w: f32[8,8]
     param %b: f32[8]
@@ -321,7 +305,7 @@ TEST_CASE("conv2d is narrowed; normalizations and pooling stay f32", "[passes][p
   NarrowPolicy policy =
       GENERATE(from_range(std::begin(kNarrowPolicies), std::end(kNarrowPolicies)));
   INFO("policy " << precisionPolicyName(policy.policy));
-  auto graph = parse(R"(graph @block {
+  auto graph = parseOrFail(R"(graph @block {
     input %x: f32[2,3,9,9]
     param %f: f32[4,3,3,3]
     param %scale: f32[4]
@@ -362,7 +346,7 @@ TEST_CASE("contractions the graph typed explicitly are left as written", "[passe
   PrecisionPolicy policy = GENERATE(PrecisionPolicy::Tf32, PrecisionPolicy::Bf16Mixed,
                                     PrecisionPolicy::Fp16Mixed, PrecisionPolicy::Fp8);
   INFO("policy " << precisionPolicyName(policy));
-  auto graph = parse(R"(graph @explicit {
+  auto graph = parseOrFail(R"(graph @explicit {
     input %a: f16[4,8]
     input %b: f16[8,4]
     input %c: f32[4,8]
@@ -386,7 +370,7 @@ TEST_CASE("contractions the graph typed explicitly are left as written", "[passe
 
 TEST_CASE("decomposed attention gets narrow matmuls around an f32 softmax",
           "[passes][precision]") {
-  auto graph = parse(R"(graph @attention {
+  auto graph = parseOrFail(R"(graph @attention {
     input %q: f32[2,5,8]
     input %k: f32[2,6,8]
     input %v: f32[2,6,3]
@@ -413,8 +397,8 @@ TEST_CASE("a narrowed graph really rounds, and stays within the policy's toleran
   NarrowPolicy policy =
       GENERATE(from_range(std::begin(kNarrowPolicies), std::end(kNarrowPolicies)));
   INFO("policy " << precisionPolicyName(policy.policy));
-  auto graph = parse(kMlp);
-  auto narrowed = parse(kMlp);
+  auto graph = parseOrFail(kMlp);
+  auto narrowed = parseOrFail(kMlp);
   applyPolicy(*narrowed, policy.policy);
   for (uint64_t seed : {1u, 2u, 3u}) {
     INFO("seed " << seed);
