@@ -43,6 +43,9 @@ struct GpuTarget {
   int maxRegistersPerThread = 255;
   int64_t staticSharedBytesPerBlock = 48 * 1024; ///< without the opt-in attribute
   int64_t sharedBytesPerSm = 164 * 1024;
+  /// With the opt-in attribute a block may take all of an SM's shared memory but the 1 KiB
+  /// the hardware reserves per block (A100 163 KiB, sm_86/89 99 KiB, H100 227 KiB).
+  int64_t maxSharedBytesPerBlock() const { return sharedBytesPerSm - 1024; }
   int64_t l2Bytes = 40 << 20;
 
   /// "sm_80", "sm_90a": the name ptxas, NVRTC and LLVM's NVPTX target use.

@@ -8,7 +8,6 @@
 #include "compiler/Pipeline.h"
 #include "compiler/tuning/CudnnCandidate.h"
 #include "compiler/tuning/TuningKeys.h"
-#include "ir/kernel/GpuLaunch.h"
 #include "runtime/DeviceExecutor.h"
 #include "runtime/cuda/CudaModule.h"
 #include "runtime/cudnn/CudnnConv2D.h"
@@ -69,11 +68,11 @@ namespace {
 
 /// Groups whose tuning record chose cuDNN run its kernel in place of kiln's
 /// (docs/cudnn.md): the same step, the same arguments (the group's inputs,
-/// then its output; any workspaces of kiln's kernel are not read). A record
+/// then its output; any workspaces and follow-up kernels of kiln's are dropped). A record
 /// cuDNN cannot honour here (no library, a choice it refuses) falls back to
 /// kiln's kernel, lowered with the default schedule, and the report says so.
 Expected<void> useLibraryRecords(
-    const LoweredProgram &program, runtime::cuda::CudaDevice &device,
+    LoweredProgram &program, runtime::cuda::CudaDevice &device,
     std::map<std::string, std::shared_ptr<const runtime::DeviceKernel>, std::less<>> &kernels,
     CompileReport &report) {
   for (size_t i = 0; i < program.groupRecords.size(); ++i) {
@@ -107,6 +106,7 @@ Expected<void> useLibraryRecords(
       continue;
     }
     kernels[kernelName] = std::move(*kernel);
+    program.groupKernels[i]->followUps.clear(); // cuDNN writes the finished output itself
   }
   return {};
 }
@@ -141,12 +141,7 @@ Expected<CompiledModel> compileForCuda(const ir::Graph &graph, const CompileOpti
   if (!program.kernels.empty()) {
     KILN_TRY(loaded, gpu.device->loadModule(module));
     for (const kir::Kernel &kernel : program.kernels) {
-      KILN_TRY(kir::GpuLaunch launch, kir::gpuLaunchOf(kernel));
-      runtime::LaunchDims dims;
-      for (int axis = 0; axis < 3; ++axis) {
-        dims.grid[axis] = static_cast<uint32_t>(launch.grid[axis]);
-        dims.block[axis] = static_cast<uint32_t>(launch.block[axis]);
-      }
+      KILN_TRY(runtime::LaunchDims dims, launchDimsOf(kernel));
       KILN_TRY(std::shared_ptr<const runtime::DeviceKernel> entry,
                loaded->kernel(kernel.name, dims));
       kernels.emplace(kernel.name, std::move(entry));

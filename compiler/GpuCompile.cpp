@@ -11,6 +11,7 @@
 #include "compiler/Pipeline.h"
 #include "compiler/tuning/OfflineGpuTarget.h"
 #include "compiler/tuning/TuningKeys.h"
+#include "ir/kernel/GpuLaunch.h"
 
 #include <fmt/format.h>
 
@@ -139,6 +140,17 @@ Expected<GpuModuleImage> emitGpuCode(const std::vector<kir::Kernel> &kernels,
 
 std::string offlineGpuFingerprint(const codegen::GpuTarget &target) {
   return tuning::targetFingerprint(target, {"unavailable", gpuToolkitVersion(), "unknown"});
+}
+
+Expected<runtime::LaunchDims> launchDimsOf(const kir::Kernel &kernel) {
+  KILN_TRY(kir::GpuLaunch launch, kir::gpuLaunchOf(kernel));
+  runtime::LaunchDims dims;
+  for (int axis = 0; axis < 3; ++axis) {
+    dims.grid[axis] = static_cast<uint32_t>(launch.grid[axis]);
+    dims.block[axis] = static_cast<uint32_t>(launch.block[axis]);
+  }
+  dims.sharedBytes = static_cast<uint32_t>(launch.dynamicSharedBytes());
+  return dims;
 }
 
 std::string simGpuFingerprint(const codegen::GpuTarget &target) {

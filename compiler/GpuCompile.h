@@ -5,6 +5,7 @@
 #include "codegen/Target.h"
 #include "compiler/Compile.h"
 #include "ir/kernel/KernelIR.h"
+#include "runtime/Device.h"
 
 #include <cstddef>
 #include <ostream>
@@ -35,6 +36,10 @@ Expected<GpuModuleImage> emitGpuCode(const std::vector<kir::Kernel> &kernels,
 /// tuned device's records (compileGpuKernels, AOT bundles; see
 /// offlineGpuTarget): "driver=unavailable" (docs/tuning.md).
 std::string offlineGpuFingerprint(const codegen::GpuTarget &target);
+/// How a GPU kernel is launched: its grid and block from its loop nest, and the dynamic shared
+/// memory it declares past the static limit (kir::GpuLaunch::dynamicSharedBytes).
+Expected<runtime::LaunchDims> launchDimsOf(const kir::Kernel &kernel);
+
 /// The tuning fingerprint of the SIMT simulator running `target`'s kernels.
 std::string simGpuFingerprint(const codegen::GpuTarget &target);
 

@@ -155,7 +155,25 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
     KILN_CHECK(launch.args.size() == kernel.params.size(),
                fmt::format("kernel {} takes {} buffers, the plan passes {}", kernel.name,
                            kernel.params.size(), launch.args.size()));
+    // Follow-up kernels take the same buffers one step later each: every argument lives
+    // until the last of them (the group's flops are counted once, on its first step).
+    std::vector<runtime::PlanStep> followUps;
+    for (const kir::Kernel &followUp : lowered.followUps) {
+      KILN_CHECK(followUp.params.size() == kernel.params.size(),
+                 fmt::format("follow-up kernel {} takes {} buffers, {} takes {}", followUp.name,
+                             followUp.params.size(), kernel.name, kernel.params.size()));
+      runtime::PlanStep next{followUp.name, lookup(followUp.name), launch.args};
+      KILN_CHECK(static_cast<bool>(next.entry),
+                 fmt::format("kernel {} was not found in the compiled module", followUp.name));
+      next.bytesMoved = kernelBytesMoved(followUp);
+      followUps.push_back(std::move(next));
+    }
+    int lastStep = step + static_cast<int>(followUps.size());
+    for (int id : launch.args)
+      markUse(id, lastStep);
     plan_.steps.push_back(std::move(launch));
+    for (runtime::PlanStep &next : followUps)
+      plan_.steps.push_back(std::move(next));
   }
 
   // Outputs: bind each name; a buffer read at the end (an alias's root, copied

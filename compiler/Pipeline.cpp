@@ -6,6 +6,7 @@
 #include "ir/graph/Clone.h"
 #include "ir/graph/Printer.h"
 #include "ir/graph/Verifier.h"
+#include "ir/kernel/MmaLayout.h"
 #include "ir/kernel/Printer.h"
 #include "passes/PassManager.h"
 #include "passes/graph/GraphPasses.h"
@@ -29,9 +30,11 @@ double secondsSince(Clock::time_point start) {
 /// Graph passes before fusion: clean up, decompose the composite ops that have
 /// no kernel template of their own (attention becomes matmuls and a softmax),
 /// apply the precision policy to every contraction, those matmuls included,
-/// on a GPU with tensor cores run the convolutions that then suit them as NHWC
-/// (`layout`), and clean up again (`fold` narrows cast constants, `cse` merges
-/// casts and transposes, `simplify` cancels transpose pairs).
+/// on a GPU with tensor cores for the policy's operands run the convolutions
+/// that then suit them as NHWC (`layout`) and, under fp8, give matmuls
+/// K-contiguous operands (`kmajor`), and clean up again (`fold` narrows cast
+/// constants, `cse` merges casts and transposes, `simplify` cancels transpose
+/// pairs).
 Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options,
                               const LoweringTarget &target) {
   passes::PassManager pm;
@@ -41,8 +44,14 @@ Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options,
   if (options.precision != passes::PrecisionPolicy::Fp32)
     pm.add(passes::createPrecisionPass(options.precision));
   const auto *gpu = std::get_if<codegen::GpuTarget>(&target);
-  if (gpu && gpu->sm >= 80 && options.precision != passes::PrecisionPolicy::Fp32)
+  bool fp8 = options.precision == passes::PrecisionPolicy::Fp8;
+  // e4m3 products need sm_89; the 16-bit and tf32 ones sm_80.
+  int tensorCoreSm = fp8 ? kir::mmaShapeInfo(kir::MmaKind::E4M3_M16N8K32).minSm : 80;
+  if (gpu && gpu->sm >= tensorCoreSm && options.precision != passes::PrecisionPolicy::Fp32) {
     pm.add(passes::createNhwcLayoutPass());
+    if (fp8)
+      pm.add(passes::createKMajorOperandsPass());
+  }
   KILN_TRY_VOID(pm.addPipeline("simplify,fold,cse,dce"));
   KILN_TRY_VOID(pm.run(graph));
   return {};
@@ -206,6 +215,10 @@ Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileO
     lower::LoweredKernel lowered = std::move(result.kernel);
     lowered.kernel = kir::runKernelPasses(std::move(lowered.kernel));
     program.kernels.push_back(lowered.kernel);
+    for (kir::Kernel &followUp : lowered.followUps) {
+      followUp = kir::runKernelPasses(std::move(followUp));
+      program.kernels.push_back(followUp);
+    }
     program.groupKernels[g] = std::move(lowered);
   }
   report.numKernels = static_cast<int>(program.kernels.size());

@@ -29,6 +29,7 @@ constexpr PassEntry kRegistry[] = {
     {"dce", [](const PassOptions &) { return createDeadCodeEliminationPass(); }},
     {"decompose", [](const PassOptions &) { return createDecomposePass(); }},
     {"fold", [](const PassOptions &) { return createConstantFoldingPass(); }},
+    {"kmajor", [](const PassOptions &) { return createKMajorOperandsPass(); }},
     {"layout", [](const PassOptions &) { return createNhwcLayoutPass(); }},
     {"precision", [](const PassOptions &o) { return createPrecisionPass(o.precision); }},
     {"simplify", [](const PassOptions &) { return createAlgebraicSimplifyPass(); }},

@@ -65,8 +65,10 @@ struct Workload {
 };
 
 /// n^3 at 4096 and 8192, then the four projections of GPT-2 small (768 wide)
-/// and large (1280 wide) with 512 and 8192 tokens (M = tokens, K = in, N = out).
-/// --quick: 4096^3 and 512 tokens only.
+/// and large (1280 wide) with 512 and 8192 tokens (M = tokens, K = in, N = out),
+/// then narrow outputs over a long K, where the default splits K (a 512 x 512
+/// output is 16 tiles of 128 x 128 on 132 SMs). --quick: 4096^3, 512 tokens
+/// and the first narrow one.
 std::vector<Workload> workloads(bool quick) {
   std::vector<Workload> list;
   for (int64_t n : {int64_t{4096}, kGoalSize})
@@ -91,6 +93,17 @@ std::vector<Workload> workloads(bool quick) {
         list.push_back({fmt::format("{}_{}_t{}", model.id, projection.id, tokens),
                         fmt::format("{} {}, {} tok", model.label, projection.id, tokens), tokens,
                         projection.in * model.width, projection.out * model.width});
+  }
+  struct Narrow {
+    int64_t m, k, n;
+  };
+  constexpr Narrow kNarrow[] = {{512, 8192, 512}, {256, 16384, 1024}, {64, 12288, 768}};
+  for (const Narrow &narrow : kNarrow) {
+    if (quick && narrow.m != kNarrow[0].m)
+      continue;
+    list.push_back({fmt::format("narrow_{}x{}_k{}", narrow.m, narrow.n, narrow.k),
+                    fmt::format("{} x {} out, K {} (split-K)", narrow.m, narrow.n, narrow.k),
+                    narrow.m, narrow.k, narrow.n});
   }
   return list;
 }

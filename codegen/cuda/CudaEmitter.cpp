@@ -109,11 +109,11 @@ void CudaEmitter::line(const std::string &text) {
 
 Expected<std::string> CudaEmitter::emit() {
   KILN_TRY(launch_, kir::gpuLaunchOf(kernel_, target_.maxThreadsPerBlock));
-  if (launch_.sharedBytes > target_.staticSharedBytesPerBlock)
+  if (launch_.sharedLayoutBytes > target_.maxSharedBytesPerBlock())
     return fail(ErrorCode::Unsupported,
-                fmt::format("uses {} bytes of shared memory; {} allows {} without opt-in",
-                            launch_.sharedBytes, target_.archName(),
-                            target_.staticSharedBytesPerBlock));
+                fmt::format("uses {} bytes of shared memory; {} allows a block {}",
+                            launch_.sharedLayoutBytes, target_.archName(),
+                            target_.maxSharedBytesPerBlock()));
   std::string kernelName = freshName(kernel_.name, "kernel");
   std::vector<std::string> params;
   for (const kir::BufferPtr &buffer : kernel_.params) {
@@ -151,8 +151,18 @@ Expected<void> CudaEmitter::declareSharedBuffers(const kir::StmtPtr &stmt) {
     if (alloc.buffer->scope == kir::MemScope::Shared) {
       std::string name = freshName(alloc.buffer->name, "smem");
       bufferNames_[alloc.buffer.get()] = name;
-      line(fmt::format("__shared__ __align__(16) {} {}[{}];", storageCType(alloc.buffer->dtype),
-                       name, alloc.buffer->size));
+      std::string type = storageCType(alloc.buffer->dtype);
+      if (launch_.dynamicShared()) {
+        // Past the static limit every shared buffer is a slice of the dynamic shared memory
+        // the launch sizes (GpuLaunch::dynamicSharedBytes).
+        if (!declaredDynamicShared_)
+          line("extern __shared__ __align__(16) unsigned char kiln_dynamic_smem[];");
+        declaredDynamicShared_ = true;
+        line(fmt::format("{} *const {} = reinterpret_cast<{} *>(kiln_dynamic_smem + {});", type,
+                         name, type, launch_.sharedOffset(alloc.buffer.get())));
+      } else {
+        line(fmt::format("__shared__ __align__(16) {} {}[{}];", type, name, alloc.buffer->size));
+      }
     }
     return declareSharedBuffers(alloc.body);
   }

@@ -50,6 +50,7 @@ private:
   const kir::Kernel &kernel_;
   const GpuTarget &target_;
   kir::GpuLaunch launch_;
+  bool declaredDynamicShared_ = false; ///< the extern dynamic shared array is declared
   std::string out_;
   int indent_ = 1;
   std::unordered_set<std::string> usedNames_;

@@ -129,10 +129,15 @@ Expected<void> CudaEmitter::emitLdMatrix(const kir::LdMatrix &load) {
   const kir::Buffer &source = *load.source;
   if (load.matrices != 1 && load.matrices != 2 && load.matrices != 4)
     return fail(ErrorCode::VerifyError, fmt::format("{}: ldmatrix loads 1, 2 or 4 matrices", name));
-  if (source.scope != kir::MemScope::Shared || dtypeByteSize(source.dtype) != 2)
+  int elementBytes = static_cast<int>(dtypeByteSize(source.dtype));
+  if (source.scope != kir::MemScope::Shared || (elementBytes != 2 && elementBytes != 1))
     return fail(ErrorCode::VerifyError,
-                fmt::format("{} reads {}, which is not a shared buffer of 16-bit elements", name,
-                            source.name));
+                fmt::format("{} reads {}, which is not a shared buffer of 16- or 8-bit elements",
+                            name, source.name));
+  if (elementBytes == 1 && load.transpose)
+    return fail(ErrorCode::VerifyError,
+                fmt::format("{} of the 8-bit {} would split its byte pairs", name, source.name));
+  int perMatrix = kir::ldMatrixElementsPerMatrix(elementBytes);
   auto found = bufferNames_.find(&source);
   if (found == bufferNames_.end())
     return fail(ErrorCode::VerifyError,
@@ -140,7 +145,7 @@ Expected<void> CudaEmitter::emitLdMatrix(const kir::LdMatrix &load) {
   if (load.rowIndex->type() != kir::Type::index())
     return fail(ErrorCode::VerifyError, fmt::format("{}: the row index is not i64", name));
   KILN_TRY(std::vector<std::string> destination,
-           fragmentElements(load.destination, source.dtype, 2 * load.matrices,
+           fragmentElements(load.destination, source.dtype, perMatrix * load.matrices,
                             name + " destination"));
   KILN_TRY(CCode row, emitScalar(load.rowIndex));
   line(fmt::format("{{ // {}", name));
@@ -154,10 +159,13 @@ Expected<void> CudaEmitter::emitLdMatrix(const kir::LdMatrix &load) {
   line(fmt::format("             : {}", fmt::join(constrained("=r", words), ", ")));
   line(fmt::format("             : \"r\"((unsigned)__cvta_generic_to_shared(&{}[{}])) : \"memory\");",
                    found->second, row.text));
-  for (int j = 0; j < load.matrices; ++j) {
-    line(fmt::format("{} = (unsigned short)kiln_m[{}];", destination[2 * j], j));
-    line(fmt::format("{} = (unsigned short)(kiln_m[{}] >> 16);", destination[2 * j + 1], j));
-  }
+  // Each word holds the lane's elements of one matrix, the first in the low bits.
+  int bits = 8 * elementBytes;
+  std::string_view part = elementBytes == 2 ? "unsigned short" : "unsigned char";
+  for (int j = 0; j < load.matrices; ++j)
+    for (int e = 0; e < perMatrix; ++e)
+      line(fmt::format("{} = ({})(kiln_m[{}] >> {});", destination[perMatrix * j + e], part, j,
+                       bits * e));
   --indent_;
   line("}");
   return {};

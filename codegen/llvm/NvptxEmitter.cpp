@@ -83,6 +83,11 @@ Expected<void> NvptxEmitter::emitKernel(const kir::Kernel &kernel) {
     return fail(ErrorCode::VerifyError,
                 fmt::format("not a GPU kernel: {}", launch.error().message()));
   launch_ = *launch;
+  if (launch_.sharedLayoutBytes > gpu_.maxSharedBytesPerBlock())
+    return fail(ErrorCode::Unsupported,
+                fmt::format("uses {} bytes of shared memory; {} allows a block {}",
+                            launch_.sharedLayoutBytes, gpu_.archName(),
+                            gpu_.maxSharedBytesPerBlock()));
   std::set<const kir::Buffer *> seen;
   for (const auto &param : kernel.params) {
     if (param->scope != kir::MemScope::Global)
@@ -164,6 +169,19 @@ Expected<void> NvptxEmitter::emitFor(const kir::For &loop) {
   return emitCountedLoop(loop, begin, end, std::move(properties));
 }
 
+llvm::GlobalVariable *NvptxEmitter::dynamicShared() {
+  constexpr std::string_view kName = "kiln_dynamic_smem";
+  if (llvm::GlobalVariable *existing = module_.getNamedGlobal(kName))
+    return existing;
+  auto *array = llvm::ArrayType::get(builder_.getInt8Ty(), 0);
+  auto *global = new llvm::GlobalVariable(module_, array, /*isConstant=*/false,
+                                          llvm::GlobalValue::ExternalLinkage, nullptr, kName,
+                                          nullptr, llvm::GlobalValue::NotThreadLocal,
+                                          kSharedAddressSpace);
+  global->setAlignment(llvm::Align(16));
+  return global;
+}
+
 Expected<void> NvptxEmitter::emitAllocate(const kir::Allocate &allocate) {
   const kir::Buffer &buffer = *allocate.buffer;
   if (buffer.size < 0)
@@ -174,6 +192,15 @@ Expected<void> NvptxEmitter::emitAllocate(const kir::Allocate &allocate) {
   llvm::Value *pointer = nullptr;
   switch (buffer.scope) {
   case kir::MemScope::Shared: {
+    if (launch_.dynamicShared()) {
+      // Past the static limit: a slice of the dynamic shared memory the launch sizes, one
+      // extern array (.extern .shared) that every kernel of the module shares.
+      int64_t offset = launch_.sharedOffset(&buffer);
+      KILN_CHECK(offset >= 0, "a shared buffer missing from the launch's layout");
+      pointer = builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), dynamicShared(),
+                                                    static_cast<uint64_t>(offset));
+      break;
+    }
     // One per block: a module global in the shared state space, named
     // uniquely across every kernel of the module.
     auto *global = new llvm::GlobalVariable(

@@ -79,6 +79,8 @@ private:
   /// The lanes of the current thread's warp that exist (all 32 unless the
   /// block's thread count is not a multiple of 32).
   llvm::Value *activeLaneMask();
+  /// The module's extern dynamic shared array (created on first use).
+  llvm::GlobalVariable *dynamicShared();
 
   const GpuTarget &gpu_;
   kir::GpuLaunch launch_;

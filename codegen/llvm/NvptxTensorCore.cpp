@@ -218,11 +218,16 @@ Expected<void> NvptxEmitter::emitLdMatrix(const kir::LdMatrix &load) {
   const kir::Buffer &source = *load.source;
   if (load.matrices != 1 && load.matrices != 2 && load.matrices != 4)
     return fail(ErrorCode::VerifyError, fmt::format("{}: ldmatrix loads 1, 2 or 4 matrices", name));
-  if (source.scope != kir::MemScope::Shared || dtypeByteSize(source.dtype) != 2)
+  int elementBytes = static_cast<int>(dtypeByteSize(source.dtype));
+  if (source.scope != kir::MemScope::Shared || (elementBytes != 2 && elementBytes != 1))
     return fail(ErrorCode::VerifyError,
-                fmt::format("{} reads '{}', which is not a shared buffer of 16-bit elements", name,
-                            source.name));
-  int64_t count = 2 * load.matrices;
+                fmt::format("{} reads '{}', which is not a shared buffer of 16- or 8-bit elements",
+                            name, source.name));
+  if (elementBytes == 1 && load.transpose)
+    return fail(ErrorCode::VerifyError,
+                fmt::format("{} of the 8-bit '{}' would split its byte pairs", name, source.name));
+  int perMatrix = kir::ldMatrixElementsPerMatrix(elementBytes);
+  int64_t count = int64_t(perMatrix) * load.matrices;
   std::vector<llvm::Value *> destination;
   for (int64_t i = 0; i < count; ++i) {
     KILN_TRY(llvm::Value * pointer, fragmentElement(load.destination, source.dtype, count, i,
@@ -236,12 +241,14 @@ Expected<void> NvptxEmitter::emitLdMatrix(const kir::LdMatrix &load) {
       ldMatrixIntrinsic(load.matrices, load.transpose), {row->getType()}, {row}));
   std::vector<llvm::Value *> words = resultWords(builder_, result);
   KILN_CHECK(static_cast<int>(words.size()) == load.matrices, "ldmatrix result count");
-  llvm::Type *i16 = builder_.getInt16Ty();
-  for (size_t j = 0; j < words.size(); ++j) {
-    builder_.CreateStore(builder_.CreateTrunc(words[j], i16), destination[2 * j]);
-    builder_.CreateStore(builder_.CreateTrunc(builder_.CreateLShr(words[j], 16), i16),
-                         destination[2 * j + 1]);
-  }
+  // Each word holds the lane's elements of one matrix, the first in the low bits.
+  llvm::Type *part = builder_.getIntNTy(8 * static_cast<unsigned>(elementBytes));
+  for (size_t j = 0; j < words.size(); ++j)
+    for (int e = 0; e < perMatrix; ++e) {
+      llvm::Value *shifted =
+          e == 0 ? words[j] : builder_.CreateLShr(words[j], uint64_t(8 * elementBytes * e));
+      builder_.CreateStore(builder_.CreateTrunc(shifted, part), destination[perMatrix * j + e]);
+    }
   return {};
 }
 

@@ -10,7 +10,6 @@
 #include "compiler/aot/HostLinker.h"
 #include "compiler/tuning/OfflineGpuTarget.h"
 #include "compiler/tuning/TuningKeys.h"
-#include "ir/kernel/GpuLaunch.h"
 #include "runtime/bundle/BundleFile.h"
 #include "runtime/tuning/TuningRecordJson.h"
 #include "support/Version.h"
@@ -133,12 +132,7 @@ Expected<void> addGpuCode(const ir::Graph &graph, const AotOptions &options,
                                          code.arch));
     std::map<std::string, runtime::LaunchDims, std::less<>> dimsByKernel;
     for (const kir::Kernel &kernel : program.kernels) {
-      KILN_TRY(kir::GpuLaunch launch, kir::gpuLaunchOf(kernel));
-      runtime::LaunchDims dims;
-      for (int axis = 0; axis < 3; ++axis) {
-        dims.grid[axis] = static_cast<uint32_t>(launch.grid[axis]);
-        dims.block[axis] = static_cast<uint32_t>(launch.block[axis]);
-      }
+      KILN_TRY(runtime::LaunchDims dims, launchDimsOf(kernel));
       dimsByKernel.emplace(kernel.name, dims);
     }
     for (const runtime::PlanStep &step : code.plan.steps)

@@ -152,7 +152,7 @@ int64_t blocksPerSm(int64_t threads, int64_t sharedBytes, int64_t registers,
   if (sharedBytes > 0)
     blocks = std::min<int64_t>(blocks, target.sharedBytesPerSm / sharedBytes);
   blocks = std::min<int64_t>(blocks, target.registersPerSm / std::max<int64_t>(1, registers * threads));
-  if (threads > target.maxThreadsPerBlock || sharedBytes > target.staticSharedBytesPerBlock)
+  if (threads > target.maxThreadsPerBlock || sharedBytes > target.maxSharedBytesPerBlock())
     return 0;
   return std::max<int64_t>(blocks, 0);
 }

@@ -49,6 +49,11 @@ public:
                                    "output and {} workspaces",
                                    kernel.name, kernel.params.size(), inputSets_[0].size(),
                                    lowered.numWorkspaces));
+    if (!lowered.followUps.empty()) // no CPU lowering splits a group into several kernels
+      return makeError(ErrorCode::Unsupported,
+                       fmt::format("kernel {} has {} follow-up kernels; the CPU timer runs "
+                                   "one kernel per group",
+                                   kernel.name, lowered.followUps.size()));
     auto candidate = std::make_unique<CpuCandidate>();
     CompileReport unused; // a rejected cache entry is rebuilt; the tuner reports no cache
     KILN_TRY(candidate->module,

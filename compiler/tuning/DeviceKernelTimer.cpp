@@ -42,8 +42,15 @@ Expected<DeviceBuffer> allocate(runtime::Device &device, int64_t bytes) {
 
 class DeviceCandidate final : public LoadedCandidate {
 public:
-  std::shared_ptr<const runtime::DeviceKernel> kernel;
+  /// The group's kernel and its follow-ups, launched in order on the same buffers.
+  std::vector<std::shared_ptr<const runtime::DeviceKernel>> kernels;
   std::vector<DeviceBuffer> workspaces;
+
+  Expected<void> launch(const std::vector<DevicePtr> &args, runtime::Stream stream) const {
+    for (const auto &kernel : kernels)
+      KILN_TRY_VOID(kernel->launch(args.data(), stream));
+    return {};
+  }
 };
 
 /// Events destroyed with their owner.
@@ -100,7 +107,12 @@ public:
                                    kernel.name, kernel.params.size(), numInputs,
                                    lowered.numWorkspaces));
     auto candidate = std::make_unique<DeviceCandidate>();
-    KILN_TRY(candidate->kernel, loader_(kernel));
+    KILN_TRY(auto first, loader_(kernel));
+    candidate->kernels.push_back(std::move(first));
+    for (const kir::Kernel &followUp : lowered.followUps) {
+      KILN_TRY(auto next, loader_(followUp));
+      candidate->kernels.push_back(std::move(next));
+    }
     for (int w = 0; w < lowered.numWorkspaces; ++w) {
       const kir::BufferPtr &param = kernel.params[numInputs + 1 + size_t(w)];
       KILN_TRY(DeviceBuffer workspace,
@@ -113,7 +125,7 @@ public:
   Expected<std::unique_ptr<LoadedCandidate>>
   loadLibrary(std::shared_ptr<const runtime::DeviceKernel> kernel) override {
     auto candidate = std::make_unique<DeviceCandidate>();
-    candidate->kernel = std::move(kernel);
+    candidate->kernels.push_back(std::move(kernel));
     return std::unique_ptr<LoadedCandidate>(std::move(candidate));
   }
 
@@ -121,8 +133,7 @@ public:
     auto &candidate = static_cast<DeviceCandidate &>(loaded);
     runtime::Stream stream;
     KILN_TRY_VOID(device_->fill(output_->get(), 0xFF, outputBytes_, stream));
-    std::vector<DevicePtr> args = argsFor(candidate, 0);
-    KILN_TRY_VOID(candidate.kernel->launch(args.data(), stream));
+    KILN_TRY_VOID(candidate.launch(argsFor(candidate, 0), stream));
     HostTensor output(outputType_.dtype, outputType_.shape);
     KILN_TRY_VOID(device_->copyToHost(output.bytes().data(), output_->get(), outputBytes_, stream));
     KILN_TRY_VOID(device_->synchronize(stream));
@@ -134,8 +145,7 @@ public:
     runtime::Stream stream;
     size_t sets = inputSets_.size();
     for (int i = 0; i < warmups; ++i) {
-      std::vector<DevicePtr> args = argsFor(candidate, size_t(i) % sets);
-      KILN_TRY_VOID(candidate.kernel->launch(args.data(), stream));
+      KILN_TRY_VOID(candidate.launch(argsFor(candidate, size_t(i) % sets), stream));
     }
     EventPair events{device_.get(), {}, {}};
     KILN_TRY(events.start, device_->createEvent());
@@ -146,7 +156,7 @@ public:
       if (flush_)
         KILN_TRY_VOID(device_->fill(flush_->get(), uint8_t(r), flushBytes_, stream));
       KILN_TRY_VOID(device_->record(events.start, stream));
-      KILN_TRY_VOID(candidate.kernel->launch(args.data(), stream));
+      KILN_TRY_VOID(candidate.launch(args, stream));
       KILN_TRY_VOID(device_->record(events.end, stream));
       KILN_TRY_VOID(device_->synchronize(stream));
       KILN_TRY(double ms, device_->elapsedMs(events.start, events.end));

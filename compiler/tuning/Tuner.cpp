@@ -11,7 +11,6 @@
 #include "compiler/tuning/CudnnCandidate.h"
 #include "compiler/tuning/GroupProblem.h"
 #include "compiler/tuning/KernelTimer.h"
-#include "ir/kernel/GpuLaunch.h"
 #include "passes/kernel/Passes.h"
 #include "passes/lower/Lower.h"
 #include "passes/lower/gpu/GpuLower.h"
@@ -142,12 +141,7 @@ Expected<TuningTarget> cudaTarget(const CompileOptions &options,
       if (arch.sm / 10 != deviceSm / 10 || arch.sm > deviceSm)
         module.cubin.clear();
       KILN_TRY(std::shared_ptr<runtime::cuda::CudaModule> loaded, device->loadModule(module));
-      KILN_TRY(kir::GpuLaunch launch, kir::gpuLaunchOf(kernel));
-      runtime::LaunchDims dims;
-      for (int axis = 0; axis < 3; ++axis) {
-        dims.grid[axis] = static_cast<uint32_t>(launch.grid[axis]);
-        dims.block[axis] = static_cast<uint32_t>(launch.block[axis]);
-      }
+      KILN_TRY(runtime::LaunchDims dims, compiler::launchDimsOf(kernel));
       KILN_TRY(std::shared_ptr<const runtime::DeviceKernel> entry, loaded->kernel(kernel.name, dims));
       return std::shared_ptr<const runtime::DeviceKernel>(
           std::make_shared<ModuleKernel>(std::move(loaded), std::move(entry)));
@@ -194,8 +188,11 @@ Expected<lower::LoweredKernel> lowerCandidate(const ir::Graph &graph,
       std::holds_alternative<codegen::GpuTarget>(target)
           ? lower::lowerGroupForGpu(graph, group, schedule, std::get<codegen::GpuTarget>(target))
           : lower::lowerGroupForCpu(graph, group, schedule, std::get<codegen::CpuTarget>(target));
-  if (lowered)
-    lowered->kernel = kir::runKernelPasses(std::move(lowered->kernel));
+  if (!lowered)
+    return lowered;
+  lowered->kernel = kir::runKernelPasses(std::move(lowered->kernel));
+  for (kir::Kernel &followUp : lowered->followUps)
+    followUp = kir::runKernelPasses(std::move(followUp));
   return lowered;
 }
 

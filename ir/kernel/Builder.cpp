@@ -316,8 +316,11 @@ StmtPtr ldMatrix(Fragment destination, int matrices, bool transpose, BufferPtr s
                  ExprPtr rowIndex) {
   KILN_CHECK(matrices == 1 || matrices == 2 || matrices == 4, "ldmatrix loads 1, 2 or 4 matrices");
   KILN_CHECK(source->scope == MemScope::Shared, "ldmatrix reads a shared buffer");
-  KILN_CHECK(dtypeByteSize(source->dtype) == 2, "ldmatrix reads 16-bit elements");
-  checkFragment(destination, source->dtype, 2 * matrices, "ldmatrix destination");
+  int bytes = dtypeByteSize(source->dtype);
+  KILN_CHECK(bytes == 2 || (bytes == 1 && !transpose),
+             "ldmatrix reads 16-bit elements, or 8-bit ones without .trans");
+  checkFragment(destination, source->dtype, ldMatrixElementsPerMatrix(bytes) * matrices,
+                "ldmatrix destination");
   KILN_CHECK(rowIndex->type() == Type::index(), "ldmatrix row index must be an i64 scalar");
   return std::make_shared<LdMatrix>(std::move(destination), matrices, transpose,
                                     std::move(source), std::move(rowIndex));

@@ -70,7 +70,8 @@ StmtPtr atomic(AtomicOp op, BufferPtr buffer, ExprPtr index, ExprPtr value);
 /// A warp's matrix product d = a x b + c (GPU kernels; register fragments of
 /// the sizes mmaShapeInfo(kind) gives, d and c f32).
 StmtPtr mma(MmaKind kind, Fragment d, Fragment a, Fragment b, Fragment c);
-/// A warp's ldmatrix of `matrices` 8 x 8 16-bit matrices from a shared buffer.
+/// A warp's ldmatrix of `matrices` 8 x 8 16-bit matrices from a shared buffer (of 16-bit
+/// elements, or of bytes read as pairs without transpose).
 StmtPtr ldMatrix(Fragment destination, int matrices, bool transpose, BufferPtr source,
                  ExprPtr rowIndex);
 /// An asynchronous global -> shared copy of `lanes` elements (4, 8 or 16 bytes).

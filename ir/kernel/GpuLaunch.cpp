@@ -102,7 +102,10 @@ private:
         return fail(fmt::format("allocates {} buffer {} outside its thread loops (only shared "
                                 "buffers live per block)",
                                 memScopeName(alloc.buffer->scope), alloc.buffer->name));
-      launch_.sharedBytes += alloc.buffer->size * dtypeByteSize(alloc.buffer->dtype);
+      int64_t bytes = alloc.buffer->size * dtypeByteSize(alloc.buffer->dtype);
+      launch_.sharedBytes += bytes;
+      launch_.sharedOffsets.push_back({alloc.buffer.get(), launch_.sharedLayoutBytes});
+      launch_.sharedLayoutBytes += (bytes + 15) / 16 * 16;
       return outside(alloc.body);
     }
     case StmtKind::Block: {
@@ -173,6 +176,13 @@ bool isGpuKernel(const Kernel &kernel) {
 
 Expected<GpuLaunch> gpuLaunchOf(const Kernel &kernel, int64_t maxThreadsPerBlock) {
   return LaunchReader(kernel, maxThreadsPerBlock).read();
+}
+
+int64_t GpuLaunch::sharedOffset(const Buffer *buffer) const {
+  for (const auto &[shared, offset] : sharedOffsets)
+    if (shared == buffer)
+      return offset;
+  return -1;
 }
 
 } // namespace kiln::kir

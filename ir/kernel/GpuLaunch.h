@@ -14,18 +14,35 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace kiln::kir {
+
+/// Shared memory a block may declare statically; a kernel needing more takes
+/// all of its shared buffers from dynamic shared memory, launched with that
+/// size (and the opt-in attribute, up to the target's maxSharedBytesPerBlock).
+inline constexpr int64_t kStaticSharedLimit = 48 * 1024;
 
 struct GpuLaunch {
   std::array<int64_t, 3> grid{1, 1, 1};  ///< blocks along x, y, z
   std::array<int64_t, 3> block{1, 1, 1}; ///< threads along x, y, z
-  int64_t sharedBytes = 0;               ///< static shared memory per block
+  int64_t sharedBytes = 0;               ///< shared memory per block: the allocations' sum
+  /// Each shared buffer's byte offset in dynamic shared memory, in allocation
+  /// order, every one 16-byte aligned; `sharedLayoutBytes` is the end of the last.
+  std::vector<std::pair<const Buffer *, int64_t>> sharedOffsets;
+  int64_t sharedLayoutBytes = 0;
   /// The loop variables bound to blockIdx.x/y/z and threadIdx.x/y/z (nullptr where absent).
   std::array<const Var *, 3> blockVars{}, threadVars{};
 
   int64_t threadsPerBlock() const { return block[0] * block[1] * block[2]; }
   int64_t numBlocks() const { return grid[0] * grid[1] * grid[2]; }
+  /// Whether the shared buffers live in dynamic shared memory (more than the static limit).
+  bool dynamicShared() const { return sharedBytes > kStaticSharedLimit; }
+  /// The dynamic shared memory to launch with: the layout's size, or 0 when static.
+  int64_t dynamicSharedBytes() const { return dynamicShared() ? sharedLayoutBytes : 0; }
+  /// The byte offset of shared buffer `buffer` in dynamic shared memory (-1: not one).
+  int64_t sharedOffset(const Buffer *buffer) const;
 };
 
 /// Whether the kernel binds any loop to the GPU grid (a block.* or thread.* loop).

@@ -2,6 +2,7 @@
 // kernel IR, built on the visitors.
 #include "ir/kernel/IRUtils.h"
 
+#include "ir/kernel/MmaLayout.h"
 #include "ir/kernel/Visitor.h"
 #include "support/Error.h"
 
@@ -173,6 +174,21 @@ bool containsBarrier(const StmtPtr &stmt) {
   } finder;
   finder.visit(stmt);
   return finder.found;
+}
+
+int minimumSm(const StmtPtr &stmt) {
+  struct Finder : StmtVisitor {
+    int sm = 0;
+    void visitMma(const Mma &node) override {
+      sm = std::max(sm, mmaShapeInfo(node.mmaKind).minSm);
+    }
+    void visitLdMatrix(const LdMatrix &) override { sm = std::max(sm, 75); }
+    void visitAsyncCopy(const AsyncCopy &) override { sm = std::max(sm, 80); }
+    void visitAsyncCommit(const AsyncCommit &) override { sm = std::max(sm, 80); }
+    void visitAsyncWait(const AsyncWait &) override { sm = std::max(sm, 80); }
+  } finder;
+  finder.visit(stmt);
+  return finder.sm;
 }
 
 ExprPtr substitute(const ExprPtr &expr, const Var *var, const ExprPtr &replacement) {

@@ -35,6 +35,10 @@ std::vector<const Load *> collectLoads(const StmtPtr &stmt);
 std::vector<const Buffer *> storedBuffers(const StmtPtr &stmt);
 /// Whether `stmt` contains a Barrier (GPU backends keep such loops rolled).
 bool containsBarrier(const StmtPtr &stmt);
+/// The oldest GPU architecture (sm x 10 + minor, e.g. 89) whose instructions cover `stmt`'s
+/// tensor-core statements: an Mma's product (MmaShapeInfo::minSm), ldmatrix 75, async
+/// copies 80; 0 for none.
+int minimumSm(const StmtPtr &stmt);
 
 /// `expr` / `stmt` with every reference to `var` replaced by `replacement`
 /// (which must have the variable's type). Untouched subtrees stay shared.

@@ -361,11 +361,15 @@ public:
 /// PTX ldmatrix.sync.aligned.m8n8.x<matrices>[.trans].shared.b16: the warp
 /// loads `matrices` (1, 2 or 4) 8 x 8 matrices of 16-bit elements from shared
 /// memory. Lanes 8j .. 8j+7 give the rows 0..7 of matrix j: `rowIndex` is the
-/// element index in `source` of the lane's row (8 consecutive elements, 16-byte
-/// aligned); lanes whose row no matrix uses still evaluate it. Each lane
-/// receives 2 elements per matrix into destination[offset + 2j + e]: row
-/// lane / 4, column 2 (lane % 4) + e, or with `transpose` the element at row
-/// 2 (lane % 4) + e, column lane / 4.
+/// element index in `source` of the lane's row (16 bytes, 16-byte aligned);
+/// lanes whose row no matrix uses still evaluate it. Each lane receives 2
+/// elements per matrix into destination[offset + 2j + e]: row lane / 4, column
+/// 2 (lane % 4) + e, or with `transpose` the element at row 2 (lane % 4) + e,
+/// column lane / 4. A source of 8-bit elements (e4m3 tiles) is read as the
+/// same b16 matrices, each 16-bit value a pair of bytes: a lane receives 4
+/// bytes per matrix, destination[offset + 4j + e] = row lane / 4, column
+/// 4 (lane % 4) + e (ldMatrixElement); .trans would split the pairs, so an
+/// 8-bit ldmatrix never transposes.
 class LdMatrix final : public Stmt {
 public:
   LdMatrix(Fragment destination, int matrices, bool transpose, BufferPtr source, ExprPtr rowIndex)

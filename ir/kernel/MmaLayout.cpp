@@ -80,4 +80,18 @@ MatrixPosition ldMatrixPosition(bool transpose, int lane, int element) {
   return {row, col};
 }
 
+int ldMatrixElementsPerMatrix(int elementBytes) {
+  KILN_CHECK(elementBytes == 1 || elementBytes == 2, "ldmatrix moves 8- or 16-bit elements");
+  return 4 / elementBytes;
+}
+
+LdMatrixElement ldMatrixElement(int elementBytes, bool transpose, int lane, int element) {
+  KILN_CHECK(elementBytes == 2 || !transpose, "ldmatrix .trans moves 16-bit elements only");
+  int perMatrix = ldMatrixElementsPerMatrix(elementBytes);
+  int matrix = element / perMatrix, within = element % perMatrix;
+  int perHalf = 2 / elementBytes; // elements in one 16-bit value
+  MatrixPosition half = ldMatrixPosition(transpose, lane, within / perHalf);
+  return {matrix, {half.row, half.col * perHalf + within % perHalf}};
+}
+
 } // namespace kiln::kir

@@ -41,4 +41,17 @@ MatrixPosition mmaFragmentPosition(MmaKind kind, MmaOperand operand, int lane, i
 /// 2 matrices - 1) that lane `lane` receives from an LdMatrix.
 MatrixPosition ldMatrixPosition(bool transpose, int lane, int element);
 
+/// Elements of `elementBytes` (2, or 1 without transpose) a lane receives per LdMatrix matrix:
+/// 2 16-bit values, or 4 bytes (each 16-bit value of the matrix is a pair of bytes, the low
+/// one first).
+int ldMatrixElementsPerMatrix(int elementBytes);
+
+/// The matrix and the (row, column in elements) of the `element`-th value a lane receives
+/// from an LdMatrix of `elementBytes`-wide elements.
+struct LdMatrixElement {
+  int matrix = 0;
+  MatrixPosition position;
+};
+LdMatrixElement ldMatrixElement(int elementBytes, bool transpose, int lane, int element);
+
 } // namespace kiln::kir

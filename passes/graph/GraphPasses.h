@@ -52,11 +52,15 @@ std::unique_ptr<Pass> createDecomposePass(std::vector<ir::OpKind> onlyOps = {});
 /// tf32 sets allow_tf32; bf16-mixed, fp16-mixed and fp8 cast their operands
 /// to bf16, f16 or f8e4m3 (accumulating in f32) and their result back to f32.
 std::unique_ptr<Pass> createPrecisionPass(PrecisionPolicy policy);
-/// "layout": runs NCHW conv2d whose operands suit tensor cores (f16/bf16, or
-/// f32 allowing tf32) as NHWC between transposes, and sinks the transposes
+/// "layout": runs NCHW conv2d whose operands suit tensor cores (f16/bf16/e4m3,
+/// or f32 allowing tf32) as NHWC between transposes, and sinks the transposes
 /// through elementwise ops, batch norms and pools ("simplify" then cancels
 /// the pairs between convolutions). GPU pipelines run it after "precision".
 std::unique_ptr<Pass> createNhwcLayoutPass();
+/// "kmajor": e4m3 matmuls read both operands with K contiguous: a B read
+/// [K, N] becomes transpose(B) read with transpose_b (an A read transposed
+/// likewise). GPU pipelines with e4m3 tensor cores run it under fp8.
+std::unique_ptr<Pass> createKMajorOperandsPass();
 /// A decompose pass limited to the named ops; an error names an unknown op or
 /// one that has no decomposition.
 Expected<std::unique_ptr<Pass>> createDecomposePass(std::span<const std::string_view> opNames);

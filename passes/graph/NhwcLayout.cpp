@@ -13,8 +13,8 @@
 // Every rewrite moves data only: the graph computes the same values.
 //
 // The rules, each documented in docs/passes.md:
-//   conv2d(x, w) {layout nchw, groups 1, f16/bf16 operands (or f32 allowing
-//       tf32) whose channel runs fill 4-byte pairs}
+//   conv2d(x, w) {layout nchw, groups 1, f16/bf16/e4m3 operands (or f32
+//       allowing tf32) whose channel runs fill 4-byte pairs}
 //     -> transpose(conv2d(transpose(x, [0,2,3,1]), transpose(w, [0,2,3,1]),
 //                         layout nhwc), [0,3,1,2])
 //   elementwise(transpose(x, p), others...) -> transpose(elementwise(x, others'), p)
@@ -63,8 +63,9 @@ Node *transposeOf(const Value *value) {
 }
 
 /// Whether the implicit-GEMM convolution can take these operands on tensor
-/// cores (as the lowering's gpuMmaKindFor sees them): 16-bit floats, or f32
-/// allowing tf32, with each pixel's channels a whole number of 4-byte pairs.
+/// cores (as the lowering's gpuMmaKindFor sees them): 16-bit floats, e4m3, or
+/// f32 allowing tf32, with each pixel's channels a whole number of 4 bytes.
+/// (e4m3 needs sm_89: the pipeline runs this pass under fp8 only there.)
 bool suitsTensorCores(const Node &conv) {
   if (ir::getString(conv.attrs(), "layout") != "nchw" || ir::getInt(conv.attrs(), "groups") != 1)
     return false;
@@ -72,9 +73,9 @@ bool suitsTensorCores(const Node &conv) {
   const ir::TensorType &w = conv.operand(1)->type();
   if (x.dtype != w.dtype || x.shape.size() != 4)
     return false;
-  bool sixteenBit = x.dtype == DType::F16 || x.dtype == DType::BF16;
+  bool narrow = x.dtype == DType::F16 || x.dtype == DType::BF16 || x.dtype == DType::F8E4M3;
   bool tf32 = x.dtype == DType::F32 && ir::getBool(conv.attrs(), "allow_tf32");
-  if (!sixteenBit && !tf32)
+  if (!narrow && !tf32)
     return false;
   int64_t channelBytes = x.shape[1] * dtypeByteSize(x.dtype);
   return channelBytes % 4 == 0;

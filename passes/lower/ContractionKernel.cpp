@@ -44,6 +44,13 @@ LoweredKernel ContractionKernel::finish(const GemmLowering &gemm) const {
   for (const BufferPtr &workspace : gemm.workspaces)
     lowered.kernel.params.push_back(workspace);
   lowered.numWorkspaces = static_cast<int>(gemm.workspaces.size());
+  for (const auto &[suffix, body] : gemm.followUps) {
+    kir::Kernel followUp;
+    followUp.name = lowered.kernel.name + "_" + suffix;
+    followUp.params = lowered.kernel.params;
+    followUp.body = body;
+    lowered.followUps.push_back(std::move(followUp));
+  }
   return lowered;
 }
 

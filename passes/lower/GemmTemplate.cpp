@@ -449,10 +449,10 @@ Expected<GemmLowering> GemmBuilder::build() {
                                  !p_.outputContiguousInI),
              "a plain GEMM output must hold the accumulator, contiguous in j");
   if (p_.batch == 0 || p_.m == 0 || p_.n == 0)
-    return GemmLowering{seq({}), {}};
+    return GemmLowering{seq({}), {}, {}};
   if (p_.k == 0) {
     KILN_TRY(StmtPtr body, emptyK());
-    return GemmLowering{body, {}};
+    return GemmLowering{body, {}, {}};
   }
 
   aBlock_ = makeBuffer(name("a_block"), p_.accumulate, kc_ * mc_, MemScope::Local);
@@ -487,7 +487,7 @@ Expected<GemmLowering> GemmBuilder::build() {
     break;
   }
   }
-  return GemmLowering{body, workspaces_};
+  return GemmLowering{body, workspaces_, {}};
 }
 
 } // namespace

@@ -86,6 +86,9 @@ struct GemmProblem {
 struct GemmLowering {
   kir::StmtPtr body;
   std::vector<kir::BufferPtr> workspaces;
+  /// Bodies of kernels launched after `body`'s on the same parameters, each with its name
+  /// suffix (split-K: "splitk_sum", which adds the partial products and runs the epilogue).
+  std::vector<std::pair<std::string, kir::StmtPtr>> followUps;
 };
 
 /// Lowers `problem` with `schedule` (checked with checkGemmSchedule; blocks larger than the

@@ -71,6 +71,7 @@ struct GpuMatMulSchedule {
   int warpM = 0, warpN = 0;
 
   bool tensorCores() const { return warpM > 0; }
+  bool operator==(const GpuMatMulSchedule &) const = default;
 };
 
 /// conv2d as an implicit GEMM over the GPU matmul template.

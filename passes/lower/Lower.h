@@ -14,6 +14,9 @@ namespace kiln::lower {
 /// scratch buffers the executor allocates (e.g. packed GEMM panels).
 struct LoweredKernel {
   kir::Kernel kernel;
+  /// Kernels launched right after `kernel`, in order, on the same parameters (split-K's sum
+  /// of the partial products): the group's output is complete when the last one ends.
+  std::vector<kir::Kernel> followUps;
   int numInputs = 0;
   int numWorkspaces = 0;
 };

@@ -342,13 +342,19 @@ private:
       KILN_TRY_VOID(needThreads("an ldmatrix"));
       if (ld.matrices != 1 && ld.matrices != 2 && ld.matrices != 4)
         return fail(fmt::format("ldmatrix of {} matrices (1, 2 or 4)", ld.matrices));
-      if (!ld.source || ld.source->scope != MemScope::Shared || dtypeByteSize(ld.source->dtype) != 2)
-        return fail("ldmatrix reads a shared buffer of 16-bit elements");
+      if (!ld.source || ld.source->scope != MemScope::Shared)
+        return fail("ldmatrix reads a shared buffer");
+      int bytes = dtypeByteSize(ld.source->dtype);
+      if (bytes != 2 && bytes != 1)
+        return fail("ldmatrix reads 16-bit elements, or 8-bit ones as pairs");
+      if (bytes == 1 && ld.transpose)
+        return fail("ldmatrix .trans of 8-bit elements would split their pairs");
       node.buffer = bufferIndex(*ld.source);
       node.op = ld.matrices;
       node.transpose = ld.transpose;
       KILN_TRY(node.fragments[0],
-               fragment(ld.destination, ld.source->dtype, 2 * ld.matrices, "ldmatrix destination"));
+               fragment(ld.destination, ld.source->dtype,
+                        ldMatrixElementsPerMatrix(bytes) * ld.matrices, "ldmatrix destination"));
       KILN_TRY(node.exprs[0], compileExpr(ld.rowIndex));
       KILN_TRY_VOID(checkIndex(node.exprs[0], "ldmatrix row"));
       break;

@@ -853,19 +853,23 @@ private:
     const Scalar *rowIndex = column(node.exprs[0]);
     const int64_t bytes = source->elementBytes;
     const int64_t offset = node.fragments[0].offset;
+    const int bytesPerElement = static_cast<int>(bytes);
+    const int perMatrix = ldMatrixElementsPerMatrix(bytesPerElement);
     for (int32_t i = 0; i < a.count; i += kWarpSize) {
       const int32_t base = a.ids[i];
-      // Lanes 8j .. 8j+7 address the rows of matrix j: 8 elements, 16-byte aligned.
+      // Lanes 8j .. 8j+7 address the rows of matrix j: 16 bytes, 16-byte aligned.
       for (int lane = 0; lane < 8 * matrices; ++lane) {
         size_t t = static_cast<size_t>(base + lane);
-        if (!checkAccess(*source, rowIndex[t].i, 8, nullptr, false, t, "ldmatrix row"))
+        if (!checkAccess(*source, rowIndex[t].i, 16 / bytes, nullptr, false, t, "ldmatrix row"))
           return false;
       }
       for (int lane = 0; lane < kWarpSize; ++lane) {
         const size_t t = static_cast<size_t>(base + lane);
-        for (int v = 0; v < 2 * matrices; ++v) {
-          MatrixPosition p = ldMatrixPosition(node.transpose, lane, v);
-          const int64_t element = rowIndex[static_cast<size_t>(base + 8 * (v / 2) + p.row)].i + p.col;
+        for (int v = 0; v < perMatrix * matrices; ++v) {
+          LdMatrixElement at = ldMatrixElement(bytesPerElement, node.transpose, lane, v);
+          const int64_t element =
+              rowIndex[static_cast<size_t>(base + 8 * at.matrix + at.position.row)].i +
+              at.position.col;
           if (!source->inFlight.empty() && source->inFlight[static_cast<size_t>(element)] != 0)
             return inFlightError(*source, element, t, what + " read");
           if (!source->written[static_cast<size_t>(element)])

@@ -2,7 +2,8 @@
 // convolutions as NHWC on tensor cores (mma in the kernels), keeps the
 // first one (three input channels) on CUDA cores, and the results match the
 // f64 reference within bf16-mixed's tolerance. The CPU pipeline leaves the
-// layout alone.
+// layout alone. Under fp8 the same happens with e4m3 tensor cores where the
+// target has them (sm_89 on), and the dense head's weight is read K-contiguous.
 #include "CompileTestUtil.h"
 
 #include "compiler/CheckNumerics.h"
@@ -93,6 +94,49 @@ TEST_CASE("bf16-mixed NCHW convolutions run as NHWC on tensor cores on a GPU tar
     CHECK(kernelsUsingMma(text) == 2);
   } else {
     CHECK(countOccurrences(graphText, "layout = \"nhwc\"") == 0);
+  }
+}
+
+TEST_CASE("fp8 convolutions and matmuls run on e4m3 tensor cores from sm_89 on",
+          "[compiler][layout]") {
+  std::string arch = GENERATE(std::string("sm_90a"), std::string("sm_80"));
+  CAPTURE(arch);
+  Graph graph("cnn", freshSeed());
+  buildSmallCnn(graph);
+  REQUIRE(graph.finalize());
+  Rng rng(freshSeed());
+  NamedTensors inputs{{"images", randomTensor(DType::F32, {2, 3, 9, 9}, rng)}};
+
+  std::ostringstream dump;
+  CompileOptions options;
+  options.target = TargetKind::Sim;
+  options.gpuArch = arch;
+  options.precision = passes::PrecisionPolicy::Fp8;
+  options.dump = kDumpGraph | kDumpKernel;
+  options.dumpStream = &dump;
+  auto check = checkNumerics(graph.ir(), inputs, graph.paramValues(), options,
+                             passes::precisionTolerance(options.precision));
+  if (!check)
+    FAIL(check.error().str());
+  for (const OutputNumerics &output : check->outputs) {
+    INFO(fmt::format("output {}: max error {:.3e} (tolerance {:.3e})", output.name,
+                     output.maxRelError, output.tolerance));
+    CHECK(output.ok());
+  }
+  std::string text = dump.str();
+  std::string graphText = text.substr(0, text.find("// ---- kernel"));
+  INFO(graphText);
+  if (arch == "sm_90a") {
+    CHECK(countOccurrences(graphText, "layout = \"nhwc\"") >= 2);
+    // kmajor: the head's weight [256, 5] is read as its transpose [5, 256].
+    CHECK(countOccurrences(graphText, "transpose_b = true") == 1);
+    // The two convolutions and the head (K-contiguous e4m3 rows of 256 bytes).
+    CHECK(kernelsUsingMma(text) == 3);
+  } else {
+    // sm_80 has no e4m3 product: fp8 stays on CUDA cores, the layout as written.
+    CHECK(countOccurrences(graphText, "layout = \"nhwc\"") == 0);
+    CHECK(countOccurrences(graphText, "transpose_b = true") == 0);
+    CHECK(kernelsUsingMma(text) == 0);
   }
 }
 

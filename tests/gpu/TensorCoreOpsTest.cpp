@@ -277,7 +277,8 @@ TEST_CASE("ldmatrix loads 1, 2 and 4 matrices, plain and transposed, on the GPU"
             MatrixPosition p = kir::ldMatrixPosition(transpose, lane, e);
             int matrix = e / 2;
             uint16_t expected =
-                source[static_cast<size_t>((8 * matrix + p.row) * testing::kLdMatrixRowStride + p.col)];
+                source[static_cast<size_t>((8 * matrix + p.row) * testing::ldMatrixRowStride(DType::F16) +
+                                           p.col)];
             if (got[lane * perLane + e] != expected && ++mismatches <= 8)
               FAIL_CHECK("lane " << lane << " element " << e << " is 0x" << std::hex
                                  << got[lane * perLane + e] << ", expected 0x" << expected
@@ -286,6 +287,40 @@ TEST_CASE("ldmatrix loads 1, 2 and 4 matrices, plain and transposed, on the GPU"
           }
         CHECK(mismatches == 0);
       }
+    }
+  }
+}
+
+TEST_CASE("ldmatrix of 8-bit elements delivers byte quads on the GPU", "[gpu][tensor-core]") {
+  CudaDevice &device = gpuTestDevice();
+  for (int matrices : {1, 2, 4}) {
+    INFO("x" << matrices << " e4m3");
+    const int64_t size = testing::ldMatrixSourceSize(matrices, DType::F8E4M3);
+    const int perLane = 4 * matrices;
+    std::vector<uint8_t> source(static_cast<size_t>(size));
+    for (int64_t i = 0; i < size; ++i)
+      source[static_cast<size_t>(i)] = static_cast<uint8_t>(i * 7 + 1); // distinct per row
+    DeviceBuffer sourceBuffer(device, size), out(device, 32 * perLane);
+    sourceBuffer.upload(source);
+    for (const LoadedKernel &loaded :
+         loadBoth(device, testing::ldMatrixKernel(matrices, false, DType::F8E4M3))) {
+      INFO("backend " << loaded.backend);
+      out.poison();
+      launch(loaded, {sourceBuffer.ptr, out.ptr});
+      std::vector<uint8_t> got = out.download<uint8_t>();
+      int mismatches = 0;
+      for (int lane = 0; lane < 32; ++lane)
+        for (int e = 0; e < perLane; ++e) {
+          kir::LdMatrixElement at = kir::ldMatrixElement(1, false, lane, e);
+          uint8_t expected = source[static_cast<size_t>(
+              (8 * at.matrix + at.position.row) * testing::ldMatrixRowStride(DType::F8E4M3) +
+              at.position.col)];
+          if (got[static_cast<size_t>(lane * perLane + e)] != expected && ++mismatches <= 8)
+            FAIL_CHECK("lane " << lane << " element " << e << " is "
+                               << int(got[static_cast<size_t>(lane * perLane + e)])
+                               << ", expected " << int(expected));
+        }
+      CHECK(mismatches == 0);
     }
   }
 }

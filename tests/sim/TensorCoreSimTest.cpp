@@ -271,9 +271,9 @@ struct LdMatrixKernel {
 };
 
 /// Threads fill the tile from `in`, barrier, then each warp's ldmatrix; lane l
-/// stores its 2 x matrices values to out[l * 2 x matrices + v].
+/// stores its values (2 or, for 8-bit elements, 4 per matrix) to out[l * values + v].
 Kernel ldMatrixKernel(const LdMatrixKernel &spec) {
-  const int values = 2 * spec.matrices;
+  const int values = ldMatrixElementsPerMatrix(dtypeByteSize(spec.dtype)) * spec.matrices;
   auto in = makeBuffer("in", spec.dtype, kTileSize);
   auto out = makeBuffer("out", spec.dtype, spec.threads * values);
   auto tile = makeBuffer("tile", spec.dtype, kTileSize, MemScope::Shared);
@@ -333,6 +333,47 @@ TEST_CASE("sim ldmatrix: x1, x2, x4 with and without trans", "[sim][mma]") {
             CHECK(params[1].getDouble(thread * values + v) == params[0].getDouble(source));
           }
       }
+}
+
+TEST_CASE("sim ldmatrix: 8-bit elements as byte pairs", "[sim][mma]") {
+  for (int matrices : {1, 2, 4}) {
+    LdMatrixKernel spec;
+    spec.matrices = matrices;
+    spec.dtype = DType::F8E4M3;
+    spec.threads = 64;
+    // Rows of 16 bytes: row r of matrix j at 32 r + 16 j (16-byte aligned).
+    spec.rowIndex = [](ExprPtr lane) {
+      return add(mul(mod(lane, index(8)), index(32)), mul(div(lane, index(8)), index(16)));
+    };
+    Kernel kernel = ldMatrixKernel(spec);
+    std::vector<HostTensor> params = test::randomTensors(kernel, 17);
+    auto stats = sim::simulateKernel(kernel, params);
+    INFO("x" << matrices);
+    REQUIRE(stats.has_value());
+    CHECK(stats->sharedLoads == 4 * 64 * matrices);
+    const int values = 4 * matrices;
+    for (int thread = 0; thread < 64; ++thread)
+      for (int v = 0; v < values; ++v) {
+        // From the ISA's b16 layout: lane l holds the 16-bit value at row l / 4, column
+        // 2 (l % 4) (+1) of each matrix, i.e. bytes 4 (l % 4) .. 4 (l % 4) + 3, low first.
+        int lane = thread % 32, row = lane / 4, col = 4 * (lane % 4) + v % 4;
+        int64_t source = 32 * row + 16 * (v / 4) + col;
+        INFO("thread " << thread << " value " << v);
+        CHECK(params[1].getDouble(thread * values + v) == params[0].getDouble(source));
+      }
+  }
+  // .trans would move bytes in pairs: refused (the builder refuses it too).
+  auto tile = makeBuffer("tile", DType::F8E4M3, 256, MemScope::Shared);
+  auto frag = makeBuffer("frag", DType::F8E4M3, 16, MemScope::Register);
+  auto out = makeBuffer("out", DType::F8E4M3, 16);
+  Kernel kernel = gpuKernel("ldmatrix_trans", {out}, {1, 1, 1}, {32, 1, 1}, {tile},
+                            [&](const GpuCoords &c) {
+                              auto trans = std::make_shared<LdMatrix>(
+                                  Fragment{frag, 0}, 4, true, tile, mul(c.thread[0], index(16)));
+                              return allocate(frag, trans);
+                            });
+  std::vector<HostTensor> params = test::randomTensors(kernel, 1);
+  CHECK_THAT(test::simulationError(kernel, params), Catch::Contains("would split their pairs"));
 }
 
 TEST_CASE("sim ldmatrix: bad rows, unwritten elements, races and partial warps", "[sim][mma]") {

@@ -14,25 +14,30 @@ int64_t ceilDivide(int64_t a, int64_t b) { return (a + b - 1) / b; }
 } // namespace
 
 GemmGrid::GemmGrid(const GemmProblem &problem, int64_t blockM, int64_t blockN,
-                   const std::string &prefix)
+                   const std::string &prefix, int64_t splits)
     : batch_(problem.batch), tilesM_(ceilDivide(problem.m, blockM)),
-      tilesN_(ceilDivide(problem.n, blockN)) {
-  blocks_ = batch_ * tilesM_ * tilesN_;
+      tilesN_(ceilDivide(problem.n, blockN)), splits_(splits) {
+  // Grid z (or the slowest part of a folded x) counts (batch, split) pairs, split fastest.
+  int64_t layers = batch_ * splits_;
+  blocks_ = layers * tilesM_ * tilesN_;
   bx_ = makeVar(prefix + "_bx");
   by_ = makeVar(prefix + "_by");
   bz_ = makeVar(prefix + "_bz");
-  folded_ = tilesM_ > kMaxGridYZ || batch_ > kMaxGridYZ;
+  folded_ = tilesM_ > kMaxGridYZ || layers > kMaxGridYZ;
+  ExprPtr layer;
   if (folded_) {
-    // Every tile on grid x: n tile fastest, then m tile, then batch.
+    // Every tile on grid x: n tile fastest, then m tile, then (batch, split).
     ExprPtr v = kir::ref(bx_);
     j0_ = mul(mod(v, index(tilesN_)), index(blockN));
     i0_ = mul(mod(div(v, index(tilesN_)), index(tilesM_)), index(blockM));
-    b_ = div(v, index(tilesN_ * tilesM_));
+    layer = div(v, index(tilesN_ * tilesM_));
   } else {
     j0_ = mul(kir::ref(bx_), index(blockN));
     i0_ = tilesM_ == 1 ? index(0) : mul(kir::ref(by_), index(blockM));
-    b_ = batch_ == 1 ? index(0) : kir::ref(bz_);
+    layer = layers == 1 ? index(0) : kir::ref(bz_);
   }
+  b_ = batch_ == 1 ? index(0) : splits_ == 1 ? layer : div(layer, index(splits_));
+  split_ = splits_ == 1 ? index(0) : mod(layer, index(splits_));
 }
 
 StmtPtr GemmGrid::wrap(StmtPtr body) const {
@@ -41,8 +46,8 @@ StmtPtr GemmGrid::wrap(StmtPtr body) const {
   body = forRange(bx_, tilesN_, ForKind::BlockX, body);
   if (tilesM_ > 1)
     body = forRange(by_, tilesM_, ForKind::BlockY, body);
-  if (batch_ > 1)
-    body = forRange(bz_, batch_, ForKind::BlockZ, body);
+  if (batch_ * splits_ > 1)
+    body = forRange(bz_, batch_ * splits_, ForKind::BlockZ, body);
   return body;
 }
 

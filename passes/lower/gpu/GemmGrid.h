@@ -1,6 +1,6 @@
-// The grid of a GPU GEMM kernel: one block per (batch, M tile, N tile) on block.z / y / x,
-// all folded into x when y or z would pass CUDA's 65535 limit. Shared by the CUDA-core and
-// the tensor-core templates.
+// The grid of a GPU GEMM kernel: one block per (batch, K split, M tile, N tile) on block.z (batch
+// and split) / y / x, all folded into x when y or z would pass CUDA's 65535 limit. Shared by the
+// CUDA-core and the tensor-core templates.
 #pragma once
 
 #include "ir/kernel/KernelIR.h"
@@ -12,7 +12,9 @@ namespace kiln::lower {
 
 class GemmGrid {
 public:
-  GemmGrid(const GemmProblem &problem, int64_t blockM, int64_t blockN, const std::string &prefix);
+  /// `splits` > 1: split-K, each (batch, tile) computed by that many blocks, one per K range.
+  GemmGrid(const GemmProblem &problem, int64_t blockM, int64_t blockN, const std::string &prefix,
+           int64_t splits = 1);
 
   /// Whether the grid has no block (an empty output).
   bool empty() const { return blocks_ == 0; }
@@ -20,14 +22,16 @@ public:
   const kir::ExprPtr &batch() const { return b_; }
   const kir::ExprPtr &row0() const { return i0_; }
   const kir::ExprPtr &col0() const { return j0_; }
+  /// The block's K split, in [0, splits).
+  const kir::ExprPtr &split() const { return split_; }
   /// `body` (the shared allocations and the thread loop) inside the block loops.
   kir::StmtPtr wrap(kir::StmtPtr body) const;
 
 private:
-  int64_t batch_, tilesM_, tilesN_, blocks_;
+  int64_t batch_, tilesM_, tilesN_, splits_, blocks_;
   bool folded_ = false;
   kir::VarPtr bx_, by_, bz_;
-  kir::ExprPtr b_, i0_, j0_;
+  kir::ExprPtr b_, i0_, j0_, split_;
 };
 
 /// `store` of output element (i, j), run only where (i, j) lies in the problem: no guard on an

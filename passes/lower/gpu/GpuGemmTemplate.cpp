@@ -320,7 +320,7 @@ Expected<GemmLowering> GpuGemmBuilder::build() {
   if (grid.empty()) {
     // An empty output: one idle thread (a launch needs at least one).
     StmtPtr idle = std::make_shared<Block>(std::vector<StmtPtr>{});
-    return GemmLowering{forRange(tid, 1, ForKind::ThreadX, idle), {}};
+    return GemmLowering{forRange(tid, 1, ForKind::ThreadX, idle), {}, {}};
   }
   i0_ = grid.row0();
   j0_ = grid.col0();
@@ -329,7 +329,7 @@ Expected<GemmLowering> GpuGemmBuilder::build() {
   body = forRange(tid, threads_, ForKind::ThreadX, body);
   body = allocate(a_.shared, allocate(b_.shared, body));
   body = grid.wrap(body);
-  return GemmLowering{body, {}};
+  return GemmLowering{body, {}, {}};
 }
 
 } // namespace

@@ -8,6 +8,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
+
 namespace kiln::lower {
 namespace {
 
@@ -46,6 +49,8 @@ public:
     warpsN_ = s_.blockN / s_.warpN;
     threads_ = gpuMmaThreads(s_);
     numK_ = p_.k == 0 ? 0 : ceilDivide(p_.k, s_.blockK);
+    splits_ = std::max(1, s_.splitK);
+    tilesPerSplit_ = ceilDivide(numK_, splits_); // legal schedules leave no split empty
     tilesM_ = s_.warpM / info_.m;
     tilesN_ = s_.warpN / info_.n;
     a_ = makeOperand("a", s_.blockM, p_.m, p_.aContiguousInK);
@@ -88,10 +93,24 @@ private:
   StmtPtr copyTiles(const ExprPtr &b, const ExprPtr &tile, const ExprPtr &stage) const;
   /// Loads the fragments of k step `ks` of stage `stage` and runs every product of the warp.
   StmtPtr computeStep(const ExprPtr &stage, int64_t ks) const;
+  /// Whether `op`'s fragments come by ldmatrix: 16-bit elements either way round, 8-bit ones
+  /// (read as byte pairs, which .trans would split) only K-contiguous; never tf32.
+  bool usesLdMatrix(const TileOperand &op) const {
+    return kind_ != MmaKind::TF32_M16N8K8 && (dtypeByteSize(dtype_) == 2 || op.contiguousInK);
+  }
   StmtPtr loadFragmentsA(const ExprPtr &stageBase, int64_t k0) const;
   StmtPtr loadFragmentsB(const ExprPtr &stageBase, int64_t k0) const;
-  StmtPtr mainLoop(const ExprPtr &b) const;
+  /// The K tiles [firstTile, firstTile + tileCount) of the block's output tile.
+  StmtPtr mainLoop(const ExprPtr &b, const ExprPtr &firstTile, const ExprPtr &tileCount) const;
+  /// The statements atElement(i, j, value) makes for every accumulator value at its output
+  /// row i and column j, each guarded at the problem's edges.
+  template <typename Fn> Expected<StmtPtr> forEachAccumulator(Fn &&atElement) const;
   Expected<StmtPtr> epilogue(const ExprPtr &b) const;
+  /// Split-K: the block's partial products into its layer of the workspace.
+  Expected<StmtPtr> storePartials(const ExprPtr &b, const ExprPtr &split) const;
+  /// Split-K's second kernel: each output element sums its partials (in split order, so the
+  /// result does not depend on which block finished first) and runs the epilogue.
+  Expected<StmtPtr> sumPartials() const;
 
   const GemmProblem &p_;
   GpuMatMulSchedule s_;
@@ -99,8 +118,10 @@ private:
   const MmaShapeInfo &info_;
   DType dtype_;
   int64_t chunk_, warpsN_, threads_, numK_, tilesM_, tilesN_;
+  int64_t splits_, tilesPerSplit_;
   TileOperand a_, b_;
   BufferPtr acc_, aFrag_, bFrag_;
+  BufferPtr partials_; ///< split-K: f32 [split][batch][m][n]
   ExprPtr tid_, lane_, group_, threadInGroup_, warpRow0_, warpCol0_, i0_, j0_;
 };
 
@@ -176,35 +197,53 @@ StmtPtr MmaGemmBuilder::copyTiles(const ExprPtr &b, const ExprPtr &tile,
   return seq({copyTile(a_, b, i0_, tile, stage), copyTile(b_, b, j0_, tile, stage)});
 }
 
-// A fragments of the warp's tilesM row tiles for the k step starting at k0. 16-bit operands
-// use one ldmatrix.x4 per row tile: lane l gives row l % 8 of matrix l / 8, the matrices being
-// (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15) -- exactly the
-// a0..a7 order of the mma A fragment; stored K-major they are read transposed. tf32 operands
-// (no ldmatrix for 32-bit elements) are loaded element by element at the A layout
-// (ir/kernel/MmaLayout.h): row g + 8 (i % 2), column t + 4 (i / 2).
+// A fragment element's position in its tile as (row, column) = (g + row, t * tStep + column)
+// with g = lane / 4 and t = lane % 4: read off the layout table of ir/kernel/MmaLayout.h at
+// lanes 0 and 1 (every product's layout is affine in g and t so).
+struct FragmentOffset {
+  int64_t row = 0, column = 0, tStep = 0;
+  bool tInRows = false; ///< t moves the row (B's k) rather than the column
+};
+
+FragmentOffset fragmentOffset(MmaKind kind, MmaOperand operand, int element) {
+  MatrixPosition at0 = mmaFragmentPosition(kind, operand, 0, element);
+  MatrixPosition at1 = mmaFragmentPosition(kind, operand, 1, element);
+  bool tInRows = at1.row != at0.row;
+  return {at0.row, at0.col, tInRows ? at1.row - at0.row : at1.col - at0.col, tInRows};
+}
+
+// A fragments of the warp's tilesM row tiles for the k step starting at k0. Where ldmatrix
+// fits (usesLdMatrix), one ldmatrix.x4 per row tile: lane l gives row l % 8 of matrix l / 8,
+// the matrices being (rows 0-7, k 0..k/2), (rows 8-15, k 0..k/2), (rows 0-7, k k/2..k),
+// (rows 8-15, k k/2..k) -- exactly the order of the mma A fragment's registers (16-bit
+// elements in pairs, e4m3 in quads); stored K-major (16-bit only) they are read transposed.
+// Otherwise (tf32, or an e4m3 operand whose contiguous axis is not K) the elements are loaded
+// one by one at the A layout of ir/kernel/MmaLayout.h.
 StmtPtr MmaGemmBuilder::loadFragmentsA(const ExprPtr &stageBase, int64_t k0) const {
   std::vector<StmtPtr> stmts;
   for (int64_t mi = 0; mi < tilesM_; ++mi) {
     ExprPtr m0 = add(warpRow0_, index(mi * info_.m));
-    if (kind_ != MmaKind::TF32_M16N8K8) {
+    if (usesLdMatrix(a_)) {
       ExprPtr matrix = div(lane_, index(8)), r = mod(lane_, index(8));
       ExprPtr rowHalf = mul(mod(matrix, index(2)), index(8));
-      ExprPtr colHalf = mul(div(matrix, index(2)), index(8));
+      ExprPtr kHalf = mul(div(matrix, index(2)), index(info_.k / 2));
       ExprPtr row, col;
       if (a_.contiguousInK) {
         row = add(add(m0, r), rowHalf);
-        col = add(index(k0), colHalf);
+        col = add(index(k0), kHalf);
       } else {
-        row = add(add(index(k0), colHalf), r);
+        row = add(add(index(k0), kHalf), r);
         col = add(m0, rowHalf);
       }
       stmts.push_back(ldMatrix({aFrag_, mi * info_.aElements}, 4, !a_.contiguousInK, a_.shared,
                                add(stageBase, swizzled(a_, row, col))));
       continue;
     }
-    for (int64_t e = 0; e < info_.aElements; ++e) {
-      ExprPtr m = add(m0, add(group_, index(8 * (e % 2))));
-      ExprPtr k = add(index(k0), add(threadInGroup_, index(4 * (e / 2))));
+    for (int e = 0; e < info_.aElements; ++e) {
+      FragmentOffset f = fragmentOffset(kind_, MmaOperand::A, e);
+      KILN_CHECK(!f.tInRows, "an mma A layout whose rows move with t");
+      ExprPtr m = add(m0, add(group_, index(f.row)));
+      ExprPtr k = add(index(k0 + f.column), mul(threadInGroup_, index(f.tStep)));
       ExprPtr at = a_.contiguousInK ? swizzled(a_, m, k) : swizzled(a_, k, m);
       stmts.push_back(store(aFrag_, index(mi * info_.aElements + e),
                             load(a_.shared, add(stageBase, at))));
@@ -213,17 +252,17 @@ StmtPtr MmaGemmBuilder::loadFragmentsA(const ExprPtr &stageBase, int64_t k0) con
   return seq(std::move(stmts));
 }
 
-// B fragments of the warp's tilesN column tiles. 16-bit operands: one ldmatrix.x4 per pair of
-// n8 tiles, matrices (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15): the
-// b0..b3 of the first tile, then of the second. B stored N-major (k contiguous) is read as is,
-// stored K-major (n contiguous) transposed. tf32: b_i at row (k) t + 4 i, column (n) g.
+// B fragments of the warp's tilesN column tiles. With ldmatrix, one .x4 per pair of n8 tiles,
+// matrices (k 0..k/2, n 0-7), (k k/2..k, n 0-7), (k 0..k/2, n 8-15), (k k/2..k, n 8-15): the
+// registers of the first tile, then of the second. B stored N-major (k contiguous) is read as
+// is, stored K-major (n contiguous, 16-bit only) transposed. Otherwise element by element.
 StmtPtr MmaGemmBuilder::loadFragmentsB(const ExprPtr &stageBase, int64_t k0) const {
   std::vector<StmtPtr> stmts;
-  if (kind_ != MmaKind::TF32_M16N8K8) {
+  if (usesLdMatrix(b_)) {
     for (int64_t pair = 0; pair < tilesN_ / 2; ++pair) {
       ExprPtr n0 = add(warpCol0_, index(pair * 2 * info_.n));
       ExprPtr matrix = div(lane_, index(8)), r = mod(lane_, index(8));
-      ExprPtr kHalf = mul(mod(matrix, index(2)), index(8));
+      ExprPtr kHalf = mul(mod(matrix, index(2)), index(info_.k / 2));
       ExprPtr nHalf = mul(div(matrix, index(2)), index(8));
       ExprPtr row, col;
       if (b_.contiguousInK) {
@@ -239,9 +278,11 @@ StmtPtr MmaGemmBuilder::loadFragmentsB(const ExprPtr &stageBase, int64_t k0) con
     return seq(std::move(stmts));
   }
   for (int64_t ni = 0; ni < tilesN_; ++ni)
-    for (int64_t e = 0; e < info_.bElements; ++e) {
-      ExprPtr n = add(add(warpCol0_, index(ni * info_.n)), group_);
-      ExprPtr k = add(index(k0), add(threadInGroup_, index(4 * e)));
+    for (int e = 0; e < info_.bElements; ++e) {
+      FragmentOffset f = fragmentOffset(kind_, MmaOperand::B, e);
+      KILN_CHECK(f.tInRows, "an mma B layout whose columns move with t");
+      ExprPtr n = add(add(warpCol0_, index(ni * info_.n + f.column)), group_);
+      ExprPtr k = add(index(k0 + f.row), mul(threadInGroup_, index(f.tStep)));
       ExprPtr at = b_.contiguousInK ? swizzled(b_, n, k) : swizzled(b_, k, n);
       stmts.push_back(store(bFrag_, index(ni * info_.bElements + e),
                             load(b_.shared, add(stageBase, at))));
@@ -266,33 +307,40 @@ StmtPtr MmaGemmBuilder::computeStep(const ExprPtr &stage, int64_t ks) const {
 // Step t waits until at most stages-2 groups are in flight (so tile t has landed for this
 // thread), reaches a barrier (every thread's copies of tile t are visible, and every warp is
 // done with tile t-1, whose stage tile t+stages-1 overwrites), issues that tile and commits
-// (a group even when empty, so the count stays uniform), then computes on tile t.
-StmtPtr MmaGemmBuilder::mainLoop(const ExprPtr &b) const {
-  if (numK_ == 0)
+// (a group even when empty, so the count stays uniform), then computes on tile t. Tiles are
+// counted from `firstTile` (a split's first K tile); `tileCount` may vary by block.
+StmtPtr MmaGemmBuilder::mainLoop(const ExprPtr &b, const ExprPtr &firstTile,
+                                 const ExprPtr &tileCount) const {
+  std::optional<int64_t> staticCount = constIntValue(tileCount);
+  if (staticCount && *staticCount == 0)
     return nullptr;
+  auto global = [&](ExprPtr t) { return add(firstTile, t); };
   std::vector<StmtPtr> prologue;
   for (int64_t t = 0; t < s_.stages - 1; ++t) {
-    if (t < numK_)
-      prologue.push_back(copyTiles(b, index(t), index(t)));
+    StmtPtr copy = copyTiles(b, global(index(t)), index(t));
+    if (!staticCount)
+      prologue.push_back(ifThen(lt(index(t), tileCount), copy));
+    else if (t < *staticCount)
+      prologue.push_back(copy);
     prologue.push_back(asyncCommit());
   }
   VarPtr tileVar = makeVar(name("kt"));
   ExprPtr tile = kir::ref(tileVar);
   ExprPtr next = add(tile, index(s_.stages - 1));
   std::vector<StmtPtr> step{asyncWait(s_.stages - 2), barrier(),
-                            ifThen(lt(next, index(numK_)),
-                                   copyTiles(b, next, mod(next, index(s_.stages)))),
+                            ifThen(lt(next, tileCount),
+                                   copyTiles(b, global(next), mod(next, index(s_.stages)))),
                             asyncCommit()};
   ExprPtr current = mod(tile, index(s_.stages));
   for (int64_t ks = 0; ks < s_.blockK / info_.k; ++ks)
     step.push_back(computeStep(current, ks));
   return seq({seq(std::move(prologue)),
-              forLoop(tileVar, index(0), index(numK_), ForKind::Serial, seq(std::move(step)))});
+              forLoop(tileVar, index(0), tileCount, ForKind::Serial, seq(std::move(step)))});
 }
 
 // Accumulator e of tile (mi, ni) is at row g + 8 (e / 2), column 2 t + e % 2 of the tile
 // (the C layout of ir/kernel/MmaLayout.h).
-Expected<StmtPtr> MmaGemmBuilder::epilogue(const ExprPtr &b) const {
+template <typename Fn> Expected<StmtPtr> MmaGemmBuilder::forEachAccumulator(Fn &&atElement) const {
   std::vector<StmtPtr> stmts;
   for (int64_t mi = 0; mi < tilesM_; ++mi)
     for (int64_t ni = 0; ni < tilesN_; ++ni)
@@ -300,21 +348,53 @@ Expected<StmtPtr> MmaGemmBuilder::epilogue(const ExprPtr &b) const {
         ExprPtr i = add(i0_, add(warpRow0_, add(index(mi * info_.m + 8 * (e / 2)), group_)));
         ExprPtr j = add(j0_, add(warpCol0_, add(index(ni * info_.n + e % 2),
                                                 mul(threadInGroup_, index(2)))));
-        std::vector<ExprPtr> bij{b, i, j};
         ExprPtr value = load(acc_, index((mi * tilesN_ + ni) * info_.cElements + e));
-        KILN_TRY(StmtPtr st, p_.storeResult(bij, value));
+        KILN_TRY(StmtPtr st, atElement(i, j, value));
         stmts.push_back(guardEdges(p_, s_.blockM, s_.blockN, i, j, st));
       }
   return seq(std::move(stmts));
 }
 
+Expected<StmtPtr> MmaGemmBuilder::epilogue(const ExprPtr &b) const {
+  return forEachAccumulator([&](ExprPtr i, ExprPtr j, ExprPtr value) {
+    std::vector<ExprPtr> bij{b, i, j};
+    return p_.storeResult(bij, value);
+  });
+}
+
+Expected<StmtPtr> MmaGemmBuilder::storePartials(const ExprPtr &b, const ExprPtr &split) const {
+  ExprPtr layer = add(mul(split, index(p_.batch)), b);
+  return forEachAccumulator([&](ExprPtr i, ExprPtr j, ExprPtr value) -> Expected<StmtPtr> {
+    ExprPtr at = add(mul(add(mul(layer, index(p_.m)), i), index(p_.n)), j);
+    return store(partials_, at, value);
+  });
+}
+
+Expected<StmtPtr> MmaGemmBuilder::sumPartials() const {
+  constexpr int64_t kThreads = 256;
+  int64_t elements = p_.batch * p_.m * p_.n;
+  VarPtr block = makeVar(name("sum_bx")), thread = makeVar(name("sum_tid"));
+  VarPtr element = makeVar(name("sum_e"));
+  ExprPtr e = kir::ref(element);
+  ExprPtr sum = load(partials_, e);
+  for (int64_t split = 1; split < splits_; ++split)
+    sum = add(sum, load(partials_, add(index(split * elements), e)));
+  std::vector<ExprPtr> bij{div(e, index(p_.m * p_.n)), mod(div(e, index(p_.n)), index(p_.m)),
+                           mod(e, index(p_.n))};
+  KILN_TRY(StmtPtr store, p_.storeResult(bij, sum));
+  StmtPtr body = elements % kThreads == 0 ? store : ifThen(lt(e, index(elements)), store);
+  body = let(element, add(mul(kir::ref(block), index(kThreads)), kir::ref(thread)), body);
+  body = forRange(thread, kThreads, ForKind::ThreadX, body);
+  return forRange(block, ceilDivide(elements, kThreads), ForKind::BlockX, body);
+}
+
 Expected<GemmLowering> MmaGemmBuilder::build() {
   VarPtr tid = makeVar(name("tid"));
   tid_ = kir::ref(tid);
-  GemmGrid grid(p_, s_.blockM, s_.blockN, p_.name);
+  GemmGrid grid(p_, s_.blockM, s_.blockN, p_.name, splits_);
   if (grid.empty()) {
     StmtPtr idle = std::make_shared<Block>(std::vector<StmtPtr>{});
-    return GemmLowering{forRange(tid, 1, ForKind::ThreadX, idle), {}};
+    return GemmLowering{forRange(tid, 1, ForKind::ThreadX, idle), {}, {}};
   }
   i0_ = grid.row0();
   j0_ = grid.col0();
@@ -335,8 +415,23 @@ Expected<GemmLowering> MmaGemmBuilder::build() {
   std::vector<StmtPtr> init;
   for (int64_t x = 0; x < accCount; ++x)
     init.push_back(store(acc_, index(x), constant(0.0, Type::scalar(DType::F32))));
-  KILN_TRY(StmtPtr tail, epilogue(grid.batch()));
-  StmtPtr body = seq({seq(std::move(init)), mainLoop(grid.batch()), tail});
+  ExprPtr firstTile = index(0), tileCount = index(numK_);
+  StmtPtr tail;
+  if (splits_ > 1) {
+    // Split s takes tiles [s * per, min((s + 1) * per, numK)); the schedule leaves none empty.
+    partials_ = makeBuffer(name("partials"), DType::F32, splits_ * p_.batch * p_.m * p_.n);
+    KILN_CHECK(tilesPerSplit_ > 0 && (splits_ - 1) * tilesPerSplit_ < numK_,
+               "a split-K schedule leaves a split without K tiles");
+    firstTile = mul(grid.split(), index(tilesPerSplit_));
+    if (numK_ % tilesPerSplit_ != 0)
+      tileCount = min(index(tilesPerSplit_), sub(index(numK_), firstTile));
+    else
+      tileCount = index(tilesPerSplit_);
+    KILN_TRY(tail, storePartials(grid.batch(), grid.split()));
+  } else {
+    KILN_TRY(tail, epilogue(grid.batch()));
+  }
+  StmtPtr body = seq({seq(std::move(init)), mainLoop(grid.batch(), firstTile, tileCount), tail});
   body = allocate(acc_, allocate(aFrag_, allocate(bFrag_, body)));
   body = let(warpCol0, mul(mod(warpIndex, index(warpsN_)), index(s_.warpN)), body);
   body = let(warpRow0, mul(div(warpIndex, index(warpsN_)), index(s_.warpM)), body);
@@ -344,7 +439,13 @@ Expected<GemmLowering> MmaGemmBuilder::build() {
   body = let(warp, div(tid_, index(32)), let(lane, mod(tid_, index(32)), body));
   body = forRange(tid, threads_, ForKind::ThreadX, body);
   body = allocate(a_.shared, allocate(b_.shared, body));
-  return GemmLowering{grid.wrap(body), {}};
+  GemmLowering lowered{grid.wrap(body), {}, {}};
+  if (splits_ > 1) {
+    KILN_TRY(StmtPtr sum, sumPartials());
+    lowered.workspaces.push_back(partials_);
+    lowered.followUps.emplace_back("splitk_sum", sum);
+  }
+  return lowered;
 }
 
 } // namespace

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
+#include <string>
 
 namespace kiln::lower {
 
@@ -22,10 +24,44 @@ bool isPowerOfTwo(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 Expected<void> illegal(const GpuMatMulSchedule &s, std::string_view why) {
   return makeError(ErrorCode::InvalidArgument,
                    fmt::format("tensor-core schedule bm={} bn={} bk={} wm={} wn={} stages={} "
-                               "vw={}: {}",
+                               "vw={} splitk={}: {}",
                                s.blockM, s.blockN, s.blockK, s.warpM, s.warpN, s.stages,
-                               s.vectorWidth, why));
+                               s.vectorWidth, s.splitK, why));
 }
+
+/// The most blocks one output tile's K range is split over.
+constexpr int kMaxSplitK = 16;
+
+/// Blocks of the grid before any K split.
+int64_t outputBlocks(const GpuMatMulSchedule &s, const GemmShape &shape) {
+  return shape.batch * ceilDivide(shape.m, s.blockM) * ceilDivide(shape.n, s.blockN);
+}
+
+/// Why `splitK` cannot split `shape`'s K tiles with `s` (nullopt: it can). Every split gets
+/// ceil(tiles / splitK) tiles but the last, which must keep at least one.
+std::optional<std::string> splitKProblem(const GpuMatMulSchedule &s, const GemmShape &shape) {
+  if (s.splitK < 1 || s.splitK > kMaxSplitK)
+    return fmt::format("splitK must be 1 to {}", kMaxSplitK);
+  if (s.splitK == 1)
+    return std::nullopt;
+  int64_t tiles = ceilDivide(shape.k, s.blockK);
+  int64_t perSplit = ceilDivide(tiles, s.splitK);
+  if (tiles == 0 || (s.splitK - 1) * perSplit >= tiles)
+    return fmt::format("splitK {} leaves a split without K tiles (K = {} is {} tiles of {})",
+                       s.splitK, shape.k, tiles, s.blockK);
+  return std::nullopt;
+}
+
+/// The heuristic's cost model, in units of one K tile of a 128 x 128 block. A block tile's K
+/// tile costs (blockM + blockN) / 256 of that (its shared-memory traffic per multiply-add
+/// grows as its operand reuse falls); a block runs its split's tiles plus about three of
+/// pipeline fill and epilogue; the SMs run the blocks in full waves. A K split adds the
+/// second launch and the partial sums' round trip (f32, written then read, mostly in L2).
+constexpr double kPipelineFillTiles = 3.0;
+constexpr double kSplitLaunchTiles = 8.0;
+constexpr double kPartialBytesPerTile = 1 << 20;
+/// Each split of the default keeps at least this many K tiles: its pipeline runs past the fill.
+constexpr int64_t kMinTilesPerSplit = 4;
 
 /// 32-bit registers a thread holds for accumulators and one k step's fragments.
 int64_t fragmentRegisters(const GpuMatMulSchedule &s, const kir::MmaShapeInfo &info) {
@@ -34,6 +70,17 @@ int64_t fragmentRegisters(const GpuMatMulSchedule &s, const kir::MmaShapeInfo &i
   int64_t aWords = tilesM * info.aElements * operandBytes / 4;
   int64_t bWords = tilesN * info.bElements * operandBytes / 4;
   return tilesM * tilesN * info.cElements + aWords + bWords;
+}
+
+double estimatedTime(const GpuMatMulSchedule &s, const GemmShape &shape, int64_t numSms) {
+  int64_t tiles = ceilDivide(std::max<int64_t>(shape.k, 1), s.blockK);
+  int64_t waves = ceilDivide(std::max<int64_t>(outputBlocks(s, shape) * s.splitK, 1), numSms);
+  double tileCost = double(s.blockM + s.blockN) / 256.0;
+  double time = double(waves) * (double(ceilDivide(tiles, s.splitK)) + kPipelineFillTiles) * tileCost;
+  if (s.splitK > 1)
+    time += kSplitLaunchTiles +
+            double(s.splitK) * double(shape.batch * shape.m * shape.n) * 8.0 / kPartialBytesPerTile;
+  return time;
 }
 
 } // namespace
@@ -49,6 +96,10 @@ std::optional<kir::MmaKind> gpuMmaKindFor(const GemmShape &shape,
   case DType::F32:
     if (shape.allowTf32)
       kind = kir::MmaKind::TF32_M16N8K8;
+    break;
+  case DType::F8E4M3:
+    if (target.sm >= kir::mmaShapeInfo(kir::MmaKind::E4M3_M16N8K32).minSm)
+      kind = kir::MmaKind::E4M3_M16N8K32;
     break;
   default: break;
   }
@@ -84,7 +135,8 @@ Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &s, const GemmShape &
   std::optional<kir::MmaKind> kind = gpuMmaKindFor(shape, target);
   if (!kind)
     return illegal(s, fmt::format("no tensor-core product for {} operands accumulating in {} on "
-                                  "{} (dense f16/bf16, or f32 with allow_tf32, on sm_80+)",
+                                  "{} (dense f16/bf16, or f32 with allow_tf32, on sm_80+; "
+                                  "f8e4m3 on sm_89+)",
                                   dtypeName(shape.operandDtype), dtypeName(shape.accumulate),
                                   target.archName()));
   const kir::MmaShapeInfo &info = kir::mmaShapeInfo(*kind);
@@ -105,17 +157,17 @@ Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &s, const GemmShape &
     return illegal(s, "vectorWidth must copy 4, 8 or 16 bytes");
   if (s.stages < 2 || s.stages > 4)
     return illegal(s, "stages must be 2, 3 or 4");
-  if (s.splitK != 1)
-    return illegal(s, "splitK must be 1 (split-K is not implemented)");
+  if (std::optional<std::string> why = splitKProblem(s, shape))
+    return illegal(s, *why);
   int64_t threads = gpuMmaThreads(s);
   if (threads > target.maxThreadsPerBlock)
     return illegal(s, fmt::format("{} threads exceed the {} a block may have", threads,
                                   target.maxThreadsPerBlock));
+  // Past the static 48 KiB the tiles come from dynamic shared memory (opt-in, up to the SM's).
   int64_t shared = gpuMmaSharedBytes(s, dtype);
-  if (shared > target.staticSharedBytesPerBlock)
-    return illegal(s, fmt::format("{} bytes of shared tiles exceed the {} of static shared "
-                                  "memory",
-                                  shared, target.staticSharedBytesPerBlock));
+  if (shared > target.maxSharedBytesPerBlock())
+    return illegal(s, fmt::format("{} bytes of shared tiles exceed the {} a block may have on {}",
+                                  shared, target.maxSharedBytesPerBlock(), target.archName()));
   if (fragmentRegisters(s, info) > 168)
     return illegal(s, fmt::format("{} accumulator and fragment registers per thread exceed 168",
                                   fragmentRegisters(s, info)));
@@ -127,34 +179,45 @@ GpuMatMulSchedule defaultGpuMmaSchedule(const GemmShape &shape,
   std::optional<kir::MmaKind> kind = gpuMmaKindFor(shape, target);
   KILN_CHECK(kind, "defaultGpuMmaSchedule needs a GEMM that runs on tensor cores");
   DType dtype = kir::mmaShapeInfo(*kind).operandDtype;
+  // The block tile and K split of least estimated time (ties: the larger tile, fewer splits).
   GpuMatMulSchedule best;
-  double bestScore = -1.0;
+  best.blockK = 64 / dtypeByteSize(dtype); // 64 bytes of each K row per stage
+  double bestTime = 0.0;
   const std::pair<int, int> tiles[] = {{128, 128}, {128, 64}, {64, 128}, {64, 64},
                                        {64, 32},   {32, 64},  {32, 32}};
-  for (auto [blockM, blockN] : tiles) {
-    int64_t blocks = shape.batch * ceilDivide(shape.m, blockM) * ceilDivide(shape.n, blockN);
-    double score = usefulFraction(shape.m, blockM) * usefulFraction(shape.n, blockN) *
-                   waveEfficiency(blocks, target.numSms) * reuse(blockM, blockN);
-    if (score > bestScore + 1e-9) {
-      bestScore = score;
-      best.blockM = blockM;
-      best.blockN = blockN;
+  int64_t kTiles = ceilDivide(std::max<int64_t>(shape.k, 1), best.blockK);
+  bool first = true;
+  for (auto [blockM, blockN] : tiles)
+    for (int splitK = 1; splitK <= kMaxSplitK; ++splitK) {
+      GpuMatMulSchedule candidate = best;
+      candidate.blockM = blockM;
+      candidate.blockN = blockN;
+      candidate.splitK = splitK;
+      if (splitK > 1 && (outputBlocks(candidate, shape) >= target.numSms ||
+                         splitKProblem(candidate, shape) ||
+                         ceilDivide(kTiles, splitK) < kMinTilesPerSplit))
+        continue;
+      double time = estimatedTime(candidate, shape, target.numSms);
+      if (first || time < bestTime * (1.0 - 1e-9)) {
+        first = false;
+        bestTime = time;
+        best = candidate;
+      }
     }
-  }
   // Four warps, each a quarter of the block.
   best.warpM = std::max(16, best.blockM / 2);
   best.warpN = std::max(16, best.blockN / 2);
   best.threadM = best.threadN = 0;
-  // 64 bytes of each K row per stage: two 16-bit k steps, or two tf32 ones.
-  best.blockK = 64 / dtypeByteSize(dtype);
   best.vectorWidth = 16 / dtypeByteSize(dtype);
-  best.splitK = 1;
-  int64_t kTiles = ceilDivide(std::max<int64_t>(shape.k, 1), best.blockK);
+  // As many stages as a split's K tiles and the static 48 KiB of shared memory allow (deeper
+  // pipelines in dynamic shared memory are in the space; unmeasured, they are not the default).
+  int64_t splitTiles = ceilDivide(kTiles, best.splitK);
   best.stages = 2;
   for (int stages = 4; stages > 2; --stages) {
     GpuMatMulSchedule deeper = best;
     deeper.stages = stages;
-    if (kTiles >= stages && checkGpuMmaSchedule(deeper, shape, target)) {
+    if (splitTiles >= stages && gpuMmaSharedBytes(deeper, dtype) <= target.staticSharedBytesPerBlock &&
+        checkGpuMmaSchedule(deeper, shape, target)) {
       best = deeper;
       break;
     }
@@ -164,16 +227,20 @@ GpuMatMulSchedule defaultGpuMmaSchedule(const GemmShape &shape,
 
 std::vector<GpuMatMulSchedule> gpuMmaScheduleSpace(const GemmShape &shape,
                                                    const codegen::GpuTarget &target) {
-  if (!gpuMmaKindFor(shape, target))
+  std::optional<kir::MmaKind> kind = gpuMmaKindFor(shape, target);
+  if (!kind)
     return {};
+  DType dtype = kir::mmaShapeInfo(*kind).operandDtype;
   GpuMatMulSchedule first = defaultGpuMmaSchedule(shape, target);
   std::vector<GpuMatMulSchedule> space{first};
   for (int blockM : {32, 64, 128, 256})
     for (int blockN : {32, 64, 128, 256})
       for (int warpM : {16, 32, 64})
         for (int warpN : {16, 32, 64})
-          for (int blockK : {16, 32, 64})
+          for (int blockK : {16, 32, 64, 128})
             for (int stages : {2, 3, 4}) {
+              if (blockK == 128 && dtypeByteSize(dtype) != 1) // 128-byte rows at most
+                continue;
               GpuMatMulSchedule s = first;
               s.blockM = blockM;
               s.blockN = blockN;
@@ -181,13 +248,26 @@ std::vector<GpuMatMulSchedule> gpuMmaScheduleSpace(const GemmShape &shape,
               s.warpN = warpN;
               s.blockK = blockK;
               s.stages = stages;
-              bool same = s.blockM == first.blockM && s.blockN == first.blockN &&
-                          s.warpM == first.warpM && s.warpN == first.warpN &&
-                          s.blockK == first.blockK && s.stages == first.stages;
-              if (same || gpuMmaThreads(s) > 512 || !checkGpuMmaSchedule(s, shape, target))
+              s.splitK = 1;
+              if (s == first || gpuMmaThreads(s) > 512 || !checkGpuMmaSchedule(s, shape, target))
                 continue;
               space.push_back(s);
             }
+  // K splits of the schedules whose grids leave SMs idle, up to two waves' worth of blocks.
+  size_t unsplit = space.size();
+  for (size_t i = 0; i < unsplit; ++i) {
+    int64_t blocks = outputBlocks(space[i], shape);
+    if (space[i].splitK != 1 || blocks >= target.numSms)
+      continue;
+    for (int splitK : {2, 4, 8, 16}) {
+      GpuMatMulSchedule s = space[i];
+      s.splitK = splitK;
+      if (s == first || blocks * splitK > 2 * target.numSms ||
+          !checkGpuMmaSchedule(s, shape, target))
+        continue;
+      space.push_back(s);
+    }
+  }
   return space;
 }
 

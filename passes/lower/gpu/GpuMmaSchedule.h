@@ -15,8 +15,9 @@
 namespace kiln::lower {
 
 /// The warp matrix product a GEMM of `shape` uses on `target`, or nullopt when it runs on
-/// CUDA cores: dense f16/bf16 operands (or f32 ones allowing tf32) accumulating in f32, on
-/// sm_80 or later, whose contiguous runs hold whole 4-byte pairs at least.
+/// CUDA cores: dense f16/bf16 operands (or f32 ones allowing tf32) on sm_80 or later, or
+/// f8e4m3 ones on sm_89 or later, accumulating in f32, whose contiguous runs split into
+/// 4-byte copies.
 std::optional<kir::MmaKind> gpuMmaKindFor(const GemmShape &shape, const codegen::GpuTarget &target);
 
 /// Elements per async copy of one operand: the widest of 16, 8 and 4 bytes that divides the
@@ -34,14 +35,17 @@ Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &schedule, const Gemm
                                    const codegen::GpuTarget &target);
 
 /// The heuristic tensor-core schedule (gpuMmaKindFor must hold): the block tile among
-/// 128x128, 128x64, 64x128, 64x64, 64x32, 32x64, 32x32 that best balances edge waste, wave
-/// quantization over the SMs and operand reuse; 64x64 warp tiles where the block allows
-/// (smaller ones keep at least 4 warps); blockK 32 (64 bytes of a row per stage at 16 bits);
-/// as many stages (up to 4) as static shared memory holds.
+/// 128x128, 128x64, 64x128, 64x64, 64x32, 32x64, 32x32 and the K split (1, or 2..16 when the
+/// tiles fill less than one wave of the SMs and each split keeps 4 K tiles) of least estimated
+/// time -- full waves of blocks, each running its split's K tiles at a cost per tile that
+/// grows as operand reuse falls, plus a split's second launch and partial sums; four warps,
+/// each a quarter of the block; blockK of 64 bytes of a row; as many stages (up to 4) as the
+/// split's K tiles and static shared memory allow.
 GpuMatMulSchedule defaultGpuMmaSchedule(const GemmShape &shape, const codegen::GpuTarget &target);
 
 /// Every legal tensor-core schedule: block tiles 32..256 x warp tiles 16..64 x blockK 16/32/64
-/// x stages 2..4, the default first.
+/// x stages 2..4, the default first; for those whose output tiles fill less than one wave,
+/// also K splits of 2, 4, 8 and 16 up to two waves of blocks.
 std::vector<GpuMatMulSchedule> gpuMmaScheduleSpace(const GemmShape &shape,
                                                    const codegen::GpuTarget &target);
 

@@ -8,6 +8,7 @@
 #include "codegen/cuda/CudaSource.h"
 #include "codegen/cuda/Nvrtc.h"
 #include "codegen/llvm/HostBackend.h"
+#include "ir/kernel/GpuLaunch.h"
 
 #include <optional>
 #include <regex>
@@ -149,9 +150,12 @@ TEST_CASE("ldmatrix of 1, 2 and 4 matrices, plain and transposed", "[gpu-codegen
       }
     }
   }
-  // bf16 tiles take the same instruction.
+  // bf16 tiles take the same instruction, and so do e4m3 ones (bytes in pairs, never .trans).
   checkBothHave(compileBoth(ldMatrixKernel(4, true, DType::BF16), "sm_80"),
                 "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16");
+  for (int matrices : {1, 2, 4})
+    checkBothHave(compileBoth(ldMatrixKernel(matrices, false, DType::F8E4M3), "sm_90a"),
+                  fmt::format("ldmatrix.sync.aligned.m8n8.x{}.shared.b16", matrices));
 }
 
 TEST_CASE("cp.async of 4, 8 and 16 bytes, with and without a predicate", "[gpu-codegen][tensor-core]") {
@@ -206,4 +210,59 @@ TEST_CASE("the host backend rejects tensor-core statements by name", "[codegen][
     CHECK(contains(ir.error().message(), c.expected));
     CHECK(contains(ir.error().message(), "kernel 'host_tensor_core'"));
   }
+}
+
+TEST_CASE("shared buffers past 48 KiB come from dynamic shared memory", "[gpu-codegen]") {
+  // Two tiles of 40 KiB (80 KiB in all): each a slice of one extern array at a 16-byte
+  // aligned offset; a block of 8 KiB stays static.
+  auto makeKernel = [](std::string name, int64_t tileElements) {
+    BufferPtr x = makeBuffer("x", DType::F32, 256), out = makeBuffer("out", DType::F32, 256);
+    BufferPtr first = makeBuffer("first", DType::F32, tileElements, MemScope::Shared);
+    BufferPtr second = makeBuffer("second", DType::F16, 2 * tileElements + 1, MemScope::Shared);
+    VarPtr t = makeVar("t");
+    ExprPtr i = kir::ref(t);
+    ExprPtr last = index(tileElements - 256);
+    StmtPtr body = seq({store(first, add(last, i), load(x, i)),
+                        store(second, add(index(2 * tileElements - 255), i),
+                              cast(load(x, i), Type::scalar(DType::F16))),
+                        barrier(),
+                        store(out, i,
+                              add(load(first, add(last, sub(index(255), i))),
+                                  cast(load(second, add(index(2 * tileElements - 255), i)),
+                                       Type::scalar(DType::F32))))});
+    return Kernel{std::move(name), {x, out},
+                  allocate(first, allocate(second, forRange(t, 256, ForKind::ThreadX, body)))};
+  };
+  Kernel big = makeKernel("dynamic_tiles", 10 * 1024);
+  auto launch = gpuLaunchOf(big);
+  REQUIRE(launch);
+  CHECK(launch->dynamicShared());
+  REQUIRE(launch->sharedOffsets.size() == 2);
+  CHECK(launch->sharedOffsets[0].second == 0);
+  // 40 KiB, then 40 KiB + 2 bytes rounded up to 16.
+  CHECK(launch->sharedOffset(launch->sharedOffsets[1].first) == 40 * 1024);
+  CHECK(launch->dynamicSharedBytes() == 40 * 1024 + 40 * 1024 + 16);
+  for (std::string_view arch : {"sm_80", "sm_90a"}) {
+    INFO(arch);
+    BackendPtx ptx = compileBoth(big, arch);
+    checkBothHave(ptx, ".extern .shared .align 16 .b8 kiln_dynamic_smem[]");
+    CHECK(contains(ptx.cudaSource, "reinterpret_cast<unsigned short *>(kiln_dynamic_smem + 40960)"));
+  }
+  Kernel small = makeKernel("static_tiles", 1024);
+  auto smallLaunch = gpuLaunchOf(small);
+  REQUIRE(smallLaunch);
+  CHECK_FALSE(smallLaunch->dynamicShared());
+  CHECK(smallLaunch->dynamicSharedBytes() == 0);
+  BackendPtx ptx = compileBoth(small, "sm_80");
+  CHECK_FALSE(contains(ptx.llvm, "kiln_dynamic_smem"));
+  CHECK_FALSE(contains(ptx.cudaSource, "kiln_dynamic_smem"));
+  // Past what a block may have at all (sm_86: 99 KiB), both backends refuse, naming the size.
+  Kernel huge = makeKernel("huge_tiles", 13 * 1024); // 104 KiB
+  codegen::GpuTarget sm86 = gpuTarget("sm_86");
+  auto llvm = codegen::compilePtxWithLlvm(std::vector<Kernel>{huge}, sm86);
+  REQUIRE_FALSE(llvm);
+  CHECK_THAT(llvm.error().message(), Catch::Contains("allows a block 101376"));
+  auto cuda = codegen::cuda::emitCudaSource(std::span(&huge, 1), sm86);
+  REQUIRE_FALSE(cuda);
+  CHECK_THAT(cuda.error().message(), Catch::Contains("allows a block 101376"));
 }

@@ -52,23 +52,26 @@ inline kir::Kernel mmaKernel(kir::MmaKind kind) {
                          allocate(operands, allocate(acc, seq(std::move(body)))))};
 }
 
-/// Row stride, in elements, of the shared tile an LdMatrix kernel reads: rows
-/// are 16-byte aligned but not contiguous, so the per-lane addresses matter.
-inline constexpr int kLdMatrixRowStride = 24;
+/// Row stride, in elements, of the shared tile an LdMatrix kernel reads: 48
+/// bytes, so rows are 16-byte aligned but not contiguous and the per-lane
+/// addresses matter.
+inline int64_t ldMatrixRowStride(DType dtype) { return 48 / dtypeByteSize(dtype); }
 
 /// Elements of the source (and shared tile) of ldMatrixKernel(matrices, ...):
-/// 8 rows per matrix, kLdMatrixRowStride apart.
-inline int64_t ldMatrixSourceSize(int matrices) { return 8 * matrices * kLdMatrixRowStride; }
+/// 8 rows per matrix, ldMatrixRowStride apart.
+inline int64_t ldMatrixSourceSize(int matrices, DType dtype = DType::F16) {
+  return 8 * matrices * ldMatrixRowStride(dtype);
+}
 
-/// One warp copies `source` (ldMatrixSourceSize elements of `dtype`, 16-bit)
-/// into a shared tile, then LdMatrix loads `matrices` 8 x 8 matrices from it:
-/// row r of matrix j starts at element (8 j + r) * kLdMatrixRowStride. Lane l
-/// writes its 2 x matrices received elements to out[l * 2 matrices + e].
-/// Parameters: source, out.
+/// One warp copies `source` (ldMatrixSourceSize elements of `dtype`, 16-bit,
+/// or 8-bit read as byte pairs) into a shared tile, then LdMatrix loads
+/// `matrices` 8 x 8 matrices from it: row r of matrix j starts at element
+/// (8 j + r) * ldMatrixRowStride. Lane l writes the n elements it received
+/// per matrix (2, or 4 bytes) to out[l * n matrices + e]. Parameters: source, out.
 inline kir::Kernel ldMatrixKernel(int matrices, bool transpose, DType dtype = DType::F16) {
   using namespace kiln::kir;
-  const int64_t size = ldMatrixSourceSize(matrices);
-  const int perLane = 2 * matrices;
+  const int64_t size = ldMatrixSourceSize(matrices, dtype);
+  const int perLane = ldMatrixElementsPerMatrix(dtypeByteSize(dtype)) * matrices;
   BufferPtr source = makeBuffer("source", dtype, size);
   BufferPtr out = makeBuffer("out", dtype, 32 * perLane);
   BufferPtr tile = makeBuffer("tile", dtype, size, MemScope::Shared);
@@ -76,14 +79,15 @@ inline kir::Kernel ldMatrixKernel(int matrices, bool transpose, DType dtype = DT
   VarPtr lane = makeVar("lane"), k = makeVar("k");
   ExprPtr copied = add(mul(kir::ref(k), index(32)), kir::ref(lane));
   // Lanes past the last matrix's rows give an address ldmatrix ignores; keep it in the tile.
-  ExprPtr row = mul(mod(kir::ref(lane), index(8 * matrices)), index(kLdMatrixRowStride));
+  ExprPtr row = mul(mod(kir::ref(lane), index(8 * matrices)), index(ldMatrixRowStride(dtype)));
   std::vector<StmtPtr> body{forRange(k, size / 32, ForKind::Serial,
                                      store(tile, copied, load(source, copied))),
                             barrier(), ldMatrix(Fragment{fragment, 0}, matrices, transpose, tile, row)};
   for (int e = 0; e < perLane; ++e)
     body.push_back(store(out, add(mul(kir::ref(lane), index(perLane)), index(e)),
                          load(fragment, index(e))));
-  return Kernel{fmt::format("ldmatrix_x{}{}", matrices, transpose ? "_trans" : ""),
+  return Kernel{fmt::format("ldmatrix_x{}{}_{}", matrices, transpose ? "_trans" : "",
+                            dtypeName(dtype)),
                 {source, out},
                 allocate(tile, forRange(lane, 32, ForKind::ThreadX,
                                         allocate(fragment, seq(std::move(body)))))};

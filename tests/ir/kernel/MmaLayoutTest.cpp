@@ -145,3 +145,39 @@ TEST_CASE("ldmatrix fragments follow the PTX ISA", "[kernel][mma]") {
       CHECK(b.col == t.col);
     }
 }
+
+TEST_CASE("ldmatrix of 8-bit elements gives the e4m3 mma fragments", "[ir][mma]") {
+  CHECK(ldMatrixElementsPerMatrix(2) == 2);
+  CHECK(ldMatrixElementsPerMatrix(1) == 4);
+  // 16-bit elements: ldMatrixElement is ldMatrixPosition with the matrix split off.
+  for (int lane = 0; lane < 32; ++lane)
+    for (int e = 0; e < 8; ++e) {
+      LdMatrixElement at = ldMatrixElement(2, true, lane, e);
+      MatrixPosition p = ldMatrixPosition(true, lane, e);
+      CHECK(at.matrix == e / 2);
+      CHECK((at.position.row == p.row && at.position.col == p.col));
+    }
+  // Bytes: lane l gets row l / 4, bytes 4 (l % 4) .. + 3 of each 8 x 16-byte matrix.
+  CHECK(ldMatrixElement(1, false, 0, 0).position.col == 0);
+  CHECK(ldMatrixElement(1, false, 5, 3).position.row == 1);
+  CHECK(ldMatrixElement(1, false, 5, 3).position.col == 7);
+  CHECK(ldMatrixElement(1, false, 31, 13).matrix == 3);
+  CHECK(ldMatrixElement(1, false, 31, 13).position.col == 13);
+  // An .x4 over a K-contiguous 16 x 32 A tile -- matrices (rows 0-7, k 0-15), (rows 8-15,
+  // k 0-15), (rows 0-7, k 16-31), (rows 8-15, k 16-31) -- is the m16n8k32 A fragment, and an
+  // .x2 over an N-major 8 x 32 B tile -- (n 0-7, k 0-15), (n 0-7, k 16-31) -- the B fragment.
+  for (int lane = 0; lane < 32; ++lane) {
+    for (int e = 0; e < 16; ++e) {
+      LdMatrixElement at = ldMatrixElement(1, false, lane, e);
+      MatrixPosition a = mmaFragmentPosition(MmaKind::E4M3_M16N8K32, MmaOperand::A, lane, e);
+      CHECK(a.row == at.position.row + 8 * (at.matrix % 2));
+      CHECK(a.col == at.position.col + 16 * (at.matrix / 2));
+    }
+    for (int e = 0; e < 8; ++e) {
+      LdMatrixElement at = ldMatrixElement(1, false, lane, e);
+      MatrixPosition b = mmaFragmentPosition(MmaKind::E4M3_M16N8K32, MmaOperand::B, lane, e);
+      CHECK(b.col == at.position.row); // n
+      CHECK(b.row == at.position.col + 16 * at.matrix); // k
+    }
+  }
+}

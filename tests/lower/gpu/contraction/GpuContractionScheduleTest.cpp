@@ -76,10 +76,6 @@ void buildDense(GraphCase &c, int64_t m, int64_t n, int64_t k) {
   c.output(c.node(OpKind::Relu, {c.node(OpKind::Add, {mm, bias})}));
 }
 
-bool sameGemm(const lower::GpuMatMulSchedule &a, const lower::GpuMatMulSchedule &b) {
-  return lower::scheduleStr(lower::Schedule{a}) == lower::scheduleStr(lower::Schedule{b});
-}
-
 } // namespace
 
 TEST_CASE("gpu contraction: structure of the kernel", "[lower][gpu-contraction]") {

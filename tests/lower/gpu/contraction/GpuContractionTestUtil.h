@@ -89,19 +89,31 @@ inline lower::LoweredKernel lowerGpuContraction(GraphCase &c, const passes::Fusi
     if (!empty)
       CHECK(launch->sharedBytes == lower::gpuGemmSharedBytes(gemm, shape.accumulate));
   }
-  if (!empty)
-    CHECK(launch->numBlocks() ==
-          shape.batch * lower::ceilDiv(shape.m, gemm.blockM) * lower::ceilDiv(shape.n, gemm.blockN));
-  CHECK(launch->sharedBytes <= target.staticSharedBytesPerBlock);
+  if (!empty) {
+    // Split-K: a block per (split, tile), then one kernel that sums the splits' partials.
+    CHECK(launch->numBlocks() == shape.batch * gemm.splitK * lower::ceilDiv(shape.m, gemm.blockM) *
+                                     lower::ceilDiv(shape.n, gemm.blockN));
+    CHECK(lowered->followUps.size() == (gemm.splitK > 1 ? 1u : 0u));
+    CHECK(lowered->numWorkspaces == (gemm.splitK > 1 ? 1 : 0));
+  }
+  CHECK(launch->sharedLayoutBytes <= target.maxSharedBytesPerBlock());
+  std::vector<kir::Kernel> kernels{lowered->kernel};
+  for (const kir::Kernel &followUp : lowered->followUps) {
+    auto followUpLaunch = kir::gpuLaunchOf(followUp, target.maxThreadsPerBlock);
+    INFO((followUpLaunch ? std::string() : followUpLaunch.error().str()));
+    CHECK(followUpLaunch);
+    kernels.push_back(followUp);
+  }
   bool isDefault = lower::scheduleStr(schedule) ==
                    lower::scheduleStr(lower::defaultGpuSchedule(c.graph(), group, target));
-  assembleOrBatch({lowered->kernel},
+  assembleOrBatch(kernels,
                   fmt::format("{} with {}", c.graph().name(), lower::scheduleStr(schedule)),
                   isDefault ? SpillPolicy::Fail : SpillPolicy::Candidate);
   return std::move(*lowered);
 }
 
-/// Runs a lowered GPU kernel on the simulator with the group's inputs and a poisoned output.
+/// Runs a lowered GPU kernel and its follow-ups on the simulator with the group's inputs and a
+/// poisoned output and workspaces.
 inline Expected<HostTensor> simulateContraction(const lower::LoweredKernel &lowered,
                                                 const passes::FusionGroup &group,
                                                 const NamedTensors &inputs) {
@@ -114,10 +126,17 @@ inline Expected<HostTensor> simulateContraction(const lower::LoweredKernel &lowe
   const ir::TensorType &outType = group.root->type();
   buffers.emplace_back(outType.dtype, outType.shape);
   poison(buffers.back());
-  REQUIRE(lowered.numWorkspaces == 0);
-  REQUIRE(lowered.kernel.params.size() == buffers.size());
+  size_t output = buffers.size() - 1;
+  REQUIRE(lowered.kernel.params.size() == buffers.size() + size_t(lowered.numWorkspaces));
+  for (int w = 0; w < lowered.numWorkspaces; ++w) {
+    const kir::BufferPtr &param = lowered.kernel.params[buffers.size()];
+    buffers.emplace_back(param->dtype, std::vector<int64_t>{param->size});
+    poison(buffers.back());
+  }
   KILN_TRY_VOID(sim::simulateKernel(lowered.kernel, buffers));
-  return std::move(buffers.back());
+  for (const kir::Kernel &followUp : lowered.followUps)
+    KILN_TRY_VOID(sim::simulateKernel(followUp, buffers));
+  return std::move(buffers[output]);
 }
 
 /// Lowers the graph's contraction for the GPU with `schedule` (the default when empty), runs

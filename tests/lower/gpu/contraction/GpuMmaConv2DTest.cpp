@@ -117,3 +117,19 @@ TEST_CASE("gpu mma conv2d: a ResNet layer", "[lower][gpu-contraction][mma]") {
   checkMmaConv({2, 64, 8, 8, 64, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, "resnet 3x3"},
                DType::BF16, true);
 }
+
+TEST_CASE("gpu mma conv2d: split-K", "[lower][gpu-contraction][mma]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
+  // A late ResNet layer on one image: 7x7 pixels x 64 filters is 2 x 2 tiles of 32, K = 576
+  // (36 tiles of 16) shared by 5 splits; grouped (2 groups ride on the batch axis with the
+  // splits), with bias and relu after the sum.
+  ConvCase late{1, 64, 7, 7, 64, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, "late resnet"};
+  ConvCase grouped{2, 32, 7, 5, 32, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, "groups 2"};
+  for (const ConvCase &cc : {late, grouped}) {
+    GraphCase c = convGraph(cc, DType::BF16, /*biasRelu=*/cc.groups == 1, "nhwc");
+    lower::GpuMatMulSchedule s = mmaTiles(32, 32, 16, 16, 16, 3);
+    s.splitK = 5;
+    INFO(cc.what);
+    checkGpuContraction(c, cc.channels / cc.groups * 9, DType::F32, lower::GpuConv2DSchedule{s});
+  }
+}

@@ -1,0 +1,117 @@
+// Tensor-core GEMM features on the real GPU against the fp64 reference, through both backends:
+// split-K (the default for a narrow output over a long K: two launches per group), tiles in
+// dynamic shared memory past the static 48 KiB, and fp8 models on e4m3 tensor cores (sm_89+).
+#include "GpuTestDevice.h"
+
+#include "compiler/CheckNumerics.h"
+#include "compiler/CompileTestUtil.h"
+#include "compiler/CudaCompile.h"
+#include "passes/lower/gpu/GpuContraction.h"
+
+#include <fmt/format.h>
+
+namespace kiln::test {
+namespace {
+
+CompileOptions cudaOptions(GpuBackend backend) {
+  CompileOptions options;
+  options.target = TargetKind::Cuda;
+  options.gpuBackend = backend;
+  return options;
+}
+
+const char *backendName(GpuBackend backend) {
+  return backend == GpuBackend::Llvm ? "llvm" : "nvrtc";
+}
+
+/// The target a CUDA compile sizes its schedules for on the test GPU.
+codegen::GpuTarget gpuTestTarget() {
+  auto target = compiler::gpuTargetFor(gpuTestDevice().properties(), "");
+  REQUIRE(target);
+  return *target;
+}
+
+/// Replaces every contraction group's GPU schedule by `edit` applied to its default.
+CompileOptions editingSchedules(CompileOptions options,
+                                std::function<void(lower::GpuMatMulSchedule &)> edit) {
+  options.chooseSchedule = [edit](const ir::Graph &graph, const passes::FusionGroup &group)
+      -> std::optional<lower::Schedule> {
+    if (group.kind != passes::GroupKind::Contraction)
+      return std::nullopt;
+    codegen::GpuTarget target = gpuTestTarget();
+    auto schedule = std::get<lower::GpuMatMulSchedule>(
+        lower::defaultGpuContractionSchedule(graph, group, target));
+    edit(schedule);
+    return schedule;
+  };
+  return options;
+}
+
+} // namespace
+
+TEST_CASE("split-K GEMMs on the GPU match the reference", "[gpu][tensor-core]") {
+  GpuBackend backend = GENERATE(GpuBackend::Llvm, GpuBackend::Nvrtc);
+  INFO("backend " << backendName(backend));
+  CompileCase c("split_k_gpu");
+  Tensor x = c.input("x", {37, 4096}, DType::BF16);
+  Tensor w = c.param("w", {4096, 72}, DType::BF16);
+  c.output("y", relu(matmul(x, w) + c.param("b", {72}, DType::BF16)));
+  // The default splits K here (a few output tiles, 128 K tiles); 5 splits leave the last short.
+  c.check(cudaOptions(backend));
+  c.check(editingSchedules(cudaOptions(backend), [](lower::GpuMatMulSchedule &s) {
+    s.splitK = 5;
+  }));
+}
+
+TEST_CASE("tensor-core tiles in dynamic shared memory on the GPU", "[gpu][tensor-core]") {
+  GpuBackend backend = GENERATE(GpuBackend::Llvm, GpuBackend::Nvrtc);
+  INFO("backend " << backendName(backend));
+  CompileCase c("dynamic_smem_gpu");
+  Tensor x = c.input("x", {300, 520}, DType::BF16);
+  Tensor w = c.param("w", {520, 264}, DType::BF16);
+  c.output("y", matmul(x, w));
+  // 128 x 128 tiles, 4 stages of 32: 64 KiB of shared tiles, past the static 48 KiB.
+  c.check(editingSchedules(cudaOptions(backend), [](lower::GpuMatMulSchedule &s) {
+    s.blockM = s.blockN = 128;
+    s.warpM = s.warpN = 64;
+    s.blockK = 32;
+    s.stages = 4;
+    s.splitK = 1;
+  }));
+}
+
+TEST_CASE("fp8 models run on e4m3 tensor cores on the GPU", "[gpu][tensor-core]") {
+  if (gpuTestTarget().sm < 89) {
+    WARN("skipped: no e4m3 tensor cores before sm_89 (this GPU is "
+         << gpuTestTarget().archName() << ")");
+    return;
+  }
+  GpuBackend backend = GENERATE(GpuBackend::Llvm, GpuBackend::Nvrtc);
+  INFO("backend " << backendName(backend));
+  Graph graph("fp8_gpu", freshSeed());
+  Rng rng(freshSeed());
+  auto weight = [&](std::string name, std::vector<int64_t> shape) {
+    return graph.param(std::move(name), randomTensor(DType::F32, shape, rng));
+  };
+  Tensor x = graph.input("x", {65, 96});
+  Tensor image = graph.input("image", {2, 8, 11, 11});
+  Tensor hidden = relu(matmul(x, weight("w1", {96, 128})));
+  graph.output("y", matmul(hidden, weight("w2", {128, 40})));
+  graph.output("features", relu(conv2d(image, weight("f", {16, 8, 3, 3}))));
+  REQUIRE(graph.finalize());
+  NamedTensors inputs{{"x", randomTensor(DType::F32, {65, 96}, rng)},
+                      {"image", randomTensor(DType::F32, {2, 8, 11, 11}, rng)}};
+  CompileOptions options = cudaOptions(backend);
+  options.precision = passes::PrecisionPolicy::Fp8;
+  auto check = checkNumerics(graph.ir(), inputs, graph.paramValues(), options,
+                             passes::precisionTolerance(options.precision));
+  if (!check)
+    FAIL(check.error().str());
+  for (const OutputNumerics &output : check->outputs) {
+    INFO(fmt::format("output {}: max error {:.3e} (tolerance {:.3e})", output.name,
+                     output.maxRelError, output.tolerance));
+    CHECK(output.ok());
+  }
+}
+
+} // namespace kiln::test
