@@ -1,6 +1,7 @@
 // Random inputs with fresh seeds and the compiled-versus-reference check.
 #include "CompileTestUtil.h"
 
+#include "compiler/CheckNumerics.h"
 #include "ir/graph/Interpreter.h"
 #include "support/Tolerance.h"
 
@@ -199,6 +200,19 @@ std::string shapeTag(const std::vector<int64_t> &shape) {
   if (shape.empty())
     return "scalar";
   return fmt::format("{}", fmt::join(shape, "x"));
+}
+
+void checkPolicyNumerics(const ir::Graph &graph, const NamedTensors &inputs,
+                         const NamedTensors &params, const CompileOptions &options) {
+  auto check = checkNumerics(graph, inputs, params, options,
+                             passes::precisionTolerance(options.precision));
+  if (!check)
+    FAIL(check.error().str());
+  for (const OutputNumerics &output : check->outputs) {
+    INFO(fmt::format("output {}: max error {:.3e} (tolerance {:.3e})", output.name,
+                     output.maxRelError, output.tolerance));
+    CHECK(output.ok());
+  }
 }
 
 } // namespace kiln::test

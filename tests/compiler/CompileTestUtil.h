@@ -86,6 +86,12 @@ void checkOutputsMatch(const ir::Graph &graph, const NamedTensors &actual,
 /// Compiles `graph` and REQUIREs success, printing the error otherwise.
 CompiledModel compileOrFail(const ir::Graph &graph, const CompileOptions &options = {});
 
+/// Compiles `graph` with `options` (its precision policy among them), runs it on `inputs` and
+/// `params` and CHECKs every output against the fp64 reference within the policy's tolerance
+/// (compiler/CheckNumerics.h, as `kiln check-numerics` does).
+void checkPolicyNumerics(const ir::Graph &graph, const NamedTensors &inputs,
+                         const NamedTensors &params, const CompileOptions &options);
+
 /// One end-to-end case built with the DSL: inputs get random values as they
 /// are declared, parameters keep the values given to param(), and check()
 /// compares every output against the reference, printing the seed on failure.

@@ -6,11 +6,9 @@
 // target has them (sm_89 on), and the dense head's weight is read K-contiguous.
 #include "CompileTestUtil.h"
 
-#include "compiler/CheckNumerics.h"
 #include "frontend/nn/Conv2D.h"
 #include "frontend/nn/Dense.h"
 
-#include <fmt/format.h>
 
 #include <sstream>
 
@@ -53,36 +51,38 @@ int kernelsUsingMma(const std::string &dump) {
   return count;
 }
 
+/// The small CNN compiled for `target`/`arch` under `policy` and checked against the fp64
+/// reference within the policy's tolerance; returns the graph and kernel dumps.
+struct CompiledCnn {
+  std::string graphText, text;
+};
+
+CompiledCnn compileSmallCnn(TargetKind target, const std::string &arch,
+                            passes::PrecisionPolicy policy) {
+  Graph graph("cnn", freshSeed());
+  buildSmallCnn(graph);
+  REQUIRE(graph.finalize());
+  Rng rng(freshSeed());
+  NamedTensors inputs{{"images", randomTensor(DType::F32, {2, 3, 9, 9}, rng)}};
+  std::ostringstream dump;
+  CompileOptions options;
+  options.target = target;
+  options.gpuArch = arch;
+  options.precision = policy;
+  options.dump = kDumpGraph | kDumpKernel;
+  options.dumpStream = &dump;
+  checkPolicyNumerics(graph.ir(), inputs, graph.paramValues(), options);
+  std::string text = dump.str();
+  return {text.substr(0, text.find("// ---- kernel")), text};
+}
+
 } // namespace
 
 TEST_CASE("bf16-mixed NCHW convolutions run as NHWC on tensor cores on a GPU target",
           "[compiler][layout]") {
   TargetKind target = GENERATE(TargetKind::Sim, TargetKind::Cpu);
   CAPTURE(targetKindName(target));
-  Graph graph("cnn", freshSeed());
-  buildSmallCnn(graph);
-  REQUIRE(graph.finalize());
-  Rng rng(freshSeed());
-  NamedTensors inputs{{"images", randomTensor(DType::F32, {2, 3, 9, 9}, rng)}};
-
-  std::ostringstream dump;
-  CompileOptions options;
-  options.target = target;
-  options.gpuArch = "sm_80";
-  options.precision = passes::PrecisionPolicy::Bf16Mixed;
-  options.dump = kDumpGraph | kDumpKernel;
-  options.dumpStream = &dump;
-  auto check = checkNumerics(graph.ir(), inputs, graph.paramValues(), options,
-                             passes::precisionTolerance(options.precision));
-  if (!check)
-    FAIL(check.error().str());
-  for (const OutputNumerics &output : check->outputs) {
-    INFO(fmt::format("output {}: max error {:.3e} (tolerance {:.3e})", output.name,
-                     output.maxRelError, output.tolerance));
-    CHECK(output.ok());
-  }
-  std::string text = dump.str();
-  std::string graphText = text.substr(0, text.find("// ---- kernel"));
+  auto [graphText, text] = compileSmallCnn(target, "sm_80", passes::PrecisionPolicy::Bf16Mixed);
   INFO(graphText);
   if (target == TargetKind::Sim) {
     // The two convolutions with 8 and 16 input channels moved; the first
@@ -101,30 +101,7 @@ TEST_CASE("fp8 convolutions and matmuls run on e4m3 tensor cores from sm_89 on",
           "[compiler][layout]") {
   std::string arch = GENERATE(std::string("sm_90a"), std::string("sm_80"));
   CAPTURE(arch);
-  Graph graph("cnn", freshSeed());
-  buildSmallCnn(graph);
-  REQUIRE(graph.finalize());
-  Rng rng(freshSeed());
-  NamedTensors inputs{{"images", randomTensor(DType::F32, {2, 3, 9, 9}, rng)}};
-
-  std::ostringstream dump;
-  CompileOptions options;
-  options.target = TargetKind::Sim;
-  options.gpuArch = arch;
-  options.precision = passes::PrecisionPolicy::Fp8;
-  options.dump = kDumpGraph | kDumpKernel;
-  options.dumpStream = &dump;
-  auto check = checkNumerics(graph.ir(), inputs, graph.paramValues(), options,
-                             passes::precisionTolerance(options.precision));
-  if (!check)
-    FAIL(check.error().str());
-  for (const OutputNumerics &output : check->outputs) {
-    INFO(fmt::format("output {}: max error {:.3e} (tolerance {:.3e})", output.name,
-                     output.maxRelError, output.tolerance));
-    CHECK(output.ok());
-  }
-  std::string text = dump.str();
-  std::string graphText = text.substr(0, text.find("// ---- kernel"));
+  auto [graphText, text] = compileSmallCnn(TargetKind::Sim, arch, passes::PrecisionPolicy::Fp8);
   INFO(graphText);
   if (arch == "sm_90a") {
     CHECK(countOccurrences(graphText, "layout = \"nhwc\"") >= 2);

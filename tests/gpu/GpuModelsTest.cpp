@@ -20,17 +20,6 @@
 namespace kiln::test {
 namespace {
 
-CompileOptions cudaOptions(GpuBackend backend) {
-  CompileOptions options;
-  options.target = TargetKind::Cuda;
-  options.gpuBackend = backend;
-  return options;
-}
-
-const char *backendName(GpuBackend backend) {
-  return backend == GpuBackend::Llvm ? "llvm" : "nvrtc";
-}
-
 TEST_CASE("every op of the table on the GPU matches the reference", "[gpu][models]") {
   GpuBackend backend = GENERATE(GpuBackend::Llvm, GpuBackend::Nvrtc);
   INFO("backend " << backendName(backend));

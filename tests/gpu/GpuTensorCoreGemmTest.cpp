@@ -3,7 +3,6 @@
 // dynamic shared memory past the static 48 KiB, and fp8 models on e4m3 tensor cores (sm_89+).
 #include "GpuTestDevice.h"
 
-#include "compiler/CheckNumerics.h"
 #include "compiler/CompileTestUtil.h"
 #include "compiler/CudaCompile.h"
 #include "passes/lower/gpu/GpuContraction.h"
@@ -12,17 +11,6 @@
 
 namespace kiln::test {
 namespace {
-
-CompileOptions cudaOptions(GpuBackend backend) {
-  CompileOptions options;
-  options.target = TargetKind::Cuda;
-  options.gpuBackend = backend;
-  return options;
-}
-
-const char *backendName(GpuBackend backend) {
-  return backend == GpuBackend::Llvm ? "llvm" : "nvrtc";
-}
 
 /// The target a CUDA compile sizes its schedules for on the test GPU.
 codegen::GpuTarget gpuTestTarget() {
@@ -103,15 +91,7 @@ TEST_CASE("fp8 models run on e4m3 tensor cores on the GPU", "[gpu][tensor-core]"
                       {"image", randomTensor(DType::F32, {2, 8, 11, 11}, rng)}};
   CompileOptions options = cudaOptions(backend);
   options.precision = passes::PrecisionPolicy::Fp8;
-  auto check = checkNumerics(graph.ir(), inputs, graph.paramValues(), options,
-                             passes::precisionTolerance(options.precision));
-  if (!check)
-    FAIL(check.error().str());
-  for (const OutputNumerics &output : check->outputs) {
-    INFO(fmt::format("output {}: max error {:.3e} (tolerance {:.3e})", output.name,
-                     output.maxRelError, output.tolerance));
-    CHECK(output.ok());
-  }
+  checkPolicyNumerics(graph.ir(), inputs, graph.paramValues(), options);
 }
 
 } // namespace kiln::test
