@@ -29,6 +29,15 @@ Expected<void> illegal(const GpuMatMulSchedule &s, std::string_view why) {
                                s.vectorWidth, s.splitK, why));
 }
 
+/// 32-bit registers a thread holds for accumulators and one k step's fragments.
+int64_t fragmentRegisters(const GpuMatMulSchedule &s, const kir::MmaShapeInfo &info) {
+  int64_t tilesM = s.warpM / info.m, tilesN = s.warpN / info.n;
+  int64_t operandBytes = dtypeByteSize(info.operandDtype);
+  int64_t aWords = tilesM * info.aElements * operandBytes / 4;
+  int64_t bWords = tilesN * info.bElements * operandBytes / 4;
+  return tilesM * tilesN * info.cElements + aWords + bWords;
+}
+
 /// The most blocks one output tile's K range is split over.
 constexpr int kMaxSplitK = 16;
 
@@ -62,15 +71,6 @@ constexpr double kSplitLaunchTiles = 8.0;
 constexpr double kPartialBytesPerTile = 1 << 20;
 /// Each split of the default keeps at least this many K tiles: its pipeline runs past the fill.
 constexpr int64_t kMinTilesPerSplit = 4;
-
-/// 32-bit registers a thread holds for accumulators and one k step's fragments.
-int64_t fragmentRegisters(const GpuMatMulSchedule &s, const kir::MmaShapeInfo &info) {
-  int64_t tilesM = s.warpM / info.m, tilesN = s.warpN / info.n;
-  int64_t operandBytes = dtypeByteSize(info.operandDtype);
-  int64_t aWords = tilesM * info.aElements * operandBytes / 4;
-  int64_t bWords = tilesN * info.bElements * operandBytes / 4;
-  return tilesM * tilesN * info.cElements + aWords + bWords;
-}
 
 double estimatedTime(const GpuMatMulSchedule &s, const GemmShape &shape, int64_t numSms) {
   int64_t tiles = ceilDivide(std::max<int64_t>(shape.k, 1), s.blockK);
