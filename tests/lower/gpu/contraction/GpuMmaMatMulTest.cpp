@@ -296,8 +296,9 @@ TEST_CASE("gpu mma: e4m3 operands", "[lower][gpu-contraction][mma]") {
   lower::GpuMatMulSchedule d = lower::defaultGpuMmaSchedule(shape, h100);
   CHECK(d.blockK == 64); // 64 bytes of a row per stage
   CHECK(d.vectorWidth == 16);
-  for (const auto &s : lower::gpuMmaScheduleSpace(matmulShape(DType::F8E4M3, 512, 768, 768), h100))
-    CHECK(lower::checkGpuMmaSchedule(s, matmulShape(DType::F8E4M3, 512, 768, 768), h100));
+  lower::GemmShape projection = matmulShape(DType::F8E4M3, 512, 768, 768);
+  for (const auto &s : lower::gpuMmaScheduleSpace(projection, h100))
+    CHECK(lower::checkGpuMmaSchedule(s, projection, h100));
 
   AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
   for (int64_t m : {1, 17, 64, 65})
