@@ -1,6 +1,7 @@
 // Legality, the heuristic default and the search space of GPU GEMM schedules.
 #include "passes/lower/gpu/GpuGemmSchedule.h"
 
+#include "passes/lower/gpu/GemmSplitK.h"
 #include "passes/lower/gpu/TileScore.h"
 
 #include <fmt/format.h>
@@ -121,8 +122,9 @@ Expected<void> checkGpuGemmSchedule(const GpuMatMulSchedule &s, DType accumulate
                                registers, threads, budget));
   if (s.vectorWidth != 1 && s.vectorWidth != 2 && s.vectorWidth != 4 && s.vectorWidth != 8)
     return invalid(fmt::format("vectorWidth must be 1, 2, 4 or 8, got {}", s.vectorWidth));
-  if (s.splitK != 1)
-    return invalid(fmt::format("splitK must be 1 (split-K is not implemented), got {}", s.splitK));
+  // Whether K splits evenly enough is the problem's question (lowerGpuGemm, splitKProblem).
+  if (s.splitK < 1 || s.splitK > kMaxSplitK)
+    return invalid(fmt::format("splitK must be 1 to {}, got {}", kMaxSplitK, s.splitK));
   int64_t shared = gpuGemmSharedBytes(s, accumulate);
   if (shared > target.staticSharedBytesPerBlock)
     return invalid(fmt::format("blockM, blockN, blockK and stages need {} bytes of shared memory "
@@ -167,6 +169,11 @@ GpuMatMulSchedule defaultGpuGemmSchedule(const GemmShape &shape,
     } else
       break;
   }
+  // Split K when the output tiles leave SMs idle (GemmSplitK.h), with stages for the split.
+  int64_t blocks = shape.batch * ceilDivide(shape.m, best.blockM) * ceilDivide(shape.n, best.blockN);
+  best.splitK = chooseSplitK(blocks, best.blockK, shape, target.numSms);
+  if (best.stages == 2 && ceilDivide(ceilDivide(shape.k, best.blockK), best.splitK) < 2)
+    best.stages = 1;
   return best;
 }
 
@@ -192,6 +199,31 @@ std::vector<GpuMatMulSchedule> gpuGemmScheduleSpace(const GemmShape &shape,
               continue;
             space.push_back(s);
           }
+  // K splits of the schedules whose grids leave SMs idle, up to two waves of blocks, each
+  // split keeping kMinTilesPerSplit K tiles.
+  size_t unsplit = space.size();
+  for (size_t i = 0; i < unsplit; ++i) {
+    int64_t blocks =
+        shape.batch * ceilDivide(shape.m, space[i].blockM) * ceilDivide(shape.n, space[i].blockN);
+    if (space[i].splitK != 1 || blocks >= target.numSms)
+      continue;
+    for (int splitK : {2, 4, 8, 16}) {
+      GpuMatMulSchedule s = space[i];
+      s.splitK = splitK;
+      if (same(s, first) || blocks * splitK > 2 * target.numSms ||
+          splitKProblem(splitK, shape.k, s.blockK) ||
+          ceilDivide(ceilDivide(shape.k, s.blockK), splitK) < kMinTilesPerSplit)
+        continue;
+      space.push_back(s);
+    }
+  }
+  // The default may be split; the same tile unsplit belongs in the space too.
+  GpuMatMulSchedule unsplitDefault = first;
+  unsplitDefault.splitK = 1;
+  if (first.splitK > 1 &&
+      std::none_of(space.begin(), space.end(),
+                   [&](const GpuMatMulSchedule &s) { return same(s, unsplitDefault); }))
+    space.push_back(unsplitDefault);
   return space;
 }
 

@@ -21,18 +21,21 @@ int64_t gpuGemmThreads(const GpuMatMulSchedule &schedule);
 
 /// Whether `schedule` is legal on `target` for a GEMM accumulating in `accumulate` (tiles may
 /// be larger than the problem: the kernel guards its edges). The error names the field.
+/// Whether splitK leaves every split K tiles depends on K: lowering checks that
+/// (splitKProblem).
 Expected<void> checkGpuGemmSchedule(const GpuMatMulSchedule &schedule, DType accumulate,
                                     const codegen::GpuTarget &target);
 
 /// A good schedule without running anything: the block tile that best balances edge waste,
 /// wave quantization over the SMs and operand reuse, a thread tile giving 64 to 256 threads,
 /// blockK as large as shared memory allows up to 16, double buffering when K spans several
-/// tiles, 16-byte vectors.
+/// tiles, 16-byte vectors, and a K split when the tiles fill less than a wave (chooseSplitK).
 GpuMatMulSchedule defaultGpuGemmSchedule(const GemmShape &shape,
                                          const codegen::GpuTarget &target);
 
 /// The default first, then every legal combination of block tiles 32/64/128, square thread
-/// tiles 2/4/8, blockK 8/16/32 and stages 1/2 (blocks of at least one warp).
+/// tiles 2/4/8, blockK 8/16/32 and stages 1/2 (blocks of at least one warp), then K splits of
+/// 2/4/8/16 of those whose tiles fill less than a wave, each split keeping 4 K tiles.
 std::vector<GpuMatMulSchedule> gpuGemmScheduleSpace(const GemmShape &shape,
                                                     const codegen::GpuTarget &target);
 

@@ -14,6 +14,7 @@
 
 #include "ir/kernel/Builder.h"
 #include "passes/lower/gpu/GemmGrid.h"
+#include "passes/lower/gpu/GemmSplitK.h"
 #include "passes/lower/gpu/GpuGemmSchedule.h"
 #include "passes/lower/gpu/GpuMmaGemm.h"
 
@@ -104,9 +105,10 @@ private:
   /// Loads tile `tile` of both operands and stores it into `stage` (no prefetch).
   StmtPtr loadAndStore(const ExprPtr &b, const ExprPtr &tile, const ExprPtr &stage) const;
   StmtPtr compute(const ExprPtr &stage) const;
-  StmtPtr mainLoop(const ExprPtr &b) const;
+  /// The K tiles [firstTile, firstTile + tileCount) of the block's output tile (a split's).
+  StmtPtr mainLoop(const ExprPtr &b, const ExprPtr &firstTile, const ExprPtr &tileCount) const;
   Expected<StmtPtr> epilogue(const ExprPtr &b) const;
-  Expected<StmtPtr> threadBody(const ExprPtr &b);
+  Expected<StmtPtr> threadBody(const GemmGrid &grid, const SplitKPlan &split);
 
   const GemmProblem &p_;
   GpuMatMulSchedule s_;
@@ -254,27 +256,31 @@ StmtPtr GpuGemmBuilder::compute(const ExprPtr &stage) const {
   return forRange(k, bk_, ForKind::Serial, body);
 }
 
-StmtPtr GpuGemmBuilder::mainLoop(const ExprPtr &b) const {
+StmtPtr GpuGemmBuilder::mainLoop(const ExprPtr &b, const ExprPtr &firstTile,
+                                 const ExprPtr &tileCount) const {
   if (numK_ == 0)
     return nullptr;
   VarPtr t = makeVar(name("kt"));
   ExprPtr tile = kir::ref(t);
+  auto global = [&](ExprPtr local) { return add(firstTile, std::move(local)); };
   if (s_.stages == 1) {
-    StmtPtr step = seq({loadAndStore(b, tile, index(0)), barrier(), compute(index(0)), barrier()});
-    return forLoop(t, index(0), index(numK_), ForKind::Serial, step);
+    StmtPtr step =
+        seq({loadAndStore(b, global(tile), index(0)), barrier(), compute(index(0)), barrier()});
+    return forLoop(t, index(0), tileCount, ForKind::Serial, step);
   }
   // Double buffering: tile t lives in stage t % 2. The prologue stages tile 0; each step
   // issues tile t+1's global loads (lets), computes on stage t % 2, then stores tile t+1 into
-  // the other stage, which no thread reads until after the step's barrier.
-  StmtPtr prologue = seq({loadAndStore(b, index(0), index(0)), barrier()});
+  // the other stage, which no thread reads until after the step's barrier. (Every split has
+  // a tile: the schedule's split leaves none empty.)
+  StmtPtr prologue = seq({loadAndStore(b, global(index(0)), index(0)), barrier()});
   ExprPtr next = add(tile, index(1));
-  ExprPtr hasNext = lt(next, index(numK_));
+  ExprPtr hasNext = lt(next, tileCount);
   ExprPtr current = mod(tile, index(2)), other = mod(next, index(2));
   std::vector<std::pair<VarPtr, ExprPtr>> lets;
   std::vector<StmtPtr> stores;
   for (const Operand *op : {&a_, &b_}) {
     ExprPtr free0 = op == &a_ ? i0_ : j0_;
-    std::vector<TileLoad> loads = tileLoads(*op, b, free0, next, hasNext);
+    std::vector<TileLoad> loads = tileLoads(*op, b, free0, global(next), hasNext);
     std::vector<ExprPtr> values;
     for (size_t u = 0; u < loads.size(); ++u) {
       VarPtr v = makeVar(fmt::format("{}_next_{}{}", p_.name, op->name, u), loads[u].value->type());
@@ -286,7 +292,7 @@ StmtPtr GpuGemmBuilder::mainLoop(const ExprPtr &b) const {
   StmtPtr step = seq({compute(current), ifThen(hasNext, seq(std::move(stores))), barrier()});
   for (size_t n = lets.size(); n-- > 0;)
     step = let(lets[n].first, lets[n].second, step);
-  return seq({prologue, forLoop(t, index(0), index(numK_), ForKind::Serial, step)});
+  return seq({prologue, forLoop(t, index(0), tileCount, ForKind::Serial, step)});
 }
 
 Expected<StmtPtr> GpuGemmBuilder::epilogue(const ExprPtr &b) const {
@@ -302,13 +308,30 @@ Expected<StmtPtr> GpuGemmBuilder::epilogue(const ExprPtr &b) const {
   return seq(std::move(stmts));
 }
 
-Expected<StmtPtr> GpuGemmBuilder::threadBody(const ExprPtr &b) {
+Expected<StmtPtr> GpuGemmBuilder::threadBody(const GemmGrid &grid, const SplitKPlan &split) {
   acc_ = makeBuffer(name("acc"), p_.accumulate, tm_ * tn_, MemScope::Register);
   std::vector<StmtPtr> init;
   for (int64_t x = 0; x < tm_ * tn_; ++x)
     init.push_back(store(acc_, index(x), zero()));
-  KILN_TRY(StmtPtr tail, epilogue(b));
-  return allocate(acc_, seq({seq(std::move(init)), mainLoop(b), tail}));
+  StmtPtr tail;
+  if (split.splits() > 1) {
+    // Split-K: the accumulators go to this split's layer of the partial sums.
+    std::vector<StmtPtr> stores;
+    for (int64_t r = 0; r < tm_; ++r)
+      for (int64_t c = 0; c < tn_; ++c) {
+        ExprPtr i = add(i0_, add(mul(ty_, index(tm_)), index(r)));
+        ExprPtr j = add(j0_, add(mul(tx_, index(tn_)), index(c)));
+        StmtPtr st = split.storePartial(grid.split(), grid.batch(), i, j,
+                                        load(acc_, index(r * tn_ + c)));
+        stores.push_back(guardEdges(p_, bm_, bn_, i, j, st));
+      }
+    tail = seq(std::move(stores));
+  } else {
+    KILN_TRY(tail, epilogue(grid.batch()));
+  }
+  StmtPtr loop =
+      mainLoop(grid.batch(), split.firstTile(grid.split()), split.tileCount(grid.split()));
+  return allocate(acc_, seq({seq(std::move(init)), loop, tail}));
 }
 
 Expected<GemmLowering> GpuGemmBuilder::build() {
@@ -316,7 +339,8 @@ Expected<GemmLowering> GpuGemmBuilder::build() {
   tid_ = kir::ref(tid);
   ty_ = kir::ref(ty);
   tx_ = kir::ref(tx);
-  GemmGrid grid(p_, bm_, bn_, p_.name);
+  SplitKPlan split(p_, s_.splitK, bk_);
+  GemmGrid grid(p_, bm_, bn_, p_.name, split.splits());
   if (grid.empty()) {
     // An empty output: one idle thread (a launch needs at least one).
     StmtPtr idle = std::make_shared<Block>(std::vector<StmtPtr>{});
@@ -324,12 +348,13 @@ Expected<GemmLowering> GpuGemmBuilder::build() {
   }
   i0_ = grid.row0();
   j0_ = grid.col0();
-  KILN_TRY(StmtPtr body, threadBody(grid.batch()));
+  KILN_TRY(StmtPtr body, threadBody(grid, split));
   body = let(ty, div(tid_, index(threadsN_)), let(tx, mod(tid_, index(threadsN_)), body));
   body = forRange(tid, threads_, ForKind::ThreadX, body);
   body = allocate(a_.shared, allocate(b_.shared, body));
-  body = grid.wrap(body);
-  return GemmLowering{body, {}, {}};
+  GemmLowering lowered{grid.wrap(body), {}, {}};
+  KILN_TRY_VOID(split.finish(lowered));
+  return lowered;
 }
 
 } // namespace
@@ -339,6 +364,9 @@ Expected<GemmLowering> lowerGpuGemm(const GemmProblem &problem, const GpuMatMulS
   if (schedule.tensorCores())
     return lowerGpuMmaGemm(problem, schedule, target);
   KILN_TRY_VOID(checkGpuGemmSchedule(schedule, problem.accumulate, target));
+  if (std::optional<std::string> why = splitKProblem(schedule.splitK, problem.k, schedule.blockK))
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("GPU GEMM schedule {}: {}", scheduleStr(Schedule{schedule}), *why));
   return GpuGemmBuilder(problem, schedule).build();
 }
 

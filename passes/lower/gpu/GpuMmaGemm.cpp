@@ -4,6 +4,7 @@
 #include "ir/kernel/Builder.h"
 #include "ir/kernel/MmaLayout.h"
 #include "passes/lower/gpu/GemmGrid.h"
+#include "passes/lower/gpu/GemmSplitK.h"
 #include "passes/lower/gpu/GpuMmaSchedule.h"
 
 #include <fmt/format.h>
@@ -49,8 +50,6 @@ public:
     warpsN_ = s_.blockN / s_.warpN;
     threads_ = gpuMmaThreads(s_);
     numK_ = p_.k == 0 ? 0 : ceilDivide(p_.k, s_.blockK);
-    splits_ = std::max(1, s_.splitK);
-    tilesPerSplit_ = ceilDivide(numK_, splits_); // legal schedules leave no split empty
     tilesM_ = s_.warpM / info_.m;
     tilesN_ = s_.warpN / info_.n;
     a_ = makeOperand("a", s_.blockM, p_.m, p_.aContiguousInK);
@@ -106,11 +105,6 @@ private:
   /// row i and column j, each guarded at the problem's edges.
   template <typename Fn> Expected<StmtPtr> forEachAccumulator(Fn &&atElement) const;
   Expected<StmtPtr> epilogue(const ExprPtr &b) const;
-  /// Split-K: the block's partial products into its layer of the workspace.
-  Expected<StmtPtr> storePartials(const ExprPtr &b, const ExprPtr &split) const;
-  /// Split-K's second kernel: each output element sums its partials (in split order, so the
-  /// result does not depend on which block finished first) and runs the epilogue.
-  Expected<StmtPtr> sumPartials() const;
 
   const GemmProblem &p_;
   GpuMatMulSchedule s_;
@@ -118,10 +112,8 @@ private:
   const MmaShapeInfo &info_;
   DType dtype_;
   int64_t chunk_, warpsN_, threads_, numK_, tilesM_, tilesN_;
-  int64_t splits_, tilesPerSplit_;
   TileOperand a_, b_;
   BufferPtr acc_, aFrag_, bFrag_;
-  BufferPtr partials_; ///< split-K: f32 [split][batch][m][n]
   ExprPtr tid_, lane_, group_, threadInGroup_, warpRow0_, warpCol0_, i0_, j0_;
 };
 
@@ -362,36 +354,11 @@ Expected<StmtPtr> MmaGemmBuilder::epilogue(const ExprPtr &b) const {
   });
 }
 
-Expected<StmtPtr> MmaGemmBuilder::storePartials(const ExprPtr &b, const ExprPtr &split) const {
-  ExprPtr layer = add(mul(split, index(p_.batch)), b);
-  return forEachAccumulator([&](ExprPtr i, ExprPtr j, ExprPtr value) -> Expected<StmtPtr> {
-    ExprPtr at = add(mul(add(mul(layer, index(p_.m)), i), index(p_.n)), j);
-    return store(partials_, at, value);
-  });
-}
-
-Expected<StmtPtr> MmaGemmBuilder::sumPartials() const {
-  constexpr int64_t kThreads = 256;
-  int64_t elements = p_.batch * p_.m * p_.n;
-  VarPtr block = makeVar(name("sum_bx")), thread = makeVar(name("sum_tid"));
-  VarPtr element = makeVar(name("sum_e"));
-  ExprPtr e = kir::ref(element);
-  ExprPtr sum = load(partials_, e);
-  for (int64_t split = 1; split < splits_; ++split)
-    sum = add(sum, load(partials_, add(index(split * elements), e)));
-  std::vector<ExprPtr> bij{div(e, index(p_.m * p_.n)), mod(div(e, index(p_.n)), index(p_.m)),
-                           mod(e, index(p_.n))};
-  KILN_TRY(StmtPtr store, p_.storeResult(bij, sum));
-  StmtPtr body = elements % kThreads == 0 ? store : ifThen(lt(e, index(elements)), store);
-  body = let(element, add(mul(kir::ref(block), index(kThreads)), kir::ref(thread)), body);
-  body = forRange(thread, kThreads, ForKind::ThreadX, body);
-  return forRange(block, ceilDivide(elements, kThreads), ForKind::BlockX, body);
-}
-
 Expected<GemmLowering> MmaGemmBuilder::build() {
   VarPtr tid = makeVar(name("tid"));
   tid_ = kir::ref(tid);
-  GemmGrid grid(p_, s_.blockM, s_.blockN, p_.name, splits_);
+  SplitKPlan split(p_, s_.splitK, s_.blockK);
+  GemmGrid grid(p_, s_.blockM, s_.blockN, p_.name, split.splits());
   if (grid.empty()) {
     StmtPtr idle = std::make_shared<Block>(std::vector<StmtPtr>{});
     return GemmLowering{forRange(tid, 1, ForKind::ThreadX, idle), {}, {}};
@@ -415,19 +382,13 @@ Expected<GemmLowering> MmaGemmBuilder::build() {
   std::vector<StmtPtr> init;
   for (int64_t x = 0; x < accCount; ++x)
     init.push_back(store(acc_, index(x), constant(0.0, Type::scalar(DType::F32))));
-  ExprPtr firstTile = index(0), tileCount = index(numK_);
+  // Split-K: this block's K range, and its accumulators into the partial sums.
+  ExprPtr firstTile = split.firstTile(grid.split()), tileCount = split.tileCount(grid.split());
   StmtPtr tail;
-  if (splits_ > 1) {
-    // Split s takes tiles [s * per, min((s + 1) * per, numK)); the schedule leaves none empty.
-    partials_ = makeBuffer(name("partials"), DType::F32, splits_ * p_.batch * p_.m * p_.n);
-    KILN_CHECK(tilesPerSplit_ > 0 && (splits_ - 1) * tilesPerSplit_ < numK_,
-               "a split-K schedule leaves a split without K tiles");
-    firstTile = mul(grid.split(), index(tilesPerSplit_));
-    if (numK_ % tilesPerSplit_ != 0)
-      tileCount = min(index(tilesPerSplit_), sub(index(numK_), firstTile));
-    else
-      tileCount = index(tilesPerSplit_);
-    KILN_TRY(tail, storePartials(grid.batch(), grid.split()));
+  if (split.splits() > 1) {
+    KILN_TRY(tail, forEachAccumulator([&](ExprPtr i, ExprPtr j, ExprPtr value) -> Expected<StmtPtr> {
+      return split.storePartial(grid.split(), grid.batch(), i, j, value);
+    }));
   } else {
     KILN_TRY(tail, epilogue(grid.batch()));
   }
@@ -440,11 +401,7 @@ Expected<GemmLowering> MmaGemmBuilder::build() {
   body = forRange(tid, threads_, ForKind::ThreadX, body);
   body = allocate(a_.shared, allocate(b_.shared, body));
   GemmLowering lowered{grid.wrap(body), {}, {}};
-  if (splits_ > 1) {
-    KILN_TRY(StmtPtr sum, sumPartials());
-    lowered.workspaces.push_back(partials_);
-    lowered.followUps.emplace_back("splitk_sum", sum);
-  }
+  KILN_TRY_VOID(split.finish(lowered));
   return lowered;
 }
 

@@ -2,6 +2,7 @@
 #include "passes/lower/gpu/GpuMmaSchedule.h"
 
 #include "ir/kernel/MmaLayout.h"
+#include "passes/lower/gpu/GemmSplitK.h"
 #include "passes/lower/gpu/TileScore.h"
 
 #include <fmt/format.h>
@@ -38,49 +39,18 @@ int64_t fragmentRegisters(const GpuMatMulSchedule &s, const kir::MmaShapeInfo &i
   return tilesM * tilesN * info.cElements + aWords + bWords;
 }
 
-/// The most blocks one output tile's K range is split over.
-constexpr int kMaxSplitK = 16;
-
 /// Blocks of the grid before any K split.
 int64_t outputBlocks(const GpuMatMulSchedule &s, const GemmShape &shape) {
   return shape.batch * ceilDivide(shape.m, s.blockM) * ceilDivide(shape.n, s.blockN);
 }
 
-/// Why `splitK` cannot split `shape`'s K tiles with `s` (nullopt: it can). Every split gets
-/// ceil(tiles / splitK) tiles but the last, which must keep at least one.
-std::optional<std::string> splitKProblem(const GpuMatMulSchedule &s, const GemmShape &shape) {
-  if (s.splitK < 1 || s.splitK > kMaxSplitK)
-    return fmt::format("splitK must be 1 to {}", kMaxSplitK);
-  if (s.splitK == 1)
-    return std::nullopt;
-  int64_t tiles = ceilDivide(shape.k, s.blockK);
-  int64_t perSplit = ceilDivide(tiles, s.splitK);
-  if (tiles == 0 || (s.splitK - 1) * perSplit >= tiles)
-    return fmt::format("splitK {} leaves a split without K tiles (K = {} is {} tiles of {})",
-                       s.splitK, shape.k, tiles, s.blockK);
-  return std::nullopt;
-}
-
-/// The heuristic's cost model, in units of one K tile of a 128 x 128 block. A block tile's K
-/// tile costs (blockM + blockN) / 256 of that (its shared-memory traffic per multiply-add
-/// grows as its operand reuse falls); a block runs its split's tiles plus about three of
-/// pipeline fill and epilogue; the SMs run the blocks in full waves. A K split adds the
-/// second launch and the partial sums' round trip (f32, written then read, mostly in L2).
-constexpr double kPipelineFillTiles = 3.0;
-constexpr double kSplitLaunchTiles = 8.0;
-constexpr double kPartialBytesPerTile = 1 << 20;
-/// Each split of the default keeps at least this many K tiles: its pipeline runs past the fill.
-constexpr int64_t kMinTilesPerSplit = 4;
-
+/// The default's estimate (GemmSplitK.h) in K tiles of a 128 x 128 block: a block tile's K
+/// tile costs (blockM + blockN) / 256 of that, its shared-memory traffic per multiply-add
+/// growing as operand reuse falls.
 double estimatedTime(const GpuMatMulSchedule &s, const GemmShape &shape, int64_t numSms) {
-  int64_t tiles = ceilDivide(std::max<int64_t>(shape.k, 1), s.blockK);
-  int64_t waves = ceilDivide(std::max<int64_t>(outputBlocks(s, shape) * s.splitK, 1), numSms);
-  double tileCost = double(s.blockM + s.blockN) / 256.0;
-  double time = double(waves) * (double(ceilDivide(tiles, s.splitK)) + kPipelineFillTiles) * tileCost;
-  if (s.splitK > 1)
-    time += kSplitLaunchTiles +
-            double(s.splitK) * double(shape.batch * shape.m * shape.n) * 8.0 / kPartialBytesPerTile;
-  return time;
+  int64_t kTiles = ceilDivide(std::max<int64_t>(shape.k, 1), s.blockK);
+  SplitKEstimate estimate = estimateSplitK(outputBlocks(s, shape), kTiles, s.splitK, shape, numSms);
+  return estimate.compute * double(s.blockM + s.blockN) / 256.0 + estimate.overhead;
 }
 
 } // namespace
@@ -157,7 +127,7 @@ Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &s, const GemmShape &
     return illegal(s, "vectorWidth must copy 4, 8 or 16 bytes");
   if (s.stages < 2 || s.stages > 4)
     return illegal(s, "stages must be 2, 3 or 4");
-  if (std::optional<std::string> why = splitKProblem(s, shape))
+  if (std::optional<std::string> why = splitKProblem(s.splitK, shape.k, s.blockK))
     return illegal(s, *why);
   int64_t threads = gpuMmaThreads(s);
   if (threads > target.maxThreadsPerBlock)
@@ -194,7 +164,7 @@ GpuMatMulSchedule defaultGpuMmaSchedule(const GemmShape &shape,
       candidate.blockN = blockN;
       candidate.splitK = splitK;
       if (splitK > 1 && (outputBlocks(candidate, shape) >= target.numSms ||
-                         splitKProblem(candidate, shape) ||
+                         splitKProblem(splitK, shape.k, candidate.blockK) ||
                          ceilDivide(kTiles, splitK) < kMinTilesPerSplit))
         continue;
       double time = estimatedTime(candidate, shape, target.numSms);
@@ -253,7 +223,8 @@ std::vector<GpuMatMulSchedule> gpuMmaScheduleSpace(const GemmShape &shape,
                 continue;
               space.push_back(s);
             }
-  // K splits of the schedules whose grids leave SMs idle, up to two waves' worth of blocks.
+  // K splits of the schedules whose grids leave SMs idle, up to two waves' worth of blocks,
+  // each split keeping kMinTilesPerSplit K tiles.
   size_t unsplit = space.size();
   for (size_t i = 0; i < unsplit; ++i) {
     int64_t blocks = outputBlocks(space[i], shape);
@@ -263,6 +234,7 @@ std::vector<GpuMatMulSchedule> gpuMmaScheduleSpace(const GemmShape &shape,
       GpuMatMulSchedule s = space[i];
       s.splitK = splitK;
       if (s == first || blocks * splitK > 2 * target.numSms ||
+          ceilDivide(ceilDivide(shape.k, s.blockK), splitK) < kMinTilesPerSplit ||
           !checkGpuMmaSchedule(s, shape, target))
         continue;
       space.push_back(s);

@@ -178,7 +178,9 @@ TEST_CASE("gpu contraction: illegal schedules name the field", "[lower][gpu-cont
     std::string field;
   };
   lower::GpuMatMulSchedule splitK = gpuGemm(32, 32, 8, 2, 2, 2);
-  splitK.splitK = 2;
+  splitK.splitK = 17;
+  lower::GpuMatMulSchedule emptySplit = gpuGemm(32, 32, 8, 2, 2, 2);
+  emptySplit.splitK = 4; // K = 23 is 3 tiles of 8
   lower::GpuMatMulSchedule vector = gpuGemm(32, 32, 8, 2, 2, 2, 3);
   lower::GpuMatMulSchedule zero = gpuGemm(32, 32, 0, 2, 2, 2);
   for (const Bad &bad : {Bad{gpuGemm(32, 32, 8, 3, 2, 2), "threadM"},
@@ -187,6 +189,7 @@ TEST_CASE("gpu contraction: illegal schedules name the field", "[lower][gpu-cont
                          Bad{gpuGemm(128, 128, 32, 8, 8, 2), "shared memory"},
                          Bad{gpuGemm(64, 64, 8, 16, 16, 1), "accumulator registers"},
                          Bad{gpuGemm(32, 32, 8, 2, 2, 3), "stages"}, Bad{splitK, "splitK"},
+                         Bad{emptySplit, "without K tiles"},
                          Bad{vector, "vectorWidth"}, Bad{zero, "blockK"}}) {
     auto lowered =
         lower::lowerGroupForGpu(c.graph(), *planned.group, bad.schedule, gpuTestTarget());

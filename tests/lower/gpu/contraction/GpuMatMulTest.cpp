@@ -175,3 +175,29 @@ TEST_CASE("gpu matmul: fused epilogues", "[lower][gpu-contraction]") {
       checkGpuContraction(c, 37, DType::I32, s);
   }
 }
+
+TEST_CASE("gpu matmul: split-K on CUDA cores", "[lower][gpu-contraction][split-k]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
+  auto split = [](lower::GpuMatMulSchedule s, int splits) {
+    s.splitK = splits;
+    return s;
+  };
+  // K = 203 is 26 tiles of 8: 2 splits of 13, 3 of 9 (the last 8), 5 of 6 (the last 2), with
+  // double buffering and without; f64 and integer accumulators sum their partials exactly.
+  for (int stages : {1, 2})
+    for (int splits : {2, 3, 5})
+      checkGpuMatMul(33, 19, 203, split(smallTiles(stages), splits));
+  checkGpuMatMul(17, 9, 130, split(smallTiles(2), 4), DType::F64, DType::F64, true, true);
+  checkGpuMatMul(20, 24, 96, split(smallTiles(2), 3), DType::I8, DType::I32);
+  // The default splits a narrow output over a long K (a few tiles on 132 SMs).
+  GraphCase c;
+  ir::Value *x = c.input("x", DType::F32, {9, 4096});
+  ir::Value *w = c.input("w", DType::F32, {4096, 24});
+  c.output(c.node(OpKind::MatMul, {x, w}, matmulAttrs()));
+  PlannedContraction planned = planContraction(c.graph());
+  lower::GpuMatMulSchedule d = gemmOf(
+      lower::defaultGpuSchedule(c.graph(), *planned.group, gpuTestTarget()));
+  INFO(lower::scheduleStr(d));
+  CHECK(d.splitK > 1);
+  checkGpuContraction(c, 4096, DType::F32);
+}
