@@ -77,13 +77,13 @@ TEST_CASE("gpu mma conv2d: which convolutions run on tensor cores",
     GraphCase c = convGraph(cc, dtype, false, layout);
     return lower::gpuContractionGemmShape(*planContraction(c.graph()).group);
   };
-  ConvCase cc{1, 16, 9, 9, 32, 3, 3, {1, 1}, {1, 1, 1, 1}};
+  ConvCase cc{1, 16, 9, 9, 32, 3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, "3x3 same"};
   CHECK(lower::gpuMmaKindFor(shapeOf(cc, DType::BF16, "nhwc"), h100));
   CHECK(lower::gpuMmaKindFor(shapeOf(cc, DType::F32, "nhwc"), h100)); // allow_tf32
   // nchw's im2col rows are strided, not runs of channels.
   CHECK_FALSE(lower::gpuMmaKindFor(shapeOf(cc, DType::BF16, "nchw"), h100));
   // Three input channels (an RGB first layer) do not fill a 4-byte copy of 16-bit elements.
-  ConvCase rgb{1, 3, 9, 9, 32, 3, 3};
+  ConvCase rgb{1, 3, 9, 9, 32, 3, 3, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, "rgb"};
   CHECK_FALSE(lower::gpuMmaKindFor(shapeOf(rgb, DType::BF16, "nhwc"), h100));
 }
 
