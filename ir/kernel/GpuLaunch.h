@@ -37,8 +37,9 @@ struct GpuLaunch {
 
   int64_t threadsPerBlock() const { return block[0] * block[1] * block[2]; }
   int64_t numBlocks() const { return grid[0] * grid[1] * grid[2]; }
-  /// Whether the shared buffers live in dynamic shared memory (more than the static limit).
-  bool dynamicShared() const { return sharedBytes > kStaticSharedLimit; }
+  /// Whether the shared buffers live in dynamic shared memory: their 16-byte aligned layout
+  /// (what static declarations would take too) passes the static limit.
+  bool dynamicShared() const { return sharedLayoutBytes > kStaticSharedLimit; }
   /// The dynamic shared memory to launch with: the layout's size, or 0 when static.
   int64_t dynamicSharedBytes() const { return dynamicShared() ? sharedLayoutBytes : 0; }
   /// The byte offset of shared buffer `buffer` in dynamic shared memory (-1: not one).
