@@ -109,10 +109,10 @@ void CudaEmitter::line(const std::string &text) {
 
 Expected<std::string> CudaEmitter::emit() {
   KILN_TRY(launch_, kir::gpuLaunchOf(kernel_, target_.maxThreadsPerBlock));
-  if (launch_.sharedLayoutBytes > target_.maxSharedBytesPerBlock())
+  if (launch_.reservedSharedBytes() > target_.maxSharedBytesPerBlock())
     return fail(ErrorCode::Unsupported,
                 fmt::format("uses {} bytes of shared memory; {} allows a block {}",
-                            launch_.sharedLayoutBytes, target_.archName(),
+                            launch_.reservedSharedBytes(), target_.archName(),
                             target_.maxSharedBytesPerBlock()));
   std::string kernelName = freshName(kernel_.name, "kernel");
   std::vector<std::string> params;
@@ -155,10 +155,21 @@ Expected<void> CudaEmitter::declareSharedBuffers(const kir::StmtPtr &stmt) {
       if (launch_.dynamicShared()) {
         // Past the static limit every shared buffer is a slice of the dynamic shared memory
         // the launch sizes (GpuLaunch::dynamicSharedBytes).
-        if (!declaredDynamicShared_)
+        if (!declaredDynamicShared_) {
           line("extern __shared__ __align__(16) unsigned char kiln_dynamic_smem[];");
+          // A wgmma kernel's swizzle atoms need a 1024-byte aligned base: rounded up here,
+          // into the slack the launch adds (GpuLaunch::sharedAlignment).
+          int64_t align = launch_.sharedAlignment;
+          if (align > 16)
+            line(fmt::format("unsigned char *const kiln_smem_base = kiln_dynamic_smem + (({}u - "
+                             "static_cast<unsigned>(__cvta_generic_to_shared(kiln_dynamic_smem)))"
+                             " & {}u);",
+                             align, align - 1));
+          else
+            line("unsigned char *const kiln_smem_base = kiln_dynamic_smem;");
+        }
         declaredDynamicShared_ = true;
-        line(fmt::format("{} *const {} = reinterpret_cast<{} *>(kiln_dynamic_smem + {});", type,
+        line(fmt::format("{} *const {} = reinterpret_cast<{} *>(kiln_smem_base + {});", type,
                          name, type, launch_.sharedOffset(alloc.buffer.get())));
       } else {
         line(fmt::format("__shared__ __align__(16) {} {}[{}];", type, name, alloc.buffer->size));
@@ -194,6 +205,8 @@ Expected<void> CudaEmitter::emitStmt(const kir::Stmt &stmt) {
   case kir::StmtKind::AsyncCopy: return emitAsyncCopy(static_cast<const kir::AsyncCopy &>(stmt));
   case kir::StmtKind::AsyncCommit: return emitAsyncCommit();
   case kir::StmtKind::AsyncWait: return emitAsyncWait(static_cast<const kir::AsyncWait &>(stmt));
+  case kir::StmtKind::Wgmma: return emitWgmma(static_cast<const kir::Wgmma &>(stmt));
+  case kir::StmtKind::WgmmaSync: return emitWgmmaSync(static_cast<const kir::WgmmaSync &>(stmt));
   }
   KILN_UNREACHABLE("unknown statement kind");
 }

@@ -51,6 +51,8 @@ private:
   const GpuTarget &target_;
   kir::GpuLaunch launch_;
   bool declaredDynamicShared_ = false; ///< the extern dynamic shared array is declared
+  /// Every Wgmma accumulator buffer emitted so far, in order (the waits fence them).
+  std::vector<const kir::Buffer *> wgmmaAccumulators_;
   std::string out_;
   int indent_ = 1;
   std::unordered_set<std::string> usedNames_;
@@ -83,6 +85,13 @@ private:
   Expected<void> emitAsyncCopy(const kir::AsyncCopy &copy);
   Expected<void> emitAsyncCommit();
   Expected<void> emitAsyncWait(const kir::AsyncWait &wait);
+
+  // ---- CudaWgmma.cpp: warpgroup products on sm_90a
+  Expected<void> emitWgmma(const kir::Wgmma &product);
+  Expected<void> emitWgmmaSync(const kir::WgmmaSync &sync);
+  Expected<void> requireWgmma(std::string_view what) const;
+  /// The C expression of `matrix`'s 64-bit descriptor.
+  Expected<std::string> wgmmaDescriptor(const kir::SharedMatrix &matrix, std::string_view what);
   /// Fails unless the target is at least sm_`minSm`, naming `what`.
   Expected<void> requireSm(int minSm, std::string_view what) const;
   /// C lvalues for elements [0, count) of a register fragment of `dtype`.

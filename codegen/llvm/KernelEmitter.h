@@ -88,6 +88,8 @@ protected:
   virtual Expected<void> emitAsyncCopy(const kir::AsyncCopy &copy);
   virtual Expected<void> emitAsyncCommit(const kir::AsyncCommit &commit);
   virtual Expected<void> emitAsyncWait(const kir::AsyncWait &wait);
+  virtual Expected<void> emitWgmma(const kir::Wgmma &product);
+  virtual Expected<void> emitWgmmaSync(const kir::WgmmaSync &sync);
   /// The alignment of a `lanes`-element access to `buffer`.
   virtual llvm::Align accessAlignment(const kir::Buffer &buffer, int lanes);
   Expected<void> emitStore(const kir::Store &store);

@@ -199,6 +199,8 @@ Expected<void> KernelEmitter::emitStmt(const kir::Stmt &stmt) {
   case kir::StmtKind::AsyncCopy: return emitAsyncCopy(*as<kir::AsyncCopy>(stmt));
   case kir::StmtKind::AsyncCommit: return emitAsyncCommit(*as<kir::AsyncCommit>(stmt));
   case kir::StmtKind::AsyncWait: return emitAsyncWait(*as<kir::AsyncWait>(stmt));
+  case kir::StmtKind::Wgmma: return emitWgmma(*as<kir::Wgmma>(stmt));
+  case kir::StmtKind::WgmmaSync: return emitWgmmaSync(*as<kir::WgmmaSync>(stmt));
   }
   KILN_UNREACHABLE("statement kind");
 }
@@ -236,6 +238,15 @@ Expected<void> KernelEmitter::emitAsyncCommit(const kir::AsyncCommit &) {
 
 Expected<void> KernelEmitter::emitAsyncWait(const kir::AsyncWait &) {
   return fail(ErrorCode::Unsupported, noGpuStatement("async wait (cp.async.wait_group)"));
+}
+
+Expected<void> KernelEmitter::emitWgmma(const kir::Wgmma &) {
+  return fail(ErrorCode::Unsupported,
+              noGpuStatement("wgmma (a warpgroup's tensor-core matrix product, sm_90a)"));
+}
+
+Expected<void> KernelEmitter::emitWgmmaSync(const kir::WgmmaSync &) {
+  return fail(ErrorCode::Unsupported, noGpuStatement("wgmma fence, commit or wait (sm_90a)"));
 }
 
 std::vector<llvm::Metadata *> KernelEmitter::vectorizeProperties(const kir::For &loop) {

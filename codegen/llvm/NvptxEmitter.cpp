@@ -83,10 +83,10 @@ Expected<void> NvptxEmitter::emitKernel(const kir::Kernel &kernel) {
     return fail(ErrorCode::VerifyError,
                 fmt::format("not a GPU kernel: {}", launch.error().message()));
   launch_ = *launch;
-  if (launch_.sharedLayoutBytes > gpu_.maxSharedBytesPerBlock())
+  if (launch_.reservedSharedBytes() > gpu_.maxSharedBytesPerBlock())
     return fail(ErrorCode::Unsupported,
                 fmt::format("uses {} bytes of shared memory; {} allows a block {}",
-                            launch_.sharedLayoutBytes, gpu_.archName(),
+                            launch_.reservedSharedBytes(), gpu_.archName(),
                             gpu_.maxSharedBytesPerBlock()));
   std::set<const kir::Buffer *> seen;
   for (const auto &param : kernel.params) {
@@ -182,6 +182,19 @@ llvm::GlobalVariable *NvptxEmitter::dynamicShared() {
   return global;
 }
 
+llvm::Value *NvptxEmitter::sharedBase() {
+  llvm::Value *base = dynamicShared();
+  int64_t align = launch_.sharedAlignment;
+  if (align <= 16)
+    return base;
+  // A wgmma kernel's swizzle atoms need a 1024-byte aligned base: rounded up here, into the
+  // slack the launch adds (GpuLaunch::sharedAlignment).
+  llvm::Value *address = builder_.CreatePtrToInt(base, builder_.getInt32Ty());
+  llvm::Value *pad = builder_.CreateAnd(builder_.CreateSub(builder_.getInt32(uint32_t(align)), address),
+                                        builder_.getInt32(uint32_t(align - 1)));
+  return builder_.CreateInBoundsGEP(builder_.getInt8Ty(), base, {pad});
+}
+
 Expected<void> NvptxEmitter::emitAllocate(const kir::Allocate &allocate) {
   const kir::Buffer &buffer = *allocate.buffer;
   if (buffer.size < 0)
@@ -197,7 +210,7 @@ Expected<void> NvptxEmitter::emitAllocate(const kir::Allocate &allocate) {
       // extern array (.extern .shared) that every kernel of the module shares.
       int64_t offset = launch_.sharedOffset(&buffer);
       KILN_CHECK(offset >= 0, "a shared buffer missing from the launch's layout");
-      pointer = builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), dynamicShared(),
+      pointer = builder_.CreateConstInBoundsGEP1_64(builder_.getInt8Ty(), sharedBase(),
                                                     static_cast<uint64_t>(offset));
       break;
     }

@@ -50,6 +50,13 @@ private:
   Expected<void> emitAsyncWait(const kir::AsyncWait &wait) override;
   /// Fails unless the target is at least sm_`minSm`, naming `what`.
   Expected<void> requireSm(int minSm, std::string_view what);
+
+  // ---- NvptxWgmma.cpp: warpgroup products on sm_90a
+  Expected<void> emitWgmma(const kir::Wgmma &product) override;
+  Expected<void> emitWgmmaSync(const kir::WgmmaSync &sync) override;
+  Expected<void> requireWgmma(std::string_view what);
+  /// `matrix`'s 64-bit descriptor, from the shared address of its first element.
+  Expected<llvm::Value *> wgmmaDescriptor(const kir::SharedMatrix &matrix);
   /// The address of `fragment`'s element `element`, after checking that the
   /// fragment is an allocated register buffer of `dtype` holding `count` elements.
   Expected<llvm::Value *> fragmentElement(const kir::Fragment &fragment, DType dtype,
@@ -81,10 +88,15 @@ private:
   llvm::Value *activeLaneMask();
   /// The module's extern dynamic shared array (created on first use).
   llvm::GlobalVariable *dynamicShared();
+  /// The base of this kernel's shared layout in the dynamic array, rounded up to the layout's
+  /// alignment (GpuLaunch::sharedAlignment) where that passes 16 bytes.
+  llvm::Value *sharedBase();
 
   const GpuTarget &gpu_;
   kir::GpuLaunch launch_;
   int sharedBuffers_ = 0;
+  /// Every Wgmma accumulator buffer emitted so far, in order (the waits fence them).
+  std::vector<const kir::Buffer *> wgmmaAccumulators_;
 };
 
 } // namespace kiln::codegen::nvptx

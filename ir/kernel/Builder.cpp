@@ -1,6 +1,7 @@
 // Kernel IR constructors with type checks and trivial integer folding.
 #include "ir/kernel/Builder.h"
 #include "ir/kernel/MmaLayout.h"
+#include "ir/kernel/WgmmaLayout.h"
 
 #include "ir/kernel/Printer.h"
 
@@ -343,6 +344,32 @@ StmtPtr asyncCopy(BufferPtr destination, ExprPtr destinationIndex, BufferPtr sou
   return std::make_shared<AsyncCopy>(std::move(destination), std::move(destinationIndex),
                                      std::move(source), std::move(sourceIndex), lanes,
                                      std::move(predicate));
+}
+
+StmtPtr wgmma(WgmmaKind kind, int n, Fragment d, SharedMatrix a, SharedMatrix b,
+              bool accumulate) {
+  auto product = std::make_shared<Wgmma>(kind, n, std::move(d), std::move(a), std::move(b),
+                                         accumulate);
+  std::optional<std::string> problem = wgmmaProblem(*product);
+  KILN_CHECK(!problem, *problem);
+  return product;
+}
+
+StmtPtr wgmmaSync(WgmmaSyncOp op, int pendingGroups) {
+  KILN_CHECK(pendingGroups >= 0 && pendingGroups <= 7 &&
+                 (op == WgmmaSyncOp::Wait || pendingGroups == 0),
+             "a wgmma wait allows 0..7 pending groups; the other syncs take none");
+  return std::make_shared<WgmmaSync>(op, pendingGroups);
+}
+
+std::string_view wgmmaSyncOpName(WgmmaSyncOp op) {
+  switch (op) {
+  case WgmmaSyncOp::Fence: return "fence";
+  case WgmmaSyncOp::SharedFence: return "shared_fence";
+  case WgmmaSyncOp::Commit: return "commit";
+  case WgmmaSyncOp::Wait: return "wait";
+  }
+  KILN_UNREACHABLE("wgmma sync op");
 }
 
 StmtPtr asyncCommit() { return std::make_shared<AsyncCommit>(); }

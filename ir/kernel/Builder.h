@@ -77,6 +77,9 @@ StmtPtr ldMatrix(Fragment destination, int matrices, bool transpose, BufferPtr s
 /// An asynchronous global -> shared copy of `lanes` elements (4, 8 or 16 bytes).
 StmtPtr asyncCopy(BufferPtr destination, ExprPtr destinationIndex, BufferPtr source,
                   ExprPtr sourceIndex, int lanes, ExprPtr predicate = nullptr);
+/// A warpgroup product (checked with wgmmaProblem) and its ordering statements.
+StmtPtr wgmma(WgmmaKind kind, int n, Fragment d, SharedMatrix a, SharedMatrix b, bool accumulate);
+StmtPtr wgmmaSync(WgmmaSyncOp op, int pendingGroups = 0);
 StmtPtr asyncCommit();
 StmtPtr asyncWait(int pendingGroups);
 

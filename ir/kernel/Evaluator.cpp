@@ -354,6 +354,8 @@ private:
     case StmtKind::AsyncCopy:
     case StmtKind::AsyncCommit:
     case StmtKind::AsyncWait: return gpuOnly("an asynchronous copy");
+    case StmtKind::Wgmma:
+    case StmtKind::WgmmaSync: return gpuOnly("a warpgroup matrix product (wgmma)");
     }
     stmts_.push_back(std::move(node));
     return static_cast<int>(stmts_.size() - 1);
@@ -541,7 +543,9 @@ private:
     case StmtKind::LdMatrix:
     case StmtKind::AsyncCopy:
     case StmtKind::AsyncCommit:
-    case StmtKind::AsyncWait: KILN_UNREACHABLE("GPU statements are rejected when compiled");
+    case StmtKind::AsyncWait:
+    case StmtKind::Wgmma:
+    case StmtKind::WgmmaSync: KILN_UNREACHABLE("GPU statements are rejected when compiled");
     }
     KILN_UNREACHABLE("statement kind");
   }

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <unordered_set>
+
 namespace kiln::kir {
 
 namespace {
@@ -38,6 +40,8 @@ std::string_view statementName(StmtKind kind) {
   case StmtKind::AsyncCopy: return "async copy";
   case StmtKind::AsyncCommit: return "async commit";
   case StmtKind::AsyncWait: return "async wait";
+  case StmtKind::Wgmma: return "wgmma";
+  case StmtKind::WgmmaSync: return "wgmma sync";
   default: return "statement";
   }
 }
@@ -48,6 +52,17 @@ public:
       : kernel_(kernel), maxThreads_(maxThreads) {}
 
   Expected<GpuLaunch> read() {
+    struct OperandFinder : StmtVisitor {
+      std::unordered_set<const Buffer *> *found;
+      void visitWgmma(const Wgmma &node) override {
+        found->insert(node.a.buffer.get());
+        found->insert(node.b.buffer.get());
+      }
+    } finder;
+    finder.found = &wgmmaOperands_;
+    finder.visit(kernel_.body);
+    if (!wgmmaOperands_.empty())
+      launch_.sharedAlignment = 1024;
     KILN_TRY_VOID(outside(kernel_.body));
     if (launch_.threadsPerBlock() > maxThreads_)
       return fail(fmt::format("has blocks of {} threads; at most {} are allowed",
@@ -59,6 +74,7 @@ private:
   const Kernel &kernel_;
   int64_t maxThreads_;
   GpuLaunch launch_;
+  std::unordered_set<const Buffer *> wgmmaOperands_; ///< laid out at 1024-byte offsets
 
   std::unexpected<Error> fail(std::string what) const {
     return makeError(ErrorCode::VerifyError,
@@ -104,6 +120,8 @@ private:
                                 memScopeName(alloc.buffer->scope), alloc.buffer->name));
       int64_t bytes = alloc.buffer->size * dtypeByteSize(alloc.buffer->dtype);
       launch_.sharedBytes += bytes;
+      if (wgmmaOperands_.contains(alloc.buffer.get()))
+        launch_.sharedLayoutBytes = (launch_.sharedLayoutBytes + 1023) / 1024 * 1024;
       launch_.sharedOffsets.push_back({alloc.buffer.get(), launch_.sharedLayoutBytes});
       launch_.sharedLayoutBytes += (bytes + 15) / 16 * 16;
       return outside(alloc.body);

@@ -29,9 +29,14 @@ struct GpuLaunch {
   std::array<int64_t, 3> block{1, 1, 1}; ///< threads along x, y, z
   int64_t sharedBytes = 0;               ///< shared memory per block: the allocations' sum
   /// Each shared buffer's byte offset in dynamic shared memory, in allocation
-  /// order, every one 16-byte aligned; `sharedLayoutBytes` is the end of the last.
+  /// order, every one 16-byte aligned (a wgmma operand 1024-byte aligned, where its
+  /// swizzle atoms start); `sharedLayoutBytes` is the end of the last.
   std::vector<std::pair<const Buffer *, int64_t>> sharedOffsets;
   int64_t sharedLayoutBytes = 0;
+  /// The alignment the layout's base needs: 16, or 1024 when a Wgmma reads a shared buffer.
+  /// A kernel needing 1024 takes its shared memory dynamically, rounds the base up itself
+  /// (the launch adds the 1024 bytes of slack) and so never depends on how the driver aligns it.
+  int64_t sharedAlignment = 16;
   /// The loop variables bound to blockIdx.x/y/z and threadIdx.x/y/z (nullptr where absent).
   std::array<const Var *, 3> blockVars{}, threadVars{};
 
@@ -39,9 +44,20 @@ struct GpuLaunch {
   int64_t numBlocks() const { return grid[0] * grid[1] * grid[2]; }
   /// Whether the shared buffers live in dynamic shared memory: their 16-byte aligned layout
   /// (what static declarations would take too) passes the static limit.
-  bool dynamicShared() const { return sharedLayoutBytes > kStaticSharedLimit; }
-  /// The dynamic shared memory to launch with: the layout's size, or 0 when static.
-  int64_t dynamicSharedBytes() const { return dynamicShared() ? sharedLayoutBytes : 0; }
+  bool dynamicShared() const {
+    return sharedLayoutBytes > kStaticSharedLimit || sharedAlignment > 16;
+  }
+  /// The dynamic shared memory to launch with: the layout's size (and the slack for rounding
+  /// its base up to sharedAlignment), or 0 when static.
+  int64_t dynamicSharedBytes() const {
+    if (!dynamicShared())
+      return 0;
+    return sharedLayoutBytes + (sharedAlignment > 16 ? sharedAlignment : 0);
+  }
+  /// The shared memory a block reserves: the dynamic launch size, or the static layout.
+  int64_t reservedSharedBytes() const {
+    return dynamicShared() ? dynamicSharedBytes() : sharedLayoutBytes;
+  }
   /// The byte offset of shared buffer `buffer` in dynamic shared memory (-1: not one).
   int64_t sharedOffset(const Buffer *buffer) const;
 };

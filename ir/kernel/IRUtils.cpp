@@ -93,6 +93,7 @@ public:
   void visitStore(const Store &node) override { add(node.buffer.get()); }
   void visitAtomic(const Atomic &node) override { add(node.buffer.get()); }
   void visitMma(const Mma &node) override { add(node.d.buffer.get()); }
+  void visitWgmma(const Wgmma &node) override { add(node.d.buffer.get()); }
   void visitLdMatrix(const LdMatrix &node) override { add(node.destination.buffer.get()); }
   void visitAsyncCopy(const AsyncCopy &node) override { add(node.destination.get()); }
 
@@ -171,6 +172,7 @@ bool containsBarrier(const StmtPtr &stmt) {
     void visitBarrier(const Barrier &) override { found = true; }
     // Waits order other threads' async copies too, and mma/ldmatrix are warp-collective.
     void visitAsyncWait(const AsyncWait &) override { found = true; }
+    void visitWgmmaSync(const WgmmaSync &) override { found = true; }
   } finder;
   finder.visit(stmt);
   return finder.found;
@@ -186,6 +188,8 @@ int minimumSm(const StmtPtr &stmt) {
     void visitAsyncCopy(const AsyncCopy &) override { sm = std::max(sm, 80); }
     void visitAsyncCommit(const AsyncCommit &) override { sm = std::max(sm, 80); }
     void visitAsyncWait(const AsyncWait &) override { sm = std::max(sm, 80); }
+    void visitWgmma(const Wgmma &) override { sm = std::max(sm, 90); }
+    void visitWgmmaSync(const WgmmaSync &) override { sm = std::max(sm, 90); }
   } finder;
   finder.visit(stmt);
   return finder.sm;

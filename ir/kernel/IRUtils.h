@@ -37,7 +37,7 @@ std::vector<const Buffer *> storedBuffers(const StmtPtr &stmt);
 bool containsBarrier(const StmtPtr &stmt);
 /// The oldest GPU architecture (sm x 10 + minor, e.g. 89) whose instructions cover `stmt`'s
 /// tensor-core statements: an Mma's product (MmaShapeInfo::minSm), ldmatrix 75, async
-/// copies 80; 0 for none.
+/// copies 80, wgmma 90 (the sm_90a variant); 0 for none.
 int minimumSm(const StmtPtr &stmt);
 
 /// `expr` / `stmt` with every reference to `var` replaced by `replacement`

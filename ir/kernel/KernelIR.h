@@ -210,7 +210,7 @@ std::string_view forKindName(ForKind kind);
 
 enum class StmtKind {
   Block, For, Let, If, Allocate, Store, Evaluate, Barrier, Atomic,
-  Mma, LdMatrix, AsyncCopy, AsyncCommit, AsyncWait
+  Mma, LdMatrix, AsyncCopy, AsyncCommit, AsyncWait, Wgmma, WgmmaSync
 };
 
 class Stmt;
@@ -416,6 +416,71 @@ class AsyncWait final : public Stmt {
 public:
   explicit AsyncWait(int pendingGroups) : Stmt(StmtKind::AsyncWait), pendingGroups(pendingGroups) {}
   const int pendingGroups;
+};
+
+// ---- Warpgroup matrix products (GPU kernels, sm_90a) ------------------------------------------
+
+/// The warpgroup products kiln emits: PTX wgmma.mma_async.sync.aligned.m64n<N>k<k>.f32.<t>.<t>,
+/// D = A x B (+ D) with A 64 x k, B k x N, D 64 x N in f32, both operands read from shared
+/// memory through matrix descriptors. Shapes, layouts and descriptors: ir/kernel/WgmmaLayout.h.
+enum class WgmmaKind {
+  F16_K16,  ///< f16 operands
+  BF16_K16, ///< bf16 operands
+  TF32_K8,  ///< tf32 operands (f32 buffers, rounded by the product)
+  E4M3_K32, ///< f8e4m3 operands
+};
+
+/// One operand of a Wgmma in shared memory, in the 128-byte swizzled canonical layout: rows of
+/// 128 bytes whose 16-byte chunks are XOR-swizzled by the address bits 7..9, in 1024-byte atoms
+/// of 8 rows. K-major (the operand's K contiguous): row r holds M/N index r, `strideBytes`
+/// apart per 8 rows. MN-major (16-bit operands only): row r holds K index r, 128 / element
+/// bytes consecutive M/N indices, `strideBytes` apart per 8 rows and `leadingBytes` apart per
+/// 128-byte panel of M/N. `start` is the element index in `buffer` (scope Shared, 1024-byte
+/// aligned) of the operand's first element.
+struct SharedMatrix {
+  BufferPtr buffer;
+  ExprPtr start;
+  bool mnMajor = false;
+  int64_t leadingBytes = 0; ///< MN-major: the panel stride; K-major: unused (16)
+  int64_t strideBytes = 1024;
+};
+
+/// A warpgroup's matrix product: the 128 threads of 4 consecutive warps (warpgroup w holds the
+/// linear thread ids 128w .. 128w+127) execute it together. Each thread passes its n / 2
+/// accumulators in `d`. The product runs asynchronously: it reads its shared operands and
+/// writes `d` at some point before the WgmmaSync Wait that retires its group, so the
+/// operands must stay unchanged and `d` unread until then. With `accumulate` false the product
+/// overwrites d (D = A x B).
+class Wgmma final : public Stmt {
+public:
+  Wgmma(WgmmaKind wgmmaKind, int n, Fragment d, SharedMatrix a, SharedMatrix b, bool accumulate)
+      : Stmt(StmtKind::Wgmma), wgmmaKind(wgmmaKind), n(n), d(std::move(d)), a(std::move(a)),
+        b(std::move(b)), accumulate(accumulate) {}
+  const WgmmaKind wgmmaKind;
+  const int n; ///< 8 .. 256, a multiple of 8
+  const Fragment d;
+  const SharedMatrix a, b;
+  const bool accumulate;
+};
+
+/// The ordering statements around Wgmma, each executed by whole warpgroups:
+enum class WgmmaSyncOp {
+  Fence,      ///< wgmma.fence: the thread's register writes (accumulators) are seen by what follows
+  SharedFence, ///< fence.proxy.async.shared::cta: the thread's shared-memory writes (stores and
+              ///< landed async copies) become visible to the products (which read through the
+              ///< async proxy); other threads' writes need a Barrier after their fences
+  Commit,     ///< wgmma.commit_group: the warpgroup's products since the last commit form a group
+  Wait,       ///< wgmma.wait_group N: all but the `pendingGroups` newest groups have completed
+};
+
+std::string_view wgmmaSyncOpName(WgmmaSyncOp op);
+
+class WgmmaSync final : public Stmt {
+public:
+  explicit WgmmaSync(WgmmaSyncOp op, int pendingGroups = 0)
+      : Stmt(StmtKind::WgmmaSync), op(op), pendingGroups(pendingGroups) {}
+  const WgmmaSyncOp op;
+  const int pendingGroups; ///< Wait only
 };
 
 // ---- Kernels ------------------------------------------------------------------------------------

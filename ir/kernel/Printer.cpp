@@ -3,6 +3,7 @@
 // lets and non-index constants.
 #include "ir/kernel/Printer.h"
 #include "ir/kernel/MmaLayout.h"
+#include "ir/kernel/WgmmaLayout.h"
 
 #include "support/Error.h"
 
@@ -381,6 +382,25 @@ private:
     case StmtKind::AsyncWait:
       line(fmt::format("async_wait {}", static_cast<const AsyncWait &>(*s).pendingGroups));
       return;
+    case StmtKind::Wgmma: {
+      auto &node = static_cast<const Wgmma &>(*s);
+      auto matrix = [&](const SharedMatrix &m) {
+        return fmt::format("{}[{}] {} lbo={} sbo={}", bufferName(*m.buffer), expr(m.start),
+                           m.mnMajor ? "mn" : "k", m.leadingBytes, m.strideBytes);
+      };
+      line(fmt::format("wgmma.{}.n{} {} {} {} * {}", wgmmaKindName(node.wgmmaKind), node.n,
+                       fragment(node.d), node.accumulate ? "+=" : "=", matrix(node.a),
+                       matrix(node.b)));
+      return;
+    }
+    case StmtKind::WgmmaSync: {
+      auto &node = static_cast<const WgmmaSync &>(*s);
+      if (node.op == WgmmaSyncOp::Wait)
+        line(fmt::format("wgmma_wait {}", node.pendingGroups));
+      else
+        line(fmt::format("wgmma_{}", wgmmaSyncOpName(node.op)));
+      return;
+    }
     case StmtKind::Atomic: {
       auto &node = static_cast<const Atomic &>(*s);
       line(fmt::format("atomic {} {} {}[{}] <- {}", atomicOpName(node.op),

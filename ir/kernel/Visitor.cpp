@@ -103,6 +103,8 @@ void StmtVisitor::visit(const StmtPtr &stmt) {
   case StmtKind::AsyncCopy: return visitAsyncCopy(static_cast<const AsyncCopy &>(*stmt));
   case StmtKind::AsyncCommit: return visitAsyncCommit(static_cast<const AsyncCommit &>(*stmt));
   case StmtKind::AsyncWait: return visitAsyncWait(static_cast<const AsyncWait &>(*stmt));
+  case StmtKind::Wgmma: return visitWgmma(static_cast<const Wgmma &>(*stmt));
+  case StmtKind::WgmmaSync: return visitWgmmaSync(static_cast<const WgmmaSync &>(*stmt));
   }
   KILN_UNREACHABLE("statement kind");
 }
@@ -130,6 +132,11 @@ void StmtVisitor::visitIf(const If &node) {
 }
 
 void StmtVisitor::visitAllocate(const Allocate &node) { visit(node.body); }
+
+void StmtVisitor::visitWgmma(const Wgmma &node) {
+  visitExpr(node.a.start);
+  visitExpr(node.b.start);
+}
 
 void StmtVisitor::visitStore(const Store &node) {
   visitExpr(node.index);
@@ -241,6 +248,8 @@ StmtPtr Mutator::mutate(const StmtPtr &stmt) {
   case StmtKind::AsyncCopy: return mutateAsyncCopy(downcast<AsyncCopy>(stmt));
   case StmtKind::AsyncCommit: return mutateAsyncCommit(downcast<AsyncCommit>(stmt));
   case StmtKind::AsyncWait: return mutateAsyncWait(downcast<AsyncWait>(stmt));
+  case StmtKind::Wgmma: return mutateWgmma(downcast<Wgmma>(stmt));
+  case StmtKind::WgmmaSync: return mutateWgmmaSync(downcast<WgmmaSync>(stmt));
   }
   KILN_UNREACHABLE("statement kind");
 }
@@ -407,6 +416,19 @@ StmtPtr Mutator::mutateLdMatrix(const std::shared_ptr<const LdMatrix> &node) {
   KILN_CHECK(rowIndex->type() == Type::index(), "ldmatrix: row index must be an i64 scalar");
   return std::make_shared<LdMatrix>(node->destination, node->matrices, node->transpose,
                                     node->source, std::move(rowIndex));
+}
+
+StmtPtr Mutator::mutateWgmma(const std::shared_ptr<const Wgmma> &node) {
+  ExprPtr aStart = mutate(node->a.start), bStart = mutate(node->b.start);
+  if (aStart == node->a.start && bStart == node->b.start)
+    return node;
+  SharedMatrix a = node->a, b = node->b;
+  a.start = std::move(aStart);
+  b.start = std::move(bStart);
+  KILN_CHECK(a.start->type() == Type::index() && b.start->type() == Type::index(),
+             "wgmma: operand starts must be i64 scalars");
+  return std::make_shared<Wgmma>(node->wgmmaKind, node->n, node->d, std::move(a), std::move(b),
+                                 node->accumulate);
 }
 
 StmtPtr Mutator::mutateAsyncCopy(const std::shared_ptr<const AsyncCopy> &node) {

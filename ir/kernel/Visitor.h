@@ -55,6 +55,8 @@ public:
   virtual void visitAsyncCopy(const AsyncCopy &node);
   virtual void visitAsyncCommit(const AsyncCommit &) {}
   virtual void visitAsyncWait(const AsyncWait &) {}
+  virtual void visitWgmma(const Wgmma &node);
+  virtual void visitWgmmaSync(const WgmmaSync &) {}
 
   /// Called once for each expression directly held by a statement.
   virtual void visitExpr(const ExprPtr &) {}
@@ -111,6 +113,8 @@ public:
   virtual StmtPtr mutateAsyncCopy(const std::shared_ptr<const AsyncCopy> &node);
   virtual StmtPtr mutateAsyncCommit(const std::shared_ptr<const AsyncCommit> &node) { return node; }
   virtual StmtPtr mutateAsyncWait(const std::shared_ptr<const AsyncWait> &node) { return node; }
+  virtual StmtPtr mutateWgmma(const std::shared_ptr<const Wgmma> &node);
+  virtual StmtPtr mutateWgmmaSync(const std::shared_ptr<const WgmmaSync> &node) { return node; }
 
 protected:
   /// mutate(stmt), with a null result turned into an empty Block (for bodies).

@@ -72,6 +72,8 @@ struct LoopFacts : StmtVisitor {
   }
   void visitAsyncCopy(const AsyncCopy &node) override { written.insert(node.destination.get()); }
   void visitAsyncWait(const AsyncWait &) override { hasEffects = true; }
+  void visitWgmma(const Wgmma &node) override { written.insert(node.d.buffer.get()); }
+  void visitWgmmaSync(const WgmmaSync &) override { hasEffects = true; }
   void visitEvaluate(const Evaluate &) override { hasEffects = true; }
   // A barrier orders other threads' writes before later reads: nothing loaded
   // may move across it.

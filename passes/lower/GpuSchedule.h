@@ -60,8 +60,8 @@ struct GpuPoolingSchedule {
 /// buffering), split-K over `splitK` blocks. On CUDA cores (warpM == 0) each
 /// thread owns a threadM x threadN register tile; on tensor cores (warpM > 0,
 /// docs/gpu-tensor-cores.md) each warp owns a warpM x warpN tile of mma.sync
-/// products, the tiles arrive by cp.async in `stages` buffers, and vectorWidth
-/// is the elements per async copy.
+/// products (with `wgmma`, each warpgroup of wgmma products), the tiles arrive
+/// by cp.async in `stages` buffers, and vectorWidth is the elements per async copy.
 struct GpuMatMulSchedule {
   int blockM = 64, blockN = 64, blockK = 16;
   int threadM = 4, threadN = 4;
@@ -69,6 +69,9 @@ struct GpuMatMulSchedule {
   int vectorWidth = 4;
   int splitK = 1;
   int warpM = 0, warpN = 0;
+  /// Tensor cores on sm_90a: warpgroup products (wgmma.mma_async) reading both operands from
+  /// shared memory, warpM x warpN being each warpgroup's (128 threads') tile.
+  bool wgmma = false;
 
   bool tensorCores() const { return warpM > 0; }
   bool operator==(const GpuMatMulSchedule &) const = default;

@@ -25,8 +25,9 @@ std::string matMulStr(const MatMulSchedule &s) {
 std::string gpuGemmStr(const GpuMatMulSchedule &s) {
   if (s.tensorCores()) {
     std::string text =
-        fmt::format("mma bm={} bn={} bk={} wm={} wn={} stages={} vw={} splitk={}", s.blockM,
-                    s.blockN, s.blockK, s.warpM, s.warpN, s.stages, s.vectorWidth, s.splitK);
+        fmt::format("{} bm={} bn={} bk={} wm={} wn={} stages={} vw={} splitk={}",
+                    s.wgmma ? "wgmma" : "mma", s.blockM, s.blockN, s.blockK, s.warpM, s.warpN,
+                    s.stages, s.vectorWidth, s.splitK);
     if (s.threadM != 0 || s.threadN != 0)
       text += fmt::format(" tm={} tn={}", s.threadM, s.threadN);
     return text;

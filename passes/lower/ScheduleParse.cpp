@@ -231,10 +231,12 @@ Expected<Schedule> parseSchedule(std::string_view text) {
     KILN_TRY_VOID(fields.integer("threads", s.threadsPerBlock));
     result = s;
   } else if (kind == "gpu.matmul" || kind == "gpu.conv2d") {
-    if (!form.empty() && form != "mma")
-      return fields.fail(fmt::format("{} takes 'mma' or fields after it, found '{}'", kind, form));
+    if (!form.empty() && form != "mma" && form != "wgmma")
+      return fields.fail(
+          fmt::format("{} takes 'mma', 'wgmma' or fields after it, found '{}'", kind, form));
     GpuMatMulSchedule gemm;
-    KILN_TRY_VOID(parseGpuGemmFields(fields, form == "mma", gemm));
+    gemm.wgmma = form == "wgmma";
+    KILN_TRY_VOID(parseGpuGemmFields(fields, !form.empty(), gemm));
     if (kind == "gpu.matmul")
       result = gemm;
     else

@@ -3,6 +3,7 @@
 #include "runtime/sim/SimProgram.h"
 
 #include "ir/kernel/MmaLayout.h"
+#include "ir/kernel/WgmmaLayout.h"
 #include "ir/kernel/Printer.h"
 
 #include <fmt/format.h>
@@ -398,6 +399,32 @@ private:
       node.op = static_cast<const AsyncWait &>(*s).pendingGroups;
       if (node.op < 0)
         return fail(fmt::format("async wait for {} pending groups", node.op));
+      break;
+    }
+    case StmtKind::Wgmma: {
+      auto &product = static_cast<const Wgmma &>(*s);
+      KILN_TRY_VOID(needThreads("a wgmma"));
+      if (std::optional<std::string> problem = wgmmaProblem(product))
+        return fail(*problem);
+      program_.hasWgmma = true;
+      node.wgmma = &product;
+      node.buffer = bufferIndex(*product.a.buffer);
+      node.source = bufferIndex(*product.b.buffer);
+      KILN_TRY(node.fragments[0], fragment(product.d, DType::F32, product.n / 2, "wgmma d"));
+      KILN_TRY(node.exprs[0], compileExpr(product.a.start));
+      KILN_TRY_VOID(checkIndex(node.exprs[0], "wgmma a start"));
+      KILN_TRY(node.exprs[1], compileExpr(product.b.start));
+      KILN_TRY_VOID(checkIndex(node.exprs[1], "wgmma b start"));
+      break;
+    }
+    case StmtKind::WgmmaSync: {
+      auto &sync = static_cast<const WgmmaSync &>(*s);
+      KILN_TRY_VOID(needThreads("a wgmma sync"));
+      program_.hasWgmma = true;
+      node.op = static_cast<int>(sync.op);
+      node.pending = sync.pendingGroups;
+      if (node.pending < 0)
+        return fail(fmt::format("wgmma wait for {} pending groups", node.pending));
       break;
     }
     case StmtKind::Atomic: {

@@ -48,6 +48,10 @@ struct SimStmt {
                                                 ///< matrices; AsyncCopy: lanes; AsyncWait:
                                                 ///< pending groups
   bool transpose = false;                       ///< LdMatrix
+  int pending = 0;                              ///< WgmmaSync: the Wait's pending groups
+  const kir::Wgmma *wgmma = nullptr;            ///< Wgmma (buffer: a, source: b, fragments[0]:
+                                                ///< d, exprs: the starts of a and b); WgmmaSync:
+                                                ///< op is the WgmmaSyncOp
   int exprs[3] = {kNoNode, kNoNode, kNoNode};   ///< For: begin, extent; Let: value; If: cond;
                                                 ///< Store: index, value, predicate;
                                                 ///< Atomic: index, value; Evaluate: value;
@@ -82,6 +86,8 @@ struct SimProgram {
   int maxDepth = 0;     ///< deepest nesting of ifs and loops (sizes the active-set arena)
   bool hasAsyncCopies = false; ///< any AsyncCopy, AsyncCommit or AsyncWait (the machine
                                ///< then tracks each thread's copies in flight)
+  bool hasWgmma = false;       ///< any Wgmma or WgmmaSync (the machine then tracks each
+                               ///< warpgroup's products in flight)
 };
 
 /// Compiles `kernel`; errors ("kernel <name>: ...") are operand types that do

@@ -101,4 +101,22 @@ void warpMma(MmaKind kind, std::span<const double> a, std::span<const double> b,
     d[i] = matrixD[static_cast<size_t>(indices.c[i])];
 }
 
+void warpgroupMma(int n, int k, std::span<const double> a, std::span<const double> b,
+                  std::span<float> d, bool accumulate) {
+  constexpr int m = 64;
+  KILN_CHECK(a.size() == size_t(m) * size_t(k) && b.size() == size_t(k) * size_t(n) &&
+                 d.size() == size_t(m) * size_t(n),
+             "warpgroupMma operand sizes");
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      float sum = accumulate ? d[static_cast<size_t>(i * n + j)] : 0.0f;
+      for (int p = 0; p < k; ++p) {
+        double product = static_cast<double>(static_cast<float>(a[static_cast<size_t>(i * k + p)])) *
+                         static_cast<double>(static_cast<float>(b[static_cast<size_t>(p * n + j)]));
+        sum += static_cast<float>(product);
+      }
+      d[static_cast<size_t>(i * n + j)] = sum;
+    }
+}
+
 } // namespace kiln::sim

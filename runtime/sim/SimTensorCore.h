@@ -26,4 +26,10 @@ namespace kiln::sim {
 void warpMma(kir::MmaKind kind, std::span<const double> a, std::span<const double> b,
              std::span<const float> c, std::span<float> d);
 
+/// D = A x B (+ D) for one warpgroup product: `a` the 64 x k operand row-major, `b` the
+/// k x n one row-major, `d` the 64 x n accumulators row-major (read when `accumulate`). The
+/// arithmetic is warpMma's: f32-rounded products summed in order of k into f32.
+void warpgroupMma(int n, int k, std::span<const double> a, std::span<const double> b,
+                  std::span<float> d, bool accumulate);
+
 } // namespace kiln::sim

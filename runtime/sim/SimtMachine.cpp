@@ -9,8 +9,10 @@
 #include "runtime/sim/SimMemory.h"
 #include "runtime/sim/SimMessages.h"
 #include "runtime/sim/SimTensorCore.h"
+#include "runtime/sim/WgmmaQueues.h"
 
 #include "ir/kernel/MmaLayout.h"
+#include "ir/kernel/WgmmaLayout.h"
 #include "ir/kernel/Printer.h"
 #include "ir/kernel/ScalarOps.h"
 
@@ -119,6 +121,7 @@ private:
   std::array<int64_t, 3> blockCoord_{0, 0, 0};
   bool insideThreads_ = false;
   AsyncCopyQueues asyncCopies_; ///< the block's copies in flight
+  WgmmaQueues wgmmas_;          ///< the block's warpgroup products in flight
   int64_t steps_ = 0;
   uint64_t epoch_ = 0; ///< barrier intervals, over the whole run
 
@@ -253,16 +256,22 @@ private:
 
   /// Every warp with an active thread must be whole and fully active.
   bool checkWholeWarps(Active a, std::string_view what) {
+    return checkWholeGroups(a, what, kWarpSize, "warp");
+  }
+
+  /// Every group of `size` consecutive threads (a warp, a warpgroup) with an active thread
+  /// must be whole and fully active.
+  bool checkWholeGroups(Active a, std::string_view what, int32_t size, std::string_view group) {
     int32_t i = 0;
     while (i < a.count) {
-      int32_t warp = a.ids[i] / kWarpSize;
-      int32_t warpBegin = warp * kWarpSize;
-      int32_t warpEnd = std::min(warpBegin + kWarpSize, threads_);
-      if (warpEnd - warpBegin < kWarpSize)
-        return raise(fmt::format("{} in warp {} of block {}, which has only {} threads (the "
+      int32_t warp = a.ids[i] / size;
+      int32_t warpBegin = warp * size;
+      int32_t warpEnd = std::min(warpBegin + size, threads_);
+      if (warpEnd - warpBegin < size)
+        return raise(fmt::format("{} in {} {} of block {}, which has only {} threads (the "
                                  "block's {} threads are not a multiple of {})",
-                                 what, warp, blockText(), warpEnd - warpBegin, threads_,
-                                 kWarpSize));
+                                 what, group, warp, blockText(), warpEnd - warpBegin, threads_,
+                                 size));
       int32_t j = i;
       int32_t expected = warpBegin;
       int32_t missing = -1;
@@ -275,10 +284,10 @@ private:
       if (missing < 0 && expected < warpEnd)
         missing = expected;
       if (missing >= 0)
-        return raise(fmt::format("{} reached by {} of {} lanes of warp {} of block {}; thread {} "
-                                 "(lane {}) did not reach it",
-                                 what, j - i, kWarpSize, warp, blockText(), threadText(missing),
-                                 missing % kWarpSize));
+        return raise(fmt::format("{} reached by {} of {} threads of {} {} of block {}; thread "
+                                 "{} (lane {}) did not reach it",
+                                 what, j - i, size, group, warp, blockText(),
+                                 threadText(missing), missing % kWarpSize));
       i = j;
     }
     return true;
@@ -537,6 +546,8 @@ private:
         asyncCopies_.commit(a.ids[i]);
       return true;
     case StmtKind::AsyncWait: return asyncWait(node, a);
+    case StmtKind::Wgmma: return wgmma(node, a);
+    case StmtKind::WgmmaSync: return wgmmaSync(node, a);
     }
     KILN_UNREACHABLE("statement kind");
   }
@@ -599,6 +610,8 @@ private:
           resetAllocation(memory);
       if (program_.hasAsyncCopies)
         asyncCopies_.reset(threads_);
+      if (program_.hasWgmma)
+        wgmmas_.reset((threads_ + kWarpgroupThreads - 1) / kWarpgroupThreads);
     }
     int64_t bx = launch_.block[0], by = launch_.block[1];
     bool ok = bind(node.var, nullptr, a, [&](Scalar *storage) {
@@ -611,7 +624,7 @@ private:
     });
     if (startsBlock) {
       insideThreads_ = false;
-      ok = ok && checkCopiesLanded();
+      ok = ok && checkCopiesLanded() && (!program_.hasWgmma || checkWgmmasRetired());
     }
     return ok;
   }
@@ -962,6 +975,165 @@ private:
         return false;
     }
     return true;
+  }
+
+  // ---- Warpgroup products (wgmma) ---------------------------------------------------------
+
+  /// Issues the product of each warpgroup of `a`: the operands' starts are read now (the same
+  /// for the whole warpgroup); the operands and accumulators when a wait retires its group.
+  bool wgmma(const SimStmt &node, Active a) {
+    const Wgmma &product = *node.wgmma;
+    const std::string what = fmt::format("wgmma.{}", wgmmaPtxShape(product.wgmmaKind, product.n));
+    if (!checkWholeGroups(a, what, kWarpgroupThreads, "warpgroup"))
+      return false;
+    if (!memoryOf(node.buffer) || !memoryOf(node.source) || !memoryOf(node.fragments[0].buffer) ||
+        !eval(node.exprs[0], a) || !eval(node.exprs[1], a))
+      return false;
+    const Scalar *aStart = column(node.exprs[0]), *bStart = column(node.exprs[1]);
+    for (int32_t i = 0; i < a.count; i += kWarpgroupThreads) {
+      const int32_t base = a.ids[i];
+      for (int32_t t = base; t < base + kWarpgroupThreads; ++t)
+        if (aStart[t].i != aStart[base].i || bStart[t].i != bStart[base].i)
+          return raise(fmt::format("{} {} names operands other than thread {}'s (a warpgroup's "
+                                   "product reads one pair of matrices)",
+                                   what, byThread(t), threadText(base)));
+      PendingWgmma pending;
+      pending.product = &product;
+      pending.aBuffer = node.buffer;
+      pending.bBuffer = node.source;
+      pending.dBuffer = node.fragments[0].buffer;
+      pending.aStart = aStart[base].i;
+      pending.bStart = bStart[base].i;
+      wgmmas_.issue(base / kWarpgroupThreads, pending);
+    }
+    return true;
+  }
+
+  bool wgmmaSync(const SimStmt &node, Active a) {
+    const auto op = static_cast<WgmmaSyncOp>(node.op);
+    const std::string what = fmt::format("wgmma {}", wgmmaSyncOpName(op));
+    if (!checkWholeGroups(a, what, kWarpgroupThreads, "warpgroup"))
+      return false;
+    for (int32_t i = 0; i < a.count; i += kWarpgroupThreads) {
+      const int32_t group = a.ids[i] / kWarpgroupThreads;
+      if (op == WgmmaSyncOp::Commit)
+        wgmmas_.commit(group);
+      else if (op == WgmmaSyncOp::Wait &&
+               !wgmmas_.retire(group, node.pending, [&](const PendingWgmma &product) {
+                 return runWgmma(group, product);
+               }))
+        return false;
+      // Fence and SharedFence order what the simulator already runs in order.
+    }
+    return true;
+  }
+
+  /// Reads operand `matrix` of a product through its descriptor: out[mn * k + kk] for the
+  /// `mnCount` x `k` elements.
+  bool readWgmmaOperand(int buffer, const SharedMatrix &matrix, int64_t start, int mnCount, int k,
+                        int32_t firstThread, std::string_view what, std::vector<double> &out) {
+    SimMemory *memory = memoryOf(buffer);
+    if (!memory)
+      return false;
+    const int64_t bytes = memory->elementBytes;
+    const int64_t base = launch_.sharedOffset(memory->buffer);
+    const int64_t address = base + start * bytes;
+    if (base < 0 || base % kWgmmaAtomBytes != 0)
+      return raise(fmt::format("{} reads shared {}, which does not start at a 1024-byte boundary "
+                               "of the shared layout",
+                               what, memory->buffer->name));
+    if (start < 0 || start >= memory->size || address % 16 != 0 || address >= (1 << 18))
+      return raise(fmt::format("{} starts at {}[{}], which is outside it or not 16-byte aligned",
+                               what, memory->buffer->name, start));
+    WgmmaDescriptor descriptor = decodeWgmmaDescriptor(encodeWgmmaDescriptor(
+        {static_cast<uint32_t>(address), static_cast<uint32_t>(matrix.leadingBytes),
+         static_cast<uint32_t>(matrix.strideBytes), 0, 1}));
+    out.resize(static_cast<size_t>(mnCount) * static_cast<size_t>(k));
+    for (int mn = 0; mn < mnCount; ++mn)
+      for (int kk = 0; kk < k; ++kk) {
+        int64_t byte = int64_t(wgmmaOperandAddress(descriptor, matrix.mnMajor,
+                                                   static_cast<int>(bytes), mn, kk)) - base;
+        int64_t element = byte / bytes;
+        if (byte < 0 || element >= memory->size)
+          return raise(fmt::format("{} reads element ({}, {}) at byte {} of shared {}, outside its "
+                                   "{} elements",
+                                   what, mn, kk, byte, memory->buffer->name, memory->size));
+        if (!memory->inFlight.empty() && memory->inFlight[static_cast<size_t>(element)] != 0)
+          return inFlightError(*memory, element, static_cast<size_t>(firstThread), what);
+        if (!memory->written[static_cast<size_t>(element)])
+          return raise(fmt::format("{} read of shared {}[{}], which no thread has written, by "
+                                   "the warpgroup of thread {} of block {}",
+                                   what, memory->buffer->name, element, threadText(firstThread),
+                                   blockText()));
+        out[static_cast<size_t>(mn * k + kk)] =
+            loadElement(memory->data + element * bytes, memory->buffer->dtype).f;
+        ++stats_.sharedLoads;
+      }
+    return true;
+  }
+
+  /// Runs a retired product of warpgroup `group`: D = A x B (+ D) into its threads' registers.
+  bool runWgmma(int32_t group, const PendingWgmma &pending) {
+    const Wgmma &product = *pending.product;
+    const int n = product.n, k = wgmmaShapeInfo(product.wgmmaKind).k;
+    const std::string what = fmt::format("wgmma.{}", wgmmaPtxShape(product.wgmmaKind, n));
+    const int32_t first = group * kWarpgroupThreads;
+    std::vector<double> aValues, bTransposed;
+    if (!readWgmmaOperand(pending.aBuffer, product.a, pending.aStart, kWgmmaM, k, first,
+                          what + " operand a", aValues) ||
+        !readWgmmaOperand(pending.bBuffer, product.b, pending.bStart, n, k, first,
+                          what + " operand b", bTransposed))
+      return false;
+    std::vector<double> bValues(static_cast<size_t>(k) * static_cast<size_t>(n));
+    for (int j = 0; j < n; ++j)
+      for (int p = 0; p < k; ++p)
+        bValues[static_cast<size_t>(p * n + j)] = bTransposed[static_cast<size_t>(j * k + p)];
+    SimMemory *d = memoryOf(pending.dBuffer);
+    if (!d)
+      return false;
+    std::vector<float> dValues(static_cast<size_t>(kWgmmaM) * static_cast<size_t>(n), 0.0f);
+    auto slot = [&](int thread, int e) {
+      MatrixPosition at = wgmmaAccumulatorPosition(thread, e);
+      return static_cast<size_t>(at.row * n + at.col);
+    };
+    for (int thread = 0; thread < kWarpgroupThreads && product.accumulate; ++thread)
+      for (int e = 0; e < n / 2; ++e) {
+        const size_t t = static_cast<size_t>(first + thread);
+        int64_t element = elementOf(*d, t, product.d.offset + e);
+        if (!d->written[static_cast<size_t>(element)])
+          return raise(fmt::format("{} accumulates into register {}[{}], which no thread has "
+                                   "written, {}",
+                                   what, d->buffer->name, product.d.offset + e,
+                                   byThread(static_cast<int64_t>(t))));
+        dValues[slot(thread, e)] =
+            static_cast<float>(loadElement(d->data + element * d->elementBytes, DType::F32).f);
+      }
+    warpgroupMma(n, k, aValues, bValues, dValues, product.accumulate);
+    for (int thread = 0; thread < kWarpgroupThreads; ++thread)
+      for (int e = 0; e < n / 2; ++e) {
+        const size_t t = static_cast<size_t>(first + thread);
+        int64_t element = elementOf(*d, t, product.d.offset + e);
+        d->written[static_cast<size_t>(element)] = 1;
+        storeElement(d->data + element * d->elementBytes, DType::F32,
+                     Scalar::ofFloat(dValues[slot(thread, e)]));
+      }
+    ++stats_.mmas;
+    return true;
+  }
+
+  /// At the end of a block every product must have been retired by a wait.
+  bool checkWgmmasRetired() {
+    int32_t group = 0;
+    const PendingWgmma *product = wgmmas_.firstInFlight(group);
+    if (!product)
+      return true;
+    return raise(fmt::format("wgmma.{} of warpgroup {} of block {} was never waited for: {} "
+                             "before the block ended",
+                             wgmmaPtxShape(product->product->wgmmaKind, product->product->n),
+                             group, blockText(),
+                             wgmmas_.uncommitted(group, *product)
+                                 ? "it was not committed (wgmma_commit) and retired (wgmma_wait)"
+                                 : "no wgmma wait retired its group"));
   }
 
   /// At the end of a block every copy must have landed: a kernel waits for

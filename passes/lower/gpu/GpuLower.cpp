@@ -43,7 +43,7 @@ Expected<LoweredKernel> lowerWith(const ir::Graph &graph, const passes::FusionGr
   auto launch = kir::gpuLaunchOf(lowered.kernel, target.maxThreadsPerBlock);
   KILN_CHECK(launch.has_value(), fmt::format("GPU lowering of group {} broke the launch structure: {}",
                                              group.id, launch ? "" : launch.error().message()));
-  KILN_CHECK(launch->sharedLayoutBytes <= target.maxSharedBytesPerBlock(),
+  KILN_CHECK(launch->reservedSharedBytes() <= target.maxSharedBytesPerBlock(),
              fmt::format("GPU lowering of group {} uses {} bytes of shared memory", group.id,
                          launch->sharedBytes));
   return lowered;

@@ -3,9 +3,11 @@
 
 #include "ir/kernel/Builder.h"
 #include "ir/kernel/MmaLayout.h"
+#include "ir/kernel/WgmmaLayout.h"
 #include "passes/lower/gpu/GemmGrid.h"
 #include "passes/lower/gpu/GemmSplitK.h"
 #include "passes/lower/gpu/GpuMmaSchedule.h"
+#include "passes/lower/gpu/GpuWgmmaSchedule.h"
 
 #include <fmt/format.h>
 
@@ -27,7 +29,9 @@ ExprPtr bitXor(ExprPtr a, ExprPtr b) {
 /// One operand's tiles in shared memory: `rows` x `inner` elements per stage, the operand's
 /// contiguous axis (K, or the free axis i/j) inner, each row split into 16-byte chunks whose
 /// order is XOR-swizzled by row so that the 8 rows an ldmatrix (or a fragment load) reads
-/// fall in 8 different bank groups.
+/// fall in 8 different bank groups. For wgmma the inner axis is cut into panels of 128 bytes
+/// stored one after another (all rows of panel 0, then of panel 1, ...): the canonical
+/// 128-byte swizzled layout of ir/kernel/WgmmaLayout.h, whose XOR is exactly this one.
 struct TileOperand {
   std::string name;
   int64_t freeTile = 0, freeExtent = 0;
@@ -38,20 +42,22 @@ struct TileOperand {
   int64_t run = 1; ///< elements of the contiguous axis that are contiguous in memory
   BufferPtr shared;
   int64_t rows = 0, inner = 0;
+  int64_t panel = 0; ///< inner elements per panel (all of them but for wgmma)
   int lanes = 1; ///< elements per async copy
 };
 
 class MmaGemmBuilder {
 public:
-  MmaGemmBuilder(const GemmProblem &problem, const GpuMatMulSchedule &schedule, MmaKind kind)
-      : p_(problem), s_(schedule), kind_(kind), info_(mmaShapeInfo(kind)),
+  MmaGemmBuilder(const GemmProblem &problem, const GpuMatMulSchedule &schedule, MmaKind kind,
+                 std::optional<WgmmaKind> wgmmaKind)
+      : p_(problem), s_(schedule), kind_(kind), wgmma_(wgmmaKind), info_(mmaShapeInfo(kind)),
         dtype_(info_.operandDtype) {
     chunk_ = 16 / dtypeByteSize(dtype_);
     warpsN_ = s_.blockN / s_.warpN;
     threads_ = gpuMmaThreads(s_);
     numK_ = p_.k == 0 ? 0 : ceilDivide(p_.k, s_.blockK);
-    tilesM_ = s_.warpM / info_.m;
-    tilesN_ = s_.warpN / info_.n;
+    tilesM_ = s_.warpM / (wgmma_ ? kWgmmaM : info_.m);
+    tilesN_ = wgmma_ ? 1 : s_.warpN / info_.n;
     a_ = makeOperand("a", s_.blockM, p_.m, p_.aContiguousInK);
     if (p_.aGathered) {
       a_.buffer = p_.aGathered->buffer;
@@ -97,6 +103,18 @@ private:
   bool usesLdMatrix(const TileOperand &op) const {
     return kind_ != MmaKind::TF32_M16N8K8 && (dtypeByteSize(dtype_) == 2 || op.contiguousInK);
   }
+  /// The warpgroup's products of k step `ks` of stage `stage` (wgmma).
+  StmtPtr wgmmaStep(const ExprPtr &stage, int64_t ks) const;
+  /// The shared operand of a wgmma whose first element is (free0, k0) of `op`'s stage.
+  SharedMatrix sharedMatrix(const TileOperand &op, const ExprPtr &stageBase, const ExprPtr &free0,
+                            int64_t k0) const;
+  /// The per-K-tile synchronization and products of the mma.sync and the wgmma loops.
+  StmtPtr mmaTileStep(const ExprPtr &b, const ExprPtr &firstTile, const ExprPtr &tileCount,
+                      const ExprPtr &tile, int64_t ahead) const;
+  StmtPtr wgmmaTileStep(const ExprPtr &b, const ExprPtr &firstTile, const ExprPtr &tileCount,
+                        const ExprPtr &tile, int64_t ahead) const;
+  /// Whether wgmma products stay in flight across a K tile (one group, with 3+ stages).
+  int64_t wgmmaInFlight() const { return wgmma_ && s_.stages >= 3 ? 1 : 0; }
   StmtPtr loadFragmentsA(const ExprPtr &stageBase, int64_t k0) const;
   StmtPtr loadFragmentsB(const ExprPtr &stageBase, int64_t k0) const;
   /// The K tiles [firstTile, firstTile + tileCount) of the block's output tile.
@@ -109,12 +127,14 @@ private:
   const GemmProblem &p_;
   GpuMatMulSchedule s_;
   MmaKind kind_;
+  std::optional<WgmmaKind> wgmma_;
   const MmaShapeInfo &info_;
   DType dtype_;
   int64_t chunk_, warpsN_, threads_, numK_, tilesM_, tilesN_;
   TileOperand a_, b_;
   BufferPtr acc_, aFrag_, bFrag_;
   ExprPtr tid_, lane_, group_, threadInGroup_, warpRow0_, warpCol0_, i0_, j0_;
+  ExprPtr warpInGroup_; ///< wgmma: the warp's index within its warpgroup
 };
 
 TileOperand MmaGemmBuilder::makeOperand(std::string operandName, int64_t freeTile,
@@ -126,6 +146,7 @@ TileOperand MmaGemmBuilder::makeOperand(std::string operandName, int64_t freeTil
   op.contiguousInK = contiguousInK;
   op.inner = contiguousInK ? s_.blockK : freeTile;
   op.rows = contiguousInK ? freeTile : s_.blockK;
+  op.panel = wgmma_ ? kWgmmaRowBytes / dtypeByteSize(dtype_) : op.inner;
   op.shared = makeBuffer(name(op.name + "_tile"), dtype_, s_.stages * op.rows * op.inner,
                          MemScope::Shared);
   return op;
@@ -133,6 +154,13 @@ TileOperand MmaGemmBuilder::makeOperand(std::string operandName, int64_t freeTil
 
 ExprPtr MmaGemmBuilder::swizzled(const TileOperand &op, const ExprPtr &row,
                                  const ExprPtr &col) const {
+  if (op.panel < op.inner) {
+    // wgmma: panel col / panel of the whole stage, then the column within it.
+    TileOperand inPanel = op;
+    inPanel.inner = op.panel;
+    ExprPtr panelBase = mul(div(col, index(op.panel)), index(op.rows * op.panel));
+    return add(panelBase, swizzled(inPanel, row, mod(col, index(op.panel))));
+  }
   int64_t chunks = op.inner / chunk_;
   ExprPtr chunkIndex = div(col, index(chunk_));
   ExprPtr within = mod(col, index(chunk_));
@@ -295,21 +323,91 @@ StmtPtr MmaGemmBuilder::computeStep(const ExprPtr &stage, int64_t ks) const {
   return seq(std::move(stmts));
 }
 
-// Tile t lives in stage t % stages. The prologue issues tiles 0 .. stages-2, a group each.
-// Step t waits until at most stages-2 groups are in flight (so tile t has landed for this
+// wgmma operands name the first element of the warpgroup's rows (free0) at K step k0 of a
+// stage: K-major, the row's 128 bytes of K from k0 on; MN-major, row k0 of the 128-byte panel
+// holding free0 (free0 starts a panel), the next panel `rows` rows on.
+SharedMatrix MmaGemmBuilder::sharedMatrix(const TileOperand &op, const ExprPtr &stageBase,
+                                          const ExprPtr &free0, int64_t k0) const {
+  SharedMatrix matrix;
+  matrix.buffer = op.shared;
+  matrix.mnMajor = !op.contiguousInK;
+  matrix.strideBytes = kWgmmaAtomBytes; // 8 rows of 128 bytes
+  if (op.contiguousInK) {
+    matrix.start = add(stageBase, add(mul(free0, index(op.inner)), index(k0)));
+    matrix.leadingBytes = 16; // unused by swizzled K-major operands ("assumed 1")
+  } else {
+    ExprPtr panelBase = mul(div(free0, index(op.panel)), index(op.rows * op.panel));
+    matrix.start = add(stageBase, add(panelBase, index(k0 * op.panel)));
+    matrix.leadingBytes = op.rows * op.panel * dtypeByteSize(dtype_);
+  }
+  return matrix;
+}
+
+// One product per 64-row slice of the warpgroup's tile, each the tile's full width.
+StmtPtr MmaGemmBuilder::wgmmaStep(const ExprPtr &stage, int64_t ks) const {
+  int64_t k0 = ks * info_.k;
+  ExprPtr aBase = mul(stage, index(stageSize(a_))), bBase = mul(stage, index(stageSize(b_)));
+  std::vector<StmtPtr> stmts;
+  for (int64_t mi = 0; mi < tilesM_; ++mi)
+    stmts.push_back(wgmma(*wgmma_, s_.warpN, {acc_, mi * (s_.warpN / 2)},
+                          sharedMatrix(a_, aBase, add(warpRow0_, index(mi * kWgmmaM)), k0),
+                          sharedMatrix(b_, bBase, warpCol0_, k0), /*accumulate=*/true));
+  return seq(std::move(stmts));
+}
+
+// Step t waits until at most ahead-1 copy groups are in flight (so tile t has landed for this
 // thread), reaches a barrier (every thread's copies of tile t are visible, and every warp is
-// done with tile t-1, whose stage tile t+stages-1 overwrites), issues that tile and commits
-// (a group even when empty, so the count stays uniform), then computes on tile t. Tiles are
+// done with the stage tile t+ahead overwrites), issues that tile and commits (a group even
+// when empty, so the count stays uniform), then computes on tile t.
+StmtPtr MmaGemmBuilder::mmaTileStep(const ExprPtr &b, const ExprPtr &firstTile,
+                                    const ExprPtr &tileCount, const ExprPtr &tile,
+                                    int64_t ahead) const {
+  ExprPtr next = add(tile, index(ahead));
+  std::vector<StmtPtr> step{asyncWait(static_cast<int>(ahead - 1)), barrier(),
+                            ifThen(lt(next, tileCount),
+                                   copyTiles(b, add(firstTile, next), mod(next, index(s_.stages)))),
+                            asyncCommit()};
+  ExprPtr current = mod(tile, index(s_.stages));
+  for (int64_t ks = 0; ks < s_.blockK / info_.k; ++ks)
+    step.push_back(computeStep(current, ks));
+  return seq(std::move(step));
+}
+
+// As mmaTileStep, with the products reading shared memory through the async proxy: each
+// thread fences its landed copies for it before the barrier. The warpgroup's products of
+// tile t form one group; waiting until wgmmaInFlight() groups remain leaves tile t's products
+// running into step t+1, whose barrier then guarantees only that tile t-1's are done -- which
+// is why with one in flight the copies run ahead = stages - 2 tiles, never into the stage
+// being read.
+StmtPtr MmaGemmBuilder::wgmmaTileStep(const ExprPtr &b, const ExprPtr &firstTile,
+                                      const ExprPtr &tileCount, const ExprPtr &tile,
+                                      int64_t ahead) const {
+  ExprPtr next = add(tile, index(ahead));
+  std::vector<StmtPtr> step{asyncWait(static_cast<int>(ahead - 1)),
+                            wgmmaSync(WgmmaSyncOp::SharedFence), barrier(),
+                            ifThen(lt(next, tileCount),
+                                   copyTiles(b, add(firstTile, next), mod(next, index(s_.stages)))),
+                            asyncCommit(), wgmmaSync(WgmmaSyncOp::Fence)};
+  ExprPtr current = mod(tile, index(s_.stages));
+  for (int64_t ks = 0; ks < s_.blockK / info_.k; ++ks)
+    step.push_back(wgmmaStep(current, ks));
+  step.push_back(wgmmaSync(WgmmaSyncOp::Commit));
+  step.push_back(wgmmaSync(WgmmaSyncOp::Wait, static_cast<int>(wgmmaInFlight())));
+  return seq(std::move(step));
+}
+
+// Tile t lives in stage t % stages. The prologue issues tiles 0 .. ahead-1, a group each;
+// step t (mmaTileStep / wgmmaTileStep) then keeps `ahead` tiles of copies in flight. Tiles are
 // counted from `firstTile` (a split's first K tile); `tileCount` may vary by block.
 StmtPtr MmaGemmBuilder::mainLoop(const ExprPtr &b, const ExprPtr &firstTile,
                                  const ExprPtr &tileCount) const {
   std::optional<int64_t> staticCount = constIntValue(tileCount);
   if (staticCount && *staticCount == 0)
     return nullptr;
-  auto global = [&](ExprPtr t) { return add(firstTile, t); };
+  int64_t ahead = s_.stages - 1 - wgmmaInFlight();
   std::vector<StmtPtr> prologue;
-  for (int64_t t = 0; t < s_.stages - 1; ++t) {
-    StmtPtr copy = copyTiles(b, global(index(t)), index(t));
+  for (int64_t t = 0; t < ahead; ++t) {
+    StmtPtr copy = copyTiles(b, add(firstTile, index(t)), index(t));
     if (!staticCount)
       prologue.push_back(ifThen(lt(index(t), tileCount), copy));
     else if (t < *staticCount)
@@ -318,22 +416,34 @@ StmtPtr MmaGemmBuilder::mainLoop(const ExprPtr &b, const ExprPtr &firstTile,
   }
   VarPtr tileVar = makeVar(name("kt"));
   ExprPtr tile = kir::ref(tileVar);
-  ExprPtr next = add(tile, index(s_.stages - 1));
-  std::vector<StmtPtr> step{asyncWait(s_.stages - 2), barrier(),
-                            ifThen(lt(next, tileCount),
-                                   copyTiles(b, global(next), mod(next, index(s_.stages)))),
-                            asyncCommit()};
-  ExprPtr current = mod(tile, index(s_.stages));
-  for (int64_t ks = 0; ks < s_.blockK / info_.k; ++ks)
-    step.push_back(computeStep(current, ks));
-  return seq({seq(std::move(prologue)),
-              forLoop(tileVar, index(0), tileCount, ForKind::Serial, seq(std::move(step)))});
+  StmtPtr step = wgmma_ ? wgmmaTileStep(b, firstTile, tileCount, tile, ahead)
+                        : mmaTileStep(b, firstTile, tileCount, tile, ahead);
+  std::vector<StmtPtr> stmts{seq(std::move(prologue)),
+                             forLoop(tileVar, index(0), tileCount, ForKind::Serial, step)};
+  if (wgmma_)
+    stmts.push_back(wgmmaSync(WgmmaSyncOp::Wait, 0)); // the accumulators are final
+  return seq(std::move(stmts));
 }
 
 // Accumulator e of tile (mi, ni) is at row g + 8 (e / 2), column 2 t + e % 2 of the tile
 // (the C layout of ir/kernel/MmaLayout.h).
 template <typename Fn> Expected<StmtPtr> MmaGemmBuilder::forEachAccumulator(Fn &&atElement) const {
   std::vector<StmtPtr> stmts;
+  if (wgmma_) {
+    // Accumulator e of the 64-row slice mi: the position ir/kernel/WgmmaLayout.h gives thread
+    // 0, plus 16 rows per warp of the group, g rows and 2t columns.
+    for (int64_t mi = 0; mi < tilesM_; ++mi)
+      for (int e = 0; e < s_.warpN / 2; ++e) {
+        MatrixPosition at = wgmmaAccumulatorPosition(0, e);
+        ExprPtr row = add(index(mi * kWgmmaM + at.row), add(mul(warpInGroup_, index(16)), group_));
+        ExprPtr i = add(i0_, add(warpRow0_, row));
+        ExprPtr j = add(j0_, add(warpCol0_, add(index(at.col), mul(threadInGroup_, index(2)))));
+        ExprPtr value = load(acc_, index(mi * (s_.warpN / 2) + e));
+        KILN_TRY(StmtPtr st, atElement(i, j, value));
+        stmts.push_back(guardEdges(p_, s_.blockM, s_.blockN, i, j, st));
+      }
+    return seq(std::move(stmts));
+  }
   for (int64_t mi = 0; mi < tilesM_; ++mi)
     for (int64_t ni = 0; ni < tilesN_; ++ni)
       for (int64_t e = 0; e < info_.cElements; ++e) {
@@ -368,6 +478,8 @@ Expected<GemmLowering> MmaGemmBuilder::build() {
   VarPtr lane = makeVar(name("lane")), warp = makeVar(name("warp"));
   VarPtr group = makeVar(name("g")), threadInGroup = makeVar(name("t"));
   VarPtr warpRow0 = makeVar(name("wm0")), warpCol0 = makeVar(name("wn0"));
+  VarPtr warpInGroup = makeVar(name("wig"));
+  warpInGroup_ = kir::ref(warpInGroup);
   lane_ = kir::ref(lane);
   group_ = kir::ref(group);
   threadInGroup_ = kir::ref(threadInGroup);
@@ -375,7 +487,7 @@ Expected<GemmLowering> MmaGemmBuilder::build() {
   warpCol0_ = kir::ref(warpCol0);
   ExprPtr warpIndex = kir::ref(warp);
 
-  int64_t accCount = tilesM_ * tilesN_ * info_.cElements;
+  int64_t accCount = wgmma_ ? tilesM_ * (s_.warpN / 2) : tilesM_ * tilesN_ * info_.cElements;
   acc_ = makeBuffer(name("acc"), DType::F32, accCount, MemScope::Register);
   aFrag_ = makeBuffer(name("afrag"), dtype_, tilesM_ * info_.aElements, MemScope::Register);
   bFrag_ = makeBuffer(name("bfrag"), dtype_, tilesN_ * info_.bElements, MemScope::Register);
@@ -393,11 +505,15 @@ Expected<GemmLowering> MmaGemmBuilder::build() {
     KILN_TRY(tail, epilogue(grid.batch()));
   }
   StmtPtr body = seq({seq(std::move(init)), mainLoop(grid.batch(), firstTile, tileCount), tail});
-  body = allocate(acc_, allocate(aFrag_, allocate(bFrag_, body)));
+  // wgmma reads its operands from shared memory: no fragments; a warpgroup owns a warp tile.
+  body = wgmma_ ? allocate(acc_, body) : allocate(acc_, allocate(aFrag_, allocate(bFrag_, body)));
   body = let(warpCol0, mul(mod(warpIndex, index(warpsN_)), index(s_.warpN)), body);
   body = let(warpRow0, mul(div(warpIndex, index(warpsN_)), index(s_.warpM)), body);
   body = let(threadInGroup, mod(lane_, index(4)), let(group, div(lane_, index(4)), body));
-  body = let(warp, div(tid_, index(32)), let(lane, mod(tid_, index(32)), body));
+  if (wgmma_)
+    body = let(warpInGroup, mod(div(tid_, index(32)), index(kWarpgroupThreads / 32)), body);
+  int64_t tileOwner = wgmma_ ? kWarpgroupThreads : 32;
+  body = let(warp, div(tid_, index(tileOwner)), let(lane, mod(tid_, index(32)), body));
   body = forRange(tid, threads_, ForKind::ThreadX, body);
   body = allocate(a_.shared, allocate(b_.shared, body));
   GemmLowering lowered{grid.wrap(body), {}, {}};
@@ -429,7 +545,15 @@ Expected<GemmLowering> lowerGpuMmaGemm(const GemmProblem &problem,
                                        const codegen::GpuTarget &target) {
   GemmShape shape = gemmShapeOf(problem);
   KILN_TRY_VOID(checkGpuMmaSchedule(schedule, shape, target));
-  return MmaGemmBuilder(problem, schedule, *gpuMmaKindFor(shape, target)).build();
+  if (schedule.wgmma) {
+    // The products' operand dtype and k are those of the matching mma.sync kind.
+    WgmmaKind kind = *gpuWgmmaKindFor(shape, target);
+    MmaKind like = kind == WgmmaKind::F16_K16    ? MmaKind::F16_M16N8K16
+                   : kind == WgmmaKind::BF16_K16 ? MmaKind::BF16_M16N8K16
+                                                 : MmaKind::E4M3_M16N8K32;
+    return MmaGemmBuilder(problem, schedule, like, kind).build();
+  }
+  return MmaGemmBuilder(problem, schedule, *gpuMmaKindFor(shape, target), std::nullopt).build();
 }
 
 } // namespace kiln::lower

@@ -28,6 +28,12 @@ GemmShape gemmShapeOf(const GemmProblem &problem);
 ///   splitK > 1: a follow-up kernel ("splitk_sum") adds each element's partials in split order
 ///               and runs storeResult
 ///
+/// With `schedule.wgmma` (sm_90a) a warpgroup of 128 threads owns each warpM x warpN tile:
+/// the tiles are laid out in 128-byte panels (the canonical swizzled layout of
+/// ir/kernel/WgmmaLayout.h), and each K tile runs: wait for its copies, fence them for the
+/// async proxy, barrier, issue the next copies, then wgmma.fence, one wgmma per K step and 64
+/// rows, commit, and wait until at most one group (with 3+ stages) is in flight.
+///
 /// Elements outside the problem arrive as zeros (predicated copies), so edges need no other
 /// care. The epilogue runs once per output element.
 Expected<GemmLowering> lowerGpuMmaGemm(const GemmProblem &problem,

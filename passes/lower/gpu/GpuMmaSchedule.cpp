@@ -3,6 +3,7 @@
 
 #include "ir/kernel/MmaLayout.h"
 #include "passes/lower/gpu/GemmSplitK.h"
+#include "passes/lower/gpu/GpuWgmmaSchedule.h"
 #include "passes/lower/gpu/TileScore.h"
 
 #include <fmt/format.h>
@@ -39,21 +40,18 @@ int64_t fragmentRegisters(const GpuMatMulSchedule &s, const kir::MmaShapeInfo &i
   return tilesM * tilesN * info.cElements + aWords + bWords;
 }
 
-/// Blocks of the grid before any K split.
-int64_t outputBlocks(const GpuMatMulSchedule &s, const GemmShape &shape) {
+} // namespace
+
+int64_t gemmOutputBlocks(const GpuMatMulSchedule &s, const GemmShape &shape) {
   return shape.batch * ceilDivide(shape.m, s.blockM) * ceilDivide(shape.n, s.blockN);
 }
 
-/// The default's estimate (GemmSplitK.h) in K tiles of a 128 x 128 block: a block tile's K
-/// tile costs (blockM + blockN) / 256 of that, its shared-memory traffic per multiply-add
-/// growing as operand reuse falls.
-double estimatedTime(const GpuMatMulSchedule &s, const GemmShape &shape, int64_t numSms) {
+double estimatedGemmTime(const GpuMatMulSchedule &s, const GemmShape &shape, int64_t numSms) {
   int64_t kTiles = ceilDivide(std::max<int64_t>(shape.k, 1), s.blockK);
-  SplitKEstimate estimate = estimateSplitK(outputBlocks(s, shape), kTiles, s.splitK, shape, numSms);
+  SplitKEstimate estimate =
+      estimateSplitK(gemmOutputBlocks(s, shape), kTiles, s.splitK, shape, numSms);
   return estimate.compute * double(s.blockM + s.blockN) / 256.0 + estimate.overhead;
 }
-
-} // namespace
 
 std::optional<kir::MmaKind> gpuMmaKindFor(const GemmShape &shape,
                                           const codegen::GpuTarget &target) {
@@ -97,11 +95,13 @@ int64_t gpuMmaSharedBytes(const GpuMatMulSchedule &s, DType operandDtype) {
 int64_t gpuMmaThreads(const GpuMatMulSchedule &s) {
   if (s.warpM <= 0 || s.warpN <= 0)
     return 0;
-  return int64_t(s.blockM / s.warpM) * (s.blockN / s.warpN) * 32;
+  return int64_t(s.blockM / s.warpM) * (s.blockN / s.warpN) * (s.wgmma ? 128 : 32);
 }
 
 Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &s, const GemmShape &shape,
                                    const codegen::GpuTarget &target) {
+  if (s.wgmma)
+    return checkGpuWgmmaSchedule(s, shape, target);
   std::optional<kir::MmaKind> kind = gpuMmaKindFor(shape, target);
   if (!kind)
     return illegal(s, fmt::format("no tensor-core product for {} operands accumulating in {} on "
@@ -163,11 +163,11 @@ GpuMatMulSchedule defaultGpuMmaSchedule(const GemmShape &shape,
       candidate.blockM = blockM;
       candidate.blockN = blockN;
       candidate.splitK = splitK;
-      if (splitK > 1 && (outputBlocks(candidate, shape) >= target.numSms ||
+      if (splitK > 1 && (gemmOutputBlocks(candidate, shape) >= target.numSms ||
                          splitKProblem(splitK, shape.k, candidate.blockK) ||
                          ceilDivide(kTiles, splitK) < kMinTilesPerSplit))
         continue;
-      double time = estimatedTime(candidate, shape, target.numSms);
+      double time = estimatedGemmTime(candidate, shape, target.numSms);
       if (first || time < bestTime * (1.0 - 1e-9)) {
         first = false;
         bestTime = time;
@@ -224,10 +224,10 @@ std::vector<GpuMatMulSchedule> gpuMmaScheduleSpace(const GemmShape &shape,
               space.push_back(s);
             }
   // K splits of the schedules whose grids leave SMs idle, up to two waves' worth of blocks,
-  // each split keeping kMinTilesPerSplit K tiles.
+  // each split keeping kMinTilesPerSplit K tiles. (The wgmma part adds its own.)
   size_t unsplit = space.size();
   for (size_t i = 0; i < unsplit; ++i) {
-    int64_t blocks = outputBlocks(space[i], shape);
+    int64_t blocks = gemmOutputBlocks(space[i], shape);
     if (space[i].splitK != 1 || blocks >= target.numSms)
       continue;
     for (int splitK : {2, 4, 8, 16}) {
@@ -240,6 +240,8 @@ std::vector<GpuMatMulSchedule> gpuMmaScheduleSpace(const GemmShape &shape,
       space.push_back(s);
     }
   }
+  std::vector<GpuMatMulSchedule> warpgroups = gpuWgmmaScheduleSpace(shape, target);
+  space.insert(space.end(), warpgroups.begin(), warpgroups.end());
   return space;
 }
 

@@ -27,7 +27,16 @@ int gpuMmaCopyLanes(int64_t run, DType dtype);
 /// Static shared memory of one block: `stages` A and B tiles in the operand dtype.
 int64_t gpuMmaSharedBytes(const GpuMatMulSchedule &schedule, DType operandDtype);
 
-/// Threads per block: one warp per warpM x warpN tile.
+/// Blocks of the grid before any K split.
+int64_t gemmOutputBlocks(const GpuMatMulSchedule &schedule, const GemmShape &shape);
+
+/// The default's estimate (GemmSplitK.h) in K tiles of a 128 x 128 block: a block tile's K
+/// tile costs (blockM + blockN) / 256 of that, its shared-memory traffic per multiply-add
+/// growing as operand reuse falls.
+double estimatedGemmTime(const GpuMatMulSchedule &schedule, const GemmShape &shape,
+                         int64_t numSms);
+
+/// Threads per block: one warp (wgmma: one warpgroup of 128 threads) per warpM x warpN tile.
 int64_t gpuMmaThreads(const GpuMatMulSchedule &schedule);
 
 /// Whether a tensor-core `schedule` is legal for `shape` on `target`; the error names the field.
@@ -45,7 +54,8 @@ GpuMatMulSchedule defaultGpuMmaSchedule(const GemmShape &shape, const codegen::G
 
 /// Every legal tensor-core schedule: block tiles 32..256 x warp tiles 16..64 x blockK 16/32/64
 /// x stages 2..4, the default first; for those whose output tiles fill less than one wave,
-/// also K splits of 2, 4, 8 and 16 up to two waves of blocks.
+/// also K splits of 2, 4, 8 and 16 up to two waves of blocks; then, on sm_90a, the wgmma
+/// schedules (gpuWgmmaScheduleSpace).
 std::vector<GpuMatMulSchedule> gpuMmaScheduleSpace(const GemmShape &shape,
                                                    const codegen::GpuTarget &target);
 

@@ -1,0 +1,188 @@
+// Legality, the default and the search space of warpgroup (wgmma) GEMM schedules.
+#include "passes/lower/gpu/GpuWgmmaSchedule.h"
+
+#include "ir/kernel/WgmmaLayout.h"
+#include "passes/lower/gpu/GemmSplitK.h"
+#include "passes/lower/gpu/GpuMmaSchedule.h"
+#include "passes/lower/gpu/TileScore.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace kiln::lower {
+
+namespace {
+
+using tile_score::ceilDivide;
+
+/// The most accumulators a thread holds (f32 registers): a 64 x 256 warpgroup tile.
+constexpr int64_t kMaxAccumulators = 128;
+
+Expected<void> illegal(const GpuMatMulSchedule &s, std::string_view why) {
+  return makeError(ErrorCode::InvalidArgument,
+                   fmt::format("wgmma schedule bm={} bn={} bk={} wm={} wn={} stages={} vw={} "
+                               "splitk={}: {}",
+                               s.blockM, s.blockN, s.blockK, s.warpM, s.warpN, s.stages,
+                               s.vectorWidth, s.splitK, why));
+}
+
+/// Shared memory the launch reserves: the tiles plus the slack that aligns their base.
+int64_t reservedShared(const GpuMatMulSchedule &s, DType dtype) {
+  return gpuMmaSharedBytes(s, dtype) + kir::kWgmmaAtomBytes;
+}
+
+} // namespace
+
+std::optional<kir::WgmmaKind> gpuWgmmaKindFor(const GemmShape &shape,
+                                              const codegen::GpuTarget &target) {
+  if (target.sm != 90 || !target.archSpecific || !shape.denseOperands ||
+      shape.accumulate != DType::F32 || gpuMmaCopyLanes(shape.aRun, shape.operandDtype) == 0 ||
+      gpuMmaCopyLanes(shape.bRun, shape.operandDtype) == 0)
+    return std::nullopt;
+  switch (shape.operandDtype) {
+  case DType::F16: return kir::WgmmaKind::F16_K16;
+  case DType::BF16: return kir::WgmmaKind::BF16_K16;
+  case DType::F8E4M3:
+    // The ISA transposes only 16-bit operands: e4m3 needs K contiguous in both.
+    if (shape.aContiguousInK && shape.bContiguousInK)
+      return kir::WgmmaKind::E4M3_K32;
+    return std::nullopt;
+  default: return std::nullopt;
+  }
+}
+
+Expected<void> checkGpuWgmmaSchedule(const GpuMatMulSchedule &s, const GemmShape &shape,
+                                     const codegen::GpuTarget &target) {
+  std::optional<kir::WgmmaKind> kind = gpuWgmmaKindFor(shape, target);
+  if (!kind)
+    return illegal(s, fmt::format("no warpgroup product for {} operands accumulating in {} on {} "
+                                  "(sm_90a; f16/bf16, or e4m3 with K contiguous in both)",
+                                  dtypeName(shape.operandDtype), dtypeName(shape.accumulate),
+                                  target.archName()));
+  const kir::WgmmaShapeInfo &info = kir::wgmmaShapeInfo(*kind);
+  int64_t bytes = dtypeByteSize(info.operandDtype);
+  if (s.warpM <= 0 || s.warpM % kir::kWgmmaM != 0)
+    return illegal(s, "warpM must be a positive multiple of 64 (the products' M)");
+  if (!kir::isWgmmaN(s.warpN))
+    return illegal(s, "warpN must be 8 .. 256 in steps of 8 (the products' N)");
+  int64_t panel = kir::kWgmmaRowBytes / bytes; // M/N elements of an MN-major 128-byte row
+  if (!shape.bContiguousInK && s.warpN % panel != 0)
+    return illegal(s, fmt::format("warpN must be a multiple of {} when B is N-contiguous (whole "
+                                  "128-byte panels)",
+                                  panel));
+  if (s.blockM % s.warpM != 0 || s.blockN % s.warpN != 0)
+    return illegal(s, "warpM must divide blockM and warpN blockN");
+  if (s.blockK * bytes != kir::kWgmmaRowBytes)
+    return illegal(s, fmt::format("blockK must be {} (one 128-byte row of K)", panel));
+  if (s.vectorWidth <= 0 || 16 % (s.vectorWidth * bytes) != 0 || s.vectorWidth * bytes < 4)
+    return illegal(s, "vectorWidth must copy 4, 8 or 16 bytes");
+  if (s.stages < 2 || s.stages > 4)
+    return illegal(s, "stages must be 2, 3 or 4");
+  if (std::optional<std::string> why = splitKProblem(s.splitK, shape.k, s.blockK))
+    return illegal(s, *why);
+  int64_t threads = gpuMmaThreads(s);
+  if (threads > target.maxThreadsPerBlock)
+    return illegal(s, fmt::format("{} threads exceed the {} a block may have", threads,
+                                  target.maxThreadsPerBlock));
+  int64_t accumulators = int64_t(s.warpM / kir::kWgmmaM) * s.warpN / 2;
+  if (accumulators > kMaxAccumulators)
+    return illegal(s, fmt::format("{} accumulators per thread exceed {}", accumulators,
+                                  kMaxAccumulators));
+  int64_t shared = reservedShared(s, info.operandDtype);
+  if (shared > target.maxSharedBytesPerBlock())
+    return illegal(s, fmt::format("{} bytes of shared tiles (with the 1 KiB that aligns them) "
+                                  "exceed the {} a block may have on {}",
+                                  shared, target.maxSharedBytesPerBlock(), target.archName()));
+  return {};
+}
+
+GpuMatMulSchedule defaultGpuWgmmaSchedule(const GemmShape &shape,
+                                          const codegen::GpuTarget &target) {
+  std::optional<kir::WgmmaKind> kind = gpuWgmmaKindFor(shape, target);
+  KILN_CHECK(kind, "defaultGpuWgmmaSchedule needs a GEMM that runs on warpgroup products");
+  DType dtype = kir::wgmmaShapeInfo(*kind).operandDtype;
+  GpuMatMulSchedule best;
+  best.wgmma = true;
+  best.threadM = best.threadN = 0;
+  best.blockK = static_cast<int>(kir::kWgmmaRowBytes / dtypeByteSize(dtype));
+  best.vectorWidth = 16 / dtypeByteSize(dtype);
+  best.stages = 2;
+  int64_t kTiles = ceilDivide(std::max<int64_t>(shape.k, 1), best.blockK);
+  double bestTime = 0.0;
+  bool first = true;
+  const std::pair<int, int> tiles[] = {{128, 256}, {128, 128}, {64, 128}, {64, 64}};
+  for (auto [blockM, blockN] : tiles)
+    for (int splitK = 1; splitK <= kMaxSplitK; ++splitK) {
+      GpuMatMulSchedule candidate = best;
+      candidate.blockM = blockM;
+      candidate.blockN = blockN;
+      candidate.warpM = kir::kWgmmaM; // one warpgroup per 64 rows, each the whole width
+      candidate.warpN = blockN;
+      candidate.splitK = splitK;
+      if (!checkGpuWgmmaSchedule(candidate, shape, target))
+        continue;
+      if (splitK > 1 && (gemmOutputBlocks(candidate, shape) >= target.numSms ||
+                         ceilDivide(kTiles, splitK) < kMinTilesPerSplit))
+        continue;
+      double time = estimatedGemmTime(candidate, shape, target.numSms);
+      if (first || time < bestTime * (1.0 - 1e-9)) {
+        first = false;
+        bestTime = time;
+        best = candidate;
+      }
+    }
+  KILN_CHECK(!first, "no legal wgmma tile for a GEMM that runs on warpgroup products");
+  int64_t splitTiles = ceilDivide(kTiles, best.splitK);
+  for (int stages = 4; stages > 2; --stages) {
+    GpuMatMulSchedule deeper = best;
+    deeper.stages = stages;
+    if (splitTiles >= stages && checkGpuWgmmaSchedule(deeper, shape, target)) {
+      best = deeper;
+      break;
+    }
+  }
+  return best;
+}
+
+std::vector<GpuMatMulSchedule> gpuWgmmaScheduleSpace(const GemmShape &shape,
+                                                     const codegen::GpuTarget &target) {
+  if (!gpuWgmmaKindFor(shape, target))
+    return {};
+  GpuMatMulSchedule first = defaultGpuWgmmaSchedule(shape, target);
+  std::vector<GpuMatMulSchedule> space{first};
+  for (int blockM : {64, 128, 256})
+    for (int blockN : {64, 128, 256})
+      for (int warpM : {64, 128})
+        for (int warpN : {64, 128, 256})
+          for (int stages : {2, 3, 4}) {
+            GpuMatMulSchedule s = first;
+            s.blockM = blockM;
+            s.blockN = blockN;
+            s.warpM = warpM;
+            s.warpN = warpN;
+            s.stages = stages;
+            s.splitK = 1;
+            if (s == first || !checkGpuWgmmaSchedule(s, shape, target))
+              continue;
+            space.push_back(s);
+          }
+  size_t unsplit = space.size();
+  for (size_t i = 0; i < unsplit; ++i) {
+    int64_t blocks = gemmOutputBlocks(space[i], shape);
+    if (space[i].splitK != 1 || blocks >= target.numSms)
+      continue;
+    for (int splitK : {2, 4, 8, 16}) {
+      GpuMatMulSchedule s = space[i];
+      s.splitK = splitK;
+      if (s == first || blocks * splitK > 2 * target.numSms ||
+          ceilDivide(ceilDivide(shape.k, s.blockK), splitK) < kMinTilesPerSplit ||
+          !checkGpuWgmmaSchedule(s, shape, target))
+        continue;
+      space.push_back(s);
+    }
+  }
+  return space;
+}
+
+} // namespace kiln::lower
