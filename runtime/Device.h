@@ -35,7 +35,7 @@ struct GraphExec {
 struct LaunchDims {
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
-  uint32_t sharedBytes = 0; ///< dynamic shared memory (kiln kernels use static shared memory: 0)
+  uint32_t sharedBytes = 0; ///< dynamic shared memory (kir::GpuLaunch::dynamicSharedBytes)
 };
 
 /// What the profiler divides by to report a fraction of peak.

@@ -5,6 +5,8 @@
 #include "bench/gpu/KernelTiming.h"
 #include "bench/gpu/Sections.h"
 #include "frontend/Ops.h"
+#include "passes/lower/gpu/GpuContraction.h"
+#include "passes/lower/gpu/GpuWgmmaSchedule.h"
 #include "support/FloatConvert.h"
 
 #include <fmt/format.h>
@@ -48,12 +50,17 @@ struct Precision {
   /// result) the two sides' differing operand rounding, about 2^-10 of |c|.
   double agreement;
   std::string_view cublasCompute; ///< the GemmEx compute type, for the note
+  /// Forces kiln's warpgroup (wgmma) template, sm_90a only, instead of the default schedule
+  /// (mma.sync until the wgmma path is measured, docs/gpu-tensor-cores.md).
+  bool wgmma = false;
 };
 
 constexpr Precision kPrecisions[] = {
     {"bf16", DType::BF16, false, 0x1p-8, 1e-2, "CUBLAS_COMPUTE_32F"},
     {"f16", DType::F16, false, 0x1p-11, 2e-3, "CUBLAS_COMPUTE_32F"},
     {"tf32", DType::F32, true, 0x1p-24, 5e-3, "CUBLAS_COMPUTE_32F_FAST_TF32"},
+    {"bf16_wgmma", DType::BF16, false, 0x1p-8, 1e-2, "CUBLAS_COMPUTE_32F", true},
+    {"f16_wgmma", DType::F16, false, 0x1p-11, 2e-3, "CUBLAS_COMPUTE_32F", true},
 };
 
 /// c[m,n] = x[m,k] @ w[k,n].
@@ -293,6 +300,14 @@ Expected<GemmResult> measureGemm(BenchContext &context, Cublas &cublas, runtime:
   graph.output("c", matmul(xTensor, wTensor, MatMulOptions{.allowTf32 = precision.tf32}));
   std::ostringstream dump;
   CompileOptions options = context.compileOptions;
+  if (precision.wgmma)
+    options.chooseSchedule = [](const ir::Graph &, const passes::FusionGroup &group)
+        -> std::optional<lower::Schedule> {
+      if (group.kind != passes::GroupKind::Contraction)
+        return std::nullopt;
+      auto target = codegen::gpuTargetNamed("sm_90a");
+      return lower::defaultGpuWgmmaSchedule(lower::gpuContractionGemmShape(group), *target);
+    };
   options.dump |= kDumpFused;
   options.dumpStream = &dump;
   KILN_TRY(CompiledModel model, compileGraph(graph, options));
@@ -376,8 +391,8 @@ Table tableFor(const Precision &precision, const std::string &library, bool quic
           : fmt::format("2^{} * |c| + {:.0e} * sum|a_k b_k|",
                         int(std::lround(std::log2(precision.resultRounding))), kAccumulation);
   return Table{
-      .title = fmt::format("(e) {} tensor-core GEMM: kiln (mma.sync) vs cuBLAS GemmEx",
-                           precision.name),
+      .title = fmt::format("(e) {} tensor-core GEMM: kiln ({}) vs cuBLAS GemmEx", precision.name,
+                           precision.wgmma ? "wgmma, forced" : "default schedule"),
       .columns = {"workload", "M x K x N", "kiln schedule (default)", "kiln ms", "cuBLAS ms",
                   "kiln TFLOP/s", "cuBLAS TFLOP/s", "kiln/cuBLAS", "max diff / max|c|",
                   "check"},
@@ -445,8 +460,13 @@ void benchTensorCoreMatmul(BenchContext &context) {
     for (const Entry &entry : entries) {
       if (entry.precision != &precision)
         continue;
+      if (precision.wgmma && context.gpu.ccMajor != 9) {
+        table.rows.push_back({entry.workload.label, "—", "—", "—", "—", "—", "—", "—", "—",
+                              "skipped: wgmma needs sm_90a"});
+        continue;
+      }
       const Workload &workload = entry.workload;
-      bool isGoal = precision.dtype == DType::BF16 && workload.m == kGoalSize &&
+      bool isGoal = precision.dtype == DType::BF16 && !precision.wgmma && workload.m == kGoalSize &&
                     workload.k == kGoalSize && workload.n == kGoalSize;
       std::string shape = fmt::format("{} x {} x {}", workload.m, workload.k, workload.n);
       auto result = measureGemm(context, **cublas, stream->get(), precision, workload, seed++);
@@ -463,7 +483,7 @@ void benchTensorCoreMatmul(BenchContext &context) {
       double ratio = result->cublasMedianMs / result->kiln.medianMs;
       if (isGoal)
         goalRatio = ratio;
-      if (precision.dtype == DType::BF16 && workload.id == "n4096")
+      if (precision.dtype == DType::BF16 && !precision.wgmma && workload.id == "n4096")
         quickFigure = fmt::format("{:.0f}% at 4096^3", ratio * 100);
       table.rows.push_back({workload.label, shape, result->schedule,
                             fmt::format("{:.4f}", result->kiln.medianMs),

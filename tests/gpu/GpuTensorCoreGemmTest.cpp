@@ -1,11 +1,13 @@
 // Tensor-core GEMM features on the real GPU against the fp64 reference, through both backends:
 // split-K (the default for a narrow output over a long K: two launches per group), tiles in
-// dynamic shared memory past the static 48 KiB, and fp8 models on e4m3 tensor cores (sm_89+).
+// dynamic shared memory past the static 48 KiB, fp8 models on e4m3 tensor cores (sm_89+), and
+// warpgroup products (wgmma, sm_90a) with both operand orientations.
 #include "GpuTestDevice.h"
 
 #include "compiler/CompileTestUtil.h"
 #include "compiler/CudaCompile.h"
 #include "passes/lower/gpu/GpuContraction.h"
+#include "passes/lower/gpu/GpuWgmmaSchedule.h"
 
 #include <fmt/format.h>
 
@@ -92,6 +94,42 @@ TEST_CASE("fp8 models run on e4m3 tensor cores on the GPU", "[gpu][tensor-core]"
   CompileOptions options = cudaOptions(backend);
   options.precision = passes::PrecisionPolicy::Fp8;
   checkPolicyNumerics(graph.ir(), inputs, graph.paramValues(), options);
+}
+
+TEST_CASE("wgmma GEMMs on sm_90a match the reference", "[gpu][tensor-core][wgmma]") {
+  codegen::GpuTarget target = gpuTestTarget();
+  if (target.sm != 90 || !target.archSpecific) {
+    WARN("skipped: wgmma runs only on sm_90a (this GPU is " << target.archName() << ")");
+    return;
+  }
+  GpuBackend backend = GENERATE(GpuBackend::Llvm, GpuBackend::Nvrtc);
+  bool transposeB = GENERATE(false, true);
+  INFO("backend " << backendName(backend) << " transpose_b " << transposeB);
+  CompileCase c("wgmma_gpu");
+  Tensor x = c.input("x", {300, 520}, DType::BF16);
+  Tensor w = c.param("w", transposeB ? std::vector<int64_t>{264, 520} : std::vector<int64_t>{520, 264},
+                     DType::BF16);
+  c.output("y", relu(matmul(x, w, {false, transposeB}) + c.param("b", {264}, DType::BF16)));
+  // The wgmma default (128 x 256, 4 stages), a 3-stage 128 x 128 of two warpgroups, a split.
+  using Edit = std::function<void(lower::GpuMatMulSchedule &)>;
+  for (const Edit &edit : {Edit([](lower::GpuMatMulSchedule &) {}),
+                           Edit([](lower::GpuMatMulSchedule &s) {
+                             s.blockM = s.blockN = s.warpN = 128;
+                             s.stages = 3;
+                           }),
+                           Edit([](lower::GpuMatMulSchedule &s) { s.splitK = 3; })}) {
+    CompileOptions options = cudaOptions(backend);
+    options.chooseSchedule = [edit](const ir::Graph &, const passes::FusionGroup &group)
+        -> std::optional<lower::Schedule> {
+      if (group.kind != passes::GroupKind::Contraction)
+        return std::nullopt;
+      lower::GpuMatMulSchedule s =
+          lower::defaultGpuWgmmaSchedule(lower::gpuContractionGemmShape(group), gpuTestTarget());
+      edit(s);
+      return s;
+    };
+    c.check(options);
+  }
 }
 
 } // namespace kiln::test

@@ -1,15 +1,18 @@
 // Tensor-core statements on a real GPU, through both GPU backends (LLVM NVPTX
 // and CUDA C with NVRTC): each Mma kind against an fp64 product of its
 // operands, LdMatrix against the ldmatrix layout, and cp.async round trips
-// through shared memory (zero fill included), the latter two bit for bit. The
-// kernels are the ones tests/codegen checks through ptxas (TensorCoreKernels.h).
+// through shared memory (zero fill included), the latter two bit for bit, and on sm_90a each
+// wgmma orientation against an fp64 product. The kernels are the ones tests/codegen checks
+// through ptxas (TensorCoreKernels.h).
 #include "GpuTestDevice.h"
 
 #include "codegen/Ptx.h"
 #include "codegen/cuda/CudaSource.h"
 #include "codegen/cuda/Nvrtc.h"
+#include "ir/kernel/GpuLaunch.h"
 #include "runtime/cuda/CudaModule.h"
 #include "support/FloatConvert.h"
+#include "support/HostTensor.h"
 #include "tests/codegen/gpu/TensorCoreKernels.h"
 
 #include <catch2/catch.hpp>
@@ -84,10 +87,9 @@ struct LoadedKernel {
 
 /// `kernel` through both backends, each loaded on the device; NVRTC is
 /// skipped with a warning where it cannot be loaded.
-std::vector<LoadedKernel> loadBoth(CudaDevice &device, const kir::Kernel &kernel) {
+std::vector<LoadedKernel> loadBoth(CudaDevice &device, const kir::Kernel &kernel,
+                                   runtime::LaunchDims oneWarp = {{1, 1, 1}, {32, 1, 1}, 0}) {
   codegen::GpuTarget target = deviceTarget(device);
-  runtime::LaunchDims oneWarp;
-  oneWarp.block = {32, 1, 1};
   std::vector<LoadedKernel> loaded;
   std::string ptx = valueOf(codegen::compilePtxWithLlvm(std::span(&kernel, 1), target));
   auto llvmModule = valueOf(device.loadModule(
@@ -354,6 +356,74 @@ TEST_CASE("cp.async round-trips through shared memory and zero-fills on the GPU"
         }
         CHECK(mismatches == 0);
       }
+    }
+  }
+}
+
+TEST_CASE("wgmma of both orientations matches an fp64 product on the GPU", "[gpu][tensor-core][wgmma]") {
+  CudaDevice &device = gpuTestDevice();
+  codegen::GpuTarget target = deviceTarget(device);
+  if (target.sm != 90 || !target.archSpecific) {
+    WARN("skipped: wgmma runs only on sm_90a; the GPU is " << device.properties().smName());
+    return;
+  }
+  using kir::WgmmaKind;
+  struct Case {
+    WgmmaKind kind;
+    int n;
+    bool aMnMajor, bMnMajor;
+  };
+  for (Case c : {Case{WgmmaKind::BF16_K16, 64, false, false}, {WgmmaKind::BF16_K16, 128, false, true},
+                 {WgmmaKind::BF16_K16, 256, true, true}, {WgmmaKind::F16_K16, 64, true, false},
+                 {WgmmaKind::E4M3_K32, 24, false, false}, {WgmmaKind::E4M3_K32, 256, false, false}}) {
+    testing::WgmmaKernelSpec spec{c.kind, c.n, c.aMnMajor, c.bMnMajor};
+    kir::Kernel kernel = testing::wgmmaKernel(spec);
+    INFO(kernel.name);
+    const int k = kir::wgmmaShapeInfo(c.kind).k, n = c.n;
+    DType dtype = kir::wgmmaShapeInfo(c.kind).operandDtype;
+    // Small dyadic values (k/4 in [-2, 2)): every product and sum is exact in f32.
+    std::mt19937 rng(99 + n);
+    std::uniform_int_distribution<int> quarter(-8, 7);
+    auto operand = [&](int64_t size, std::vector<double> &values) {
+      HostTensor t(dtype, {size});
+      for (int64_t i = 0; i < size; ++i) {
+        values.push_back(quarter(rng) / 4.0);
+        t.setDouble(i, values.back());
+      }
+      return std::vector<uint8_t>(t.bytes().begin(), t.bytes().end());
+    };
+    std::vector<double> aValues, bValues;
+    DeviceBuffer a(device, int64_t(64) * k * dtypeByteSize(dtype));
+    DeviceBuffer b(device, int64_t(n) * k * dtypeByteSize(dtype));
+    DeviceBuffer d(device, int64_t(64) * n * 4);
+    a.upload(operand(64 * k, aValues));
+    b.upload(operand(int64_t(n) * k, bValues));
+    std::vector<int64_t> aIndex = testing::wgmmaTileIndices(c.kind, c.aMnMajor, 64);
+    std::vector<int64_t> bIndex = testing::wgmmaTileIndices(c.kind, c.bMnMajor, n);
+    std::vector<int64_t> dIndex = testing::wgmmaAccumulatorIndices(n);
+    DeviceBuffer aAt(device, int64_t(aIndex.size()) * 8), bAt(device, int64_t(bIndex.size()) * 8),
+        dAt(device, int64_t(dIndex.size()) * 8);
+    aAt.upload(aIndex);
+    bAt.upload(bIndex);
+    dAt.upload(dIndex);
+    kir::GpuLaunch shape = valueOf(kir::gpuLaunchOf(kernel));
+    runtime::LaunchDims dims{{1, 1, 1}, {128, 1, 1}, uint32_t(shape.dynamicSharedBytes())};
+    for (const LoadedKernel &loaded : loadBoth(device, kernel, dims)) {
+      INFO("backend " << loaded.backend);
+      d.poison();
+      launch(loaded, {a.ptr, b.ptr, d.ptr, aAt.ptr, bAt.ptr, dAt.ptr});
+      std::vector<float> got = d.download<float>();
+      int mismatches = 0;
+      for (int i = 0; i < 64; ++i)
+        for (int j = 0; j < n; ++j) {
+          double want = 0;
+          for (int p = 0; p < k; ++p)
+            want += aValues[size_t(i * k + p)] * bValues[size_t(j * k + p)];
+          if (got[size_t(i * n + j)] != want && ++mismatches <= 8)
+            FAIL_CHECK("D[" << i << "][" << j << "] is " << got[size_t(i * n + j)] << ", expected "
+                            << want);
+        }
+      CHECK(mismatches == 0);
     }
   }
 }

@@ -475,7 +475,7 @@ Expected<GemmLowering> MmaGemmBuilder::build() {
   }
   i0_ = grid.row0();
   j0_ = grid.col0();
-  VarPtr lane = makeVar(name("lane")), warp = makeVar(name("warp"));
+  VarPtr lane = makeVar(name("lane")), warp = makeVar(name(wgmma_ ? "wg" : "warp"));
   VarPtr group = makeVar(name("g")), threadInGroup = makeVar(name("t"));
   VarPtr warpRow0 = makeVar(name("wm0")), warpCol0 = makeVar(name("wn0"));
   VarPtr warpInGroup = makeVar(name("wig"));

@@ -9,6 +9,7 @@
 #include "codegen/cuda/Nvrtc.h"
 #include "codegen/llvm/HostBackend.h"
 #include "ir/kernel/GpuLaunch.h"
+#include "ir/kernel/WgmmaLayout.h"
 
 #include <optional>
 #include <regex>
@@ -246,7 +247,8 @@ TEST_CASE("shared buffers past 48 KiB come from dynamic shared memory", "[gpu-co
     INFO(arch);
     BackendPtx ptx = compileBoth(big, arch);
     checkBothHave(ptx, ".extern .shared .align 16 .b8 kiln_dynamic_smem[]");
-    CHECK(contains(ptx.cudaSource, "reinterpret_cast<unsigned short *>(kiln_dynamic_smem + 40960)"));
+    CHECK(contains(ptx.cudaSource, "kiln_smem_base = kiln_dynamic_smem;"));
+    CHECK(contains(ptx.cudaSource, "reinterpret_cast<unsigned short *>(kiln_smem_base + 40960)"));
   }
   Kernel small = makeKernel("static_tiles", 1024);
   auto smallLaunch = gpuLaunchOf(small);
@@ -265,4 +267,65 @@ TEST_CASE("shared buffers past 48 KiB come from dynamic shared memory", "[gpu-co
   auto cuda = codegen::cuda::emitCudaSource(std::span(&huge, 1), sm86);
   REQUIRE_FALSE(cuda);
   CHECK_THAT(cuda.error().message(), Catch::Contains("allows a block 101376"));
+}
+
+namespace {
+
+/// One warpgroup: zeroed 64 x 64 bf16 tiles of A (K-major) and B (`bMnMajor`), one product of
+/// `n` columns, its accumulators to `out`.
+Kernel wgmmaKernel(bool bMnMajor, int n) {
+  auto out = makeBuffer("out", DType::F32, 128 * n / 2);
+  auto aTile = makeBuffer("a_tile", DType::BF16, 64 * 64, MemScope::Shared);
+  auto bTile = makeBuffer("b_tile", DType::BF16, 64 * 256, MemScope::Shared);
+  auto acc = makeBuffer("acc", DType::F32, n / 2, MemScope::Register);
+  auto t = makeVar("t"), i = makeVar("i"), e = makeVar("e");
+  ExprPtr zero = cast(floatImm(0.0, Type::scalar(DType::F32)), Type::scalar(DType::BF16));
+  StmtPtr body = seq(
+      {forRange(i, 64, ForKind::Serial,
+                seq({store(aTile, add(mul(kir::ref(i), index(128)), kir::ref(t)), zero),
+                     store(bTile, add(mul(kir::ref(i), index(128)), kir::ref(t)), zero)})),
+       wgmmaSync(WgmmaSyncOp::SharedFence), barrier(), wgmmaSync(WgmmaSyncOp::Fence),
+       wgmma(WgmmaKind::BF16_K16, n, {acc, 0}, {aTile, index(16), false, 16, 1024},
+             {bTile, index(0), bMnMajor, bMnMajor ? 8192 : 16, 1024}, false),
+       wgmmaSync(WgmmaSyncOp::Commit), wgmmaSync(WgmmaSyncOp::Wait, 0),
+       forRange(e, n / 2, ForKind::Serial,
+                store(out, add(mul(kir::ref(t), index(n / 2)), kir::ref(e)),
+                      load(acc, kir::ref(e))))});
+  return Kernel{fmt::format("wgmma_n{}_{}", n, bMnMajor ? "mn" : "k"), {out},
+                allocate(aTile, allocate(bTile, forRange(t, 128, ForKind::ThreadX,
+                                                         allocate(acc, body))))};
+}
+
+} // namespace
+
+TEST_CASE("wgmma compiles for sm_90a through both backends", "[gpu-codegen][tensor-core][wgmma]") {
+  for (bool bMnMajor : {false, true})
+    for (int n : {64, 256}) {
+      Kernel kernel = wgmmaKernel(bMnMajor, n);
+      auto launch = gpuLaunchOf(kernel);
+      REQUIRE(launch);
+      // Operand tiles at 1024-byte boundaries of a dynamic layout whose base the kernel aligns.
+      CHECK(launch->sharedAlignment == 1024);
+      CHECK(launch->dynamicShared());
+      CHECK(launch->sharedOffset(launch->sharedOffsets[1].first) == 8192);
+      CHECK(launch->dynamicSharedBytes() == 8192 + 32768 + 1024);
+      BackendPtx ptx = compileBoth(kernel, "sm_90a");
+      checkBothHave(ptx, fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.bf16.bf16", n));
+      checkBothHave(ptx, "wgmma.fence.sync.aligned");
+      checkBothHave(ptx, "fence.proxy.async.shared::cta");
+      checkBothHave(ptx, "wgmma.commit_group.sync.aligned");
+      checkBothHave(ptx, "wgmma.wait_group.sync.aligned 0");
+      CHECK(contains(ptx.cudaSource, "& 1023u)"));
+    }
+  // Only sm_90a has wgmma: both backends refuse others by name.
+  Kernel kernel = wgmmaKernel(false, 64);
+  for (std::string_view arch : {"sm_80", "sm_90"}) {
+    codegen::GpuTarget target = gpuTarget(arch);
+    auto llvm = codegen::compilePtxWithLlvm(std::vector<Kernel>{kernel}, target);
+    REQUIRE_FALSE(llvm);
+    CHECK_THAT(llvm.error().message(), Catch::Contains("needs sm_90a"));
+    auto cuda = codegen::cuda::emitCudaSource(std::span(&kernel, 1), target);
+    REQUIRE_FALSE(cuda);
+    CHECK_THAT(cuda.error().message(), Catch::Contains("needs sm_90a"));
+  }
 }

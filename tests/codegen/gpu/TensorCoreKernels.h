@@ -6,10 +6,13 @@
 
 #include "ir/kernel/Builder.h"
 #include "ir/kernel/MmaLayout.h"
+#include "ir/kernel/WgmmaLayout.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 namespace kiln::testing {
 
@@ -137,6 +140,110 @@ inline kir::Kernel asyncCopyKernel(int lanes, bool predicated) {
   return Kernel{fmt::format("async_copy_{}b{}", 4 * lanes, predicated ? "_predicated" : ""),
                 {source, out},
                 allocate(tile, forRange(lane, 32, ForKind::ThreadX, seq(std::move(body))))};
+}
+
+/// A warpgroup product test kernel (wgmmaKernel) and the misuses the simulator must report.
+struct WgmmaKernelSpec {
+  kir::WgmmaKind kind = kir::WgmmaKind::BF16_K16;
+  int n = 16;
+  bool aMnMajor = false, bMnMajor = false;
+  int warpgroups = 1;
+  bool wait = true;           ///< retire the product and read the accumulators (else neither)
+  bool readEarly = false;     ///< copy the accumulators out before the wait instead
+  bool partial = false;       ///< thread 5 skips the product
+  bool divergentStart = false; ///< thread 3 names another B start
+};
+
+/// The element index in its shared tile of each (mn, k) of an operand (mn-major order: index
+/// mn * k + kk), in the canonical 128-byte swizzled layout with the tile at 0: K-major rows are
+/// M/N; MN-major rows are K, M/N in 128-byte panels k rows apart (LBO = k * 128 bytes).
+inline std::vector<int64_t> wgmmaTileIndices(kir::WgmmaKind kind, bool mnMajor, int mnCount) {
+  const kir::WgmmaShapeInfo &info = kir::wgmmaShapeInfo(kind);
+  int bytes = dtypeByteSize(info.operandDtype), k = info.k;
+  kir::WgmmaDescriptor descriptor{0, mnMajor ? uint32_t(k * 128) : 16u, 1024u, 0, 1};
+  std::vector<int64_t> indices(static_cast<size_t>(mnCount * k));
+  for (int mn = 0; mn < mnCount; ++mn)
+    for (int p = 0; p < k; ++p)
+      indices[static_cast<size_t>(mn * k + p)] =
+          kir::wgmmaOperandAddress(descriptor, mnMajor, bytes, mn, p) / bytes;
+  return indices;
+}
+
+/// For each thread of a warpgroup and accumulator e (thread-major): its flat D position
+/// row * n + col.
+inline std::vector<int64_t> wgmmaAccumulatorIndices(int n) {
+  std::vector<int64_t> indices;
+  for (int thread = 0; thread < kir::kWarpgroupThreads; ++thread)
+    for (int e = 0; e < n / 2; ++e) {
+      kir::MatrixPosition at = kir::wgmmaAccumulatorPosition(thread, e);
+      indices.push_back(int64_t(at.row) * n + at.col);
+    }
+  return indices;
+}
+
+/// Each warpgroup g: D_g = A x B, A 64 x k and B n x k from global (mn-major order), stored into
+/// shared tiles at `a_index` / `b_index` (wgmmaTileIndices), then D to global as each thread
+/// holds it (`d_index`: wgmmaAccumulatorIndices), warpgroup g's at g * 64 * n.
+/// Parameters: a, b, d, a_index, b_index, d_index.
+inline kir::Kernel wgmmaKernel(const WgmmaKernelSpec &spec) {
+  using namespace kir;
+  const WgmmaShapeInfo &info = wgmmaShapeInfo(spec.kind);
+  const int k = info.k, n = spec.n, perThread = n / 2;
+  auto tileSize = [&](bool mnMajor, int mnCount) {
+    std::vector<int64_t> indices = wgmmaTileIndices(spec.kind, mnMajor, mnCount);
+    int64_t atom = kWgmmaAtomBytes / dtypeByteSize(info.operandDtype);
+    return (*std::ranges::max_element(indices) + atom) / atom * atom; // whole atoms
+  };
+  auto a = makeBuffer("a", info.operandDtype, int64_t(kWgmmaM) * k);
+  auto b = makeBuffer("b", info.operandDtype, int64_t(n) * k);
+  auto d = makeBuffer("d", DType::F32, int64_t(spec.warpgroups) * kWgmmaM * n);
+  auto aIndex = makeBuffer("a_index", DType::I64, int64_t(kWgmmaM) * k);
+  auto bIndex = makeBuffer("b_index", DType::I64, int64_t(n) * k);
+  auto dIndex = makeBuffer("d_index", DType::I64, int64_t(kWarpgroupThreads) * perThread);
+  auto aTile = makeBuffer("a_tile", info.operandDtype, tileSize(spec.aMnMajor, kWgmmaM),
+                          MemScope::Shared);
+  auto bTile = makeBuffer("b_tile", info.operandDtype, tileSize(spec.bMnMajor, n),
+                          MemScope::Shared);
+  auto acc = makeBuffer("acc", DType::F32, perThread, MemScope::Register);
+  const int threads = kWarpgroupThreads * spec.warpgroups;
+  auto tv = makeVar("t");
+  ExprPtr t = kir::ref(tv);
+  ExprPtr inGroup = mod(t, index(kWarpgroupThreads)), group = div(t, index(kWarpgroupThreads));
+  auto fill = [&](const BufferPtr &tile, const BufferPtr &from, const BufferPtr &at,
+                  const char *name) {
+    auto i = makeVar(name);
+    ExprPtr element = add(mul(kir::ref(i), index(threads)), t);
+    return forRange(i, (from->size + threads - 1) / threads, ForKind::Serial,
+                    ifThen(lt(element, index(from->size)),
+                           store(tile, load(at, element), load(from, element))));
+  };
+  SharedMatrix am{aTile, index(0), spec.aMnMajor, spec.aMnMajor ? k * 128 : 16, 1024};
+  SharedMatrix bm{bTile, index(0), spec.bMnMajor, spec.bMnMajor ? k * 128 : 16, 1024};
+  if (spec.divergentStart)
+    bm.start = select(eq(t, index(3)), index(8), index(0));
+  auto e = makeVar("e");
+  ExprPtr at = load(dIndex, add(mul(inGroup, index(perThread)), kir::ref(e)));
+  StmtPtr copyOut = forRange(e, perThread, ForKind::Serial,
+                             store(d, add(mul(group, index(int64_t(kWgmmaM) * n)), at),
+                                   load(acc, kir::ref(e))));
+  StmtPtr product = wgmma(spec.kind, n, {acc, 0}, am, bm, /*accumulate=*/false);
+  if (spec.partial)
+    product = ifThen(ne(t, index(5)), product);
+  std::vector<StmtPtr> body{fill(aTile, a, aIndex, "ia"), fill(bTile, b, bIndex, "ib"),
+                            wgmmaSync(WgmmaSyncOp::SharedFence), barrier(),
+                            wgmmaSync(WgmmaSyncOp::Fence), product,
+                            wgmmaSync(WgmmaSyncOp::Commit)};
+  if (spec.readEarly)
+    body.push_back(copyOut);
+  if (spec.wait)
+    body.push_back(wgmmaSync(WgmmaSyncOp::Wait, 0));
+  if (spec.wait && !spec.readEarly)
+    body.push_back(copyOut);
+  StmtPtr thread = forRange(tv, threads, ForKind::ThreadX, allocate(acc, seq(std::move(body))));
+  return Kernel{fmt::format("wgmma_{}_n{}{}{}", wgmmaKindName(spec.kind), n,
+                            spec.aMnMajor ? "_amn" : "", spec.bMnMajor ? "_bmn" : ""),
+                {a, b, d, aIndex, bIndex, dIndex},
+                allocate(aTile, allocate(bTile, thread))};
 }
 
 } // namespace kiln::testing
