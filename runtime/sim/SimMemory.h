@@ -29,6 +29,8 @@ struct SimMemory {
   SharedRaceLog races;
   std::vector<uint32_t> inFlight; ///< per element: async copies not yet landed (empty if
                                   ///< no AsyncCopy writes the buffer)
+  std::vector<uint32_t> wgmmaReaders; ///< per element: issued wgmma products not yet retired
+                                      ///< that read it (empty until a product reads the buffer)
 };
 
 /// Poisons a fresh allocation (NaN for floats, -1 for integers: reads of
@@ -38,6 +40,7 @@ inline void resetAllocation(SimMemory &memory) {
   std::ranges::fill(memory.storage, std::byte{0xFF});
   std::ranges::fill(memory.written, uint8_t{0});
   std::ranges::fill(memory.inFlight, uint32_t{0});
+  std::ranges::fill(memory.wgmmaReaders, uint32_t{0});
   if (memory.trackRaces)
     memory.races.reset(static_cast<int64_t>(memory.written.size()));
 }

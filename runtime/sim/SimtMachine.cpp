@@ -284,10 +284,11 @@ private:
       if (missing < 0 && expected < warpEnd)
         missing = expected;
       if (missing >= 0)
-        return raise(fmt::format("{} reached by {} of {} threads of {} {} of block {}; thread "
-                                 "{} (lane {}) did not reach it",
-                                 what, j - i, size, group, warp, blockText(),
-                                 threadText(missing), missing % kWarpSize));
+        return raise(fmt::format("{} reached by {} of {} {} of {} {} of block {}; thread {} "
+                                 "(lane {}) did not reach it",
+                                 what, j - i, size, size == kWarpSize ? "lanes" : "threads",
+                                 group, warp, blockText(), threadText(missing),
+                                 missing % kWarpSize));
       i = j;
     }
     return true;
@@ -451,6 +452,8 @@ private:
         int64_t element = elementOf(*memory, t, first + l);
         if (!memory->inFlight.empty() && memory->inFlight[static_cast<size_t>(element)] != 0)
           return inFlightError(*memory, element, t, "write");
+        if (!checkNoWgmmaReader(*memory, element, t, "write"))
+          return false;
         if (memory->trackRaces)
           if (auto race = memory->races.write(element, static_cast<int64_t>(t), epoch_))
             return raceError(*memory, element, *race, t, "write");
@@ -486,6 +489,8 @@ private:
         return false;
       if (!memory->inFlight.empty() && memory->inFlight[static_cast<size_t>(element)] != 0)
         return inFlightError(*memory, element, t, "atomic update");
+      if (!checkNoWgmmaReader(*memory, element, t, "atomic update"))
+        return false;
       if (memory->trackWrites && !memory->written[static_cast<size_t>(element)])
         return raise(fmt::format("atomic {} on {} {}[{}], which no thread has written, {}",
                                  atomicOpName(static_cast<AtomicOp>(node.op)),
@@ -935,8 +940,12 @@ private:
         std::memcpy(copy.bytes.data(), source->data + from * source->elementBytes, bytes);
         stats_.globalLoads += lanes;
       }
-      for (int l = 0; l < lanes; ++l)
+      for (int l = 0; l < lanes; ++l) {
+        // The copy may land any time from now: not into an operand a product may still read.
+        if (!checkNoWgmmaReader(*destination, copy.index + l, t, "async copy into"))
+          return false;
         ++destination->inFlight[static_cast<size_t>(copy.index + l)];
+      }
       asyncCopies_.issue(a.ids[i], copy);
       ++stats_.asyncCopies;
     }
@@ -1002,9 +1011,21 @@ private:
       pending.aBuffer = node.buffer;
       pending.bBuffer = node.source;
       pending.dBuffer = node.fragments[0].buffer;
-      pending.aStart = aStart[base].i;
-      pending.bStart = bStart[base].i;
-      wgmmas_.issue(base / kWarpgroupThreads, pending);
+      const int k = wgmmaShapeInfo(product.wgmmaKind).k;
+      if (!wgmmaOperandElements(node.buffer, product.a, aStart[base].i, kWgmmaM, k,
+                                what + " operand a", pending.aElements) ||
+          !wgmmaOperandElements(node.source, product.b, bStart[base].i, product.n, k,
+                                what + " operand b", pending.bElements))
+        return false;
+      for (auto [buffer, elements] : {std::pair{node.buffer, &pending.aElements},
+                                      std::pair{node.source, &pending.bElements}}) {
+        SimMemory &memory = memories_[static_cast<size_t>(buffer)];
+        if (memory.wgmmaReaders.empty())
+          memory.wgmmaReaders.assign(static_cast<size_t>(memory.size), 0);
+        for (int64_t element : *elements)
+          ++memory.wgmmaReaders[static_cast<size_t>(element)];
+      }
+      wgmmas_.issue(base / kWarpgroupThreads, std::move(pending));
     }
     return true;
   }
@@ -1028,10 +1049,10 @@ private:
     return true;
   }
 
-  /// Reads operand `matrix` of a product through its descriptor: out[mn * k + kk] for the
-  /// `mnCount` x `k` elements.
-  bool readWgmmaOperand(int buffer, const SharedMatrix &matrix, int64_t start, int mnCount, int k,
-                        int32_t firstThread, std::string_view what, std::vector<double> &out) {
+  /// The elements of `buffer` that operand `matrix` of a product starting at element `start`
+  /// reads, resolved through its descriptor: out[mn * k + kk] for the `mnCount` x `k` ones.
+  bool wgmmaOperandElements(int buffer, const SharedMatrix &matrix, int64_t start, int mnCount,
+                            int k, std::string_view what, std::vector<int64_t> &out) {
     SimMemory *memory = memoryOf(buffer);
     if (!memory)
       return false;
@@ -1058,18 +1079,43 @@ private:
           return raise(fmt::format("{} reads element ({}, {}) at byte {} of shared {}, outside its "
                                    "{} elements",
                                    what, mn, kk, byte, memory->buffer->name, memory->size));
-        if (!memory->inFlight.empty() && memory->inFlight[static_cast<size_t>(element)] != 0)
-          return inFlightError(*memory, element, static_cast<size_t>(firstThread), what);
-        if (!memory->written[static_cast<size_t>(element)])
-          return raise(fmt::format("{} read of shared {}[{}], which no thread has written, by "
-                                   "the warpgroup of thread {} of block {}",
-                                   what, memory->buffer->name, element, threadText(firstThread),
-                                   blockText()));
-        out[static_cast<size_t>(mn * k + kk)] =
-            loadElement(memory->data + element * bytes, memory->buffer->dtype).f;
-        ++stats_.sharedLoads;
+        out[static_cast<size_t>(mn * k + kk)] = element;
       }
     return true;
+  }
+
+  /// Reads a retired product's operand elements (and forgets them as read by a product).
+  bool readWgmmaOperand(int buffer, const std::vector<int64_t> &elements, int32_t firstThread,
+                        std::string_view what, std::vector<double> &out) {
+    SimMemory *memory = memoryOf(buffer);
+    if (!memory)
+      return false;
+    out.resize(elements.size());
+    for (size_t i = 0; i < elements.size(); ++i) {
+      const int64_t element = elements[i];
+      --memory->wgmmaReaders[static_cast<size_t>(element)];
+      if (!memory->inFlight.empty() && memory->inFlight[static_cast<size_t>(element)] != 0)
+        return inFlightError(*memory, element, static_cast<size_t>(firstThread), what);
+      if (!memory->written[static_cast<size_t>(element)])
+        return raise(fmt::format("{} read of shared {}[{}], which no thread has written, by the "
+                                 "warpgroup of thread {} of block {}",
+                                 what, memory->buffer->name, element, threadText(firstThread),
+                                 blockText()));
+      out[i] = loadElement(memory->data + element * memory->elementBytes, memory->buffer->dtype).f;
+      ++stats_.sharedLoads;
+    }
+    return true;
+  }
+
+  /// A write of `element` while an issued, unretired product may still read it.
+  bool checkNoWgmmaReader(const SimMemory &memory, int64_t element, size_t t,
+                          std::string_view access) {
+    if (memory.wgmmaReaders.empty() || memory.wgmmaReaders[static_cast<size_t>(element)] == 0)
+      return true;
+    return raise(fmt::format("{} shared {}[{}] {} while a wgmma reading it is in flight (not yet "
+                             "retired by a wgmma wait)",
+                             access, memory.buffer->name, element,
+                             byThread(static_cast<int64_t>(t))));
   }
 
   /// Runs a retired product of warpgroup `group`: D = A x B (+ D) into its threads' registers.
@@ -1079,10 +1125,10 @@ private:
     const std::string what = fmt::format("wgmma.{}", wgmmaPtxShape(product.wgmmaKind, n));
     const int32_t first = group * kWarpgroupThreads;
     std::vector<double> aValues, bTransposed;
-    if (!readWgmmaOperand(pending.aBuffer, product.a, pending.aStart, kWgmmaM, k, first,
-                          what + " operand a", aValues) ||
-        !readWgmmaOperand(pending.bBuffer, product.b, pending.bStart, n, k, first,
-                          what + " operand b", bTransposed))
+    if (!readWgmmaOperand(pending.aBuffer, pending.aElements, first, what + " operand a",
+                          aValues) ||
+        !readWgmmaOperand(pending.bBuffer, pending.bElements, first, what + " operand b",
+                          bTransposed))
       return false;
     std::vector<double> bValues(static_cast<size_t>(k) * static_cast<size_t>(n));
     for (int j = 0; j < n; ++j)

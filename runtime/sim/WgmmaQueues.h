@@ -1,8 +1,8 @@
 // The warpgroup products (kir::Wgmma) each warpgroup of a block has issued and not yet
 // retired, with their commit groups. The simulator runs a product -- reads its shared
 // operands and writes its accumulators -- only when a WgmmaSync Wait retires its group, the
-// latest moment the hardware may, so a kernel that overwrites an operand tile or reads the
-// accumulators before waiting computes wrong numbers in the simulator too.
+// latest moment the hardware may; the machine also reports any write into an operand element
+// of a product in flight (the hardware may read it at any time until the wait).
 #pragma once
 
 #include "ir/kernel/KernelIR.h"
@@ -10,15 +10,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <utility>
 #include <vector>
 
 namespace kiln::sim {
 
-/// One product, its operands' start indices read when it was issued.
+/// One product, the elements its operands read (mn-major: mn * k + kk) resolved when it was
+/// issued.
 struct PendingWgmma {
   const kir::Wgmma *product = nullptr;
   int aBuffer = -1, bBuffer = -1, dBuffer = -1; ///< program buffer indices
-  int64_t aStart = 0, bStart = 0;
+  std::vector<int64_t> aElements, bElements;
   int64_t group = 0; ///< the warpgroup's commits before it
 };
 
@@ -32,7 +34,7 @@ public:
 
   void issue(int32_t warpgroup, PendingWgmma product) {
     product.group = commits_[static_cast<size_t>(warpgroup)];
-    queues_[static_cast<size_t>(warpgroup)].push_back(product);
+    queues_[static_cast<size_t>(warpgroup)].push_back(std::move(product));
   }
 
   /// wgmma.commit_group: the warpgroup's uncommitted products become its newest group.

@@ -2,7 +2,7 @@
 // out by the ISA's canonical 128-byte swizzled layouts (ir/kernel/WgmmaLayout.h) against an
 // fp64 product, both orientations of 16-bit operands, and the misuses it must report: a
 // product never waited for, a partial warpgroup, operands that differ across the warpgroup,
-// and accumulators read before the wait. The kernel is TensorCoreKernels.h's, which
+// accumulators read before the wait, and operands written while a product may read them. The kernel is TensorCoreKernels.h's, which
 // test_gpu runs on an sm_90a GPU.
 #include "SimTestUtil.h"
 
@@ -120,6 +120,10 @@ TEST_CASE("sim wgmma: misuse is reported", "[sim][wgmma]") {
   WgmmaRun early;
   early.readEarly = true;
   CHECK_THAT(error(early), Contains("which no thread has written"));
+  // An operand written while the product may still read it (before the wait).
+  WgmmaRun overwrite;
+  overwrite.writeOperand = true;
+  CHECK_THAT(error(overwrite), Contains("while a wgmma reading it is in flight"));
   // An MN-major operand of a product that cannot transpose (e4m3) is malformed.
   Wgmma e4m3(WgmmaKind::E4M3_K32, 16, {makeBuffer("acc", DType::F32, 8, MemScope::Register), 0},
              {makeBuffer("t", DType::F8E4M3, 4096, MemScope::Shared), index(0), true, 1024, 1024},

@@ -152,6 +152,7 @@ struct WgmmaKernelSpec {
   bool readEarly = false;     ///< copy the accumulators out before the wait instead
   bool partial = false;       ///< thread 5 skips the product
   bool divergentStart = false; ///< thread 3 names another B start
+  bool writeOperand = false;  ///< store into the A tile between the product and its wait
 };
 
 /// The element index in its shared tile of each (mn, k) of an operand (mn-major order: index
@@ -235,6 +236,8 @@ inline kir::Kernel wgmmaKernel(const WgmmaKernelSpec &spec) {
                             wgmmaSync(WgmmaSyncOp::Commit)};
   if (spec.readEarly)
     body.push_back(copyOut);
+  if (spec.writeOperand)
+    body.push_back(fill(aTile, a, aIndex, "iw"));
   if (spec.wait)
     body.push_back(wgmmaSync(WgmmaSyncOp::Wait, 0));
   if (spec.wait && !spec.readEarly)
