@@ -461,8 +461,8 @@ void benchTensorCoreMatmul(BenchContext &context) {
       if (entry.precision != &precision)
         continue;
       if (precision.wgmma && context.gpu.ccMajor != 9) {
-        table.rows.push_back({entry.workload.label, "—", "—", "—", "—", "—", "—", "—", "—",
-                              "skipped: wgmma needs sm_90a"});
+        table.rows.push_back({entry.workload.label, "—", "—", "—", "—", "—", "—", "—",
+                              "—", "skipped: wgmma needs sm_90a"});
         continue;
       }
       const Workload &workload = entry.workload;

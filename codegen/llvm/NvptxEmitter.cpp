@@ -190,8 +190,8 @@ llvm::Value *NvptxEmitter::sharedBase() {
   // A wgmma kernel's swizzle atoms need a 1024-byte aligned base: rounded up here, into the
   // slack the launch adds (GpuLaunch::sharedAlignment).
   llvm::Value *address = builder_.CreatePtrToInt(base, builder_.getInt32Ty());
-  llvm::Value *pad = builder_.CreateAnd(builder_.CreateSub(builder_.getInt32(uint32_t(align)), address),
-                                        builder_.getInt32(uint32_t(align - 1)));
+  llvm::Value *toNext = builder_.CreateSub(builder_.getInt32(uint32_t(align)), address);
+  llvm::Value *pad = builder_.CreateAnd(toNext, builder_.getInt32(uint32_t(align - 1)));
   return builder_.CreateInBoundsGEP(builder_.getInt8Ty(), base, {pad});
 }
 

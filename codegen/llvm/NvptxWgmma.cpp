@@ -78,8 +78,8 @@ Expected<void> NvptxEmitter::emitWgmma(const kir::Wgmma &product) {
   for (llvm::Value *operand : operands)
     operandTypes.push_back(operand->getType());
   auto *asmType = llvm::FunctionType::get(resultType, operandTypes, false);
-  auto *instruction = llvm::InlineAsm::get(asmType, text, fmt::format("{}", fmt::join(constraints, ",")),
-                                           /*hasSideEffects=*/true);
+  std::string constraintText = fmt::format("{}", fmt::join(constraints, ","));
+  auto *instruction = llvm::InlineAsm::get(asmType, text, constraintText, /*hasSideEffects=*/true);
   llvm::CallInst *call = builder_.CreateCall(asmType, instruction, operands);
   call->addFnAttr(llvm::Attribute::Convergent);
   for (int i = 0; i < nd; ++i)

@@ -8,6 +8,7 @@
 #include "passes/lower/LowerMatMul.h"
 #include "passes/lower/gpu/GpuContraction.h"
 #include "passes/lower/gpu/GpuGemmSchedule.h"
+#include "passes/lower/gpu/GpuMmaSchedule.h"
 #include "passes/lower/gpu/TileScore.h"
 
 #include <algorithm>
@@ -288,19 +289,22 @@ double estimateCpuGemmSeconds(const lower::GemmShape &shape, const MatMulSchedul
 double estimateGpuGemmSeconds(const lower::GemmShape &shape,
                               const lower::GpuMatMulSchedule &s,
                               const codegen::GpuTarget &target) {
-  if (s.blockM < 1 || s.blockN < 1 || s.blockK < 1 || s.threadM < 1 || s.threadN < 1)
+  // Tensor-core schedules have no per-thread register tile (threadM = threadN = 0).
+  const bool tensorCores = s.tensorCores();
+  if (s.blockM < 1 || s.blockN < 1 || s.blockK < 1 ||
+      (!tensorCores && (s.threadM < 1 || s.threadN < 1)))
     return kInfeasibleSeconds;
   using namespace lower::tile_score;
   int64_t m = std::max<int64_t>(shape.m, 1), n = std::max<int64_t>(shape.n, 1),
           k = std::max<int64_t>(shape.k, 1), batch = std::max<int64_t>(shape.batch, 1);
-  int64_t threads = s.tensorCores()
-                        ? int64_t(s.blockM / std::max(1, s.warpM)) * (s.blockN / std::max(1, s.warpN)) *
-                              target.warpSize
-                        : lower::gpuGemmThreads(s);
-  int64_t shared = lower::gpuGemmSharedBytes(s, shape.accumulate);
-  int64_t registers = s.tensorCores()
-                          ? int64_t(s.warpM) * s.warpN / target.warpSize + 64
-                          : int64_t(s.threadM) * s.threadN + s.threadM + s.threadN + 24;
+  int64_t threads = tensorCores ? lower::gpuMmaThreads(s) : lower::gpuGemmThreads(s);
+  int64_t shared = tensorCores ? lower::gpuMmaSharedBytes(s, shape.operandDtype)
+                               : lower::gpuGemmSharedBytes(s, shape.accumulate);
+  // Accumulators per thread plus addressing and fragments: a warp's tile over 32 lanes, a
+  // warpgroup's over 128 (whose operands stay in shared memory).
+  int64_t registers = !tensorCores ? int64_t(s.threadM) * s.threadN + s.threadM + s.threadN + 24
+                      : s.wgmma    ? int64_t(s.warpM) * s.warpN / 128 + 40
+                                   : int64_t(s.warpM) * s.warpN / target.warpSize + 64;
   int64_t resident = blocksPerSm(threads, shared, registers, target);
   if (resident == 0)
     return kInfeasibleSeconds;

@@ -121,8 +121,8 @@ Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &opt
                                const TunerOptions &tunerOptions);
 
 /// A schedule's family: what changes a kernel's whole structure (conv2d's
-/// algorithm, a CPU GEMM's parallel mode), across which the cost model is
-/// least sure.
+/// algorithm, a CPU GEMM's parallel mode, a GPU GEMM's CUDA cores, mma.sync or
+/// wgmma), across which the cost model is least sure.
 int scheduleFamily(const lower::Schedule &schedule);
 
 /// The order the candidates after the default (space[0]) are timed in, from

@@ -8,6 +8,8 @@
 #include "passes/graph/Fusion.h"
 #include "passes/lower/Schedule.h"
 #include "passes/lower/gpu/GpuLower.h"
+#include "passes/lower/gpu/GpuMmaSchedule.h"
+#include "passes/lower/gpu/GpuWgmmaSchedule.h"
 
 #include <algorithm>
 #include <sstream>
@@ -120,6 +122,31 @@ TEST_CASE("cost model: a GPU block that cannot be resident is infeasible",
   lower::GpuMatMulSchedule fine;
   CHECK(tuning::estimateGpuGemmSeconds({1, 256, 256, 256, DType::F32}, fine, gpu) <
         tuning::kInfeasibleSeconds);
+}
+
+TEST_CASE("cost model: tensor-core schedules are feasible and beat CUDA cores on bf16",
+          "[compiler][costmodel]") {
+  codegen::GpuTarget gpu = *codegen::gpuTargetNamed("sm_90a");
+  GemmShape shape{1, 4096, 4096, 4096, DType::F32};
+  shape.operandDtype = DType::BF16;
+  shape.denseOperands = true;
+  shape.aRun = shape.bRun = 4096;
+  lower::GpuMatMulSchedule cudaCores;
+  cudaCores.blockM = cudaCores.blockN = 128;
+  cudaCores.blockK = 16;
+  cudaCores.threadM = cudaCores.threadN = 8;
+  double simt = tuning::estimateGpuGemmSeconds(shape, cudaCores, gpu);
+  double mma = tuning::estimateGpuGemmSeconds(shape, lower::defaultGpuMmaSchedule(shape, gpu), gpu);
+  double wgmma =
+      tuning::estimateGpuGemmSeconds(shape, lower::defaultGpuWgmmaSchedule(shape, gpu), gpu);
+  CHECK(simt < tuning::kInfeasibleSeconds);
+  CHECK(mma < simt);
+  CHECK(wgmma < simt);
+  // A warpgroup tile past what an SM's shared memory holds is not.
+  lower::GpuMatMulSchedule huge = lower::defaultGpuWgmmaSchedule(shape, gpu);
+  huge.blockM = 256;
+  huge.stages = 8;
+  CHECK(tuning::estimateGpuGemmSeconds(shape, huge, gpu) == tuning::kInfeasibleSeconds);
 }
 
 TEST_CASE("cost model: the ranking of a group's space is a stable total order",

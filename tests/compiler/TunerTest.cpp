@@ -144,6 +144,22 @@ TEST_CASE("the search order gives every family a turn before any family's second
   }
 }
 
+TEST_CASE("GPU GEMMs on CUDA cores, mma.sync and wgmma are three families", "[compiler][tuner]") {
+  lower::GpuMatMulSchedule simt;
+  simt.threadM = simt.threadN = 4;
+  lower::GpuMatMulSchedule mma = simt;
+  mma.warpM = mma.warpN = 32;
+  lower::GpuMatMulSchedule wgmma = mma;
+  wgmma.warpM = 64;
+  wgmma.wgmma = true;
+  std::set<int> families;
+  for (const auto &s : {simt, mma, wgmma}) {
+    families.insert(tuning::scheduleFamily(lower::Schedule{s}));
+    families.insert(tuning::scheduleFamily(lower::Schedule{lower::GpuConv2DSchedule{s}}));
+  }
+  CHECK(families.size() == 6); // and convolutions apart from matmuls
+}
+
 TEST_CASE("a time budget already spent leaves each group its default", "[compiler][tuner]") {
   CompileCase c("tune_budget");
   buildDense(c);

@@ -159,6 +159,8 @@ TEST_CASE("gpu wgmma: operand orientations, tiles and pipeline depths",
   checkWgmmaMatMul(130, 136, 96, wgmmaTiles(128, 128, 64, 64, 128, 3));
   checkWgmmaMatMul(130, 136, 96, wgmmaTiles(64, 256, 64, 64, 128, 2));
   checkWgmmaMatMul(130, 72, 96, wgmmaTiles(128, 64, 64, 128, 64, 2));
+  // The large-GEMM default: two warpgroups of 64 x 256 (128 accumulators a thread), 4 stages.
+  checkWgmmaMatMul(130, 264, 330, wgmmaTiles(128, 256, 64, 64, 256, 4));
 }
 
 TEST_CASE("gpu wgmma: split-K and e4m3", "[lower][gpu-contraction][wgmma]") {
@@ -168,4 +170,55 @@ TEST_CASE("gpu wgmma: split-K and e4m3", "[lower][gpu-contraction][wgmma]") {
   for (int64_t m : {1, 65})
     checkWgmmaMatMul(m, 40, 200, wgmmaTiles(64, 64, 128, 64, 64, 2), DType::F8E4M3, false, true);
   checkWgmmaMatMul(33, 24, 96, std::nullopt, DType::F8E4M3, false, true);
+}
+
+TEST_CASE("gpu wgmma: nhwc conv2d as an implicit GEMM", "[lower][gpu-contraction][wgmma]") {
+  AssemblyBatch assembly;
+  // The im2col rows of A arrive by predicated copies of each tap's channels (zeros in the
+  // padding); the filters are B, K-contiguous. With a fused bias and relu.
+  for (auto [stride, padding] : {std::pair{1, 1}, {2, 0}}) {
+    INFO("stride " << stride << " padding " << padding);
+    GraphCase c(17);
+    ir::Value *x = c.input("x", DType::BF16, {2, 9, 7, 24});
+    ir::Value *w = c.input("w", DType::BF16, {40, 3, 3, 24});
+    ConvParams p;
+    p.layout = "nhwc";
+    p.stride = {stride, stride};
+    p.padding = {padding, padding, padding, padding};
+    ir::Value *conv = c.node(OpKind::Conv2D, {x, w}, p.attrs());
+    ir::Value *bias = c.input("bias", DType::BF16, {40});
+    c.output(c.node(OpKind::Relu, {c.node(OpKind::Add, {conv, bias})}));
+    PlannedContraction planned = planContraction(c.graph());
+    lower::GemmShape shape = lower::gpuContractionGemmShape(*planned.group);
+    REQUIRE(lower::gpuWgmmaKindFor(shape, gpuTestTarget()));
+    for (const lower::GpuMatMulSchedule &s :
+         {lower::defaultGpuWgmmaSchedule(shape, gpuTestTarget()),
+          wgmmaTiles(64, 64, 64, 64, 64, 3), wgmmaTiles(128, 64, 64, 64, 32, 2)}) {
+      checkGpuContraction(c, 3 * 3 * 24, DType::F32, lower::GpuConv2DSchedule{s});
+    }
+  }
+}
+
+TEST_CASE("gpu wgmma: the large-GEMM default assembles without spills",
+          "[lower][gpu-contraction][wgmma]") {
+  // 128 x 256 tiles of two warpgroups hold 128 accumulators a thread: they must stay in
+  // registers (ptxas, both backends, sm_90a), as the default schedule they would become does.
+  GraphCase c(3);
+  ir::Value *x = c.input("x", DType::BF16, {130, 330});
+  ir::Value *w = c.input("w", DType::BF16, {330, 264});
+  c.output(c.node(OpKind::MatMul, {x, w}, matmulAttrs(false, false)));
+  PlannedContraction planned = planContraction(c.graph());
+  lower::GpuMatMulSchedule big =
+      lower::defaultGpuWgmmaSchedule(matmulShape(DType::BF16, 8192, 8192, 8192), gpuTestTarget());
+  auto lowered = lower::lowerGroupForGpu(c.graph(), *planned.group, big, gpuTestTarget());
+  REQUIRE(lowered);
+  std::vector<AssembledKernel> assembled =
+      checkGpuKernelsAssemble({lowered->kernel}, gpuTestTarget(), "the 128 x 256 wgmma default");
+  for (const AssembledKernel &kernel : assembled) {
+    INFO(kernel.backend);
+    CHECK(kernel.resources.spillStoreBytes == 0);
+    CHECK(kernel.resources.registers <= 255);
+    WARN("128 x 256 wgmma tile (" << kernel.backend << "): " << kernel.resources.registers
+                                  << " registers");
+  }
 }
