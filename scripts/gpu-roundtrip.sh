@@ -11,6 +11,7 @@
 #        scripts/gpu-roundtrip.sh collect DIR      here: copy DIR's results to bench/results
 #   OUT                 remote: where logs and results go (default ./gpu-out)
 #   KILN_BENCH_ARGS     remote: extra arguments of kiln_gpu_bench (e.g. a section filter)
+#   KILN_GPU_TEST_FILTER remote: run only these gpu tests (a Catch2 filter, e.g. "[wgmma]")
 #   KILN_TORCH_ARGS     remote: extra arguments of torch_gpu.py (e.g. --precision bf16-mixed)
 #   KILN_BENCH_PYTHON   remote: the python with torch (default python3, else /usr/bin/python3)
 #   KILN_TRAIN_ARGS     remote: extra arguments of run_train_bench.sh (e.g. --filter cnn)
@@ -121,7 +122,10 @@ run_gpu_tests() {
     echo "no tests/test_gpu was carried: this tree has no gpu tests yet"
     return 1
   fi
-  if command -v ctest >/dev/null; then
+  if [ -n "${KILN_GPU_TEST_FILTER:-}" ]; then
+    # A short session's first look: only the named tests (a Catch2 filter, e.g. "[wgmma]").
+    "$build/tests/test_gpu" "$KILN_GPU_TEST_FILTER"
+  elif command -v ctest >/dev/null; then
     (cd "$build" && ctest -L gpu -V)
   else
     echo "no ctest on this machine: running tests/test_gpu directly"
@@ -249,6 +253,7 @@ remote() {
     [ "$quick" = 1 ] && echo "- --quick: fewer sizes and runs; a smoke test, not a result"
     [ "$steps" = "smi,libs,tests,examples,bench,torch,train,tuning,tunebench" ] || echo "- steps: $steps"
     [ -n "${KILN_BENCH_ARGS:-}" ] && echo "- kiln_gpu_bench arguments: ${KILN_BENCH_ARGS}"
+    [ -n "${KILN_GPU_TEST_FILTER:-}" ] && echo "- gpu tests: only ${KILN_GPU_TEST_FILTER}"
     [ -n "${KILN_TORCH_ARGS:-}" ] && echo "- torch_gpu.py arguments: ${KILN_TORCH_ARGS}"
     [ -n "${KILN_TRAIN_ARGS:-}" ] && echo "- run_train_bench.sh arguments: ${KILN_TRAIN_ARGS}"
     echo
