@@ -195,6 +195,25 @@ GpuMatMulSchedule defaultGpuMmaSchedule(const GemmShape &shape,
   return best;
 }
 
+void addSplitKSchedules(std::vector<GpuMatMulSchedule> &space, const GpuMatMulSchedule &first,
+                        const GemmShape &shape, const codegen::GpuTarget &target) {
+  size_t unsplit = space.size();
+  for (size_t i = 0; i < unsplit; ++i) {
+    int64_t blocks = gemmOutputBlocks(space[i], shape);
+    if (space[i].splitK != 1 || blocks >= target.numSms)
+      continue;
+    for (int splitK : {2, 4, 8, 16}) {
+      GpuMatMulSchedule s = space[i];
+      s.splitK = splitK;
+      if (s == first || blocks * splitK > 2 * target.numSms ||
+          ceilDivide(ceilDivide(shape.k, s.blockK), splitK) < kMinTilesPerSplit ||
+          !checkGpuMmaSchedule(s, shape, target))
+        continue;
+      space.push_back(s);
+    }
+  }
+}
+
 std::vector<GpuMatMulSchedule> gpuMmaScheduleSpace(const GemmShape &shape,
                                                    const codegen::GpuTarget &target) {
   std::optional<kir::MmaKind> kind = gpuMmaKindFor(shape, target);
@@ -223,23 +242,7 @@ std::vector<GpuMatMulSchedule> gpuMmaScheduleSpace(const GemmShape &shape,
                 continue;
               space.push_back(s);
             }
-  // K splits of the schedules whose grids leave SMs idle, up to two waves' worth of blocks,
-  // each split keeping kMinTilesPerSplit K tiles. (The wgmma part adds its own.)
-  size_t unsplit = space.size();
-  for (size_t i = 0; i < unsplit; ++i) {
-    int64_t blocks = gemmOutputBlocks(space[i], shape);
-    if (space[i].splitK != 1 || blocks >= target.numSms)
-      continue;
-    for (int splitK : {2, 4, 8, 16}) {
-      GpuMatMulSchedule s = space[i];
-      s.splitK = splitK;
-      if (s == first || blocks * splitK > 2 * target.numSms ||
-          ceilDivide(ceilDivide(shape.k, s.blockK), splitK) < kMinTilesPerSplit ||
-          !checkGpuMmaSchedule(s, shape, target))
-        continue;
-      space.push_back(s);
-    }
-  }
+  addSplitKSchedules(space, first, shape, target);
   std::vector<GpuMatMulSchedule> warpgroups = gpuWgmmaScheduleSpace(shape, target);
   space.insert(space.end(), warpgroups.begin(), warpgroups.end());
   return space;

@@ -52,6 +52,12 @@ Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &schedule, const Gemm
 /// split's K tiles and static shared memory allow.
 GpuMatMulSchedule defaultGpuMmaSchedule(const GemmShape &shape, const codegen::GpuTarget &target);
 
+/// Appends to `space` the K splits (2, 4, 8, 16) of its unsplit schedules whose output tiles
+/// fill less than one wave of the SMs: up to two waves of blocks, each split keeping
+/// kMinTilesPerSplit K tiles, legal (checkGpuMmaSchedule) and other than `first`.
+void addSplitKSchedules(std::vector<GpuMatMulSchedule> &space, const GpuMatMulSchedule &first,
+                        const GemmShape &shape, const codegen::GpuTarget &target);
+
 /// Every legal tensor-core schedule: block tiles 32..256 x warp tiles 16..64 x blockK 16/32/64
 /// x stages 2..4, the default first; for those whose output tiles fill less than one wave,
 /// also K splits of 2, 4, 8 and 16 up to two waves of blocks; then, on sm_90a, the wgmma

@@ -167,21 +167,7 @@ std::vector<GpuMatMulSchedule> gpuWgmmaScheduleSpace(const GemmShape &shape,
               continue;
             space.push_back(s);
           }
-  size_t unsplit = space.size();
-  for (size_t i = 0; i < unsplit; ++i) {
-    int64_t blocks = gemmOutputBlocks(space[i], shape);
-    if (space[i].splitK != 1 || blocks >= target.numSms)
-      continue;
-    for (int splitK : {2, 4, 8, 16}) {
-      GpuMatMulSchedule s = space[i];
-      s.splitK = splitK;
-      if (s == first || blocks * splitK > 2 * target.numSms ||
-          ceilDivide(ceilDivide(shape.k, s.blockK), splitK) < kMinTilesPerSplit ||
-          !checkGpuWgmmaSchedule(s, shape, target))
-        continue;
-      space.push_back(s);
-    }
-  }
+  addSplitKSchedules(space, first, shape, target);
   return space;
 }
 
