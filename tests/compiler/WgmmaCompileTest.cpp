@@ -1,0 +1,73 @@
+// The example models under bf16-mixed on the simulator for sm_90a with every contraction that
+// can take warpgroup products forced onto them (the wgmma template is not the default yet):
+// dense layers, attention's batched products and nhwc convolutions with their fused epilogues,
+// end to end against the fp64 reference within bf16-mixed's tolerance.
+#include "CompileTestUtil.h"
+
+#include "examples/models/ExampleRegistry.h"
+#include "examples/models/TransformerBlock.h"
+#include "examples/models/VggTransfer.h"
+#include "passes/graph/PrecisionPolicy.h"
+#include "passes/lower/gpu/GpuContraction.h"
+#include "passes/lower/gpu/GpuWgmmaSchedule.h"
+
+#include <atomic>
+
+namespace kiln::test {
+namespace {
+
+void buildTiny(const examples::ExampleModel &model, Graph &graph) {
+  if (model.name == "vgg") {
+    examples::buildVggTransfer(graph, {.batch = 1, .imageSize = 32});
+  } else if (model.name == "transformer") {
+    examples::buildTransformerBlock(
+        graph, {.batch = 1, .sequenceLength = 9, .modelDim = 64, .numHeads = 2, .mlpDim = 128});
+  } else {
+    model.build(graph, 1);
+  }
+}
+
+} // namespace
+
+TEST_CASE("the examples under bf16-mixed on wgmma match the reference", "[compiler][sim][wgmma]") {
+  const auto &models = examples::exampleModels();
+  size_t index = GENERATE(range<size_t>(0, 6));
+  const examples::ExampleModel &model = models[index];
+  INFO("example " << model.name);
+  Graph graph(model.name, freshSeed());
+  buildTiny(model, graph);
+  REQUIRE(graph.finalize());
+  Rng rng(freshSeed());
+  NamedTensors inputs;
+  for (const ir::Value *input : graph.ir().inputs()) {
+    Values values = isInteger(input->type().dtype) ? Values::indices(1000) : Values::normal();
+    inputs.emplace(input->name(),
+                   randomTensor(input->type().dtype, input->type().shape, rng, values));
+  }
+  const codegen::GpuTarget target = *codegen::gpuTargetNamed("sm_90a");
+  auto forced = std::make_shared<std::atomic<int>>(0);
+  CompileOptions options;
+  options.target = TargetKind::Sim;
+  options.gpuArch = "sm_90a";
+  options.precision = passes::PrecisionPolicy::Bf16Mixed;
+  options.chooseSchedule = [target, forced](const ir::Graph &g, const passes::FusionGroup &group)
+      -> std::optional<lower::Schedule> {
+    if (group.kind != passes::GroupKind::Contraction)
+      return std::nullopt;
+    lower::GemmShape shape = lower::gpuContractionGemmShape(group);
+    if (!lower::gpuWgmmaKindFor(shape, target))
+      return std::nullopt;
+    ++*forced;
+    lower::GpuMatMulSchedule wgmma = lower::defaultGpuWgmmaSchedule(shape, target);
+    lower::Schedule schedule = lower::defaultGpuContractionSchedule(g, group, target);
+    if (auto *conv = std::get_if<lower::GpuConv2DSchedule>(&schedule))
+      conv->gemm = wgmma;
+    else
+      schedule = wgmma;
+    return schedule;
+  };
+  checkPolicyNumerics(graph.ir(), inputs, graph.paramValues(), options);
+  CHECK(*forced > 0); // every example has such contractions (cnn 4, vgg 14, transformer 7, ...)
+}
+
+} // namespace kiln::test
