@@ -31,6 +31,11 @@ struct SimMemory {
                                   ///< no AsyncCopy writes the buffer)
   std::vector<uint32_t> wgmmaReaders; ///< per element: issued wgmma products not yet retired
                                       ///< that read it (empty until a product reads the buffer)
+  /// Wgmma operands and accumulators: per element, the writing thread's count of the fence a
+  /// product needs (wgmma_shared_fence, wgmma_fence) when it last wrote it by a store, a
+  /// landed async copy or an atomic (-1: no such write); and, shared, which thread that was.
+  std::vector<int64_t> fencesAtWrite;
+  std::vector<int32_t> writer;
 };
 
 /// Poisons a fresh allocation (NaN for floats, -1 for integers: reads of
@@ -41,6 +46,8 @@ inline void resetAllocation(SimMemory &memory) {
   std::ranges::fill(memory.written, uint8_t{0});
   std::ranges::fill(memory.inFlight, uint32_t{0});
   std::ranges::fill(memory.wgmmaReaders, uint32_t{0});
+  std::ranges::fill(memory.fencesAtWrite, int64_t{-1});
+  std::ranges::fill(memory.writer, int32_t{-1});
   if (memory.trackRaces)
     memory.races.reset(static_cast<int64_t>(memory.written.size()));
 }

@@ -410,6 +410,10 @@ private:
       node.wgmma = &product;
       node.buffer = bufferIndex(*product.a.buffer);
       node.source = bufferIndex(*product.b.buffer);
+      program_.buffers[static_cast<size_t>(node.buffer)].wgmmaOperand = true;
+      program_.buffers[static_cast<size_t>(node.source)].wgmmaOperand = true;
+      program_.buffers[static_cast<size_t>(bufferIndex(*product.d.buffer))].wgmmaAccumulator =
+          true;
       KILN_TRY(node.fragments[0], fragment(product.d, DType::F32, product.n / 2, "wgmma d"));
       KILN_TRY(node.exprs[0], compileExpr(product.a.start));
       KILN_TRY_VOID(checkIndex(node.exprs[0], "wgmma a start"));

@@ -71,6 +71,8 @@ struct SimBuffer {
   const kir::Buffer *buffer;
   int param = kNoNode;             ///< its kernel parameter, for global buffers
   bool asyncDestination = false;   ///< some AsyncCopy writes it
+  bool wgmmaOperand = false;       ///< some Wgmma reads it (shared)
+  bool wgmmaAccumulator = false;   ///< some Wgmma accumulates into it (register)
 };
 
 /// A kernel compiled for the machine.

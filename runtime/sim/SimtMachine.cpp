@@ -122,6 +122,8 @@ private:
   bool insideThreads_ = false;
   AsyncCopyQueues asyncCopies_; ///< the block's copies in flight
   WgmmaQueues wgmmas_;          ///< the block's warpgroup products in flight
+  /// Per thread: the wgmma_shared_fence and wgmma_fence statements it has run in this block.
+  std::vector<int64_t> sharedFences_, accumulatorFences_;
   int64_t steps_ = 0;
   uint64_t epoch_ = 0; ///< barrier intervals, over the whole run
 
@@ -459,6 +461,7 @@ private:
             return raceError(*memory, element, *race, t, "write");
         if (memory->trackWrites)
           memory->written[static_cast<size_t>(element)] = 1;
+        noteGenericWrite(*memory, element, static_cast<int32_t>(t));
         storeElement(memory->data + element * memory->elementBytes, dtype, value[at]);
         stats_.globalStores += global;
         stats_.sharedStores += shared;
@@ -500,6 +503,7 @@ private:
         if (auto race = memory->races.atomic(element, static_cast<int64_t>(t), epoch_))
           return raceError(*memory, element, *race, t, "atomic");
       std::byte *at = memory->data + element * memory->elementBytes;
+      noteGenericWrite(*memory, element, static_cast<int32_t>(t));
       storeElement(at, dtype, binaryLane(op, dtype, loadElement(at, dtype), value[t]));
       stats_.globalStores += global;
       stats_.sharedStores += !global;
@@ -615,8 +619,11 @@ private:
           resetAllocation(memory);
       if (program_.hasAsyncCopies)
         asyncCopies_.reset(threads_);
-      if (program_.hasWgmma)
+      if (program_.hasWgmma) {
         wgmmas_.reset((threads_ + kWarpgroupThreads - 1) / kWarpgroupThreads);
+        sharedFences_.assign(static_cast<size_t>(threads_), 0);
+        accumulatorFences_.assign(static_cast<size_t>(threads_), 0);
+      }
     }
     int64_t bx = launch_.block[0], by = launch_.block[1];
     bool ok = bind(node.var, nullptr, a, [&](Scalar *storage) {
@@ -761,6 +768,11 @@ private:
       memory.written.resize(elements);
       if (program_.buffers[static_cast<size_t>(node.buffer)].asyncDestination)
         memory.inFlight.resize(elements);
+      const SimBuffer &info = program_.buffers[static_cast<size_t>(node.buffer)];
+      if (info.wgmmaOperand || info.wgmmaAccumulator) {
+        memory.fencesAtWrite.resize(elements);
+        memory.writer.resize(elements);
+      }
       resetAllocation(memory);
     } catch (const std::bad_alloc &) {
       return raise(fmt::format("allocation {}: out of memory for {}[{}]", buffer.name,
@@ -964,6 +976,7 @@ private:
         if (auto race = memory->races.write(element, t, epoch_))
           return raceError(*memory, element, *race, static_cast<size_t>(t), "write");
       memory->written[static_cast<size_t>(element)] = 1;
+      noteGenericWrite(*memory, element, t);
       std::byte *to = memory->data + element * memory->elementBytes;
       if (copy.zeroFill)
         std::memset(to, 0, static_cast<size_t>(memory->elementBytes));
@@ -1017,6 +1030,8 @@ private:
           !wgmmaOperandElements(node.source, product.b, bStart[base].i, product.n, k,
                                 what + " operand b", pending.bElements))
         return false;
+      if (!checkWgmmaFences(node, pending, base, what))
+        return false;
       for (auto [buffer, elements] : {std::pair{node.buffer, &pending.aElements},
                                       std::pair{node.source, &pending.bElements}}) {
         SimMemory &memory = memories_[static_cast<size_t>(buffer)];
@@ -1035,6 +1050,11 @@ private:
     const std::string what = fmt::format("wgmma {}", wgmmaSyncOpName(op));
     if (!checkWholeGroups(a, what, kWarpgroupThreads, "warpgroup"))
       return false;
+    for (int32_t i = 0; i < a.count; ++i) {
+      const size_t t = static_cast<size_t>(a.ids[i]);
+      sharedFences_[t] += op == WgmmaSyncOp::SharedFence;
+      accumulatorFences_[t] += op == WgmmaSyncOp::Fence;
+    }
     for (int32_t i = 0; i < a.count; i += kWarpgroupThreads) {
       const int32_t group = a.ids[i] / kWarpgroupThreads;
       if (op == WgmmaSyncOp::Commit)
@@ -1044,7 +1064,7 @@ private:
                  return runWgmma(group, product);
                }))
         return false;
-      // Fence and SharedFence order what the simulator already runs in order.
+      // Fence and SharedFence are checked where a product is issued (checkWgmmaFences).
     }
     return true;
   }
@@ -1104,6 +1124,51 @@ private:
       out[i] = loadElement(memory->data + element * memory->elementBytes, memory->buffer->dtype).f;
       ++stats_.sharedLoads;
     }
+    return true;
+  }
+
+  /// Records a store, landed async copy or atomic by thread `t` into a wgmma operand or
+  /// accumulator element: a product may use it only after a fence the thread runs later.
+  void noteGenericWrite(SimMemory &memory, int64_t element, int32_t t) {
+    if (memory.fencesAtWrite.empty())
+      return;
+    const bool shared = memory.buffer->scope == MemScope::Shared;
+    memory.fencesAtWrite[static_cast<size_t>(element)] =
+        shared ? sharedFences_[static_cast<size_t>(t)] : accumulatorFences_[static_cast<size_t>(t)];
+    memory.writer[static_cast<size_t>(element)] = t;
+  }
+
+  /// A product reads its shared operands through the async proxy and its accumulators as the
+  /// registers stood at the last wgmma_fence: every operand element a thread wrote needs that
+  /// thread's wgmma_shared_fence since, and every accumulator written by a store a wgmma_fence
+  /// of its thread since.
+  bool checkWgmmaFences(const SimStmt &node, const PendingWgmma &pending, int32_t first,
+                        const std::string &what) {
+    for (auto [buffer, elements] : {std::pair{node.buffer, &pending.aElements},
+                                    std::pair{node.source, &pending.bElements}}) {
+      const SimMemory &memory = memories_[static_cast<size_t>(buffer)];
+      for (int64_t element : *elements) {
+        const int32_t writer = memory.writer[static_cast<size_t>(element)];
+        if (writer >= 0 && memory.fencesAtWrite[static_cast<size_t>(element)] ==
+                               sharedFences_[static_cast<size_t>(writer)])
+          return raise(fmt::format("{} of the warpgroup of thread {} of block {} reads shared "
+                                   "{}[{}], which thread {} wrote with no wgmma_shared_fence "
+                                   "(fence.proxy.async) after it",
+                                   what, threadText(first), blockText(), memory.buffer->name,
+                                   element, threadText(writer)));
+      }
+    }
+    const SimMemory &d = memories_[static_cast<size_t>(node.fragments[0].buffer)];
+    for (int32_t t = first; t < first + kWarpgroupThreads; ++t)
+      for (int e = 0; e < node.wgmma->n / 2; ++e) {
+        int64_t element = elementOf(d, static_cast<size_t>(t), node.fragments[0].offset + e);
+        if (d.fencesAtWrite[static_cast<size_t>(element)] ==
+            accumulatorFences_[static_cast<size_t>(t)])
+          return raise(fmt::format("{} {} accumulates into register {}[{}], stored to with no "
+                                   "wgmma_fence after it",
+                                   what, byThread(t), d.buffer->name,
+                                   node.fragments[0].offset + e));
+      }
     return true;
   }
 

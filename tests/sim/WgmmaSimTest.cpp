@@ -2,7 +2,8 @@
 // out by the ISA's canonical 128-byte swizzled layouts (ir/kernel/WgmmaLayout.h) against an
 // fp64 product, both orientations of 16-bit operands, and the misuses it must report: a
 // product never waited for, a partial warpgroup, operands that differ across the warpgroup,
-// accumulators read before the wait, and operands written while a product may read them. The kernel is TensorCoreKernels.h's, which
+// accumulators read before the wait, operands written while a product may read them, and
+// the fences a product needs after tile and accumulator stores. The kernel is TensorCoreKernels.h's, which
 // test_gpu runs on an sm_90a GPU.
 #include "SimTestUtil.h"
 
@@ -92,6 +93,12 @@ TEST_CASE("sim wgmma: products through descriptors against fp64", "[sim][wgmma]"
     REQUIRE(result.stats);
     checkProduct(run, result.params);
   }
+  // Accumulating onto stored zeros (fenced for the product) gives the same.
+  WgmmaRun accumulating{WgmmaKind::BF16_K16, 64, false, true};
+  accumulating.zeroAccumulators = true;
+  WgmmaResult accumulated = runWgmma(accumulating);
+  REQUIRE(accumulated.stats);
+  checkProduct(accumulating, accumulated.params);
   WgmmaRun two{WgmmaKind::BF16_K16, 16};
   two.warpgroups = 2;
   WgmmaResult result = runWgmma(two);
@@ -124,6 +131,14 @@ TEST_CASE("sim wgmma: misuse is reported", "[sim][wgmma]") {
   WgmmaRun overwrite;
   overwrite.writeOperand = true;
   CHECK_THAT(error(overwrite), Contains("while a wgmma reading it is in flight"));
+  // Tile stores not fenced for the async proxy, accumulator stores not fenced for the product.
+  WgmmaRun unfencedTiles;
+  unfencedTiles.sharedFence = false;
+  CHECK_THAT(error(unfencedTiles), Contains("with no wgmma_shared_fence"));
+  WgmmaRun unfencedAccumulators;
+  unfencedAccumulators.zeroAccumulators = true;
+  unfencedAccumulators.fence = false;
+  CHECK_THAT(error(unfencedAccumulators), Contains("stored to with no wgmma_fence after it"));
   // An MN-major operand of a product that cannot transpose (e4m3) is malformed.
   Wgmma e4m3(WgmmaKind::E4M3_K32, 16, {makeBuffer("acc", DType::F32, 8, MemScope::Register), 0},
              {makeBuffer("t", DType::F8E4M3, 4096, MemScope::Shared), index(0), true, 1024, 1024},

@@ -153,6 +153,9 @@ struct WgmmaKernelSpec {
   bool partial = false;       ///< thread 5 skips the product
   bool divergentStart = false; ///< thread 3 names another B start
   bool writeOperand = false;  ///< store into the A tile between the product and its wait
+  bool zeroAccumulators = false; ///< store zeros into the accumulators, then accumulate
+  bool sharedFence = true;    ///< fence the tile stores for the async proxy
+  bool fence = true;          ///< wgmma_fence before the product
 };
 
 /// The element index in its shared tile of each (mn, k) of an operand (mn-major order: index
@@ -227,13 +230,22 @@ inline kir::Kernel wgmmaKernel(const WgmmaKernelSpec &spec) {
   StmtPtr copyOut = forRange(e, perThread, ForKind::Serial,
                              store(d, add(mul(group, index(int64_t(kWgmmaM) * n)), at),
                                    load(acc, kir::ref(e))));
-  StmtPtr product = wgmma(spec.kind, n, {acc, 0}, am, bm, /*accumulate=*/false);
+  StmtPtr product = wgmma(spec.kind, n, {acc, 0}, am, bm, spec.zeroAccumulators);
   if (spec.partial)
     product = ifThen(ne(t, index(5)), product);
-  std::vector<StmtPtr> body{fill(aTile, a, aIndex, "ia"), fill(bTile, b, bIndex, "ib"),
-                            wgmmaSync(WgmmaSyncOp::SharedFence), barrier(),
-                            wgmmaSync(WgmmaSyncOp::Fence), product,
-                            wgmmaSync(WgmmaSyncOp::Commit)};
+  std::vector<StmtPtr> body{fill(aTile, a, aIndex, "ia"), fill(bTile, b, bIndex, "ib")};
+  if (spec.zeroAccumulators) {
+    auto z = makeVar("z");
+    body.push_back(forRange(z, perThread, ForKind::Serial,
+                            store(acc, kir::ref(z), floatImm(0.0, Type::scalar(DType::F32)))));
+  }
+  if (spec.sharedFence)
+    body.push_back(wgmmaSync(WgmmaSyncOp::SharedFence));
+  body.push_back(barrier());
+  if (spec.fence)
+    body.push_back(wgmmaSync(WgmmaSyncOp::Fence));
+  body.push_back(product);
+  body.push_back(wgmmaSync(WgmmaSyncOp::Commit));
   if (spec.readEarly)
     body.push_back(copyOut);
   if (spec.writeOperand)
