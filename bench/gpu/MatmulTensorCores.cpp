@@ -6,7 +6,6 @@
 #include "bench/gpu/Sections.h"
 #include "frontend/Ops.h"
 #include "passes/lower/gpu/GpuContraction.h"
-#include "passes/lower/gpu/GpuWgmmaSchedule.h"
 #include "support/FloatConvert.h"
 
 #include <fmt/format.h>
@@ -301,12 +300,8 @@ Expected<GemmResult> measureGemm(BenchContext &context, Cublas &cublas, runtime:
   std::ostringstream dump;
   CompileOptions options = context.compileOptions;
   if (precision.wgmma)
-    options.chooseSchedule = [](const ir::Graph &, const passes::FusionGroup &group)
-        -> std::optional<lower::Schedule> {
-      if (group.kind != passes::GroupKind::Contraction)
-        return std::nullopt;
-      auto target = codegen::gpuTargetNamed("sm_90a");
-      return lower::defaultGpuWgmmaSchedule(lower::gpuContractionGemmShape(group), *target);
+    options.chooseSchedule = [](const ir::Graph &, const passes::FusionGroup &group) {
+      return lower::wgmmaContractionSchedule(group, *codegen::gpuTargetNamed("sm_90a"));
     };
   options.dump |= kDumpFused;
   options.dumpStream = &dump;

@@ -9,7 +9,6 @@
 #include "examples/models/VggTransfer.h"
 #include "passes/graph/PrecisionPolicy.h"
 #include "passes/lower/gpu/GpuContraction.h"
-#include "passes/lower/gpu/GpuWgmmaSchedule.h"
 
 #include <atomic>
 
@@ -50,20 +49,9 @@ TEST_CASE("the examples under bf16-mixed on wgmma match the reference", "[compil
   options.target = TargetKind::Sim;
   options.gpuArch = "sm_90a";
   options.precision = passes::PrecisionPolicy::Bf16Mixed;
-  options.chooseSchedule = [target, forced](const ir::Graph &g, const passes::FusionGroup &group)
-      -> std::optional<lower::Schedule> {
-    if (group.kind != passes::GroupKind::Contraction)
-      return std::nullopt;
-    lower::GemmShape shape = lower::gpuContractionGemmShape(group);
-    if (!lower::gpuWgmmaKindFor(shape, target))
-      return std::nullopt;
-    ++*forced;
-    lower::GpuMatMulSchedule wgmma = lower::defaultGpuWgmmaSchedule(shape, target);
-    lower::Schedule schedule = lower::defaultGpuContractionSchedule(g, group, target);
-    if (auto *conv = std::get_if<lower::GpuConv2DSchedule>(&schedule))
-      conv->gemm = wgmma;
-    else
-      schedule = wgmma;
+  options.chooseSchedule = [target, forced](const ir::Graph &, const passes::FusionGroup &group) {
+    std::optional<lower::Schedule> schedule = lower::wgmmaContractionSchedule(group, target);
+    *forced += schedule.has_value();
     return schedule;
   };
   checkPolicyNumerics(graph.ir(), inputs, graph.paramValues(), options);

@@ -1,6 +1,7 @@
 // kiln compile: runs the pipeline on a model and reports what it produced.
 #include "examples/models/ExampleRegistry.h"
 #include "passes/graph/Fusion.h"
+#include "passes/lower/gpu/GpuContraction.h"
 #include "runtime/cache/AtomicFile.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelSource.h"
@@ -87,6 +88,9 @@ const char *const kTuningHelp =
                       device of its architecture that the database holds;
                       TEXT, a piece of a device's fingerprint (sms=114,
                       driver=13000), picks one when there are several
+  --wgmma             sim or cuda on sm_90a: run every matmul and conv2d that
+                      can on warpgroup products (wgmma), not yet the default
+                      (docs/gpu-tensor-cores.md); overrides tuning records
 )";
 
 Expected<void> parseTuningOptions(const Args &args, CompileOptions &options) {
@@ -102,6 +106,21 @@ Expected<void> parseTuningOptions(const Args &args, CompileOptions &options) {
     if (device->empty())
       return makeError(ErrorCode::InvalidArgument, "--tuned-on needs a piece of a fingerprint");
     options.gpuTuningDevice = *device;
+  }
+  if (args.has("--wgmma")) {
+    std::string arch = options.gpuArch.empty() ? std::string(kDefaultGpuArch) : options.gpuArch;
+    if (options.target != TargetKind::Sim && options.target != TargetKind::Cuda)
+      return makeError(ErrorCode::InvalidArgument,
+                       "--wgmma needs --target sim or --target cuda (GPU kernels)");
+    if (arch != "sm_90a")
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("--wgmma needs sm_90a, the one architecture with wgmma; the "
+                                   "architecture is {}",
+                                   arch));
+    codegen::GpuTarget target = *codegen::gpuTargetNamed(arch);
+    options.chooseSchedule = [target](const ir::Graph &, const passes::FusionGroup &group) {
+      return lower::wgmmaContractionSchedule(group, target);
+    };
   }
   return {};
 }
@@ -193,7 +212,7 @@ int compileCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
   valued.insert(kTuningFlags.begin(), kTuningFlags.end());
   valued.insert({"--dump", "--dot", "--batch"});
-  auto args = Args::parse(words, valued, {"--help"});
+  auto args = Args::parse(words, valued, {"--help", "--wgmma"});
   if (!args) {
     fmt::print(stderr, "kiln compile: {}\nrun 'kiln compile --help' for usage\n",
                args.error().message());

@@ -10,6 +10,7 @@
 #include "passes/lower/gpu/GpuGemmSchedule.h"
 #include "passes/lower/gpu/GpuGemmTemplate.h"
 #include "passes/lower/gpu/GpuMmaSchedule.h"
+#include "passes/lower/gpu/GpuWgmmaSchedule.h"
 
 #include <fmt/format.h>
 
@@ -74,6 +75,19 @@ Schedule defaultGpuContractionSchedule(const ir::Graph &graph, const passes::Fus
   GemmShape shape = gpuContractionGemmShape(group);
   GpuMatMulSchedule gemm = gpuMmaKindFor(shape, target) ? defaultGpuMmaSchedule(shape, target)
                                                         : defaultGpuGemmSchedule(shape, target);
+  if (isConv(group))
+    return GpuConv2DSchedule{gemm};
+  return gemm;
+}
+
+std::optional<Schedule> wgmmaContractionSchedule(const passes::FusionGroup &group,
+                                                 const codegen::GpuTarget &target) {
+  if (group.kind != passes::GroupKind::Contraction)
+    return std::nullopt;
+  GemmShape shape = gpuContractionGemmShape(group);
+  if (!gpuWgmmaKindFor(shape, target))
+    return std::nullopt;
+  GpuMatMulSchedule gemm = defaultGpuWgmmaSchedule(shape, target);
   if (isConv(group))
     return GpuConv2DSchedule{gemm};
   return gemm;

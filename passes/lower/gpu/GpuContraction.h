@@ -11,6 +11,7 @@
 #include "passes/lower/Schedule.h"
 #include "support/Error.h"
 
+#include <optional>
 #include <vector>
 
 namespace kiln::lower {
@@ -31,6 +32,13 @@ Expected<LoweredKernel> lowerContractionForGpu(const ir::Graph &graph,
 /// The heuristic schedule (GpuMatMulSchedule for matmul, GpuConv2DSchedule for conv2d).
 Schedule defaultGpuContractionSchedule(const ir::Graph &graph, const passes::FusionGroup &group,
                                        const codegen::GpuTarget &target);
+
+/// The schedule that runs a Contraction group on warpgroup products (wgmma, sm_90a): the
+/// default's GEMM replaced by defaultGpuWgmmaSchedule. nullopt for other groups and for
+/// contractions that cannot take them (gpuWgmmaKindFor). Until wgmma is measured on a GPU it
+/// is not the default; this is how a compile asks for it (`kiln run --wgmma`).
+std::optional<Schedule> wgmmaContractionSchedule(const passes::FusionGroup &group,
+                                                 const codegen::GpuTarget &target);
 
 /// Every legal schedule, the default first.
 std::vector<Schedule> gpuContractionScheduleSpace(const ir::Graph &graph,
