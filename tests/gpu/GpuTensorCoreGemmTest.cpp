@@ -7,7 +7,6 @@
 #include "compiler/CompileTestUtil.h"
 #include "compiler/CudaCompile.h"
 #include "passes/lower/gpu/GpuContraction.h"
-#include "passes/lower/gpu/GpuWgmmaSchedule.h"
 
 #include <fmt/format.h>
 
@@ -119,13 +118,10 @@ TEST_CASE("wgmma GEMMs on sm_90a match the reference", "[gpu][tensor-core][wgmma
                            }),
                            Edit([](lower::GpuMatMulSchedule &s) { s.splitK = 3; })}) {
     CompileOptions options = cudaOptions(backend);
-    options.chooseSchedule = [edit](const ir::Graph &, const passes::FusionGroup &group)
-        -> std::optional<lower::Schedule> {
-      if (group.kind != passes::GroupKind::Contraction)
-        return std::nullopt;
-      lower::GpuMatMulSchedule s =
-          lower::defaultGpuWgmmaSchedule(lower::gpuContractionGemmShape(group), gpuTestTarget());
-      edit(s);
+    options.chooseSchedule = [edit](const ir::Graph &, const passes::FusionGroup &group) {
+      std::optional<lower::Schedule> s = lower::wgmmaContractionSchedule(group, gpuTestTarget());
+      if (s)
+        edit(std::get<lower::GpuMatMulSchedule>(*s));
       return s;
     };
     c.check(options);
