@@ -3,6 +3,8 @@
 // ints), so no CUDA header is needed to build the benchmark.
 #include "bench/gpu/Cublas.h"
 
+#include "bench/gpu/DlSymbol.h"
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -64,13 +66,8 @@ Expected<std::unique_ptr<Cublas>> Cublas::open(runtime::Stream stream) {
                                  "CUDA toolkit):{}",
                                  tried));
   auto api = std::make_unique<Api>();
-  auto resolve = [&](auto &slot, const char *symbol) -> Expected<void> {
-    void *address = dlsym(cublas->library_, symbol);
-    if (!address)
-      return makeError(ErrorCode::Unavailable,
-                       fmt::format("{} has no symbol {}", cublas->libraryName_, symbol));
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(address);
-    return {};
+  auto resolve = [&](auto &slot, const char *symbol) {
+    return resolveSymbol(cublas->library_, cublas->libraryName_, symbol, slot);
   };
   KILN_TRY_VOID(resolve(api->create, "cublasCreate_v2"));
   KILN_TRY_VOID(resolve(api->destroy, "cublasDestroy_v2"));
@@ -87,6 +84,7 @@ Expected<std::unique_ptr<Cublas>> Cublas::open(runtime::Stream stream) {
       status != kCublasStatusSuccess)
     return makeError(ErrorCode::Unavailable,
                      fmt::format("cublasSetStream_v2 failed with status {}", status));
+  cublas->stream_ = stream;
   if (int status = cublas->api_->setMathMode(cublas->handle_, kCublasDefaultMath);
       status != kCublasStatusSuccess)
     return makeError(ErrorCode::Unavailable,
@@ -97,6 +95,7 @@ Expected<std::unique_ptr<Cublas>> Cublas::open(runtime::Stream stream) {
 Cublas::~Cublas() {
   if (handle_ && api_)
     api_->destroy(handle_);
+  destroyLt();
   // The library stays loaded: unloading cuBLAS while the CUDA runtime it
   // initialized is alive is not safe.
 }

@@ -31,15 +31,28 @@ public:
   /// and in fp32 otherwise. CUBLAS_GEMM_DEFAULT picks the algorithm.
   Expected<void> gemmExRowMajor(DType dtype, bool allowTf32, int m, int n, int k,
                                 runtime::DevicePtr a, runtime::DevicePtr b, runtime::DevicePtr c);
+  /// c[m,n] (bf16) = x[m,k] @ w[n,k]^T with e4m3 operands, both row-major with K contiguous,
+  /// through cublasLt (loaded on first use; plain cuBLAS has no fp8 GEMM), accumulating in
+  /// fp32 with unit scales and no workspace, enqueued on the handle's stream.
+  Expected<void> gemmE4m3RowMajor(int m, int n, int k, runtime::DevicePtr x,
+                                  runtime::DevicePtr w, runtime::DevicePtr c);
   /// The library file that was loaded.
   const std::string &libraryName() const { return libraryName_; }
 
 private:
   Cublas() = default;
   struct Api;
+  struct LtApi; // CublasLt.cpp
+  struct LtApiDeleter {
+    void operator()(LtApi *api) const;
+  };
+  Expected<void> openLt();
+  void destroyLt();
   std::unique_ptr<Api> api_;
-  void *library_ = nullptr;
-  void *handle_ = nullptr;
+  std::unique_ptr<LtApi, LtApiDeleter> lt_;
+  void *library_ = nullptr, *ltLibrary_ = nullptr;
+  void *handle_ = nullptr, *ltHandle_ = nullptr;
+  runtime::Stream stream_;
   std::string libraryName_;
 };
 

@@ -52,6 +52,11 @@ struct Precision {
   /// Forces kiln's warpgroup (wgmma) template, sm_90a only, instead of the default schedule
   /// (mma.sync until the wgmma path is measured, docs/gpu-tensor-cores.md).
   bool wgmma = false;
+  /// w is stored [n, k] (matmul with transpose_b): K contiguous in both operands, as fp8
+  /// tensor cores (and cublasLt's fp8 GEMMs) take them.
+  bool transposedB = false;
+  /// The dtype of cuBLAS's result: the operands' but for e4m3, where cublasLt writes bf16.
+  DType cublasResult() const { return dtype == DType::F8E4M3 ? DType::BF16 : dtype; }
 };
 
 constexpr Precision kPrecisions[] = {
@@ -60,6 +65,12 @@ constexpr Precision kPrecisions[] = {
     {"tf32", DType::F32, true, 0x1p-24, 5e-3, "CUBLAS_COMPUTE_32F_FAST_TF32"},
     {"bf16_wgmma", DType::BF16, false, 0x1p-8, 1e-2, "CUBLAS_COMPUTE_32F", true},
     {"f16_wgmma", DType::F16, false, 0x1p-11, 2e-3, "CUBLAS_COMPUTE_32F", true},
+    // kiln rounds an e4m3 product's result to e4m3 (3 mantissa bits: half an ulp is 2^-4 of
+    // it); cublasLt writes bf16, so the two differ by up to about that.
+    {"e4m3", DType::F8E4M3, false, 0x1p-4, 0.07, "cublasLt CUBLAS_COMPUTE_32F, bf16 result",
+     false, true},
+    {"e4m3_wgmma", DType::F8E4M3, false, 0x1p-4, 0.07,
+     "cublasLt CUBLAS_COMPUTE_32F, bf16 result", true, true},
 };
 
 /// c[m,n] = x[m,k] @ w[k,n].
@@ -144,21 +155,20 @@ template <typename Body> void forChunks(int64_t count, const Body &body) {
 /// Uniform in [-1, 1) (multiples of 2^-23, exact in f32), rounded to `dtype`
 /// to nearest even.
 HostTensor uniformOperand(DType dtype, std::vector<int64_t> shape, uint64_t seed) {
-  KILN_CHECK(dtype == DType::BF16 || dtype == DType::F16 || dtype == DType::F32,
-             "tensor-core operands are bf16, f16 or f32");
+  KILN_CHECK(dtype == DType::BF16 || dtype == DType::F16 || dtype == DType::F32 ||
+                 dtype == DType::F8E4M3,
+             "tensor-core operands are bf16, f16, f32 or e4m3");
   HostTensor tensor(dtype, std::move(shape));
   forChunks(tensor.numElements(), [&](int chunk, int64_t begin, int64_t end) {
     Rng rng(seed * kChunks + uint64_t(chunk));
-    std::span<uint16_t> halves = tensor.as<uint16_t>();
-    std::span<float> floats = tensor.as<float>();
     for (int64_t i = begin; i < end; ++i) {
       float value = float(int64_t(rng.nextU64() >> 40)) * 0x1p-23f - 1.0f;
-      if (dtype == DType::BF16)
-        halves[i] = floatToBFloat16Bits(value);
-      else if (dtype == DType::F16)
-        halves[i] = floatToHalfBits(value);
-      else
-        floats[i] = value;
+      switch (dtype) {
+      case DType::BF16: tensor.as<uint16_t>()[i] = floatToBFloat16Bits(value); break;
+      case DType::F16: tensor.as<uint16_t>()[i] = floatToHalfBits(value); break;
+      case DType::F8E4M3: tensor.as<uint8_t>()[i] = floatToF8E4M3Bits(value); break;
+      default: tensor.as<float>()[i] = value; break;
+      }
     }
   });
   return tensor;
@@ -225,7 +235,8 @@ SampledReference sampleReference(const Precision &precision, const Workload &wor
       aRows[r * k + kk] = operand(a, reference.rows[r] * k + kk);
   for (int64_t kk = 0; kk < k; ++kk)
     for (int c = 0; c < kSampleColumns; ++c)
-      bColumns[c * k + kk] = operand(b, kk * n + reference.columns[c]);
+      bColumns[c * k + kk] = operand(b, precision.transposedB ? reference.columns[c] * k + kk
+                                                              : kk * n + reference.columns[c]);
   for (int r = 0; r < kSampleRows; ++r)
     for (int c = 0; c < kSampleColumns; ++c) {
       double sum = 0, absSum = 0;
@@ -295,8 +306,12 @@ Expected<GemmResult> measureGemm(BenchContext &context, Cublas &cublas, runtime:
   // and c out, and the kernel events leave both copies out anyway.
   Graph graph(fmt::format("tc_{}_{}", precision.name, workload.id));
   Tensor xTensor = graph.input("x", {m, k}, precision.dtype);
-  Tensor wTensor = graph.param("w", uniformOperand(precision.dtype, {k, n}, 2 * seed + 1));
-  graph.output("c", matmul(xTensor, wTensor, MatMulOptions{.allowTf32 = precision.tf32}));
+  std::vector<int64_t> wShape = precision.transposedB ? std::vector<int64_t>{n, k}
+                                                      : std::vector<int64_t>{k, n};
+  Tensor wTensor = graph.param("w", uniformOperand(precision.dtype, wShape, 2 * seed + 1));
+  graph.output("c", matmul(xTensor, wTensor,
+                           MatMulOptions{.transposeB = precision.transposedB,
+                                         .allowTf32 = precision.tf32}));
   std::ostringstream dump;
   CompileOptions options = context.compileOptions;
   if (precision.wgmma)
@@ -322,16 +337,19 @@ Expected<GemmResult> measureGemm(BenchContext &context, Cublas &cublas, runtime:
   const int64_t elementBytes = dtypeByteSize(precision.dtype);
   KILN_TRY(DeviceBuffer da, DeviceBuffer::allocate(device, m * k * elementBytes));
   KILN_TRY(DeviceBuffer db, DeviceBuffer::allocate(device, k * n * elementBytes));
-  KILN_TRY(DeviceBuffer dc, DeviceBuffer::allocate(device, m * n * elementBytes));
+  const DType cublasDtype = precision.cublasResult();
+  KILN_TRY(DeviceBuffer dc, DeviceBuffer::allocate(device, m * n * dtypeByteSize(cublasDtype)));
   KILN_TRY_VOID(device.copyToDevice(da.ptr(), x.bytes().data(), da.bytes(), stream));
   KILN_TRY_VOID(device.copyToDevice(db.ptr(), w.bytes().data(), db.bytes(), stream));
   KILN_TRY_VOID(device.fill(dc.ptr(), 0xff, dc.bytes(), stream)); // NaN until written
   auto gemm = [&] {
+    if (precision.dtype == DType::F8E4M3)
+      return cublas.gemmE4m3RowMajor(int(m), int(n), int(k), da.ptr(), db.ptr(), dc.ptr());
     return cublas.gemmExRowMajor(precision.dtype, precision.tf32, int(m), int(n), int(k),
                                  da.ptr(), db.ptr(), dc.ptr());
   };
   KILN_TRY_VOID(gemm()); // untimed: cuBLAS picks and loads its kernel
-  HostTensor cublasC(precision.dtype, {m, n});
+  HostTensor cublasC(cublasDtype, {m, n});
   KILN_TRY_VOID(device.copyToHost(cublasC.bytes().data(), dc.ptr(), dc.bytes(), stream));
   KILN_TRY_VOID(device.synchronize(stream));
   if (std::string check = checkSampled(precision, reference, n, cublasC,
@@ -377,7 +395,10 @@ Table tableFor(const Precision &precision, const std::string &library, bool quic
       precision.tf32
           ? "f32 operands and result, allow_tf32 (kiln rounds each operand to tf32, ties away "
             "from zero)"
-          : fmt::format("{} operands and result, fp32 accumulation", precision.name);
+          : fmt::format("{} operands and result, fp32 accumulation{}", dtypeName(precision.dtype),
+                        precision.dtype == DType::F8E4M3
+                            ? " (cublasLt's result bf16, its fp8 GEMMs' usual output)"
+                            : "");
   std::string tolerance =
       precision.tf32
           ? fmt::format("{:.0e} * sum|a_k b_k| (cuBLAS's own: + 2^-8 * sum|a_k b_k|, for its "
@@ -386,16 +407,17 @@ Table tableFor(const Precision &precision, const std::string &library, bool quic
           : fmt::format("2^{} * |c| + {:.0e} * sum|a_k b_k|",
                         int(std::lround(std::log2(precision.resultRounding))), kAccumulation);
   return Table{
-      .title = fmt::format("(e) {} tensor-core GEMM: kiln ({}) vs cuBLAS GemmEx", precision.name,
-                           precision.wgmma ? "wgmma, forced" : "default schedule"),
+      .title = fmt::format("(e) {} tensor-core GEMM: kiln ({}) vs cuBLAS{}", precision.name,
+                           precision.wgmma ? "wgmma, forced" : "default schedule",
+                           precision.dtype == DType::F8E4M3 ? "Lt" : " GemmEx"),
       .columns = {"workload", "M x K x N", "kiln schedule (default)", "kiln ms", "cuBLAS ms",
                   "kiln TFLOP/s", "cuBLAS TFLOP/s", "kiln/cuBLAS", "max diff / max|c|",
                   "check"},
       .note = fmt::format(
           "{}. kiln: compiled with the default options, x [M,K] an input (copied in by each "
-          "run, outside the timed kernel), w [K,N] a bound parameter (on the device once); the "
-          "schedule is the heuristic default, read from the compile's fused dump. cuBLAS ({}): "
-          "cublasGemmEx, {}, CUBLAS_GEMM_DEFAULT, row-major as C^T = B^T A^T, inputs uploaded "
+          "run, outside the timed kernel), w {} a bound parameter (on the device once); the "
+          "schedule is read from the compile's fused dump. cuBLAS ({}): "
+          "{}, {}, row-major as C^T = B^T A^T, inputs uploaded "
           "once. Inputs uniform in [-1, 1) rounded to the dtype. Medians of {} runs after an "
           "untimed one, each side timed with device events (kiln: the run profile's kernel "
           "events; cuBLAS: events around GemmEx on its own stream); TFLOP/s = 2MNK / time; "
@@ -403,7 +425,12 @@ Table tableFor(const Precision &precision, const std::string &library, bool quic
           "elements of each side (rows by columns, the last row and column among them) "
           "against fp64 dot products of the operands, within {}; kiln's whole output against "
           "cuBLAS's (max difference <= {:.0e} of the largest |c|, no NaN or inf).{}",
-          operands, library, precision.cublasCompute,
+          operands, precision.transposedB ? "[N,K] (matmul transpose_b: K contiguous)" : "[K,N]",
+          library,
+          precision.dtype == DType::F8E4M3 ? "cublasLtMatmul (TN, the heuristic's first algorithm, "
+                                             "no workspace)"
+                                           : "cublasGemmEx (CUBLAS_GEMM_DEFAULT)",
+          precision.cublasCompute,
           quick ? "3" : "5 (>= 5e11 flops), 10 (>= 1e11) or 20", kSampleRows, kSampleColumns,
           tolerance, precision.agreement,
           precision.name == "bf16"
@@ -455,9 +482,15 @@ void benchTensorCoreMatmul(BenchContext &context) {
     for (const Entry &entry : entries) {
       if (entry.precision != &precision)
         continue;
-      if (precision.wgmma && context.gpu.ccMajor != 9) {
-        table.rows.push_back({entry.workload.label, "—", "—", "—", "—", "—", "—", "—",
-                              "—", "skipped: wgmma needs sm_90a"});
+      int cc = context.gpu.ccMajor * 10 + context.gpu.ccMinor;
+      std::string_view skipped = precision.wgmma && context.gpu.ccMajor != 9
+                                     ? "skipped: wgmma needs sm_90a"
+                                 : precision.dtype == DType::F8E4M3 && cc < 89
+                                     ? "skipped: e4m3 tensor cores need sm_89"
+                                     : "";
+      if (!skipped.empty()) {
+        table.rows.push_back({entry.workload.label, "—", "—", "—", "—", "—", "—", "—", "—",
+                              std::string(skipped)});
         continue;
       }
       const Workload &workload = entry.workload;
