@@ -30,6 +30,8 @@ std::string gpuGemmStr(const GpuMatMulSchedule &s) {
                     s.stages, s.vectorWidth, s.splitK);
     if (s.threadM != 0 || s.threadN != 0)
       text += fmt::format(" tm={} tn={}", s.threadM, s.threadN);
+    if (s.groupM != 1)
+      text += fmt::format(" group={}", s.groupM);
     return text;
   }
   std::string text = fmt::format("bm={} bn={} bk={} tm={} tn={} stages={} vw={} splitk={}",

@@ -110,6 +110,8 @@ Expected<void> parseGpuGemmFields(Fields &fields, bool mma, GpuMatMulSchedule &s
   if (mma) {
     KILN_TRY_VOID(fields.integer("wm", s.warpM));
     KILN_TRY_VOID(fields.integer("wn", s.warpN));
+    if (fields.has("group"))
+      KILN_TRY_VOID(fields.integer("group", s.groupM));
     s.threadM = s.threadN = 0;
     if (fields.has("tm") || fields.has("tn")) {
       KILN_TRY_VOID(fields.integer("tm", s.threadM, 0));

@@ -2,6 +2,9 @@
 
 #include "ir/kernel/Builder.h"
 
+#include <algorithm>
+#include <tuple>
+
 namespace kiln::lower {
 
 using namespace kir;
@@ -14,9 +17,10 @@ int64_t ceilDivide(int64_t a, int64_t b) { return (a + b - 1) / b; }
 } // namespace
 
 GemmGrid::GemmGrid(const GemmProblem &problem, int64_t blockM, int64_t blockN,
-                   const std::string &prefix, int64_t splits)
+                   const std::string &prefix, int64_t splits, int64_t groupM)
     : batch_(problem.batch), tilesM_(ceilDivide(problem.m, blockM)),
-      tilesN_(ceilDivide(problem.n, blockN)), splits_(splits) {
+      tilesN_(ceilDivide(problem.n, blockN)), splits_(splits),
+      groupM_(std::min(std::max<int64_t>(groupM, 1), tilesM_)) {
   // Grid z (or the slowest part of a folded x) counts (batch, split) pairs, split fastest.
   int64_t layers = batch_ * splits_;
   blocks_ = layers * tilesM_ * tilesN_;
@@ -25,19 +29,35 @@ GemmGrid::GemmGrid(const GemmProblem &problem, int64_t blockM, int64_t blockN,
   bz_ = makeVar(prefix + "_bz");
   folded_ = tilesM_ > kMaxGridYZ || layers > kMaxGridYZ;
   ExprPtr layer;
+  ExprPtr tileM, tileN;
   if (folded_) {
-    // Every tile on grid x: n tile fastest, then m tile, then (batch, split).
+    // Every tile on grid x: the tiles of a layer in order, then (batch, split).
     ExprPtr v = kir::ref(bx_);
-    j0_ = mul(mod(v, index(tilesN_)), index(blockN));
-    i0_ = mul(mod(div(v, index(tilesN_)), index(tilesM_)), index(blockM));
+    std::tie(tileM, tileN) = tileOf(mod(v, index(tilesN_ * tilesM_)));
     layer = div(v, index(tilesN_ * tilesM_));
+  } else if (groupM_ > 1) {
+    std::tie(tileM, tileN) = tileOf(add(mul(kir::ref(by_), index(tilesN_)), kir::ref(bx_)));
+    layer = layers == 1 ? index(0) : kir::ref(bz_);
   } else {
-    j0_ = mul(kir::ref(bx_), index(blockN));
-    i0_ = tilesM_ == 1 ? index(0) : mul(kir::ref(by_), index(blockM));
+    tileN = kir::ref(bx_);
+    tileM = tilesM_ == 1 ? index(0) : kir::ref(by_);
     layer = layers == 1 ? index(0) : kir::ref(bz_);
   }
+  j0_ = mul(tileN, index(blockN));
+  i0_ = mul(tileM, index(blockM));
   b_ = batch_ == 1 ? index(0) : splits_ == 1 ? layer : div(layer, index(splits_));
   split_ = splits_ == 1 ? index(0) : mod(layer, index(splits_));
+}
+
+// Groups of groupM rows of tiles (the last group may have fewer), each walked column by column.
+std::pair<ExprPtr, ExprPtr> GemmGrid::tileOf(const ExprPtr &t) const {
+  if (groupM_ <= 1)
+    return {div(t, index(tilesN_)), mod(t, index(tilesN_))};
+  ExprPtr group = div(t, index(groupM_ * tilesN_));
+  ExprPtr firstM = mul(group, index(groupM_));
+  ExprPtr rows = min(sub(index(tilesM_), firstM), index(groupM_));
+  ExprPtr within = mod(t, index(groupM_ * tilesN_));
+  return {add(firstM, mod(within, rows)), div(within, rows)};
 }
 
 StmtPtr GemmGrid::wrap(StmtPtr body) const {

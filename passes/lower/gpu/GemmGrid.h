@@ -1,6 +1,11 @@
 // The grid of a GPU GEMM kernel: one block per (batch, K split, M tile, N tile) on block.z (batch
 // and split) / y / x, all folded into x when y or z would pass CUDA's 65535 limit. Shared by the
 // CUDA-core and the tensor-core templates.
+//
+// Blocks start in the order of their linear index (x fastest). By default that walks the tiles
+// row by row, so a wave of blocks reads a few rows of A against all of B. With `groupM` > 1 the
+// tiles are visited in groups of groupM rows of tiles, column by column within a group: a wave
+// then reads groupM rows of A against a few columns of B, which stays in L2.
 #pragma once
 
 #include "ir/kernel/KernelIR.h"
@@ -13,8 +18,9 @@ namespace kiln::lower {
 class GemmGrid {
 public:
   /// `splits` > 1: split-K, each (batch, tile) computed by that many blocks, one per K range.
+  /// `groupM` > 1: the grouped tile order above.
   GemmGrid(const GemmProblem &problem, int64_t blockM, int64_t blockN, const std::string &prefix,
-           int64_t splits = 1);
+           int64_t splits = 1, int64_t groupM = 1);
 
   /// Whether the grid has no block (an empty output).
   bool empty() const { return blocks_ == 0; }
@@ -28,7 +34,10 @@ public:
   kir::StmtPtr wrap(kir::StmtPtr body) const;
 
 private:
-  int64_t batch_, tilesM_, tilesN_, splits_, blocks_;
+  /// The (M tile, N tile) of linear tile index `t` in [0, tilesM * tilesN) in the grid's order.
+  std::pair<kir::ExprPtr, kir::ExprPtr> tileOf(const kir::ExprPtr &t) const;
+
+  int64_t batch_, tilesM_, tilesN_, splits_, blocks_, groupM_;
   bool folded_ = false;
   kir::VarPtr bx_, by_, bz_;
   kir::ExprPtr b_, i0_, j0_, split_;

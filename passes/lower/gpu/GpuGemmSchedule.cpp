@@ -92,6 +92,8 @@ Expected<void> checkGpuGemmSchedule(const GpuMatMulSchedule &s, DType accumulate
                                  what, s.blockM, s.blockN, s.blockK, s.threadM, s.threadN,
                                  s.stages, s.vectorWidth, s.splitK));
   };
+  if (s.groupM != 1)
+    return invalid("the grouped tile order (groupM) belongs to tensor-core schedules");
   for (auto [name, value] : {std::pair{"blockM", s.blockM}, {"blockN", s.blockN},
                              {"blockK", s.blockK}, {"threadM", s.threadM},
                              {"threadN", s.threadN}})

@@ -468,7 +468,7 @@ Expected<GemmLowering> MmaGemmBuilder::build() {
   VarPtr tid = makeVar(name("tid"));
   tid_ = kir::ref(tid);
   SplitKPlan split(p_, s_.splitK, s_.blockK);
-  GemmGrid grid(p_, s_.blockM, s_.blockN, p_.name, split.splits());
+  GemmGrid grid(p_, s_.blockM, s_.blockN, p_.name, split.splits(), s_.groupM);
   if (grid.empty()) {
     StmtPtr idle = std::make_shared<Block>(std::vector<StmtPtr>{});
     return GemmLowering{forRange(tid, 1, ForKind::ThreadX, idle), {}, {}};

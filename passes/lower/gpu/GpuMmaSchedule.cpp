@@ -127,6 +127,8 @@ Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &s, const GemmShape &
     return illegal(s, "vectorWidth must copy 4, 8 or 16 bytes");
   if (s.stages < 2 || s.stages > 4)
     return illegal(s, "stages must be 2, 3 or 4");
+  if (s.groupM < 1)
+    return illegal(s, "groupM (rows of tiles per group of the tile order) must be at least 1");
   if (std::optional<std::string> why = splitKProblem(s.splitK, shape.k, s.blockK))
     return illegal(s, *why);
   int64_t threads = gpuMmaThreads(s);
@@ -195,6 +197,23 @@ GpuMatMulSchedule defaultGpuMmaSchedule(const GemmShape &shape,
   return best;
 }
 
+int64_t gemmGroupM(const GpuMatMulSchedule &s, const GemmShape &shape,
+                   const codegen::GpuTarget &target) {
+  int64_t tilesM = ceilDivide(std::max<int64_t>(shape.m, 1), s.blockM);
+  return gemmOutputBlocks(s, shape) >= 2 * target.numSms && tilesM > kTileGroupRows
+             ? kTileGroupRows
+             : 1;
+}
+
+void addGroupedSchedule(std::vector<GpuMatMulSchedule> &space, const GemmShape &shape,
+                        const codegen::GpuTarget &target) {
+  GpuMatMulSchedule other = space.front();
+  other.groupM = other.groupM == 1 ? static_cast<int>(kTileGroupRows) : 1;
+  if (other.groupM != 1 && gemmGroupM(other, shape, target) == 1)
+    return; // too few tiles for the order to matter
+  space.push_back(other);
+}
+
 void addSplitKSchedules(std::vector<GpuMatMulSchedule> &space, const GpuMatMulSchedule &first,
                         const GemmShape &shape, const codegen::GpuTarget &target) {
   size_t unsplit = space.size();
@@ -243,6 +262,7 @@ std::vector<GpuMatMulSchedule> gpuMmaScheduleSpace(const GemmShape &shape,
               space.push_back(s);
             }
   addSplitKSchedules(space, first, shape, target);
+  addGroupedSchedule(space, shape, target);
   std::vector<GpuMatMulSchedule> warpgroups = gpuWgmmaScheduleSpace(shape, target);
   space.insert(space.end(), warpgroups.begin(), warpgroups.end());
   return space;

@@ -52,6 +52,19 @@ Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &schedule, const Gemm
 /// split's K tiles and static shared memory allow.
 GpuMatMulSchedule defaultGpuMmaSchedule(const GemmShape &shape, const codegen::GpuTarget &target);
 
+/// Rows of tiles per group of the grouped tile order (GemmGrid.h) where it is used.
+inline constexpr int64_t kTileGroupRows = 8;
+
+/// The tile order for `schedule`: groups of kTileGroupRows rows of tiles when the grid has at
+/// least two waves of blocks and more rows of tiles than a group, else 1 (row by row).
+int64_t gemmGroupM(const GpuMatMulSchedule &schedule, const GemmShape &shape,
+                   const codegen::GpuTarget &target);
+
+/// Appends to `space` its first schedule with the other tile order (grouped or row by row),
+/// where the grid is large enough for the grouped order to apply.
+void addGroupedSchedule(std::vector<GpuMatMulSchedule> &space, const GemmShape &shape,
+                        const codegen::GpuTarget &target);
+
 /// Appends to `space` the K splits (2, 4, 8, 16) of its unsplit schedules whose output tiles
 /// fill less than one wave of the SMs: up to two waves of blocks, each split keeping
 /// kMinTilesPerSplit K tiles, legal (checkGpuMmaSchedule) and other than `first`.

@@ -79,6 +79,8 @@ Expected<void> checkGpuWgmmaSchedule(const GpuMatMulSchedule &s, const GemmShape
     return illegal(s, "vectorWidth must copy 4, 8 or 16 bytes");
   if (s.stages < 2 || s.stages > 4)
     return illegal(s, "stages must be 2, 3 or 4");
+  if (s.groupM < 1)
+    return illegal(s, "groupM (rows of tiles per group of the tile order) must be at least 1");
   if (std::optional<std::string> why = splitKProblem(s.splitK, shape.k, s.blockK))
     return illegal(s, *why);
   int64_t threads = gpuMmaThreads(s);
@@ -142,6 +144,7 @@ GpuMatMulSchedule defaultGpuWgmmaSchedule(const GemmShape &shape,
       break;
     }
   }
+  best.groupM = static_cast<int>(gemmGroupM(best, shape, target));
   return best;
 }
 
@@ -168,6 +171,7 @@ std::vector<GpuMatMulSchedule> gpuWgmmaScheduleSpace(const GemmShape &shape,
             space.push_back(s);
           }
   addSplitKSchedules(space, first, shape, target);
+  addGroupedSchedule(space, shape, target);
   return space;
 }
 

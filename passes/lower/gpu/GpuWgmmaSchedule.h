@@ -29,12 +29,14 @@ Expected<void> checkGpuWgmmaSchedule(const GpuMatMulSchedule &schedule, const Ge
 /// The heuristic wgmma schedule (gpuWgmmaKindFor must hold): the block tile among 128x256,
 /// 128x128, 64x128 and 64x64, one warpgroup per 64 rows, and K split of least estimated time
 /// (the estimate of the mma.sync default), as many stages (up to 4) as the shared memory and
-/// the split's K tiles allow.
+/// the split's K tiles allow, and the grouped tile order on grids of two waves or more
+/// (gemmGroupM).
 GpuMatMulSchedule defaultGpuWgmmaSchedule(const GemmShape &shape,
                                           const codegen::GpuTarget &target);
 
 /// Every legal wgmma schedule of the tuner's space: the default first, then block tiles
-/// 64..256 x warpgroup tiles x stages 2..4, and K splits where the tiles fill less than a wave.
+/// 64..256 x warpgroup tiles x stages 2..4, K splits where the tiles fill less than a wave, and
+/// the default with the other tile order.
 std::vector<GpuMatMulSchedule> gpuWgmmaScheduleSpace(const GemmShape &shape,
                                                      const codegen::GpuTarget &target);
 

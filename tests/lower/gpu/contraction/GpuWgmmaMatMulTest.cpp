@@ -94,7 +94,8 @@ TEST_CASE("gpu wgmma: which GEMMs run on warpgroup products", "[lower][gpu-contr
   // A large GEMM: 128 x 256 tiles of two warpgroups, four 48 KiB stages in dynamic shared memory.
   lower::GpuMatMulSchedule big =
       lower::defaultGpuWgmmaSchedule(matmulShape(DType::BF16, 8192, 8192, 8192), h100);
-  CHECK(lower::scheduleStr(big) == "gpu.matmul wgmma bm=128 bn=256 bk=64 wm=64 wn=256 stages=4 vw=8 splitk=1");
+  CHECK(lower::scheduleStr(big) ==
+        "gpu.matmul wgmma bm=128 bn=256 bk=64 wm=64 wn=256 stages=4 vw=8 splitk=1 group=8");
   CHECK(lower::gpuMmaThreads(big) == 256);
   // The text form round-trips.
   auto parsed = lower::parseSchedule(lower::scheduleStr(big));
@@ -221,4 +222,43 @@ TEST_CASE("gpu wgmma: the large-GEMM default assembles without spills",
     WARN("128 x 256 wgmma tile (" << kernel.backend << "): " << kernel.resources.registers
                                   << " registers");
   }
+}
+
+TEST_CASE("gpu tensor cores: the grouped tile order", "[lower][gpu-contraction][wgmma][mma]") {
+  AssemblyBatch assembly;
+  // 6 rows of tiles in groups of 4 (the last group has 2), 4 columns: every tile once, each
+  // where the order puts it (a tile computed twice and one never would leave poison).
+  lower::GpuMatMulSchedule wgmma = wgmmaTiles(64, 64, 64, 64, 64, 2);
+  wgmma.groupM = 4;
+  checkWgmmaMatMul(330, 200, 64, wgmma);
+  lower::GpuMatMulSchedule mma = mmaTiles(64, 64, 32, 32, 32, 2);
+  mma.groupM = 4;
+  GraphCase c(19);
+  ir::Value *x = c.input("x", DType::BF16, {330, 96});
+  ir::Value *w = c.input("w", DType::BF16, {96, 200});
+  c.output(c.node(OpKind::MatMul, {x, w}, matmulAttrs(false, false)));
+  checkGpuContraction(c, 96, DType::F32, lower::Schedule{mma});
+  // With a split too: the tile order is per (batch, split) layer.
+  mma.splitK = 2;
+  checkGpuContraction(c, 96, DType::F32, lower::Schedule{mma});
+
+  // The text form carries it; CUDA-core schedules refuse it; large grids default to it on wgmma.
+  auto parsed = lower::parseSchedule(lower::scheduleStr(lower::Schedule{wgmma}));
+  REQUIRE(parsed);
+  CHECK(gemmOf(*parsed).groupM == 4);
+  lower::GpuMatMulSchedule simt = gpuGemm(64, 64, 16, 4, 4, 2);
+  simt.groupM = 8;
+  auto refused = lower::lowerGroupForGpu(c.graph(), *planContraction(c.graph()).group, simt,
+                                         gpuTestTarget());
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error().message(), Catch::Matchers::Contains("groupM"));
+  const codegen::GpuTarget &h100 = gpuTestTarget();
+  CHECK(lower::defaultGpuWgmmaSchedule(matmulShape(DType::BF16, 8192, 8192, 8192), h100).groupM ==
+        8);
+  CHECK(lower::defaultGpuWgmmaSchedule(matmulShape(DType::BF16, 512, 768, 768), h100).groupM == 1);
+  CHECK(lower::defaultGpuMmaSchedule(matmulShape(DType::BF16, 8192, 8192, 8192), h100).groupM == 1);
+  size_t grouped = 0;
+  for (const auto &s : lower::gpuMmaScheduleSpace(matmulShape(DType::BF16, 8192, 8192, 8192), h100))
+    grouped += s.groupM != 1;
+  CHECK(grouped >= 2); // the mma default's grouped variant and the wgmma default
 }
