@@ -420,8 +420,8 @@ StmtPtr MmaGemmBuilder::mainLoop(const ExprPtr &b, const ExprPtr &firstTile,
                         : mmaTileStep(b, firstTile, tileCount, tile, ahead);
   std::vector<StmtPtr> stmts{seq(std::move(prologue)),
                              forLoop(tileVar, index(0), tileCount, ForKind::Serial, step)};
-  if (wgmma_)
-    stmts.push_back(wgmmaSync(WgmmaSyncOp::Wait, 0)); // the accumulators are final
+  if (wgmmaInFlight() > 0)
+    stmts.push_back(wgmmaSync(WgmmaSyncOp::Wait, 0)); // the last tile's products are done
   return seq(std::move(stmts));
 }
 
