@@ -12,6 +12,8 @@
 #   OUT                 remote: where logs and results go (default ./gpu-out)
 #   KILN_BENCH_ARGS     remote: extra arguments of kiln_gpu_bench (e.g. a section filter)
 #   KILN_GPU_TEST_FILTER remote: run only these gpu tests (a Catch2 filter, e.g. "[wgmma]")
+#   KILN_EXAMPLE_ARGS   remote: extra arguments of each example's kiln run (e.g.
+#                       "--wgmma --precision bf16-mixed")
 #   KILN_TORCH_ARGS     remote: extra arguments of torch_gpu.py (e.g. --precision bf16-mixed)
 #   KILN_BENCH_PYTHON   remote: the python with torch (default python3, else /usr/bin/python3)
 #   KILN_TRAIN_ARGS     remote: extra arguments of run_train_bench.sh (e.g. --filter cnn)
@@ -138,9 +140,12 @@ run_examples() {
   local names
   names="$("$build/kiln" run --help | grep -oE 'example:[a-z0-9_]+' | cut -d: -f2 | sort -u)"
   [ -n "$names" ] || names="cnn mlp lstm resnet transformer vgg"
+  # shellcheck disable=SC2206 # KILN_EXAMPLE_ARGS is a list of words
+  local extra=(${KILN_EXAMPLE_ARGS:-})
   for name in $names; do
-    echo "---- kiln run example:$name --target cuda --check"
-    "$build/kiln" run "example:$name" --target cuda --check || { echo "exit $?"; status=1; }
+    echo "---- kiln run example:$name --target cuda --check ${extra[*]}"
+    "$build/kiln" run "example:$name" --target cuda --check "${extra[@]}" ||
+      { echo "exit $?"; status=1; }
   done
   return $status
 }
@@ -254,6 +259,7 @@ remote() {
     [ "$steps" = "smi,libs,tests,examples,bench,torch,train,tuning,tunebench" ] || echo "- steps: $steps"
     [ -n "${KILN_BENCH_ARGS:-}" ] && echo "- kiln_gpu_bench arguments: ${KILN_BENCH_ARGS}"
     [ -n "${KILN_GPU_TEST_FILTER:-}" ] && echo "- gpu tests: only ${KILN_GPU_TEST_FILTER}"
+    [ -n "${KILN_EXAMPLE_ARGS:-}" ] && echo "- examples run with: ${KILN_EXAMPLE_ARGS}"
     [ -n "${KILN_TORCH_ARGS:-}" ] && echo "- torch_gpu.py arguments: ${KILN_TORCH_ARGS}"
     [ -n "${KILN_TRAIN_ARGS:-}" ] && echo "- run_train_bench.sh arguments: ${KILN_TRAIN_ARGS}"
     echo
