@@ -2,6 +2,8 @@
 #include "CompileTestUtil.h"
 
 #include "compiler/CheckNumerics.h"
+#include "examples/models/TransformerBlock.h"
+#include "examples/models/VggTransfer.h"
 #include "ir/graph/Interpreter.h"
 #include "support/Tolerance.h"
 
@@ -212,6 +214,17 @@ void checkPolicyNumerics(const ir::Graph &graph, const NamedTensors &inputs,
     INFO(fmt::format("output {}: max error {:.3e} (tolerance {:.3e})", output.name,
                      output.maxRelError, output.tolerance));
     CHECK(output.ok());
+  }
+}
+
+void buildTinyExample(const examples::ExampleModel &model, Graph &graph) {
+  if (model.name == "vgg") {
+    examples::buildVggTransfer(graph, {.batch = 1, .imageSize = 32});
+  } else if (model.name == "transformer") {
+    examples::buildTransformerBlock(
+        graph, {.batch = 1, .sequenceLength = 9, .modelDim = 32, .numHeads = 2, .mlpDim = 64});
+  } else {
+    model.build(graph, 1);
   }
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "compiler/Compile.h"
+#include "examples/models/ExampleRegistry.h"
 #include "frontend/Graph.h"
 #include "frontend/Ops.h"
 #include "support/HostTensor.h"
@@ -82,6 +83,10 @@ NamedTensors checkCompiledMatchesReference(const ir::Graph &graph, NamedTensors 
 /// per-dtype tolerance, reporting each mismatch with FAIL_CHECK.
 void checkOutputsMatch(const ir::Graph &graph, const NamedTensors &actual,
                        const NamedTensors &expected);
+
+/// Builds example model `model` at a size the simulator and the reference run quickly (VGG on
+/// 32x32 images, a 32-wide transformer block over 9 tokens, the others at batch 1).
+void buildTinyExample(const examples::ExampleModel &model, Graph &graph);
 
 /// Compiles `graph` and REQUIREs success, printing the error otherwise.
 CompiledModel compileOrFail(const ir::Graph &graph, const CompileOptions &options = {});

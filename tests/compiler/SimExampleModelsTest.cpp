@@ -4,25 +4,11 @@
 #include "CompileTestUtil.h"
 
 #include "examples/models/ExampleRegistry.h"
-#include "examples/models/TransformerBlock.h"
-#include "examples/models/VggTransfer.h"
 
 #include <fmt/format.h>
 
 namespace kiln::test {
 namespace {
-
-/// Example `name` at a size the simulator and the reference run quickly.
-void buildTiny(const examples::ExampleModel &model, Graph &graph) {
-  if (model.name == "vgg") {
-    examples::buildVggTransfer(graph, {.batch = 1, .imageSize = 32});
-  } else if (model.name == "transformer") {
-    examples::buildTransformerBlock(
-        graph, {.batch = 1, .sequenceLength = 9, .modelDim = 32, .numHeads = 2, .mlpDim = 64});
-  } else {
-    model.build(graph, 1);
-  }
-}
 
 TEST_CASE("every example model runs on the simulator and matches the reference",
           "[compiler][sim]") {
@@ -33,7 +19,7 @@ TEST_CASE("every example model runs on the simulator and matches the reference",
   const examples::ExampleModel &model = models[index];
   INFO("example " << model.name << " for " << arch);
   Graph graph(model.name, freshSeed());
-  buildTiny(model, graph);
+  buildTinyExample(model, graph);
   REQUIRE(graph.finalize());
 
   uint64_t seed = freshSeed();

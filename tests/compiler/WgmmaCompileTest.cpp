@@ -5,28 +5,12 @@
 #include "CompileTestUtil.h"
 
 #include "examples/models/ExampleRegistry.h"
-#include "examples/models/TransformerBlock.h"
-#include "examples/models/VggTransfer.h"
 #include "passes/graph/PrecisionPolicy.h"
 #include "passes/lower/gpu/GpuContraction.h"
 
 #include <atomic>
 
 namespace kiln::test {
-namespace {
-
-void buildTiny(const examples::ExampleModel &model, Graph &graph) {
-  if (model.name == "vgg") {
-    examples::buildVggTransfer(graph, {.batch = 1, .imageSize = 32});
-  } else if (model.name == "transformer") {
-    examples::buildTransformerBlock(
-        graph, {.batch = 1, .sequenceLength = 9, .modelDim = 64, .numHeads = 2, .mlpDim = 128});
-  } else {
-    model.build(graph, 1);
-  }
-}
-
-} // namespace
 
 TEST_CASE("the examples under bf16-mixed on wgmma match the reference", "[compiler][sim][wgmma]") {
   const auto &models = examples::exampleModels();
@@ -34,7 +18,7 @@ TEST_CASE("the examples under bf16-mixed on wgmma match the reference", "[compil
   const examples::ExampleModel &model = models[index];
   INFO("example " << model.name);
   Graph graph(model.name, freshSeed());
-  buildTiny(model, graph);
+  buildTinyExample(model, graph);
   REQUIRE(graph.finalize());
   Rng rng(freshSeed());
   NamedTensors inputs;

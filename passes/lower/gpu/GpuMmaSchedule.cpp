@@ -98,6 +98,24 @@ int64_t gpuMmaThreads(const GpuMatMulSchedule &s) {
   return int64_t(s.blockM / s.warpM) * (s.blockN / s.warpN) * (s.wgmma ? 128 : 32);
 }
 
+std::optional<std::string> pipelineProblem(const GpuMatMulSchedule &s, const GemmShape &shape,
+                                           const codegen::GpuTarget &target, DType dtype) {
+  int64_t bytes = dtypeByteSize(dtype);
+  if (s.vectorWidth <= 0 || 16 % (s.vectorWidth * bytes) != 0 || s.vectorWidth * bytes < 4)
+    return "vectorWidth must copy 4, 8 or 16 bytes";
+  if (s.stages < 2 || s.stages > 4)
+    return "stages must be 2, 3 or 4";
+  if (s.groupM < 1)
+    return "groupM (rows of tiles per group of the tile order) must be at least 1";
+  if (std::optional<std::string> why = splitKProblem(s.splitK, shape.k, s.blockK))
+    return why;
+  int64_t threads = gpuMmaThreads(s);
+  if (threads > target.maxThreadsPerBlock)
+    return fmt::format("{} threads exceed the {} a block may have", threads,
+                       target.maxThreadsPerBlock);
+  return std::nullopt;
+}
+
 Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &s, const GemmShape &shape,
                                    const codegen::GpuTarget &target) {
   if (s.wgmma)
@@ -122,19 +140,8 @@ Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &s, const GemmShape &
   int64_t chunk = chunkElements(dtype);
   if (s.blockK < chunk || s.blockM < chunk || s.blockN < chunk)
     return illegal(s, fmt::format("tiles must hold whole 16-byte rows ({} elements)", chunk));
-  if (s.vectorWidth <= 0 || 16 % (s.vectorWidth * dtypeByteSize(dtype)) != 0 ||
-      s.vectorWidth * dtypeByteSize(dtype) < 4)
-    return illegal(s, "vectorWidth must copy 4, 8 or 16 bytes");
-  if (s.stages < 2 || s.stages > 4)
-    return illegal(s, "stages must be 2, 3 or 4");
-  if (s.groupM < 1)
-    return illegal(s, "groupM (rows of tiles per group of the tile order) must be at least 1");
-  if (std::optional<std::string> why = splitKProblem(s.splitK, shape.k, s.blockK))
+  if (std::optional<std::string> why = pipelineProblem(s, shape, target, dtype))
     return illegal(s, *why);
-  int64_t threads = gpuMmaThreads(s);
-  if (threads > target.maxThreadsPerBlock)
-    return illegal(s, fmt::format("{} threads exceed the {} a block may have", threads,
-                                  target.maxThreadsPerBlock));
   // Past the static 48 KiB the tiles come from dynamic shared memory (opt-in, up to the SM's).
   int64_t shared = gpuMmaSharedBytes(s, dtype);
   if (shared > target.maxSharedBytesPerBlock())

@@ -10,6 +10,7 @@
 #include "support/Error.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace kiln::lower {
@@ -38,6 +39,13 @@ double estimatedGemmTime(const GpuMatMulSchedule &schedule, const GemmShape &sha
 
 /// Threads per block: one warp (wgmma: one warpgroup of 128 threads) per warpM x warpN tile.
 int64_t gpuMmaThreads(const GpuMatMulSchedule &schedule);
+
+/// The rules both tensor-core templates share (copies of 4, 8 or 16 bytes of `dtype`, 2-4
+/// stages, groupM >= 1, a legal split, the target's threads per block): the first broken, or
+/// nullopt.
+std::optional<std::string> pipelineProblem(const GpuMatMulSchedule &schedule,
+                                           const GemmShape &shape,
+                                           const codegen::GpuTarget &target, DType dtype);
 
 /// Whether a tensor-core `schedule` is legal for `shape` on `target`; the error names the field.
 Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &schedule, const GemmShape &shape,

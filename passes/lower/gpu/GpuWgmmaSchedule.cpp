@@ -75,18 +75,8 @@ Expected<void> checkGpuWgmmaSchedule(const GpuMatMulSchedule &s, const GemmShape
     return illegal(s, "warpM must divide blockM and warpN blockN");
   if (s.blockK * bytes != kir::kWgmmaRowBytes)
     return illegal(s, fmt::format("blockK must be {} (one 128-byte row of K)", panel));
-  if (s.vectorWidth <= 0 || 16 % (s.vectorWidth * bytes) != 0 || s.vectorWidth * bytes < 4)
-    return illegal(s, "vectorWidth must copy 4, 8 or 16 bytes");
-  if (s.stages < 2 || s.stages > 4)
-    return illegal(s, "stages must be 2, 3 or 4");
-  if (s.groupM < 1)
-    return illegal(s, "groupM (rows of tiles per group of the tile order) must be at least 1");
-  if (std::optional<std::string> why = splitKProblem(s.splitK, shape.k, s.blockK))
+  if (std::optional<std::string> why = pipelineProblem(s, shape, target, info.operandDtype))
     return illegal(s, *why);
-  int64_t threads = gpuMmaThreads(s);
-  if (threads > target.maxThreadsPerBlock)
-    return illegal(s, fmt::format("{} threads exceed the {} a block may have", threads,
-                                  target.maxThreadsPerBlock));
   int64_t accumulators = int64_t(s.warpM / kir::kWgmmaM) * s.warpN / 2;
   if (accumulators > kMaxAccumulators)
     return illegal(s, fmt::format("{} accumulators per thread exceed {}", accumulators,
