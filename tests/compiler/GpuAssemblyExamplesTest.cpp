@@ -9,6 +9,8 @@
 #include "examples/models/ExampleRegistry.h"
 #include "examples/models/TransformerBlock.h"
 #include "examples/models/VggTransfer.h"
+#include "passes/graph/PrecisionPolicy.h"
+#include "passes/lower/gpu/GpuContraction.h"
 
 #include <fmt/format.h>
 
@@ -63,6 +65,43 @@ TEST_CASE("every example's GPU kernels assemble without spills", "[compiler][gpu
     if (count > 0)
       CHECK(static_cast<size_t>(count) == kernels->kernels.size());
   }
+}
+
+TEST_CASE("every example's wgmma kernels under bf16-mixed assemble without spills",
+          "[compiler][gpu-assembly][wgmma]") {
+  // Full size on sm_90a with every contraction that can on warpgroup products (`--wgmma`):
+  // the 128 x 256 tiles hold 128 accumulators a thread beside the fused epilogues.
+  const auto &models = examples::exampleModels();
+  size_t index = GENERATE(range<size_t>(0, 6));
+  const examples::ExampleModel &model = models[index];
+  std::string context = fmt::format("example {} (full size, bf16-mixed, wgmma) for sm_90a",
+                                    model.name);
+  INFO(context);
+  Graph graph(model.name, 1);
+  model.build(graph, model.defaultBatch);
+  REQUIRE(graph.finalize());
+  const codegen::GpuTarget target = *codegen::gpuTargetNamed("sm_90a");
+  auto forced = std::make_shared<int>(0);
+  CompileOptions options;
+  options.target = TargetKind::Cuda;
+  options.gpuArch = "sm_90a";
+  options.precision = passes::PrecisionPolicy::Bf16Mixed;
+  options.chooseSchedule = [target, forced](const ir::Graph &, const passes::FusionGroup &group) {
+    std::optional<lower::Schedule> schedule = lower::wgmmaContractionSchedule(group, target);
+    *forced += schedule.has_value();
+    return schedule;
+  };
+  auto kernels = compileGpuKernels(graph.ir(), options);
+  REQUIRE(kernels.has_value());
+  CHECK(*forced > 0);
+  CHECK(kernels->ptx.find("wgmma.mma_async") != std::string::npos);
+  std::vector<AssembledKernel> assembled =
+      checkGpuKernelsAssemble(kernels->kernels, target, context);
+  int most = 0;
+  for (const AssembledKernel &k : assembled)
+    most = std::max(most, k.resources.registers);
+  std::cout << fmt::format("{}: {} kernels, at most {} registers\n", context,
+                           kernels->kernels.size(), most);
 }
 
 } // namespace
