@@ -4,6 +4,8 @@
 #include "compiler/CheckNumerics.h"
 #include "examples/models/TransformerBlock.h"
 #include "examples/models/VggTransfer.h"
+#include "passes/graph/PrecisionPolicy.h"
+#include "passes/lower/gpu/GpuContraction.h"
 #include "ir/graph/Interpreter.h"
 #include "support/Tolerance.h"
 
@@ -215,6 +217,20 @@ void checkPolicyNumerics(const ir::Graph &graph, const NamedTensors &inputs,
                      output.maxRelError, output.tolerance));
     CHECK(output.ok());
   }
+}
+
+CompileOptions wgmmaBf16Options(TargetKind target, std::shared_ptr<std::atomic<int>> forced) {
+  const codegen::GpuTarget sm90a = *codegen::gpuTargetNamed("sm_90a");
+  CompileOptions options;
+  options.target = target;
+  options.gpuArch = "sm_90a";
+  options.precision = passes::PrecisionPolicy::Bf16Mixed;
+  options.chooseSchedule = [sm90a, forced](const ir::Graph &, const passes::FusionGroup &group) {
+    std::optional<lower::Schedule> schedule = lower::wgmmaContractionSchedule(group, sm90a);
+    *forced += schedule.has_value();
+    return schedule;
+  };
+  return options;
 }
 
 void buildTinyExample(const examples::ExampleModel &model, Graph &graph) {

@@ -10,7 +10,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -87,6 +89,10 @@ void checkOutputsMatch(const ir::Graph &graph, const NamedTensors &actual,
 /// Builds example model `model` at a size the simulator and the reference run quickly (VGG on
 /// 32x32 images, a 32-wide transformer block over 9 tokens, the others at batch 1).
 void buildTinyExample(const examples::ExampleModel &model, Graph &graph);
+
+/// Options for `target` (sim or cuda) on sm_90a under bf16-mixed with every contraction that
+/// can on warpgroup products, as `kiln run --wgmma` compiles; `forced` counts those groups.
+CompileOptions wgmmaBf16Options(TargetKind target, std::shared_ptr<std::atomic<int>> forced);
 
 /// Compiles `graph` and REQUIREs success, printing the error otherwise.
 CompiledModel compileOrFail(const ir::Graph &graph, const CompileOptions &options = {});

@@ -7,10 +7,6 @@
 
 #include "GpuAssemblyCheck.h"
 #include "examples/models/ExampleRegistry.h"
-#include "examples/models/TransformerBlock.h"
-#include "examples/models/VggTransfer.h"
-#include "passes/graph/PrecisionPolicy.h"
-#include "passes/lower/gpu/GpuContraction.h"
 
 #include <fmt/format.h>
 
@@ -31,15 +27,10 @@ TEST_CASE("every example's GPU kernels assemble without spills", "[compiler][gpu
                                     small ? "test" : "full", arch);
   INFO(context);
   Graph graph(model.name, 1);
-  if (!small)
-    model.build(graph, model.defaultBatch);
-  else if (model.name == "vgg")
-    examples::buildVggTransfer(graph, {.batch = 1, .imageSize = 32});
-  else if (model.name == "transformer")
-    examples::buildTransformerBlock(
-        graph, {.batch = 1, .sequenceLength = 9, .modelDim = 32, .numHeads = 2, .mlpDim = 64});
+  if (small)
+    buildTinyExample(model, graph);
   else
-    model.build(graph, 1);
+    model.build(graph, model.defaultBatch);
   REQUIRE(graph.finalize());
 
   CompileOptions options;
@@ -81,16 +72,8 @@ TEST_CASE("every example's wgmma kernels under bf16-mixed assemble without spill
   model.build(graph, model.defaultBatch);
   REQUIRE(graph.finalize());
   const codegen::GpuTarget target = *codegen::gpuTargetNamed("sm_90a");
-  auto forced = std::make_shared<int>(0);
-  CompileOptions options;
-  options.target = TargetKind::Cuda;
-  options.gpuArch = "sm_90a";
-  options.precision = passes::PrecisionPolicy::Bf16Mixed;
-  options.chooseSchedule = [target, forced](const ir::Graph &, const passes::FusionGroup &group) {
-    std::optional<lower::Schedule> schedule = lower::wgmmaContractionSchedule(group, target);
-    *forced += schedule.has_value();
-    return schedule;
-  };
+  auto forced = std::make_shared<std::atomic<int>>(0);
+  CompileOptions options = wgmmaBf16Options(TargetKind::Cuda, forced);
   auto kernels = compileGpuKernels(graph.ir(), options);
   REQUIRE(kernels.has_value());
   CHECK(*forced > 0);

@@ -5,10 +5,6 @@
 #include "CompileTestUtil.h"
 
 #include "examples/models/ExampleRegistry.h"
-#include "passes/graph/PrecisionPolicy.h"
-#include "passes/lower/gpu/GpuContraction.h"
-
-#include <atomic>
 
 namespace kiln::test {
 
@@ -27,17 +23,8 @@ TEST_CASE("the examples under bf16-mixed on wgmma match the reference", "[compil
     inputs.emplace(input->name(),
                    randomTensor(input->type().dtype, input->type().shape, rng, values));
   }
-  const codegen::GpuTarget target = *codegen::gpuTargetNamed("sm_90a");
   auto forced = std::make_shared<std::atomic<int>>(0);
-  CompileOptions options;
-  options.target = TargetKind::Sim;
-  options.gpuArch = "sm_90a";
-  options.precision = passes::PrecisionPolicy::Bf16Mixed;
-  options.chooseSchedule = [target, forced](const ir::Graph &, const passes::FusionGroup &group) {
-    std::optional<lower::Schedule> schedule = lower::wgmmaContractionSchedule(group, target);
-    *forced += schedule.has_value();
-    return schedule;
-  };
+  CompileOptions options = wgmmaBf16Options(TargetKind::Sim, forced);
   checkPolicyNumerics(graph.ir(), inputs, graph.paramValues(), options);
   CHECK(*forced > 0); // every example has such contractions (cnn 4, vgg 14, transformer 7, ...)
 }

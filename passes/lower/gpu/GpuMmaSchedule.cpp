@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -158,50 +159,70 @@ GpuMatMulSchedule defaultGpuMmaSchedule(const GemmShape &shape,
   std::optional<kir::MmaKind> kind = gpuMmaKindFor(shape, target);
   KILN_CHECK(kind, "defaultGpuMmaSchedule needs a GEMM that runs on tensor cores");
   DType dtype = kir::mmaShapeInfo(*kind).operandDtype;
-  // The block tile and K split of least estimated time (ties: the larger tile, fewer splits).
-  GpuMatMulSchedule best;
-  best.blockK = 64 / dtypeByteSize(dtype); // 64 bytes of each K row per stage
-  double bestTime = 0.0;
+  GpuMatMulSchedule base;
+  base.blockK = 64 / dtypeByteSize(dtype); // 64 bytes of each K row per stage
+  base.threadM = base.threadN = 0;
+  base.vectorWidth = 16 / dtypeByteSize(dtype);
+  base.stages = 2;
   const std::pair<int, int> tiles[] = {{128, 128}, {128, 64}, {64, 128}, {64, 64},
                                        {64, 32},   {32, 64},  {32, 32}};
-  int64_t kTiles = ceilDivide(std::max<int64_t>(shape.k, 1), best.blockK);
-  bool first = true;
+  std::optional<GpuMatMulSchedule> best = leastEstimatedTile(
+      base, tiles,
+      [](GpuMatMulSchedule &s) { // four warps, each a quarter of the block
+        s.warpM = std::max(16, s.blockM / 2);
+        s.warpN = std::max(16, s.blockN / 2);
+      },
+      [](const GpuMatMulSchedule &) { return true; }, shape, target);
+  KILN_CHECK(best, "no tensor-core tile for a GEMM that runs on tensor cores");
+  // As many stages as the static 48 KiB of shared memory allow (deeper pipelines in dynamic
+  // shared memory are in the space; unmeasured, they are not the default).
+  return deepestStages(*best, shape, [&](const GpuMatMulSchedule &s) {
+    return gpuMmaSharedBytes(s, dtype) <= target.staticSharedBytesPerBlock &&
+           checkGpuMmaSchedule(s, shape, target);
+  });
+}
+
+std::optional<GpuMatMulSchedule>
+leastEstimatedTile(const GpuMatMulSchedule &base, std::span<const std::pair<int, int>> tiles,
+                   const std::function<void(GpuMatMulSchedule &)> &withTile,
+                   const std::function<bool(const GpuMatMulSchedule &)> &legal,
+                   const GemmShape &shape, const codegen::GpuTarget &target) {
+  int64_t kTiles = ceilDivide(std::max<int64_t>(shape.k, 1), base.blockK);
+  std::optional<GpuMatMulSchedule> best;
+  double bestTime = 0.0;
   for (auto [blockM, blockN] : tiles)
     for (int splitK = 1; splitK <= kMaxSplitK; ++splitK) {
-      GpuMatMulSchedule candidate = best;
+      GpuMatMulSchedule candidate = base;
       candidate.blockM = blockM;
       candidate.blockN = blockN;
       candidate.splitK = splitK;
+      withTile(candidate);
       if (splitK > 1 && (gemmOutputBlocks(candidate, shape) >= target.numSms ||
                          splitKProblem(splitK, shape.k, candidate.blockK) ||
                          ceilDivide(kTiles, splitK) < kMinTilesPerSplit))
         continue;
+      if (!legal(candidate))
+        continue;
       double time = estimatedGemmTime(candidate, shape, target.numSms);
-      if (first || time < bestTime * (1.0 - 1e-9)) {
-        first = false;
+      if (!best || time < bestTime * (1.0 - 1e-9)) {
         bestTime = time;
         best = candidate;
       }
     }
-  // Four warps, each a quarter of the block.
-  best.warpM = std::max(16, best.blockM / 2);
-  best.warpN = std::max(16, best.blockN / 2);
-  best.threadM = best.threadN = 0;
-  best.vectorWidth = 16 / dtypeByteSize(dtype);
-  // As many stages as a split's K tiles and the static 48 KiB of shared memory allow (deeper
-  // pipelines in dynamic shared memory are in the space; unmeasured, they are not the default).
-  int64_t splitTiles = ceilDivide(kTiles, best.splitK);
-  best.stages = 2;
-  for (int stages = 4; stages > 2; --stages) {
-    GpuMatMulSchedule deeper = best;
-    deeper.stages = stages;
-    if (splitTiles >= stages && gpuMmaSharedBytes(deeper, dtype) <= target.staticSharedBytesPerBlock &&
-        checkGpuMmaSchedule(deeper, shape, target)) {
-      best = deeper;
-      break;
-    }
-  }
   return best;
+}
+
+GpuMatMulSchedule deepestStages(const GpuMatMulSchedule &schedule, const GemmShape &shape,
+                                const std::function<bool(const GpuMatMulSchedule &)> &fits) {
+  int64_t kTiles = ceilDivide(std::max<int64_t>(shape.k, 1), schedule.blockK);
+  int64_t splitTiles = ceilDivide(kTiles, schedule.splitK);
+  for (int stages = 4; stages > schedule.stages; --stages) {
+    GpuMatMulSchedule deeper = schedule;
+    deeper.stages = stages;
+    if (splitTiles >= stages && fits(deeper))
+      return deeper;
+  }
+  return schedule;
 }
 
 int64_t gemmGroupM(const GpuMatMulSchedule &s, const GemmShape &shape,

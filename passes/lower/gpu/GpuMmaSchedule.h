@@ -9,7 +9,10 @@
 #include "passes/lower/GpuSchedule.h"
 #include "support/Error.h"
 
+#include <functional>
 #include <optional>
+#include <span>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -59,6 +62,22 @@ Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &schedule, const Gemm
 /// each a quarter of the block; blockK of 64 bytes of a row; as many stages (up to 4) as the
 /// split's K tiles and static shared memory allow.
 GpuMatMulSchedule defaultGpuMmaSchedule(const GemmShape &shape, const codegen::GpuTarget &target);
+
+/// Of `base` with each block tile of `tiles` (then `withTile`, which sets what follows from the
+/// tile) and each K split 1..16, the schedule of least estimated time (estimatedGemmTime; ties:
+/// the earlier tile, fewer splits) that `legal` accepts. A split is considered only when the
+/// output tiles fill less than one wave and each split keeps kMinTilesPerSplit K tiles.
+/// nullopt when no candidate is legal. Both tensor-core defaults choose so.
+std::optional<GpuMatMulSchedule>
+leastEstimatedTile(const GpuMatMulSchedule &base, std::span<const std::pair<int, int>> tiles,
+                   const std::function<void(GpuMatMulSchedule &)> &withTile,
+                   const std::function<bool(const GpuMatMulSchedule &)> &legal,
+                   const GemmShape &shape, const codegen::GpuTarget &target);
+
+/// `schedule` with the most stages, up to 4, that its split's K tiles fill and `fits` accepts;
+/// `schedule` itself when no deeper one does.
+GpuMatMulSchedule deepestStages(const GpuMatMulSchedule &schedule, const GemmShape &shape,
+                                const std::function<bool(const GpuMatMulSchedule &)> &fits);
 
 /// Rows of tiles per group of the grouped tile order (GemmGrid.h) where it is used.
 inline constexpr int64_t kTileGroupRows = 8;

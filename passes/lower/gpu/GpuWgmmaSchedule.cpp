@@ -2,9 +2,7 @@
 #include "passes/lower/gpu/GpuWgmmaSchedule.h"
 
 #include "ir/kernel/WgmmaLayout.h"
-#include "passes/lower/gpu/GemmSplitK.h"
 #include "passes/lower/gpu/GpuMmaSchedule.h"
-#include "passes/lower/gpu/TileScore.h"
 
 #include <fmt/format.h>
 
@@ -13,8 +11,6 @@
 namespace kiln::lower {
 
 namespace {
-
-using tile_score::ceilDivide;
 
 /// The most accumulators a thread holds (f32 registers): a 64 x 256 warpgroup tile.
 constexpr int64_t kMaxAccumulators = 128;
@@ -94,46 +90,25 @@ GpuMatMulSchedule defaultGpuWgmmaSchedule(const GemmShape &shape,
   std::optional<kir::WgmmaKind> kind = gpuWgmmaKindFor(shape, target);
   KILN_CHECK(kind, "defaultGpuWgmmaSchedule needs a GEMM that runs on warpgroup products");
   DType dtype = kir::wgmmaShapeInfo(*kind).operandDtype;
-  GpuMatMulSchedule best;
-  best.wgmma = true;
-  best.threadM = best.threadN = 0;
-  best.blockK = static_cast<int>(kir::kWgmmaRowBytes / dtypeByteSize(dtype));
-  best.vectorWidth = 16 / dtypeByteSize(dtype);
-  best.stages = 2;
-  int64_t kTiles = ceilDivide(std::max<int64_t>(shape.k, 1), best.blockK);
-  double bestTime = 0.0;
-  bool first = true;
+  GpuMatMulSchedule base;
+  base.wgmma = true;
+  base.threadM = base.threadN = 0;
+  base.blockK = static_cast<int>(kir::kWgmmaRowBytes / dtypeByteSize(dtype));
+  base.vectorWidth = 16 / dtypeByteSize(dtype);
+  base.stages = 2;
   const std::pair<int, int> tiles[] = {{128, 256}, {128, 128}, {64, 128}, {64, 64}};
-  for (auto [blockM, blockN] : tiles)
-    for (int splitK = 1; splitK <= kMaxSplitK; ++splitK) {
-      GpuMatMulSchedule candidate = best;
-      candidate.blockM = blockM;
-      candidate.blockN = blockN;
-      candidate.warpM = kir::kWgmmaM; // one warpgroup per 64 rows, each the whole width
-      candidate.warpN = blockN;
-      candidate.splitK = splitK;
-      if (!checkGpuWgmmaSchedule(candidate, shape, target))
-        continue;
-      if (splitK > 1 && (gemmOutputBlocks(candidate, shape) >= target.numSms ||
-                         ceilDivide(kTiles, splitK) < kMinTilesPerSplit))
-        continue;
-      double time = estimatedGemmTime(candidate, shape, target.numSms);
-      if (first || time < bestTime * (1.0 - 1e-9)) {
-        first = false;
-        bestTime = time;
-        best = candidate;
-      }
-    }
-  KILN_CHECK(!first, "no legal wgmma tile for a GEMM that runs on warpgroup products");
-  int64_t splitTiles = ceilDivide(kTiles, best.splitK);
-  for (int stages = 4; stages > 2; --stages) {
-    GpuMatMulSchedule deeper = best;
-    deeper.stages = stages;
-    if (splitTiles >= stages && checkGpuWgmmaSchedule(deeper, shape, target)) {
-      best = deeper;
-      break;
-    }
-  }
+  auto legal = [&](const GpuMatMulSchedule &s) {
+    return static_cast<bool>(checkGpuWgmmaSchedule(s, shape, target));
+  };
+  std::optional<GpuMatMulSchedule> chosen = leastEstimatedTile(
+      base, tiles,
+      [](GpuMatMulSchedule &s) { // one warpgroup per 64 rows, each the whole width
+        s.warpM = kir::kWgmmaM;
+        s.warpN = s.blockN;
+      },
+      legal, shape, target);
+  KILN_CHECK(chosen, "no legal wgmma tile for a GEMM that runs on warpgroup products");
+  GpuMatMulSchedule best = deepestStages(*chosen, shape, legal);
   best.groupM = static_cast<int>(gemmGroupM(best, shape, target));
   return best;
 }
