@@ -1,6 +1,7 @@
 // Kernel IR constructors with type checks and trivial integer folding.
 #include "ir/kernel/Builder.h"
 #include "ir/kernel/MmaLayout.h"
+#include "ir/kernel/TensorMap.h"
 #include "ir/kernel/WgmmaLayout.h"
 
 #include "ir/kernel/Printer.h"
@@ -370,6 +371,59 @@ std::string_view wgmmaSyncOpName(WgmmaSyncOp op) {
   case WgmmaSyncOp::Wait: return "wait";
   }
   KILN_UNREACHABLE("wgmma sync op");
+}
+
+namespace {
+StmtPtr makeMbarrier(MbarrierOp op, BufferPtr barriers, ExprPtr index, int64_t count,
+                     ExprPtr parity) {
+  KILN_CHECK(barriers && barriers->scope == MemScope::Shared && barriers->dtype == DType::I64,
+             "mbarriers live in a shared i64 buffer");
+  KILN_CHECK(index && index->type() == Type::index(), "mbarrier: index must be an i64 scalar");
+  KILN_CHECK(!parity || parity->type() == Type::index(), "mbarrier: parity must be an i64 scalar");
+  return std::make_shared<Mbarrier>(op, std::move(barriers), std::move(index), count,
+                                    std::move(parity));
+}
+} // namespace
+
+StmtPtr mbarrierInit(BufferPtr barriers, ExprPtr index, int64_t count) {
+  KILN_CHECK(count >= 1 && count < (int64_t{1} << 20), "an mbarrier expects 1 to 2^20-1 arrivals");
+  return makeMbarrier(MbarrierOp::Init, std::move(barriers), std::move(index), count, nullptr);
+}
+
+StmtPtr mbarrierArrive(BufferPtr barriers, ExprPtr index) {
+  return makeMbarrier(MbarrierOp::Arrive, std::move(barriers), std::move(index), 0, nullptr);
+}
+
+StmtPtr mbarrierArriveExpectTx(BufferPtr barriers, ExprPtr index, int64_t bytes) {
+  KILN_CHECK(bytes >= 0 && bytes < (int64_t{1} << 20), "an mbarrier expects 0 to 2^20-1 bytes");
+  return makeMbarrier(MbarrierOp::ArriveExpectTx, std::move(barriers), std::move(index), bytes,
+                      nullptr);
+}
+
+StmtPtr mbarrierWait(BufferPtr barriers, ExprPtr index, ExprPtr parity) {
+  KILN_CHECK(parity != nullptr, "an mbarrier wait names the parity it waits for");
+  return makeMbarrier(MbarrierOp::Wait, std::move(barriers), std::move(index), 0,
+                      std::move(parity));
+}
+
+StmtPtr tmaLoad(BufferPtr destination, ExprPtr destinationIndex, TensorMapPtr map,
+                std::vector<ExprPtr> coords, BufferPtr barriers, ExprPtr barrierIndex) {
+  auto copy = std::make_shared<TmaLoad>(std::move(destination), std::move(destinationIndex),
+                                        std::move(map), std::move(coords), std::move(barriers),
+                                        std::move(barrierIndex));
+  std::optional<std::string> problem = tmaLoadProblem(*copy);
+  KILN_CHECK(!problem, *problem);
+  return copy;
+}
+
+std::string_view mbarrierOpName(MbarrierOp op) {
+  switch (op) {
+  case MbarrierOp::Init: return "init";
+  case MbarrierOp::Arrive: return "arrive";
+  case MbarrierOp::ArriveExpectTx: return "arrive_expect_tx";
+  case MbarrierOp::Wait: return "wait";
+  }
+  KILN_UNREACHABLE("mbarrier op");
 }
 
 StmtPtr asyncCommit() { return std::make_shared<AsyncCommit>(); }

@@ -82,5 +82,14 @@ StmtPtr wgmma(WgmmaKind kind, int n, Fragment d, SharedMatrix a, SharedMatrix b,
 StmtPtr wgmmaSync(WgmmaSyncOp op, int pendingGroups = 0);
 StmtPtr asyncCommit();
 StmtPtr asyncWait(int pendingGroups);
+/// mbarrier operations on barriers[index] (a shared i64 buffer): init with `count` arrivals per
+/// phase, arrive, arrive expecting `bytes` more bytes, wait for the phase of `parity`.
+StmtPtr mbarrierInit(BufferPtr barriers, ExprPtr index, int64_t count);
+StmtPtr mbarrierArrive(BufferPtr barriers, ExprPtr index);
+StmtPtr mbarrierArriveExpectTx(BufferPtr barriers, ExprPtr index, int64_t bytes);
+StmtPtr mbarrierWait(BufferPtr barriers, ExprPtr index, ExprPtr parity);
+/// A bulk tensor copy of the box of `map` at `coords` (checked with tmaLoadProblem).
+StmtPtr tmaLoad(BufferPtr destination, ExprPtr destinationIndex, TensorMapPtr map,
+                std::vector<ExprPtr> coords, BufferPtr barriers, ExprPtr barrierIndex);
 
 } // namespace kiln::kir

@@ -356,6 +356,8 @@ private:
     case StmtKind::AsyncWait: return gpuOnly("an asynchronous copy");
     case StmtKind::Wgmma:
     case StmtKind::WgmmaSync: return gpuOnly("a warpgroup matrix product (wgmma)");
+    case StmtKind::Mbarrier: return gpuOnly("an mbarrier");
+    case StmtKind::TmaLoad: return gpuOnly("a bulk tensor copy");
     }
     stmts_.push_back(std::move(node));
     return static_cast<int>(stmts_.size() - 1);
@@ -545,7 +547,9 @@ private:
     case StmtKind::AsyncCommit:
     case StmtKind::AsyncWait:
     case StmtKind::Wgmma:
-    case StmtKind::WgmmaSync: KILN_UNREACHABLE("GPU statements are rejected when compiled");
+    case StmtKind::WgmmaSync:
+    case StmtKind::Mbarrier:
+    case StmtKind::TmaLoad: KILN_UNREACHABLE("GPU statements are rejected when compiled");
     }
     KILN_UNREACHABLE("statement kind");
   }

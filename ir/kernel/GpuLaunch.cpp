@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace kiln::kir {
@@ -42,6 +43,8 @@ std::string_view statementName(StmtKind kind) {
   case StmtKind::AsyncWait: return "async wait";
   case StmtKind::Wgmma: return "wgmma";
   case StmtKind::WgmmaSync: return "wgmma sync";
+  case StmtKind::Mbarrier: return "mbarrier";
+  case StmtKind::TmaLoad: return "bulk tensor copy";
   default: return "statement";
   }
 }
@@ -52,16 +55,28 @@ public:
       : kernel_(kernel), maxThreads_(maxThreads) {}
 
   Expected<GpuLaunch> read() {
-    struct OperandFinder : StmtVisitor {
+    // Buffers wgmma reads and bulk tensor copies fill start at swizzle-atom boundaries.
+    struct AtomBufferFinder : StmtVisitor {
       std::unordered_set<const Buffer *> *found;
+      std::vector<const TensorMap *> maps;
       void visitWgmma(const Wgmma &node) override {
         found->insert(node.a.buffer.get());
         found->insert(node.b.buffer.get());
       }
+      void visitTmaLoad(const TmaLoad &node) override {
+        found->insert(node.destination.get());
+        maps.push_back(node.map.get());
+      }
     } finder;
-    finder.found = &wgmmaOperands_;
+    finder.found = &atomAligned_;
     finder.visit(kernel_.body);
-    if (!wgmmaOperands_.empty())
+    for (const TensorMap *map : finder.maps)
+      if (std::ranges::none_of(kernel_.params,
+                               [&](const BufferPtr &p) { return p.get() == map->global.get(); }))
+        return fail(fmt::format("copies through tensor map {} of {}, which is not one of its "
+                                "parameters",
+                                map->name, map->global->name));
+    if (!atomAligned_.empty())
       launch_.sharedAlignment = 1024;
     KILN_TRY_VOID(outside(kernel_.body));
     if (launch_.threadsPerBlock() > maxThreads_)
@@ -74,7 +89,7 @@ private:
   const Kernel &kernel_;
   int64_t maxThreads_;
   GpuLaunch launch_;
-  std::unordered_set<const Buffer *> wgmmaOperands_; ///< laid out at 1024-byte offsets
+  std::unordered_set<const Buffer *> atomAligned_; ///< laid out at 1024-byte offsets
 
   std::unexpected<Error> fail(std::string what) const {
     return makeError(ErrorCode::VerifyError,
@@ -120,7 +135,7 @@ private:
                                 memScopeName(alloc.buffer->scope), alloc.buffer->name));
       int64_t bytes = alloc.buffer->size * dtypeByteSize(alloc.buffer->dtype);
       launch_.sharedBytes += bytes;
-      if (wgmmaOperands_.contains(alloc.buffer.get()))
+      if (atomAligned_.contains(alloc.buffer.get()))
         launch_.sharedLayoutBytes = (launch_.sharedLayoutBytes + 1023) / 1024 * 1024;
       launch_.sharedOffsets.push_back({alloc.buffer.get(), launch_.sharedLayoutBytes});
       launch_.sharedLayoutBytes += (bytes + 15) / 16 * 16;

@@ -33,7 +33,8 @@ struct GpuLaunch {
   /// swizzle atoms start); `sharedLayoutBytes` is the end of the last.
   std::vector<std::pair<const Buffer *, int64_t>> sharedOffsets;
   int64_t sharedLayoutBytes = 0;
-  /// The alignment the layout's base needs: 16, or 1024 when a Wgmma reads a shared buffer.
+  /// The alignment the layout's base needs: 16, or 1024 when a Wgmma reads a shared buffer or
+  /// a TmaLoad fills one.
   /// A kernel needing 1024 takes its shared memory dynamically, rounds the base up itself
   /// (the launch adds the 1024 bytes of slack) and so never depends on how the driver aligns it.
   int64_t sharedAlignment = 16;

@@ -96,6 +96,8 @@ public:
   void visitWgmma(const Wgmma &node) override { add(node.d.buffer.get()); }
   void visitLdMatrix(const LdMatrix &node) override { add(node.destination.buffer.get()); }
   void visitAsyncCopy(const AsyncCopy &node) override { add(node.destination.get()); }
+  void visitTmaLoad(const TmaLoad &node) override { add(node.destination.get()); }
+  void visitMbarrier(const Mbarrier &node) override { add(node.barriers.get()); }
 
 private:
   void add(const Buffer *buffer) {
@@ -173,6 +175,7 @@ bool containsBarrier(const StmtPtr &stmt) {
     // Waits order other threads' async copies too, and mma/ldmatrix are warp-collective.
     void visitAsyncWait(const AsyncWait &) override { found = true; }
     void visitWgmmaSync(const WgmmaSync &) override { found = true; }
+    void visitMbarrier(const Mbarrier &) override { found = true; }
   } finder;
   finder.visit(stmt);
   return finder.found;
@@ -190,6 +193,8 @@ int minimumSm(const StmtPtr &stmt) {
     void visitAsyncWait(const AsyncWait &) override { sm = std::max(sm, 80); }
     void visitWgmma(const Wgmma &) override { sm = std::max(sm, 90); }
     void visitWgmmaSync(const WgmmaSync &) override { sm = std::max(sm, 90); }
+    void visitMbarrier(const Mbarrier &) override { sm = std::max(sm, 90); }
+    void visitTmaLoad(const TmaLoad &) override { sm = std::max(sm, 90); }
   } finder;
   finder.visit(stmt);
   return finder.sm;

@@ -210,7 +210,7 @@ std::string_view forKindName(ForKind kind);
 
 enum class StmtKind {
   Block, For, Let, If, Allocate, Store, Evaluate, Barrier, Atomic,
-  Mma, LdMatrix, AsyncCopy, AsyncCommit, AsyncWait, Wgmma, WgmmaSync
+  Mma, LdMatrix, AsyncCopy, AsyncCommit, AsyncWait, Wgmma, WgmmaSync, Mbarrier, TmaLoad
 };
 
 class Stmt;
@@ -483,10 +483,82 @@ public:
   const int pendingGroups; ///< Wait only
 };
 
+// ---- Bulk tensor copies and mbarriers (GPU kernels, sm_90) -----------------------------------
+
+/// How a bulk tensor copy lays its box out in shared memory: row after row (a row being the
+/// box's innermost dimension), or with Bytes128 in rows of exactly 128 bytes whose 16-byte
+/// chunks are XOR-swizzled by the address bits 7..9 -- the canonical layout wgmma reads
+/// (kir::swizzle128), into a destination at a 1024-byte boundary.
+enum class TmaSwizzle { None, Bytes128 };
+
+/// A tiled view of a global kernel parameter that TmaLoad copies boxes out of (a CUtensorMap,
+/// which the launcher encodes from the parameter's address). Dimension 0 is contiguous;
+/// dimension d > 0 steps `strides[d - 1]` elements (a multiple of 16 bytes). Elements of a box
+/// outside `dims` read as zeros, so a box may hang over the tensor's edges.
+struct TensorMap {
+  std::string name;
+  BufferPtr global;             ///< a parameter of the kernel
+  std::vector<int64_t> dims;    ///< elements per dimension, innermost first (1 to 5)
+  std::vector<int64_t> strides; ///< elements between steps of dimensions 1.. (dims.size() - 1)
+  std::vector<int64_t> box;     ///< the box's elements per dimension (each 1 to 256)
+  TmaSwizzle swizzle = TmaSwizzle::Bytes128;
+};
+using TensorMapPtr = std::shared_ptr<const TensorMap>;
+
+/// The mbarrier operations: a 64-bit barrier object in a shared i64 buffer counts arrivals
+/// and the bytes of bulk copies (transactions) of its current phase; the phase completes when
+/// every expected arrival has come and every expected byte has landed, and the next begins.
+enum class MbarrierOp {
+  Init,           ///< mbarrier.init with `count` arrivals per phase (then visible to the
+                  ///< block after a Barrier; the copies' proxy after fence.mbarrier_init)
+  Arrive,         ///< mbarrier.arrive: each executing thread arrives once
+  ArriveExpectTx, ///< mbarrier.arrive.expect_tx: arrives and expects `count` more bytes
+  Wait,           ///< waits until the phase of parity `parity` (0 or 1) has completed
+};
+
+std::string_view mbarrierOpName(MbarrierOp op);
+
+/// One mbarrier operation on barriers[index].
+class Mbarrier final : public Stmt {
+public:
+  Mbarrier(MbarrierOp op, BufferPtr barriers, ExprPtr index, int64_t count, ExprPtr parity)
+      : Stmt(StmtKind::Mbarrier), op(op), barriers(std::move(barriers)), index(std::move(index)),
+        count(count), parity(std::move(parity)) {}
+  const MbarrierOp op;
+  const BufferPtr barriers; ///< scope Shared, dtype i64
+  const ExprPtr index;
+  const int64_t count;  ///< Init: arrivals per phase; ArriveExpectTx: bytes; otherwise 0
+  const ExprPtr parity; ///< Wait only
+};
+
+/// PTX cp.async.bulk.tensor (tile mode): copies the box of `map` whose first element is at
+/// `coords` (innermost first; may lie outside the tensor, which reads zeros) into shared
+/// `destination` from element `destinationIndex` on, laid out as map->swizzle says. The copy
+/// runs asynchronously and completes its whole box's bytes on barriers[barrierIndex]: the
+/// destination may be read only after a Wait on that barrier's phase, and must not be written
+/// (nor read by an unretired wgmma) while the copy is in flight. Each executing thread issues
+/// its own copy; kernels issue from one thread.
+class TmaLoad final : public Stmt {
+public:
+  TmaLoad(BufferPtr destination, ExprPtr destinationIndex, TensorMapPtr map,
+          std::vector<ExprPtr> coords, BufferPtr barriers, ExprPtr barrierIndex)
+      : Stmt(StmtKind::TmaLoad), destination(std::move(destination)),
+        destinationIndex(std::move(destinationIndex)), map(std::move(map)),
+        coords(std::move(coords)), barriers(std::move(barriers)),
+        barrierIndex(std::move(barrierIndex)) {}
+  const BufferPtr destination;
+  const ExprPtr destinationIndex;
+  const TensorMapPtr map;
+  const std::vector<ExprPtr> coords; ///< i64, one per dimension of the map
+  const BufferPtr barriers;
+  const ExprPtr barrierIndex;
+};
+
 // ---- Kernels ------------------------------------------------------------------------------------
 
 /// One kernel: global buffer parameters and a body. The calling convention of
-/// every backend passes the parameters' base pointers in this order.
+/// every backend passes the parameters' base pointers in this order, then (GPU kernels with
+/// bulk tensor copies) each tensor map of kir::tensorMapsOf by value, 128 bytes, 64-aligned.
 struct Kernel {
   std::string name;
   std::vector<BufferPtr> params;

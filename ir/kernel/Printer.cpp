@@ -3,11 +3,13 @@
 // lets and non-index constants.
 #include "ir/kernel/Printer.h"
 #include "ir/kernel/MmaLayout.h"
+#include "ir/kernel/TensorMap.h"
 #include "ir/kernel/WgmmaLayout.h"
 
 #include "support/Error.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <unordered_map>
@@ -399,6 +401,32 @@ private:
         line(fmt::format("wgmma_wait {}", node.pendingGroups));
       else
         line(fmt::format("wgmma_{}", wgmmaSyncOpName(node.op)));
+      return;
+    }
+    case StmtKind::Mbarrier: {
+      auto &node = static_cast<const Mbarrier &>(*s);
+      std::string text = fmt::format("mbarrier_{} {}[{}]", mbarrierOpName(node.op),
+                                     bufferName(*node.barriers), expr(node.index));
+      if (node.op == MbarrierOp::Init || node.op == MbarrierOp::ArriveExpectTx)
+        text += fmt::format(" {}", node.count);
+      if (node.parity)
+        text += fmt::format(" parity {}", expr(node.parity));
+      line(text);
+      return;
+    }
+    case StmtKind::TmaLoad: {
+      auto &node = static_cast<const TmaLoad &>(*s);
+      const TensorMap &map = *node.map;
+      std::vector<std::string> coords;
+      for (const ExprPtr &coord : node.coords)
+        coords.push_back(expr(coord));
+      line(fmt::format("tma_load {}[{}] = {}({} dims [{}] strides [{}] box [{}] swizzle {})"
+                       "[{}] on {}[{}]",
+                       bufferName(*node.destination), expr(node.destinationIndex), map.name,
+                       bufferName(*map.global), fmt::join(map.dims, ", "),
+                       fmt::join(map.strides, ", "), fmt::join(map.box, ", "),
+                       tmaSwizzleName(map.swizzle), fmt::join(coords, ", "),
+                       bufferName(*node.barriers), expr(node.barrierIndex)));
       return;
     }
     case StmtKind::Atomic: {

@@ -2,6 +2,8 @@
 // Mutator, plus the non-folding node rebuilders the Mutator uses.
 #include "ir/kernel/Visitor.h"
 
+#include "ir/kernel/TensorMap.h"
+
 #include "support/Error.h"
 
 #include <fmt/format.h>
@@ -105,6 +107,8 @@ void StmtVisitor::visit(const StmtPtr &stmt) {
   case StmtKind::AsyncWait: return visitAsyncWait(static_cast<const AsyncWait &>(*stmt));
   case StmtKind::Wgmma: return visitWgmma(static_cast<const Wgmma &>(*stmt));
   case StmtKind::WgmmaSync: return visitWgmmaSync(static_cast<const WgmmaSync &>(*stmt));
+  case StmtKind::Mbarrier: return visitMbarrier(static_cast<const Mbarrier &>(*stmt));
+  case StmtKind::TmaLoad: return visitTmaLoad(static_cast<const TmaLoad &>(*stmt));
   }
   KILN_UNREACHABLE("statement kind");
 }
@@ -136,6 +140,19 @@ void StmtVisitor::visitAllocate(const Allocate &node) { visit(node.body); }
 void StmtVisitor::visitWgmma(const Wgmma &node) {
   visitExpr(node.a.start);
   visitExpr(node.b.start);
+}
+
+void StmtVisitor::visitMbarrier(const Mbarrier &node) {
+  visitExpr(node.index);
+  if (node.parity)
+    visitExpr(node.parity);
+}
+
+void StmtVisitor::visitTmaLoad(const TmaLoad &node) {
+  visitExpr(node.destinationIndex);
+  for (const ExprPtr &coord : node.coords)
+    visitExpr(coord);
+  visitExpr(node.barrierIndex);
 }
 
 void StmtVisitor::visitStore(const Store &node) {
@@ -250,6 +267,8 @@ StmtPtr Mutator::mutate(const StmtPtr &stmt) {
   case StmtKind::AsyncWait: return mutateAsyncWait(downcast<AsyncWait>(stmt));
   case StmtKind::Wgmma: return mutateWgmma(downcast<Wgmma>(stmt));
   case StmtKind::WgmmaSync: return mutateWgmmaSync(downcast<WgmmaSync>(stmt));
+  case StmtKind::Mbarrier: return mutateMbarrier(downcast<Mbarrier>(stmt));
+  case StmtKind::TmaLoad: return mutateTmaLoad(downcast<TmaLoad>(stmt));
   }
   KILN_UNREACHABLE("statement kind");
 }
@@ -429,6 +448,35 @@ StmtPtr Mutator::mutateWgmma(const std::shared_ptr<const Wgmma> &node) {
              "wgmma: operand starts must be i64 scalars");
   return std::make_shared<Wgmma>(node->wgmmaKind, node->n, node->d, std::move(a), std::move(b),
                                  node->accumulate);
+}
+
+StmtPtr Mutator::mutateMbarrier(const std::shared_ptr<const Mbarrier> &node) {
+  ExprPtr index = mutate(node->index), parity = mutate(node->parity);
+  if (index == node->index && parity == node->parity)
+    return node;
+  KILN_CHECK(index->type() == Type::index() && (!parity || parity->type() == Type::index()),
+             "mbarrier: index and parity must be i64 scalars");
+  return std::make_shared<Mbarrier>(node->op, node->barriers, std::move(index), node->count,
+                                    std::move(parity));
+}
+
+StmtPtr Mutator::mutateTmaLoad(const std::shared_ptr<const TmaLoad> &node) {
+  ExprPtr destinationIndex = mutate(node->destinationIndex);
+  ExprPtr barrierIndex = mutate(node->barrierIndex);
+  bool changed = destinationIndex != node->destinationIndex || barrierIndex != node->barrierIndex;
+  std::vector<ExprPtr> coords;
+  for (const ExprPtr &coord : node->coords) {
+    coords.push_back(mutate(coord));
+    changed = changed || coords.back() != coord;
+  }
+  if (!changed)
+    return node;
+  auto copy = std::make_shared<TmaLoad>(node->destination, std::move(destinationIndex), node->map,
+                                        std::move(coords), node->barriers,
+                                        std::move(barrierIndex));
+  std::optional<std::string> problem = tmaLoadProblem(*copy);
+  KILN_CHECK(!problem, *problem);
+  return copy;
 }
 
 StmtPtr Mutator::mutateAsyncCopy(const std::shared_ptr<const AsyncCopy> &node) {

@@ -57,6 +57,8 @@ public:
   virtual void visitAsyncWait(const AsyncWait &) {}
   virtual void visitWgmma(const Wgmma &node);
   virtual void visitWgmmaSync(const WgmmaSync &) {}
+  virtual void visitMbarrier(const Mbarrier &node);
+  virtual void visitTmaLoad(const TmaLoad &node);
 
   /// Called once for each expression directly held by a statement.
   virtual void visitExpr(const ExprPtr &) {}
@@ -115,6 +117,8 @@ public:
   virtual StmtPtr mutateAsyncWait(const std::shared_ptr<const AsyncWait> &node) { return node; }
   virtual StmtPtr mutateWgmma(const std::shared_ptr<const Wgmma> &node);
   virtual StmtPtr mutateWgmmaSync(const std::shared_ptr<const WgmmaSync> &node) { return node; }
+  virtual StmtPtr mutateMbarrier(const std::shared_ptr<const Mbarrier> &node);
+  virtual StmtPtr mutateTmaLoad(const std::shared_ptr<const TmaLoad> &node);
 
 protected:
   /// mutate(stmt), with a null result turned into an empty Block (for bodies).

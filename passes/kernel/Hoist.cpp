@@ -74,6 +74,12 @@ struct LoopFacts : StmtVisitor {
   void visitAsyncWait(const AsyncWait &) override { hasEffects = true; }
   void visitWgmma(const Wgmma &node) override { written.insert(node.d.buffer.get()); }
   void visitWgmmaSync(const WgmmaSync &) override { hasEffects = true; }
+  // A copy lands, and a wait orders others' writes, at no point of the loop a hoist could see.
+  void visitTmaLoad(const TmaLoad &node) override {
+    written.insert(node.destination.get());
+    hasEffects = true;
+  }
+  void visitMbarrier(const Mbarrier &) override { hasEffects = true; }
   void visitEvaluate(const Evaluate &) override { hasEffects = true; }
   // A barrier orders other threads' writes before later reads: nothing loaded
   // may move across it.

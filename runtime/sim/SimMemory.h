@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ir/kernel/KernelIR.h"
+#include "runtime/sim/MbarrierTracker.h"
 #include "runtime/sim/SharedRaceLog.h"
 
 #include <algorithm>
@@ -36,6 +37,7 @@ struct SimMemory {
   /// landed async copy or an atomic (-1: no such write); and, shared, which thread that was.
   std::vector<int64_t> fencesAtWrite;
   std::vector<int32_t> writer;
+  std::vector<MbarrierState> mbarriers; ///< per element of a buffer of mbarriers (else empty)
 };
 
 /// Poisons a fresh allocation (NaN for floats, -1 for integers: reads of
@@ -48,6 +50,7 @@ inline void resetAllocation(SimMemory &memory) {
   std::ranges::fill(memory.wgmmaReaders, uint32_t{0});
   std::ranges::fill(memory.fencesAtWrite, int64_t{-1});
   std::ranges::fill(memory.writer, int32_t{-1});
+  std::ranges::fill(memory.mbarriers, MbarrierState{});
   if (memory.trackRaces)
     memory.races.reset(static_cast<int64_t>(memory.written.size()));
 }

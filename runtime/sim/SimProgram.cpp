@@ -3,6 +3,7 @@
 #include "runtime/sim/SimProgram.h"
 
 #include "ir/kernel/MmaLayout.h"
+#include "ir/kernel/TensorMap.h"
 #include "ir/kernel/WgmmaLayout.h"
 #include "ir/kernel/Printer.h"
 
@@ -42,6 +43,7 @@ private:
   std::unordered_map<const Var *, int> varIndex_;
   std::unordered_map<const Buffer *, int> bufferIndex_;
   bool insideThreads_ = false;
+  int waits_ = 0; ///< mbarrier waits compiled so far
 
   std::unexpected<Error> fail(std::string message,
                               ErrorCode code = ErrorCode::InvalidArgument) const {
@@ -290,8 +292,10 @@ private:
       auto &branch = static_cast<const If &>(*s);
       KILN_TRY(node.exprs[0], compileExpr(branch.cond));
       KILN_TRY_VOID(checkMask(node.exprs[0], 1, "if condition"));
+      const int waitsBefore = waits_;
       KILN_TRY(node.body, compileBody(branch.thenBody, depth + 1));
       KILN_TRY(node.elseBody, compileBody(branch.elseBody, depth + 1));
+      node.forks = waits_ > waitsBefore && node.body != kNoNode && node.elseBody != kNoNode;
       break;
     }
     case StmtKind::Allocate: {
@@ -429,6 +433,51 @@ private:
       node.pending = sync.pendingGroups;
       if (node.pending < 0)
         return fail(fmt::format("wgmma wait for {} pending groups", node.pending));
+      break;
+    }
+    case StmtKind::Mbarrier: {
+      auto &barrier = static_cast<const Mbarrier &>(*s);
+      KILN_TRY_VOID(needThreads("an mbarrier"));
+      if (barrier.barriers->scope != MemScope::Shared || barrier.barriers->dtype != DType::I64)
+        return fail(fmt::format("mbarrier {} is not a shared i64 buffer", barrier.barriers->name));
+      program_.hasMbarriers = true;
+      node.op = static_cast<int>(barrier.op);
+      node.buffer = bufferIndex(*barrier.barriers);
+      node.count = barrier.count;
+      program_.buffers[static_cast<size_t>(node.buffer)].mbarriers = true;
+      KILN_TRY(node.exprs[0], compileExpr(barrier.index));
+      KILN_TRY_VOID(checkIndex(node.exprs[0], "mbarrier"));
+      if (barrier.op == MbarrierOp::Wait) {
+        ++waits_;
+        KILN_TRY(node.exprs[1], compileExpr(barrier.parity));
+        KILN_TRY_VOID(checkIndex(node.exprs[1], "mbarrier parity"));
+      }
+      break;
+    }
+    case StmtKind::TmaLoad: {
+      auto &copy = static_cast<const TmaLoad &>(*s);
+      KILN_TRY_VOID(needThreads("a bulk tensor copy"));
+      if (std::optional<std::string> problem = tmaLoadProblem(copy))
+        return fail(*problem);
+      program_.hasMbarriers = true;
+      node.tma = &copy;
+      node.buffer = bufferIndex(*copy.destination);
+      node.source = bufferIndex(*copy.map->global);
+      node.barriers = bufferIndex(*copy.barriers);
+      if (program_.buffers[static_cast<size_t>(node.source)].param == kNoNode)
+        return fail(fmt::format("tensor map {} reads {}, which is not a parameter",
+                                copy.map->name, copy.map->global->name));
+      program_.buffers[static_cast<size_t>(node.buffer)].tmaDestination = true;
+      program_.buffers[static_cast<size_t>(node.barriers)].mbarriers = true;
+      KILN_TRY(node.exprs[0], compileExpr(copy.destinationIndex));
+      KILN_TRY_VOID(checkIndex(node.exprs[0], "bulk tensor copy destination"));
+      KILN_TRY(node.exprs[1], compileExpr(copy.barrierIndex));
+      KILN_TRY_VOID(checkIndex(node.exprs[1], "bulk tensor copy mbarrier"));
+      for (const ExprPtr &coord : copy.coords) {
+        KILN_TRY(int c, compileExpr(coord));
+        KILN_TRY_VOID(checkIndex(c, "bulk tensor copy coordinate"));
+        node.coords.push_back(c);
+      }
       break;
     }
     case StmtKind::Atomic: {

@@ -58,6 +58,14 @@ struct SimStmt {
                                                 ///< LdMatrix: row index; AsyncCopy:
                                                 ///< destination index, source index, predicate
   SimFragment fragments[4];                     ///< Mma: d, a, b, c; LdMatrix: destination
+  /// Mbarrier: op is the MbarrierOp, buffer the barriers, exprs the index and parity, count
+  /// the arrivals or bytes. TmaLoad: buffer the destination, source the tensor, barriers the
+  /// mbarriers, exprs the destination and barrier indices, coords the coordinates.
+  int64_t count = 0;
+  int barriers = kNoNode;
+  std::vector<int> coords;
+  const kir::TmaLoad *tma = nullptr;
+  bool forks = false; ///< If: a branch waits on an mbarrier, so its sides may run as fibers
   int body = kNoNode, elseBody = kNoNode;       ///< For/Let/Allocate body; If branches
   std::vector<int> children;                    ///< Block
 };
@@ -73,6 +81,8 @@ struct SimBuffer {
   bool asyncDestination = false;   ///< some AsyncCopy writes it
   bool wgmmaOperand = false;       ///< some Wgmma reads it (shared)
   bool wgmmaAccumulator = false;   ///< some Wgmma accumulates into it (register)
+  bool tmaDestination = false;     ///< some TmaLoad writes it
+  bool mbarriers = false;          ///< it holds mbarriers (shared i64)
 };
 
 /// A kernel compiled for the machine.
@@ -88,6 +98,8 @@ struct SimProgram {
   int maxDepth = 0;     ///< deepest nesting of ifs and loops (sizes the active-set arena)
   bool hasAsyncCopies = false; ///< any AsyncCopy, AsyncCommit or AsyncWait (the machine
                                ///< then tracks each thread's copies in flight)
+  bool hasMbarriers = false;   ///< any Mbarrier or TmaLoad (the machine then tracks barrier
+                               ///< phases and the bulk copies in flight)
   bool hasWgmma = false;       ///< any Wgmma or WgmmaSync (the machine then tracks each
                                ///< warpgroup's products in flight)
 };

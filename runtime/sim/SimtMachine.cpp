@@ -5,6 +5,8 @@
 #include "runtime/sim/SimtMachine.h"
 
 #include "runtime/sim/AsyncCopyQueues.h"
+#include "runtime/sim/Fibers.h"
+#include "runtime/sim/MbarrierTracker.h"
 #include "runtime/sim/LaneKernels.h"
 #include "runtime/sim/SimMemory.h"
 #include "runtime/sim/SimMessages.h"
@@ -14,6 +16,7 @@
 #include "ir/kernel/MmaLayout.h"
 #include "ir/kernel/WgmmaLayout.h"
 #include "ir/kernel/Printer.h"
+#include "ir/kernel/TensorMap.h"
 #include "ir/kernel/ScalarOps.h"
 
 #include <fmt/format.h>
@@ -69,8 +72,7 @@ public:
     try {
       values_.assign(static_cast<size_t>(program_.totalLanes) * T, Scalar{});
       varValues_.assign(static_cast<size_t>(program_.totalVarLanes) * T, Scalar{});
-      arena_.assign(T * static_cast<size_t>(program_.maxDepth + 3), 0);
-      bounds_.assign(2 * T * static_cast<size_t>(program_.maxDepth + 3), 0);
+      mainStacks_.allocate(T, program_.maxDepth);
     } catch (const std::bad_alloc &) {
       return fail(fmt::format("out of memory for the values of {} threads", threads_),
                   ErrorCode::OutOfMemory);
@@ -93,11 +95,11 @@ public:
         memory.bound = true;
       }
     }
+    stacks_ = &mainStacks_;
     for (int32_t t = 0; t < threads_; ++t)
-      arena_[static_cast<size_t>(t)] = t;
-    arenaTop_ = T;
-    boundsTop_ = 0;
-    if (program_.root != kNoNode && !exec(program_.root, Active{arena_.data(), threads_}))
+      stacks_->arena[static_cast<size_t>(t)] = t;
+    stacks_->arenaTop = T;
+    if (program_.root != kNoNode && !exec(program_.root, Active{stacks_->arena.data(), threads_}))
       return std::unexpected(std::move(*error_));
     return stats_;
   }
@@ -111,12 +113,23 @@ private:
   SimStats stats_;
   std::vector<Scalar> values_;    ///< (slot + lane) * threads + thread
   std::vector<Scalar> varValues_; ///< (offset + lane) * threads + thread
-  std::vector<uint8_t> varBound_;
+  std::vector<int32_t> varBound_; ///< per variable: the bindings in scope (fibers may each hold one)
   std::vector<SimMemory> memories_;
-  std::vector<int32_t> arena_; ///< active-thread lists, a stack
-  size_t arenaTop_ = 0;
-  std::vector<int64_t> bounds_; ///< per-thread loop bounds, a stack
-  size_t boundsTop_ = 0;
+  /// Active-thread lists and per-thread loop bounds, each a stack: one per fiber.
+  struct Stacks {
+    std::vector<int32_t> arena;
+    size_t arenaTop = 0;
+    std::vector<int64_t> bounds;
+    size_t boundsTop = 0;
+    void allocate(size_t threads, int depth) {
+      arena.assign(threads * static_cast<size_t>(depth + 3), 0);
+      bounds.assign(2 * threads * static_cast<size_t>(depth + 3), 0);
+    }
+  };
+  Stacks mainStacks_;
+  Stacks *stacks_ = &mainStacks_; ///< the running fiber's
+  Fibers fibers_;
+  MbarrierTracker mbarriers_; ///< the block's bulk copies in flight
   std::optional<Error> error_;
   std::array<int64_t, 3> blockCoord_{0, 0, 0};
   bool insideThreads_ = false;
@@ -134,8 +147,10 @@ private:
     return makeError(code, fmt::format("kernel {}: {}", kernel_.name, message));
   }
 
+  /// Records an error (the first one wins: fibers unwinding after it may report more).
   bool raise(std::string message, ErrorCode code = ErrorCode::InvalidArgument) {
-    error_ = fail(std::move(message), code).error();
+    if (!error_)
+      error_ = fail(std::move(message), code).error();
     return false;
   }
 
@@ -557,6 +572,8 @@ private:
     case StmtKind::AsyncWait: return asyncWait(node, a);
     case StmtKind::Wgmma: return wgmma(node, a);
     case StmtKind::WgmmaSync: return wgmmaSync(node, a);
+    case StmtKind::Mbarrier: return mbarrier(node, a);
+    case StmtKind::TmaLoad: return tmaLoad(node, a);
     }
     KILN_UNREACHABLE("statement kind");
   }
@@ -568,20 +585,27 @@ private:
     const int lanes = program_.vars[static_cast<size_t>(var)].lanes;
     Scalar *storage = varValues_.data() + static_cast<size_t>(program_.varOffsets[var]) * T;
     std::vector<Scalar> saved;
-    bool wasBound = varBound_[static_cast<size_t>(var)] != 0;
+    const bool wasBound = varBound_[static_cast<size_t>(var)] != 0;
+    // Only the active threads' values: another fiber's threads may hold their own binding.
     if (wasBound)
-      saved.assign(storage, storage + lanes * T);
+      for (int l = 0; l < lanes; ++l)
+        for (int32_t i = 0; i < a.count; ++i)
+          saved.push_back(storage[l * T + static_cast<size_t>(a.ids[i])]);
     if (value)
       for (int l = 0; l < lanes; ++l)
         for (int32_t i = 0; i < a.count; ++i) {
           size_t at = l * T + static_cast<size_t>(a.ids[i]);
           storage[at] = value[at];
         }
-    varBound_[static_cast<size_t>(var)] = 1;
+    ++varBound_[static_cast<size_t>(var)];
     bool ok = body(storage);
-    varBound_[static_cast<size_t>(var)] = wasBound;
-    if (wasBound)
-      std::copy(saved.begin(), saved.end(), storage);
+    --varBound_[static_cast<size_t>(var)];
+    if (wasBound) {
+      size_t next = 0;
+      for (int l = 0; l < lanes; ++l)
+        for (int32_t i = 0; i < a.count; ++i)
+          storage[l * T + static_cast<size_t>(a.ids[i])] = saved[next++];
+    }
     return ok;
   }
 
@@ -619,6 +643,8 @@ private:
           resetAllocation(memory);
       if (program_.hasAsyncCopies)
         asyncCopies_.reset(threads_);
+      if (program_.hasMbarriers)
+        mbarriers_.reset();
       if (program_.hasWgmma) {
         wgmmas_.reset((threads_ + kWarpgroupThreads - 1) / kWarpgroupThreads);
         sharedFences_.assign(static_cast<size_t>(threads_), 0);
@@ -636,7 +662,8 @@ private:
     });
     if (startsBlock) {
       insideThreads_ = false;
-      ok = ok && checkCopiesLanded() && (!program_.hasWgmma || checkWgmmasRetired());
+      ok = ok && checkCopiesLanded() && checkBulkCopiesLanded() &&
+           (!program_.hasWgmma || checkWgmmasRetired());
     }
     return ok;
   }
@@ -649,7 +676,7 @@ private:
     const Scalar *beginColumn = column(node.exprs[0]), *extentColumn = column(node.exprs[1]);
     const Var &var = *program_.vars[static_cast<size_t>(node.var)].var;
     // Copy the bounds: the body may re-evaluate the same expression nodes.
-    int64_t *begins = bounds_.data() + boundsTop_;
+    int64_t *begins = stacks_->bounds.data() + stacks_->boundsTop;
     int64_t *extents = begins + a.count;
     bool uniform = true;
     int64_t maxExtent = 0;
@@ -663,9 +690,9 @@ private:
       uniform = uniform && begins[i] == begins[0] && extents[i] == extents[0];
       maxExtent = std::max(maxExtent, extents[i]);
     }
-    boundsTop_ += 2 * static_cast<size_t>(a.count);
-    int32_t *live = arena_.data() + arenaTop_;
-    arenaTop_ += static_cast<size_t>(a.count);
+    stacks_->boundsTop += 2 * static_cast<size_t>(a.count);
+    int32_t *live = stacks_->arena.data() + stacks_->arenaTop;
+    stacks_->arenaTop += static_cast<size_t>(a.count);
     // live[] holds positions in `a` of the threads that still iterate.
     int32_t *ids = live; // reused below as the active list of each iteration
     std::vector<int32_t> positions;
@@ -701,8 +728,8 @@ private:
       }
       return true;
     });
-    arenaTop_ -= static_cast<size_t>(a.count);
-    boundsTop_ -= 2 * static_cast<size_t>(a.count);
+    stacks_->arenaTop -= static_cast<size_t>(a.count);
+    stacks_->boundsTop -= 2 * static_cast<size_t>(a.count);
     return ok;
   }
 
@@ -710,7 +737,7 @@ private:
     if (!eval(node.exprs[0], a))
       return false;
     const Scalar *cond = column(node.exprs[0]);
-    int32_t *thenIds = arena_.data() + arenaTop_;
+    int32_t *thenIds = stacks_->arena.data() + stacks_->arenaTop;
     int32_t thenCount = 0, elseCount = 0;
     // Else-threads fill the same region from its end, in reverse; reversed back below.
     int32_t *elseEnd = thenIds + a.count;
@@ -723,11 +750,33 @@ private:
     }
     int32_t *elseIds = elseEnd - elseCount;
     std::reverse(elseIds, elseEnd);
-    arenaTop_ += static_cast<size_t>(a.count);
-    bool ok = (thenCount == 0 || exec(node.body, Active{thenIds, thenCount})) &&
-              (elseCount == 0 || exec(node.elseBody, Active{elseIds, elseCount}));
-    arenaTop_ -= static_cast<size_t>(a.count);
+    stacks_->arenaTop += static_cast<size_t>(a.count);
+    bool ok = node.forks && thenCount > 0 && elseCount > 0
+                  ? forkBranch(node, Active{thenIds, thenCount}, Active{elseIds, elseCount})
+                  : (thenCount == 0 || exec(node.body, Active{thenIds, thenCount})) &&
+                        (elseCount == 0 || exec(node.elseBody, Active{elseIds, elseCount}));
+    stacks_->arenaTop -= static_cast<size_t>(a.count);
     return ok;
+  }
+
+  /// Runs the else side of a branch that waits on mbarriers as a fiber of its own beside the
+  /// then side, so that each may wait for what the other does (a producer and its consumers).
+  bool forkBranch(const SimStmt &node, Active thenSide, Active elseSide) {
+    auto childStacks = std::make_unique<Stacks>();
+    childStacks->allocate(T(), program_.maxDepth);
+    bool childOk = true;
+    Stacks *mine = stacks_;
+    const int child = fibers_.spawn([&] {
+      stacks_ = childStacks.get();
+      childOk = exec(node.elseBody, elseSide);
+    });
+    ++stats_.fiberSwitches;
+    bool ok = exec(node.body, thenSide);
+    ok = fibers_.join(child) && ok;
+    stacks_ = mine;
+    if (fibers_.deadlocked() && !error_)
+      return raise("deadlock: " + fibers_.deadlockReport());
+    return ok && childOk;
   }
 
   bool barrier(Active a) {
@@ -763,12 +812,14 @@ private:
                    ErrorCode::OutOfMemory);
     size_t elements = static_cast<size_t>(buffer.size * copies);
     try {
+      const SimBuffer &info = program_.buffers[static_cast<size_t>(node.buffer)];
       memory.trackRaces = shared && options_.checkSharedRaces;
       memory.storage.resize(elements * static_cast<size_t>(memory.elementBytes));
       memory.written.resize(elements);
-      if (program_.buffers[static_cast<size_t>(node.buffer)].asyncDestination)
+      if (info.asyncDestination || info.tmaDestination)
         memory.inFlight.resize(elements);
-      const SimBuffer &info = program_.buffers[static_cast<size_t>(node.buffer)];
+      if (info.mbarriers)
+        memory.mbarriers.resize(elements);
       if (info.wgmmaOperand || info.wgmmaAccumulator) {
         memory.fencesAtWrite.resize(elements);
         memory.writer.resize(elements);
@@ -793,6 +844,15 @@ private:
   // ---- Tensor cores and asynchronous copies ---------------------------------------------------
 
   bool inFlightError(const SimMemory &memory, int64_t element, size_t t, std::string_view access) {
+    const int buffer = static_cast<int>(&memory - memories_.data());
+    if (const PendingTma *copy = mbarriers_.writerOf(buffer, element))
+      return raise(fmt::format("{} of shared {}[{}] {} while a bulk tensor copy into it is in "
+                               "flight (issued by thread {}; it lands for a wait on mbarrier "
+                               "{}[{}])",
+                               access, memory.buffer->name, element,
+                               byThread(static_cast<int64_t>(t)), threadText(copy->issuer),
+                               memories_[static_cast<size_t>(copy->barrierBuffer)].buffer->name,
+                               copy->barrier));
     int32_t issuer = 0;
     asyncCopies_.findWriter(static_cast<int>(&memory - memories_.data()), element, issuer);
     return raise(fmt::format("{} of shared {}[{}] {} while an async copy into it is in flight "
@@ -1034,6 +1094,13 @@ private:
         return false;
       for (auto [buffer, elements] : {std::pair{node.buffer, &pending.aElements},
                                       std::pair{node.source, &pending.bElements}}) {
+        const SimMemory &memory = memories_[static_cast<size_t>(buffer)];
+        for (int64_t element : *elements)
+          if (!memory.inFlight.empty() && memory.inFlight[static_cast<size_t>(element)] != 0)
+            return inFlightError(memory, element, static_cast<size_t>(base), what + " read");
+      }
+      for (auto [buffer, elements] : {std::pair{node.buffer, &pending.aElements},
+                                      std::pair{node.source, &pending.bElements}}) {
         SimMemory &memory = memories_[static_cast<size_t>(buffer)];
         if (memory.wgmmaReaders.empty())
           memory.wgmmaReaders.assign(static_cast<size_t>(memory.size), 0);
@@ -1245,6 +1312,253 @@ private:
                              wgmmas_.uncommitted(group, *product)
                                  ? "it was not committed (wgmma_commit) and retired (wgmma_wait)"
                                  : "no wgmma wait retired its group"));
+  }
+
+  // ---- Mbarriers and bulk tensor copies -------------------------------------------------------
+
+  /// Thread `t`'s barrier `element` of `buffer`: in bounds, initialized, and (for another
+  /// thread than the initializing one) behind a barrier since its init.
+  MbarrierState *mbarrierOf(int buffer, int64_t element, size_t t, std::string_view what) {
+    SimMemory *memory = memoryOf(buffer);
+    if (!memory)
+      return nullptr;
+    if (element < 0 || element >= memory->size) {
+      raise(fmt::format("{} on mbarrier {}[{}] {}: outside its {} barriers", what,
+                        memory->buffer->name, element, byThread(static_cast<int64_t>(t)),
+                        memory->size));
+      return nullptr;
+    }
+    MbarrierState &state = memory->mbarriers[static_cast<size_t>(element)];
+    if (!state.initialized) {
+      raise(fmt::format("{} on mbarrier {}[{}] {}, which is not initialized (mbarrier_init)", what,
+                        memory->buffer->name, element, byThread(static_cast<int64_t>(t))));
+      return nullptr;
+    }
+    if (static_cast<int32_t>(t) != state.initThread && state.initEpoch == epoch_) {
+      raise(fmt::format("{} on mbarrier {}[{}] {}, which thread {} initialized with no barrier "
+                        "since",
+                        what, memory->buffer->name, element, byThread(static_cast<int64_t>(t)),
+                        threadText(state.initThread)));
+      return nullptr;
+    }
+    return &state;
+  }
+
+  std::string barrierText(int buffer, int64_t element) const {
+    return fmt::format("{}[{}]", memories_[static_cast<size_t>(buffer)].buffer->name, element);
+  }
+
+  bool mbarrier(const SimStmt &node, Active a) {
+    const auto op = static_cast<MbarrierOp>(node.op);
+    SimMemory *memory = memoryOf(node.buffer);
+    if (!memory || !eval(node.exprs[0], a) ||
+        (node.exprs[1] != kNoNode && !eval(node.exprs[1], a)))
+      return false;
+    const Scalar *index = column(node.exprs[0]);
+    if (op == MbarrierOp::Wait)
+      return mbarrierWait(node, a, index, column(node.exprs[1]));
+    bool completedPhase = false;
+    for (int32_t i = 0; i < a.count; ++i) {
+      const size_t t = static_cast<size_t>(a.ids[i]);
+      const int64_t element = index[t].i;
+      if (op == MbarrierOp::Init) {
+        if (element < 0 || element >= memory->size)
+          return raise(fmt::format("mbarrier_init of {} {}: outside its {} barriers",
+                                   barrierText(node.buffer, element),
+                                   byThread(static_cast<int64_t>(t)), memory->size));
+        MbarrierState &state = memory->mbarriers[static_cast<size_t>(element)];
+        if (state.initialized)
+          return raise(fmt::format("mbarrier {} initialized again {} (thread {} did before)",
+                                   barrierText(node.buffer, element),
+                                   byThread(static_cast<int64_t>(t)),
+                                   threadText(state.initThread)));
+        state = MbarrierState{};
+        state.initialized = true;
+        state.expected = state.pending = node.count;
+        state.initThread = static_cast<int32_t>(t);
+        state.initEpoch = epoch_;
+        continue;
+      }
+      MbarrierState *state = mbarrierOf(node.buffer, element, t, fmt::format("mbarrier_{}",
+                                                                            mbarrierOpName(op)));
+      if (!state)
+        return false;
+      if (state->pending == 0)
+        return raise(fmt::format("mbarrier_{} on {} {} is one arrival more than the {} its phase "
+                                 "expects (its bytes have not all landed)",
+                                 mbarrierOpName(op), barrierText(node.buffer, element),
+                                 byThread(static_cast<int64_t>(t)), state->expected));
+      if (op == MbarrierOp::ArriveExpectTx)
+        state->tx += node.count;
+      --state->pending;
+      const int64_t phases = state->phases;
+      state->completeIfDone();
+      completedPhase = completedPhase || state->phases != phases;
+    }
+    if (!completedPhase)
+      return true;
+    // A fiber waiting for this phase runs now, before this one goes on.
+    Stacks *mine = stacks_;
+    const bool ok = fibers_.yield();
+    stacks_ = mine;
+    return ok || raise("deadlock: every fiber of the block waits for another:\n" +
+                       fibers_.deadlockReport());
+  }
+
+  /// The threads of `a` wait until the phase of their parity of their barrier has completed;
+  /// the copies completing on those barriers land first. Other fibers run meanwhile.
+  bool mbarrierWait(const SimStmt &node, Active a, const Scalar *index, const Scalar *parity) {
+    std::vector<std::pair<int64_t, int64_t>> waits; // (barrier, parity) per thread of a
+    for (int32_t i = 0; i < a.count; ++i) {
+      const size_t t = static_cast<size_t>(a.ids[i]);
+      if (parity[t].i != 0 && parity[t].i != 1)
+        return raise(fmt::format("mbarrier_wait on {} {} for parity {} (0 or 1)",
+                                 barrierText(node.buffer, index[t].i),
+                                 byThread(static_cast<int64_t>(t)), parity[t].i));
+      if (!mbarrierOf(node.buffer, index[t].i, t, "mbarrier_wait"))
+        return false;
+      waits.emplace_back(index[t].i, parity[t].i);
+    }
+    const int buffer = node.buffer;
+    auto ready = [this, buffer, &waits]() {
+      for (auto [barrier, parityWanted] : waits) {
+        for (const PendingTma &copy : mbarriers_.takeCopiesOn(buffer, barrier))
+          if (!landTma(copy))
+            return true; // the waiter finds the error
+        if (!memories_[static_cast<size_t>(buffer)]
+                 .mbarriers[static_cast<size_t>(barrier)]
+                 .phaseDone(parityWanted))
+          return false;
+      }
+      return true;
+    };
+    const std::string what =
+        fmt::format("threads {} to {} of block {} wait on mbarrier {} for the phase of parity {}",
+                    threadText(a.ids[0]), threadText(a.ids[a.count - 1]), blockText(),
+                    barrierText(buffer, waits.front().first), waits.front().second);
+    Stacks *mine = stacks_;
+    const bool ok = fibers_.block(ready, what);
+    stacks_ = mine;
+    if (error_)
+      return false;
+    if (!ok)
+      return raise("deadlock: every fiber of the block waits for another:\n" +
+                   fibers_.deadlockReport());
+    return true;
+  }
+
+  /// Issues each thread's copy of a box: read from global memory now, landing when a wait on
+  /// its barrier needs it.
+  bool tmaLoad(const SimStmt &node, Active a) {
+    const TensorMap &map = *node.tma->map;
+    SimMemory *destination = memoryOf(node.buffer);
+    SimMemory *source = memoryOf(node.source);
+    if (!destination || !source || !eval(node.exprs[0], a) || !eval(node.exprs[1], a))
+      return false;
+    for (int c : node.coords)
+      if (!eval(c, a))
+        return false;
+    const Scalar *toIndex = column(node.exprs[0]), *barrierIndex = column(node.exprs[1]);
+    const int rank = static_cast<int>(map.dims.size());
+    const int64_t bytes = destination->elementBytes;
+    const int64_t boxElements = tmaBoxElements(map);
+    const int64_t base = launch_.sharedOffset(destination->buffer);
+    for (int32_t i = 0; i < a.count; ++i) {
+      const size_t t = static_cast<size_t>(a.ids[i]);
+      const std::string what = fmt::format("bulk tensor copy through {} {}", map.name,
+                                           byThread(static_cast<int64_t>(t)));
+      if (!mbarrierOf(node.barriers, barrierIndex[t].i, t, "a bulk tensor copy completing"))
+        return false;
+      const int64_t first = toIndex[t].i;
+      const int64_t alignment = tmaDestinationAlignment(map);
+      if (base < 0 || (base + first * bytes) % alignment != 0)
+        return raise(fmt::format("{} lands at shared {}[{}], not at a {}-byte boundary", what,
+                                 destination->buffer->name, first, alignment));
+      PendingTma copy;
+      copy.buffer = node.buffer;
+      copy.barrierBuffer = node.barriers;
+      copy.barrier = barrierIndex[t].i;
+      copy.byteCount = boxElements * bytes;
+      copy.issuer = static_cast<int32_t>(t);
+      copy.elements.resize(static_cast<size_t>(boxElements));
+      copy.bytes.assign(static_cast<size_t>(copy.byteCount), std::byte{0});
+      std::vector<int64_t> at(static_cast<size_t>(rank), 0); // the box element's coordinates
+      for (int64_t linear = 0; linear < boxElements; ++linear) {
+        bool inside = true;
+        int64_t global = 0;
+        for (int d = 0; d < rank; ++d) {
+          const int64_t coord = column(node.coords[static_cast<size_t>(d)])[t].i + at[d];
+          inside = inside && coord >= 0 && coord < map.dims[static_cast<size_t>(d)];
+          global += coord * (d == 0 ? 1 : map.strides[static_cast<size_t>(d - 1)]);
+        }
+        if (inside) {
+          std::memcpy(copy.bytes.data() + linear * bytes, source->data + global * bytes,
+                      static_cast<size_t>(bytes));
+          ++stats_.globalLoads;
+        }
+        const int64_t element = first + tmaBoxByte(map, linear) / bytes;
+        if (element < 0 || element >= destination->size)
+          return raise(fmt::format("{}: box element {} lands at shared {}[{}], outside its {} "
+                                   "elements",
+                                   what, linear, destination->buffer->name, element,
+                                   destination->size));
+        if (destination->inFlight[static_cast<size_t>(element)] != 0)
+          return inFlightError(*destination, element, t, "bulk tensor copy into");
+        if (!checkNoWgmmaReader(*destination, element, t, "bulk tensor copy into"))
+          return false;
+        copy.elements[static_cast<size_t>(linear)] = element;
+        for (int d = 0; d < rank && ++at[d] == map.box[static_cast<size_t>(d)]; ++d)
+          at[d] = 0;
+      }
+      for (int64_t element : copy.elements)
+        ++destination->inFlight[static_cast<size_t>(element)];
+      mbarriers_.issue(std::move(copy));
+      ++stats_.bulkCopies;
+    }
+    return true;
+  }
+
+  /// Lands a bulk copy: its box into shared memory (through the async proxy, so a wgmma may
+  /// read it with no proxy fence), its bytes off its barrier's phase.
+  bool landTma(const PendingTma &copy) {
+    SimMemory &memory = memories_[static_cast<size_t>(copy.buffer)];
+    for (size_t i = 0; i < copy.elements.size(); ++i) {
+      const size_t element = static_cast<size_t>(copy.elements[i]);
+      --memory.inFlight[element];
+      memory.written[element] = 1;
+      if (!memory.fencesAtWrite.empty()) {
+        memory.fencesAtWrite[element] = -1;
+        memory.writer[element] = -1;
+      }
+      std::memcpy(memory.data + copy.elements[i] * memory.elementBytes,
+                  copy.bytes.data() + static_cast<int64_t>(i) * memory.elementBytes,
+                  static_cast<size_t>(memory.elementBytes));
+      ++stats_.sharedStores;
+    }
+    MbarrierState &state = memories_[static_cast<size_t>(copy.barrierBuffer)]
+                               .mbarriers[static_cast<size_t>(copy.barrier)];
+    state.tx -= copy.byteCount;
+    if (state.tx < 0)
+      return raise(fmt::format("a bulk tensor copy issued by thread {} of block {} completes {} "
+                               "bytes on mbarrier {}, more than its phase expects (no "
+                               "mbarrier_arrive_expect_tx for them)",
+                               threadText(copy.issuer), blockText(), copy.byteCount,
+                               barrierText(copy.barrierBuffer, copy.barrier)));
+    state.completeIfDone();
+    return true;
+  }
+
+  /// At the end of a block every bulk copy must have landed for a wait on its barrier.
+  bool checkBulkCopiesLanded() {
+    const PendingTma *copy = mbarriers_.firstInFlight();
+    if (!copy)
+      return true;
+    return raise(fmt::format("a bulk tensor copy into shared {} issued by thread {} of block {} "
+                             "was never waited for (no mbarrier_wait on {} saw it land) before "
+                             "the block ended",
+                             memories_[static_cast<size_t>(copy->buffer)].buffer->name,
+                             threadText(copy->issuer), blockText(),
+                             barrierText(copy->barrierBuffer, copy->barrier)));
   }
 
   /// At the end of a block every copy must have landed: a kernel waits for
