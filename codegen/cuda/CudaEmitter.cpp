@@ -3,6 +3,8 @@
 // loops, lets, ifs, stores, atomics and barriers one statement per line.
 #include "codegen/cuda/CudaEmitter.h"
 
+#include "ir/kernel/TensorMap.h"
+
 #include "codegen/cuda/CudaSource.h"
 #include "ir/kernel/Builder.h"
 #include "ir/kernel/IRUtils.h"
@@ -124,6 +126,12 @@ Expected<std::string> CudaEmitter::emit() {
     bufferNames_[buffer.get()] = name;
     params.push_back(fmt::format("{} *__restrict__ {}", storageCType(buffer->dtype), name));
   }
+  // Tensor maps travel by value after the buffers: the bulk copies take their param address.
+  for (const kir::TensorMapPtr &map : kir::tensorMapsOf(kernel_)) {
+    std::string name = freshName(map->name, "tmap");
+    tensorMapNames_[map.get()] = name;
+    params.push_back(fmt::format("const __grid_constant__ kiln_tensor_map {}", name));
+  }
   std::string bounds = kernel_.minBlocksPerSm > 0
                            ? fmt::format("{}, {}", launch_.threadsPerBlock(), kernel_.minBlocksPerSm)
                            : fmt::format("{}", launch_.threadsPerBlock());
@@ -207,6 +215,8 @@ Expected<void> CudaEmitter::emitStmt(const kir::Stmt &stmt) {
   case kir::StmtKind::AsyncWait: return emitAsyncWait(static_cast<const kir::AsyncWait &>(stmt));
   case kir::StmtKind::Wgmma: return emitWgmma(static_cast<const kir::Wgmma &>(stmt));
   case kir::StmtKind::WgmmaSync: return emitWgmmaSync(static_cast<const kir::WgmmaSync &>(stmt));
+  case kir::StmtKind::Mbarrier: return emitMbarrier(static_cast<const kir::Mbarrier &>(stmt));
+  case kir::StmtKind::TmaLoad: return emitTmaLoad(static_cast<const kir::TmaLoad &>(stmt));
   }
   KILN_UNREACHABLE("unknown statement kind");
 }

@@ -58,6 +58,7 @@ private:
   std::unordered_set<std::string> usedNames_;
   std::unordered_map<const kir::Var *, std::string> varNames_;
   std::unordered_map<const kir::Buffer *, std::string> bufferNames_;
+  std::unordered_map<const kir::TensorMap *, std::string> tensorMapNames_; ///< by-value params
   kir::VarRanges ranges_;
   /// i64 variables declared as C int (their range fits).
   std::unordered_set<const kir::Var *> intVars_;
@@ -90,6 +91,11 @@ private:
   Expected<void> emitWgmma(const kir::Wgmma &product);
   Expected<void> emitWgmmaSync(const kir::WgmmaSync &sync);
   Expected<void> requireWgmma(std::string_view what) const;
+  Expected<void> emitMbarrier(const kir::Mbarrier &barrier);
+  Expected<void> emitTmaLoad(const kir::TmaLoad &copy);
+  /// The 32-bit shared address of buffer[index] (a shared buffer in scope).
+  Expected<std::string> sharedAddress(const kir::BufferPtr &buffer, const kir::ExprPtr &index,
+                                      std::string_view what);
   /// The C expression of `matrix`'s 64-bit descriptor.
   Expected<std::string> wgmmaDescriptor(const kir::SharedMatrix &matrix, std::string_view what);
   /// Fails unless the target is at least sm_`minSm`, naming `what`.

@@ -9,7 +9,10 @@
 namespace kiln::codegen::cuda {
 namespace {
 
-constexpr const char *kCommonPrelude = R"(// Aligned vector accesses as values: V is float4, uint2, ... of the access's
+constexpr const char *kCommonPrelude = R"(// A tensor map (CUtensorMap): 128 opaque bytes the launcher encodes, passed by value.
+struct __align__(64) kiln_tensor_map { unsigned long long opaque[16]; };
+
+// Aligned vector accesses as values: V is float4, uint2, ... of the access's
 // byte size. Vector values stay in registers; their lanes are V's fields.
 template <typename V, typename T>
 __device__ __forceinline__ V kiln_load(const T *source) { return *reinterpret_cast<const V *>(source); }

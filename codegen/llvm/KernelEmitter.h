@@ -90,6 +90,8 @@ protected:
   virtual Expected<void> emitAsyncWait(const kir::AsyncWait &wait);
   virtual Expected<void> emitWgmma(const kir::Wgmma &product);
   virtual Expected<void> emitWgmmaSync(const kir::WgmmaSync &sync);
+  virtual Expected<void> emitMbarrier(const kir::Mbarrier &barrier);
+  virtual Expected<void> emitTmaLoad(const kir::TmaLoad &copy);
   /// The alignment of a `lanes`-element access to `buffer`.
   virtual llvm::Align accessAlignment(const kir::Buffer &buffer, int lanes);
   Expected<void> emitStore(const kir::Store &store);

@@ -201,8 +201,19 @@ Expected<void> KernelEmitter::emitStmt(const kir::Stmt &stmt) {
   case kir::StmtKind::AsyncWait: return emitAsyncWait(*as<kir::AsyncWait>(stmt));
   case kir::StmtKind::Wgmma: return emitWgmma(*as<kir::Wgmma>(stmt));
   case kir::StmtKind::WgmmaSync: return emitWgmmaSync(*as<kir::WgmmaSync>(stmt));
+  case kir::StmtKind::Mbarrier: return emitMbarrier(*as<kir::Mbarrier>(stmt));
+  case kir::StmtKind::TmaLoad: return emitTmaLoad(*as<kir::TmaLoad>(stmt));
   }
   KILN_UNREACHABLE("statement kind");
+}
+
+Expected<void> KernelEmitter::emitMbarrier(const kir::Mbarrier &) {
+  return fail(ErrorCode::Unsupported, "the host backend has no mbarriers: they belong to GPU kernels");
+}
+
+Expected<void> KernelEmitter::emitTmaLoad(const kir::TmaLoad &) {
+  return fail(ErrorCode::Unsupported,
+              "the host backend has no bulk tensor copies: they belong to GPU kernels");
 }
 
 Expected<void> KernelEmitter::emitBarrier(const kir::Barrier &) {

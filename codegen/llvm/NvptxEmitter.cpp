@@ -3,6 +3,8 @@
 // shared and register allocations, barriers, atomics and warp shuffles.
 #include "codegen/llvm/NvptxEmitter.h"
 
+#include "ir/kernel/TensorMap.h"
+
 #include "ir/kernel/IRUtils.h"
 #include "ir/kernel/Visitor.h"
 
@@ -100,6 +102,9 @@ Expected<void> NvptxEmitter::emitKernel(const kir::Kernel &kernel) {
 
   llvm::Type *globalPointer = builder_.getPtrTy(kGlobalAddressSpace);
   std::vector<llvm::Type *> paramTypes(kernel.params.size(), globalPointer);
+  // Tensor maps follow the buffers, 128 bytes by value each (grid constants, below).
+  const std::vector<kir::TensorMapPtr> maps = kir::tensorMapsOf(kernel);
+  paramTypes.insert(paramTypes.end(), maps.size(), builder_.getPtrTy());
   auto *type = llvm::FunctionType::get(builder_.getVoidTy(), paramTypes, false);
   auto *function =
       llvm::Function::Create(type, llvm::Function::ExternalLinkage, kernel.name, module_);
@@ -114,6 +119,18 @@ Expected<void> NvptxEmitter::emitKernel(const kir::Kernel &kernel) {
     arg->addAttr(llvm::Attribute::NoUndef);
     arg->addAttr(llvm::Attribute::getWithAlignment(context_, llvm::Align(kParamAlignment)));
     fn_.buffers[kernel.params[i].get()] = arg;
+  }
+  tensorMaps_.clear();
+  llvm::Type *mapBytes = llvm::ArrayType::get(builder_.getInt8Ty(), 128);
+  std::vector<llvm::Metadata *> gridConstants;
+  for (size_t m = 0; m < maps.size(); ++m) {
+    const unsigned index = static_cast<unsigned>(kernel.params.size() + m);
+    llvm::Argument *arg = function->getArg(index);
+    arg->setName(maps[m]->name);
+    arg->addAttr(llvm::Attribute::getWithByValType(context_, mapBytes));
+    arg->addAttr(llvm::Attribute::getWithAlignment(context_, llvm::Align(64)));
+    tensorMaps_[maps[m].get()] = arg;
+    gridConstants.push_back(llvm::ConstantAsMetadata::get(builder_.getInt32(index + 1)));
   }
   KILN_TRY_VOID(emitStmt(*kernel.body));
   finishFunction();
@@ -132,6 +149,13 @@ Expected<void> NvptxEmitter::emitKernel(const kir::Kernel &kernel) {
   annotate("maxntidz", launch_.block[2]);
   if (kernel.minBlocksPerSm > 0)
     annotate("minctasm", kernel.minBlocksPerSm);
+  // Grid constants are read in place in parameter space: a bulk copy takes their generic
+  // address (cvta.param) instead of a local copy's. Indices count from 1.
+  if (!gridConstants.empty())
+    annotations->addOperand(llvm::MDNode::get(
+        context_, {llvm::ValueAsMetadata::get(function),
+                   llvm::MDString::get(context_, "grid_constant"),
+                   llvm::MDNode::get(context_, gridConstants)}));
   return {};
 }
 

@@ -10,6 +10,7 @@
 #include "ir/kernel/GpuLaunch.h"
 
 #include <functional>
+#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,10 @@ private:
   Expected<void> emitWgmma(const kir::Wgmma &product) override;
   Expected<void> emitWgmmaSync(const kir::WgmmaSync &sync) override;
   Expected<void> requireWgmma(std::string_view what);
+  Expected<void> emitMbarrier(const kir::Mbarrier &barrier) override;
+  Expected<void> emitTmaLoad(const kir::TmaLoad &copy) override;
+  /// The 32-bit shared address of buffer[index].
+  Expected<llvm::Value *> sharedAddress(const kir::Buffer &buffer, const kir::Expr &index);
   /// `matrix`'s 64-bit descriptor, from the shared address of its first element.
   Expected<llvm::Value *> wgmmaDescriptor(const kir::SharedMatrix &matrix);
   /// The address of `fragment`'s element `element`, after checking that the
@@ -97,6 +102,8 @@ private:
   int sharedBuffers_ = 0;
   /// Every Wgmma accumulator buffer emitted so far, in order (the waits fence them).
   std::vector<const kir::Buffer *> wgmmaAccumulators_;
+  /// The by-value tensor map parameters (grid constants) of the kernel being emitted.
+  std::unordered_map<const kir::TensorMap *, llvm::Argument *> tensorMaps_;
 };
 
 } // namespace kiln::codegen::nvptx

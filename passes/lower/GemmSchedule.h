@@ -27,6 +27,8 @@ struct GemmShape {
   bool denseOperands = false;
   bool aContiguousInK = true, bContiguousInK = false;
   int64_t aRun = 0, bRun = 0;
+  /// Both operands are plain strided tensors a tensor map can describe (bulk tensor copies).
+  bool tmaOperands = false;
 
   /// Multiply-adds of the whole problem.
   double work() const { return double(batch) * double(m) * double(n) * double(k); }

@@ -72,6 +72,9 @@ struct GpuMatMulSchedule {
   /// Tensor cores on sm_90a: warpgroup products (wgmma.mma_async) reading both operands from
   /// shared memory, warpM x warpN being each warpgroup's (128 threads') tile.
   bool wgmma = false;
+  /// With wgmma: the tiles arrive by bulk tensor copies (TMA) that one producer warpgroup
+  /// issues, the warpM x warpN warpgroups consuming them; stages hand over through mbarriers.
+  bool tma = false;
   /// Tensor cores: the tile order of the grid, groups of this many rows of tiles walked column
   /// by column (passes/lower/gpu/GemmGrid.h), so that a wave of blocks shares its operands in
   /// L2; 1 walks the tiles row by row.

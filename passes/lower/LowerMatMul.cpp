@@ -57,6 +57,14 @@ struct MatMulLayout {
     shape.bContiguousInK = transposeB;
     shape.aRun = transposeA ? m : k;
     shape.bRun = transposeB ? k : n;
+    // A tensor map takes rows whose strides are 16-byte multiples, and a batch whose matrices
+    // are one apart (or shared by all): batchOffset is then affine in the batch index.
+    const int64_t bytes = dtypeByteSize(operandDtype);
+    auto affineBatch = [&](const Shape &operand) {
+      return foldBatch || product(operand) == 1 || product(operand) == batch;
+    };
+    shape.tmaOperands = shape.aRun * bytes % 16 == 0 && shape.bRun * bytes % 16 == 0 &&
+                        affineBatch(aBatch) && affineBatch(bBatch);
     return shape;
   }
 };

@@ -32,6 +32,8 @@ std::string gpuGemmStr(const GpuMatMulSchedule &s) {
       text += fmt::format(" tm={} tn={}", s.threadM, s.threadN);
     if (s.groupM != 1)
       text += fmt::format(" group={}", s.groupM);
+    if (s.tma)
+      text += " tma";
     return text;
   }
   std::string text = fmt::format("bm={} bn={} bk={} tm={} tn={} stages={} vw={} splitk={}",

@@ -162,7 +162,11 @@ Expected<Schedule> parseSchedule(std::string_view text) {
       firstField = 2;
     }
   }
-  KILN_TRY_VOID(fields.load({words.begin() + static_cast<std::ptrdiff_t>(firstField), words.end()}));
+  // A wgmma schedule fed by bulk tensor copies ends in the word "tma".
+  const bool tma = (kind == "gpu.matmul" || kind == "gpu.conv2d") && form == "wgmma" &&
+                   words.size() > firstField && words.back() == "tma";
+  KILN_TRY_VOID(fields.load({words.begin() + static_cast<std::ptrdiff_t>(firstField),
+                             words.end() - (tma ? 1 : 0)}));
 
   Schedule result;
   if (kind == "none") {
@@ -238,6 +242,7 @@ Expected<Schedule> parseSchedule(std::string_view text) {
           fmt::format("{} takes 'mma', 'wgmma' or fields after it, found '{}'", kind, form));
     GpuMatMulSchedule gemm;
     gemm.wgmma = form == "wgmma";
+    gemm.tma = tma;
     KILN_TRY_VOID(parseGpuGemmFields(fields, !form.empty(), gemm));
     if (kind == "gpu.matmul")
       result = gemm;

@@ -3,6 +3,7 @@
 
 #include "ir/kernel/Builder.h"
 #include "ir/kernel/MmaLayout.h"
+#include "ir/kernel/TensorMap.h"
 #include "ir/kernel/WgmmaLayout.h"
 #include "passes/lower/gpu/GemmGrid.h"
 #include "passes/lower/gpu/GemmSplitK.h"
@@ -44,7 +45,60 @@ struct TileOperand {
   int64_t rows = 0, inner = 0;
   int64_t panel = 0; ///< inner elements per panel (all of them but for wgmma)
   int lanes = 1; ///< elements per async copy
+  TensorMapPtr map; ///< tma: the operand as a tensor map, one box a panel of a stage
 };
+
+/// The element strides of a dense operand along its free axis, K and the batch, when its
+/// offset function is affine with constant strides, the contiguous axis unit-stride, and the
+/// operand starting at element 0: what a tensor map needs.
+struct OperandStrides {
+  int64_t free = 0, k = 0, batch = 0;
+};
+
+std::optional<OperandStrides> affineStrides(const GemmOffsetFn &offset, bool kSecond,
+                                            bool contiguousInK) {
+  // kSecond: offset(b, free, k) (A); otherwise offset(b, k, free) (B).
+  auto at = [&](int64_t b, int64_t free, int64_t k) {
+    return kSecond ? constIntValue(offset(index(b), index(free), index(k)))
+                   : constIntValue(offset(index(b), index(k), index(free)));
+  };
+  std::optional<int64_t> origin = at(0, 0, 0), free = at(0, 1, 0), k = at(0, 0, 1),
+                         batch = at(1, 0, 0), mixed = at(1, 2, 3);
+  if (!origin || !free || !k || !batch || !mixed || *origin != 0)
+    return std::nullopt;
+  OperandStrides strides{*free, *k, *batch};
+  if (*mixed != strides.batch + 2 * strides.free + 3 * strides.k ||
+      (contiguousInK ? strides.k : strides.free) != 1)
+    return std::nullopt;
+  return strides;
+}
+
+/// The tensor map of a dense operand whose boxes are `panel` contiguous elements by `rows`
+/// (nullptr when its layout does not make one): dimensions contiguous axis, other axis, and
+/// the batch where it moves (a broadcast operand has none).
+TensorMapPtr operandTensorMap(std::string name, const DenseOperand &dense, bool kSecond,
+                              bool contiguousInK, int64_t batch, int64_t freeExtent, int64_t k,
+                              int64_t panel, int64_t rows) {
+  std::optional<OperandStrides> strides = affineStrides(dense.offset, kSecond, contiguousInK);
+  if (!strides)
+    return nullptr;
+  TensorMap map;
+  map.name = std::move(name);
+  map.global = dense.buffer;
+  map.dims = contiguousInK ? std::vector<int64_t>{k, freeExtent}
+                           : std::vector<int64_t>{freeExtent, k};
+  map.strides = {contiguousInK ? strides->free : strides->k};
+  map.box = {panel, rows};
+  if (batch > 1 && strides->batch != 0) {
+    map.dims.push_back(batch);
+    map.strides.push_back(strides->batch);
+    map.box.push_back(1);
+  }
+  map.swizzle = TmaSwizzle::Bytes128;
+  if (tensorMapProblem(map))
+    return nullptr;
+  return std::make_shared<TensorMap>(std::move(map));
+}
 
 class MmaGemmBuilder {
 public:
@@ -81,6 +135,12 @@ public:
     b_.run = p_.bDense->alignment;
     a_.lanes = std::min<int>(s_.vectorWidth, gpuMmaCopyLanes(a_.run, dtype_));
     b_.lanes = std::min<int>(s_.vectorWidth, gpuMmaCopyLanes(b_.run, dtype_));
+    if (s_.tma && p_.aDense && p_.bDense) {
+      a_.map = operandTensorMap(name("a_map"), *p_.aDense, true, a_.contiguousInK, p_.batch,
+                                p_.m, p_.k, a_.panel, a_.contiguousInK ? a_.rows : s_.blockK);
+      b_.map = operandTensorMap(name("b_map"), *p_.bDense, false, b_.contiguousInK, p_.batch,
+                                p_.n, p_.k, b_.panel, b_.contiguousInK ? b_.rows : s_.blockK);
+    }
   }
 
   Expected<GemmLowering> build();
@@ -113,8 +173,16 @@ private:
                       const ExprPtr &tile, int64_t ahead) const;
   StmtPtr wgmmaTileStep(const ExprPtr &b, const ExprPtr &firstTile, const ExprPtr &tileCount,
                         const ExprPtr &tile, int64_t ahead) const;
-  /// Whether wgmma products stay in flight across a K tile (one group, with 3+ stages).
-  int64_t wgmmaInFlight() const { return wgmma_ && s_.stages >= 3 ? 1 : 0; }
+  /// Whether wgmma products stay in flight across a K tile (one group, with 3+ stages; with
+  /// bulk copies always, the mbarriers handing each stage back once its group retires).
+  int64_t wgmmaInFlight() const { return wgmma_ && (s_.stages >= 3 || s_.tma) ? 1 : 0; }
+  /// tma: the producer's bulk copies of tile `tile` into stage `stage`, and the two loops.
+  StmtPtr tmaCopies(const ExprPtr &b, const ExprPtr &tile, const ExprPtr &stage) const;
+  StmtPtr producerLoop(const ExprPtr &b, const ExprPtr &firstTile, const ExprPtr &tileCount) const;
+  StmtPtr consumerLoop(const ExprPtr &tileCount) const;
+  ExprPtr fullBarrier(const ExprPtr &stage) const { return stage; }
+  ExprPtr emptyBarrier(const ExprPtr &stage) const { return add(stage, index(s_.stages)); }
+  int64_t consumerGroups() const { return (s_.blockM / s_.warpM) * (s_.blockN / s_.warpN); }
   StmtPtr loadFragmentsA(const ExprPtr &stageBase, int64_t k0) const;
   StmtPtr loadFragmentsB(const ExprPtr &stageBase, int64_t k0) const;
   /// The K tiles [firstTile, firstTile + tileCount) of the block's output tile.
@@ -133,6 +201,8 @@ private:
   int64_t chunk_, warpsN_, threads_, numK_, tilesM_, tilesN_;
   TileOperand a_, b_;
   BufferPtr acc_, aFrag_, bFrag_;
+  BufferPtr barriers_; ///< tma: full[stages] then empty[stages]
+  ExprPtr threadIndex_; ///< tma: the block's thread index (tid_ counts from the consumers)
   ExprPtr tid_, lane_, group_, threadInGroup_, warpRow0_, warpCol0_, i0_, j0_;
   ExprPtr warpInGroup_; ///< wgmma: the warp's index within its warpgroup
 };
@@ -396,6 +466,65 @@ StmtPtr MmaGemmBuilder::wgmmaTileStep(const ExprPtr &b, const ExprPtr &firstTile
   return seq(std::move(step));
 }
 
+// The boxes of one stage: a K-major operand's stage is one box (its rows by the 128 bytes of
+// K), an MN-major one's a box per 128-byte panel of the free axis (blockK rows each), landing
+// one after another -- the layout swizzled() describes, which the copies' swizzle produces.
+StmtPtr MmaGemmBuilder::tmaCopies(const ExprPtr &b, const ExprPtr &tile,
+                                  const ExprPtr &stage) const {
+  ExprPtr k0 = mul(tile, index(s_.blockK));
+  std::vector<StmtPtr> copies;
+  for (const TileOperand *op : {&a_, &b_}) {
+    ExprPtr free0 = op == &a_ ? i0_ : j0_;
+    ExprPtr base = mul(stage, index(stageSize(*op)));
+    for (int64_t p = 0; p < op->inner / op->panel; ++p) {
+      std::vector<ExprPtr> coords =
+          op->contiguousInK ? std::vector<ExprPtr>{k0, free0}
+                            : std::vector<ExprPtr>{add(free0, index(p * op->panel)), k0};
+      if (op->map->dims.size() == 3)
+        coords.push_back(b);
+      copies.push_back(tmaLoad(op->shared, add(base, index(p * op->rows * op->panel)), op->map,
+                               std::move(coords), barriers_, fullBarrier(stage)));
+    }
+  }
+  return seq(std::move(copies));
+}
+
+// One thread of the producer warpgroup: tile t goes into stage t % stages once the consumers
+// have released the tile before it there (round r = t / stages waits for the empty barrier's
+// phase r - 1, the first round for none), expecting the whole boxes' bytes on the full barrier.
+StmtPtr MmaGemmBuilder::producerLoop(const ExprPtr &b, const ExprPtr &firstTile,
+                                     const ExprPtr &tileCount) const {
+  VarPtr tileVar = makeVar(name("pk"));
+  ExprPtr tile = kir::ref(tileVar), stage = mod(tile, index(s_.stages));
+  ExprPtr round = mod(div(tile, index(s_.stages)), index(2));
+  const int64_t bytes = (stageSize(a_) + stageSize(b_)) * dtypeByteSize(dtype_);
+  StmtPtr step = seq({mbarrierWait(barriers_, emptyBarrier(stage), sub(index(1), round)),
+                      mbarrierArriveExpectTx(barriers_, fullBarrier(stage), bytes),
+                      tmaCopies(b, add(firstTile, tile), stage)});
+  return forLoop(tileVar, index(0), tileCount, ForKind::Serial, step);
+}
+
+// Each consumer warpgroup: waits for tile t's copies, issues its products as one group, and
+// once the group of tile t-1 has retired (one stays in flight) hands that tile's stage back
+// -- one arrival per warpgroup, from its first thread.
+StmtPtr MmaGemmBuilder::consumerLoop(const ExprPtr &tileCount) const {
+  VarPtr tileVar = makeVar(name("ck"));
+  ExprPtr tile = kir::ref(tileVar), stage = mod(tile, index(s_.stages));
+  std::vector<StmtPtr> step{
+      mbarrierWait(barriers_, fullBarrier(stage), mod(div(tile, index(s_.stages)), index(2))),
+      wgmmaSync(WgmmaSyncOp::Fence)};
+  for (int64_t ks = 0; ks < s_.blockK / info_.k; ++ks)
+    step.push_back(wgmmaStep(stage, ks));
+  step.push_back(wgmmaSync(WgmmaSyncOp::Commit));
+  step.push_back(wgmmaSync(WgmmaSyncOp::Wait, 1));
+  ExprPtr previous = mod(add(tile, index(s_.stages - 1)), index(s_.stages));
+  step.push_back(ifThen(logicalAnd(gt(tile, index(0)),
+                                   eq(mod(tid_, index(kWarpgroupThreads)), index(0))),
+                        mbarrierArrive(barriers_, emptyBarrier(previous))));
+  return seq({forLoop(tileVar, index(0), tileCount, ForKind::Serial, seq(std::move(step))),
+              wgmmaSync(WgmmaSyncOp::Wait, 0)});
+}
+
 // Tile t lives in stage t % stages. The prologue issues tiles 0 .. ahead-1, a group each;
 // step t (mmaTileStep / wgmmaTileStep) then keeps `ahead` tiles of copies in flight. Tiles are
 // counted from `firstTile` (a split's first K tile); `tileCount` may vary by block.
@@ -467,6 +596,17 @@ Expected<StmtPtr> MmaGemmBuilder::epilogue(const ExprPtr &b) const {
 Expected<GemmLowering> MmaGemmBuilder::build() {
   VarPtr tid = makeVar(name("tid"));
   tid_ = kir::ref(tid);
+  if (s_.tma) {
+    if (!a_.map || !b_.map)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("{}: bulk tensor copies (tma) need both operands as plain "
+                                   "strided tensors with 16-byte aligned strides",
+                                   p_.name));
+    // Warpgroup 0 produces; the consumers' warp tiles count from thread 128.
+    threadIndex_ = tid_;
+    tid_ = sub(tid_, index(kWarpgroupThreads));
+    barriers_ = makeBuffer(name("bars"), DType::I64, 2 * s_.stages, MemScope::Shared);
+  }
   SplitKPlan split(p_, s_.splitK, s_.blockK);
   GemmGrid grid(p_, s_.blockM, s_.blockN, p_.name, split.splits(), s_.groupM);
   if (grid.empty()) {
@@ -504,7 +644,8 @@ Expected<GemmLowering> MmaGemmBuilder::build() {
   } else {
     KILN_TRY(tail, epilogue(grid.batch()));
   }
-  StmtPtr body = seq({seq(std::move(init)), mainLoop(grid.batch(), firstTile, tileCount), tail});
+  StmtPtr loop = s_.tma ? consumerLoop(tileCount) : mainLoop(grid.batch(), firstTile, tileCount);
+  StmtPtr body = seq({seq(std::move(init)), loop, tail});
   // wgmma reads its operands from shared memory: no fragments; a warpgroup owns a warp tile.
   body = wgmma_ ? allocate(acc_, body) : allocate(acc_, allocate(aFrag_, allocate(bFrag_, body)));
   body = let(warpCol0, mul(mod(warpIndex, index(warpsN_)), index(s_.warpN)), body);
@@ -514,7 +655,23 @@ Expected<GemmLowering> MmaGemmBuilder::build() {
     body = let(warpInGroup, mod(div(tid_, index(32)), index(kWarpgroupThreads / 32)), body);
   int64_t tileOwner = wgmma_ ? kWarpgroupThreads : 32;
   body = let(warp, div(tid_, index(tileOwner)), let(lane, mod(tid_, index(32)), body));
+  if (s_.tma) {
+    // Thread 0 sets the barriers up (a full barrier takes the producer's one arrival, an empty
+    // one each consumer warpgroup's); then warpgroup 0's first thread produces, the rest
+    // consume, each side waiting on the other through the barriers.
+    VarPtr stageVar = makeVar(name("si"));
+    ExprPtr stage = kir::ref(stageVar);
+    StmtPtr init = forRange(stageVar, s_.stages, ForKind::Serial,
+                            seq({mbarrierInit(barriers_, fullBarrier(stage), 1),
+                                 mbarrierInit(barriers_, emptyBarrier(stage), consumerGroups())}));
+    StmtPtr produce = ifThen(eq(threadIndex_, index(0)),
+                             producerLoop(grid.batch(), firstTile, tileCount));
+    body = seq({ifThen(eq(threadIndex_, index(0)), init), barrier(),
+                ifThen(lt(threadIndex_, index(kWarpgroupThreads)), produce, body)});
+  }
   body = forRange(tid, threads_, ForKind::ThreadX, body);
+  if (barriers_)
+    body = allocate(barriers_, body);
   body = allocate(a_.shared, allocate(b_.shared, body));
   GemmLowering lowered{grid.wrap(body), {}, {}};
   KILN_TRY_VOID(split.finish(lowered));
@@ -537,6 +694,14 @@ GemmShape gemmShapeOf(const GemmProblem &problem) {
   shape.allowTf32 = problem.allowTf32;
   shape.aContiguousInK = problem.aContiguousInK;
   shape.bContiguousInK = problem.bContiguousInK;
+  if (shape.denseOperands && problem.aDense && problem.bDense) {
+    const int64_t panel = kir::kWgmmaRowBytes / dtypeByteSize(shape.operandDtype);
+    shape.tmaOperands =
+        operandTensorMap("a", *problem.aDense, true, problem.aContiguousInK, problem.batch,
+                         problem.m, problem.k, panel, 1) &&
+        operandTensorMap("b", *problem.bDense, false, problem.bContiguousInK, problem.batch,
+                         problem.n, problem.k, panel, 1);
+  }
   return shape;
 }
 

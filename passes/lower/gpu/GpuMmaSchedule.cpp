@@ -89,14 +89,18 @@ int gpuMmaCopyLanes(int64_t run, DType dtype) {
 }
 
 int64_t gpuMmaSharedBytes(const GpuMatMulSchedule &s, DType operandDtype) {
+  // With bulk copies each stage has a full and an empty mbarrier of 8 bytes.
   return int64_t(s.stages) * (int64_t(s.blockM) * s.blockK + int64_t(s.blockK) * s.blockN) *
-         dtypeByteSize(operandDtype);
+             dtypeByteSize(operandDtype) +
+         (s.tma ? 16 * int64_t(s.stages) : 0);
 }
 
 int64_t gpuMmaThreads(const GpuMatMulSchedule &s) {
   if (s.warpM <= 0 || s.warpN <= 0)
     return 0;
-  return int64_t(s.blockM / s.warpM) * (s.blockN / s.warpN) * (s.wgmma ? 128 : 32);
+  // With bulk tensor copies one more warpgroup produces the tiles.
+  return int64_t(s.blockM / s.warpM) * (s.blockN / s.warpN) * (s.wgmma ? 128 : 32) +
+         (s.tma ? 128 : 0);
 }
 
 std::optional<std::string> pipelineProblem(const GpuMatMulSchedule &s, const GemmShape &shape,

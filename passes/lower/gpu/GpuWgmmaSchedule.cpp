@@ -77,6 +77,9 @@ Expected<void> checkGpuWgmmaSchedule(const GpuMatMulSchedule &s, const GemmShape
   if (accumulators > kMaxAccumulators)
     return illegal(s, fmt::format("{} accumulators per thread exceed {}", accumulators,
                                   kMaxAccumulators));
+  if (s.tma && !shape.tmaOperands)
+    return illegal(s, "bulk tensor copies (tma) need both operands to be plain strided tensors "
+                      "(no im2col), each stride a multiple of 16 bytes");
   int64_t shared = reservedShared(s, info.operandDtype);
   if (shared > target.maxSharedBytesPerBlock())
     return illegal(s, fmt::format("{} bytes of shared tiles (with the 1 KiB that aligns them) "
@@ -137,6 +140,16 @@ std::vector<GpuMatMulSchedule> gpuWgmmaScheduleSpace(const GemmShape &shape,
           }
   addSplitKSchedules(space, first, shape, target);
   addGroupedSchedule(space, shape, target);
+  // Each tile shape again fed by bulk tensor copies, where the operands allow it.
+  if (shape.tmaOperands) {
+    const size_t count = space.size();
+    for (size_t i = 0; i < count; ++i) {
+      GpuMatMulSchedule s = space[i];
+      s.tma = true;
+      if (checkGpuWgmmaSchedule(s, shape, target))
+        space.push_back(s);
+    }
+  }
   return space;
 }
 
