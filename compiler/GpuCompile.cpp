@@ -3,6 +3,8 @@
 // dumps of the sim target), with the kernel cache in front of the backends.
 #include "compiler/GpuCompile.h"
 
+#include "ir/kernel/TensorMap.h"
+
 #include "codegen/Ptx.h"
 #include "codegen/Ptxas.h"
 #include "codegen/cuda/CudaSource.h"
@@ -14,6 +16,8 @@
 #include "ir/kernel/GpuLaunch.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include <chrono>
 #include <cstring>
@@ -150,6 +154,13 @@ Expected<runtime::LaunchDims> launchDimsOf(const kir::Kernel &kernel) {
     dims.block[axis] = static_cast<uint32_t>(launch.block[axis]);
   }
   dims.sharedBytes = static_cast<uint32_t>(launch.dynamicSharedBytes());
+  for (const kir::TensorMapPtr &map : kir::tensorMapsOf(kernel)) {
+    auto param = std::ranges::find(kernel.params, map->global);
+    KILN_CHECK(param != kernel.params.end(), "a tensor map of a buffer that is no parameter");
+    dims.tensorMaps.push_back({static_cast<int>(param - kernel.params.begin()),
+                               map->global->dtype, map->dims, map->strides, map->box,
+                               map->swizzle == kir::TmaSwizzle::Bytes128});
+  }
   return dims;
 }
 

@@ -4,12 +4,14 @@
 // executor's every path (staging, graphs, timing) is exercised without a GPU.
 #pragma once
 
+#include "support/DType.h"
 #include "support/Error.h"
 
 #include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kiln::runtime {
 
@@ -31,11 +33,23 @@ struct GraphExec {
   void *handle = nullptr;
 };
 
-/// The launch shape of a kernel.
+/// A tensor map a kernel takes by value after its buffer pointers (kir::TensorMap): the
+/// launcher encodes it (cuTensorMapEncodeTiled) from the address of buffer parameter `param`.
+/// Sizes in elements, innermost dimension first; `strides` for dimensions 1 and up.
+struct TensorMapArg {
+  int param = 0;
+  DType dtype = DType::F32;
+  std::vector<int64_t> dims, strides, box;
+  bool swizzle128 = true; ///< the 128-byte swizzle, else none
+  bool operator==(const TensorMapArg &) const = default;
+};
+
+/// The launch shape of a kernel, and the tensor maps its launches pass.
 struct LaunchDims {
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
   uint32_t sharedBytes = 0; ///< dynamic shared memory (kir::GpuLaunch::dynamicSharedBytes)
+  std::vector<TensorMapArg> tensorMaps;
 };
 
 /// What the profiler divides by to report a fraction of peak.
@@ -49,8 +63,8 @@ class DeviceKernel {
 public:
   virtual ~DeviceKernel() = default;
   virtual const std::string &name() const = 0;
-  /// Enqueues the kernel on `stream`; args[i] is the device address of its i-th
-  /// parameter (every kiln kernel parameter is a buffer).
+  /// Enqueues the kernel on `stream`; args[i] is the device address of its i-th buffer
+  /// parameter (the tensor maps that follow them are encoded from these).
   virtual Expected<void> launch(const DevicePtr *args, Stream stream) const = 0;
   /// Called before launches on `stream` are captured into a launch graph,
   /// where allocating fails: a kernel that keeps per-stream state (a library

@@ -146,6 +146,15 @@ std::string encodePlan(const LaunchPlan &plan, const std::vector<LaunchDims> &st
       for (int axis = 0; axis < 3; ++axis)
         out.u32(dims.block[axis]);
       out.u32(dims.sharedBytes);
+      out.u32(static_cast<uint32_t>(dims.tensorMaps.size()));
+      for (const TensorMapArg &map : dims.tensorMaps) {
+        out.i32(map.param);
+        out.u8(static_cast<uint8_t>(map.dtype));
+        writeShape(out, map.dims);
+        writeShape(out, map.strides);
+        writeShape(out, map.box);
+        out.u8(map.swizzle128 ? 1 : 0);
+      }
     }
   }
   writeBindings(out, plan.inputs);
@@ -195,6 +204,15 @@ Expected<StoredPlan> decodePlan(std::string_view bytes, std::string_view section
       for (int axis = 0; axis < 3; ++axis)
         dims.block[axis] = in.u32("a block size");
       dims.sharedBytes = in.u32("a shared memory size");
+      dims.tensorMaps.resize(in.count("a tensor map count", 8));
+      for (TensorMapArg &map : dims.tensorMaps) {
+        map.param = in.i32("a tensor map's parameter");
+        map.dtype = readDType(in);
+        map.dims = readShape(in);
+        map.strides = readShape(in);
+        map.box = readShape(in);
+        map.swizzle128 = in.u8("a tensor map's swizzle") != 0;
+      }
       stored.stepDims[i] = dims;
     }
   }
@@ -228,6 +246,16 @@ Expected<StoredPlan> decodePlan(std::string_view bytes, std::string_view section
           return makeError(ErrorCode::FormatError,
                            fmt::format("section '{}': step {} ('{}') has an empty launch", section,
                                        i, plan.steps[i].kernelName));
+    if (dims)
+      for (const TensorMapArg &map : dims->tensorMaps)
+        if (map.param < 0 || static_cast<size_t>(map.param) >= plan.steps[i].args.size() ||
+            map.dims.empty() || map.dims.size() > 5 || map.box.size() != map.dims.size() ||
+            map.strides.size() + 1 != map.dims.size())
+          return makeError(ErrorCode::FormatError,
+                           fmt::format("section '{}': step {} ('{}') has a malformed tensor map "
+                                       "(of parameter {}, {} dimensions)",
+                                       section, i, plan.steps[i].kernelName, map.param,
+                                       map.dims.size()));
   }
   if (auto valid = validatePlan(plan); !valid)
     return std::unexpected(Error(ErrorCode::FormatError,

@@ -108,6 +108,7 @@ Expected<void> resolveTable(const BootstrapApi &boot, const std::string &path,
   need("cuFuncGetParamInfo", api.funcGetParamInfo);
   need("cuFuncSetAttribute", api.funcSetAttribute);
   need("cuLaunchKernel", api.launchKernel);
+  need("cuTensorMapEncodeTiled", api.tensorMapEncodeTiled);
   need("cuStreamBeginCapture", api.streamBeginCapture);
   need("cuStreamEndCapture", api.streamEndCapture);
   need("cuGraphInstantiateWithFlags", api.graphInstantiateWithFlags);

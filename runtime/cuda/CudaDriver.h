@@ -60,6 +60,7 @@ struct CudaDriverTable {
   PFN_cuFuncGetParamInfo_v12040 funcGetParamInfo = nullptr;
   PFN_cuFuncSetAttribute_v9000 funcSetAttribute = nullptr;
   PFN_cuLaunchKernel_v4000 launchKernel = nullptr;
+  PFN_cuTensorMapEncodeTiled_v12000 tensorMapEncodeTiled = nullptr;
   PFN_cuStreamBeginCapture_v10010 streamBeginCapture = nullptr;
   PFN_cuStreamEndCapture_v10000 streamEndCapture = nullptr;
   PFN_cuGraphInstantiateWithFlags_v11040 graphInstantiateWithFlags = nullptr;

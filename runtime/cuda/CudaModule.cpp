@@ -4,6 +4,7 @@
 
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/CudaTensorMap.h"
 
 #include <fmt/format.h>
 
@@ -67,9 +68,18 @@ public:
       heapParams.resize(parameterCount_);
       params = heapParams.data();
     }
-    for (size_t i = 0; i < parameterCount_; ++i)
+    // Buffers first; then each tensor map, encoded from its buffer's address for this launch
+    // (a launch graph keeps the parameter bytes it captured).
+    const size_t buffers = parameterCount_ - dims_.tensorMaps.size();
+    for (size_t i = 0; i < buffers; ++i)
       params[i] = const_cast<DevicePtr *>(&args[i]);
     const CudaDriver &driver = device.driver();
+    std::vector<CUtensorMap> maps(dims_.tensorMaps.size());
+    for (size_t m = 0; m < maps.size(); ++m) {
+      const TensorMapArg &map = dims_.tensorMaps[m];
+      KILN_TRY_VOID(encodeTensorMap(driver, map, args[map.param], name_, maps[m]));
+      params[buffers + m] = &maps[m];
+    }
     CUresult result = driver.api.launchKernel(
         function_, dims_.grid[0], dims_.grid[1], dims_.grid[2], dims_.block[0], dims_.block[1],
         dims_.block[2], dims_.sharedBytes, static_cast<CUstream>(stream.handle), params, nullptr);
@@ -180,21 +190,39 @@ Expected<std::shared_ptr<const DeviceKernel>> CudaModule::kernel(const std::stri
   KILN_TRY_VOID(driver.check(found, "cuModuleGetFunction", name));
   KILN_TRY_VOID(checkDims(device_->properties(), name, dims));
 
-  // Count the parameters (the driver reads that many pointers at launch) and
-  // insist each is pointer-sized: every kiln kernel parameter is a buffer.
-  size_t parameterCount = 0;
-  for (;; ++parameterCount) {
+  // Count the parameters (the driver reads that many at launch) and insist on kiln's calling
+  // convention: device pointers, then the launch's tensor maps of 128 bytes each.
+  std::vector<size_t> sizes;
+  for (;;) {
     size_t offset = 0, size = 0;
-    CUresult info = driver.api.funcGetParamInfo(function, parameterCount, &offset, &size);
+    CUresult info = driver.api.funcGetParamInfo(function, sizes.size(), &offset, &size);
     if (info == CUDA_ERROR_INVALID_VALUE)
       break;
     KILN_TRY_VOID(driver.check(info, "cuFuncGetParamInfo", name));
-    if (size != sizeof(DevicePtr))
-      return makeError(ErrorCode::Unsupported,
-                       fmt::format("kernel '{}': parameter {} is {} bytes; kiln launches kernels "
-                                   "whose parameters are all device pointers",
-                                   name, parameterCount, size));
+    sizes.push_back(size);
   }
+  const size_t parameterCount = sizes.size();
+  if (parameterCount < dims.tensorMaps.size())
+    return makeError(ErrorCode::Unsupported,
+                     fmt::format("kernel '{}' has {} parameters, fewer than its {} tensor maps",
+                                 name, parameterCount, dims.tensorMaps.size()));
+  const size_t buffers = parameterCount - dims.tensorMaps.size();
+  for (size_t i = 0; i < parameterCount; ++i) {
+    const size_t expected = i < buffers ? sizeof(DevicePtr) : sizeof(CUtensorMap);
+    if (sizes[i] != expected)
+      return makeError(ErrorCode::Unsupported,
+                       fmt::format("kernel '{}': parameter {} is {} bytes; kiln's calling "
+                                   "convention passes {} device pointers then {} tensor maps "
+                                   "of {} bytes",
+                                   name, i, sizes[i], buffers, dims.tensorMaps.size(),
+                                   sizeof(CUtensorMap)));
+  }
+  for (const TensorMapArg &map : dims.tensorMaps)
+    if (map.param < 0 || static_cast<size_t>(map.param) >= buffers)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("kernel '{}': a tensor map of parameter {}, which is not one "
+                                   "of its {} buffers",
+                                   name, map.param, buffers));
   if (dims.sharedBytes > kDefaultDynamicSharedLimit)
     KILN_TRY_VOID(driver.check(
         driver.api.funcSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

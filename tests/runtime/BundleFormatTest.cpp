@@ -10,6 +10,7 @@
 #include "runtime/bundle/HostCpu.h"
 #include "runtime/bundle/PlanCodec.h"
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -127,6 +128,20 @@ TEST_CASE("a launch plan survives encoding and decoding field for field", "[bund
   CHECK(back.arenaBytes == 128);
   CHECK(back.unplannedBytes == 60);
 
+  // Tensor maps travel with the dims; one naming a parameter the step lacks is refused.
+  LaunchDims mapped = dims;
+  mapped.tensorMaps.push_back({1, DType::BF16, {200, 64, 3}, {208, 208 * 64}, {64, 64, 1}, true});
+  auto withMaps = decodePlan(encodePlan(plan, {dims, mapped}), "plan", true);
+  REQUIRE(withMaps);
+  REQUIRE(withMaps->stepDims[1]);
+  CHECK(withMaps->stepDims[1]->tensorMaps == mapped.tensorMaps);
+  CHECK(withMaps->stepDims[0]->tensorMaps.empty());
+  LaunchDims outside = dims;
+  outside.tensorMaps.push_back({7, DType::BF16, {64}, {}, {64}, false});
+  auto refused = decodePlan(encodePlan(plan, {dims, outside}), "plan", true);
+  REQUIRE_FALSE(refused);
+  CHECK_THAT(refused.error().message(), Catch::Contains("malformed tensor map"));
+
   // A host plan has no dims, and a GPU plan must have them.
   CHECK(decodePlan(encodePlan(plan), "plan", false));
   auto missingDims = decodePlan(encodePlan(plan), "cuda.sm_80.plan", true);
@@ -243,11 +258,13 @@ TEST_CASE("a bundle's container rejects corruption, truncation, other versions, 
   }
   SECTION("another format version is named along with this kiln's") {
     std::string other = bytes;
-    other[kBundleMagic.size()] = 2; // the little-endian version after the magic
+    const auto newer = static_cast<char>(kBundleFormatVersion + 1);
+    other[kBundleMagic.size()] = newer; // the little-endian version after the magic
     auto loaded = loadBundleFromBytes(other, {}, "new.kiln");
     REQUIRE_FALSE(loaded);
     CHECK(loaded.error().message() ==
-          "bundle 'new.kiln': format version 2 (this kiln reads 1)");
+          fmt::format("bundle 'new.kiln': format version {} (this kiln reads {})",
+                      kBundleFormatVersion + 1, kBundleFormatVersion));
   }
   SECTION("a file that is not a bundle says so") {
     CHECK_THAT(checkBundle("KILNKC\r\n and more bytes than a header").error().message(),

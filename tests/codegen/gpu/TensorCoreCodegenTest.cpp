@@ -4,6 +4,7 @@
 // assembles it; e4m3 needs sm_89; the host backend rejects them by name.
 #include "tests/codegen/gpu/GpuCodegenTestUtil.h"
 #include "tests/codegen/gpu/TensorCoreKernels.h"
+#include "tests/codegen/gpu/TmaKernels.h"
 
 #include "codegen/cuda/CudaSource.h"
 #include "codegen/cuda/Nvrtc.h"
@@ -328,4 +329,35 @@ TEST_CASE("wgmma compiles for sm_90a through both backends", "[gpu-codegen][tens
     REQUIRE_FALSE(cuda);
     CHECK_THAT(cuda.error().message(), Catch::Contains("needs sm_90a"));
   }
+}
+
+TEST_CASE("bulk tensor copies and mbarriers compile for sm_90 through both backends",
+          "[gpu-codegen][tensor-core][tma]") {
+  Kernel kernel = kiln::testing::tmaPipelineKernel({});
+  auto launch = gpuLaunchOf(kernel);
+  REQUIRE(launch);
+  CHECK(launch->sharedAlignment == 1024); // the copies' destinations sit at swizzle atoms
+  BackendPtx ptx = compileBoth(kernel, "sm_90a");
+  checkBothHave(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx"
+                     "::bytes");
+  checkBothHave(ptx, "mbarrier.init.shared::cta.b64");
+  checkBothHave(ptx, "fence.mbarrier_init.release.cluster");
+  checkBothHave(ptx, "mbarrier.arrive.expect_tx.shared::cta.b64");
+  checkBothHave(ptx, "mbarrier.arrive.shared::cta.b64");
+  checkBothHave(ptx, "mbarrier.try_wait.parity.shared::cta.b64");
+  // The tensor maps follow the buffers as 128-byte, 64-aligned parameters read in place
+  // (grid constants): the copies take their generic parameter address, never a local copy.
+  checkBothHave(ptx, ".param .align 64 .b8");
+  checkBothHave(ptx, "cvta.param");
+  CHECK_FALSE(ptxHas(ptx.llvm, "__local_depot"));
+  CHECK(contains(ptx.cudaSource, "const __grid_constant__ kiln_tensor_map"));
+  // Bulk tensor copies exist from sm_90: both backends refuse older targets by name.
+  codegen::GpuTarget ampere = gpuTarget("sm_80");
+  Kernel copies = kiln::testing::tmaPipelineKernel({});
+  auto llvm = codegen::compilePtxWithLlvm(std::vector<Kernel>{copies}, ampere);
+  REQUIRE_FALSE(llvm);
+  CHECK_THAT(llvm.error().message(), Catch::Contains("sm_90"));
+  auto cuda = codegen::cuda::emitCudaSource(std::span(&copies, 1), ampere);
+  REQUIRE_FALSE(cuda);
+  CHECK_THAT(cuda.error().message(), Catch::Contains("sm_90"));
 }
