@@ -219,14 +219,16 @@ void checkPolicyNumerics(const ir::Graph &graph, const NamedTensors &inputs,
   }
 }
 
-CompileOptions wgmmaBf16Options(TargetKind target, std::shared_ptr<std::atomic<int>> forced) {
+CompileOptions wgmmaBf16Options(TargetKind target, std::shared_ptr<std::atomic<int>> forced,
+                                bool tma) {
   const codegen::GpuTarget sm90a = *codegen::gpuTargetNamed("sm_90a");
   CompileOptions options;
   options.target = target;
   options.gpuArch = "sm_90a";
   options.precision = passes::PrecisionPolicy::Bf16Mixed;
-  options.chooseSchedule = [sm90a, forced](const ir::Graph &, const passes::FusionGroup &group) {
-    std::optional<lower::Schedule> schedule = lower::wgmmaContractionSchedule(group, sm90a);
+  options.chooseSchedule = [sm90a, forced, tma](const ir::Graph &,
+                                                const passes::FusionGroup &group) {
+    std::optional<lower::Schedule> schedule = lower::wgmmaContractionSchedule(group, sm90a, tma);
     *forced += schedule.has_value();
     return schedule;
   };

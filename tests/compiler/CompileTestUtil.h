@@ -92,7 +92,8 @@ void buildTinyExample(const examples::ExampleModel &model, Graph &graph);
 
 /// Options for `target` (sim or cuda) on sm_90a under bf16-mixed with every contraction that
 /// can on warpgroup products, as `kiln run --wgmma` compiles; `forced` counts those groups.
-CompileOptions wgmmaBf16Options(TargetKind target, std::shared_ptr<std::atomic<int>> forced);
+CompileOptions wgmmaBf16Options(TargetKind target, std::shared_ptr<std::atomic<int>> forced,
+                                bool tma = false);
 
 /// Compiles `graph` and REQUIREs success, printing the error otherwise.
 CompiledModel compileOrFail(const ir::Graph &graph, const CompileOptions &options = {});

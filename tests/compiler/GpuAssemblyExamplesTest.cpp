@@ -64,20 +64,25 @@ TEST_CASE("every example's wgmma kernels under bf16-mixed assemble without spill
   // the 128 x 256 tiles hold 128 accumulators a thread beside the fused epilogues.
   const auto &models = examples::exampleModels();
   size_t index = GENERATE(range<size_t>(0, 6));
+  const bool tma = GENERATE(false, true); // operands by cp.async, or by bulk tensor copies
   const examples::ExampleModel &model = models[index];
-  std::string context = fmt::format("example {} (full size, bf16-mixed, wgmma) for sm_90a",
-                                    model.name);
+  std::string context = fmt::format("example {} (full size, bf16-mixed, wgmma{}) for sm_90a",
+                                    model.name, tma ? " + tma" : "");
   INFO(context);
   Graph graph(model.name, 1);
   model.build(graph, model.defaultBatch);
   REQUIRE(graph.finalize());
   const codegen::GpuTarget target = *codegen::gpuTargetNamed("sm_90a");
   auto forced = std::make_shared<std::atomic<int>>(0);
-  CompileOptions options = wgmmaBf16Options(TargetKind::Cuda, forced);
+  CompileOptions options = wgmmaBf16Options(TargetKind::Cuda, forced, tma);
   auto kernels = compileGpuKernels(graph.ir(), options);
   REQUIRE(kernels.has_value());
   CHECK(*forced > 0);
   CHECK(kernels->ptx.find("wgmma.mma_async") != std::string::npos);
+  const bool hasBulkCopies = kernels->ptx.find("cp.async.bulk.tensor") != std::string::npos;
+  // Every example but resnet has a dense product a tensor map takes (resnet's convolutions
+  // gather their im2col rows, and its head's rows are not 16-byte multiples).
+  CHECK(hasBulkCopies == (tma && model.name != "resnet"));
   std::vector<AssembledKernel> assembled =
       checkGpuKernelsAssemble(kernels->kernels, target, context);
   int most = 0;

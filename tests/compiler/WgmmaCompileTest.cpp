@@ -1,7 +1,8 @@
 // The example models under bf16-mixed on the simulator for sm_90a with every contraction that
 // can take warpgroup products forced onto them (the wgmma template is not the default yet):
 // dense layers, attention's batched products and nhwc convolutions with their fused epilogues,
-// end to end against the fp64 reference within bf16-mixed's tolerance.
+// end to end against the fp64 reference within bf16-mixed's tolerance; and again with the
+// operands of each GEMM that can arriving by bulk tensor copies from a producer warpgroup.
 #include "CompileTestUtil.h"
 
 #include "examples/models/ExampleRegistry.h"
@@ -11,8 +12,9 @@ namespace kiln::test {
 TEST_CASE("the examples under bf16-mixed on wgmma match the reference", "[compiler][sim][wgmma]") {
   const auto &models = examples::exampleModels();
   size_t index = GENERATE(range<size_t>(0, 6));
+  const bool tma = GENERATE(false, true);
   const examples::ExampleModel &model = models[index];
-  INFO("example " << model.name);
+  INFO("example " << model.name << (tma ? " with bulk tensor copies" : ""));
   Graph graph(model.name, freshSeed());
   buildTinyExample(model, graph);
   REQUIRE(graph.finalize());
@@ -24,7 +26,7 @@ TEST_CASE("the examples under bf16-mixed on wgmma match the reference", "[compil
                    randomTensor(input->type().dtype, input->type().shape, rng, values));
   }
   auto forced = std::make_shared<std::atomic<int>>(0);
-  CompileOptions options = wgmmaBf16Options(TargetKind::Sim, forced);
+  CompileOptions options = wgmmaBf16Options(TargetKind::Sim, forced, tma);
   checkPolicyNumerics(graph.ir(), inputs, graph.paramValues(), options);
   CHECK(*forced > 0); // every example has such contractions (cnn 4, vgg 14, transformer 7, ...)
 }

@@ -91,6 +91,9 @@ const char *const kTuningHelp =
   --wgmma             sim or cuda on sm_90a: run every matmul and conv2d that
                       can on warpgroup products (wgmma), not yet the default
                       (docs/gpu-tensor-cores.md); overrides tuning records
+  --tma               as --wgmma, the operands of each GEMM whose operands are
+                      plain strided tensors arriving by bulk tensor copies
+                      from a producer warpgroup (TMA)
 )";
 
 Expected<void> parseTuningOptions(const Args &args, CompileOptions &options) {
@@ -107,19 +110,21 @@ Expected<void> parseTuningOptions(const Args &args, CompileOptions &options) {
       return makeError(ErrorCode::InvalidArgument, "--tuned-on needs a piece of a fingerprint");
     options.gpuTuningDevice = *device;
   }
-  if (args.has("--wgmma")) {
+  if (args.has("--wgmma") || args.has("--tma")) {
+    const bool tma = args.has("--tma");
+    const char *flag = tma ? "--tma" : "--wgmma";
     std::string arch = options.gpuArch.empty() ? std::string(kDefaultGpuArch) : options.gpuArch;
     if (options.target != TargetKind::Sim && options.target != TargetKind::Cuda)
       return makeError(ErrorCode::InvalidArgument,
-                       "--wgmma needs --target sim or --target cuda (GPU kernels)");
+                       fmt::format("{} needs --target sim or --target cuda (GPU kernels)", flag));
     if (arch != "sm_90a")
       return makeError(ErrorCode::InvalidArgument,
-                       fmt::format("--wgmma needs sm_90a, the one architecture with wgmma; the "
+                       fmt::format("{} needs sm_90a, the one architecture with wgmma; the "
                                    "architecture is {}",
-                                   arch));
+                                   flag, arch));
     codegen::GpuTarget target = *codegen::gpuTargetNamed(arch);
-    options.chooseSchedule = [target](const ir::Graph &, const passes::FusionGroup &group) {
-      return lower::wgmmaContractionSchedule(group, target);
+    options.chooseSchedule = [target, tma](const ir::Graph &, const passes::FusionGroup &group) {
+      return lower::wgmmaContractionSchedule(group, target, tma);
     };
   }
   return {};
@@ -212,7 +217,7 @@ int compileCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
   valued.insert(kTuningFlags.begin(), kTuningFlags.end());
   valued.insert({"--dump", "--dot", "--batch"});
-  auto args = Args::parse(words, valued, {"--help", "--wgmma"});
+  auto args = Args::parse(words, valued, {"--help", "--wgmma", "--tma"});
   if (!args) {
     fmt::print(stderr, "kiln compile: {}\nrun 'kiln compile --help' for usage\n",
                args.error().message());

@@ -81,13 +81,15 @@ Schedule defaultGpuContractionSchedule(const ir::Graph &graph, const passes::Fus
 }
 
 std::optional<Schedule> wgmmaContractionSchedule(const passes::FusionGroup &group,
-                                                 const codegen::GpuTarget &target) {
+                                                 const codegen::GpuTarget &target, bool tma) {
   if (group.kind != passes::GroupKind::Contraction)
     return std::nullopt;
   GemmShape shape = gpuContractionGemmShape(group);
   if (!gpuWgmmaKindFor(shape, target))
     return std::nullopt;
   GpuMatMulSchedule gemm = defaultGpuWgmmaSchedule(shape, target);
+  if (tma && shape.tmaOperands)
+    gemm = defaultGpuTmaSchedule(shape, target);
   if (isConv(group))
     return GpuConv2DSchedule{gemm};
   return gemm;

@@ -36,9 +36,12 @@ Schedule defaultGpuContractionSchedule(const ir::Graph &graph, const passes::Fus
 /// The schedule that runs a Contraction group on warpgroup products (wgmma, sm_90a): the
 /// default's GEMM replaced by defaultGpuWgmmaSchedule. nullopt for other groups and for
 /// contractions that cannot take them (gpuWgmmaKindFor). Until wgmma is measured on a GPU it
-/// is not the default; this is how a compile asks for it (`kiln run --wgmma`).
+/// is not the default; this is how a compile asks for it (`kiln run --wgmma`). With `tma`, the
+/// operands arrive by bulk tensor copies from a producer warpgroup wherever they are plain
+/// strided tensors (GemmShape::tmaOperands; `kiln run --tma`).
 std::optional<Schedule> wgmmaContractionSchedule(const passes::FusionGroup &group,
-                                                 const codegen::GpuTarget &target);
+                                                 const codegen::GpuTarget &target,
+                                                 bool tma = false);
 
 /// Every legal schedule, the default first.
 std::vector<Schedule> gpuContractionScheduleSpace(const ir::Graph &graph,

@@ -116,6 +116,15 @@ GpuMatMulSchedule defaultGpuWgmmaSchedule(const GemmShape &shape,
   return best;
 }
 
+GpuMatMulSchedule defaultGpuTmaSchedule(const GemmShape &shape,
+                                         const codegen::GpuTarget &target) {
+  KILN_CHECK(shape.tmaOperands, "defaultGpuTmaSchedule needs operands a tensor map describes");
+  GpuMatMulSchedule best = defaultGpuWgmmaSchedule(shape, target);
+  best.tma = true;
+  KILN_CHECK(checkGpuWgmmaSchedule(best, shape, target), "the tma default is illegal");
+  return best;
+}
+
 std::vector<GpuMatMulSchedule> gpuWgmmaScheduleSpace(const GemmShape &shape,
                                                      const codegen::GpuTarget &target) {
   if (!gpuWgmmaKindFor(shape, target))

@@ -37,6 +37,10 @@ GpuMatMulSchedule defaultGpuWgmmaSchedule(const GemmShape &shape,
 /// Every legal wgmma schedule of the tuner's space: the default first, then block tiles
 /// 64..256 x warpgroup tiles x stages 2..4, K splits where the tiles fill less than a wave, and
 /// the default with the other tile order.
+/// The default fed by bulk tensor copies (tma), for shapes with tmaOperands: the wgmma
+/// default's tile whose consumers fit the registers a block of them plus the producer gets.
+GpuMatMulSchedule defaultGpuTmaSchedule(const GemmShape &shape, const codegen::GpuTarget &target);
+
 std::vector<GpuMatMulSchedule> gpuWgmmaScheduleSpace(const GemmShape &shape,
                                                      const codegen::GpuTarget &target);
 
