@@ -1,7 +1,8 @@
 // Tensor-core GEMM features on the real GPU against the fp64 reference, through both backends:
 // split-K (the default for a narrow output over a long K: two launches per group), tiles in
 // dynamic shared memory past the static 48 KiB, fp8 models on e4m3 tensor cores (sm_89+), and
-// warpgroup products (wgmma, sm_90a) with both operand orientations.
+// warpgroup products (wgmma, sm_90a) with both operand orientations, their operands by
+// cp.async or by a producer warpgroup's bulk tensor copies (tma).
 #include "GpuTestDevice.h"
 
 #include "compiler/CompileTestUtil.h"
@@ -103,7 +104,8 @@ TEST_CASE("wgmma GEMMs on sm_90a match the reference", "[gpu][tensor-core][wgmma
   }
   GpuBackend backend = GENERATE(GpuBackend::Llvm, GpuBackend::Nvrtc);
   bool transposeB = GENERATE(false, true);
-  INFO("backend " << backendName(backend) << " transpose_b " << transposeB);
+  bool tma = GENERATE(false, true); // operands by cp.async, or by a producer's bulk copies
+  INFO("backend " << backendName(backend) << " transpose_b " << transposeB << " tma " << tma);
   CompileCase c("wgmma_gpu");
   Tensor x = c.input("x", {300, 520}, DType::BF16);
   Tensor w = c.param("w", transposeB ? std::vector<int64_t>{264, 520} : std::vector<int64_t>{520, 264},
@@ -118,8 +120,9 @@ TEST_CASE("wgmma GEMMs on sm_90a match the reference", "[gpu][tensor-core][wgmma
                            }),
                            Edit([](lower::GpuMatMulSchedule &s) { s.splitK = 3; })}) {
     CompileOptions options = cudaOptions(backend);
-    options.chooseSchedule = [edit](const ir::Graph &, const passes::FusionGroup &group) {
-      std::optional<lower::Schedule> s = lower::wgmmaContractionSchedule(group, gpuTestTarget());
+    options.chooseSchedule = [edit, tma](const ir::Graph &, const passes::FusionGroup &group) {
+      std::optional<lower::Schedule> s =
+          lower::wgmmaContractionSchedule(group, gpuTestTarget(), tma);
       if (s)
         edit(std::get<lower::GpuMatMulSchedule>(*s));
       return s;

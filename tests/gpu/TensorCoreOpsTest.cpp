@@ -2,7 +2,8 @@
 // and CUDA C with NVRTC): each Mma kind against an fp64 product of its
 // operands, LdMatrix against the ldmatrix layout, and cp.async round trips
 // through shared memory (zero fill included), the latter two bit for bit, and on sm_90a each
-// wgmma orientation against an fp64 product. The kernels are the ones tests/codegen checks
+// wgmma orientation against an fp64 product, and a producer warpgroup's bulk tensor copies
+// feeding a consumer's wgmma through mbarriers. The kernels are the ones tests/codegen checks
 // through ptxas (TensorCoreKernels.h).
 #include "GpuTestDevice.h"
 
@@ -14,6 +15,8 @@
 #include "support/FloatConvert.h"
 #include "support/HostTensor.h"
 #include "tests/codegen/gpu/TensorCoreKernels.h"
+#include "tests/codegen/gpu/TmaKernels.h"
+#include "compiler/GpuCompile.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -422,6 +425,65 @@ TEST_CASE("wgmma of both orientations matches an fp64 product on the GPU", "[gpu
           if (got[size_t(i * n + j)] != want && ++mismatches <= 8)
             FAIL_CHECK("D[" << i << "][" << j << "] is " << got[size_t(i * n + j)] << ", expected "
                             << want);
+        }
+      CHECK(mismatches == 0);
+    }
+  }
+}
+
+TEST_CASE("a producer warpgroup's bulk tensor copies feed wgmma on the GPU",
+          "[gpu][tensor-core][tma][wgmma]") {
+  CudaDevice &device = gpuTestDevice();
+  codegen::GpuTarget target = deviceTarget(device);
+  if (target.sm != 90 || !target.archSpecific) {
+    WARN("skipped: the warp-specialized kernel runs wgmma, which runs only on sm_90a; the GPU "
+         "is " << device.properties().smName());
+    return;
+  }
+  struct Case {
+    int n, stages, kTiles;
+    int64_t m;
+  };
+  // Round, wide and odd N; more K tiles than stages; rows of A past the tensor read as zeros.
+  for (Case c : {Case{64, 2, 5, 64}, {256, 3, 7, 64}, {136, 2, 3, 37}}) {
+    testing::TmaKernelSpec spec;
+    spec.n = c.n;
+    spec.stages = c.stages;
+    spec.kTiles = c.kTiles;
+    spec.m = c.m;
+    kir::Kernel kernel = testing::tmaPipelineKernel(spec);
+    INFO(kernel.name << " m " << c.m);
+    const int64_t k = 64 * c.kTiles, n = c.n;
+    std::mt19937 rng(7 + n);
+    std::uniform_int_distribution<int> quarter(-8, 7);
+    auto operand = [&](int64_t size, std::vector<double> &values) {
+      HostTensor t(DType::BF16, {size});
+      for (int64_t i = 0; i < size; ++i) {
+        values.push_back(quarter(rng) / 4.0);
+        t.setDouble(i, values.back());
+      }
+      return std::vector<uint8_t>(t.bytes().begin(), t.bytes().end());
+    };
+    std::vector<double> aValues, bValues;
+    DeviceBuffer a(device, c.m * k * 2), b(device, n * k * 2), d(device, 64 * n * 4);
+    a.upload(operand(c.m * k, aValues));
+    b.upload(operand(n * k, bValues));
+    runtime::LaunchDims dims = valueOf(compiler::launchDimsOf(kernel));
+    REQUIRE(dims.tensorMaps.size() == 2);
+    for (const LoadedKernel &loaded : loadBoth(device, kernel, dims)) {
+      INFO("backend " << loaded.backend);
+      d.poison();
+      launch(loaded, {a.ptr, b.ptr, d.ptr});
+      std::vector<float> got = d.download<float>();
+      int mismatches = 0;
+      for (int64_t i = 0; i < 64; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0;
+          for (int64_t p = 0; p < k && i < c.m; ++p)
+            want += aValues[size_t(i * k + p)] * bValues[size_t(j * k + p)];
+          if (got[size_t(i * n + j)] != want && ++mismatches <= 8)
+            FAIL_CHECK("D[" << i << "][" << j << "] is " << got[size_t(i * n + j)]
+                            << ", expected " << want);
         }
       CHECK(mismatches == 0);
     }

@@ -94,3 +94,27 @@ TEST_CASE("gpu tma: split-K and batches", "[lower][gpu-contraction][tma]") {
   broadcast.output(broadcast.node(OpKind::MatMul, {x, w}, matmulAttrs()));
   checkGpuContraction(broadcast, 64, DType::F32, lower::Schedule{tmaTiles(64, 64, 64, 64, 2)});
 }
+
+TEST_CASE("gpu tma: the large-GEMM default assembles without spills",
+          "[lower][gpu-contraction][tma]") {
+  // A block of the producer and two consumer warpgroups (384 threads) shares the register
+  // file: ptxas must keep the consumers' 128 accumulators in registers.
+  GraphCase c(3);
+  ir::Value *x = c.input("x", DType::BF16, {130, 336});
+  ir::Value *w = c.input("w", DType::BF16, {336, 264});
+  c.output(c.node(OpKind::MatMul, {x, w}, matmulAttrs(false, false)));
+  PlannedContraction planned = planContraction(c.graph());
+  lower::GpuMatMulSchedule big =
+      lower::defaultGpuTmaSchedule(shapeOf(8192, 8192, 8192), gpuTestTarget());
+  CHECK(big.tma);
+  auto lowered = lower::lowerGroupForGpu(c.graph(), *planned.group, big, gpuTestTarget());
+  REQUIRE(lowered);
+  std::vector<AssembledKernel> assembled =
+      checkGpuKernelsAssemble({lowered->kernel}, gpuTestTarget(), "the tma default");
+  for (const AssembledKernel &kernel : assembled) {
+    INFO(kernel.backend);
+    CHECK(kernel.resources.spillStoreBytes == 0);
+    WARN(lower::scheduleStr(lower::Schedule{big}) << " (" << kernel.backend << "): "
+                                                  << kernel.resources.registers << " registers");
+  }
+}
