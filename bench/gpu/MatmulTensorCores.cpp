@@ -55,6 +55,8 @@ struct Precision {
   /// w is stored [n, k] (matmul with transpose_b): K contiguous in both operands, as fp8
   /// tensor cores (and cublasLt's fp8 GEMMs) take them.
   bool transposedB = false;
+  /// With wgmma: the operands arrive by a producer warpgroup's bulk tensor copies (TMA).
+  bool tma = false;
   /// The dtype of cuBLAS's result: the operands' but for e4m3, where cublasLt writes bf16.
   DType cublasResult() const { return dtype == DType::F8E4M3 ? DType::BF16 : dtype; }
 };
@@ -65,6 +67,7 @@ constexpr Precision kPrecisions[] = {
     {"tf32", DType::F32, true, 0x1p-24, 5e-3, "CUBLAS_COMPUTE_32F_FAST_TF32"},
     {"bf16_wgmma", DType::BF16, false, 0x1p-8, 1e-2, "CUBLAS_COMPUTE_32F", true},
     {"f16_wgmma", DType::F16, false, 0x1p-11, 2e-3, "CUBLAS_COMPUTE_32F", true},
+    {"bf16_tma", DType::BF16, false, 0x1p-8, 1e-2, "CUBLAS_COMPUTE_32F", true, false, true},
     // kiln rounds an e4m3 product's result to e4m3 (3 mantissa bits: half an ulp is 2^-4 of
     // it); cublasLt writes bf16, so the two differ by up to about that.
     {"e4m3", DType::F8E4M3, false, 0x1p-4, 0.07, "cublasLt CUBLAS_COMPUTE_32F, bf16 result",
@@ -315,8 +318,9 @@ Expected<GemmResult> measureGemm(BenchContext &context, Cublas &cublas, runtime:
   std::ostringstream dump;
   CompileOptions options = context.compileOptions;
   if (precision.wgmma)
-    options.chooseSchedule = [](const ir::Graph &, const passes::FusionGroup &group) {
-      return lower::wgmmaContractionSchedule(group, *codegen::gpuTargetNamed("sm_90a"));
+    options.chooseSchedule = [tma = precision.tma](const ir::Graph &,
+                                                   const passes::FusionGroup &group) {
+      return lower::wgmmaContractionSchedule(group, *codegen::gpuTargetNamed("sm_90a"), tma);
     };
   options.dump |= kDumpFused;
   options.dumpStream = &dump;
@@ -408,7 +412,9 @@ Table tableFor(const Precision &precision, const std::string &library, bool quic
                         int(std::lround(std::log2(precision.resultRounding))), kAccumulation);
   return Table{
       .title = fmt::format("(e) {} tensor-core GEMM: kiln ({}) vs cuBLAS{}", precision.name,
-                           precision.wgmma ? "wgmma, forced" : "default schedule",
+                           precision.tma     ? "wgmma fed by TMA, forced"
+                           : precision.wgmma ? "wgmma, forced"
+                                             : "default schedule",
                            precision.dtype == DType::F8E4M3 ? "Lt" : " GemmEx"),
       .columns = {"workload", "M x K x N", "kiln schedule (default)", "kiln ms", "cuBLAS ms",
                   "kiln TFLOP/s", "cuBLAS TFLOP/s", "kiln/cuBLAS", "max diff / max|c|",

@@ -39,6 +39,11 @@
 //   but the thread's n newest committed groups; copies not yet committed stay
 //   in flight, and a barrier retires nothing. Touching an element while a copy
 //   into it is in flight, and ending a block with a copy in flight, are errors.
+// - Mbarriers and bulk tensor copies (TmaLoad): a copy reads its box when
+//   issued and lands when a wait on its barrier looks; the two sides of a
+//   branch that waits on mbarriers run as fibers that hand over at waits and at
+//   arrives completing a phase (docs/gpu-codegen.md), and a block whose fibers
+//   all wait is reported as a deadlock.
 #pragma once
 
 #include "ir/kernel/KernelIR.h"

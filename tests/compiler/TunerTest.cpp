@@ -144,7 +144,8 @@ TEST_CASE("the search order gives every family a turn before any family's second
   }
 }
 
-TEST_CASE("GPU GEMMs on CUDA cores, mma.sync and wgmma are three families", "[compiler][tuner]") {
+TEST_CASE("GPU GEMMs on CUDA cores, mma.sync, wgmma and wgmma with tma are four families",
+          "[compiler][tuner]") {
   lower::GpuMatMulSchedule simt;
   simt.threadM = simt.threadN = 4;
   lower::GpuMatMulSchedule mma = simt;
@@ -152,12 +153,14 @@ TEST_CASE("GPU GEMMs on CUDA cores, mma.sync and wgmma are three families", "[co
   lower::GpuMatMulSchedule wgmma = mma;
   wgmma.warpM = 64;
   wgmma.wgmma = true;
+  lower::GpuMatMulSchedule tma = wgmma;
+  tma.tma = true;
   std::set<int> families;
-  for (const auto &s : {simt, mma, wgmma}) {
+  for (const auto &s : {simt, mma, wgmma, tma}) {
     families.insert(tuning::scheduleFamily(lower::Schedule{s}));
     families.insert(tuning::scheduleFamily(lower::Schedule{lower::GpuConv2DSchedule{s}}));
   }
-  CHECK(families.size() == 6); // and convolutions apart from matmuls
+  CHECK(families.size() == 8); // and convolutions apart from matmuls
 }
 
 TEST_CASE("a time budget already spent leaves each group its default", "[compiler][tuner]") {
