@@ -127,6 +127,11 @@ bool Fibers::join(int id) {
     ok = block([child] { return child->finished; }, "") && ok;
   }
   child->thread.join();
+  // Branches nest, so the child joined last is the newest: drop it, keeping a handoff's scan
+  // to the fibers alive (a block's forks would otherwise pile up over the grid).
+  std::unique_lock lock(mutex_);
+  if (static_cast<size_t>(id) + 1 == fibers_.size())
+    fibers_.pop_back();
   return ok && !deadlocked_;
 }
 

@@ -173,9 +173,10 @@ private:
                       const ExprPtr &tile, int64_t ahead) const;
   StmtPtr wgmmaTileStep(const ExprPtr &b, const ExprPtr &firstTile, const ExprPtr &tileCount,
                         const ExprPtr &tile, int64_t ahead) const;
-  /// Whether wgmma products stay in flight across a K tile (one group, with 3+ stages; with
-  /// bulk copies always, the mbarriers handing each stage back once its group retires).
-  int64_t wgmmaInFlight() const { return wgmma_ && (s_.stages >= 3 || s_.tma) ? 1 : 0; }
+  /// Whether wgmma products stay in flight across a K tile of the cp.async loop (one group,
+  /// with 3+ stages). The tma consumers always keep one: the mbarriers hand a stage back only
+  /// once its group retires.
+  int64_t wgmmaInFlight() const { return wgmma_ && s_.stages >= 3 ? 1 : 0; }
   /// tma: the producer's bulk copies of tile `tile` into stage `stage`, and the two loops.
   StmtPtr tmaCopies(const ExprPtr &b, const ExprPtr &tile, const ExprPtr &stage) const;
   StmtPtr producerLoop(const ExprPtr &b, const ExprPtr &firstTile, const ExprPtr &tileCount) const;
