@@ -25,9 +25,10 @@ int64_t tmaBoxElements(const TensorMap &map);
 int64_t tmaBoxBytes(const TensorMap &map);
 
 /// What makes `map` malformed (nullopt: nothing): a rank outside 1..5, an empty dimension, a
-/// stride that is not a multiple of 16 bytes or skips backwards, a box extent outside 1..256
-/// or beyond its dimension's extent rounded up, an innermost box row that is not a multiple
-/// of 16 bytes (exactly 128 with the 128-byte swizzle), a global that is not a global buffer.
+/// stride that is not a multiple of 16 bytes or overlaps the dimensions below it, a box extent
+/// outside 1..256 (a box may hang over the tensor's edge), an innermost box row that is not a
+/// multiple of 16 bytes (exactly 128 with the 128-byte swizzle), a tensor that is not a
+/// global buffer or that the map's last element falls outside.
 std::optional<std::string> tensorMapProblem(const TensorMap &map);
 
 /// What makes a copy malformed: its map's problems, coordinates of the wrong rank, a
