@@ -1503,7 +1503,7 @@ private:
                                    what, linear, destination->buffer->name, element,
                                    destination->size));
         if (destination->inFlight[static_cast<size_t>(element)] != 0)
-          return inFlightError(*destination, element, t, "bulk tensor copy into");
+          return inFlightError(*destination, element, t, "bulk copy write");
         if (!checkNoWgmmaReader(*destination, element, t, "bulk tensor copy into"))
           return false;
         copy.elements[static_cast<size_t>(linear)] = element;

@@ -123,6 +123,30 @@ TEST_CASE("sim tma: misuse is reported", "[sim][tma]") {
   CHECK_THAT(deadlock, Contains("wait on mbarrier bars[0]"));
 }
 
+TEST_CASE("sim tma: a second copy into a box in flight is reported", "[sim][tma]") {
+  // One thread expects two boxes' bytes and copies both into the same destination.
+  auto a = makeBuffer("a", DType::BF16, 64 * 64);
+  auto map = std::make_shared<TensorMap>(
+      TensorMap{"a_map", a, {64, 64}, {64}, {64, 8}, TmaSwizzle::Bytes128});
+  auto tile = makeBuffer("tile", DType::BF16, 1024, MemScope::Shared);
+  auto bars = makeBuffer("bars", DType::I64, 1, MemScope::Shared);
+  auto tv = makeVar("t");
+  ExprPtr first = eq(kir::ref(tv), index(0));
+  StmtPtr copy = tmaLoad(tile, index(0), map, {index(0), index(0)}, bars, index(0));
+  StmtPtr body = seq({ifThen(first, mbarrierInit(bars, index(0), 1)), barrier(),
+                      ifThen(first, seq({mbarrierArriveExpectTx(bars, index(0), 2 * 1024), copy,
+                                         copy, mbarrierWait(bars, index(0), index(0))}))});
+  Kernel kernel{"double_copy", {a},
+                allocate(tile, allocate(bars, forRange(tv, 32, ForKind::ThreadX, body)))};
+  HostTensor input(DType::BF16, {a->size});
+  std::vector<HostTensor> params{input};
+  auto run = sim::simulateKernel(kernel, params);
+  REQUIRE_FALSE(run);
+  CHECK_THAT(run.error().str(),
+             Catch::Matchers::Contains("bulk copy write of shared tile[0]") &&
+                 Catch::Matchers::Contains("while a bulk tensor copy into it is in flight"));
+}
+
 TEST_CASE("tensor maps: malformed maps and copies are named", "[sim][tma]") {
   using Catch::Matchers::Contains;
   auto global = makeBuffer("x", DType::BF16, 64 * 200);
