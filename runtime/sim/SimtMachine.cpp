@@ -770,7 +770,7 @@ private:
       stacks_ = childStacks.get();
       childOk = exec(node.elseBody, elseSide);
     });
-    ++stats_.fiberSwitches;
+    ++stats_.forkedBranches;
     bool ok = exec(node.body, thenSide);
     ok = fibers_.join(child) && ok;
     stacks_ = mine;

@@ -82,7 +82,7 @@ struct SimStats {
   int64_t mmas = 0;          ///< warp matrix products (Mma), counted once per warp
   int64_t asyncCopies = 0;   ///< threads that issued an async copy (predicated off included)
   int64_t bulkCopies = 0;    ///< bulk tensor copies (TmaLoad) issued, one per issuing thread
-  int64_t fiberSwitches = 0; ///< blocks whose branches ran as fibers (producer and consumers)
+  int64_t forkedBranches = 0; ///< branches whose sides ran as fibers (producer and consumers)
   int64_t statements = 0;    ///< statement executions (each for all its active threads)
   int64_t threadStatements = 0; ///< statement executions times their active threads
 };

@@ -141,6 +141,11 @@ TEST_CASE("a launch plan survives encoding and decoding field for field", "[bund
   auto refused = decodePlan(encodePlan(plan, {dims, outside}), "plan", true);
   REQUIRE_FALSE(refused);
   CHECK_THAT(refused.error().message(), Catch::Contains("malformed tensor map"));
+  LaunchDims emptyBox = dims; // a corrupt box the driver would refuse only at launch
+  emptyBox.tensorMaps.push_back({1, DType::BF16, {64, 8}, {64}, {0, 8}, true});
+  auto noBox = decodePlan(encodePlan(plan, {dims, emptyBox}), "plan", true);
+  REQUIRE_FALSE(noBox);
+  CHECK_THAT(noBox.error().message(), Catch::Contains("malformed tensor map"));
 
   // A host plan has no dims, and a GPU plan must have them.
   CHECK(decodePlan(encodePlan(plan), "plan", false));

@@ -72,7 +72,7 @@ TEST_CASE("sim tma: a producer and a consumer warpgroup against fp64", "[sim][tm
         REQUIRE(result.stats);
         CHECK(result.stats->bulkCopies == 2 * kTiles);
         CHECK(result.stats->mmas == 4 * kTiles);
-        CHECK(result.stats->fiberSwitches == 1);
+        CHECK(result.stats->forkedBranches == 1);
         checkProduct(run, result.params);
       }
 }
