@@ -38,10 +38,11 @@ Measures kiln's GPU kernels on GPU 0 and writes a Markdown report:
                    is not found (KILN_CUDNN names libcudnn.so.9 or its folder)
 options:
   --quick           fewer sizes and runs (a smoke test, not a result)
-  --filter TEXT     only workloads whose name contains TEXT (copy always runs:
-                    section (b) needs it), e.g. softmax, matmul_4096, launch,
-                    tc_bf16 (section (e)'s bf16 rows), tc_f16_n4096,
-                    conv_bf16 (section (f)'s bf16 rows), conv_f32_vgg_224
+  --filter LIST     only workloads whose name contains one of LIST's comma-
+                    separated texts (copy always runs: section (b) needs it),
+                    e.g. softmax, matmul_4096, launch, tc_bf16 (section (e)'s
+                    bf16 rows, forced wgmma and tma included), tc_f16_n4096,
+                    conv_bf16 (section (f)'s bf16 rows), tc_bf16_n8192,conv_bf16
   --sections LIST   comma-separated subset of
                     copy,rows,matmul,launch,tensorcores,conv
   --out DIR         where the report goes (default: bench/results)

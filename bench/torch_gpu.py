@@ -111,6 +111,7 @@ def run_kiln(args, name, batch, params_path, inputs_path, output_path):
         command += ["--backend", args.backend]
     if args.precision != "fp32":  # fp32 passes nothing, as before the flag existed
         command += ["--precision", args.precision]
+    command += args.kiln_flag_list
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         tail = (result.stderr.strip() or result.stdout.strip()).splitlines()[-3:]
@@ -379,13 +380,17 @@ def device_line(args, description):
     return f"- device: {description}, {torch.get_num_threads()} threads each side"
 
 
+def kiln_flags_text(args):
+    return "".join(" " + flag for flag in args.kiln_flag_list)
+
+
 def report_header_fp32(args, description, date, commit, triton_version):
     return [
         f"# kiln vs PyTorch, end-to-end inference on {description}, {date:%Y-%m-%d}",
         "",
         device_line(args, description),
         f"- date: {date:%Y-%m-%d %H:%M UTC}",
-        f"- kiln: commit {commit}, `kiln run --target {args.kiln_target}`"
+        f"- kiln: commit {commit}, `kiln run --target {args.kiln_target}{kiln_flags_text(args)}`"
         + (f" (backend {args.backend})" if args.device == "cuda" else ""),
         f"- PyTorch {torch.__version__}, Triton {triton_version}; fp32, TF32 off "
         "(torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False); "
@@ -412,7 +417,8 @@ def report_header_bf16_mixed(args, description, date, commit, triton_version):
         "",
         device_line(args, description),
         f"- date: {date:%Y-%m-%d %H:%M UTC}",
-        f"- kiln: commit {commit}, `kiln run --target {args.kiln_target} --precision bf16-mixed`"
+        f"- kiln: commit {commit}, `kiln run --target {args.kiln_target} --precision bf16-mixed"
+        f"{kiln_flags_text(args)}`"
         + (f" (backend {args.backend})" if args.device == "cuda" else "")
         + ": every matmul and conv2d takes bf16 operands, accumulates in f32 and rounds its "
         "result to bf16; everything else (bias, activations, norms, softmax, pooling) in f32; "
@@ -456,6 +462,9 @@ def main():
     parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16-mixed"],
                         help="fp32 (TF32 off) both sides, or kiln's bf16-mixed policy "
                         "against torch.autocast bfloat16 (default fp32)")
+    parser.add_argument("--kiln-flags", default="",
+                        help="more flags of every `kiln run`, space-separated, e.g. "
+                        "\"--tma\" (named in the report and its file name)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=0, help="cpu: threads for both sides")
     parser.add_argument("--out", default="bench/results", help="where the report goes")
@@ -464,6 +473,7 @@ def main():
     args = parser.parse_args()
     args.iterations = args.iterations or (50 if args.device == "cuda" else 10)
     args.kiln_target = args.device
+    args.kiln_flag_list = args.kiln_flags.split()
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print("torch_gpu.py: PyTorch sees no CUDA device", file=sys.stderr)
@@ -516,6 +526,9 @@ def main():
     report += ["| " + " | ".join(cell.replace("|", "\\|") for cell in line) + " |" for line in lines]
     os.makedirs(args.out, exist_ok=True)
     stem = f"e2e-{slug}-{date:%Y-%m-%d}-{commit}" + ("-bf16-mixed" if bf16_mixed else "")
+    # "--tma --backend nvrtc" -> "-tma-backend-nvrtc": runs with other flags keep their own file.
+    stem += "".join("-" + re.sub(r"[^a-z0-9]+", "-", flag.lower()).strip("-")
+                    for flag in args.kiln_flag_list)
     path = os.path.join(args.out, f"{stem}.md")
     n = 2
     while os.path.exists(path):

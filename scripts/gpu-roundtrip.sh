@@ -4,12 +4,15 @@
 # and the GPU benchmarks there in one go, and bring the results back into
 # bench/results/. See bench/README.md ("The GPU round trip").
 #
-# usage: scripts/gpu-roundtrip.sh prepare          here: build, stage build/gpu-carry
-#        scripts/gpu-roundtrip.sh remote [--quick] [--steps a,b]
+# usage: scripts/gpu-roundtrip.sh prepare          here: build, pack build/gpu-carry/kiln-gpu.tar.xz
+#        scripts/gpu-roundtrip.sh remote [--plan first-look|full] [--budget SECONDS]
+#                                        [--quick] [--steps a,b]
 #                                                  there, from the repository root; steps
 #                                                  (default all): smi,libs,tests,examples,bench,torch,train,tuning,tunebench
-#        scripts/gpu-roundtrip.sh collect DIR      here: copy DIR's results to bench/results
-#   OUT                 remote: where logs and results go (default ./gpu-out)
+#        scripts/gpu-roundtrip.sh collect DIR      here: unpack DIR's results into bench/results
+#   OUT                 remote: what comes back -- at most four files: roundtrip.log, the
+#                       summary, kiln-gpu-results.tar.gz (every log and result, repacked after
+#                       each step) and the log of the step running (default ./gpu-out)
 #   KILN_BENCH_ARGS     remote: extra arguments of kiln_gpu_bench (e.g. a section filter)
 #   KILN_GPU_TEST_FILTER remote: run only these gpu tests (a Catch2 filter, e.g. "[wgmma]")
 #   KILN_EXAMPLE_ARGS   remote: extra arguments of each example's kiln run (e.g.
@@ -18,18 +21,25 @@
 #   KILN_BENCH_PYTHON   remote: the python with torch (default python3, else /usr/bin/python3)
 #   KILN_TRAIN_ARGS     remote: extra arguments of run_train_bench.sh (e.g. --filter cnn)
 #   KILN_TUNE_BENCH_ONLY  remote: workloads of kiln_tune_bench --target cuda (default two)
-#   KILN_STEP_TIMEOUT   remote: seconds each step may take (default 900)
+#   KILN_STEP_TIMEOUT   remote: seconds each step may take (default 900; a plan's own caps
+#                       and --budget can only shorten it)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 
+# What travels: build/gpu-carry holds one archive of the staged binaries
+# (xz: LLVM inside libkiln.so makes them big, and the device call carries at
+# most 64 MiB with the working tree).
 carry=build/gpu-carry
-carry_limit_mib=60
-# What runs on the GPU machine, relative to the build directory (and to $carry).
+carry_archive=kiln-gpu.tar.xz
+carry_limit_mib=56
+# Where prepare stages the binaries, and where remote unpacks them.
+stage=build/gpu-stage
+# What runs on the GPU machine, relative to the build directory (and to $stage).
 carried_files=(libkiln.so libkiln_rt.so kiln kiln-run-bundle bench/kiln_gpu_bench
   bench/kiln_train_bench bench/kiln_tune_bench tests/test_gpu)
 
-usage() { sed -n '2,16p' "$0" >&2; exit 2; }
+usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' >&2; exit 2; }
 
 prepare() {
   set -e
@@ -45,45 +55,51 @@ prepare() {
   fi
   scripts/build.sh release "${targets[@]}"
 
-  rm -rf "$carry"
-  mkdir -p "$carry"
+  rm -rf "$stage" "$carry"
+  mkdir -p "$stage" "$carry"
   for file in "${carried_files[@]}"; do
     [ -e "build/release/$file" ] || continue
-    mkdir -p "$carry/$(dirname "$file")"
-    cp -p "build/release/$file" "$carry/$file"
+    mkdir -p "$stage/$(dirname "$file")"
+    cp -p "build/release/$file" "$stage/$file"
     # Symbols are not needed to run; LLVM inside libkiln.so makes them big.
-    strip --strip-unneeded "$carry/$file"
+    strip --strip-unneeded "$stage/$file"
   done
   # The tuning database's SQLite is a Debian library the GPU machine may lack:
   # it travels beside libkiln_rt.so, which remote puts on LD_LIBRARY_PATH.
   local sqlite
   sqlite="$(ldd build/release/libkiln_rt.so | awk '/libsqlite3/ {print $3}')"
-  [ -n "$sqlite" ] && cp -L "$sqlite" "$carry/$(basename "$sqlite")"
+  [ -n "$sqlite" ] && cp -L "$sqlite" "$stage/$(basename "$sqlite")"
   # ctest's files name the build directory by its absolute path; remote
   # rewrites them for wherever the checkout lives there.
   (cd build/release && find . -name CTestTestfile.cmake -print0 |
-     xargs -0 -I{} cp --parents {} "$root/$carry/")
-  echo "$root/build/release" >"$carry/build-dir.txt"
-  echo "$root" >"$carry/source-dir.txt"
+     xargs -0 -I{} cp --parents {} "$root/$stage/")
+  echo "$root/build/release" >"$stage/build-dir.txt"
+  echo "$root" >"$stage/source-dir.txt"
   local commit
   commit="$(git rev-parse --short HEAD)"
   git diff --quiet HEAD -- . 2>/dev/null || commit="$commit-dirty"
-  echo "$commit" >"$carry/commit.txt"
+  echo "$commit" >"$stage/commit.txt"
 
-  echo "gpu-roundtrip: staged in $carry (commit $commit):"
-  (cd "$carry" && du -ab . | sort -k2 | awk '$2 != "." && !/CTestTestfile/ {printf "  %8.2f MiB  %s\n", $1 / 1048576, $2}')
+  echo "gpu-roundtrip: staged in $stage (commit $commit):"
+  (cd "$stage" && du -ab . | sort -k2 | awk '$2 != "." && !/CTestTestfile/ {printf "  %8.2f MiB  %s\n", $1 / 1048576, $2}')
   echo "  shared libraries the binaries need there:"
-  readelf -d "$carry/libkiln.so" "$carry/kiln" 2>/dev/null | awk '/NEEDED/ {print "   ", $NF}' | sort -u
-  echo "  newest glibc symbol version needed: $(objdump -T "$carry"/libkiln*.so "$carry/kiln" 2>/dev/null |
+  readelf -d "$stage/libkiln.so" "$stage/kiln" 2>/dev/null | awk '/NEEDED/ {print "   ", $NF}' | sort -u
+  echo "  newest glibc symbol version needed: $(objdump -T "$stage"/libkiln*.so "$stage/kiln" 2>/dev/null |
     grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)"
   local rpath
-  rpath="$(readelf -d "$carry/bench/kiln_gpu_bench" | grep -E 'RUNPATH|RPATH' || true)"
+  rpath="$(readelf -d "$stage/bench/kiln_gpu_bench" | grep -E 'RUNPATH|RPATH' || true)"
   echo "  kiln_gpu_bench's run path: ${rpath:-none}"
+  # shellcheck disable=SC2016 # the literal $ORIGIN
   case "$rpath" in *'$ORIGIN'*) ;; *) echo "gpu-roundtrip: warning: the run path is absolute; remote sets LD_LIBRARY_PATH" >&2 ;; esac
-  local bytes
+
+  # Written beside, then renamed: an interrupted prepare leaves no half archive.
+  tar -C "$stage" -cf - . | xz -T0 -6 >"$carry/$carry_archive.partial"
+  mv "$carry/$carry_archive.partial" "$carry/$carry_archive"
+  local staged bytes
+  staged="$(du -sb "$stage" | cut -f1)"
   bytes="$(du -sb "$carry" | cut -f1)"
-  awk -v b="$bytes" -v limit="$carry_limit_mib" -v dir="$carry" \
-    'BEGIN {printf "gpu-roundtrip: %.1f MiB to carry (limit %d MiB): carry \"%s\"\n", b / 1048576, limit, dir}'
+  awk -v s="$staged" -v b="$bytes" -v limit="$carry_limit_mib" -v dir="$carry" \
+    'BEGIN {printf "gpu-roundtrip: %.1f MiB staged, %.1f MiB packed to carry (limit %d MiB): carry \"%s\"\n", s / 1048576, b / 1048576, limit, dir}'
   if [ "$bytes" -gt $((carry_limit_mib * 1048576)) ]; then
     echo "gpu-roundtrip: error: $carry is over $carry_limit_mib MiB" >&2
     exit 1
@@ -92,22 +108,64 @@ prepare() {
 
 # ---- remote -----------------------------------------------------------------
 
-declare -a step_names=() step_status=() step_logs=()
+declare -a step_names=() step_status=() step_seconds=() step_logs=()
+# Set by remote: $results is what comes back ($OUT as given), $work where the
+# steps write (exported to them as OUT), $deadline the budget's end (or empty).
+results="" work="" deadline="" summary="" host_line=""
+results_archive=kiln-gpu-results.tar.gz
+# Kept back from the budget for the summary and the last packing.
+pack_reserve_s=10
+# A step given less than this is not started.
+min_step_s=20
+declare -A step_cap=()
 
-# run_step NAME LOG COMMAND...: runs the command with its output in $OUT/LOG
-# (and on the terminal), records its exit status, and never stops the script.
+# run_step NAME LOG COMMAND...: runs the command with its output in LOG,
+# records its exit status and time, and never stops the script. The limit is
+# KILN_STEP_TIMEOUT, the plan's cap for the step, or what the budget has left,
+# whichever is least. The log lives in $results while the step runs (so a
+# call cut short still brings it back), then moves into $work's archive.
 run_step() {
-  local name="$1" log="$OUT/$2"
+  local name="$1" log="$2"
   shift 2
-  echo "==== $name: $*" | tee -a "$OUT/roundtrip.log"
+  local limit="${KILN_STEP_TIMEOUT:-900}" cap="${step_cap[$current_step]:-0}"
+  [ "$cap" -gt 0 ] && [ "$cap" -lt "$limit" ] && limit="$cap"
+  if [ -n "$deadline" ]; then
+    local left=$((deadline - $(date +%s) - pack_reserve_s))
+    if [ "$left" -lt "$min_step_s" ]; then
+      echo "==== $name: not run, ${left}s of the budget left" | tee -a "$results/roundtrip.log"
+      record_step "$name" "not run (budget)" 0 "-"
+      return
+    fi
+    [ "$left" -lt "$limit" ] && limit="$left"
+  fi
+  echo "==== $name (at most ${limit}s): $*" | tee -a "$results/roundtrip.log"
+  local started status
+  started="$(date +%s)"
   # Through bash, so a step may be one of this script's (exported) functions.
-  timeout "${KILN_STEP_TIMEOUT:-900}" bash -c '"$@"' bash "$@" >"$log" 2>&1
-  local status=$?
-  tail -n 40 "$log"
-  echo "==== $name: exit $status" | tee -a "$OUT/roundtrip.log"
-  step_names+=("$name")
-  step_status+=("$status")
-  step_logs+=("$(basename "$log")")
+  timeout -k 10 "$limit" bash -c '"$@"' bash "$@" >"$results/$log" 2>&1
+  status=$?
+  local seconds=$(($(date +%s) - started))
+  tail -n 40 "$results/$log"
+  mv "$results/$log" "$work/$log"
+  [ "$status" = 124 ] || [ "$status" = 137 ] && status="$status (timed out at ${limit}s)"
+  echo "==== $name: exit $status after ${seconds}s" | tee -a "$results/roundtrip.log"
+  record_step "$name" "$status" "$seconds" "$log"
+}
+
+record_step() {
+  step_names+=("$1")
+  step_status+=("$2")
+  step_seconds+=("$3")
+  step_logs+=("$4")
+  write_summary
+  pack_results
+}
+
+# Everything the steps wrote, as one archive in $results (written beside, then
+# renamed, so a call cut short leaves the last whole one).
+pack_results() {
+  tar -C "$work" -czf "$results/$results_archive.partial" . &&
+    mv "$results/$results_archive.partial" "$results/$results_archive"
 }
 
 # ctest's files hold the absolute paths of the machine that built them.
@@ -186,42 +244,152 @@ run_tune_bench() {
   "$build/bench/kiln_tune_bench" --target cuda --out "$OUT" --sweeps "$OUT/tune-sweeps" "${args[@]}"
 }
 
+all_steps="smi,libs,tests,examples,bench,torch,train,tuning,tunebench"
+
+# The first look of a short device lease (minutes, not an hour): the warpgroup
+# kernels' gpu tests, then section (e)'s bf16 rows (default, wgmma and TMA
+# forced) and section (f)'s bf16 convolutions, then the examples with --tma
+# against the reference, then the bf16-mixed twins with --tma. In that order
+# of what matters; each step capped, and the budget cuts the rest. Variables
+# set by the caller win over the plan's.
+plan_first_look() {
+  steps="smi,libs,tests,bench,examples,torch"
+  : "${budget:=420}"
+  : "${KILN_GPU_TEST_FILTER:=[wgmma],[tma]}"
+  : "${KILN_BENCH_ARGS:=--sections tensorcores,conv --filter tc_bf16,conv_bf16}"
+  : "${KILN_EXAMPLE_ARGS:=--tma --precision bf16-mixed}"
+  : "${KILN_TORCH_ARGS:=--precision bf16-mixed --kiln-flags=--tma}"
+  step_cap=([smi]=20 [libs]=20 [tests]=150 [bench]=180 [examples]=120)
+}
+
+write_summary() {
+  local date
+  date="$(date -u +%Y-%m-%d)"
+  {
+    echo "# kiln GPU round trip, $date"
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+    echo "- commit: $KILN_BENCH_COMMIT (binaries from $build)"
+    echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
+    echo "- host: $host_line"
+    [ -n "$plan" ] && echo "- plan: $plan"
+    [ -n "$budget" ] && echo "- budget: ${budget}s for every step together"
+    [ "$quick" = 1 ] && echo "- --quick: fewer sizes and runs; a smoke test, not a result"
+    [ "$steps" = "$all_steps" ] || echo "- steps: $steps"
+    [ -n "${KILN_BENCH_ARGS:-}" ] && echo "- kiln_gpu_bench arguments: ${KILN_BENCH_ARGS}"
+    [ -n "${KILN_GPU_TEST_FILTER:-}" ] && echo "- gpu tests: only ${KILN_GPU_TEST_FILTER}"
+    [ -n "${KILN_EXAMPLE_ARGS:-}" ] && echo "- examples run with: ${KILN_EXAMPLE_ARGS}"
+    [ -n "${KILN_TORCH_ARGS:-}" ] && echo "- torch_gpu.py arguments: ${KILN_TORCH_ARGS}"
+    [ -n "${KILN_TRAIN_ARGS:-}" ] && echo "- run_train_bench.sh arguments: ${KILN_TRAIN_ARGS}"
+    echo
+    echo "| step | exit status | seconds | log |"
+    echo "|---|---:|---:|---|"
+    local i
+    for i in "${!step_names[@]}"; do
+      echo "| ${step_names[$i]} | ${step_status[$i]} | ${step_seconds[$i]} | \`${step_logs[$i]}\` |"
+    done
+    echo
+    echo "The logs and the benchmark figures (gpu-*.md, e2e-*.md, train-*.md, tune-*.md) are in"
+    echo "\`$results_archive\` of the same run; \`scripts/gpu-roundtrip.sh collect\` unpacks them."
+  } >"$work/$summary"
+  cp "$work/$summary" "$results/$summary"
+}
+
+run_named_step() {
+  current_step="$1"
+  case "$1" in
+    smi) run_step "nvidia-smi" nvidia-smi.log nvidia-smi ;;
+    libs) run_step "libraries" ldd.log bash -c "ldd '$build/kiln' '$build/bench/kiln_gpu_bench' '$build/bench/kiln_train_bench' | tee /dev/stderr | (! grep 'not found')" ;;
+    tests) run_step "gpu tests" ctest-gpu.log run_gpu_tests ;;
+    examples) run_step "examples on cuda (--check)" examples-cuda.log run_examples ;;
+    bench) run_step "kiln_gpu_bench" gpu-bench.log "$build/bench/kiln_gpu_bench" "${bench_args[@]}" ;;
+    torch) run_step "torch_gpu.py" torch-gpu.log "$python" bench/torch_gpu.py "${torch_args[@]}" ;;
+    # Training steps: kiln on cuda and on the CPU, PyTorch eager and torch.compile.
+    train) # shellcheck disable=SC2086 # KILN_TRAIN_ARGS is a list of words
+      run_step "run_train_bench.sh --device cuda" train-bench.log \
+      env KILN_BENCH_BUILD="$build" KILN_BENCH_PYTHON="$python" \
+      bench/run_train_bench.sh --device cuda --no-build --out "$OUT" ${KILN_TRAIN_ARGS:-} ;;
+    tuning) run_step "kiln tune / aot on cuda" tuning.log run_tuning ;;
+    tunebench) run_step "kiln_tune_bench --target cuda" tune-bench.log \
+      env KILN_QUICK="$quick" bash -c run_tune_bench ;;
+  esac
+}
+
+# The binaries: the carried archive unpacked into $stage, else a build/release
+# of this checkout (a GPU machine that builds for itself).
+find_build() {
+  if [ -f "$carry/$carry_archive" ]; then
+    rm -rf "$stage"
+    mkdir -p "$stage"
+    if command -v xz >/dev/null; then
+      xz -dc "$carry/$carry_archive" | tar -C "$stage" -xf -
+    else
+      "$python" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+        "$carry/$carry_archive" "$stage"
+    fi || { echo "gpu-roundtrip: cannot unpack $carry/$carry_archive" >&2; exit 1; }
+    build="$stage"
+  elif [ -x build/release/kiln ]; then
+    build=build/release
+  else
+    echo "gpu-roundtrip: no $carry/$carry_archive and no build/release/kiln: run prepare here and carry $carry" >&2
+    exit 1
+  fi
+}
+
 remote() {
-  local quick=0 steps="smi,libs,tests,examples,bench,torch,train,tuning,tunebench"
+  local quick=0 steps="$all_steps" plan="" budget=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --quick) quick=1 ;;
       --steps) steps="${2:?--steps needs a list}"; shift ;;
+      --plan) plan="${2:?--plan needs first-look or full}"; shift ;;
+      --budget) budget="${2:?--budget needs seconds}"; shift ;;
       *) usage ;;
     esac
     shift
   done
-  wants() { [[ ",$steps," == *",$1,"* ]]; }
-  OUT="${OUT:-$root/gpu-out}"
-  mkdir -p "$OUT"
-  OUT="$(cd "$OUT" && pwd)"
-  build="$carry"
-  [ -x "$build/kiln" ] || build=build/release
-  if [ ! -x "$build/kiln" ]; then
-    echo "gpu-roundtrip: neither build/gpu-carry nor build/release holds kiln: carry $carry" >&2
-    exit 1
+  case "$plan" in
+    first-look) plan_first_look ;;
+    full | "") ;;
+    *) echo "gpu-roundtrip: unknown plan '$plan' (first-look or full)" >&2; exit 2 ;;
+  esac
+  local step
+  for step in ${steps//,/ }; do
+    [[ ",$all_steps," == *",$step,"* ]] ||
+      { echo "gpu-roundtrip: unknown step '$step' (of $all_steps)" >&2; exit 2; }
+  done
+  if [ -n "$budget" ]; then
+    [[ "$budget" =~ ^[0-9]+$ ]] || { echo "gpu-roundtrip: --budget takes whole seconds" >&2; exit 2; }
+    deadline=$(($(date +%s) + budget))
   fi
+
+  results="${OUT:-$root/gpu-out}"
+  mkdir -p "$results"
+  results="$(cd "$results" && pwd)"
+  rm -f "$results/$results_archive" "$results/roundtrip.log"
+  work="$(mktemp -d "${TMPDIR:-/tmp}/kiln-gpu-work.XXXXXX")"
+  python="${KILN_BENCH_PYTHON:-python3}"
+  "$python" -c 'import torch' 2>/dev/null || python=/usr/bin/python3
+  find_build
+  # Once: importing torch takes seconds, and the summary is rewritten after each step.
+  host_line="$(hostname), $(nproc) CPUs; $("$python" -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null || echo 'no PyTorch')"
   export KILN_BENCH_COMMIT
   KILN_BENCH_COMMIT="$(cat "$build/commit.txt" 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  summary="gpu-roundtrip-$(date -u +%Y-%m-%d)-$KILN_BENCH_COMMIT.md"
   # The binaries find kiln's libraries by run path; this also covers a build
   # directory whose run path is absolute. cuBLAS comes from the toolkit.
   local cuda_lib="${CUDA_HOME:-/usr/local/cuda}/lib64"
   export LD_LIBRARY_PATH="$root/$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   [ -d "$cuda_lib" ] && LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cuda_lib"
-  local python="${KILN_BENCH_PYTHON:-python3}"
-  "$python" -c 'import torch' 2>/dev/null || python=/usr/bin/python3
   [ -f "$build/build-dir.txt" ] && rewrite_ctest_paths
-  export build
+  # The steps write into $work, under the name they have always used.
+  OUT="$work"
+  export build OUT KILN_GPU_TEST_FILTER KILN_EXAMPLE_ARGS
   export -f run_gpu_tests run_examples run_tuning run_tune_bench
-  export OUT
-  : >"$OUT/roundtrip.log"
+  : >"$results/roundtrip.log"
 
-  local bench_args=(--out "$OUT") torch_args=(--device cuda --kiln "$build/kiln" --out "$OUT")
+  bench_args=(--out "$OUT")
+  torch_args=(--device cuda --kiln "$build/kiln" --out "$OUT")
   if [ "$quick" = 1 ]; then
     bench_args+=(--quick)
     torch_args+=(--iterations 10)
@@ -230,68 +398,45 @@ remote() {
   bench_args+=(${KILN_BENCH_ARGS:-})
   # shellcheck disable=SC2206
   torch_args+=(${KILN_TORCH_ARGS:-})
-  wants smi && run_step "nvidia-smi" nvidia-smi.log nvidia-smi
-  wants libs && run_step "libraries" ldd.log bash -c "ldd '$build/kiln' '$build/bench/kiln_gpu_bench' '$build/bench/kiln_train_bench' | tee /dev/stderr | (! grep 'not found')"
-  wants tests && run_step "gpu tests" ctest-gpu.log run_gpu_tests
-  wants examples && run_step "examples on cuda (--check)" examples-cuda.log run_examples
-  wants bench && run_step "kiln_gpu_bench" gpu-bench.log "$build/bench/kiln_gpu_bench" "${bench_args[@]}"
-  wants torch && run_step "torch_gpu.py" torch-gpu.log "$python" bench/torch_gpu.py "${torch_args[@]}"
-  # Training steps: kiln on cuda and on the CPU, PyTorch eager and torch.compile.
-  # shellcheck disable=SC2086 # KILN_TRAIN_ARGS is a list of words
-  wants train && run_step "run_train_bench.sh --device cuda" train-bench.log \
-    env KILN_BENCH_BUILD="$build" KILN_BENCH_PYTHON="$python" \
-    bench/run_train_bench.sh --device cuda --no-build --out "$OUT" ${KILN_TRAIN_ARGS:-}
-  wants tuning && run_step "kiln tune / aot on cuda" tuning.log run_tuning
-  wants tunebench && run_step "kiln_tune_bench --target cuda" tune-bench.log \
-    env KILN_QUICK="$quick" bash -c run_tune_bench
-
-  local date summary failed=0
-  date="$(date -u +%Y-%m-%d)"
-  summary="$OUT/gpu-roundtrip-$date-$KILN_BENCH_COMMIT.md"
-  {
-    echo "# kiln GPU round trip, $date"
-    echo
-    echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-    echo "- commit: $KILN_BENCH_COMMIT (binaries from $build)"
-    echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'nvidia-smi failed')"
-    echo "- host: $(hostname), $(nproc) CPUs; $("$python" -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda)' 2>/dev/null || echo 'no PyTorch')"
-    [ "$quick" = 1 ] && echo "- --quick: fewer sizes and runs; a smoke test, not a result"
-    [ "$steps" = "smi,libs,tests,examples,bench,torch,train,tuning,tunebench" ] || echo "- steps: $steps"
-    [ -n "${KILN_BENCH_ARGS:-}" ] && echo "- kiln_gpu_bench arguments: ${KILN_BENCH_ARGS}"
-    [ -n "${KILN_GPU_TEST_FILTER:-}" ] && echo "- gpu tests: only ${KILN_GPU_TEST_FILTER}"
-    [ -n "${KILN_EXAMPLE_ARGS:-}" ] && echo "- examples run with: ${KILN_EXAMPLE_ARGS}"
-    [ -n "${KILN_TORCH_ARGS:-}" ] && echo "- torch_gpu.py arguments: ${KILN_TORCH_ARGS}"
-    [ -n "${KILN_TRAIN_ARGS:-}" ] && echo "- run_train_bench.sh arguments: ${KILN_TRAIN_ARGS}"
-    echo
-    echo "| step | exit status | log |"
-    echo "|---|---:|---|"
-    for i in "${!step_names[@]}"; do
-      echo "| ${step_names[$i]} | ${step_status[$i]} | \`${step_logs[$i]}\` |"
-      [ "${step_status[$i]}" = 0 ] || failed=1
-    done
-    echo
-    echo "The benchmark figures are in the gpu-*.md, e2e-*.md, train-*.md and tune-*.md files of the same run."
-  } >"$summary"
+  write_summary
+  for step in ${steps//,/ }; do
+    run_named_step "$step"
+  done
   echo
-  cat "$summary"
-  echo "gpu-roundtrip: logs and results in $OUT"
-  return $failed
+  cat "$work/$summary"
+  echo "gpu-roundtrip: logs and results in $results/$results_archive"
+  rm -rf "$work"
+  local status
+  for status in "${step_status[@]}"; do
+    [ "$status" = 0 ] || return 1
+  done
+  return 0
 }
 
+# Unpacks a remote run's archive (or takes DIR's files as they are) and copies
+# the result files into bench/results; the logs stay in the unpacked folder.
 collect() {
   local dir="${1:?usage: scripts/gpu-roundtrip.sh collect DIR}"
+  local from="$dir"
+  if [ -f "$dir/$results_archive" ]; then
+    from="$(mktemp -d "${TMPDIR:-/tmp}/kiln-gpu-results.XXXXXX")"
+    tar -C "$from" -xzf "$dir/$results_archive" ||
+      { echo "gpu-roundtrip: cannot unpack $dir/$results_archive" >&2; exit 1; }
+    # The summary outside the archive is the newer one (written last).
+    cp "$dir"/gpu-roundtrip-*.md "$from/" 2>/dev/null
+  fi
   mkdir -p bench/results
   local copied=0 file
-  for file in "$dir"/gpu-*.md "$dir"/e2e-*.md "$dir"/train-*.md "$dir"/tune-*.md; do
+  for file in "$from"/gpu-*.md "$from"/e2e-*.md "$from"/train-*.md "$from"/tune-*.md; do
     [ -e "$file" ] || continue
     cp -v "$file" bench/results/
     copied=$((copied + 1))
   done
   if [ "$copied" = 0 ]; then
-    echo "gpu-roundtrip: no gpu-*.md, e2e-*.md, train-*.md or tune-*.md in $dir" >&2
+    echo "gpu-roundtrip: no gpu-*.md, e2e-*.md, train-*.md or tune-*.md in $from" >&2
     exit 1
   fi
-  echo "gpu-roundtrip: $copied result file(s) in bench/results; the logs stay in $dir"
+  echo "gpu-roundtrip: $copied result file(s) in bench/results; the logs stay in $from"
 }
 
 case "${1:-}" in

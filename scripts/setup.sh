@@ -8,6 +8,7 @@ packages=(
   llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev lld-19 libzstd-dev
   libfmt-dev catch2 libsqlite3-dev zlib1g-dev
   dataset-fashion-mnist
+  xz-utils  # the GPU round trip packs its carry (scripts/gpu-roundtrip.sh)
 )
 
 missing=()

@@ -18,14 +18,24 @@ struct BenchContext {
   bool quick = false;
   /// --host-device: a stand-in in host memory, and kiln compiles for the CPU.
   bool hostDevice = false;
-  std::string filter; ///< run only workloads whose name contains this
+  /// Run only workloads whose name contains one of these comma-separated
+  /// texts (empty: every workload).
+  std::string filter;
   /// Section (a)'s best device-to-device copy bandwidth (read + write bytes
   /// per second) at its largest size: what memory-bound kernels are held to.
   double copyBytesPerSecond = 0;
   BenchReport report;
 
   bool selected(std::string_view workload) const {
-    return workload.find(filter) != std::string_view::npos;
+    std::string_view rest = filter;
+    while (true) {
+      size_t comma = rest.find(',');
+      if (workload.find(rest.substr(0, comma)) != std::string_view::npos)
+        return true;
+      if (comma == std::string_view::npos)
+        return false;
+      rest.remove_prefix(comma + 1);
+    }
   }
 };
 

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# scripts/gpu-roundtrip.sh's remote and collect on stand-in binaries, without a
+# GPU: the carried archive is unpacked, a plan's variables reach its steps, a
+# step over its limit is stopped and named, the budget leaves later steps
+# unrun, at most four files come back (the device call returns eight), and
+# collect finds the results inside the archive.
+set -uo pipefail
+script="$(cd "$(dirname "$0")/../.." && pwd)/scripts/gpu-roundtrip.sh"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+expect_grep() { grep -q -- "$1" "$2" || fail "$2 lacks '$1'"; }
+
+# A checkout with the script and a carried archive of stand-ins.
+root="$tmp/repo"
+mkdir -p "$root/scripts" "$root/bench" "$tmp/stage/bench" "$tmp/stage/tests" "$tmp/bin"
+cp "$script" "$root/scripts/"
+# shellcheck disable=SC2016 # the stand-ins' code is expanded when they run
+stub() { printf '#!/usr/bin/env bash\n%s\n' "$2" >"$1"; chmod +x "$1"; }
+stub "$tmp/stage/kiln" 'if [ "$2" = --help ]; then echo "example:mlp example:cnn"; else echo "kiln $*"; fi'
+stub "$tmp/stage/tests/test_gpu" 'echo "test_gpu filter: $*"; sleep 30'
+stub "$tmp/stage/bench/kiln_gpu_bench" \
+  'echo "bench $*"; while [ $# -gt 0 ]; do [ "$1" = --out ] && echo "| row |" >"$2/gpu-test-bench.md"; shift; done'
+echo abc1234 >"$tmp/stage/commit.txt"
+mkdir -p "$root/build/gpu-carry"
+tar -C "$tmp/stage" -cf - . | xz >"$root/build/gpu-carry/kiln-gpu.tar.xz"
+stub "$tmp/bin/nvidia-smi" 'echo "Stand-in GPU, 0.0, 1 MiB"'
+export PATH="$tmp/bin:$PATH"
+
+# First look under a budget: the tests step meets KILN_STEP_TIMEOUT, after
+# which less than a step's minimum is left.
+out="$tmp/out1"
+# Budget 36: the tests step starts with up to 6 s spent before it (36 - 10
+# kept back >= 20), and after its 10 s less than 20 are left.
+(cd "$root" && OUT="$out" KILN_STEP_TIMEOUT=10 \
+  scripts/gpu-roundtrip.sh remote --plan first-look --budget 36 >"$tmp/run1.log" 2>&1)
+[ $? = 1 ] || fail "a timed-out step must make remote exit 1"
+summary="$(find "$out" -name 'gpu-roundtrip-*-abc1234.md' | head -1)"
+[ -n "$summary" ] || fail "no summary named by the carried commit in $out"
+if [ -n "$summary" ]; then
+  expect_grep '| nvidia-smi | 0 |' "$summary"
+  expect_grep '| gpu tests | 124 (timed out at 10s) |' "$summary"
+  expect_grep '| kiln_gpu_bench | not run (budget) |' "$summary"
+  expect_grep '| torch_gpu.py | not run (budget) |' "$summary"
+  expect_grep '- plan: first-look' "$summary"
+fi
+count="$(find "$out" -type f | wc -l)"
+[ "$count" -le 4 ] || fail "$count files came back in $out (at most 4)"
+mkdir -p "$tmp/unpacked1"
+tar -C "$tmp/unpacked1" -xzf "$out/kiln-gpu-results.tar.gz" || fail "no results archive in $out"
+expect_grep 'test_gpu filter: \[wgmma\],\[tma\]' "$tmp/unpacked1/ctest-gpu.log"
+expect_grep 'Stand-in GPU' "$tmp/unpacked1/nvidia-smi.log"
+expect_grep 'gpu tests: exit 124' "$out/roundtrip.log"
+
+# The full plan's steps in the order given; collect takes the bench's result
+# out of the archive into bench/results.
+out="$tmp/out2"
+(cd "$root" && OUT="$out" KILN_BENCH_ARGS="--filter tc_bf16,conv_bf16" \
+  scripts/gpu-roundtrip.sh remote --steps bench,smi >"$tmp/run2.log" 2>&1) ||
+  fail "remote --steps bench,smi failed: $(cat "$tmp/run2.log")"
+[ "$(grep -o '^==== [a-z_-]*' "$out/roundtrip.log" | uniq | tr '\n' ' ')" = \
+  "==== kiln_gpu_bench ==== nvidia-smi " ] || fail "steps not run in the order given"
+(cd "$root" && scripts/gpu-roundtrip.sh collect "$out" >"$tmp/collect.log" 2>&1) ||
+  fail "collect failed: $(cat "$tmp/collect.log")"
+[ -f "$root/bench/results/gpu-test-bench.md" ] || fail "collect did not bring gpu-test-bench.md"
+ls "$root"/bench/results/gpu-roundtrip-*-abc1234.md >/dev/null 2>&1 || fail "collect did not bring the summary"
+listing="$(tar -tzf "$out/kiln-gpu-results.tar.gz")"
+grep -q 'gpu-bench.log' <<<"$listing" || fail "the bench's log is not in the archive"
+grep -q -- '--filter tc_bf16,conv_bf16' "$tmp/run2.log" || fail "KILN_BENCH_ARGS did not reach the bench"
+
+# Bad requests are refused before anything runs.
+(cd "$root" && OUT="$tmp/out3" scripts/gpu-roundtrip.sh remote --steps smi,nope >"$tmp/run3.log" 2>&1)
+[ $? = 2 ] || fail "an unknown step must exit 2"
+expect_grep "unknown step 'nope'" "$tmp/run3.log"
+(cd "$root" && OUT="$tmp/out3" scripts/gpu-roundtrip.sh remote --plan everything >"$tmp/run4.log" 2>&1)
+[ $? = 2 ] || fail "an unknown plan must exit 2"
+
+if [ "$failures" -gt 0 ]; then
+  echo "gpu_roundtrip_test: $failures failure(s); first run's output:" >&2
+  cat "$tmp/run1.log" >&2
+  exit 1
+fi
+echo "gpu_roundtrip_test: ok"
