@@ -23,16 +23,6 @@ int64_t registerWords(DType accumulate) {
 /// the prefetched tiles and addressing.
 constexpr int64_t kMaxAccumulatorRegisters = 128;
 
-/// Registers ptxas allocates per thread in units of this many.
-constexpr int64_t kRegisterGranularity = 8;
-
-/// Registers a thread may use when a whole block of `threads` is resident on one SM.
-int64_t registerBudget(int64_t threads, const codegen::GpuTarget &target) {
-  int64_t perThread = target.registersPerSm / std::max<int64_t>(threads, 1);
-  perThread = perThread / kRegisterGranularity * kRegisterGranularity;
-  return std::min<int64_t>(perThread, target.maxRegistersPerThread);
-}
-
 /// An estimate of the registers one thread of the GEMM template holds at its peak: the
 /// accumulators, one k's A and B fragments, the next tile's elements held across the compute
 /// with double buffering, and the addressing of each tile element the thread loads (an A
@@ -83,6 +73,13 @@ int64_t gpuGemmThreads(const GpuMatMulSchedule &s) {
   return int64_t(s.blockM / s.threadM) * (s.blockN / s.threadN);
 }
 
+int64_t gpuRegisterBudget(int64_t threads, const codegen::GpuTarget &target) {
+  constexpr int64_t kRegisterGranularity = 8; // ptxas allocates per thread in units of 8
+  int64_t perThread = target.registersPerSm / std::max<int64_t>(threads, 1);
+  perThread = perThread / kRegisterGranularity * kRegisterGranularity;
+  return std::min<int64_t>(perThread, target.maxRegistersPerThread);
+}
+
 Expected<void> checkGpuGemmSchedule(const GpuMatMulSchedule &s, DType accumulate,
                                     const codegen::GpuTarget &target) {
   auto invalid = [&](std::string what) {
@@ -116,7 +113,7 @@ Expected<void> checkGpuGemmSchedule(const GpuMatMulSchedule &s, DType accumulate
   if (s.stages != 1 && s.stages != 2)
     return invalid(fmt::format("stages must be 1 or 2 (double buffering), got {}", s.stages));
   int64_t registers = estimatedRegisters(s, accumulate);
-  int64_t budget = registerBudget(threads, target);
+  int64_t budget = gpuRegisterBudget(threads, target);
   if (registers > budget)
     return invalid(fmt::format("needs about {} registers per thread (accumulators, fragments, "
                                "prefetched tile elements and addressing); {} threads per block "

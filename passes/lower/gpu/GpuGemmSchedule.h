@@ -19,6 +19,10 @@ int64_t gpuGemmSharedBytes(const GpuMatMulSchedule &schedule, DType accumulate);
 /// Threads per block: (blockM / threadM) * (blockN / threadN).
 int64_t gpuGemmThreads(const GpuMatMulSchedule &schedule);
 
+/// Registers one thread may use when a block of `threads` is resident on one SM: the SM's
+/// register file shared evenly, in ptxas's units of 8, at most the target's per-thread limit.
+int64_t gpuRegisterBudget(int64_t threads, const codegen::GpuTarget &target);
+
 /// Whether `schedule` is legal on `target` for a GEMM accumulating in `accumulate` (tiles may
 /// be larger than the problem: the kernel guards its edges). The error names the field.
 /// Whether splitK leaves every split K tiles depends on K: lowering checks that

@@ -3,6 +3,7 @@
 
 #include "ir/kernel/MmaLayout.h"
 #include "passes/lower/gpu/GemmSplitK.h"
+#include "passes/lower/gpu/GpuGemmSchedule.h"
 #include "passes/lower/gpu/GpuWgmmaSchedule.h"
 #include "passes/lower/gpu/TileScore.h"
 
@@ -121,6 +122,23 @@ std::optional<std::string> pipelineProblem(const GpuMatMulSchedule &s, const Gem
   return std::nullopt;
 }
 
+std::optional<std::string> registerFileProblem(const GpuMatMulSchedule &s, int64_t heldRegisters,
+                                               const codegen::GpuTarget &target) {
+  // Addressing, loop counters and descriptors on top of what the thread holds: ptxas needed
+  // 26 more than the accumulators for TMA-fed wgmma and squeezed cp.async-fed kernels (wgmma
+  // and mma.sync, whose natural use is 50-90 more) into 32 more without spilling, over the
+  // 8192^3 bf16 spaces on sm_90a; with less room they spilled or failed.
+  constexpr int64_t kAddressingRegisters = 32;
+  int64_t threads = gpuMmaThreads(s);
+  int64_t budget = gpuRegisterBudget(threads, target);
+  if (heldRegisters + kAddressingRegisters <= budget)
+    return std::nullopt;
+  return fmt::format("{} registers per thread held (accumulators{}) and about {} for addressing "
+                     "exceed the {} each of {} threads may use ({} per SM)",
+                     heldRegisters, s.wgmma ? "" : " and fragments", kAddressingRegisters, budget,
+                     threads, target.registersPerSm);
+}
+
 Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &s, const GemmShape &shape,
                                    const codegen::GpuTarget &target) {
   if (s.wgmma)
@@ -155,6 +173,8 @@ Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &s, const GemmShape &
   if (fragmentRegisters(s, info) > 168)
     return illegal(s, fmt::format("{} accumulator and fragment registers per thread exceed 168",
                                   fragmentRegisters(s, info)));
+  if (std::optional<std::string> why = registerFileProblem(s, fragmentRegisters(s, info), target))
+    return illegal(s, *why);
   return {};
 }
 

@@ -50,6 +50,14 @@ std::optional<std::string> pipelineProblem(const GpuMatMulSchedule &schedule,
                                            const GemmShape &shape,
                                            const codegen::GpuTarget &target, DType dtype);
 
+/// The register file rule both tensor-core templates share: a thread's `heldRegisters`
+/// (accumulators, and fragments for mma.sync) plus what addressing takes must fit what a block
+/// of the schedule's threads may use, or ptxas spills (or, for wgmma, gives up). nullopt when
+/// it fits.
+std::optional<std::string> registerFileProblem(const GpuMatMulSchedule &schedule,
+                                               int64_t heldRegisters,
+                                               const codegen::GpuTarget &target);
+
 /// Whether a tensor-core `schedule` is legal for `shape` on `target`; the error names the field.
 Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &schedule, const GemmShape &shape,
                                    const codegen::GpuTarget &target);

@@ -85,6 +85,9 @@ Expected<void> checkGpuWgmmaSchedule(const GpuMatMulSchedule &s, const GemmShape
     return illegal(s, fmt::format("{} bytes of shared tiles (with the 1 KiB that aligns them) "
                                   "exceed the {} a block may have on {}",
                                   shared, target.maxSharedBytesPerBlock(), target.archName()));
+  // The producer warpgroup of a tma schedule counts: it holds its registers too.
+  if (std::optional<std::string> why = registerFileProblem(s, accumulators, target))
+    return illegal(s, *why);
   return {};
 }
 

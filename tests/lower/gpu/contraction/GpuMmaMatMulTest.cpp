@@ -107,6 +107,10 @@ TEST_CASE("gpu mma: illegal schedules name the field", "[lower][gpu-contraction]
   CHECK_THAT(why(mmaTiles(256, 256, 128, 64, 64, 2)), Catch::Matchers::Contains("a block may have"));
   CHECK_THAT(why(mmaTiles(64, 64, 32, 32, 32, 2, 16)), Catch::Matchers::Contains("vectorWidth"));
   CHECK_THAT(why(mmaTiles(128, 128, 32, 128, 64, 2)), Catch::Matchers::Contains("registers"));
+  // Sixteen warps of 160 accumulator and fragment registers each: more than the 128 a thread
+  // of 512 may have (ptxas spilled 340-980 bytes).
+  CHECK_THAT(why(mmaTiles(256, 256, 32, 64, 64, 2)),
+             Catch::Matchers::Contains("exceed the 128 each of 512 threads"));
   auto sm75 = h100;
   sm75.sm = 75;
   CHECK_FALSE(lower::checkGpuMmaSchedule(mmaTiles(64, 64, 32, 32, 32, 2), shape, sm75));

@@ -123,6 +123,13 @@ TEST_CASE("gpu wgmma: illegal schedules name the field", "[lower][gpu-contractio
   CHECK_THAT(why(wgmmaTiles(64, 64, 64, 64, 64, 5), shape), Contains("stages"));
   CHECK_THAT(why(wgmmaTiles(128, 256, 64, 128, 256, 2), shape), Contains("accumulators"));
   CHECK_THAT(why(wgmmaTiles(256, 256, 64, 64, 256, 4), shape), Contains("a block may have"));
+  // The register file: four warpgroups of 128 accumulators (ptxas gives up), a fifth, the
+  // producer, beside them, and four of 64 accumulators with two 64-row slices (spills).
+  CHECK_THAT(why(wgmmaTiles(256, 256, 64, 64, 256, 2), shape), Contains("exceed the 128 each of 512"));
+  lower::GpuMatMulSchedule fed = wgmmaTiles(256, 256, 64, 64, 256, 2);
+  fed.tma = true;
+  CHECK_THAT(why(fed, shape), Contains("exceed the 96 each of 640"));
+  CHECK_THAT(why(wgmmaTiles(256, 256, 64, 128, 64, 2), shape), Contains("exceed the 64 each of 1024"));
   CHECK_THAT(why(wgmmaTiles(64, 64, 64, 64, 64, 2, 17), shape), Contains("split"));
   auto sm80 = codegen::gpuTargetNamed("sm_80");
   REQUIRE(sm80);
@@ -221,6 +228,36 @@ TEST_CASE("gpu wgmma: the large-GEMM default assembles without spills",
     CHECK(kernel.resources.registers <= 255);
     WARN("128 x 256 wgmma tile (" << kernel.backend << "): " << kernel.resources.registers
                                   << " registers");
+  }
+}
+
+TEST_CASE("gpu tensor cores: schedules at the register file's edge assemble without spills",
+          "[lower][gpu-contraction][wgmma][tma][mma]") {
+  // The largest each rule of registerFileProblem admits, at the thread counts where the
+  // register file is tightest: they must stay in registers (ptxas, both backends, sm_90a).
+  GraphCase c(3);
+  ir::Value *x = c.input("x", DType::BF16, {130, 200});
+  ir::Value *w = c.input("w", DType::BF16, {200, 264});
+  c.output(c.node(OpKind::MatMul, {x, w}, matmulAttrs(false, false)));
+  PlannedContraction planned = planContraction(c.graph());
+  lower::GemmShape shape = lower::gpuContractionGemmShape(*planned.group);
+  lower::GpuMatMulSchedule fed = wgmmaTiles(256, 128, 64, 64, 128, 2);
+  fed.tma = true;
+  const std::pair<const char *, lower::GpuMatMulSchedule> edges[] = {
+      {"wgmma, 32 accumulators for each of 1024 threads (64 registers)",
+       wgmmaTiles(128, 256, 64, 64, 64, 2)},
+      {"wgmma fed by tma, 64 accumulators for each of 640 threads (96 registers)", fed},
+      {"mma.sync, 88 accumulator and fragment registers for each of 512 threads (128)",
+       mmaTiles(256, 128, 32, 32, 64, 2)},
+  };
+  for (const auto &[what, s] : edges) {
+    INFO(what << ": " << lower::scheduleStr(s));
+    REQUIRE(lower::checkGpuMmaSchedule(s, shape, gpuTestTarget()));
+    auto lowered = lower::lowerGroupForGpu(c.graph(), *planned.group, s, gpuTestTarget());
+    REQUIRE(lowered);
+    for (const AssembledKernel &kernel :
+         checkGpuKernelsAssemble({lowered->kernel}, gpuTestTarget(), what))
+      CHECK(kernel.resources.spillStoreBytes == 0);
   }
 }
 
