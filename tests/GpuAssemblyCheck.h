@@ -13,13 +13,13 @@
 #include "codegen/cuda/CudaSource.h"
 #include "codegen/cuda/Nvrtc.h"
 #include "ir/kernel/IRUtils.h"
+#include "NvrtcOnThread.h"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include <exception>
 #include <functional>
-#include <thread>
 #include <map>
 #include <string>
 #include <vector>
@@ -100,12 +100,8 @@ checkGpuKernelsAssemble(const std::vector<kir::Kernel> &kernels, const codegen::
     FAIL_CHECK(context << ": CUDA C emission failed: " << source.error().str());
     return assembled;
   }
-  // NVRTC runs on a thread of its own that ends here: LeakSanitizer (GCC 12's, with glibc
-  // 2.36) can misread the dynamic TLS NVRTC leaves on a thread still alive at exit and crash
-  // its leak check; a finished thread's TLS is not scanned.
-  Expected<codegen::cuda::NvrtcOutput> nvrtc = makeError(ErrorCode::Unavailable, "not run");
-  std::thread([&] { nvrtc = codegen::cuda::compileWithNvrtc(*source, "kiln_test.cu", target); })
-      .join();
+  Expected<codegen::cuda::NvrtcOutput> nvrtc =
+      compileWithNvrtcOnThread(*source, "kiln_test.cu", target);
   if (!nvrtc && nvrtc.error().code() == ErrorCode::Unavailable) {
     if (!warnedNvrtc)
       WARN("NVRTC is unavailable, the CUDA C backend is not compiled: " << nvrtc.error().message());

@@ -1,5 +1,6 @@
 // NVRTC loading and its errors: the version, a library that is not there
 // ($KILN_NVRTC), and source NVRTC rejects (its log and the blamed line).
+#include "NvrtcOnThread.h"
 #include "ScopedEnv.h"
 #include "codegen/cuda/Nvrtc.h"
 
@@ -12,6 +13,7 @@
 using namespace kiln;
 
 using kiln::test::ScopedEnv;
+using kiln::test::compileWithNvrtcOnThread;
 
 namespace {
 
@@ -25,7 +27,7 @@ TEST_CASE("KILN_NVRTC naming a missing library is Unavailable and names it", "[c
   REQUIRE_FALSE(version);
   CHECK(version.error().code() == ErrorCode::Unavailable);
   CHECK(version.error().message().find("/nonexistent/libnvrtc-kiln-test.so") != std::string::npos);
-  auto compiled = codegen::cuda::compileWithNvrtc("__global__ void k() {}", "k.cu", sm80());
+  auto compiled = compileWithNvrtcOnThread("__global__ void k() {}", "k.cu", sm80());
   REQUIRE_FALSE(compiled);
   CHECK(compiled.error().code() == ErrorCode::Unavailable);
 }
@@ -41,7 +43,7 @@ TEST_CASE("NVRTC reports its version and rejects invalid CUDA with its log", "[c
   std::string source = "extern \"C\" __global__ void broken(float *out) {\n"
                        "  out[0] = undefined_name;\n"
                        "}\n";
-  auto compiled = codegen::cuda::compileWithNvrtc(source, "broken.cu", sm80());
+  auto compiled = compileWithNvrtcOnThread(source, "broken.cu", sm80());
   REQUIRE_FALSE(compiled);
   const Error &error = compiled.error();
   CHECK(error.code() == ErrorCode::CompileError);
@@ -51,7 +53,7 @@ TEST_CASE("NVRTC reports its version and rejects invalid CUDA with its log", "[c
   CHECK(error.notes()[0].find("error") != std::string::npos);
   CHECK(error.notes()[1] == "line 2:   out[0] = undefined_name;");
 
-  auto ok = codegen::cuda::compileWithNvrtc("extern \"C\" __global__ void fine(float *out) { out[0] = 1.0f; }\n",
+  auto ok = compileWithNvrtcOnThread("extern \"C\" __global__ void fine(float *out) { out[0] = 1.0f; }\n",
                                             "fine.cu", sm80());
   REQUIRE(ok);
   CHECK(ok->ptx.find(".entry fine(") != std::string::npos);

@@ -2,6 +2,7 @@
 // GPU backends: each one-warp kernel of TensorCoreKernels.h compiles with LLVM
 // NVPTX and as CUDA C with NVRTC, its PTX holds the instruction, and ptxas
 // assembles it; e4m3 needs sm_89; the host backend rejects them by name.
+#include "NvrtcOnThread.h"
 #include "tests/codegen/gpu/GpuCodegenTestUtil.h"
 #include "tests/codegen/gpu/TensorCoreKernels.h"
 #include "tests/codegen/gpu/TmaKernels.h"
@@ -21,6 +22,7 @@ using kiln::testing::compileAndAssemble;
 using kiln::testing::gpuTarget;
 using kiln::testing::ptxHas;
 using kiln::testing::asyncCopyKernel;
+using kiln::test::compileWithNvrtcOnThread;
 using kiln::testing::ldMatrixKernel;
 using kiln::testing::mmaKernel;
 
@@ -44,7 +46,7 @@ BackendPtx compileBoth(const Kernel &kernel, std::string_view arch) {
   if (!source)
     FAIL("CUDA C emission failed: " << source.error().str());
   out.cudaSource = *source;
-  auto nvrtc = codegen::cuda::compileWithNvrtc(*source, kernel.name + ".cu", target);
+  auto nvrtc = compileWithNvrtcOnThread(*source, kernel.name + ".cu", target);
   if (!nvrtc && nvrtc.error().code() == ErrorCode::Unavailable) {
     WARN("NVRTC unavailable, the CUDA C of " << kernel.name << " is not compiled: "
                                              << nvrtc.error().message());

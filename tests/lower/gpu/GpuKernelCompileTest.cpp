@@ -2,6 +2,7 @@
 // emitter, then NVRTC and ptxas's checks for each checked architecture (sm_80,
 // sm_90a), with the default schedule and every schedule of the space.
 #include "lower/gpu/GpuLoweringTestUtil.h"
+#include "NvrtcOnThread.h"
 
 #include "codegen/cuda/CudaSource.h"
 #include "codegen/cuda/Nvrtc.h"
@@ -61,7 +62,7 @@ TEST_CASE("GPU kernels of every kind compile with NVRTC for every checked archit
     auto source = codegen::cuda::emitCudaSource(kernels, *target);
     INFO((source ? std::string() : source.error().str()));
     REQUIRE(source);
-    auto compiled = codegen::cuda::compileWithNvrtc(*source, "gpu_lower_kinds", *target);
+    auto compiled = compileWithNvrtcOnThread(*source, "gpu_lower_kinds", *target);
     if (!compiled && compiled.error().code() == ErrorCode::Unavailable) {
       WARN("NVRTC is not available, so only the CUDA C emission was checked: " << compiled.error().str());
       CHECK(source->find("__global__") != std::string::npos);
