@@ -9,8 +9,9 @@
 namespace kiln::codegen::cuda {
 namespace {
 
-constexpr const char *kCommonPrelude = R"(// A tensor map (CUtensorMap): 128 opaque bytes the launcher encodes, passed by value.
-struct __align__(64) kiln_tensor_map { unsigned long long opaque[16]; };
+constexpr const char *kCommonPrelude = R"(// A tensor map (CUtensorMap): 128 opaque bytes the launcher encodes, passed by value,
+// aligned as CUDA 13 aligns CUtensorMap.
+struct __align__(128) kiln_tensor_map { unsigned long long opaque[16]; };
 
 // Aligned vector accesses as values: V is float4, uint2, ... of the access's
 // byte size. Vector values stay in registers; their lanes are V's fields.

@@ -128,7 +128,8 @@ Expected<void> NvptxEmitter::emitKernel(const kir::Kernel &kernel) {
     llvm::Argument *arg = function->getArg(index);
     arg->setName(maps[m]->name);
     arg->addAttr(llvm::Attribute::getWithByValType(context_, mapBytes));
-    arg->addAttr(llvm::Attribute::getWithAlignment(context_, llvm::Align(64)));
+    // 128 as CUDA 13's CUtensorMap (the PTX ISA asks 64 of sm_90; later chips more).
+    arg->addAttr(llvm::Attribute::getWithAlignment(context_, llvm::Align(128)));
     tensorMaps_[maps[m].get()] = arg;
     gridConstants.push_back(llvm::ConstantAsMetadata::get(builder_.getInt32(index + 1)));
   }

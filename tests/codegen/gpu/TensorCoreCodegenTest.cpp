@@ -349,7 +349,7 @@ TEST_CASE("bulk tensor copies and mbarriers compile for sm_90 through both backe
   checkBothHave(ptx, "mbarrier.try_wait.parity.shared::cta.b64");
   // The tensor maps follow the buffers as 128-byte, 64-aligned parameters read in place
   // (grid constants): the copies take their generic parameter address, never a local copy.
-  checkBothHave(ptx, ".param .align 64 .b8");
+  checkBothHave(ptx, ".param .align 128 .b8");
   checkBothHave(ptx, "cvta.param");
   CHECK_FALSE(ptxHas(ptx.llvm, "__local_depot"));
   CHECK(contains(ptx.cudaSource, "const __grid_constant__ kiln_tensor_map"));
