@@ -57,6 +57,8 @@ struct Precision {
   bool transposedB = false;
   /// With wgmma: the operands arrive by a producer warpgroup's bulk tensor copies (TMA).
   bool tma = false;
+  /// With tma: on a persistent grid (where the default does not split K).
+  bool persistent = false;
   /// The dtype of cuBLAS's result: the operands' but for e4m3, where cublasLt writes bf16.
   DType cublasResult() const { return dtype == DType::F8E4M3 ? DType::BF16 : dtype; }
 };
@@ -68,6 +70,8 @@ constexpr Precision kPrecisions[] = {
     {"bf16_wgmma", DType::BF16, false, 0x1p-8, 1e-2, "CUBLAS_COMPUTE_32F", true},
     {"f16_wgmma", DType::F16, false, 0x1p-11, 2e-3, "CUBLAS_COMPUTE_32F", true},
     {"bf16_tma", DType::BF16, false, 0x1p-8, 1e-2, "CUBLAS_COMPUTE_32F", true, false, true},
+    {"bf16_tma_persistent", DType::BF16, false, 0x1p-8, 1e-2, "CUBLAS_COMPUTE_32F", true, false,
+     true, true},
     // kiln rounds an e4m3 product's result to e4m3 (3 mantissa bits: half an ulp is 2^-4 of
     // it); cublasLt writes bf16, so the two differ by up to about that.
     {"e4m3", DType::F8E4M3, false, 0x1p-4, 0.07, "cublasLt CUBLAS_COMPUTE_32F, bf16 result",
@@ -318,9 +322,13 @@ Expected<GemmResult> measureGemm(BenchContext &context, Cublas &cublas, runtime:
   std::ostringstream dump;
   CompileOptions options = context.compileOptions;
   if (precision.wgmma)
-    options.chooseSchedule = [tma = precision.tma](const ir::Graph &,
-                                                   const passes::FusionGroup &group) {
-      return lower::wgmmaContractionSchedule(group, *codegen::gpuTargetNamed("sm_90a"), tma);
+    options.chooseSchedule = [precision](const ir::Graph &, const passes::FusionGroup &group) {
+      std::optional<lower::Schedule> chosen = lower::wgmmaContractionSchedule(
+          group, *codegen::gpuTargetNamed("sm_90a"), precision.tma);
+      auto *gemm = chosen ? std::get_if<lower::GpuMatMulSchedule>(&*chosen) : nullptr;
+      if (precision.persistent && gemm && gemm->tma && gemm->splitK == 1)
+        gemm->persistent = true;
+      return chosen;
     };
   options.dump |= kDumpFused;
   options.dumpStream = &dump;
@@ -412,7 +420,8 @@ Table tableFor(const Precision &precision, const std::string &library, bool quic
                         int(std::lround(std::log2(precision.resultRounding))), kAccumulation);
   return Table{
       .title = fmt::format("(e) {} tensor-core GEMM: kiln ({}) vs cuBLAS{}", precision.name,
-                           precision.tma     ? "wgmma fed by TMA, forced"
+                           precision.persistent ? "wgmma fed by TMA, persistent, forced"
+                           : precision.tma      ? "wgmma fed by TMA, forced"
                            : precision.wgmma ? "wgmma, forced"
                                              : "default schedule",
                            precision.dtype == DType::F8E4M3 ? "Lt" : " GemmEx"),

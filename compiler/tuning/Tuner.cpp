@@ -523,10 +523,10 @@ int scheduleFamily(const lower::Schedule &schedule) {
     return family + 4 * static_cast<int>(conv->algorithm) + static_cast<int>(conv->gemm.parallel);
   if (const auto *gemm = std::get_if<lower::MatMulSchedule>(&schedule))
     return family + static_cast<int>(gemm->parallel);
-  // GPU GEMMs: CUDA cores, mma.sync, wgmma on cp.async and wgmma fed by bulk tensor copies
-  // are four families, each tried early.
+  // GPU GEMMs: CUDA cores, mma.sync, wgmma on cp.async, wgmma fed by bulk tensor copies and
+  // those on a persistent grid are five families, each tried early.
   auto gpuFamily = [](const lower::GpuMatMulSchedule &gemm) {
-    return gemm.tma ? 3 : gemm.wgmma ? 2 : gemm.tensorCores() ? 1 : 0;
+    return gemm.persistent ? 4 : gemm.tma ? 3 : gemm.wgmma ? 2 : gemm.tensorCores() ? 1 : 0;
   };
   if (const auto *gemm = std::get_if<lower::GpuMatMulSchedule>(&schedule))
     return family + gpuFamily(*gemm);

@@ -75,6 +75,10 @@ struct GpuMatMulSchedule {
   /// With wgmma: the tiles arrive by bulk tensor copies (TMA) that one producer warpgroup
   /// issues, the warpM x warpN warpgroups consuming them; stages hand over through mbarriers.
   bool tma = false;
+  /// With tma: a persistent grid, as many blocks as the SMs hold at once, each walking the
+  /// output tiles in the grid's order; its producer runs on into the next tile's stages while
+  /// the consumers store the last tile's results.
+  bool persistent = false;
   /// Tensor cores: the tile order of the grid, groups of this many rows of tiles walked column
   /// by column (passes/lower/gpu/GemmGrid.h), so that a wave of blocks shares its operands in
   /// L2; 1 walks the tiles row by row.

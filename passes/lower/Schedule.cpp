@@ -34,6 +34,8 @@ std::string gpuGemmStr(const GpuMatMulSchedule &s) {
       text += fmt::format(" group={}", s.groupM);
     if (s.tma)
       text += " tma";
+    if (s.persistent)
+      text += " persistent";
     return text;
   }
   std::string text = fmt::format("bm={} bn={} bk={} tm={} tn={} stages={} vw={} splitk={}",

@@ -162,11 +162,22 @@ Expected<Schedule> parseSchedule(std::string_view text) {
       firstField = 2;
     }
   }
-  // A wgmma schedule fed by bulk tensor copies ends in the word "tma".
-  const bool tma = (kind == "gpu.matmul" || kind == "gpu.conv2d") && form == "wgmma" &&
-                   words.size() > firstField && words.back() == "tma";
+  // A wgmma schedule fed by bulk tensor copies ends in the word "tma", a persistent one in
+  // "tma persistent".
+  const bool wgmmaForm = (kind == "gpu.matmul" || kind == "gpu.conv2d") && form == "wgmma";
+  size_t lastField = words.size();
+  const bool persistent =
+      wgmmaForm && lastField > firstField && words[lastField - 1] == "persistent";
+  if (persistent)
+    --lastField;
+  const bool tma = wgmmaForm && lastField > firstField && words[lastField - 1] == "tma";
+  if (tma)
+    --lastField;
+  if (persistent && !tma)
+    return fields.fail("'persistent' follows 'tma': only a producer warpgroup's bulk copies run "
+                       "a persistent grid");
   KILN_TRY_VOID(fields.load({words.begin() + static_cast<std::ptrdiff_t>(firstField),
-                             words.end() - (tma ? 1 : 0)}));
+                             words.begin() + static_cast<std::ptrdiff_t>(lastField)}));
 
   Schedule result;
   if (kind == "none") {
@@ -243,6 +254,7 @@ Expected<Schedule> parseSchedule(std::string_view text) {
     GpuMatMulSchedule gemm;
     gemm.wgmma = form == "wgmma";
     gemm.tma = tma;
+    gemm.persistent = persistent;
     KILN_TRY_VOID(parseGpuGemmFields(fields, !form.empty(), gemm));
     if (kind == "gpu.matmul")
       result = gemm;

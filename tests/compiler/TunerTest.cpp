@@ -144,7 +144,8 @@ TEST_CASE("the search order gives every family a turn before any family's second
   }
 }
 
-TEST_CASE("GPU GEMMs on CUDA cores, mma.sync, wgmma and wgmma with tma are four families",
+TEST_CASE("GPU GEMMs on CUDA cores, mma.sync, wgmma, wgmma with tma and persistent are five "
+          "families",
           "[compiler][tuner]") {
   lower::GpuMatMulSchedule simt;
   simt.threadM = simt.threadN = 4;
@@ -155,12 +156,14 @@ TEST_CASE("GPU GEMMs on CUDA cores, mma.sync, wgmma and wgmma with tma are four 
   wgmma.wgmma = true;
   lower::GpuMatMulSchedule tma = wgmma;
   tma.tma = true;
+  lower::GpuMatMulSchedule persistent = tma;
+  persistent.persistent = true;
   std::set<int> families;
-  for (const auto &s : {simt, mma, wgmma, tma}) {
+  for (const auto &s : {simt, mma, wgmma, tma, persistent}) {
     families.insert(tuning::scheduleFamily(lower::Schedule{s}));
     families.insert(tuning::scheduleFamily(lower::Schedule{lower::GpuConv2DSchedule{s}}));
   }
-  CHECK(families.size() == 8); // and convolutions apart from matmuls
+  CHECK(families.size() == 10); // and convolutions apart from matmuls
 }
 
 TEST_CASE("a time budget already spent leaves each group its default", "[compiler][tuner]") {

@@ -131,4 +131,35 @@ TEST_CASE("wgmma GEMMs on sm_90a match the reference", "[gpu][tensor-core][wgmma
   }
 }
 
+TEST_CASE("persistent tma GEMMs walk several tiles per block on the GPU",
+          "[gpu][tensor-core][wgmma][tma]") {
+  codegen::GpuTarget target = gpuTestTarget();
+  if (target.sm != 90 || !target.archSpecific) {
+    WARN("skipped: wgmma runs only on sm_90a (this GPU is " << target.archName() << ")");
+    return;
+  }
+  GpuBackend backend = GENERATE(GpuBackend::Llvm, GpuBackend::Nvrtc);
+  INFO("backend " << backendName(backend));
+  // 128 x 128 tiles of two consumer warpgroups: one block an SM (the register file), 196
+  // tiles, so most blocks take two; 9 K tiles each, so stages wrap across tiles.
+  CompileCase c("persistent_gpu");
+  Tensor x = c.input("x", {1700, 520}, DType::BF16);
+  Tensor w = c.param("w", {520, 1704}, DType::BF16); // rows of 16-byte multiples (tma)
+  c.output("y", matmul(x, w));
+  CompileOptions options = cudaOptions(backend);
+  options.chooseSchedule = [](const ir::Graph &, const passes::FusionGroup &group) {
+    std::optional<lower::Schedule> s = lower::wgmmaContractionSchedule(group, gpuTestTarget(), true);
+    auto *gemm = s ? std::get_if<lower::GpuMatMulSchedule>(&*s) : nullptr;
+    REQUIRE((gemm && gemm->tma));
+    if (gemm) {
+      gemm->blockM = gemm->blockN = gemm->warpN = 128;
+      gemm->stages = 3;
+      gemm->splitK = 1;
+      gemm->persistent = true;
+    }
+    return s;
+  };
+  c.check(options);
+}
+
 } // namespace kiln::test

@@ -18,7 +18,8 @@ int64_t ceilDivide(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 GemmGrid::GemmGrid(const GemmProblem &problem, int64_t blockM, int64_t blockN,
                    const std::string &prefix, int64_t splits, int64_t groupM)
-    : batch_(problem.batch), tilesM_(ceilDivide(problem.m, blockM)),
+    : batch_(problem.batch), blockM_(blockM), blockN_(blockN),
+      tilesM_(ceilDivide(problem.m, blockM)),
       tilesN_(ceilDivide(problem.n, blockN)), splits_(splits),
       groupM_(std::min(std::max<int64_t>(groupM, 1), tilesM_)) {
   // Grid z (or the slowest part of a folded x) counts (batch, split) pairs, split fastest.
@@ -58,6 +59,14 @@ std::pair<ExprPtr, ExprPtr> GemmGrid::tileOf(const ExprPtr &t) const {
   ExprPtr rows = min(sub(index(tilesM_), firstM), index(groupM_));
   ExprPtr within = mod(t, index(groupM_ * tilesN_));
   return {add(firstM, mod(within, rows)), div(within, rows)};
+}
+
+GemmGrid::TileAt GemmGrid::tileAt(const ExprPtr &t) const {
+  KILN_CHECK(splits_ == 1, "GemmGrid::tileAt walks tiles without a K split");
+  const int64_t perLayer = tilesM_ * tilesN_;
+  auto [tileM, tileN] = tileOf(perLayer == blocks_ ? t : mod(t, index(perLayer)));
+  ExprPtr b = batch_ == 1 ? index(0) : div(t, index(perLayer));
+  return {b, mul(tileM, index(blockM_)), mul(tileN, index(blockN_))};
 }
 
 StmtPtr GemmGrid::wrap(StmtPtr body) const {

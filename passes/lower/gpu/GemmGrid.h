@@ -33,11 +33,19 @@ public:
   /// `body` (the shared allocations and the thread loop) inside the block loops.
   kir::StmtPtr wrap(kir::StmtPtr body) const;
 
+  /// A persistent kernel's view (no K split): the tiles in the order the blocks above take
+  /// them, and where linear tile `t` of [0, tiles()) lies.
+  struct TileAt {
+    kir::ExprPtr batch, row0, col0;
+  };
+  int64_t tiles() const { return blocks_; }
+  TileAt tileAt(const kir::ExprPtr &t) const;
+
 private:
   /// The (M tile, N tile) of linear tile index `t` in [0, tilesM * tilesN) in the grid's order.
   std::pair<kir::ExprPtr, kir::ExprPtr> tileOf(const kir::ExprPtr &t) const;
 
-  int64_t batch_, tilesM_, tilesN_, splits_, blocks_, groupM_;
+  int64_t batch_, blockM_, blockN_, tilesM_, tilesN_, splits_, blocks_, groupM_;
   bool folded_ = false;
   kir::VarPtr bx_, by_, bz_;
   kir::ExprPtr b_, i0_, j0_, split_;

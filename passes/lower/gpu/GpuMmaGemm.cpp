@@ -103,9 +103,9 @@ TensorMapPtr operandTensorMap(std::string name, const DenseOperand &dense, bool 
 class MmaGemmBuilder {
 public:
   MmaGemmBuilder(const GemmProblem &problem, const GpuMatMulSchedule &schedule, MmaKind kind,
-                 std::optional<WgmmaKind> wgmmaKind)
+                 std::optional<WgmmaKind> wgmmaKind, const codegen::GpuTarget &target)
       : p_(problem), s_(schedule), kind_(kind), wgmma_(wgmmaKind), info_(mmaShapeInfo(kind)),
-        dtype_(info_.operandDtype) {
+        dtype_(info_.operandDtype), target_(target) {
     chunk_ = 16 / dtypeByteSize(dtype_);
     warpsN_ = s_.blockN / s_.warpN;
     threads_ = gpuMmaThreads(s_);
@@ -179,8 +179,31 @@ private:
   int64_t wgmmaInFlight() const { return wgmma_ && s_.stages >= 3 ? 1 : 0; }
   /// tma: the producer's bulk copies of tile `tile` into stage `stage`, and the two loops.
   StmtPtr tmaCopies(const ExprPtr &b, const ExprPtr &tile, const ExprPtr &stage) const;
-  StmtPtr producerLoop(const ExprPtr &b, const ExprPtr &firstTile, const ExprPtr &tileCount) const;
-  StmtPtr consumerLoop(const ExprPtr &tileCount) const;
+  /// `pipelined` counts the K tiles this block's pipeline ran before these (a persistent
+  /// block's earlier output tiles): stages and phases go on from there.
+  StmtPtr producerLoop(const ExprPtr &b, const ExprPtr &firstTile, const ExprPtr &tileCount,
+                       const ExprPtr &pipelined) const;
+  /// `releaseLast`: hand the last tile's stage back too (a persistent block's producer goes
+  /// on into the next output tile).
+  StmtPtr consumerLoop(const ExprPtr &tileCount, const ExprPtr &pipelined,
+                       bool releaseLast) const;
+  /// The stage and the phase parity (round % 2) of pipeline iteration `it`.
+  ExprPtr stageOf(const ExprPtr &it) const { return mod(it, index(s_.stages)); }
+  ExprPtr parityOf(const ExprPtr &it) const {
+    return mod(div(it, index(s_.stages)), index(2));
+  }
+  /// tma persistent: the producer and the consumers, each walking the block's output tiles.
+  Expected<StmtPtr> persistentRoles(const GemmGrid &grid, const ExprPtr &block, int64_t blocks,
+                                    const std::function<StmtPtr(StmtPtr)> &consumerScope);
+  /// A tma kernel's block: thread 0 sets the mbarriers up, then runs `produce`; threads from
+  /// 128 on run `consume`.
+  StmtPtr tmaRoles(StmtPtr produce, StmtPtr consume) const;
+  StmtPtr zeroAccumulators() const {
+    std::vector<StmtPtr> stores;
+    for (int64_t x = 0; x < acc_->size; ++x)
+      stores.push_back(store(acc_, index(x), constant(0.0, Type::scalar(DType::F32))));
+    return seq(std::move(stores));
+  }
   ExprPtr fullBarrier(const ExprPtr &stage) const { return stage; }
   ExprPtr emptyBarrier(const ExprPtr &stage) const { return add(stage, index(s_.stages)); }
   int64_t consumerGroups() const { return (s_.blockM / s_.warpM) * (s_.blockN / s_.warpN); }
@@ -199,6 +222,7 @@ private:
   std::optional<WgmmaKind> wgmma_;
   const MmaShapeInfo &info_;
   DType dtype_;
+  const codegen::GpuTarget &target_;
   int64_t chunk_, warpsN_, threads_, numK_, tilesM_, tilesN_;
   TileOperand a_, b_;
   BufferPtr acc_, aFrag_, bFrag_;
@@ -493,13 +517,14 @@ StmtPtr MmaGemmBuilder::tmaCopies(const ExprPtr &b, const ExprPtr &tile,
 // One thread of the producer warpgroup: tile t goes into stage t % stages once the consumers
 // have released the tile before it there (round r = t / stages waits for the empty barrier's
 // phase r - 1, the first round for none), expecting the whole boxes' bytes on the full barrier.
+// t counts the block's pipeline iterations: `pipelined` before this output tile, then its K
+// tiles.
 StmtPtr MmaGemmBuilder::producerLoop(const ExprPtr &b, const ExprPtr &firstTile,
-                                     const ExprPtr &tileCount) const {
+                                     const ExprPtr &tileCount, const ExprPtr &pipelined) const {
   VarPtr tileVar = makeVar(name("pk"));
-  ExprPtr tile = kir::ref(tileVar), stage = mod(tile, index(s_.stages));
-  ExprPtr round = mod(div(tile, index(s_.stages)), index(2));
+  ExprPtr tile = kir::ref(tileVar), it = add(pipelined, tile), stage = stageOf(it);
   const int64_t bytes = (stageSize(a_) + stageSize(b_)) * dtypeByteSize(dtype_);
-  StmtPtr step = seq({mbarrierWait(barriers_, emptyBarrier(stage), sub(index(1), round)),
+  StmtPtr step = seq({mbarrierWait(barriers_, emptyBarrier(stage), sub(index(1), parityOf(it))),
                       mbarrierArriveExpectTx(barriers_, fullBarrier(stage), bytes),
                       tmaCopies(b, add(firstTile, tile), stage)});
   return forLoop(tileVar, index(0), tileCount, ForKind::Serial, step);
@@ -508,22 +533,31 @@ StmtPtr MmaGemmBuilder::producerLoop(const ExprPtr &b, const ExprPtr &firstTile,
 // Each consumer warpgroup: waits for tile t's copies, issues its products as one group, and
 // once the group of tile t-1 has retired (one stays in flight) hands that tile's stage back
 // -- one arrival per warpgroup, from its first thread.
-StmtPtr MmaGemmBuilder::consumerLoop(const ExprPtr &tileCount) const {
+StmtPtr MmaGemmBuilder::consumerLoop(const ExprPtr &tileCount, const ExprPtr &pipelined,
+                                     bool releaseLast) const {
   VarPtr tileVar = makeVar(name("ck"));
-  ExprPtr tile = kir::ref(tileVar), stage = mod(tile, index(s_.stages));
-  std::vector<StmtPtr> step{
-      mbarrierWait(barriers_, fullBarrier(stage), mod(div(tile, index(s_.stages)), index(2))),
-      wgmmaSync(WgmmaSyncOp::Fence)};
+  ExprPtr tile = kir::ref(tileVar), it = add(pipelined, tile);
+  std::vector<StmtPtr> step{mbarrierWait(barriers_, fullBarrier(stageOf(it)), parityOf(it)),
+                            wgmmaSync(WgmmaSyncOp::Fence)};
   for (int64_t ks = 0; ks < s_.blockK / info_.k; ++ks)
-    step.push_back(wgmmaStep(stage, ks));
+    step.push_back(wgmmaStep(stageOf(it), ks));
   step.push_back(wgmmaSync(WgmmaSyncOp::Commit));
   step.push_back(wgmmaSync(WgmmaSyncOp::Wait, 1));
-  ExprPtr previous = mod(add(tile, index(s_.stages - 1)), index(s_.stages));
-  step.push_back(ifThen(logicalAnd(gt(tile, index(0)),
-                                   eq(mod(tid_, index(kWarpgroupThreads)), index(0))),
+  ExprPtr firstThread = eq(mod(tid_, index(kWarpgroupThreads)), index(0));
+  ExprPtr previous = stageOf(add(it, index(s_.stages - 1)));
+  step.push_back(ifThen(logicalAnd(gt(tile, index(0)), firstThread),
                         mbarrierArrive(barriers_, emptyBarrier(previous))));
-  return seq({forLoop(tileVar, index(0), tileCount, ForKind::Serial, seq(std::move(step))),
-              wgmmaSync(WgmmaSyncOp::Wait, 0)});
+  std::vector<StmtPtr> stmts{forLoop(tileVar, index(0), tileCount, ForKind::Serial,
+                                     seq(std::move(step))),
+                             wgmmaSync(WgmmaSyncOp::Wait, 0)};
+  if (releaseLast) {
+    // Every group has retired: the last tile's stage is free before the epilogue runs.
+    ExprPtr last = stageOf(add(pipelined, sub(tileCount, index(1))));
+    ExprPtr any = gt(tileCount, index(0));
+    stmts.push_back(ifThen(logicalAnd(any, firstThread),
+                           mbarrierArrive(barriers_, emptyBarrier(last))));
+  }
+  return seq(std::move(stmts));
 }
 
 // Tile t lives in stage t % stages. The prologue issues tiles 0 .. ahead-1, a group each;
@@ -594,6 +628,56 @@ Expected<StmtPtr> MmaGemmBuilder::epilogue(const ExprPtr &b) const {
   });
 }
 
+StmtPtr MmaGemmBuilder::tmaRoles(StmtPtr produce, StmtPtr consume) const {
+  // Thread 0 sets the barriers up (a full barrier takes the producer's one arrival, an empty
+  // one each consumer warpgroup's); then warpgroup 0's first thread produces, the rest
+  // consume, each side waiting on the other through the barriers.
+  VarPtr stageVar = makeVar(name("si"));
+  ExprPtr stage = kir::ref(stageVar);
+  StmtPtr init = forRange(stageVar, s_.stages, ForKind::Serial,
+                          seq({mbarrierInit(barriers_, fullBarrier(stage), 1),
+                               mbarrierInit(barriers_, emptyBarrier(stage), consumerGroups())}));
+  return seq({ifThen(eq(threadIndex_, index(0)), init), barrier(),
+              ifThen(lt(threadIndex_, index(kWarpgroupThreads)),
+                     ifThen(eq(threadIndex_, index(0)), std::move(produce)), std::move(consume))});
+}
+
+// A persistent block takes output tiles block, block + blocks, ... in the grid's order. Both
+// roles walk the same tiles; the pipeline's iterations count on across them (w * numK + k),
+// so stages and phases carry over, and the consumers hand the last stage of a tile back
+// before its epilogue: the producer is already filling the next tile's stages while they
+// store.
+Expected<StmtPtr> MmaGemmBuilder::persistentRoles(
+    const GemmGrid &grid, const ExprPtr &block, int64_t blocks,
+    const std::function<StmtPtr(StmtPtr)> &consumerScope) {
+  // Tiles of this block: t = block + w * blocks < tiles, block < blocks <= tiles.
+  ExprPtr count = add(div(sub(index(grid.tiles() - 1), block), index(blocks)), index(1));
+  // Each role binds the tile's batch, first row and first column for the code it builds.
+  auto walk = [&](std::string_view role, auto &&tileBody) -> Expected<StmtPtr> {
+    VarPtr w = makeVar(name(fmt::format("{}w", role)));
+    VarPtr batch = makeVar(name(fmt::format("{}b", role)));
+    VarPtr row0 = makeVar(name(fmt::format("{}i0", role)));
+    VarPtr col0 = makeVar(name(fmt::format("{}j0", role)));
+    GemmGrid::TileAt at = grid.tileAt(add(block, mul(kir::ref(w), index(blocks))));
+    i0_ = kir::ref(row0);
+    j0_ = kir::ref(col0);
+    KILN_TRY(StmtPtr body, tileBody(kir::ref(batch), mul(kir::ref(w), index(numK_))));
+    body = let(batch, at.batch, let(row0, at.row0, let(col0, at.col0, body)));
+    return forLoop(w, index(0), count, ForKind::Serial, body);
+  };
+  KILN_TRY(StmtPtr produce,
+           walk("p", [&](ExprPtr b, ExprPtr pipelined) -> Expected<StmtPtr> {
+             return producerLoop(b, index(0), index(numK_), pipelined);
+           }));
+  KILN_TRY(StmtPtr consume,
+           walk("c", [&](ExprPtr b, ExprPtr pipelined) -> Expected<StmtPtr> {
+             KILN_TRY(StmtPtr tail, epilogue(b));
+             return seq({zeroAccumulators(),
+                         consumerLoop(index(numK_), pipelined, /*releaseLast=*/true), tail});
+           }));
+  return tmaRoles(produce, consumerScope(consume));
+}
+
 Expected<GemmLowering> MmaGemmBuilder::build() {
   VarPtr tid = makeVar(name("tid"));
   tid_ = kir::ref(tid);
@@ -614,8 +698,6 @@ Expected<GemmLowering> MmaGemmBuilder::build() {
     StmtPtr idle = std::make_shared<Block>(std::vector<StmtPtr>{});
     return GemmLowering{forRange(tid, 1, ForKind::ThreadX, idle), {}, {}};
   }
-  i0_ = grid.row0();
-  j0_ = grid.col0();
   VarPtr lane = makeVar(name("lane")), warp = makeVar(name(wgmma_ ? "wg" : "warp"));
   VarPtr group = makeVar(name("g")), threadInGroup = makeVar(name("t"));
   VarPtr warpRow0 = makeVar(name("wm0")), warpCol0 = makeVar(name("wn0"));
@@ -632,49 +714,55 @@ Expected<GemmLowering> MmaGemmBuilder::build() {
   acc_ = makeBuffer(name("acc"), DType::F32, accCount, MemScope::Register);
   aFrag_ = makeBuffer(name("afrag"), dtype_, tilesM_ * info_.aElements, MemScope::Register);
   bFrag_ = makeBuffer(name("bfrag"), dtype_, tilesN_ * info_.bElements, MemScope::Register);
-  std::vector<StmtPtr> init;
-  for (int64_t x = 0; x < accCount; ++x)
-    init.push_back(store(acc_, index(x), constant(0.0, Type::scalar(DType::F32))));
-  // Split-K: this block's K range, and its accumulators into the partial sums.
-  ExprPtr firstTile = split.firstTile(grid.split()), tileCount = split.tileCount(grid.split());
-  StmtPtr tail;
-  if (split.splits() > 1) {
-    KILN_TRY(tail, forEachAccumulator([&](ExprPtr i, ExprPtr j, ExprPtr value) -> Expected<StmtPtr> {
-      return split.storePartial(grid.split(), grid.batch(), i, j, value);
-    }));
+  // The accumulators and each thread's place in its warp (warpgroup) and in the block tile.
+  auto consumerScope = [&](StmtPtr body) {
+    // wgmma reads its operands from shared memory: no fragments; a warpgroup owns a warp tile.
+    body = wgmma_ ? allocate(acc_, body)
+                  : allocate(acc_, allocate(aFrag_, allocate(bFrag_, body)));
+    body = let(warpCol0, mul(mod(warpIndex, index(warpsN_)), index(s_.warpN)), body);
+    body = let(warpRow0, mul(div(warpIndex, index(warpsN_)), index(s_.warpM)), body);
+    body = let(threadInGroup, mod(lane_, index(4)), let(group, div(lane_, index(4)), body));
+    if (wgmma_)
+      body = let(warpInGroup, mod(div(tid_, index(32)), index(kWarpgroupThreads / 32)), body);
+    int64_t tileOwner = wgmma_ ? kWarpgroupThreads : 32;
+    return let(warp, div(tid_, index(tileOwner)), let(lane, mod(tid_, index(32)), body));
+  };
+
+  StmtPtr body;
+  VarPtr persistentBlock;
+  int64_t persistentBlocks = 0;
+  if (s_.persistent) {
+    persistentBlock = makeVar(name("pblk"));
+    persistentBlocks = persistentGridBlocks(s_, dtype_, grid.tiles(), target_);
+    KILN_TRY(body, persistentRoles(grid, kir::ref(persistentBlock), persistentBlocks,
+                                   consumerScope));
   } else {
-    KILN_TRY(tail, epilogue(grid.batch()));
-  }
-  StmtPtr loop = s_.tma ? consumerLoop(tileCount) : mainLoop(grid.batch(), firstTile, tileCount);
-  StmtPtr body = seq({seq(std::move(init)), loop, tail});
-  // wgmma reads its operands from shared memory: no fragments; a warpgroup owns a warp tile.
-  body = wgmma_ ? allocate(acc_, body) : allocate(acc_, allocate(aFrag_, allocate(bFrag_, body)));
-  body = let(warpCol0, mul(mod(warpIndex, index(warpsN_)), index(s_.warpN)), body);
-  body = let(warpRow0, mul(div(warpIndex, index(warpsN_)), index(s_.warpM)), body);
-  body = let(threadInGroup, mod(lane_, index(4)), let(group, div(lane_, index(4)), body));
-  if (wgmma_)
-    body = let(warpInGroup, mod(div(tid_, index(32)), index(kWarpgroupThreads / 32)), body);
-  int64_t tileOwner = wgmma_ ? kWarpgroupThreads : 32;
-  body = let(warp, div(tid_, index(tileOwner)), let(lane, mod(tid_, index(32)), body));
-  if (s_.tma) {
-    // Thread 0 sets the barriers up (a full barrier takes the producer's one arrival, an empty
-    // one each consumer warpgroup's); then warpgroup 0's first thread produces, the rest
-    // consume, each side waiting on the other through the barriers.
-    VarPtr stageVar = makeVar(name("si"));
-    ExprPtr stage = kir::ref(stageVar);
-    StmtPtr init = forRange(stageVar, s_.stages, ForKind::Serial,
-                            seq({mbarrierInit(barriers_, fullBarrier(stage), 1),
-                                 mbarrierInit(barriers_, emptyBarrier(stage), consumerGroups())}));
-    StmtPtr produce = ifThen(eq(threadIndex_, index(0)),
-                             producerLoop(grid.batch(), firstTile, tileCount));
-    body = seq({ifThen(eq(threadIndex_, index(0)), init), barrier(),
-                ifThen(lt(threadIndex_, index(kWarpgroupThreads)), produce, body)});
+    i0_ = grid.row0();
+    j0_ = grid.col0();
+    // Split-K: this block's K range, and its accumulators into the partial sums.
+    ExprPtr firstTile = split.firstTile(grid.split()), tileCount = split.tileCount(grid.split());
+    StmtPtr tail;
+    if (split.splits() > 1) {
+      KILN_TRY(tail, forEachAccumulator([&](ExprPtr i, ExprPtr j, ExprPtr value) -> Expected<StmtPtr> {
+        return split.storePartial(grid.split(), grid.batch(), i, j, value);
+      }));
+    } else {
+      KILN_TRY(tail, epilogue(grid.batch()));
+    }
+    StmtPtr loop = s_.tma ? consumerLoop(tileCount, index(0), /*releaseLast=*/false)
+                          : mainLoop(grid.batch(), firstTile, tileCount);
+    body = consumerScope(seq({zeroAccumulators(), loop, tail}));
+    if (s_.tma)
+      body = tmaRoles(producerLoop(grid.batch(), firstTile, tileCount, index(0)), body);
   }
   body = forRange(tid, threads_, ForKind::ThreadX, body);
   if (barriers_)
     body = allocate(barriers_, body);
   body = allocate(a_.shared, allocate(b_.shared, body));
-  GemmLowering lowered{grid.wrap(body), {}, {}};
+  GemmLowering lowered{s_.persistent
+                           ? forRange(persistentBlock, persistentBlocks, ForKind::BlockX, body)
+                           : grid.wrap(body),
+                       {}, {}};
   KILN_TRY_VOID(split.finish(lowered));
   return lowered;
 }
@@ -717,9 +805,10 @@ Expected<GemmLowering> lowerGpuMmaGemm(const GemmProblem &problem,
     MmaKind like = kind == WgmmaKind::F16_K16    ? MmaKind::F16_M16N8K16
                    : kind == WgmmaKind::BF16_K16 ? MmaKind::BF16_M16N8K16
                                                  : MmaKind::E4M3_M16N8K32;
-    return MmaGemmBuilder(problem, schedule, like, kind).build();
+    return MmaGemmBuilder(problem, schedule, like, kind, target).build();
   }
-  return MmaGemmBuilder(problem, schedule, *gpuMmaKindFor(shape, target), std::nullopt).build();
+  return MmaGemmBuilder(problem, schedule, *gpuMmaKindFor(shape, target), std::nullopt, target)
+      .build();
 }
 
 } // namespace kiln::lower

@@ -128,7 +128,7 @@ std::optional<std::string> registerFileProblem(const GpuMatMulSchedule &s, int64
   // 26 more than the accumulators for TMA-fed wgmma and squeezed cp.async-fed kernels (wgmma
   // and mma.sync, whose natural use is 50-90 more) into 32 more without spilling, over the
   // 8192^3 bf16 spaces on sm_90a; with less room they spilled or failed.
-  constexpr int64_t kAddressingRegisters = 32;
+  constexpr int64_t kAddressingRegisters = kTensorCoreAddressingRegisters;
   int64_t threads = gpuMmaThreads(s);
   int64_t budget = gpuRegisterBudget(threads, target);
   if (heldRegisters + kAddressingRegisters <= budget)
@@ -150,6 +150,9 @@ Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &s, const GemmShape &
                                   "f8e4m3 on sm_89+)",
                                   dtypeName(shape.operandDtype), dtypeName(shape.accumulate),
                                   target.archName()));
+  if (s.tma || s.persistent)
+    return illegal(s, "bulk tensor copies (tma) and persistent grids feed warpgroup products "
+                      "(wgmma) only");
   const kir::MmaShapeInfo &info = kir::mmaShapeInfo(*kind);
   DType dtype = info.operandDtype;
   if (s.warpM <= 0 || s.warpN <= 0 || s.warpM % 16 != 0 || s.warpN % 16 != 0)

@@ -50,6 +50,10 @@ std::optional<std::string> pipelineProblem(const GpuMatMulSchedule &schedule,
                                            const GemmShape &shape,
                                            const codegen::GpuTarget &target, DType dtype);
 
+/// Registers a tensor-core thread needs beyond what it holds (accumulators, fragments):
+/// addressing, loop counters, descriptors. Measured, see registerFileProblem.
+inline constexpr int64_t kTensorCoreAddressingRegisters = 32;
+
 /// The register file rule both tensor-core templates share: a thread's `heldRegisters`
 /// (accumulators, and fragments for mma.sync) plus what addressing takes must fit what a block
 /// of the schedule's threads may use, or ptxas spills (or, for wgmma, gives up). nullopt when

@@ -77,6 +77,10 @@ Expected<void> checkGpuWgmmaSchedule(const GpuMatMulSchedule &s, const GemmShape
   if (accumulators > kMaxAccumulators)
     return illegal(s, fmt::format("{} accumulators per thread exceed {}", accumulators,
                                   kMaxAccumulators));
+  if (s.persistent && !s.tma)
+    return illegal(s, "a persistent grid needs tma (a producer warpgroup's bulk copies)");
+  if (s.persistent && s.splitK != 1)
+    return illegal(s, "a persistent grid does not split K (splitk=1)");
   if (s.tma && !shape.tmaOperands)
     return illegal(s, "bulk tensor copies (tma) need both operands to be plain strided tensors "
                       "(no im2col), each stride a multiple of 16 bytes");
@@ -89,6 +93,20 @@ Expected<void> checkGpuWgmmaSchedule(const GpuMatMulSchedule &s, const GemmShape
   if (std::optional<std::string> why = registerFileProblem(s, accumulators, target))
     return illegal(s, *why);
   return {};
+}
+
+int64_t persistentGridBlocks(const GpuMatMulSchedule &s, DType operandDtype, int64_t tiles,
+                             const codegen::GpuTarget &target) {
+  const int64_t shared = reservedShared(s, operandDtype);
+  const int64_t threads = gpuMmaThreads(s);
+  const int64_t accumulators = int64_t(s.warpM / kir::kWgmmaM) * s.warpN / 2;
+  const int64_t registers = (accumulators + kTensorCoreAddressingRegisters + 7) / 8 * 8;
+  int64_t perSm = target.maxBlocksPerSm;
+  perSm = std::min(perSm, target.sharedBytesPerSm / std::max<int64_t>(shared, 1));
+  perSm = std::min<int64_t>(perSm, target.maxThreadsPerSm / threads);
+  perSm = std::min<int64_t>(perSm, target.registersPerSm / (threads * registers));
+  return std::clamp<int64_t>(int64_t(target.numSms) * std::max<int64_t>(perSm, 1), 1,
+                             std::max<int64_t>(tiles, 1));
 }
 
 GpuMatMulSchedule defaultGpuWgmmaSchedule(const GemmShape &shape,
@@ -152,12 +170,20 @@ std::vector<GpuMatMulSchedule> gpuWgmmaScheduleSpace(const GemmShape &shape,
           }
   addSplitKSchedules(space, first, shape, target);
   addGroupedSchedule(space, shape, target);
-  // Each tile shape again fed by bulk tensor copies, where the operands allow it.
+  // Each tile shape again fed by bulk tensor copies, where the operands allow it, and each of
+  // those that does not split K again on a persistent grid.
   if (shape.tmaOperands) {
     const size_t count = space.size();
     for (size_t i = 0; i < count; ++i) {
       GpuMatMulSchedule s = space[i];
       s.tma = true;
+      if (checkGpuWgmmaSchedule(s, shape, target))
+        space.push_back(s);
+    }
+    const size_t fed = space.size();
+    for (size_t i = count; i < fed; ++i) {
+      GpuMatMulSchedule s = space[i];
+      s.persistent = true;
       if (checkGpuWgmmaSchedule(s, shape, target))
         space.push_back(s);
     }

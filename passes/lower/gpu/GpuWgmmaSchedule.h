@@ -41,6 +41,11 @@ GpuMatMulSchedule defaultGpuWgmmaSchedule(const GemmShape &shape,
 /// default's tile whose consumers fit the registers a block of them plus the producer gets.
 GpuMatMulSchedule defaultGpuTmaSchedule(const GemmShape &shape, const codegen::GpuTarget &target);
 
+/// A persistent schedule's grid: as many blocks as the target's SMs hold at once (by shared
+/// memory, threads, registers and the per-SM block limit), at most one per output tile.
+int64_t persistentGridBlocks(const GpuMatMulSchedule &schedule, DType operandDtype,
+                             int64_t tiles, const codegen::GpuTarget &target);
+
 std::vector<GpuMatMulSchedule> gpuWgmmaScheduleSpace(const GemmShape &shape,
                                                      const codegen::GpuTarget &target);
 

@@ -11,6 +11,7 @@
 #include "passes/lower/gpu/GpuGemmSchedule.h"
 #include "passes/lower/gpu/GpuMmaSchedule.h"
 #include "passes/lower/gpu/GpuLower.h"
+#include "passes/lower/gpu/GpuWgmmaSchedule.h"
 #include "runtime/sim/Simulator.h"
 
 namespace kiln::test {
@@ -90,9 +91,14 @@ inline lower::LoweredKernel lowerGpuContraction(GraphCase &c, const passes::Fusi
       CHECK(launch->sharedBytes == lower::gpuGemmSharedBytes(gemm, shape.accumulate));
   }
   if (!empty) {
-    // Split-K: a block per (split, tile), then one kernel that sums the splits' partials.
-    CHECK(launch->numBlocks() == shape.batch * gemm.splitK * lower::ceilDiv(shape.m, gemm.blockM) *
-                                     lower::ceilDiv(shape.n, gemm.blockN));
+    // Split-K: a block per (split, tile), then one kernel that sums the splits' partials. A
+    // persistent grid: as many blocks as the SMs hold, each walking tiles.
+    int64_t tiles = shape.batch * gemm.splitK * lower::ceilDiv(shape.m, gemm.blockM) *
+                    lower::ceilDiv(shape.n, gemm.blockN);
+    CHECK(launch->numBlocks() ==
+          (gemm.persistent
+               ? lower::persistentGridBlocks(gemm, shape.operandDtype, tiles, target)
+               : tiles));
     CHECK(lowered->followUps.size() == (gemm.splitK > 1 ? 1u : 0u));
     CHECK(lowered->numWorkspaces == (gemm.splitK > 1 ? 1 : 0));
   }

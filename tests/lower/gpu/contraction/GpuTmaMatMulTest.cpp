@@ -38,6 +38,34 @@ void checkTmaMatMul(int64_t m, int64_t n, int64_t k, const lower::GpuMatMulSched
   checkGpuContraction(c, k, DType::F32, lower::Schedule{s});
 }
 
+lower::GpuMatMulSchedule persistentTiles(int blockM, int blockN, int warpM, int warpN,
+                                         int stages) {
+  lower::GpuMatMulSchedule s = tmaTiles(blockM, blockN, warpM, warpN, stages);
+  s.persistent = true;
+  return s;
+}
+
+/// A persistent GEMM lowered for `target` (few SMs, so each block walks several tiles), run on
+/// the simulator against the reference, and assembled by ptxas through both backends.
+void checkPersistentOn(const codegen::GpuTarget &target, GraphCase &c, int64_t k,
+                       const lower::GpuMatMulSchedule &s, int64_t wantBlocks) {
+  INFO(fmt::format("{} on {} SMs", lower::scheduleStr(lower::Schedule{s}), target.numSms));
+  PlannedContraction planned = planContraction(c.graph());
+  auto lowered = lower::lowerGroupForGpu(c.graph(), *planned.group, s, target);
+  INFO((lowered ? std::string() : lowered.error().str()));
+  REQUIRE(lowered);
+  auto launch = kir::gpuLaunchOf(lowered->kernel, target.maxThreadsPerBlock);
+  REQUIRE(launch);
+  CHECK(launch->numBlocks() == wantBlocks);
+  auto got = simulateContraction(*lowered, *planned.group, c.inputs());
+  INFO((got ? std::string() : got.error().str()));
+  REQUIRE(got);
+  auto want = ir::interpret(c.graph(), c.inputs());
+  REQUIRE(want);
+  checkClose(*got, want->at("out"), k, DType::F32);
+  checkGpuKernelsAssemble({lowered->kernel}, target, "a persistent tma GEMM");
+}
+
 lower::GemmShape shapeOf(int64_t m, int64_t n, int64_t k) {
   GraphCase c;
   ir::Value *x = c.input("x", DType::BF16, {m, k});
@@ -107,14 +135,110 @@ TEST_CASE("gpu tma: the large-GEMM default assembles without spills",
   lower::GpuMatMulSchedule big =
       lower::defaultGpuTmaSchedule(shapeOf(8192, 8192, 8192), gpuTestTarget());
   CHECK(big.tma);
-  auto lowered = lower::lowerGroupForGpu(c.graph(), *planned.group, big, gpuTestTarget());
-  REQUIRE(lowered);
-  std::vector<AssembledKernel> assembled =
-      checkGpuKernelsAssemble({lowered->kernel}, gpuTestTarget(), "the tma default");
-  for (const AssembledKernel &kernel : assembled) {
-    INFO(kernel.backend);
-    CHECK(kernel.resources.spillStoreBytes == 0);
-    WARN(lower::scheduleStr(lower::Schedule{big}) << " (" << kernel.backend << "): "
+  lower::GpuMatMulSchedule persistent = big; // and the same tiles on a persistent grid
+  persistent.persistent = true;
+  for (const lower::GpuMatMulSchedule &s : {big, persistent}) {
+    auto lowered = lower::lowerGroupForGpu(c.graph(), *planned.group, s, gpuTestTarget());
+    REQUIRE(lowered);
+    std::vector<AssembledKernel> assembled =
+        checkGpuKernelsAssemble({lowered->kernel}, gpuTestTarget(), "the tma default");
+    for (const AssembledKernel &kernel : assembled) {
+      INFO(kernel.backend);
+      CHECK(kernel.resources.spillStoreBytes == 0);
+      WARN(lower::scheduleStr(lower::Schedule{s}) << " (" << kernel.backend << "): "
                                                   << kernel.resources.registers << " registers");
+    }
   }
+}
+
+TEST_CASE("gpu tma: persistent grids walk several tiles per block",
+          "[lower][gpu-contraction][tma]") {
+  // One SM holding four blocks of 64 x 64 tiles (3 stages, 50 KiB each): 4 blocks walk 15
+  // tiles (4, 4, 4, 3), 5 K tiles each, so stages and phases carry across tiles mid-round.
+  codegen::GpuTarget oneSm = gpuTestTarget();
+  oneSm.numSms = 1;
+  lower::GpuMatMulSchedule s = persistentTiles(64, 64, 64, 64, 3);
+  CHECK(lower::persistentGridBlocks(s, DType::BF16, 15, oneSm) == 4);
+  CHECK(lower::persistentGridBlocks(s, DType::BF16, 3, oneSm) == 3); // never more than tiles
+  for (bool tb : {false, true}) {
+    GraphCase c(21);
+    ir::Value *x = c.input("x", DType::BF16, {130, 320});
+    ir::Value *w = c.input("w", DType::BF16, tb ? std::vector<int64_t>{264, 320}
+                                                : std::vector<int64_t>{320, 264});
+    c.output(c.node(OpKind::MatMul, {x, w}, matmulAttrs(false, tb)));
+    checkPersistentOn(oneSm, c, 320, s, 4);
+  }
+  // Two consumer warpgroups, the grouped tile order, one K tile per output tile.
+  {
+    lower::GpuMatMulSchedule grouped = persistentTiles(128, 64, 64, 64, 2);
+    grouped.groupM = 2;
+    GraphCase c(22);
+    ir::Value *x = c.input("x", DType::BF16, {300, 64});
+    ir::Value *w = c.input("w", DType::BF16, {64, 136});
+    c.output(c.node(OpKind::MatMul, {x, w}, matmulAttrs()));
+    checkPersistentOn(oneSm, c, 64, grouped,
+                      lower::persistentGridBlocks(grouped, DType::BF16, 9, oneSm));
+  }
+  // The GPU test's tiles: two consumer warpgroups of 64 x 128, one block an SM (the register
+  // file), so here one block walks all 9 tiles.
+  {
+    lower::GpuMatMulSchedule wide = persistentTiles(128, 128, 64, 128, 3);
+    CHECK(lower::persistentGridBlocks(wide, DType::BF16, 9, oneSm) == 1);
+    GraphCase c(24);
+    ir::Value *x = c.input("x", DType::BF16, {260, 200});
+    ir::Value *w = c.input("w", DType::BF16, {200, 264});
+    c.output(c.node(OpKind::MatMul, {x, w}, matmulAttrs()));
+    checkPersistentOn(oneSm, c, 200, wide, 1);
+  }
+  // Batches: each tile's batch comes from its linear index (B moving with it, and broadcast).
+  for (bool broadcastB : {false, true}) {
+    GraphCase c(23);
+    ir::Value *x = c.input("x", DType::BF16, {3, 70, 128});
+    ir::Value *w = c.input("w", DType::BF16, broadcastB ? std::vector<int64_t>{128, 72}
+                                                        : std::vector<int64_t>{3, 128, 72});
+    c.output(c.node(OpKind::MatMul, {x, w}, matmulAttrs()));
+    checkPersistentOn(oneSm, c, 128, s, 4); // 3 batches x 2 x 2 tiles
+  }
+  // On the full H100 the grid is one tile per block here: the same code, each loop once.
+  checkTmaMatMul(130, 136, 200, persistentTiles(64, 64, 64, 64, 3));
+  checkTmaMatMul(64, 64, 64, persistentTiles(64, 64, 64, 64, 2));
+}
+
+TEST_CASE("gpu tma: persistent schedules: legality and text", "[lower][gpu-contraction][tma]") {
+  const codegen::GpuTarget &h100 = gpuTestTarget();
+  lower::GemmShape shape = shapeOf(512, 768, 768);
+  lower::GpuMatMulSchedule s = persistentTiles(128, 128, 64, 128, 3);
+  CHECK(lower::checkGpuMmaSchedule(s, shape, h100));
+  auto parsed = lower::parseSchedule(lower::scheduleStr(lower::Schedule{s}));
+  REQUIRE(parsed);
+  CHECK(lower::scheduleStr(*parsed) ==
+        "gpu.matmul wgmma bm=128 bn=128 bk=64 wm=64 wn=128 stages=3 vw=8 splitk=1 tma persistent");
+  CHECK(std::get<lower::GpuMatMulSchedule>(*parsed) == s);
+  auto why = [&](lower::GpuMatMulSchedule bad) {
+    auto checked = lower::checkGpuMmaSchedule(bad, shape, h100);
+    REQUIRE_FALSE(checked);
+    return checked.error().message();
+  };
+  lower::GpuMatMulSchedule noTma = s;
+  noTma.tma = false;
+  CHECK_THAT(why(noTma), Catch::Matchers::Contains("needs tma"));
+  lower::GpuMatMulSchedule split = s;
+  split.splitK = 2;
+  CHECK_THAT(why(split), Catch::Matchers::Contains("does not split K"));
+  lower::GpuMatMulSchedule mmaSync = mmaTiles(64, 64, 32, 32, 32, 2);
+  mmaSync.tma = true;
+  CHECK_THAT(why(mmaSync), Catch::Matchers::Contains("wgmma"));
+  auto noTmaText = lower::parseSchedule(
+      "gpu.matmul wgmma bm=64 bn=64 bk=64 wm=64 wn=64 stages=2 vw=8 splitk=1 persistent");
+  REQUIRE_FALSE(noTmaText);
+  CHECK_THAT(noTmaText.error().str(), Catch::Matchers::Contains("'persistent' follows 'tma'"));
+  // The space offers a persistent twin of every unsplit tma schedule.
+  auto space = lower::gpuWgmmaScheduleSpace(shape, h100);
+  size_t tma = 0, persistent = 0;
+  for (const auto &x : space) {
+    tma += x.tma && !x.persistent && x.splitK == 1;
+    persistent += x.persistent;
+  }
+  CHECK(persistent > 0);
+  CHECK(persistent == tma);
 }
