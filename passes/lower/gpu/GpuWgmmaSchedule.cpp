@@ -97,7 +97,8 @@ Expected<void> checkGpuWgmmaSchedule(const GpuMatMulSchedule &s, const GemmShape
 
 int64_t persistentGridBlocks(const GpuMatMulSchedule &s, DType operandDtype, int64_t tiles,
                              const codegen::GpuTarget &target) {
-  const int64_t shared = reservedShared(s, operandDtype);
+  // The hardware keeps 1 KiB of an SM's shared memory per resident block besides.
+  const int64_t shared = reservedShared(s, operandDtype) + 1024;
   const int64_t threads = gpuMmaThreads(s);
   const int64_t accumulators = int64_t(s.warpM / kir::kWgmmaM) * s.warpN / 2;
   const int64_t registers = (accumulators + kTensorCoreAddressingRegisters + 7) / 8 * 8;
