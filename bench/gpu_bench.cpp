@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 namespace {
@@ -44,7 +45,9 @@ options:
                     bf16 rows, forced wgmma and tma included), tc_f16_n4096,
                     conv_bf16 (section (f)'s bf16 rows), tc_bf16_n8192,conv_bf16
   --sections LIST   comma-separated subset of
-                    copy,rows,matmul,launch,tensorcores,conv
+                    copy,rows,matmul,launch,tensorcores,conv, run in that
+                    order (rows after copy); the report is rewritten after
+                    every table, so a run stopped early keeps what finished
   --out DIR         where the report goes (default: bench/results)
   --backend B       llvm (default) or nvrtc: how kiln compiles its kernels
   --host-device     run every section on a stand-in in host memory with kiln's
@@ -139,6 +142,9 @@ int main(int argc, char **argv) {
   auto listed = [](const std::string &list, std::string_view name) {
     return fmt::format(",{},", list).find(fmt::format(",{},", name)) != std::string::npos;
   };
+  // The sections run in the order listed (what matters most first: a section stopped from
+  // outside loses only itself and those after it); rows needs copy's bandwidth before it.
+  std::vector<std::string> order;
   for (size_t start = 0; start <= sections.size();) {
     size_t end = std::min(sections.find(',', start), sections.size());
     std::string name = sections.substr(start, end - start);
@@ -147,9 +153,12 @@ int main(int argc, char **argv) {
                  allSections);
       return 2;
     }
+    if (name == "rows" && !std::ranges::count(order, "copy"))
+      order.push_back("copy");
+    if (!std::ranges::count(order, name))
+      order.push_back(name);
     start = end + 1;
   }
-  auto wants = [&](std::string_view section) { return listed(sections, section); };
 
   context.hostDevice = hostDevice;
   if (hostDevice) {
@@ -178,53 +187,62 @@ int main(int argc, char **argv) {
              context.compileOptions.gpuArch, backend, context.quick ? ", quick" : "");
 
   auto started = std::chrono::steady_clock::now();
-  // The copy bandwidth is what section (b) divides by, so it runs whenever (b) does.
-  if (wants("copy") || wants("rows"))
-    benchCopyBandwidth(context);
-  if (wants("rows"))
-    benchRowKernels(context);
-  if (wants("matmul"))
-    benchMatmul(context);
-  if (wants("launch"))
-    benchLaunchOverhead(context);
-  if (wants("tensorcores"))
-    benchTensorCoreMatmul(context);
-  if (wants("conv"))
-    benchConvVsCudnn(context);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-
-  std::vector<std::string> header = {
-      fmt::format("device: {}", context.gpu.description),
-      fmt::format("compute capability: {}.{}, {} SMs", context.gpu.ccMajor, context.gpu.ccMinor,
-                  context.gpu.numSms),
-      fmt::format("CUDA driver: {}", context.gpu.driverVersion),
-      fmt::format("date: {}", utcNow("%Y-%m-%d %H:%M UTC")),
-      hostDevice ? fmt::format("kiln: commit {}, release build, target cpu", commit)
-                 : fmt::format("kiln: commit {}, release build, target cuda {} with the {} backend",
-                               commit, context.compileOptions.gpuArch, backend),
-      fmt::format("run: kiln_gpu_bench{}{}{}, {:.0f} s", context.quick ? " --quick" : "",
-                  sections == allSections ? "" : " --sections " + sections,
-                  context.filter.empty() ? "" : " --filter " + context.filter, seconds),
-  };
-  if (tf32Override)
-    header.push_back("NVIDIA_TF32_OVERRIDE was set and was cleared: cuBLAS computed as each "
-                     "section asks (SGEMM in fp32, GemmEx's tf32 rows in tf32)");
-  if (hostDevice)
-    header.push_back("--host-device: a self-test on a host-memory stand-in with kiln's CPU "
-                     "target; these figures say nothing about a GPU");
-  if (context.quick)
-    header.push_back("--quick: fewer sizes and runs; a smoke test, not a result to quote");
-  std::string markdown =
-      context.report.markdown(fmt::format("kiln GPU benchmarks, {}", date), header);
-
   std::error_code error;
   std::filesystem::create_directories(outDir, error);
-  std::filesystem::path path = reportPath(outDir, date, commit);
-  std::ofstream out(path);
-  out << markdown;
-  out.close();
-  if (!out) {
+  const std::filesystem::path path = reportPath(outDir, date, commit);
+  // The file is rewritten after every table (finished = false says so in it) and once more at
+  // the end; each write goes to a file beside it first, then replaces it whole.
+  auto writeReport = [&](bool finished) {
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    std::vector<std::string> header = {
+        fmt::format("device: {}", context.gpu.description),
+        fmt::format("compute capability: {}.{}, {} SMs", context.gpu.ccMajor,
+                    context.gpu.ccMinor, context.gpu.numSms),
+        fmt::format("CUDA driver: {}", context.gpu.driverVersion),
+        fmt::format("date: {}", utcNow("%Y-%m-%d %H:%M UTC")),
+        hostDevice ? fmt::format("kiln: commit {}, release build, target cpu", commit)
+                   : fmt::format("kiln: commit {}, release build, target cuda {} with the {} "
+                                 "backend",
+                                 commit, context.compileOptions.gpuArch, backend),
+        fmt::format("run: kiln_gpu_bench{}{}{}, {:.0f} s", context.quick ? " --quick" : "",
+                    sections == allSections ? "" : " --sections " + sections,
+                    context.filter.empty() ? "" : " --filter " + context.filter, seconds),
+    };
+    if (!finished)
+      header.push_back("**unfinished**: written after the last table below; the run had not "
+                       "ended (stopped from outside, or still running)");
+    if (tf32Override)
+      header.push_back("NVIDIA_TF32_OVERRIDE was set and was cleared: cuBLAS computed as each "
+                       "section asks (SGEMM in fp32, GemmEx's tf32 rows in tf32)");
+    if (hostDevice)
+      header.push_back("--host-device: a self-test on a host-memory stand-in with kiln's CPU "
+                       "target; these figures say nothing about a GPU");
+    if (context.quick)
+      header.push_back("--quick: fewer sizes and runs; a smoke test, not a result to quote");
+    std::filesystem::path partial = path;
+    partial += ".partial";
+    {
+      std::ofstream out(partial);
+      out << context.report.markdown(fmt::format("kiln GPU benchmarks, {}", date), header);
+      out.close();
+      if (!out)
+        return false;
+    }
+    std::filesystem::rename(partial, path, error);
+    return !error;
+  };
+  context.report.onChange([&] { writeReport(false); });
+
+  const std::map<std::string, void (*)(BenchContext &)> run = {
+      {"copy", benchCopyBandwidth},   {"rows", benchRowKernels},
+      {"matmul", benchMatmul},        {"launch", benchLaunchOverhead},
+      {"tensorcores", benchTensorCoreMatmul}, {"conv", benchConvVsCudnn}};
+  for (const std::string &name : order)
+    run.at(name)(context);
+
+  context.report.onChange({});
+  if (!writeReport(true)) {
     fmt::print(stderr, "kiln_gpu_bench: cannot write {}\n", path.string());
     return 1;
   }

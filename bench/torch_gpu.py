@@ -112,7 +112,11 @@ def run_kiln(args, name, batch, params_path, inputs_path, output_path):
     if args.precision != "fp32":  # fp32 passes nothing, as before the flag existed
         command += ["--precision", args.precision]
     command += args.kiln_flag_list
-    result = subprocess.run(command, capture_output=True, text=True)
+    try:
+        result = subprocess.run(command, capture_output=True, text=True,
+                                timeout=args.kiln_timeout or None)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"kiln run did not finish in {args.kiln_timeout} s (stopped)")
     if result.returncode != 0:
         tail = (result.stderr.strip() or result.stdout.strip()).splitlines()[-3:]
         raise RuntimeError(f"kiln run exited {result.returncode}: {' / '.join(tail)}")
@@ -465,6 +469,9 @@ def main():
     parser.add_argument("--kiln-flags", default="",
                         help="more flags of every `kiln run`, space-separated, e.g. "
                         "\"--tma\" (named in the report and its file name)")
+    parser.add_argument("--kiln-timeout", type=float, default=300,
+                        help="seconds one `kiln run` may take before it is stopped and its row "
+                        "reports it (0: no limit; default 300)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=0, help="cpu: threads for both sides")
     parser.add_argument("--out", default="bench/results", help="where the report goes")
@@ -494,50 +501,71 @@ def main():
     if unknown:
         parser.error(f"unknown model(s) {unknown}; the twins are {list(TWINS)}")
 
+    bf16_mixed = args.precision == "bf16-mixed"
+    report_path = None if args.no_report else new_report_path(args, device)
     rows = []
     with tempfile.TemporaryDirectory() as work:
         for name in names:
             print(f"torch_gpu.py: {name}", file=sys.stderr, flush=True)
             rows.append(bench_model(args, TWINS[name], device, work))
-    bf16_mixed = args.precision == "bf16-mixed"
+            if report_path:  # after each model: a run stopped from outside keeps the rows done
+                write_report(args, device, rows, report_path, finished=len(rows) == len(names))
     header, lines = (table_rows_bf16_mixed if bf16_mixed else table_rows)(rows)
     print_table(header, lines)
     if bf16_mixed and args.autocast_unavailable:
         print(f"autocast columns skipped: {args.autocast_unavailable}")
-
+    if report_path:
+        print(f"written to {report_path}", file=sys.stderr)
     failed = any("kiln_error" in r or not r.get("ok") for r in rows)
-    if args.no_report:
-        return 1 if failed else 0
+    return 1 if failed else 0
+
+
+def new_report_path(args, device):
+    """bench/results/e2e-<device>-<date>-<commit>[-bf16-mixed][-<flags>][-N].md, not yet taken."""
     commit = current_commit(args.commit)
     date = datetime.datetime.now(datetime.timezone.utc)
     description = device_description(device)
     slug = re.sub(r"[^a-z0-9]+", "-", description.lower()).strip("-") if args.device == "cuda" else "cpu"
+    stem = f"e2e-{slug}-{date:%Y-%m-%d}-{commit}" + (
+        "-bf16-mixed" if args.precision == "bf16-mixed" else "")
+    # "--tma --backend nvrtc" -> "-tma-backend-nvrtc": runs with other flags keep their own file.
+    stem += "".join("-" + re.sub(r"[^a-z0-9]+", "-", flag.lower()).strip("-")
+                    for flag in args.kiln_flag_list)
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"{stem}.md")
+    n = 2
+    while os.path.exists(path):
+        path = os.path.join(args.out, f"{stem}-{n}.md")
+        n += 1
+    return path
+
+
+def write_report(args, device, rows, path, finished):
+    """The report of the rows so far, written beside `path` and then renamed over it."""
+    bf16_mixed = args.precision == "bf16-mixed"
+    header, lines = (table_rows_bf16_mixed if bf16_mixed else table_rows)(rows)
+    commit = current_commit(args.commit)
+    date = datetime.datetime.now(datetime.timezone.utc)
+    description = device_description(device)
     try:
         import triton  # noqa: F401 - only its version is reported
         triton_version = triton.__version__
     except ImportError:
         triton_version = "not installed"
     header_lines = report_header_bf16_mixed if bf16_mixed else report_header_fp32
-    report = header_lines(args, description, date, commit, triton_version) + [
+    report = header_lines(args, description, date, commit, triton_version)
+    if not finished:
+        report.append("- **unfinished**: written after the last model below; the run had not "
+                      "ended (stopped from outside, or still running)")
+    report += [
         "",
         "| " + " | ".join(header) + " |",
         "|---|" + "---:|" * (len(header) - 2) + ":---:|",
     ]
     report += ["| " + " | ".join(cell.replace("|", "\\|") for cell in line) + " |" for line in lines]
-    os.makedirs(args.out, exist_ok=True)
-    stem = f"e2e-{slug}-{date:%Y-%m-%d}-{commit}" + ("-bf16-mixed" if bf16_mixed else "")
-    # "--tma --backend nvrtc" -> "-tma-backend-nvrtc": runs with other flags keep their own file.
-    stem += "".join("-" + re.sub(r"[^a-z0-9]+", "-", flag.lower()).strip("-")
-                    for flag in args.kiln_flag_list)
-    path = os.path.join(args.out, f"{stem}.md")
-    n = 2
-    while os.path.exists(path):
-        path = os.path.join(args.out, f"{stem}-{n}.md")
-        n += 1
-    with open(path, "w") as f:
+    with open(path + ".partial", "w") as f:
         f.write("\n".join(report) + "\n")
-    print(f"written to {path}", file=sys.stderr)
-    return 1 if failed else 0
+    os.replace(path + ".partial", path)
 
 
 if __name__ == "__main__":

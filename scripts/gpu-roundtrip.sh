@@ -256,7 +256,8 @@ plan_first_look() {
   steps="smi,libs,tests,bench,examples,torch"
   : "${budget:=420}"
   : "${KILN_GPU_TEST_FILTER:=[wgmma],[tma]}"
-  : "${KILN_BENCH_ARGS:=--sections tensorcores,conv --filter tc_bf16,conv_bf16}"
+  # conv first: a TMA kernel that never returns on the GPU would take the sections after it.
+  : "${KILN_BENCH_ARGS:=--sections conv,tensorcores --filter tc_bf16,conv_bf16}"
   : "${KILN_EXAMPLE_ARGS:=--tma --precision bf16-mixed}"
   : "${KILN_TORCH_ARGS:=--precision bf16-mixed --kiln-flags=--tma}"
   step_cap=([smi]=20 [libs]=20 [tests]=150 [bench]=180 [examples]=120)

@@ -51,13 +51,18 @@ void BenchReport::addTable(Table table) {
   std::fputc('\n', stdout);
   std::fflush(stdout);
   tables_.push_back(std::move(table));
+  changed();
 }
 
-void BenchReport::addGoal(Goal goal) { goals_.push_back(std::move(goal)); }
+void BenchReport::addGoal(Goal goal) {
+  goals_.push_back(std::move(goal));
+  changed();
+}
 
 void BenchReport::addFailure(std::string what) {
   std::fprintf(stderr, "kiln_gpu_bench: %s\n", what.c_str());
   failures_.push_back(std::move(what));
+  changed();
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // ends, the goals with their verdicts, and the Markdown file they all go to.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,17 @@ public:
   /// goals, the tables and the failures.
   std::string markdown(const std::string &title, const std::vector<std::string> &headerLines) const;
 
+  /// Called after each table, goal and failure is added: the run writes its file so far, so a
+  /// run stopped from outside (a kernel that never returns, a time limit) keeps what finished.
+  void onChange(std::function<void()> callback) { onChange_ = std::move(callback); }
+
 private:
+  void changed() const {
+    if (onChange_)
+      onChange_();
+  }
+
+  std::function<void()> onChange_;
   std::vector<Table> tables_;
   std::vector<Goal> goals_;
   std::vector<std::string> failures_;
