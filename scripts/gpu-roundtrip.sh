@@ -14,7 +14,9 @@
 #                       summary, kiln-gpu-results.tar.gz (every log and result, repacked after
 #                       each step) and the log of the step running (default ./gpu-out)
 #   KILN_BENCH_ARGS     remote: extra arguments of kiln_gpu_bench (e.g. a section filter)
-#   KILN_GPU_TEST_FILTER remote: run only these gpu tests (a Catch2 filter, e.g. "[wgmma]")
+#   KILN_GPU_TEST_FILTER remote: run only these gpu tests (Catch2 filters, e.g. "[wgmma]";
+#                       ';' separates runs, each limited to KILN_GPU_TEST_PART_TIMEOUT s)
+#   KILN_EXAMPLE_TIMEOUT remote: seconds each example's kiln run may take (default 600)
 #   KILN_EXAMPLE_ARGS   remote: extra arguments of each example's kiln run (e.g.
 #                       "--wgmma --precision bf16-mixed")
 #   KILN_TORCH_ARGS     remote: extra arguments of torch_gpu.py (e.g. --precision bf16-mixed)
@@ -183,8 +185,17 @@ run_gpu_tests() {
     return 1
   fi
   if [ -n "${KILN_GPU_TEST_FILTER:-}" ]; then
-    # A short session's first look: only the named tests (a Catch2 filter, e.g. "[wgmma]").
-    "$build/tests/test_gpu" "$KILN_GPU_TEST_FILTER"
+    # A short session's first look: only the named tests (Catch2 filters, e.g. "[wgmma]"),
+    # each ';'-separated part a run of its own with its own time limit, so a kernel that
+    # never returns costs only its part.
+    local status=0 part parts
+    IFS=';' read -ra parts <<<"$KILN_GPU_TEST_FILTER"
+    for part in "${parts[@]}"; do
+      echo "---- tests/test_gpu \"$part\""
+      timeout -k 5 "${KILN_GPU_TEST_PART_TIMEOUT:-900}" "$build/tests/test_gpu" "$part" ||
+        { echo "exit $?"; status=1; }
+    done
+    return $status
   elif command -v ctest >/dev/null; then
     (cd "$build" && ctest -L gpu -V)
   else
@@ -202,7 +213,8 @@ run_examples() {
   local extra=(${KILN_EXAMPLE_ARGS:-})
   for name in $names; do
     echo "---- kiln run example:$name --target cuda --check ${extra[*]}"
-    "$build/kiln" run "example:$name" --target cuda --check "${extra[@]}" ||
+    timeout -k 5 "${KILN_EXAMPLE_TIMEOUT:-600}" \
+      "$build/kiln" run "example:$name" --target cuda --check "${extra[@]}" ||
       { echo "exit $?"; status=1; }
   done
   return $status
@@ -255,7 +267,10 @@ all_steps="smi,libs,tests,examples,bench,torch,train,tuning,tunebench"
 plan_first_look() {
   steps="smi,libs,tests,bench,examples,torch"
   : "${budget:=420}"
-  : "${KILN_GPU_TEST_FILTER:=[wgmma],[tma]}"
+  # wgmma on cp.async first, then the TMA kernels, each within its own limit.
+  : "${KILN_GPU_TEST_FILTER:=[wgmma]~[tma];[tma]}"
+  : "${KILN_GPU_TEST_PART_TIMEOUT:=70}"
+  : "${KILN_EXAMPLE_TIMEOUT:=60}"
   # conv first: a TMA kernel that never returns on the GPU would take the sections after it.
   : "${KILN_BENCH_ARGS:=--sections conv,tensorcores --filter tc_bf16,conv_bf16}"
   : "${KILN_EXAMPLE_ARGS:=--tma --precision bf16-mixed}"
@@ -385,7 +400,8 @@ remote() {
   [ -f "$build/build-dir.txt" ] && rewrite_ctest_paths
   # The steps write into $work, under the name they have always used.
   OUT="$work"
-  export build OUT KILN_GPU_TEST_FILTER KILN_EXAMPLE_ARGS
+  export build OUT KILN_GPU_TEST_FILTER KILN_GPU_TEST_PART_TIMEOUT KILN_EXAMPLE_ARGS \
+    KILN_EXAMPLE_TIMEOUT
   export -f run_gpu_tests run_examples run_tuning run_tune_bench
   : >"$results/roundtrip.log"
 

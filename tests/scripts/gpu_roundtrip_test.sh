@@ -49,7 +49,7 @@ count="$(find "$out" -type f | wc -l)"
 [ "$count" -le 4 ] || fail "$count files came back in $out (at most 4)"
 mkdir -p "$tmp/unpacked1"
 tar -C "$tmp/unpacked1" -xzf "$out/kiln-gpu-results.tar.gz" || fail "no results archive in $out"
-expect_grep 'test_gpu filter: \[wgmma\],\[tma\]' "$tmp/unpacked1/ctest-gpu.log"
+expect_grep 'test_gpu filter: \[wgmma\]~\[tma\]' "$tmp/unpacked1/ctest-gpu.log"
 expect_grep 'Stand-in GPU' "$tmp/unpacked1/nvidia-smi.log"
 expect_grep 'gpu tests: exit 124' "$out/roundtrip.log"
 
@@ -68,6 +68,18 @@ ls "$root"/bench/results/gpu-roundtrip-*-abc1234.md >/dev/null 2>&1 || fail "col
 listing="$(tar -tzf "$out/kiln-gpu-results.tar.gz")"
 grep -q 'gpu-bench.log' <<<"$listing" || fail "the bench's log is not in the archive"
 grep -q -- '--filter tc_bf16,conv_bf16' "$tmp/run2.log" || fail "KILN_BENCH_ARGS did not reach the bench"
+
+# ';' splits the gpu tests into runs of their own, each stopped at its own limit: a test that
+# never returns costs only its part.
+out="$tmp/out5"
+(cd "$root" && OUT="$out" KILN_GPU_TEST_FILTER="[a];[b]" KILN_GPU_TEST_PART_TIMEOUT=2 \
+  scripts/gpu-roundtrip.sh remote --steps tests >"$tmp/run5.log" 2>&1)
+mkdir -p "$tmp/unpacked5"
+tar -C "$tmp/unpacked5" -xzf "$out/kiln-gpu-results.tar.gz"
+expect_grep 'test_gpu filter: \[a\]' "$tmp/unpacked5/ctest-gpu.log"
+expect_grep 'test_gpu filter: \[b\]' "$tmp/unpacked5/ctest-gpu.log"
+[ "$(grep -c '^exit 124' "$tmp/unpacked5/ctest-gpu.log")" = 2 ] ||
+  fail "each gpu test part should stop at its own limit"
 
 # Bad requests are refused before anything runs.
 (cd "$root" && OUT="$tmp/out3" scripts/gpu-roundtrip.sh remote --steps smi,nope >"$tmp/run3.log" 2>&1)
