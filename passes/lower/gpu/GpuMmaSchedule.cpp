@@ -128,15 +128,14 @@ std::optional<std::string> registerFileProblem(const GpuMatMulSchedule &s, int64
   // 26 more than the accumulators for TMA-fed wgmma and squeezed cp.async-fed kernels (wgmma
   // and mma.sync, whose natural use is 50-90 more) into 32 more without spilling, over the
   // 8192^3 bf16 spaces on sm_90a; with less room they spilled or failed.
-  constexpr int64_t kAddressingRegisters = kTensorCoreAddressingRegisters;
   int64_t threads = gpuMmaThreads(s);
   int64_t budget = gpuRegisterBudget(threads, target);
-  if (heldRegisters + kAddressingRegisters <= budget)
+  if (heldRegisters + kTensorCoreAddressingRegisters <= budget)
     return std::nullopt;
   return fmt::format("{} registers per thread held (accumulators{}) and about {} for addressing "
                      "exceed the {} each of {} threads may use ({} per SM)",
-                     heldRegisters, s.wgmma ? "" : " and fragments", kAddressingRegisters, budget,
-                     threads, target.registersPerSm);
+                     heldRegisters, s.wgmma ? "" : " and fragments",
+                     kTensorCoreAddressingRegisters, budget, threads, target.registersPerSm);
 }
 
 Expected<void> checkGpuMmaSchedule(const GpuMatMulSchedule &s, const GemmShape &shape,
