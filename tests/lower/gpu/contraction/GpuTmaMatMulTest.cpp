@@ -2,7 +2,7 @@
 // consumer warpgroups handing stages back through mbarriers) on the SIMT simulator against the
 // reference interpreter: which GEMMs can take it, sizes below, at and above the tiles (boxes
 // over the tensor's edges read zeros), both orientations of each operand, pipeline depths,
-// split-K and batches. The simulator runs producer and consumers as fibers that switch at
+// split-K, batches, and persistent grids whose blocks walk several tiles. The simulator runs producer and consumers as fibers that switch at
 // mbarrier waits and wakes a waiter the moment its phase completes, so a stage handed back
 // too early, a missing byte count or a wrong phase fails here.
 #include "lower/gpu/contraction/GpuContractionTestUtil.h"
