@@ -27,10 +27,14 @@ struct BenchContext {
   BenchReport report;
 
   bool selected(std::string_view workload) const {
+    if (filter.empty())
+      return true;
     std::string_view rest = filter;
     while (true) {
       size_t comma = rest.find(',');
-      if (workload.find(rest.substr(0, comma)) != std::string_view::npos)
+      // An empty text ("a,,b", a trailing comma) selects nothing, not everything.
+      std::string_view text = rest.substr(0, comma);
+      if (!text.empty() && workload.find(text) != std::string_view::npos)
         return true;
       if (comma == std::string_view::npos)
         return false;

@@ -73,7 +73,7 @@ Expected<void> checkGpuWgmmaSchedule(const GpuMatMulSchedule &s, const GemmShape
     return illegal(s, fmt::format("blockK must be {} (one 128-byte row of K)", panel));
   if (std::optional<std::string> why = pipelineProblem(s, shape, target, info.operandDtype))
     return illegal(s, *why);
-  int64_t accumulators = int64_t(s.warpM / kir::kWgmmaM) * s.warpN / 2;
+  int64_t accumulators = wgmmaAccumulators(s);
   if (accumulators > kMaxAccumulators)
     return illegal(s, fmt::format("{} accumulators per thread exceed {}", accumulators,
                                   kMaxAccumulators));
@@ -100,8 +100,8 @@ int64_t persistentGridBlocks(const GpuMatMulSchedule &s, DType operandDtype, int
   // The hardware keeps 1 KiB of an SM's shared memory per resident block besides.
   const int64_t shared = reservedShared(s, operandDtype) + 1024;
   const int64_t threads = gpuMmaThreads(s);
-  const int64_t accumulators = int64_t(s.warpM / kir::kWgmmaM) * s.warpN / 2;
-  const int64_t registers = (accumulators + kTensorCoreAddressingRegisters + 7) / 8 * 8;
+  // What registerFileProblem counts a thread as needing, in ptxas's units of 8.
+  const int64_t registers = (wgmmaAccumulators(s) + kTensorCoreAddressingRegisters + 7) / 8 * 8;
   int64_t perSm = target.maxBlocksPerSm;
   perSm = std::min(perSm, target.sharedBytesPerSm / std::max<int64_t>(shared, 1));
   perSm = std::min<int64_t>(perSm, target.maxThreadsPerSm / threads);

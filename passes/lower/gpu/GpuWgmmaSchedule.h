@@ -5,6 +5,7 @@
 
 #include "codegen/Target.h"
 #include "ir/kernel/KernelIR.h"
+#include "ir/kernel/WgmmaLayout.h"
 #include "passes/lower/GemmSchedule.h"
 #include "passes/lower/GpuSchedule.h"
 #include "support/Error.h"
@@ -40,6 +41,11 @@ GpuMatMulSchedule defaultGpuWgmmaSchedule(const GemmShape &shape,
 /// The default fed by bulk tensor copies (tma), for shapes with tmaOperands: the wgmma
 /// default's tile whose consumers fit the registers a block of them plus the producer gets.
 GpuMatMulSchedule defaultGpuTmaSchedule(const GemmShape &shape, const codegen::GpuTarget &target);
+
+/// The f32 accumulators one thread of a warpgroup holds: warpM / 64 products of warpN / 2.
+inline int64_t wgmmaAccumulators(const GpuMatMulSchedule &schedule) {
+  return int64_t(schedule.warpM / kir::kWgmmaM) * schedule.warpN / 2;
+}
 
 /// A persistent schedule's grid: as many blocks as the target's SMs hold at once (by shared
 /// memory, threads, registers and the per-SM block limit), at most one per output tile.

@@ -164,4 +164,31 @@ inline void checkGpuContraction(GraphCase &c, int64_t k, DType accumulate,
   checkClose(*got, want->at("out"), k, accumulate, scale);
 }
 
+/// A bf16 x[m, k] @ w[k, n] lowered with `schedule` and assembled by ptxas through both
+/// backends for the test target, failing on any spill (`what` names it); the kernels'
+/// resources, for a caller that reports or bounds them.
+inline std::vector<AssembledKernel> assembleMatMulWithoutSpills(
+    int64_t m, int64_t k, int64_t n, const lower::GpuMatMulSchedule &schedule,
+    const std::string &what) {
+  INFO(what << ": " << lower::scheduleStr(lower::Schedule{schedule}));
+  GraphCase c(3);
+  ir::Value *x = c.input("x", DType::BF16, {m, k});
+  ir::Value *w = c.input("w", DType::BF16, {k, n});
+  c.output(c.node(ir::OpKind::MatMul, {x, w}, matmulAttrs()));
+  PlannedContraction planned = planContraction(c.graph());
+  REQUIRE(lower::checkGpuMmaSchedule(schedule, lower::gpuContractionGemmShape(*planned.group),
+                                     gpuTestTarget()));
+  auto lowered = lower::lowerGroupForGpu(c.graph(), *planned.group, schedule, gpuTestTarget());
+  INFO((lowered ? std::string() : lowered.error().str()));
+  REQUIRE(lowered);
+  // The default spill policy fails on any spill; the explicit check keeps it so.
+  std::vector<AssembledKernel> assembled =
+      checkGpuKernelsAssemble({lowered->kernel}, gpuTestTarget(), what);
+  for (const AssembledKernel &kernel : assembled) {
+    INFO(kernel.backend);
+    CHECK(kernel.resources.spillStoreBytes == 0);
+  }
+  return assembled;
+}
+
 } // namespace kiln::test

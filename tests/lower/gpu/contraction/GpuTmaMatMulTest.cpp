@@ -126,29 +126,18 @@ TEST_CASE("gpu tma: split-K and batches", "[lower][gpu-contraction][tma]") {
 TEST_CASE("gpu tma: the large-GEMM default assembles without spills",
           "[lower][gpu-contraction][tma]") {
   // A block of the producer and two consumer warpgroups (384 threads) shares the register
-  // file: ptxas must keep the consumers' 128 accumulators in registers.
-  GraphCase c(3);
-  ir::Value *x = c.input("x", DType::BF16, {130, 336});
-  ir::Value *w = c.input("w", DType::BF16, {336, 264});
-  c.output(c.node(OpKind::MatMul, {x, w}, matmulAttrs(false, false)));
-  PlannedContraction planned = planContraction(c.graph());
+  // file: ptxas must keep the consumers' 128 accumulators in registers, on a persistent grid
+  // too.
   lower::GpuMatMulSchedule big =
       lower::defaultGpuTmaSchedule(shapeOf(8192, 8192, 8192), gpuTestTarget());
   CHECK(big.tma);
-  lower::GpuMatMulSchedule persistent = big; // and the same tiles on a persistent grid
+  lower::GpuMatMulSchedule persistent = big;
   persistent.persistent = true;
-  for (const lower::GpuMatMulSchedule &s : {big, persistent}) {
-    auto lowered = lower::lowerGroupForGpu(c.graph(), *planned.group, s, gpuTestTarget());
-    REQUIRE(lowered);
-    std::vector<AssembledKernel> assembled =
-        checkGpuKernelsAssemble({lowered->kernel}, gpuTestTarget(), "the tma default");
-    for (const AssembledKernel &kernel : assembled) {
-      INFO(kernel.backend);
-      CHECK(kernel.resources.spillStoreBytes == 0);
+  for (const lower::GpuMatMulSchedule &s : {big, persistent})
+    for (const AssembledKernel &kernel :
+         assembleMatMulWithoutSpills(130, 336, 264, s, "the tma default"))
       WARN(lower::scheduleStr(lower::Schedule{s}) << " (" << kernel.backend << "): "
                                                   << kernel.resources.registers << " registers");
-    }
-  }
 }
 
 TEST_CASE("gpu tma: persistent grids walk several tiles per block",

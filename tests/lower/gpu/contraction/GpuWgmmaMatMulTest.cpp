@@ -211,54 +211,28 @@ TEST_CASE("gpu wgmma: the large-GEMM default assembles without spills",
           "[lower][gpu-contraction][wgmma]") {
   // 128 x 256 tiles of two warpgroups hold 128 accumulators a thread: they must stay in
   // registers (ptxas, both backends, sm_90a), as the default schedule they would become does.
-  GraphCase c(3);
-  ir::Value *x = c.input("x", DType::BF16, {130, 330});
-  ir::Value *w = c.input("w", DType::BF16, {330, 264});
-  c.output(c.node(OpKind::MatMul, {x, w}, matmulAttrs(false, false)));
-  PlannedContraction planned = planContraction(c.graph());
   lower::GpuMatMulSchedule big =
       lower::defaultGpuWgmmaSchedule(matmulShape(DType::BF16, 8192, 8192, 8192), gpuTestTarget());
-  auto lowered = lower::lowerGroupForGpu(c.graph(), *planned.group, big, gpuTestTarget());
-  REQUIRE(lowered);
-  std::vector<AssembledKernel> assembled =
-      checkGpuKernelsAssemble({lowered->kernel}, gpuTestTarget(), "the 128 x 256 wgmma default");
-  for (const AssembledKernel &kernel : assembled) {
-    INFO(kernel.backend);
-    CHECK(kernel.resources.spillStoreBytes == 0);
-    CHECK(kernel.resources.registers <= 255);
+  for (const AssembledKernel &kernel :
+       assembleMatMulWithoutSpills(130, 330, 264, big, "the 128 x 256 wgmma default"))
     WARN("128 x 256 wgmma tile (" << kernel.backend << "): " << kernel.resources.registers
                                   << " registers");
-  }
 }
 
 TEST_CASE("gpu tensor cores: schedules at the register file's edge assemble without spills",
           "[lower][gpu-contraction][wgmma][tma][mma]") {
   // The largest each rule of registerFileProblem admits, at the thread counts where the
   // register file is tightest: they must stay in registers (ptxas, both backends, sm_90a).
-  GraphCase c(3);
-  ir::Value *x = c.input("x", DType::BF16, {130, 200});
-  ir::Value *w = c.input("w", DType::BF16, {200, 264});
-  c.output(c.node(OpKind::MatMul, {x, w}, matmulAttrs(false, false)));
-  PlannedContraction planned = planContraction(c.graph());
-  lower::GemmShape shape = lower::gpuContractionGemmShape(*planned.group);
   lower::GpuMatMulSchedule fed = wgmmaTiles(256, 128, 64, 64, 128, 2);
   fed.tma = true;
-  const std::pair<const char *, lower::GpuMatMulSchedule> edges[] = {
-      {"wgmma, 32 accumulators for each of 1024 threads (64 registers)",
-       wgmmaTiles(128, 256, 64, 64, 64, 2)},
-      {"wgmma fed by tma, 64 accumulators for each of 640 threads (96 registers)", fed},
-      {"mma.sync, 88 accumulator and fragment registers for each of 512 threads (128)",
-       mmaTiles(256, 128, 32, 32, 64, 2)},
-  };
-  for (const auto &[what, s] : edges) {
-    INFO(what << ": " << lower::scheduleStr(s));
-    REQUIRE(lower::checkGpuMmaSchedule(s, shape, gpuTestTarget()));
-    auto lowered = lower::lowerGroupForGpu(c.graph(), *planned.group, s, gpuTestTarget());
-    REQUIRE(lowered);
-    for (const AssembledKernel &kernel :
-         checkGpuKernelsAssemble({lowered->kernel}, gpuTestTarget(), what))
-      CHECK(kernel.resources.spillStoreBytes == 0);
-  }
+  assembleMatMulWithoutSpills(130, 200, 264, wgmmaTiles(128, 256, 64, 64, 64, 2),
+                              "wgmma, 32 accumulators for each of 1024 threads (64 registers)");
+  assembleMatMulWithoutSpills(130, 200, 264, fed,
+                              "wgmma fed by tma, 64 accumulators for each of 640 threads (96 "
+                              "registers)");
+  assembleMatMulWithoutSpills(130, 200, 264, mmaTiles(256, 128, 32, 32, 64, 2),
+                              "mma.sync, 88 accumulator and fragment registers for each of 512 "
+                              "threads (128)");
 }
 
 TEST_CASE("gpu tensor cores: the grouped tile order", "[lower][gpu-contraction][wgmma][mma]") {
