@@ -5,8 +5,35 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace kiln {
+namespace {
+
+/// "64..127, 192..255 (128 of 300)" for the set indices of `wrong`, at most five ranges.
+std::string rangesText(const std::vector<bool> &wrong) {
+  std::string text;
+  int64_t ranges = 0, count = 0;
+  const auto size = static_cast<int64_t>(wrong.size());
+  for (int64_t i = 0; i < size; ++i) {
+    if (!wrong[size_t(i)])
+      continue;
+    int64_t end = i;
+    while (end + 1 < size && wrong[size_t(end + 1)])
+      ++end;
+    count += end - i + 1;
+    if (++ranges <= 5)
+      text += fmt::format("{}{}", ranges > 1 ? ", " : "",
+                          end > i ? fmt::format("{}..{}", i, end) : fmt::format("{}", i));
+    i = end;
+  }
+  if (ranges > 5)
+    text += fmt::format(", ... ({} ranges)", ranges);
+  return text + (count == size ? fmt::format(" (all {})", size)
+                               : fmt::format(" ({} of {})", count, size));
+}
+
+} // namespace
 
 Tolerance toleranceFor(DType dtype) {
   switch (dtype) {
@@ -41,6 +68,13 @@ Comparison compareTensors(const HostTensor &actual, const HostTensor &expected,
       scale = std::max(scale, std::fabs(e));
   }
   result.scale = scale;
+  const std::vector<int64_t> &shape = expected.shape();
+  const int64_t columns = shape.size() >= 2 ? shape.back() : 0;
+  std::vector<bool> wrongRows, wrongColumns;
+  if (columns > 0) {
+    wrongRows.assign(size_t(count / columns), false);
+    wrongColumns.assign(size_t(columns), false);
+  }
   for (int64_t i = 0; i < count; ++i) {
     double a = actual.getDouble(i), e = expected.getDouble(i);
     bool match;
@@ -62,8 +96,15 @@ Comparison compareTensors(const HostTensor &actual, const HostTensor &expected,
       }
       ++result.mismatches;
       result.ok = false;
+      if (columns > 0) {
+        wrongRows[size_t(i / columns)] = true;
+        wrongColumns[size_t(i % columns)] = true;
+      }
     }
   }
+  if (result.mismatches > 0 && columns > 0)
+    result.mismatchPattern =
+        fmt::format("rows {}, columns {}", rangesText(wrongRows), rangesText(wrongColumns));
   return result;
 }
 

@@ -33,6 +33,10 @@ struct Comparison {
   int64_t mismatches = 0;
   int64_t firstMismatch = -1; ///< flat index, -1 when none
   std::string firstMismatchStr; ///< "index 17: got 1.5, expected 1.25"
+  /// Where the mismatches lie, for tensors of rank 2 and up (rows flatten every dimension but
+  /// the last): "rows 64..127 (64 of 300), columns 0..263 (all 264)"; empty when none. A
+  /// wrong tile or edge of a kernel shows as a range.
+  std::string mismatchPattern;
 };
 
 /// Compares element by element; NaN matches NaN, infinities must match exactly.

@@ -107,11 +107,14 @@ void checkOutputsMatch(const ir::Graph &graph, const NamedTensors &actual,
     if (!comparison.ok)
       FAIL_CHECK(fmt::format("graph '{}' output '{}' {}: {} of {} elements differ; first at {}; "
                              "max abs error {:.4g}, max rel error {:.4g} (tolerance rel {:g}, "
-                             "abs {:g})",
+                             "abs {:g}){}",
                              graph.name(), name, want.typeStr(), comparison.mismatches,
                              want.numElements(), comparison.firstMismatchStr,
                              comparison.maxAbsError, comparison.maxRelError, tolerance.rel,
-                             tolerance.abs));
+                             tolerance.abs,
+                             comparison.mismatchPattern.empty()
+                                 ? ""
+                                 : "; wrong in " + comparison.mismatchPattern));
     ++checked;
   }
   CHECK(checked == static_cast<int>(graph.outputs().size()));
@@ -233,6 +236,38 @@ CompileOptions wgmmaBf16Options(TargetKind target, std::shared_ptr<std::atomic<i
     return schedule;
   };
   return options;
+}
+
+testing::ProductRun compiledProductRun(int64_t m, int64_t n, int64_t k, bool transposeB,
+                                       DType dtype, const CompileOptions &options) {
+  Graph graph("probed_gemm", freshSeed());
+  Tensor x = graph.input("x", {m, k}, dtype);
+  Tensor w = graph.input("w", transposeB ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n},
+                         dtype);
+  graph.output("y", matmul(x, w, {false, transposeB}));
+  REQUIRE(graph.finalize());
+  auto model = std::make_shared<CompiledModel>(compileOrFail(graph.ir(), options));
+  return [model, m, n, k, transposeB, dtype](const std::vector<double> &a,
+                                             const std::vector<double> &b) {
+    NamedTensors inputs;
+    HostTensor x(dtype, {m, k}), w(dtype, transposeB ? std::vector<int64_t>{n, k}
+                                                     : std::vector<int64_t>{k, n});
+    for (int64_t e = 0; e < m * k; ++e)
+      x.setDouble(e, a[size_t(e)]);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t p = 0; p < k; ++p)
+        w.setDouble(transposeB ? j * k + p : p * n + j, b[size_t(j * k + p)]);
+    inputs.emplace("x", std::move(x));
+    inputs.emplace("w", std::move(w));
+    auto outputs = model->run(inputs, RunOptions{.poisonBuffers = true});
+    if (!outputs)
+      FAIL("run of the probed GEMM failed: " << outputs.error().str());
+    const HostTensor &y = outputs->at("y");
+    std::vector<double> d(size_t(y.numElements()));
+    for (size_t e = 0; e < d.size(); ++e)
+      d[e] = y.getDouble(int64_t(e));
+    return d;
+  };
 }
 
 void buildTinyExample(const examples::ExampleModel &model, Graph &graph) {

@@ -7,6 +7,7 @@
 #include "frontend/Graph.h"
 #include "frontend/Ops.h"
 #include "support/HostTensor.h"
+#include "tests/ProductProbe.h"
 
 #include <catch2/catch.hpp>
 
@@ -94,6 +95,12 @@ void buildTinyExample(const examples::ExampleModel &model, Graph &graph);
 /// can on warpgroup products, as `kiln run --wgmma` compiles; `forced` counts those groups.
 CompileOptions wgmmaBf16Options(TargetKind target, std::shared_ptr<std::atomic<int>> forced,
                                 bool tma = false);
+
+/// A GEMM compiled once with `options` for the operand-read probe (tests/ProductProbe.h):
+/// y = x [m, k] times w ([k, n], or [n, k] when `transposeB`), both inputs in `dtype`. The
+/// runner takes A and B as the probe lays them out (B n x k) and returns y.
+testing::ProductRun compiledProductRun(int64_t m, int64_t n, int64_t k, bool transposeB,
+                                       DType dtype, const CompileOptions &options);
 
 /// Compiles `graph` and REQUIREs success, printing the error otherwise.
 CompiledModel compileOrFail(const ir::Graph &graph, const CompileOptions &options = {});

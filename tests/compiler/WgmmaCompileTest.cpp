@@ -2,7 +2,9 @@
 // can take warpgroup products forced onto them (the wgmma template is not the default yet):
 // dense layers, attention's batched products and nhwc convolutions with their fused epilogues,
 // end to end against the fp64 reference within bf16-mixed's tolerance; and again with the
-// operands of each GEMM that can arriving by bulk tensor copies from a producer warpgroup.
+// operands of each GEMM that can arriving by bulk tensor copies from a producer warpgroup; and
+// the operand-read probe a failing GPU GEMM test prints (tests/ProductProbe.h), run through a
+// compiled tma GEMM, finding every read right.
 #include "CompileTestUtil.h"
 
 #include "examples/models/ExampleRegistry.h"
@@ -29,6 +31,24 @@ TEST_CASE("the examples under bf16-mixed on wgmma match the reference", "[compil
   CompileOptions options = wgmmaBf16Options(TargetKind::Sim, forced, tma);
   checkPolicyNumerics(graph.ir(), inputs, graph.paramValues(), options);
   CHECK(*forced > 0); // every example has such contractions (cnn 4, vgg 14, transformer 7, ...)
+}
+
+TEST_CASE("the operand-read probe of a compiled tma GEMM finds every read right on the simulator",
+          "[compiler][sim][wgmma][tma][probe]") {
+  const bool transposeB = GENERATE(false, true);
+  INFO("transpose_b " << transposeB);
+  auto forced = std::make_shared<std::atomic<int>>(0);
+  CompileOptions options = wgmmaBf16Options(TargetKind::Sim, forced, /*tma=*/true);
+  // Odd M, N past one 64-wide tile, K over three 64-deep tiles with a short last one.
+  const int64_t m = 70, n = 72, k = 136;
+  testing::ProductRun run = compiledProductRun(m, n, k, transposeB, DType::BF16, options);
+  CHECK(*forced == 1);
+  testing::ProductReads reads = testing::probeProductReads({m, n, k, m}, run);
+  CHECK(testing::ProductReads::wrong(reads.a) == 0);
+  CHECK(testing::ProductReads::wrong(reads.b) == 0);
+  CHECK(reads.runs == 2 * 4 + 2 * 4); // two shifts of each diagonal, 4 digits of each code
+  INFO(testing::describeProductReads(reads));
+  CHECK(testing::productVerdict(reads).starts_with("every probed read is right"));
 }
 
 } // namespace kiln::test

@@ -8,6 +8,7 @@
 #include "compiler/CompileTestUtil.h"
 #include "compiler/CudaCompile.h"
 #include "passes/lower/gpu/GpuContraction.h"
+#include "support/Tolerance.h"
 
 #include <fmt/format.h>
 
@@ -38,6 +39,24 @@ CompileOptions editingSchedules(CompileOptions options,
     return schedule;
   };
   return options;
+}
+
+/// Checks `c` (whose output y is x [m, k] times w, [k, n] or [n, k] when `transposeB`, maybe
+/// with an epilogue) compiled with `options`. Where y is wrong, probes which operand elements
+/// a plain bf16 GEMM of that shape compiled the same way reads (tests/ProductProbe.h), so the
+/// failure names the misreading -- a tile, box or descriptor -- in the same GPU run.
+void checkGemmOrProbe(CompileCase &c, const CompileOptions &options, int64_t m, int64_t n,
+                      int64_t k, bool transposeB) {
+  NamedTensors expected = c.reference();
+  NamedTensors got = c.check(options, nullptr, &expected);
+  auto y = got.find("y");
+  if (y == got.end())
+    return; // the compile or the run failed, and check() said so
+  const HostTensor &want = expected.at("y");
+  if (compareTensors(y->second, want, toleranceFor(want.dtype())).ok)
+    return;
+  testing::ProductRun run = compiledProductRun(m, n, k, transposeB, DType::BF16, options);
+  FAIL_CHECK(testing::describeProductReads(testing::probeProductReads({m, n, k, m}, run)));
 }
 
 } // namespace
@@ -130,7 +149,7 @@ TEST_CASE("wgmma GEMMs on sm_90a match the reference", "[gpu][tensor-core][wgmma
         edit(std::get<lower::GpuMatMulSchedule>(*s));
       return s;
     };
-    c.check(options);
+    checkGemmOrProbe(c, options, 300, 264, 520, transposeB);
   }
 }
 
@@ -165,7 +184,7 @@ TEST_CASE("persistent tma GEMMs walk several tiles per block on the GPU",
     }
     return s;
   };
-  c.check(options);
+  checkGemmOrProbe(c, options, 1700, 1704, 520, false);
   CHECK(*persistentSchedules >= 1); // the matmul did run on the persistent schedule
 }
 

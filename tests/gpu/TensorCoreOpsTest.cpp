@@ -4,7 +4,8 @@
 // through shared memory (zero fill included), the latter two bit for bit, and on sm_90a each
 // wgmma orientation against an fp64 product, and a producer warpgroup's bulk tensor copies
 // feeding a consumer's wgmma through mbarriers. The kernels are the ones tests/codegen checks
-// through ptxas (TensorCoreKernels.h).
+// through ptxas (TensorCoreKernels.h). A wrong warpgroup product prints which operand elements
+// it read (tests/ProductProbe.h), so one GPU run shows the misreading.
 #include "GpuTestDevice.h"
 
 #include "codegen/Ptx.h"
@@ -16,6 +17,7 @@
 #include "support/HostTensor.h"
 #include "tests/codegen/gpu/TensorCoreKernels.h"
 #include "tests/codegen/gpu/TmaKernels.h"
+#include "tests/ProductProbe.h"
 #include "compiler/GpuCompile.h"
 
 #include <catch2/catch.hpp>
@@ -122,6 +124,24 @@ float roundToTf32(float value) {
   uint32_t bits = std::bit_cast<uint32_t>(value);
   bits = (bits + 0x1000u) & ~0x1fffu; // the magnitude rounds half up: away from zero
   return std::bit_cast<float>(bits);
+}
+
+/// `count` values k/4 with k in [-8, 8): every product and sum of a few thousand of them is
+/// exact in f32, and each is exact in bf16, f16 and e4m3.
+std::vector<double> quarters(int64_t count, std::mt19937 &rng) {
+  std::uniform_int_distribution<int> quarter(-8, 7);
+  std::vector<double> values(static_cast<size_t>(count));
+  for (double &v : values)
+    v = quarter(rng) / 4.0;
+  return values;
+}
+
+/// `values` (each exact in `dtype`) as the bytes a device buffer of `dtype` holds.
+std::vector<uint8_t> encoded(DType dtype, const std::vector<double> &values) {
+  HostTensor t(dtype, {int64_t(values.size())});
+  for (size_t i = 0; i < values.size(); ++i)
+    t.setDouble(int64_t(i), values[i]);
+  return std::vector<uint8_t>(t.bytes().begin(), t.bytes().end());
 }
 
 /// Matrix operands of one dtype: the bytes a fragment buffer holds and the
@@ -386,21 +406,10 @@ TEST_CASE("wgmma of both orientations matches an fp64 product on the GPU", "[gpu
     DType dtype = kir::wgmmaShapeInfo(c.kind).operandDtype;
     // Small dyadic values (k/4 in [-2, 2)): every product and sum is exact in f32.
     std::mt19937 rng(99 + n);
-    std::uniform_int_distribution<int> quarter(-8, 7);
-    auto operand = [&](int64_t size, std::vector<double> &values) {
-      HostTensor t(dtype, {size});
-      for (int64_t i = 0; i < size; ++i) {
-        values.push_back(quarter(rng) / 4.0);
-        t.setDouble(i, values.back());
-      }
-      return std::vector<uint8_t>(t.bytes().begin(), t.bytes().end());
-    };
-    std::vector<double> aValues, bValues;
+    std::vector<double> aValues = quarters(64 * k, rng), bValues = quarters(int64_t(n) * k, rng);
     DeviceBuffer a(device, int64_t(64) * k * dtypeByteSize(dtype));
     DeviceBuffer b(device, int64_t(n) * k * dtypeByteSize(dtype));
     DeviceBuffer d(device, int64_t(64) * n * 4);
-    a.upload(operand(64 * k, aValues));
-    b.upload(operand(int64_t(n) * k, bValues));
     std::vector<int64_t> aIndex = testing::wgmmaTileIndices(c.kind, c.aMnMajor, 64);
     std::vector<int64_t> bIndex = testing::wgmmaTileIndices(c.kind, c.bMnMajor, n);
     std::vector<int64_t> dIndex = testing::wgmmaAccumulatorIndices(n);
@@ -413,9 +422,15 @@ TEST_CASE("wgmma of both orientations matches an fp64 product on the GPU", "[gpu
     runtime::LaunchDims dims{{1, 1, 1}, {128, 1, 1}, uint32_t(shape.dynamicSharedBytes())};
     for (const LoadedKernel &loaded : loadBoth(device, kernel, dims)) {
       INFO("backend " << loaded.backend);
-      d.poison();
-      launch(loaded, {a.ptr, b.ptr, d.ptr, aAt.ptr, bAt.ptr, dAt.ptr});
-      std::vector<float> got = d.download<float>();
+      testing::ProductRun run = [&](const std::vector<double> &av, const std::vector<double> &bv) {
+        a.upload(encoded(dtype, av));
+        b.upload(encoded(dtype, bv));
+        d.poison();
+        launch(loaded, {a.ptr, b.ptr, d.ptr, aAt.ptr, bAt.ptr, dAt.ptr});
+        std::vector<float> got = d.download<float>();
+        return std::vector<double>(got.begin(), got.end());
+      };
+      std::vector<double> got = run(aValues, bValues);
       int mismatches = 0;
       for (int i = 0; i < 64; ++i)
         for (int j = 0; j < n; ++j) {
@@ -427,6 +442,16 @@ TEST_CASE("wgmma of both orientations matches an fp64 product on the GPU", "[gpu
                             << want);
         }
       CHECK(mismatches == 0);
+      if (mismatches > 0) {
+        // Which elements the product read, with their shared-memory bytes by the layout
+        // kiln assumes: the pattern names the misreading without another GPU run.
+        auto where = [&](char operand, int64_t e) {
+          const std::vector<int64_t> &at = operand == 'A' ? aIndex : bIndex;
+          return fmt::format("shared byte {:#x}", at[size_t(e)] * dtypeByteSize(dtype));
+        };
+        FAIL_CHECK(testing::describeProductReads(
+            testing::probeProductReads({64, n, k, 64}, run), where));
+      }
     }
   }
 }
@@ -455,26 +480,21 @@ TEST_CASE("a producer warpgroup's bulk tensor copies feed wgmma on the GPU",
     INFO(kernel.name << " m " << c.m);
     const int64_t k = 64 * c.kTiles, n = c.n;
     std::mt19937 rng(7 + n);
-    std::uniform_int_distribution<int> quarter(-8, 7);
-    auto operand = [&](int64_t size, std::vector<double> &values) {
-      HostTensor t(DType::BF16, {size});
-      for (int64_t i = 0; i < size; ++i) {
-        values.push_back(quarter(rng) / 4.0);
-        t.setDouble(i, values.back());
-      }
-      return std::vector<uint8_t>(t.bytes().begin(), t.bytes().end());
-    };
-    std::vector<double> aValues, bValues;
+    std::vector<double> aValues = quarters(c.m * k, rng), bValues = quarters(n * k, rng);
     DeviceBuffer a(device, c.m * k * 2), b(device, n * k * 2), d(device, 64 * n * 4);
-    a.upload(operand(c.m * k, aValues));
-    b.upload(operand(n * k, bValues));
     runtime::LaunchDims dims = valueOf(compiler::launchDimsOf(kernel));
     REQUIRE(dims.tensorMaps.size() == 2);
     for (const LoadedKernel &loaded : loadBoth(device, kernel, dims)) {
       INFO("backend " << loaded.backend);
-      d.poison();
-      launch(loaded, {a.ptr, b.ptr, d.ptr});
-      std::vector<float> got = d.download<float>();
+      testing::ProductRun run = [&](const std::vector<double> &av, const std::vector<double> &bv) {
+        a.upload(encoded(DType::BF16, av));
+        b.upload(encoded(DType::BF16, bv));
+        d.poison();
+        launch(loaded, {a.ptr, b.ptr, d.ptr});
+        std::vector<float> got = d.download<float>();
+        return std::vector<double>(got.begin(), got.end());
+      };
+      std::vector<double> got = run(aValues, bValues);
       int mismatches = 0;
       for (int64_t i = 0; i < 64; ++i)
         for (int64_t j = 0; j < n; ++j) {
@@ -486,6 +506,8 @@ TEST_CASE("a producer warpgroup's bulk tensor copies feed wgmma on the GPU",
                             << ", expected " << want);
         }
       CHECK(mismatches == 0);
+      if (mismatches > 0) // which elements the boxes and the products delivered
+        FAIL_CHECK(testing::describeProductReads(testing::probeProductReads({c.m, n, k, 64}, run)));
     }
   }
 }

@@ -207,9 +207,12 @@ int runCommand(const std::vector<std::string> &words) {
       fmt::print("check {}: {} (max abs error {:.3g}, max rel error {:.3g}){}\n", name,
                  comparison.ok ? "ok" : "MISMATCH", comparison.maxAbsError,
                  comparison.maxRelError,
-                 comparison.ok ? "" : fmt::format("; {} elements differ, first at {}",
+                 comparison.ok ? "" : fmt::format("; {} elements differ, first at {}{}",
                                                   comparison.mismatches,
-                                                  comparison.firstMismatchStr));
+                                                  comparison.firstMismatchStr,
+                                                  comparison.mismatchPattern.empty()
+                                                      ? ""
+                                                      : "; in " + comparison.mismatchPattern));
       allOk = allOk && comparison.ok;
     }
     if (!allOk)
