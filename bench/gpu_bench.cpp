@@ -34,8 +34,9 @@ Measures kiln's GPU kernels on GPU 0 and writes a Markdown report:
   (e) tensorcores  tensor-core GEMMs (bf16, f16, tf32) vs cuBLAS GemmEx: n^3
                    at 4096 and 8192, GPT-2 small and large projections at 512
                    and 8192 tokens
-  (f) conv         conv2d vs cuDNN 9 (fp32 NCHW and bf16 NHWC) on ResNet-50
-                   (batch 32) and VGG16 (batch 8) layers; skipped when cuDNN
+  (f) conv         conv2d vs cuDNN 9 (fp32 NCHW, bf16 NHWC, and bf16 NHWC on
+                   wgmma forced) on ResNet-50 (batch 32) and VGG16 (batch 8)
+                   layers; skipped when cuDNN
                    is not found (KILN_CUDNN names libcudnn.so.9 or its folder)
 options:
   --quick           fewer sizes and runs (a smoke test, not a result)
@@ -43,7 +44,8 @@ options:
                     separated texts (copy always runs: section (b) needs it),
                     e.g. softmax, matmul_4096, launch, tc_bf16 (section (e)'s
                     bf16 rows, forced wgmma and tma included), tc_f16_n4096,
-                    conv_bf16 (section (f)'s bf16 rows), tc_bf16_n8192,conv_bf16
+                    conv_bf16 (section (f)'s bf16 rows, forced wgmma included),
+                    tc_bf16_n8192,conv_bf16
   --sections LIST   comma-separated subset of
                     copy,rows,matmul,launch,tensorcores,conv, run in that
                     order (rows after copy); the report is rewritten after

@@ -1,10 +1,12 @@
 // Section (f): kiln's conv2d (implicit GEMMs: fp32 NCHW on the CUDA cores, bf16 NHWC on the
-// tensor cores) against cuDNN's fastest algorithm on ResNet and VGG16 layer shapes.
+// tensor cores, by default and with warpgroup products forced) against cuDNN's fastest
+// algorithm on ResNet and VGG16 layer shapes.
 #include "bench/gpu/Cudnn.h"
 #include "bench/gpu/DeviceTimer.h"
 #include "bench/gpu/KernelTiming.h"
 #include "bench/gpu/Sections.h"
 #include "frontend/Ops.h"
+#include "passes/lower/gpu/GpuContraction.h"
 #include "support/FloatConvert.h"
 
 #include <fmt/format.h>
@@ -44,6 +46,9 @@ struct Precision {
   /// The same when cuDNN's algorithm transforms the operands.
   double transformAgreement;
   std::string_view kilnEngine, cudnnMath, layoutName;
+  /// Forces kiln's warpgroup (wgmma) template, sm_90a only, instead of the default schedule
+  /// (mma.sync until the wgmma path is measured): no goal, the rows beside the default's.
+  bool wgmma = false;
 };
 
 constexpr Precision kPrecisions[] = {
@@ -51,6 +56,9 @@ constexpr Precision kPrecisions[] = {
      "CUDA-core implicit GEMM, no tf32", "CUDNN_FMA_MATH", "NCHW"},
     {"bf16", DType::BF16, Layout::NHWC, 0x1p-8, 0x1p-8, 1e-2, 3e-2,
      "tensor-core implicit GEMM (mma.sync), fp32 accumulation", "CUDNN_TENSOR_OP_MATH", "NHWC"},
+    {"bf16_wgmma", DType::BF16, Layout::NHWC, 0x1p-8, 0x1p-8, 1e-2, 3e-2,
+     "tensor-core implicit GEMM (wgmma, operands by cp.async, forced), fp32 accumulation",
+     "CUDNN_TENSOR_OP_MATH", "NHWC", true},
 };
 
 /// A square conv2d layer, stride 1, "same" padding (kernel / 2).
@@ -261,6 +269,11 @@ Expected<KilnSide> runKiln(const CompileOptions &compileOptions, const Precision
                                          .layout = precision.layout}));
   std::ostringstream dump;
   CompileOptions options = compileOptions;
+  if (precision.wgmma)
+    options.chooseSchedule = [](const ir::Graph &, const passes::FusionGroup &group) {
+      return lower::wgmmaContractionSchedule(group, *codegen::gpuTargetNamed("sm_90a"),
+                                             /*tma=*/false); // conv2d keeps cp.async
+    };
   options.dump |= kDumpFused;
   options.dumpStream = &dump;
   KILN_TRY(CompiledModel model, compileGraph(graph, options));
@@ -373,13 +386,14 @@ Table tableFor(const Precision &precision, const Cudnn &cudnn, bool quick) {
       .title = fmt::format("(f) conv2d {} {}: kiln ({}) vs cuDNN", precision.name,
                            precision.layoutName, precision.kilnEngine),
       .columns = {"layer", fmt::format("x ({}) -> filters, window", precision.layoutName),
-                  "kiln schedule (default)", "cuDNN algorithm (Find)", "kiln ms", "cuDNN ms",
+                  precision.wgmma ? "kiln schedule (wgmma, forced)" : "kiln schedule (default)",
+                  "cuDNN algorithm (Find)", "kiln ms", "cuDNN ms",
                   "kiln TFLOP/s", "cuDNN TFLOP/s", "kiln/cuDNN", "max diff / max|y|", "check"},
       .note = fmt::format(
           "{} x, w and y in {}, stride 1, padding 1 for 3x3 and 0 for 1x1. kiln: a conv2d "
           "(layout \"{}\"{}) compiled with the default options, x an input (copied in by each "
           "run, outside the timed kernel), w a bound parameter (on the device once); the "
-          "schedule is the heuristic default, read from the compile's fused dump. cuDNN {} "
+          "schedule is {}, read from the compile's fused dump. cuDNN {} "
           "({}): the legacy API, CUDNN_CROSS_CORRELATION, compute type float, {}, the "
           "algorithm cudnnFindConvolutionForwardAlgorithmEx timed fastest (once, untimed), "
           "its workspace allocated through kiln's device, inputs uploaded once. Inputs "
@@ -391,15 +405,18 @@ Table tableFor(const Precision &precision, const Cudnn &cudnn, bool quick) {
           "over the window, within 2^{} * |y| + {:.0e} * sum|x w| (cuDNN's, when its "
           "algorithm is FFT or Winograd: + {:.2g} * sum|x w|); kiln's whole output against "
           "cuDNN's (max difference <= {:.0e} of the largest |y|, {:.0e} against FFT or "
-          "Winograd; no NaN or inf). Goal: every layer >= {:.0f}% of cuDNN.",
+          "Winograd; no NaN or inf). {}",
           precision.name == "f32" ? "f32" : "bf16 (fp32 accumulation, result in bf16)",
           precision.layoutName, layoutName(precision.layout),
           precision.dtype == DType::BF16 ? ", bf16 operands, accumulate f32" : "",
+          precision.wgmma ? "the wgmma default (lower::wgmmaContractionSchedule), forced"
+                          : "the heuristic default",
           cudnn.version(), cudnn.libraryName(), precision.cudnnMath,
           quick ? "3" : "10 (>= 2e10 flops) or 20", kSamples,
           int(std::lround(std::log2(precision.resultRounding))), kAccumulation,
           precision.cudnnTransformSlack, precision.agreement, precision.transformAgreement,
-          kGoal * 100)};
+          precision.wgmma ? std::string("No goal: the default's table holds it.")
+                          : fmt::format("Goal: every layer >= {:.0f}% of cuDNN.", kGoal * 100))};
 }
 
 } // namespace
@@ -426,6 +443,8 @@ void benchConvVsCudnn(BenchContext &context) {
   auto skipAll = [&](const std::string &why) {
     fmt::print("== (f) conv2d vs cuDNN: skipped: {}\n\n", why);
     for (const Precision &precision : kPrecisions) {
+      if (precision.wgmma)
+        continue; // no goal of its own
       Goal goal = goalFor(precision);
       goal.measured = "skipped: " + why;
       context.report.addGoal(std::move(goal));
@@ -444,6 +463,8 @@ void benchConvVsCudnn(BenchContext &context) {
   if (!cudnn) {
     context.report.addFailure(fmt::format("conv2d vs cuDNN: {}", cudnn.error().message()));
     for (const Precision &precision : kPrecisions) {
+      if (precision.wgmma)
+        continue;
       Goal goal = goalFor(precision);
       goal.measured = "cuDNN unavailable: " + cudnn.error().message();
       context.report.addGoal(std::move(goal));
@@ -451,9 +472,18 @@ void benchConvVsCudnn(BenchContext &context) {
     return;
   }
   fmt::print("(f) cuDNN {} from {}\n", (*cudnn)->version(), (*cudnn)->libraryName());
+  auto selectedAny = [&](const Precision &precision) {
+    return std::ranges::any_of(entries, [&](const Entry &e) { return e.precision == &precision; });
+  };
 
   uint64_t seed = 31;
   for (const Precision &precision : kPrecisions) {
+    if (precision.wgmma && (context.gpu.ccMajor != 9 || !selectedAny(precision))) {
+      if (selectedAny(precision))
+        fmt::print("== (f) conv2d {}: skipped: wgmma needs sm_90a; this GPU is sm_{}{}\n\n",
+                   precision.name, context.gpu.ccMajor, context.gpu.ccMinor);
+      continue;
+    }
     Goal goal = goalFor(precision);
     if (precision.dtype == DType::BF16 && context.gpu.ccMajor < 8) {
       goal.measured = fmt::format("skipped: kiln's bf16 tensor-core conv2d needs sm_80 or "
@@ -501,6 +531,8 @@ void benchConvVsCudnn(BenchContext &context) {
     }
     if (!table.rows.empty())
       context.report.addTable(std::move(table));
+    if (precision.wgmma)
+      continue; // rows beside the default's; the goal is the default's
     if (layers == 0) {
       goal.measured = "not run (--filter)";
     } else if (!failure.empty()) {

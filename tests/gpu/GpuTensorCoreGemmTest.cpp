@@ -1,8 +1,8 @@
 // Tensor-core GEMM features on the real GPU against the fp64 reference, through both backends:
 // split-K (the default for a narrow output over a long K: two launches per group), tiles in
 // dynamic shared memory past the static 48 KiB, fp8 models on e4m3 tensor cores (sm_89+), and
-// warpgroup products (wgmma, sm_90a) with both operand orientations, their operands by
-// cp.async or by a producer warpgroup's bulk tensor copies (tma).
+// warpgroup products (wgmma, sm_90a) for GEMMs with both operand orientations, their operands
+// by cp.async or by a producer warpgroup's bulk tensor copies (tma), and for an nhwc conv2d.
 #include "GpuTestDevice.h"
 
 #include "compiler/CompileTestUtil.h"
@@ -151,6 +151,35 @@ TEST_CASE("wgmma GEMMs on sm_90a match the reference", "[gpu][tensor-core][wgmma
     };
     checkGemmOrProbe(c, options, 300, 264, 520, transposeB);
   }
+}
+
+TEST_CASE("wgmma conv2d on sm_90a matches the reference", "[gpu][tensor-core][wgmma]") {
+  codegen::GpuTarget target = gpuTestTarget();
+  if (target.sm != 90 || !target.archSpecific) {
+    WARN("skipped: wgmma runs only on sm_90a (this GPU is " << target.archName() << ")");
+    return;
+  }
+  GpuBackend backend = GENERATE(GpuBackend::Llvm, GpuBackend::Nvrtc);
+  auto [stride, padding] = GENERATE(std::pair{1, 1}, std::pair{2, 0});
+  INFO("backend " << backendName(backend) << " stride " << stride << " padding " << padding);
+  // An implicit GEMM (im2col rows of A by predicated cp.async, zeros in the padding) of odd
+  // images and 40 filters over 3 x 3 x 24 taps, with a fused bias and relu, in NHWC.
+  CompileCase c("wgmma_conv_gpu");
+  Tensor x = c.input("x", {3, 19, 13, 24}, DType::BF16);
+  Tensor w = c.param("w", {40, 3, 3, 24}, DType::BF16);
+  Conv2DOptions conv{.stride = {stride, stride},
+                     .padding = Padding::symmetric(padding, padding),
+                     .layout = Layout::NHWC};
+  c.output("y", relu(conv2d(x, w, conv) + c.param("b", {40}, DType::BF16)));
+  auto forced = std::make_shared<std::atomic<int>>(0);
+  CompileOptions options = cudaOptions(backend);
+  options.chooseSchedule = [forced](const ir::Graph &, const passes::FusionGroup &group) {
+    std::optional<lower::Schedule> s = lower::wgmmaContractionSchedule(group, gpuTestTarget(), false);
+    *forced += s.has_value();
+    return s;
+  };
+  c.check(options);
+  CHECK(*forced == 1); // the convolution did run on warpgroup products
 }
 
 TEST_CASE("persistent tma GEMMs walk several tiles per block on the GPU",
