@@ -25,22 +25,57 @@ std::optional<CUtensorMapDataType> tensorMapType(DType dtype) {
   return std::nullopt;
 }
 
+/// "the tensor map of parameter 3 (dims [520, 300], box [64, 128])"
+std::string mapName(const TensorMapArg &map) {
+  return fmt::format("the tensor map of parameter {} (dims [{}], box [{}])", map.param,
+                     fmt::join(map.dims, ", "), fmt::join(map.box, ", "));
+}
+
 } // namespace
+
+Expected<void> checkTensorMap(const TensorMapArg &map, DevicePtr base, std::string_view kernel) {
+  const std::string what = mapName(map);
+  auto broken = [&](std::string rule) {
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("kernel '{}': {} {}", kernel, what, rule));
+  };
+  const size_t rank = map.dims.size();
+  if (!tensorMapType(map.dtype) || rank < 1 || rank > 5 || map.box.size() != rank ||
+      map.strides.size() + 1 != rank)
+    return broken("is malformed (a rank of 1 to 5 with a box entry per dim and a stride per "
+                  "dim but the first)");
+  if (base % 16 != 0)
+    return broken(fmt::format("starts at {:#x}, not at a 16-byte boundary", base));
+  const int64_t bytes = dtypeByteSize(map.dtype);
+  constexpr int64_t kMaxDim = int64_t{1} << 32, kMaxStrideBytes = int64_t{1} << 40;
+  for (size_t d = 0; d < rank; ++d) {
+    if (map.dims[d] < 1 || map.dims[d] > kMaxDim)
+      return broken(fmt::format("has dim {} of {} elements (1 to 2^32)", d, map.dims[d]));
+    if (map.box[d] < 1 || map.box[d] > 256)
+      return broken(fmt::format("has a box of {} along dim {} (1 to 256)", map.box[d], d));
+  }
+  for (size_t d = 1; d < rank; ++d) {
+    const int64_t strideBytes = map.strides[d - 1] * bytes;
+    if (map.strides[d - 1] < 1 || strideBytes % 16 != 0 || strideBytes >= kMaxStrideBytes)
+      return broken(fmt::format("steps dim {} by {} bytes (a positive multiple of 16 below "
+                                "2^40)",
+                                d, strideBytes));
+  }
+  const int64_t innerBytes = map.box[0] * bytes;
+  if (innerBytes % 16 != 0)
+    return broken(fmt::format("has an inner box of {} bytes (a multiple of 16)", innerBytes));
+  if (map.swizzle128 && innerBytes > 128)
+    return broken(fmt::format("has an inner box of {} bytes, past the 128-byte swizzle's span",
+                              innerBytes));
+  return {};
+}
 
 Expected<void> encodeTensorMap(const CudaDriver &driver, const TensorMapArg &map, DevicePtr base,
                                std::string_view kernel, CUtensorMap &out) {
-  const std::string what = fmt::format("the tensor map of parameter {} (dims [{}], box [{}])",
-                                       map.param, fmt::join(map.dims, ", "),
-                                       fmt::join(map.box, ", "));
-  std::optional<CUtensorMapDataType> type = tensorMapType(map.dtype);
+  KILN_TRY_VOID(checkTensorMap(map, base, kernel));
+  const std::string what = mapName(map);
+  const CUtensorMapDataType type = *tensorMapType(map.dtype);
   const size_t rank = map.dims.size();
-  if (!type || rank < 1 || rank > 5 || map.box.size() != rank || map.strides.size() + 1 != rank)
-    return makeError(ErrorCode::InvalidArgument,
-                     fmt::format("kernel '{}': {} is malformed", kernel, what));
-  if (base % 16 != 0)
-    return makeError(ErrorCode::InvalidArgument,
-                     fmt::format("kernel '{}': {} starts at {:#x}, not at a 16-byte boundary",
-                                 kernel, what, base));
   const int64_t bytes = dtypeByteSize(map.dtype);
   std::array<cuuint64_t, 5> dims{}, strides{};
   std::array<cuuint32_t, 5> box{}, elementStrides{};
@@ -53,7 +88,7 @@ Expected<void> encodeTensorMap(const CudaDriver &driver, const TensorMapArg &map
   }
   // Out-of-bounds elements read as zeros (OOB fill NONE), which the GEMM edges rely on.
   return driver.check(driver.api.tensorMapEncodeTiled(
-                          &out, *type, static_cast<cuuint32_t>(rank),
+                          &out, type, static_cast<cuuint32_t>(rank),
                           reinterpret_cast<void *>(static_cast<uintptr_t>(base)), dims.data(),
                           strides.data(), box.data(), elementStrides.data(),
                           CU_TENSOR_MAP_INTERLEAVE_NONE,
