@@ -3,6 +3,7 @@
 // executor indexes only buffers, bindings and constants that exist.
 #include "runtime/bundle/PlanCodec.h"
 
+#include "runtime/TensorMapRules.h"
 #include "runtime/bundle/ByteCodec.h"
 
 #include <fmt/format.h>
@@ -248,24 +249,18 @@ Expected<StoredPlan> decodePlan(std::string_view bytes, std::string_view section
           return makeError(ErrorCode::FormatError,
                            fmt::format("section '{}': step {} ('{}') has an empty launch", section,
                                        i, plan.steps[i].kernelName));
-    auto malformed = [&](const TensorMapArg &map) {
-      if (map.param < 0 || static_cast<size_t>(map.param) >= plan.steps[i].args.size() ||
-          map.dims.empty() || map.dims.size() > 5 || map.box.size() != map.dims.size() ||
-          map.strides.size() + 1 != map.dims.size())
-        return true;
-      // Extents and strides the driver takes: positive, boxes of at most 256.
-      return std::ranges::any_of(map.dims, [](int64_t d) { return d < 1; }) ||
-             std::ranges::any_of(map.strides, [](int64_t s) { return s < 1; }) ||
-             std::ranges::any_of(map.box, [](int64_t b) { return b < 1 || b > 256; });
-    };
     if (dims)
-      for (const TensorMapArg &map : dims->tensorMaps)
-        if (malformed(map))
+      for (const TensorMapArg &map : dims->tensorMaps) {
+        std::optional<std::string> problem = tensorMapArgProblem(map);
+        if (!problem && (map.param < 0 || static_cast<size_t>(map.param) >= plan.steps[i].args.size()))
+          problem = "names no argument of the step";
+        if (problem)
           return makeError(ErrorCode::FormatError,
                            fmt::format("section '{}': step {} ('{}') has a malformed tensor map "
-                                       "(of parameter {}, {} dimensions)",
+                                       "(of parameter {}, {} dimensions): it {}",
                                        section, i, plan.steps[i].kernelName, map.param,
-                                       map.dims.size()));
+                                       map.dims.size(), *problem));
+      }
   }
   if (auto valid = validatePlan(plan); !valid)
     return std::unexpected(Error(ErrorCode::FormatError,

@@ -1,9 +1,12 @@
 #include "runtime/cuda/CudaTensorMap.h"
 
+#include "runtime/TensorMapRules.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <array>
+#include <optional>
 
 namespace kiln::runtime::cuda {
 namespace {
@@ -34,39 +37,14 @@ std::string mapName(const TensorMapArg &map) {
 } // namespace
 
 Expected<void> checkTensorMap(const TensorMapArg &map, DevicePtr base, std::string_view kernel) {
-  const std::string what = mapName(map);
-  auto broken = [&](std::string rule) {
+  std::optional<std::string> problem = tensorMapArgProblem(map);
+  if (!problem && !tensorMapType(map.dtype))
+    problem = fmt::format("has dtype {}, which the copy engine does not move", dtypeName(map.dtype));
+  if (!problem && base % 16 != 0)
+    problem = fmt::format("starts at {:#x}, not at a 16-byte boundary", base);
+  if (problem)
     return makeError(ErrorCode::InvalidArgument,
-                     fmt::format("kernel '{}': {} {}", kernel, what, rule));
-  };
-  const size_t rank = map.dims.size();
-  if (!tensorMapType(map.dtype) || rank < 1 || rank > 5 || map.box.size() != rank ||
-      map.strides.size() + 1 != rank)
-    return broken("is malformed (a rank of 1 to 5 with a box entry per dim and a stride per "
-                  "dim but the first)");
-  if (base % 16 != 0)
-    return broken(fmt::format("starts at {:#x}, not at a 16-byte boundary", base));
-  const int64_t bytes = dtypeByteSize(map.dtype);
-  constexpr int64_t kMaxDim = int64_t{1} << 32, kMaxStrideBytes = int64_t{1} << 40;
-  for (size_t d = 0; d < rank; ++d) {
-    if (map.dims[d] < 1 || map.dims[d] > kMaxDim)
-      return broken(fmt::format("has dim {} of {} elements (1 to 2^32)", d, map.dims[d]));
-    if (map.box[d] < 1 || map.box[d] > 256)
-      return broken(fmt::format("has a box of {} along dim {} (1 to 256)", map.box[d], d));
-  }
-  for (size_t d = 1; d < rank; ++d) {
-    const int64_t strideBytes = map.strides[d - 1] * bytes;
-    if (map.strides[d - 1] < 1 || strideBytes % 16 != 0 || strideBytes >= kMaxStrideBytes)
-      return broken(fmt::format("steps dim {} by {} bytes (a positive multiple of 16 below "
-                                "2^40)",
-                                d, strideBytes));
-  }
-  const int64_t innerBytes = map.box[0] * bytes;
-  if (innerBytes % 16 != 0)
-    return broken(fmt::format("has an inner box of {} bytes (a multiple of 16)", innerBytes));
-  if (map.swizzle128 && innerBytes > 128)
-    return broken(fmt::format("has an inner box of {} bytes, past the 128-byte swizzle's span",
-                              innerBytes));
+                     fmt::format("kernel '{}': {} {}", kernel, mapName(map), *problem));
   return {};
 }
 
@@ -74,7 +52,7 @@ Expected<void> encodeTensorMap(const CudaDriver &driver, const TensorMapArg &map
                                std::string_view kernel, CUtensorMap &out) {
   KILN_TRY_VOID(checkTensorMap(map, base, kernel));
   const std::string what = mapName(map);
-  const CUtensorMapDataType type = *tensorMapType(map.dtype);
+  const CUtensorMapDataType type = *tensorMapType(map.dtype); // checked above
   const size_t rank = map.dims.size();
   const int64_t bytes = dtypeByteSize(map.dtype);
   std::array<cuuint64_t, 5> dims{}, strides{};

@@ -146,6 +146,11 @@ TEST_CASE("a launch plan survives encoding and decoding field for field", "[bund
   auto noBox = decodePlan(encodePlan(plan, {dims, emptyBox}), "plan", true);
   REQUIRE_FALSE(noBox);
   CHECK_THAT(noBox.error().message(), Catch::Contains("malformed tensor map"));
+  LaunchDims oddRows = dims; // rows of 70 bf16: 140 bytes, not a multiple of 16
+  oddRows.tensorMaps.push_back({1, DType::BF16, {70, 8}, {70}, {64, 8}, true});
+  auto odd = decodePlan(encodePlan(plan, {dims, oddRows}), "plan", true);
+  REQUIRE_FALSE(odd);
+  CHECK_THAT(odd.error().message(), Catch::Contains("steps dim 1 by 70 elements of 2 bytes"));
 
   // A host plan has no dims, and a GPU plan must have them.
   CHECK(decodePlan(encodePlan(plan), "plan", false));

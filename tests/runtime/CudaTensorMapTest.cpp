@@ -117,6 +117,9 @@ TEST_CASE("tensor maps the driver would refuse name the rule they break", "[cuda
     return encoded.error().message();
   };
   CHECK_THAT(refusal(operandMap(), 0x1008), Contains("starts at 0x1008, not at a 16-byte"));
+  TensorMapArg wide = operandMap();
+  wide.dtype = DType::F64; // 64 x 8 bytes: past the swizzle's span first
+  CHECK_THAT(refusal(wide), Contains("an inner box of 512 bytes"));
   TensorMapArg m = operandMap();
   m.strides = {};
   CHECK_THAT(refusal(m), Contains("is malformed"));
@@ -133,7 +136,7 @@ TEST_CASE("tensor maps the driver would refuse name the rule they break", "[cuda
   CHECK_THAT(refusal(m), Contains("dim 1 of 0 elements"));
   m = operandMap();
   m.strides = {70}; // a row of 70 bf16: 140 bytes
-  CHECK_THAT(refusal(m), Contains("steps dim 1 by 140 bytes"));
+  CHECK_THAT(refusal(m), Contains("steps dim 1 by 70 elements of 2 bytes"));
   m = operandMap();
   m.box = {12, 128}; // 24 bytes
   m.swizzle128 = false;
