@@ -42,11 +42,13 @@ inline const std::set<std::string> kTargetFlags = {"--target", "--arch", "--back
 /// fp32) into `options`.
 Expected<void> parseTargetOptions(const Args &args, CompileOptions &options);
 /// The flags of the commands that compile with tuning records (compile, run); they also take
-/// the bool flag "--wgmma".
+/// the bool flags "--wgmma", "--tma" and "--persistent".
 inline const std::set<std::string> kTuningFlags = {"--tuning", "--tuning-db", "--tuned-on"};
 /// "--tuning off|use|replay" and "--tuning-db PATH" into `options` (absent:
 /// the defaults, which $KILN_TUNING and $KILN_TUNING_DB change); "--wgmma" makes every
-/// contraction that can run on wgmma do so (after parseTargetOptions: sim or cuda, sm_90a).
+/// contraction that can run on wgmma do so (after parseTargetOptions: sim or cuda, sm_90a),
+/// "--tma" with bulk tensor copies where the operands allow, "--persistent" also on a
+/// persistent grid where K is not split.
 Expected<void> parseTuningOptions(const Args &args, CompileOptions &options);
 /// The help lines of the tuning flags.
 extern const char *const kTuningHelp;

@@ -94,6 +94,8 @@ const char *const kTuningHelp =
   --tma               as --wgmma, the operands of each GEMM whose operands are
                       plain strided tensors arriving by bulk tensor copies
                       from a producer warpgroup (TMA)
+  --persistent        as --tma, each such GEMM whose K is not split on a
+                      persistent grid: a block an SM slot, walking the tiles
 )";
 
 Expected<void> parseTuningOptions(const Args &args, CompileOptions &options) {
@@ -110,9 +112,10 @@ Expected<void> parseTuningOptions(const Args &args, CompileOptions &options) {
       return makeError(ErrorCode::InvalidArgument, "--tuned-on needs a piece of a fingerprint");
     options.gpuTuningDevice = *device;
   }
-  if (args.has("--wgmma") || args.has("--tma")) {
-    const bool tma = args.has("--tma");
-    const char *flag = tma ? "--tma" : "--wgmma";
+  if (args.has("--wgmma") || args.has("--tma") || args.has("--persistent")) {
+    const bool persistent = args.has("--persistent");
+    const bool tma = persistent || args.has("--tma");
+    const char *flag = persistent ? "--persistent" : tma ? "--tma" : "--wgmma";
     std::string arch = options.gpuArch.empty() ? std::string(kDefaultGpuArch) : options.gpuArch;
     if (options.target != TargetKind::Sim && options.target != TargetKind::Cuda)
       return makeError(ErrorCode::InvalidArgument,
@@ -123,8 +126,13 @@ Expected<void> parseTuningOptions(const Args &args, CompileOptions &options) {
                                    "architecture is {}",
                                    flag, arch));
     codegen::GpuTarget target = *codegen::gpuTargetNamed(arch);
-    options.chooseSchedule = [target, tma](const ir::Graph &, const passes::FusionGroup &group) {
-      return lower::wgmmaContractionSchedule(group, target, tma);
+    options.chooseSchedule = [target, tma, persistent](const ir::Graph &,
+                                                       const passes::FusionGroup &group) {
+      std::optional<lower::Schedule> chosen = lower::wgmmaContractionSchedule(group, target, tma);
+      auto *gemm = chosen ? std::get_if<lower::GpuMatMulSchedule>(&*chosen) : nullptr;
+      if (persistent && gemm && gemm->tma && gemm->splitK == 1)
+        gemm->persistent = true;
+      return chosen;
     };
   }
   return {};
@@ -217,7 +225,7 @@ int compileCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
   valued.insert(kTuningFlags.begin(), kTuningFlags.end());
   valued.insert({"--dump", "--dot", "--batch"});
-  auto args = Args::parse(words, valued, {"--help", "--wgmma", "--tma"});
+  auto args = Args::parse(words, valued, {"--help", "--wgmma", "--tma", "--persistent"});
   if (!args) {
     fmt::print(stderr, "kiln compile: {}\nrun 'kiln compile --help' for usage\n",
                args.error().message());

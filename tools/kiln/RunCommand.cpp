@@ -87,7 +87,7 @@ int runCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
   valued.insert(kTuningFlags.begin(), kTuningFlags.end());
   valued.insert({"--batch", "--inputs", "--params", "--seed", "--iterations", "--output"});
-  auto args = Args::parse(words, valued, {"--check", "--help", "--wgmma", "--tma"}, {"--profile"});
+  auto args = Args::parse(words, valued, {"--check", "--help", "--wgmma", "--tma", "--persistent"}, {"--profile"});
   if (!args) {
     fmt::print(stderr, "kiln run: {}\nrun 'kiln run --help' for usage\n", args.error().message());
     return kExitUsage;
