@@ -553,11 +553,18 @@ private:
         return a;
       if (cb == 0)
         return intConstantOf(0, type);
-      if (cb)
+      if (cb) {
         if (auto inner = as<Binary>(*a); inner && inner->op == BinaryOp::Mul)
           if (auto c1 = intConstant(inner->rhs))
             return make(BinaryOp::Mul, inner->lhs,
                         intConstantOf(wrappedMul(*c1, *cb, dtype), type));
+        // Offsets move outward through a scale too: (x + 8) * 64 -> x * 64 + 512. Two
+        // addresses that differ by a constant then share their base, so a backend sees one
+        // base and constant offsets (and can pair the stores: row i and row i + 8 of an
+        // accumulator fragment).
+        if (auto [base, offset] = splitOffset(a); offset != 0)
+          return addConstant(make(BinaryOp::Mul, base, b), wrappedMul(offset, *cb, dtype));
+      }
       return nullptr;
     case BinaryOp::Div:
     case BinaryOp::Mod: return divModRules(op, a, cb);

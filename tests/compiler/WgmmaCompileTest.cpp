@@ -4,8 +4,11 @@
 // end to end against the fp64 reference within bf16-mixed's tolerance; and again with the
 // operands of each GEMM that can arriving by bulk tensor copies from a producer warpgroup; and
 // the operand-read probe a failing GPU GEMM test prints (tests/ProductProbe.h), run through a
-// compiled tma GEMM, finding every read right.
+// compiled tma GEMM, finding every read right; and the tensor-core epilogues' stores in the
+// PTX the whole pipeline makes.
 #include "CompileTestUtil.h"
+
+#include "passes/lower/gpu/GpuContraction.h"
 
 #include "examples/models/ExampleRegistry.h"
 
@@ -49,6 +52,58 @@ TEST_CASE("the operand-read probe of a compiled tma GEMM finds every read right 
   CHECK(reads.runs == 2 * 4 + 2 * 4); // two shifts of each diagonal, 4 digits of each code
   INFO(testing::describeProductReads(reads));
   CHECK(testing::productVerdict(reads).starts_with("every probed read is right"));
+}
+
+TEST_CASE("tensor-core epilogues store each accumulator pair as one 32-bit store",
+          "[compiler][wgmma][tma][mma]") {
+  // A thread holds its accumulators in pairs of adjacent columns (rows r and r + 8 of a
+  // fragment); a bf16 output with an even row takes each pair in one 4-byte store. Edge tiles
+  // on both axes (130 x 264: one guard for each pair), and whole tiles at 8192 wide, where
+  // LLVM knows bit 3 of the row is clear and writes row + 8 as a bitwise or: its stores pair
+  // up only once the kernel simplifier moves the + 8 out of the row's scale.
+  enum class Family { Mma, Wgmma, Tma };
+  for (auto [m, n] : {std::pair<int64_t, int64_t>{130, 264}, {8192, 8192}})
+    for (Family family : {Family::Mma, Family::Wgmma, Family::Tma}) {
+      INFO(m << " x 336 x " << n << ", family " << int(family));
+      Graph graph("epilogue_pairs", freshSeed());
+      Tensor x = graph.input("x", {m, 336}, DType::BF16);
+      Tensor w = graph.input("w", {336, n}, DType::BF16);
+      graph.output("y", matmul(x, w));
+      REQUIRE(graph.finalize());
+      const codegen::GpuTarget sm90a = *codegen::gpuTargetNamed("sm_90a");
+      CompileOptions options;
+      options.target = TargetKind::Cuda;
+      options.gpuArch = "sm_90a";
+      options.useKernelCache = false; // the PTX this build's codegen makes
+      auto chosen = std::make_shared<std::optional<lower::GpuMatMulSchedule>>();
+      options.chooseSchedule = [sm90a, family, chosen](const ir::Graph &graph,
+                                                       const passes::FusionGroup &group) {
+        std::optional<lower::Schedule> s =
+            family == Family::Mma ? lower::defaultGpuContractionSchedule(graph, group, sm90a)
+                                  : lower::wgmmaContractionSchedule(group, sm90a, family == Family::Tma);
+        if (s)
+          *chosen = std::get<lower::GpuMatMulSchedule>(*s);
+        return s;
+      };
+      auto kernels = compileGpuKernels(graph.ir(), options);
+      REQUIRE(kernels);
+      REQUIRE(chosen->has_value());
+      const lower::GpuMatMulSchedule &s = **chosen;
+      INFO(lower::scheduleStr(lower::Schedule{s}));
+      CHECK(s.wgmma == (family != Family::Mma));
+      CHECK(s.tma == (family == Family::Tma));
+      auto count = [&](const std::string &op) {
+        size_t found = 0;
+        for (size_t at = kernels->ptx.find(op); at != std::string::npos;
+             at = kernels->ptx.find(op, at + 1))
+          ++found;
+        return found;
+      };
+      CHECK(count("st.global.b16") == 0);
+      // Every accumulator of a thread once: warpM x warpN over 32 or 128 threads, in pairs.
+      const int64_t threads = s.wgmma ? 128 : 32;
+      CHECK(count("st.global.b32") == size_t(s.warpM * s.warpN / threads / 2));
+    }
 }
 
 } // namespace kiln::test

@@ -590,33 +590,45 @@ StmtPtr MmaGemmBuilder::mainLoop(const ExprPtr &b, const ExprPtr &firstTile,
 }
 
 // Accumulator e of tile (mi, ni) is at row g + 8 (e / 2), column 2 t + e % 2 of the tile
-// (the C layout of ir/kernel/MmaLayout.h).
+// (the C layout of ir/kernel/MmaLayout.h). In both layouts accumulators 2p and 2p + 1 are
+// columns j and j + 1 (j even) of one row: they are visited together, under one guard when
+// N is even (then j < N implies j + 1 < N), so the two stores sit side by side and a backend
+// can make them one.
 template <typename Fn> Expected<StmtPtr> MmaGemmBuilder::forEachAccumulator(Fn &&atElement) const {
   std::vector<StmtPtr> stmts;
+  auto pair = [&](ExprPtr i, ExprPtr j, int64_t first) -> Expected<void> {
+    KILN_TRY(StmtPtr left, atElement(i, j, load(acc_, index(first))));
+    ExprPtr j1 = add(j, index(1));
+    KILN_TRY(StmtPtr right, atElement(i, j1, load(acc_, index(first + 1))));
+    if (p_.n % 2 == 0) {
+      stmts.push_back(guardEdges(p_, s_.blockM, s_.blockN, i, j, seq({left, right})));
+    } else {
+      stmts.push_back(guardEdges(p_, s_.blockM, s_.blockN, i, j, left));
+      stmts.push_back(guardEdges(p_, s_.blockM, s_.blockN, i, j1, right));
+    }
+    return {};
+  };
   if (wgmma_) {
     // Accumulator e of the 64-row slice mi: the position ir/kernel/WgmmaLayout.h gives thread
     // 0, plus 16 rows per warp of the group, g rows and 2t columns.
     for (int64_t mi = 0; mi < tilesM_; ++mi)
-      for (int e = 0; e < s_.warpN / 2; ++e) {
-        MatrixPosition at = wgmmaAccumulatorPosition(0, e);
+      for (int e = 0; e < s_.warpN / 2; e += 2) {
+        MatrixPosition at = wgmmaAccumulatorPosition(0, e), next = wgmmaAccumulatorPosition(0, e + 1);
+        KILN_CHECK(next.row == at.row && next.col == at.col + 1,
+                   "wgmma accumulators pair up along a row");
         ExprPtr row = add(index(mi * kWgmmaM + at.row), add(mul(warpInGroup_, index(16)), group_));
         ExprPtr i = add(i0_, add(warpRow0_, row));
         ExprPtr j = add(j0_, add(warpCol0_, add(index(at.col), mul(threadInGroup_, index(2)))));
-        ExprPtr value = load(acc_, index(mi * (s_.warpN / 2) + e));
-        KILN_TRY(StmtPtr st, atElement(i, j, value));
-        stmts.push_back(guardEdges(p_, s_.blockM, s_.blockN, i, j, st));
+        KILN_TRY_VOID(pair(i, j, mi * (s_.warpN / 2) + e));
       }
     return seq(std::move(stmts));
   }
   for (int64_t mi = 0; mi < tilesM_; ++mi)
     for (int64_t ni = 0; ni < tilesN_; ++ni)
-      for (int64_t e = 0; e < info_.cElements; ++e) {
+      for (int64_t e = 0; e < info_.cElements; e += 2) {
         ExprPtr i = add(i0_, add(warpRow0_, add(index(mi * info_.m + 8 * (e / 2)), group_)));
-        ExprPtr j = add(j0_, add(warpCol0_, add(index(ni * info_.n + e % 2),
-                                                mul(threadInGroup_, index(2)))));
-        ExprPtr value = load(acc_, index((mi * tilesN_ + ni) * info_.cElements + e));
-        KILN_TRY(StmtPtr st, atElement(i, j, value));
-        stmts.push_back(guardEdges(p_, s_.blockM, s_.blockN, i, j, st));
+        ExprPtr j = add(j0_, add(warpCol0_, add(index(ni * info_.n), mul(threadInGroup_, index(2)))));
+        KILN_TRY_VOID(pair(i, j, (mi * tilesN_ + ni) * info_.cElements + e));
       }
   return seq(std::move(stmts));
 }

@@ -113,6 +113,11 @@ TEST_CASE("simplify applies integer identities and reassociates constants", "[ke
   CHECK(f.simplified(raw(Add, f.y, raw(Add, f.x, index(2)))) == "load i64 in[j] + " + x + " + 2");
   CHECK(f.simplified(raw(Sub, raw(Add, f.x, index(2)), f.y)) == x + " - load i64 in[j] + 2");
   CHECK(f.simplified(raw(Div, raw(Div, f.x, index(4)), index(2))) == x + " / 8");
+  // Offsets move outward through a scale: two addresses a constant apart share their base.
+  CHECK(f.simplified(raw(Mul, raw(Add, f.x, index(8)), index(64))) == x + " * 64 + 512");
+  CHECK(f.simplified(raw(Mul, raw(Sub, f.x, index(1)), index(3))) == x + " * 3 - 3");
+  CHECK(f.simplified(raw(Add, raw(Mul, raw(Add, f.x, index(8)), index(64)), f.y)) ==
+        x + " * 64 + load i64 in[j] + 512");
   CHECK(f.simplified(neg(neg(f.x))) == x);
   CHECK(f.simplified(raw(Min, f.x, f.x)) == x);
 }
