@@ -8,7 +8,7 @@
 #        scripts/gpu-roundtrip.sh remote [--plan first-look|full] [--budget SECONDS]
 #                                        [--quick] [--steps a,b]
 #                                                  there, from the repository root; steps
-#                                                  (default all): smi,libs,tests,examples,bench,torch,train,tuning,tunebench
+#                                                  (default all): smi,libs,tests,examples,bench,profile,torch,train,tuning,tunebench
 #        scripts/gpu-roundtrip.sh collect DIR      here: unpack DIR's results into bench/results
 #   OUT                 remote: what comes back -- at most four files: roundtrip.log, the
 #                       summary, kiln-gpu-results.tar.gz (every log and result, repacked after
@@ -23,6 +23,8 @@
 #   KILN_BENCH_PYTHON   remote: the python with torch (default python3, else /usr/bin/python3)
 #   KILN_TRAIN_ARGS     remote: extra arguments of run_train_bench.sh (e.g. --filter cnn)
 #   KILN_TUNE_BENCH_ONLY  remote: workloads of kiln_tune_bench --target cuda (default two)
+#   KILN_PROFILE_FLAGS  remote: the kiln run flags whose 8192^3 GEMM kernel the profile step
+#                       gives to Nsight Compute (default "--tma --persistent --wgmma")
 #   KILN_STEP_TIMEOUT   remote: seconds each step may take (default 900; a plan's own caps
 #                       and --budget can only shorten it)
 set -uo pipefail
@@ -256,16 +258,59 @@ run_tune_bench() {
   "$build/bench/kiln_tune_bench" --target cuda --out "$OUT" --sweeps "$OUT/tune-sweeps" "${args[@]}"
 }
 
-all_steps="smi,libs,tests,examples,bench,torch,train,tuning,tunebench"
+# Where kiln's 8192^3 bf16 GEMM spends its time, beside cuBLAS's on the same shape: Nsight
+# Compute's throughput, memory, warp-state, scheduler and occupancy sections for kiln's kernel
+# under each of KILN_PROFILE_FLAGS and for cuBLAS's (through PyTorch), and the SASS of each
+# kiln kernel (ptxas and cuobjdump there): what the next session without a GPU works from.
+run_profile() {
+  local status=0 flag name ncu ptxas cuobjdump
+  ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
+  ptxas="$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)"
+  cuobjdump="$(command -v cuobjdump || echo /usr/local/cuda/bin/cuobjdump)"
+  local model=bench/profile/gemm-bf16-8192.kir
+  local sections=(--section SpeedOfLight --section MemoryWorkloadAnalysis
+    --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats
+    --section Occupancy --section LaunchStats)
+  local headline='Duration|Compute \(SM\) Throughput|Memory Throughput|L2 Cache Throughput|DRAM Throughput|Registers Per Thread|Achieved Occupancy'
+  # shellcheck disable=SC2206 # KILN_PROFILE_FLAGS is a list of words
+  local flags=(${KILN_PROFILE_FLAGS:---tma --persistent --wgmma})
+  for flag in "${flags[@]}"; do
+    name="${flag#--}"
+    echo "---- ncu: kiln run $model --target cuda $flag"
+    # The clocks stay as they are; one launch (the untimed first run) of kiln's GEMM kernel.
+    "$ncu" --clock-control none "${sections[@]}" -k regex:contraction --launch-count 1 \
+      "$build/kiln" run "$model" --target cuda "$flag" --iterations 1 >"$OUT/ncu-kiln-$name.txt" 2>&1 ||
+      { echo "exit $?"; status=1; }
+    grep -E "$headline" "$OUT/ncu-kiln-$name.txt" || tail -n 5 "$OUT/ncu-kiln-$name.txt"
+    "$build/kiln" compile "$model" --target cuda --arch sm_90a "$flag" --dump=ptx 2>/dev/null |
+      sed '/^target: /,$d' >"$OUT/gemm-$name.ptx"
+    { "$ptxas" -arch=sm_90a -v "$OUT/gemm-$name.ptx" -o "$OUT/gemm-$name.cubin" &&
+      "$cuobjdump" -sass "$OUT/gemm-$name.cubin" >"$OUT/gemm-$name.sass"; } ||
+      { echo "exit $? (SASS of $flag)"; status=1; }
+    rm -f "$OUT/gemm-$name.cubin"
+  done
+  echo "---- ncu: cuBLAS (torch.matmul) on the same shape"
+  "$ncu" --clock-control none "${sections[@]}" -k 'regex:gemm|nvjet|xmma|cutlass' --launch-count 1 \
+    "$python" -c 'import torch
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+torch.matmul(a, b)
+torch.cuda.synchronize()' >"$OUT/ncu-cublas.txt" 2>&1 || { echo "exit $?"; status=1; }
+  grep -E "$headline" "$OUT/ncu-cublas.txt" || tail -n 5 "$OUT/ncu-cublas.txt"
+  return $status
+}
+
+all_steps="smi,libs,tests,examples,bench,profile,torch,train,tuning,tunebench"
 
 # The first look of a short device lease (minutes, not an hour): the warpgroup
-# kernels' gpu tests, then section (e)'s bf16 rows (default, wgmma and TMA
-# forced) and section (f)'s bf16 convolutions, then the examples with --tma
-# against the reference, then the bf16-mixed twins with --tma. In that order
-# of what matters; each step capped, and the budget cuts the rest. Variables
-# set by the caller win over the plan's.
+# kernels' gpu tests, then section (f)'s bf16 convolutions on wgmma and section
+# (e)'s bf16 rows (default, wgmma and TMA forced), then Nsight Compute on the
+# TMA GEMM kernels and cuBLAS's, then the examples with --tma against the
+# reference, then the bf16-mixed twins with --tma. In that order of what
+# matters; each step capped, and the budget cuts the rest. Variables set by
+# the caller win over the plan's.
 plan_first_look() {
-  steps="smi,libs,tests,bench,examples,torch"
+  steps="smi,libs,tests,bench,profile,examples,torch"
   : "${budget:=420}"
   # wgmma on cp.async first, then the TMA kernels, each within its own limit.
   : "${KILN_GPU_TEST_FILTER:=[wgmma]~[tma];[tma]}"
@@ -277,7 +322,9 @@ plan_first_look() {
   : "${KILN_BENCH_ARGS:=--sections conv,tensorcores --filter tc_bf16,conv_bf16_wgmma}"
   : "${KILN_EXAMPLE_ARGS:=--tma --precision bf16-mixed}"
   : "${KILN_TORCH_ARGS:=--precision bf16-mixed --kiln-flags=--tma}"
-  step_cap=([smi]=20 [libs]=20 [tests]=150 [bench]=180 [examples]=120)
+  # The TMA kernels and cuBLAS under Nsight Compute (the wgmma one when a full plan runs).
+  : "${KILN_PROFILE_FLAGS:=--tma --persistent}"
+  step_cap=([smi]=20 [libs]=20 [tests]=150 [bench]=170 [profile]=90 [examples]=120)
 }
 
 write_summary() {
@@ -298,6 +345,7 @@ write_summary() {
     [ -n "${KILN_GPU_TEST_FILTER:-}" ] && echo "- gpu tests: only ${KILN_GPU_TEST_FILTER}"
     [ -n "${KILN_EXAMPLE_ARGS:-}" ] && echo "- examples run with: ${KILN_EXAMPLE_ARGS}"
     [ -n "${KILN_TORCH_ARGS:-}" ] && echo "- torch_gpu.py arguments: ${KILN_TORCH_ARGS}"
+    [ -n "${KILN_PROFILE_FLAGS:-}" ] && echo "- profiled kiln flags: ${KILN_PROFILE_FLAGS}"
     [ -n "${KILN_TRAIN_ARGS:-}" ] && echo "- run_train_bench.sh arguments: ${KILN_TRAIN_ARGS}"
     echo
     echo "| step | exit status | seconds | log |"
@@ -321,6 +369,7 @@ run_named_step() {
     tests) run_step "gpu tests" ctest-gpu.log run_gpu_tests ;;
     examples) run_step "examples on cuda (--check)" examples-cuda.log run_examples ;;
     bench) run_step "kiln_gpu_bench" gpu-bench.log "$build/bench/kiln_gpu_bench" "${bench_args[@]}" ;;
+    profile) run_step "ncu on the 8192^3 GEMM" profile.log run_profile ;;
     torch) run_step "torch_gpu.py" torch-gpu.log "$python" bench/torch_gpu.py "${torch_args[@]}" ;;
     # Training steps: kiln on cuda and on the CPU, PyTorch eager and torch.compile.
     train) # shellcheck disable=SC2086 # KILN_TRAIN_ARGS is a list of words
@@ -402,9 +451,9 @@ remote() {
   [ -f "$build/build-dir.txt" ] && rewrite_ctest_paths
   # The steps write into $work, under the name they have always used.
   OUT="$work"
-  export build OUT KILN_GPU_TEST_FILTER KILN_GPU_TEST_PART_TIMEOUT KILN_EXAMPLE_ARGS \
-    KILN_EXAMPLE_TIMEOUT
-  export -f run_gpu_tests run_examples run_tuning run_tune_bench
+  export build OUT python KILN_GPU_TEST_FILTER KILN_GPU_TEST_PART_TIMEOUT KILN_EXAMPLE_ARGS \
+    KILN_EXAMPLE_TIMEOUT KILN_PROFILE_FLAGS
+  export -f run_gpu_tests run_examples run_tuning run_tune_bench run_profile
   : >"$results/roundtrip.log"
 
   bench_args=(--out "$OUT")

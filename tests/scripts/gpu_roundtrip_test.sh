@@ -2,8 +2,9 @@
 # scripts/gpu-roundtrip.sh's remote and collect on stand-in binaries, without a
 # GPU: the carried archive is unpacked, a plan's variables reach its steps, a
 # step over its limit is stopped and named, the budget leaves later steps
-# unrun, at most four files come back (the device call returns eight), and
-# collect finds the results inside the archive.
+# unrun, at most four files come back (the device call returns eight),
+# collect finds the results inside the archive, and the profile step hands
+# Nsight Compute the GEMM kernels with the clocks left alone.
 set -uo pipefail
 script="$(cd "$(dirname "$0")/../.." && pwd)/scripts/gpu-roundtrip.sh"
 tmp="$(mktemp -d)"
@@ -80,6 +81,28 @@ expect_grep 'test_gpu filter: \[a\]' "$tmp/unpacked5/ctest-gpu.log"
 expect_grep 'test_gpu filter: \[b\]' "$tmp/unpacked5/ctest-gpu.log"
 [ "$(grep -c '^exit 124' "$tmp/unpacked5/ctest-gpu.log")" = 2 ] ||
   fail "each gpu test part should stop at its own limit"
+
+# The profile step: Nsight Compute on kiln's GEMM under each flag and on cuBLAS's, the clocks
+# left alone, and each kiln kernel's SASS, all in the archive (no cubin left behind).
+stub "$tmp/bin/ncu" 'echo "ncu $*"; echo "Duration 1.00 ms"'
+stub "$tmp/bin/ptxas" 'while [ $# -gt 0 ]; do [ "$1" = -o ] && echo cubin >"$2"; shift; done'
+stub "$tmp/bin/cuobjdump" 'echo "SASS of $2"'
+mkdir -p "$root/bench/profile"
+cp "$(dirname "$script")/../bench/profile/gemm-bf16-8192.kir" "$root/bench/profile/"
+out="$tmp/out6"
+(cd "$root" && OUT="$out" KILN_PROFILE_FLAGS="--tma --wgmma" \
+  scripts/gpu-roundtrip.sh remote --steps profile >"$tmp/run6.log" 2>&1) ||
+  fail "remote --steps profile failed: $(cat "$tmp/run6.log")"
+mkdir -p "$tmp/unpacked6"
+tar -C "$tmp/unpacked6" -xzf "$out/kiln-gpu-results.tar.gz"
+for name in tma wgmma; do
+  expect_grep "ncu --clock-control none .*-k regex:contraction --launch-count 1 .*kiln run bench/profile/gemm-bf16-8192.kir --target cuda --$name" \
+    "$tmp/unpacked6/ncu-kiln-$name.txt"
+  expect_grep "SASS of .*gemm-$name.cubin" "$tmp/unpacked6/gemm-$name.sass"
+  [ ! -e "$tmp/unpacked6/gemm-$name.cubin" ] || fail "the $name cubin was left behind"
+done
+expect_grep 'regex:gemm|nvjet|xmma|cutlass' "$tmp/unpacked6/ncu-cublas.txt"
+expect_grep 'Duration 1.00 ms' "$tmp/unpacked6/profile.log"
 
 # Bad requests are refused before anything runs.
 (cd "$root" && OUT="$tmp/out3" scripts/gpu-roundtrip.sh remote --steps smi,nope >"$tmp/run3.log" 2>&1)
