@@ -67,9 +67,9 @@ inline int codeDigits(int64_t count) {
   return digits;
 }
 
-/// One probe: `coded` (rows x k) holds position codes, `hot` (cols x k) is one-hot at
-/// k = col + shift * cols; D[row][col] (or D[col][row] when `transposed`) reads coded[row][that k].
-/// Returns the observations with rows and columns named as D's.
+/// One probe of the operand `codedIsA` names (A, else B): it holds position codes, the other
+/// operand is one-hot (its row r at k = r + shift * its rows), so each element of D reads one
+/// element of the coded operand. Returns every observation, rows and columns named as D's.
 inline std::vector<ProbeRead> probeOperand(const ProbedProduct &shape, bool codedIsA,
                                            const ProductRun &run, int &runs) {
   const int64_t k = shape.k;
