@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <mutex>
 #include <vector>
 
 namespace kiln::runtime::cuda {
@@ -52,7 +53,7 @@ public:
   CudaKernel(std::shared_ptr<const CudaModule> module, CUfunction function, std::string name,
              LaunchDims dims, size_t parameterCount)
       : module_(std::move(module)), function_(function), name_(std::move(name)), dims_(dims),
-        parameterCount_(parameterCount) {}
+        parameterCount_(parameterCount), tensorMaps_(dims_.tensorMaps) {}
 
   const std::string &name() const override { return name_; }
 
@@ -68,17 +69,19 @@ public:
       heapParams.resize(parameterCount_);
       params = heapParams.data();
     }
-    // Buffers first; then each tensor map, encoded from its buffer's address for this launch
-    // (a launch graph keeps the parameter bytes it captured).
+    // Buffers first; then each tensor map, encoded from its buffer's address (again only
+    // when the address moved; a launch graph keeps the parameter bytes it captured). The maps
+    // stay locked until cuLaunchKernel has copied them.
     const size_t buffers = parameterCount_ - dims_.tensorMaps.size();
     for (size_t i = 0; i < buffers; ++i)
       params[i] = const_cast<DevicePtr *>(&args[i]);
     const CudaDriver &driver = device.driver();
-    std::vector<CUtensorMap> maps(dims_.tensorMaps.size());
-    for (size_t m = 0; m < maps.size(); ++m) {
-      const TensorMapArg &map = dims_.tensorMaps[m];
-      KILN_TRY_VOID(encodeTensorMap(driver, map, args[map.param], name_, maps[m]));
-      params[buffers + m] = &maps[m];
+    std::unique_lock<std::mutex> mapsLock(tensorMapsMutex_, std::defer_lock);
+    if (!dims_.tensorMaps.empty()) {
+      mapsLock.lock();
+      KILN_TRY(const CUtensorMap *maps, tensorMaps_.forLaunch(driver, args, name_));
+      for (size_t m = 0; m < dims_.tensorMaps.size(); ++m)
+        params[buffers + m] = const_cast<CUtensorMap *>(&maps[m]);
     }
     CUresult result = driver.api.launchKernel(
         function_, dims_.grid[0], dims_.grid[1], dims_.grid[2], dims_.block[0], dims_.block[1],
@@ -106,6 +109,8 @@ private:
   std::string name_;
   LaunchDims dims_;
   size_t parameterCount_;
+  mutable std::mutex tensorMapsMutex_;
+  mutable TensorMapCache tensorMaps_;
 };
 
 Expected<void> checkDims(const CudaDeviceProperties &properties, const std::string &kernel,

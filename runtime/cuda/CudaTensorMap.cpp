@@ -75,4 +75,21 @@ Expected<void> encodeTensorMap(const CudaDriver &driver, const TensorMapArg &map
                       fmt::format("cuTensorMapEncodeTiled for {}", what), std::string(kernel));
 }
 
+TensorMapCache::TensorMapCache(std::vector<TensorMapArg> maps)
+    : args_(std::move(maps)), maps_(args_.size()), bases_(args_.size()) {}
+
+Expected<const CUtensorMap *> TensorMapCache::forLaunch(const CudaDriver &driver,
+                                                        const DevicePtr *args,
+                                                        std::string_view kernel) {
+  for (size_t m = 0; m < args_.size(); ++m) {
+    const DevicePtr base = args[args_[m].param];
+    if (bases_[m] == base)
+      continue;
+    bases_[m].reset(); // until the encoding succeeds
+    KILN_TRY_VOID(encodeTensorMap(driver, args_[m], base, kernel, maps_[m]));
+    bases_[m] = base;
+  }
+  return maps_.data();
+}
+
 } // namespace kiln::runtime::cuda

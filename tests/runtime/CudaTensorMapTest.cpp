@@ -1,8 +1,9 @@
 // The tensor maps a launch encodes for bulk tensor copies, without a GPU: a stand-in for the
 // driver's cuTensorMapEncodeTiled records what kiln passes it -- dims innermost first, strides
 // of the outer dims in bytes, the box, unit element strides, the swizzle, zero fill out of
-// bounds -- and every rule of cuda.h that a map can break is refused by kiln first, naming
-// the kernel, the parameter and the rule, without asking the driver.
+// bounds -- every rule of cuda.h that a map can break is refused by kiln first, naming the
+// kernel, the parameter and the rule, without asking the driver, and a kernel's maps are
+// encoded again only for a buffer that moved.
 #include "runtime/cuda/CudaTensorMap.h"
 
 #include <catch2/catch.hpp>
@@ -153,4 +154,36 @@ TEST_CASE("tensor maps the driver would refuse name the rule they break", "[cuda
   CHECK_THAT(refused.error().message(), Contains("cuTensorMapEncodeTiled for the tensor map of "
                                                  "parameter 3"));
   CHECK_THAT(refused.error().message(), Contains("CUDA_ERROR_INVALID_VALUE"));
+}
+
+TEST_CASE("a kernel's tensor maps are encoded again only when a buffer moves", "[cuda][tma]") {
+  CudaDriver driver = standInDriver();
+  lastCall = {};
+  TensorMapArg b = operandMap();
+  b.param = 1;
+  TensorMapCache cache({operandMap(), b});
+  std::vector<DevicePtr> args = {0x1000, 0x2000, 0x3000, 0x4000}; // parameters 3 and 1 hold maps
+  auto first = cache.forLaunch(driver, args.data(), "gemm_tma");
+  REQUIRE(first);
+  CHECK(lastCall.calls == 2);
+  // The same buffers: the maps as they were, no call.
+  auto again = cache.forLaunch(driver, args.data(), "gemm_tma");
+  REQUIRE(again);
+  CHECK(*again == *first);
+  CHECK(lastCall.calls == 2);
+  // Parameter 1 moved: only its map is encoded again, over the new address.
+  args[1] = 0x5000;
+  REQUIRE(cache.forLaunch(driver, args.data(), "gemm_tma"));
+  CHECK(lastCall.calls == 3);
+  CHECK(lastCall.address == reinterpret_cast<void *>(uintptr_t{0x5000}));
+  // A failed encoding is not kept: the next launch on that buffer asks the driver again.
+  args[3] = 0x6000;
+  lastCall.result = CUDA_ERROR_INVALID_VALUE;
+  CHECK_FALSE(cache.forLaunch(driver, args.data(), "gemm_tma"));
+  CHECK(lastCall.calls == 4);
+  lastCall.result = CUDA_SUCCESS;
+  REQUIRE(cache.forLaunch(driver, args.data(), "gemm_tma"));
+  CHECK(lastCall.calls == 5);
+  REQUIRE(cache.forLaunch(driver, args.data(), "gemm_tma"));
+  CHECK(lastCall.calls == 5);
 }
