@@ -50,8 +50,11 @@ inline const std::set<std::string> kTuningFlags = {"--tuning", "--tuning-db", "-
 /// "--tma" with bulk tensor copies where the operands allow, "--persistent" also on a
 /// persistent grid where K is not split.
 Expected<void> parseTuningOptions(const Args &args, CompileOptions &options);
-/// The help lines of the tuning flags.
+/// The help lines of the tuning flags (compile, run, aot).
 extern const char *const kTuningHelp;
+/// The help lines of --wgmma, --tma and --persistent (compile and run: an AOT bundle's
+/// architectures need not all have warpgroup products).
+extern const char *const kWarpgroupHelp;
 /// Prints the report's tuning line and records used ("tuning:  ..."), each
 /// line starting with `indent`, when the database was consulted.
 void printTuningReport(const CompileReport &report, std::string_view label);

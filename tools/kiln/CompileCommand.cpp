@@ -88,7 +88,10 @@ const char *const kTuningHelp =
                       device of its architecture that the database holds;
                       TEXT, a piece of a device's fingerprint (sms=114,
                       driver=13000), picks one when there are several
-  --wgmma             sim or cuda on sm_90a: run every matmul and conv2d that
+)";
+
+const char *const kWarpgroupHelp =
+    R"(  --wgmma             sim or cuda on sm_90a: run every matmul and conv2d that
                       can on warpgroup products (wgmma), not yet the default
                       (docs/gpu-tensor-cores.md); overrides tuning records
   --tma               as --wgmma, the operands of each GEMM whose operands are
@@ -232,7 +235,8 @@ int compileCommand(const std::vector<std::string> &words) {
     return kExitUsage;
   }
   if (args->has("--help")) {
-    fmt::print(kCompileHelp, exampleListing(), kTargetHelp, kTuningHelp);
+    fmt::print(kCompileHelp, exampleListing(), kTargetHelp,
+               std::string(kTuningHelp) + kWarpgroupHelp);
     return kExitOk;
   }
   if (args->positional().size() != 1) {

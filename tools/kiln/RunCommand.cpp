@@ -93,7 +93,7 @@ int runCommand(const std::vector<std::string> &words) {
     return kExitUsage;
   }
   if (args->has("--help")) {
-    fmt::print(kRunHelp, exampleListing(), kTargetHelp, kTuningHelp);
+    fmt::print(kRunHelp, exampleListing(), kTargetHelp, std::string(kTuningHelp) + kWarpgroupHelp);
     return kExitOk;
   }
   if (args->positional().size() != 1) {
