@@ -163,8 +163,8 @@ inline void describeOperand(std::string &out, char operand, const std::vector<Pr
   for (const ProbeRead &r : reads) {
     if (r.wanted == r.got)
       continue;
-    out += fmt::format("    D[{}][{}] read {}, wanted {}", r.row, r.col, readName(operand, r.got, k),
-                       readName(operand, r.wanted, k));
+    out += fmt::format("    D[{}][{}] read {}, wanted {}", r.row, r.col,
+                       readName(operand, r.got, k), readName(operand, r.wanted, k));
     if (where && r.got >= 0 && r.wanted >= 0)
       out += fmt::format(" ({} against {})", where(operand, r.got), where(operand, r.wanted));
     out += "\n";
@@ -277,8 +277,9 @@ inline std::string productVerdict(const ProductReads &reads) {
 /// The report a failing test prints: each operand's wrong reads (the commonest moves, the
 /// first few examples, `where` naming an element's place, e.g. its shared-memory byte), then
 /// the verdict.
-inline std::string describeProductReads(const ProductReads &reads,
-                                        const std::function<std::string(char, int64_t)> &where = {}) {
+inline std::string
+describeProductReads(const ProductReads &reads,
+                     const std::function<std::string(char, int64_t)> &where = {}) {
   const ProbedProduct &s = reads.shape;
   std::string out = fmt::format("operand reads of the {}x{}x{} product, probed in {} runs:\n", s.m,
                                 s.n, s.k, reads.runs);

@@ -252,7 +252,9 @@ Expected<StoredPlan> decodePlan(std::string_view bytes, std::string_view section
     if (dims)
       for (const TensorMapArg &map : dims->tensorMaps) {
         std::optional<std::string> problem = tensorMapArgProblem(map);
-        if (!problem && (map.param < 0 || static_cast<size_t>(map.param) >= plan.steps[i].args.size()))
+        const bool named =
+            map.param >= 0 && static_cast<size_t>(map.param) < plan.steps[i].args.size();
+        if (!problem && !named)
           problem = "names no argument of the step";
         if (problem)
           return makeError(ErrorCode::FormatError,

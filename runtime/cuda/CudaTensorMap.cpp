@@ -39,7 +39,8 @@ std::string mapName(const TensorMapArg &map) {
 Expected<void> checkTensorMap(const TensorMapArg &map, DevicePtr base, std::string_view kernel) {
   std::optional<std::string> problem = tensorMapArgProblem(map);
   if (!problem && !tensorMapType(map.dtype))
-    problem = fmt::format("has dtype {}, which the copy engine does not move", dtypeName(map.dtype));
+    problem =
+        fmt::format("has dtype {}, which the copy engine does not move", dtypeName(map.dtype));
   if (!problem && base % 16 != 0)
     problem = fmt::format("starts at {:#x}, not at a 16-byte boundary", base);
   if (problem)

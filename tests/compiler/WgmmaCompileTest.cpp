@@ -78,9 +78,10 @@ TEST_CASE("tensor-core epilogues store each accumulator pair as one 32-bit store
       auto chosen = std::make_shared<std::optional<lower::GpuMatMulSchedule>>();
       options.chooseSchedule = [sm90a, family, chosen](const ir::Graph &graph,
                                                        const passes::FusionGroup &group) {
+        const bool tma = family == Family::Tma;
         std::optional<lower::Schedule> s =
             family == Family::Mma ? lower::defaultGpuContractionSchedule(graph, group, sm90a)
-                                  : lower::wgmmaContractionSchedule(group, sm90a, family == Family::Tma);
+                                  : lower::wgmmaContractionSchedule(group, sm90a, tma);
         if (s)
           *chosen = std::get<lower::GpuMatMulSchedule>(*s);
         return s;

@@ -174,7 +174,8 @@ TEST_CASE("wgmma conv2d on sm_90a matches the reference", "[gpu][tensor-core][wg
   auto forced = std::make_shared<std::atomic<int>>(0);
   CompileOptions options = cudaOptions(backend);
   options.chooseSchedule = [forced](const ir::Graph &, const passes::FusionGroup &group) {
-    std::optional<lower::Schedule> s = lower::wgmmaContractionSchedule(group, gpuTestTarget(), false);
+    std::optional<lower::Schedule> s =
+        lower::wgmmaContractionSchedule(group, gpuTestTarget(), /*tma=*/false);
     *forced += s.has_value();
     return s;
   };

@@ -613,7 +613,8 @@ template <typename Fn> Expected<StmtPtr> MmaGemmBuilder::forEachAccumulator(Fn &
     // 0, plus 16 rows per warp of the group, g rows and 2t columns.
     for (int64_t mi = 0; mi < tilesM_; ++mi)
       for (int e = 0; e < s_.warpN / 2; e += 2) {
-        MatrixPosition at = wgmmaAccumulatorPosition(0, e), next = wgmmaAccumulatorPosition(0, e + 1);
+        MatrixPosition at = wgmmaAccumulatorPosition(0, e);
+        MatrixPosition next = wgmmaAccumulatorPosition(0, e + 1);
         KILN_CHECK(next.row == at.row && next.col == at.col + 1,
                    "wgmma accumulators pair up along a row");
         ExprPtr row = add(index(mi * kWgmmaM + at.row), add(mul(warpInGroup_, index(16)), group_));
@@ -627,7 +628,8 @@ template <typename Fn> Expected<StmtPtr> MmaGemmBuilder::forEachAccumulator(Fn &
     for (int64_t ni = 0; ni < tilesN_; ++ni)
       for (int64_t e = 0; e < info_.cElements; e += 2) {
         ExprPtr i = add(i0_, add(warpRow0_, add(index(mi * info_.m + 8 * (e / 2)), group_)));
-        ExprPtr j = add(j0_, add(warpCol0_, add(index(ni * info_.n), mul(threadInGroup_, index(2)))));
+        ExprPtr j =
+            add(j0_, add(warpCol0_, add(index(ni * info_.n), mul(threadInGroup_, index(2)))));
         KILN_TRY_VOID(pair(i, j, (mi * tilesN_ + ni) * info_.cElements + e));
       }
   return seq(std::move(stmts));
