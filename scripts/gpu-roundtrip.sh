@@ -311,10 +311,10 @@ all_steps="smi,libs,tests,examples,bench,profile,torch,train,tuning,tunebench"
 # the caller win over the plan's.
 plan_first_look() {
   steps="smi,libs,tests,bench,profile,examples,torch"
-  : "${budget:=420}"
+  : "${budget:=480}"
   # wgmma on cp.async first, then the TMA kernels, each within its own limit.
   : "${KILN_GPU_TEST_FILTER:=[wgmma]~[tma];[tma]}"
-  : "${KILN_GPU_TEST_PART_TIMEOUT:=70}"
+  : "${KILN_GPU_TEST_PART_TIMEOUT:=85}"
   : "${KILN_EXAMPLE_TIMEOUT:=60}"
   # conv first: a TMA kernel that never returns on the GPU would take the sections after it.
   # conv2d on wgmma only: the default's bf16 rows were measured before (77%..366% of cuDNN),
@@ -324,7 +324,7 @@ plan_first_look() {
   : "${KILN_TORCH_ARGS:=--precision bf16-mixed --kiln-flags=--tma}"
   # The TMA kernels and cuBLAS under Nsight Compute (the wgmma one when a full plan runs).
   : "${KILN_PROFILE_FLAGS:=--tma --persistent}"
-  step_cap=([smi]=20 [libs]=20 [tests]=150 [bench]=170 [profile]=90 [examples]=120)
+  step_cap=([smi]=20 [libs]=20 [tests]=175 [bench]=170 [profile]=80 [examples]=120)
 }
 
 write_summary() {
