@@ -41,6 +41,33 @@ HostTensor indexTensor(const std::vector<int64_t> &values) {
   return t;
 }
 
+/// Runs a product kernel on the simulator: A and B (in `dtype`) as its first two parameters,
+/// D (f32, poisoned with NaN, 64 rows of `n`) as its third, `rest` after them; returns D.
+std::vector<double> simulateProduct(const kir::Kernel &kernel, DType dtype,
+                                    const std::vector<double> &a, const std::vector<double> &b,
+                                    int64_t n, std::vector<HostTensor> rest = {}) {
+  std::vector<HostTensor> params;
+  for (const std::vector<double> *values : {&a, &b}) {
+    HostTensor t(dtype, {int64_t(values->size())});
+    for (size_t e = 0; e < values->size(); ++e)
+      t.setDouble(int64_t(e), (*values)[e]);
+    params.push_back(std::move(t));
+  }
+  HostTensor d(DType::F32, {int64_t(kir::kWgmmaM) * n});
+  for (int64_t e = 0; e < d.numElements(); ++e)
+    d.setDouble(e, std::nan(""));
+  params.push_back(std::move(d));
+  for (HostTensor &t : rest)
+    params.push_back(std::move(t));
+  auto stats = sim::simulateKernel(kernel, params);
+  INFO((stats ? std::string() : stats.error().str()));
+  REQUIRE(stats);
+  std::vector<double> out(size_t(params[2].numElements()));
+  for (size_t e = 0; e < out.size(); ++e)
+    out[e] = params[2].getDouble(int64_t(e));
+  return out;
+}
+
 /// The wgmma test kernel on the simulator with the given shared-tile and accumulator tables
 /// (the right ones place every element where the descriptors and the ISA's layout say).
 struct WgmmaOnSim {
@@ -58,29 +85,12 @@ struct WgmmaOnSim {
 
   testing::ProductRun run() const {
     return [this](const std::vector<double> &a, const std::vector<double> &b) {
-      kir::Kernel kernel = testing::wgmmaKernel(spec);
-      const DType dtype = kir::wgmmaShapeInfo(spec.kind).operandDtype;
-      std::vector<HostTensor> params;
-      for (const std::vector<double> *values : {&a, &b}) {
-        HostTensor t(dtype, {int64_t(values->size())});
-        for (size_t e = 0; e < values->size(); ++e)
-          t.setDouble(int64_t(e), (*values)[e]);
-        params.push_back(std::move(t));
-      }
-      HostTensor d(DType::F32, {int64_t(kir::kWgmmaM) * spec.n});
-      for (int64_t e = 0; e < d.numElements(); ++e)
-        d.setDouble(e, std::nan(""));
-      params.push_back(std::move(d));
-      params.push_back(indexTensor(aIndex));
-      params.push_back(indexTensor(bIndex));
-      params.push_back(indexTensor(dIndex));
-      auto stats = sim::simulateKernel(kernel, params);
-      INFO((stats ? std::string() : stats.error().str()));
-      REQUIRE(stats);
-      std::vector<double> out(size_t(params[2].numElements()));
-      for (size_t e = 0; e < out.size(); ++e)
-        out[e] = params[2].getDouble(int64_t(e));
-      return out;
+      std::vector<HostTensor> tables;
+      for (const std::vector<int64_t> *table : {&aIndex, &bIndex, &dIndex})
+        tables.push_back(indexTensor(*table));
+      return simulateProduct(testing::wgmmaKernel(spec),
+                             kir::wgmmaShapeInfo(spec.kind).operandDtype, a, b, spec.n,
+                             std::move(tables));
     };
   }
 };
@@ -217,24 +227,7 @@ TEST_CASE("product probe: the simulator's producer/consumer kernel reads right",
   const ProbedProduct shape{spec.m, spec.n, 64 * spec.kTiles, kir::kWgmmaM};
   ProductReads reads = testing::probeProductReads(
       shape, [&](const std::vector<double> &a, const std::vector<double> &b) {
-        std::vector<HostTensor> params;
-        for (const std::vector<double> *values : {&a, &b}) {
-          HostTensor t(DType::BF16, {int64_t(values->size())});
-          for (size_t e = 0; e < values->size(); ++e)
-            t.setDouble(int64_t(e), (*values)[e]);
-          params.push_back(std::move(t));
-        }
-        HostTensor d(DType::F32, {int64_t(kir::kWgmmaM) * spec.n});
-        for (int64_t e = 0; e < d.numElements(); ++e)
-          d.setDouble(e, std::nan(""));
-        params.push_back(std::move(d));
-        auto stats = sim::simulateKernel(kernel, params);
-        INFO((stats ? std::string() : stats.error().str()));
-        REQUIRE(stats);
-        std::vector<double> out(size_t(params[2].numElements()));
-        for (size_t e = 0; e < out.size(); ++e)
-          out[e] = params[2].getDouble(int64_t(e));
-        return out;
+        return simulateProduct(kernel, DType::BF16, a, b, spec.n);
       });
   CHECK(ProductReads::wrong(reads.a) == 0);
   CHECK(ProductReads::wrong(reads.b) == 0);
