@@ -180,7 +180,7 @@ TEST_CASE("wgmma conv2d on sm_90a matches the reference", "[gpu][tensor-core][wg
     return s;
   };
   c.check(options);
-  CHECK(*forced == 1); // the convolution did run on warpgroup products
+  CHECK(*forced >= 1); // the convolution did run on warpgroup products
 }
 
 TEST_CASE("persistent tma GEMMs walk several tiles per block on the GPU",
