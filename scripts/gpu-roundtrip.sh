@@ -261,7 +261,7 @@ run_tune_bench() {
 # Where kiln's 8192^3 bf16 GEMM spends its time, beside cuBLAS's on the same shape: Nsight
 # Compute's throughput, memory, warp-state, scheduler and occupancy sections for kiln's kernel
 # under each of KILN_PROFILE_FLAGS and for cuBLAS's (through PyTorch), and the SASS of each
-# kiln kernel (ptxas and cuobjdump there): what the next session without a GPU works from.
+# kiln kernel (ptxas and cuobjdump there): what the work without a GPU starts from.
 run_profile() {
   local status=0 flag name ncu ptxas cuobjdump
   ncu="$(command -v ncu || echo /usr/local/cuda/bin/ncu)"
