@@ -284,10 +284,12 @@ run_profile() {
     grep -E "$headline" "$OUT/ncu-kiln-$name.txt" || tail -n 5 "$OUT/ncu-kiln-$name.txt"
     "$build/kiln" compile "$model" --target cuda --arch sm_90a "$flag" --dump=ptx 2>/dev/null |
       sed '/^target: /,$d' >"$OUT/gemm-$name.ptx"
+    # Written beside, then renamed: a failed disassembly leaves no empty .sass.
     { "$ptxas" -arch=sm_90a -v "$OUT/gemm-$name.ptx" -o "$OUT/gemm-$name.cubin" &&
-      "$cuobjdump" -sass "$OUT/gemm-$name.cubin" >"$OUT/gemm-$name.sass"; } ||
+      "$cuobjdump" -sass "$OUT/gemm-$name.cubin" >"$OUT/gemm-$name.sass.partial" &&
+      mv "$OUT/gemm-$name.sass.partial" "$OUT/gemm-$name.sass"; } ||
       { echo "exit $? (SASS of $flag)"; status=1; }
-    rm -f "$OUT/gemm-$name.cubin"
+    rm -f "$OUT/gemm-$name.cubin" "$OUT/gemm-$name.sass.partial"
   done
   echo "---- ncu: cuBLAS (torch.matmul) on the same shape"
   "$ncu" --clock-control none "${sections[@]}" -k 'regex:gemm|nvjet|xmma|cutlass' --launch-count 1 \

@@ -101,6 +101,17 @@ for name in tma wgmma; do
   expect_grep "SASS of .*gemm-$name.cubin" "$tmp/unpacked6/gemm-$name.sass"
   [ ! -e "$tmp/unpacked6/gemm-$name.cubin" ] || fail "the $name cubin was left behind"
 done
+# Without a disassembler the step fails and leaves no empty .sass.
+stub "$tmp/bin/cuobjdump" 'exit 3'
+out="$tmp/out7"
+(cd "$root" && OUT="$out" KILN_PROFILE_FLAGS="--tma" \
+  scripts/gpu-roundtrip.sh remote --steps profile >"$tmp/run7.log" 2>&1)
+[ $? = 1 ] || fail "a failed disassembly must fail the profile step"
+mkdir -p "$tmp/unpacked7"
+tar -C "$tmp/unpacked7" -xzf "$out/kiln-gpu-results.tar.gz"
+[ ! -e "$tmp/unpacked7/gemm-tma.sass" ] && [ ! -e "$tmp/unpacked7/gemm-tma.sass.partial" ] ||
+  fail "a failed disassembly left a .sass behind"
+expect_grep 'exit 3 (SASS of --tma)' "$tmp/unpacked7/profile.log"
 expect_grep 'regex:gemm|nvjet|xmma|cutlass' "$tmp/unpacked6/ncu-cublas.txt"
 expect_grep 'Duration 1.00 ms' "$tmp/unpacked6/profile.log"
 
