@@ -242,9 +242,11 @@ inline std::string productVerdict(const ProductReads &reads) {
   // D), so rows moving in one probe alone name that probe's operand.
   const int64_t rowsA = detail::rowMoves(reads.a, k), rowsB = detail::rowMoves(reads.b, k);
   if (rowsA > 0 && rowsB == 0)
-    return "A is misread: rows of A move (the A probe's moves are the misreading)";
+    return "A is misread: rows of A move (the A probe's moves are the misreading; D's rows "
+           "stored permuted read the same)";
   if (rowsB > 0 && rowsA == 0)
-    return "B is misread: rows of B move (the B probe's moves are the misreading)";
+    return "B is misread: rows of B move (the B probe's moves are the misreading; D's columns "
+           "stored permuted read the same)";
   if (rowsA > 0 && rowsB > 0) {
     std::vector<std::array<int64_t, 4>> moved = movedAccumulators(reads);
     if (moved.empty())
