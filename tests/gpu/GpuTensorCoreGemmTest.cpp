@@ -41,6 +41,15 @@ CompileOptions editingSchedules(CompileOptions options,
   return options;
 }
 
+/// Whether the test GPU runs wgmma (sm_90a); where it does not, says why the test is skipped.
+bool hasWarpgroupProducts() {
+  codegen::GpuTarget target = gpuTestTarget();
+  if (target.sm == 90 && target.archSpecific)
+    return true;
+  WARN("skipped: wgmma runs only on sm_90a (this GPU is " << target.archName() << ")");
+  return false;
+}
+
 /// Checks `c` (whose output y is x [m, k] times w, [k, n] or [n, k] when `transposeB`, maybe
 /// with an epilogue) compiled with `options`. Where y is wrong, probes which operand elements
 /// a plain bf16 GEMM of that shape compiled the same way reads (tests/ProductProbe.h), so the
@@ -119,11 +128,8 @@ TEST_CASE("fp8 models run on e4m3 tensor cores on the GPU", "[gpu][tensor-core]"
 }
 
 TEST_CASE("wgmma GEMMs on sm_90a match the reference", "[gpu][tensor-core][wgmma]") {
-  codegen::GpuTarget target = gpuTestTarget();
-  if (target.sm != 90 || !target.archSpecific) {
-    WARN("skipped: wgmma runs only on sm_90a (this GPU is " << target.archName() << ")");
+  if (!hasWarpgroupProducts())
     return;
-  }
   GpuBackend backend = GENERATE(GpuBackend::Llvm, GpuBackend::Nvrtc);
   bool transposeB = GENERATE(false, true);
   bool tma = GENERATE(false, true); // operands by cp.async, or by a producer's bulk copies
@@ -154,11 +160,8 @@ TEST_CASE("wgmma GEMMs on sm_90a match the reference", "[gpu][tensor-core][wgmma
 }
 
 TEST_CASE("wgmma conv2d on sm_90a matches the reference", "[gpu][tensor-core][wgmma]") {
-  codegen::GpuTarget target = gpuTestTarget();
-  if (target.sm != 90 || !target.archSpecific) {
-    WARN("skipped: wgmma runs only on sm_90a (this GPU is " << target.archName() << ")");
+  if (!hasWarpgroupProducts())
     return;
-  }
   GpuBackend backend = GENERATE(GpuBackend::Llvm, GpuBackend::Nvrtc);
   auto [stride, padding] = GENERATE(std::pair{1, 1}, std::pair{2, 0});
   INFO("backend " << backendName(backend) << " stride " << stride << " padding " << padding);
@@ -185,11 +188,8 @@ TEST_CASE("wgmma conv2d on sm_90a matches the reference", "[gpu][tensor-core][wg
 
 TEST_CASE("persistent tma GEMMs walk several tiles per block on the GPU",
           "[gpu][tensor-core][wgmma][tma]") {
-  codegen::GpuTarget target = gpuTestTarget();
-  if (target.sm != 90 || !target.archSpecific) {
-    WARN("skipped: wgmma runs only on sm_90a (this GPU is " << target.archName() << ")");
+  if (!hasWarpgroupProducts())
     return;
-  }
   GpuBackend backend = GENERATE(GpuBackend::Llvm, GpuBackend::Nvrtc);
   INFO("backend " << backendName(backend));
   // 128 x 128 tiles of two consumer warpgroups: one block an SM (the register file), 196
