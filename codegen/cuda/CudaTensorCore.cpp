@@ -206,14 +206,15 @@ Expected<void> CudaEmitter::emitAsyncCopy(const kir::AsyncCopy &copy) {
     return {};
   }
   // A false predicate copies 0 source bytes, which zero-fills the
-  // destination, from element 0, which is in bounds where the index is not.
+  // destination, from element 0, which is in bounds where the index is not
+  // (a choice of addresses, as the LLVM backend makes it).
   KILN_TRY(CCode predicate, emitScalar(copy.predicate));
   predicate = materialize(predicate, DType::Bool, "copy_ok");
   line(fmt::format("asm volatile(\"{} [%0], [%1], {}, %2;\" :: {}, "
-                   "\"l\"(__cvta_generic_to_global(&{}[{} ? {} : 0])), \"r\"({} ? {} : 0) "
+                   "\"l\"(__cvta_generic_to_global({} ? &{}[{}] : &{}[0])), \"r\"({} ? {} : 0) "
                    ": \"memory\");",
-                   instruction, bytes, shared, from->second, predicate.text, sourceIndex.text,
-                   predicate.text, bytes));
+                   instruction, bytes, shared, predicate.text, from->second, sourceIndex.text,
+                   from->second, predicate.text, bytes));
   return {};
 }
 

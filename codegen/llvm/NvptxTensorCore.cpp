@@ -277,10 +277,13 @@ Expected<void> NvptxEmitter::emitAsyncCopy(const kir::AsyncCopy &copy) {
   }
   // A false predicate copies 0 source bytes, which zero-fills the
   // destination; the source address is then element 0, so it is in bounds
-  // even where the index is not.
-  kir::ExprPtr safeIndex = kir::select(copy.predicate, copy.sourceIndex, kir::index(0));
-  KILN_TRY(llvm::Value * from, elementPointer(source, *safeIndex));
+  // even where the index is not. The choice is between addresses, not indices, so
+  // that the address of a gathered copy (an im2col row's base plus a tap's offset)
+  // stays one add from values the loop computes once.
+  KILN_TRY(llvm::Value * indexed, elementPointer(source, *copy.sourceIndex));
+  KILN_TRY(llvm::Value * first, elementPointer(source, *kir::index(0)));
   KILN_TRY(llvm::Value * predicate, emitExpr(*copy.predicate));
+  llvm::Value *from = builder_.CreateSelect(predicate, indexed, first);
   llvm::Value *sourceBytes =
       builder_.CreateSelect(predicate, builder_.getInt32(bytes), builder_.getInt32(0));
   builder_.CreateIntrinsic(asyncCopyIntrinsic(bytes, true), {}, {to, from, sourceBytes});

@@ -110,18 +110,34 @@ struct ConvGeometry {
       return {add(mul(add(mul(n, index(channels)), channel), index(pixels())), p), nullptr};
     }
     ExprPtr oh = div(p, index(outWidth)), ow = mod(p, index(outWidth));
-    ExprPtr ih = add(sub(mul(oh, index(strideH)), index(padTop)), mul(kh, index(dilationH)));
-    ExprPtr iw = add(sub(mul(ow, index(strideW)), index(padLeft)), mul(kw, index(dilationW)));
+    // The window's corner (depends on the output pixel only) and the tap's step from it
+    // (on the reduction index only), kept apart so that a GEMM's copy loop computes the
+    // first once per row and the second once per K tile.
+    ExprPtr cornerH = sub(mul(oh, index(strideH)), index(padTop));
+    ExprPtr cornerW = sub(mul(ow, index(strideW)), index(padLeft));
+    ExprPtr tapH = mul(kh, index(dilationH)), tapW = mul(kw, index(dilationW));
+    ExprPtr ih = add(cornerH, tapH), iw = add(cornerW, tapW);
+    // The bounds in 32 bits (a row or column of the input, padding included, fits with room
+    // to spare): on a GPU a 64-bit add, compare or max costs two instructions or more.
+    auto narrow = [](const ExprPtr &x) { return cast(x, Type::scalar(DType::I32)); };
+    auto in32 = [&](const ExprPtr &corner, const ExprPtr &tap) {
+      return add(narrow(corner), narrow(tap));
+    };
+    ExprPtr ih32 = in32(cornerH, tapH), iw32 = in32(cornerW, tapW);
+    auto int32 = [](int64_t v) { return intImm(v, Type::scalar(DType::I32)); };
     ExprPtr inside = boolImm(true);
     if (checkTop)
-      inside = logicalAnd(inside, ge(ih, index(0)));
+      inside = logicalAnd(inside, ge(ih32, int32(0)));
     if (checkBottom)
-      inside = logicalAnd(inside, lt(ih, index(height)));
+      inside = logicalAnd(inside, lt(ih32, int32(height)));
     if (checkLeft)
-      inside = logicalAnd(inside, ge(iw, index(0)));
+      inside = logicalAnd(inside, ge(iw32, int32(0)));
     if (checkRight)
-      inside = logicalAnd(inside, lt(iw, index(width)));
+      inside = logicalAnd(inside, lt(iw32, int32(width)));
     ExprPtr offset = inputOffset(n, channel, ih, iw);
+    if (nhwc) // the corner's offset plus the tap's: ((n H + ih) W + iw) C + channel, reassociated
+      offset = add(inputOffset(n, index(0), cornerH, cornerW),
+                   add(mul(add(mul(tapH, index(width)), tapW), index(channels)), channel));
     if (constIntValue(inside))
       return {offset, nullptr};
     return {offset, inside};
