@@ -28,7 +28,7 @@ Expected<void> checkGpuWgmmaSchedule(const GpuMatMulSchedule &schedule, const Ge
                                      const codegen::GpuTarget &target);
 
 /// The heuristic wgmma schedule (gpuWgmmaKindFor must hold): the block tile among 128x256,
-/// 128x128, 64x128 and 64x64, one warpgroup per 64 rows, and K split of least estimated time
+/// 128x128, 128x64, 64x128 and 64x64, one warpgroup per 64 rows, and K split of least estimated time
 /// (the estimate of the mma.sync default), as many stages (up to 4) as the shared memory and
 /// the split's K tiles allow, and the grouped tile order on grids of two waves or more
 /// (gemmGroupM).

@@ -97,6 +97,14 @@ TEST_CASE("gpu wgmma: which GEMMs run on warpgroup products", "[lower][gpu-contr
   CHECK(lower::scheduleStr(big) ==
         "gpu.matmul wgmma bm=128 bn=256 bk=64 wm=64 wn=256 stages=4 vw=8 splitk=1 group=8");
   CHECK(lower::gpuMmaThreads(big) == 256);
+  // An output 64 wide over many rows (VGG16's first convolution as a GEMM): 128 x 64, not a
+  // 128-wide tile whose second half lies past the edge.
+  lower::GpuMatMulSchedule narrow =
+      lower::defaultGpuWgmmaSchedule(matmulShape(DType::BF16, 401408, 64, 576), h100);
+  INFO(lower::scheduleStr(narrow));
+  CHECK(narrow.blockM == 128);
+  CHECK(narrow.blockN == 64);
+  CHECK(narrow.warpN == 64);
   // The text form round-trips.
   auto parsed = lower::parseSchedule(lower::scheduleStr(big));
   INFO((parsed ? std::string() : parsed.error().str()));
