@@ -164,8 +164,41 @@ TEST_CASE("a GPU bundle carries the split-K sum kernel and its launch dims",
     if (endsWith(stored->plan.steps[i].kernelName, "_splitk_sum")) {
       REQUIRE(stored->stepDims[i]);
       CHECK(stored->stepDims[i]->block[0] == 256);
-      CHECK(stored->stepDims[i]->grid[0] == (24 * 40 + 255) / 256);
+      // Four consecutive outputs a thread (40 is a multiple of 4).
+      CHECK(stored->stepDims[i]->grid[0] == (24 * 40 + 4 * 256 - 1) / (4 * 256));
     }
+}
+
+TEST_CASE("the split-K sum kernel reads each layer of partials 16 bytes at a time",
+          "[compiler][split-k]") {
+  // 512 x 512 over K = 8192: the default splits K; a thread of the sum adds four adjacent
+  // outputs, so each layer is one 16-byte load and the bf16 result one 8-byte store.
+  Graph graph("split_k_sum_loads", freshSeed());
+  Tensor x = graph.input("x", {512, 8192}, DType::BF16);
+  Tensor w = graph.input("w", {8192, 512}, DType::BF16);
+  graph.output("y", matmul(x, w));
+  REQUIRE(graph.finalize());
+  CompileOptions options;
+  options.target = TargetKind::Cuda;
+  options.gpuArch = "sm_90a";
+  options.useKernelCache = false; // the PTX this build's codegen makes
+  auto kernels = compileGpuKernels(graph.ir(), options);
+  REQUIRE(kernels);
+  const std::string &ptx = kernels->ptx;
+  size_t entry = ptx.find(".entry k0_contraction_matmul_splitk_sum(");
+  REQUIRE(entry != std::string::npos);
+  std::string sum = ptx.substr(entry, ptx.find("\n}", entry) - entry);
+  auto count = [&](std::string_view op) {
+    size_t found = 0;
+    for (size_t at = sum.find(op); at != std::string::npos; at = sum.find(op, at + 1))
+      ++found;
+    return found;
+  };
+  size_t vectorLoads = count("ld.global.nc.v4.f32");
+  INFO(sum);
+  CHECK(vectorLoads >= 2); // one per layer: the split is the default's (8 here)
+  CHECK(count("ld.global.nc.f32") == 0);
+  CHECK(count("st.global.v4.b16") == 1);
 }
 
 } // namespace kiln::test

@@ -18,6 +18,9 @@ constexpr double kPipelineFillTiles = 3.0;
 constexpr double kSplitLaunchTiles = 8.0;
 constexpr double kPartialBytesPerTile = 1 << 20;
 constexpr int64_t kSumThreads = 256;
+/// The consecutive output elements a thread of the sum kernel adds up: four f32 partials,
+/// one 16-byte load of each layer.
+constexpr int64_t kSumRun = 4;
 
 } // namespace
 
@@ -95,21 +98,36 @@ StmtPtr SplitKPlan::storePartial(const ExprPtr &split, const ExprPtr &b, const E
   return store(partials_, at, std::move(value));
 }
 
+int64_t SplitKPlan::sumRun() const { return p_.n % kSumRun == 0 ? kSumRun : 1; }
+
 Expected<StmtPtr> SplitKPlan::sumKernel() const {
-  int64_t elements = p_.batch * p_.m * p_.n;
+  // A thread takes `run` consecutive elements of one output row (N is a multiple of the run),
+  // so its loads of a layer, and its result's stores, are adjacent and aligned: LLVM makes
+  // one 16-byte load of each layer instead of four.
+  const int64_t elements = p_.batch * p_.m * p_.n, run = sumRun();
   VarPtr block = makeVar(p_.name + "_sum_bx"), thread = makeVar(p_.name + "_sum_tid");
-  VarPtr element = makeVar(p_.name + "_sum_e");
-  ExprPtr e = kir::ref(element);
-  ExprPtr sum = load(partials_, e);
-  for (int64_t split = 1; split < splits_; ++split)
-    sum = add(sum, load(partials_, add(index(split * elements), e)));
+  VarPtr first = makeVar(p_.name + "_sum_e");
+  ExprPtr e = kir::ref(first);
   std::vector<ExprPtr> bij{div(e, index(p_.m * p_.n)), mod(div(e, index(p_.n)), index(p_.m)),
                            mod(e, index(p_.n))};
-  KILN_TRY(StmtPtr stored, p_.storeResult(bij, sum));
-  StmtPtr body = elements % kSumThreads == 0 ? stored : ifThen(lt(e, index(elements)), stored);
-  body = let(element, add(mul(kir::ref(block), index(kSumThreads)), kir::ref(thread)), body);
+  std::vector<StmtPtr> stores;
+  for (int64_t u = 0; u < run; ++u) {
+    ExprPtr at = add(e, index(u));
+    ExprPtr sum = load(partials_, at);
+    for (int64_t split = 1; split < splits_; ++split)
+      sum = add(sum, load(partials_, add(index(split * elements), at)));
+    std::vector<ExprPtr> element{bij[0], bij[1], add(bij[2], index(u))};
+    KILN_TRY(StmtPtr stored, p_.storeResult(element, sum));
+    stores.push_back(stored);
+  }
+  StmtPtr body = seq(std::move(stores));
+  // The run divides N, so a thread's first element inside the output means all of its are.
+  if (elements % (kSumThreads * run) != 0)
+    body = ifThen(lt(e, index(elements)), body);
+  body = let(first, mul(add(mul(kir::ref(block), index(kSumThreads)), kir::ref(thread)), index(run)),
+             body);
   body = forRange(thread, kSumThreads, ForKind::ThreadX, body);
-  return forRange(block, ceilDivide(elements, kSumThreads), ForKind::BlockX, body);
+  return forRange(block, ceilDivide(elements, kSumThreads * run), ForKind::BlockX, body);
 }
 
 Expected<void> SplitKPlan::finish(GemmLowering &lowering) const {

@@ -55,9 +55,11 @@ public:
   kir::StmtPtr storePartial(const kir::ExprPtr &split, const kir::ExprPtr &b,
                             const kir::ExprPtr &i, const kir::ExprPtr &j,
                             kir::ExprPtr value) const;
-  /// The second kernel's body: a thread per output element adds its partials in split order
-  /// and runs the problem's storeResult.
+  /// The second kernel's body: a thread per sumRun() consecutive output elements adds each
+  /// one's partials in split order and runs the problem's storeResult.
   Expected<kir::StmtPtr> sumKernel() const;
+  /// The elements a thread of the sum kernel takes: 4 when N is a multiple of 4, else 1.
+  int64_t sumRun() const;
   /// Adds the workspace and the sum kernel to a template's lowering.
   Expected<void> finish(GemmLowering &lowering) const;
 

@@ -225,6 +225,8 @@ TEST_CASE("gpu mma: split-K", "[lower][gpu-contraction][mma]") {
   for (int splits : {3, 4})
     checkMmaMatMul(70, 24, 114, splitK(mmaTiles(32, 32, 16, 16, 16, 3), splits));
   checkMmaMatMul(64, 64, 256, splitK(mmaTiles(64, 64, 32, 32, 32, 3), 4)); // no edges anywhere
+  // N = 26: the sum kernel takes one element a thread (four where 4 divides N, as above).
+  checkMmaMatMul(33, 26, 328, splitK(small, 3));
   for (DType dtype : {DType::F16, DType::F32})
     checkMmaMatMul(18, 24, 200, splitK(mmaTiles(32, 32, 16, 16, 16, 2, dtype == DType::F32 ? 4 : 8),
                                        3),
