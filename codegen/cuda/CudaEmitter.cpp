@@ -191,10 +191,20 @@ Expected<void> CudaEmitter::declareSharedBuffers(const kir::StmtPtr &stmt) {
 
 Expected<void> CudaEmitter::emitStmt(const kir::Stmt &stmt) {
   switch (stmt.kind()) {
-  case kir::StmtKind::Block:
-    for (const kir::StmtPtr &inner : static_cast<const kir::Block &>(stmt).stmts)
-      KILN_TRY_VOID(emitStmt(*inner));
+  case kir::StmtKind::Block: {
+    const auto &stmts = static_cast<const kir::Block &>(stmt).stmts;
+    for (size_t k = 0; k < stmts.size(); ++k) {
+      if (k + 1 < stmts.size()) {
+        KILN_TRY(bool paired, emitPairedStores(*stmts[k], *stmts[k + 1]));
+        if (paired) {
+          ++k;
+          continue;
+        }
+      }
+      KILN_TRY_VOID(emitStmt(*stmts[k]));
+    }
     return {};
+  }
   case kir::StmtKind::For: return emitFor(static_cast<const kir::For &>(stmt));
   case kir::StmtKind::Let: return emitLet(static_cast<const kir::Let &>(stmt));
   case kir::StmtKind::If: return emitIf(static_cast<const kir::If &>(stmt));
@@ -280,6 +290,11 @@ Expected<void> CudaEmitter::emitFor(const kir::For &loop) {
 }
 
 Expected<void> CudaEmitter::emitLet(const kir::Let &let) {
+  KILN_TRY_VOID(bindLet(let));
+  return emitStmt(*let.body);
+}
+
+Expected<void> CudaEmitter::bindLet(const kir::Let &let) {
   if (let.var->type != let.value->type())
     return fail(ErrorCode::VerifyError,
                 fmt::format("let {} binds a value of another type", let.var->name));
@@ -310,7 +325,8 @@ Expected<void> CudaEmitter::emitLet(const kir::Let &let) {
     ranges_[let.var.get()] = *range;
   else
     ranges_.erase(let.var.get());
-  return emitStmt(*let.body);
+  letValues_[let.var.get()] = let.value;
+  return {};
 }
 
 Expected<void> CudaEmitter::emitIf(const kir::If &branch) {

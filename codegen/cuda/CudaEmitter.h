@@ -64,6 +64,8 @@ private:
   std::unordered_set<const kir::Var *> intVars_;
   /// Vector variables held as one CUDA vector value (float4...), lanes in its fields.
   std::unordered_set<const kir::Var *> vectorVars_;
+  /// The value of every let variable emitted so far (what is known of its low bits).
+  std::unordered_map<const kir::Var *, kir::ExprPtr> letValues_;
 
   // ---- CudaEmitter.cpp: kernel, names, statements
   std::unexpected<Error> fail(ErrorCode code, const std::string &message) const;
@@ -75,10 +77,18 @@ private:
   Expected<void> emitStmt(const kir::Stmt &stmt);
   Expected<void> emitFor(const kir::For &loop);
   Expected<void> emitLet(const kir::Let &let);
+  /// A let's C declaration and the facts kept of its variable, without its body.
+  Expected<void> bindLet(const kir::Let &let);
   Expected<void> emitIf(const kir::If &branch);
   Expected<void> emitAllocate(const kir::Allocate &allocate);
   Expected<void> emitStore(const kir::Store &store);
   Expected<void> emitAtomic(const kir::Atomic &atomic);
+
+  // ---- CudaPairedStores.cpp: two adjacent scalar stores as one
+  /// Where `first` and `second` (each a scalar store under its lets) write elements i and
+  /// i + 1 of one buffer, i known even, emits both lets and one store of both values and
+  /// returns true; otherwise emits nothing and returns false.
+  Expected<bool> emitPairedStores(const kir::Stmt &first, const kir::Stmt &second);
 
   // ---- CudaTensorCore.cpp: mma, ldmatrix and cp.async as inline PTX
   Expected<void> emitMma(const kir::Mma &mma);

@@ -200,6 +200,55 @@ int minimumSm(const StmtPtr &stmt) {
   return finder.sm;
 }
 
+int knownTrailingZeros(const ExprPtr &expr, const std::function<ExprPtr(const Var &)> &letValue) {
+  constexpr int kMost = 62;
+  const Type type = expr->type();
+  if (type.lanes != 1 || (type.dtype != DType::I64 && type.dtype != DType::I32))
+    return 0;
+  auto zeros = [&](const ExprPtr &e) { return knownTrailingZeros(e, letValue); };
+  switch (expr->kind()) {
+  case ExprKind::IntImm: {
+    auto value = static_cast<uint64_t>(static_cast<const IntImm &>(*expr).value);
+    return value == 0 ? kMost : std::min(kMost, std::countr_zero(value));
+  }
+  case ExprKind::VarRef: {
+    const Var &var = *static_cast<const VarRef &>(*expr).var;
+    ExprPtr value = letValue ? letValue(var) : nullptr;
+    return value ? zeros(value) : 0;
+  }
+  case ExprKind::Unary: {
+    const auto &unary = static_cast<const Unary &>(*expr);
+    return unary.op == UnaryOp::Neg ? zeros(unary.operand) : 0;
+  }
+  case ExprKind::Select: {
+    const auto &select = static_cast<const Select &>(*expr);
+    return std::min(zeros(select.onTrue), zeros(select.onFalse));
+  }
+  case ExprKind::Cast: {
+    // Between i32 and i64 the low 31 bits carry over (a sign extension or a truncation).
+    const ExprPtr &value = static_cast<const Cast &>(*expr).value;
+    DType from = value->type().dtype;
+    if (from != DType::I64 && from != DType::I32)
+      return 0;
+    return std::min(zeros(value), 31);
+  }
+  case ExprKind::Binary: {
+    const auto &binary = static_cast<const Binary &>(*expr);
+    switch (binary.op) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub:
+    case BinaryOp::Min:
+    case BinaryOp::Max:
+    case BinaryOp::Mod: // x - c * q: what divides x and c divides it
+      return std::min(zeros(binary.lhs), zeros(binary.rhs));
+    case BinaryOp::Mul: return std::min(kMost, zeros(binary.lhs) + zeros(binary.rhs));
+    default: return 0;
+    }
+  }
+  default: return 0;
+  }
+}
+
 ExprPtr substitute(const ExprPtr &expr, const Var *var, const ExprPtr &replacement) {
   KILN_CHECK(replacement->type() == var->type, "substitute: replacement type differs");
   Substituter substituter(var, replacement);

@@ -40,6 +40,14 @@ bool containsBarrier(const StmtPtr &stmt);
 /// copies 80, wgmma 90 (the sm_90a variant); 0 for none.
 int minimumSm(const StmtPtr &stmt);
 
+/// How many low bits of an integer expression are known to be zero (at most 62): 3 says the
+/// value is a multiple of 8 whatever its variables hold. Constants give their own; a sum, a
+/// difference, a min, a max or a choice the fewest of its operands'; a product the sum of its
+/// operands'; a variable its let value's (`letValue` returns it, or null where unknown) or
+/// none. Exact under two's-complement wrapping, so no range is needed.
+int knownTrailingZeros(const ExprPtr &expr,
+                       const std::function<ExprPtr(const Var &)> &letValue = nullptr);
+
 /// `expr` / `stmt` with every reference to `var` replaced by `replacement`
 /// (which must have the variable's type). Untouched subtrees stay shared.
 ExprPtr substitute(const ExprPtr &expr, const Var *var, const ExprPtr &replacement);

@@ -196,6 +196,63 @@ TEST_CASE("CUDA C names are sanitized and unique", "[cuda-codegen]") {
                          "  const float i_2 = x_in[i_1];\n  float_1[i_1] = i_2;\n"));
 }
 
+TEST_CASE("CUDA C joins two stores to elements i and i + 1 of a global buffer, i even",
+          "[cuda-codegen]") {
+  // An epilogue's accumulator pair: out[2t] and out[2t + 1] in bf16 become one 4-byte store.
+  const Type bf16 = Type::scalar(DType::BF16);
+  auto in = makeBuffer("in", DType::F32, 512), out = makeBuffer("out", DType::BF16, 520);
+  auto blk = makeVar("blk"), t = makeVar("t");
+  auto storesAt = [&](ExprPtr low, ExprPtr lowPredicate = nullptr) {
+    ExprPtr value = cast(load(in, kir::ref(t)), bf16);
+    return seq({store(out, low, value, lowPredicate),
+                store(out, add(low, index(1)), cast(mul(load(in, kir::ref(t)), floatImm(2.0, f32())), bf16))});
+  };
+  auto kernelOf = [&](StmtPtr body) {
+    return Kernel{"pairs", {in, out}, gridLoops(1, 256, blk, t, std::move(body))};
+  };
+  auto count = [](const std::string &source, std::string_view piece) {
+    size_t found = 0;
+    for (size_t at = source.find(piece); at != std::string::npos; at = source.find(piece, at + 1))
+      ++found;
+    return found;
+  };
+  ExprPtr even = mul(kir::ref(t), index(2));
+
+  std::string paired = sourceOf(kernelOf(storesAt(even)));
+  CHECK(contains(paired, "kiln_store<unsigned int>(&out[t * 2], (unsigned int)(unsigned short)"));
+  CHECK(count(paired, "out[") == 1);
+
+  // Each store under its own lets of the same index, the high one's constant folded in.
+  auto low = makeVar("low"), high = makeVar("high");
+  std::string underLets = sourceOf(kernelOf(
+      seq({let(low, even, store(out, add(kir::ref(low), index(8)), cast(load(in, kir::ref(t)), bf16))),
+           let(high, even, store(out, add(kir::ref(high), index(9)), cast(load(in, kir::ref(t)), bf16)))})));
+  CHECK(contains(underLets, "kiln_store<unsigned int>(&out[low + 8], "));
+
+  // Not joined: an odd i, a predicated store, a high value reading what the low one writes, a
+  // gap between the elements.
+  std::string odd = sourceOf(kernelOf(storesAt(add(even, index(1)))));
+  CHECK(count(odd, "kiln_store<") == 0);
+  CHECK(count(odd, "out[") == 2);
+  std::string predicated = sourceOf(kernelOf(storesAt(even, lt(kir::ref(t), index(200)))));
+  CHECK(count(predicated, "kiln_store<") == 0);
+  std::string readsOut = sourceOf(kernelOf(
+      seq({store(out, even, cast(load(in, kir::ref(t)), bf16)),
+           store(out, add(even, index(1)), load(out, even))})));
+  CHECK(count(readsOut, "kiln_store<") == 0);
+  std::string gap = sourceOf(kernelOf(
+      seq({store(out, even, cast(load(in, kir::ref(t)), bf16)),
+           store(out, add(even, index(2)), cast(load(in, kir::ref(t)), bf16))})));
+  CHECK(count(gap, "kiln_store<") == 0);
+  if (nvrtcPresent()) {
+    auto compiled = compileWithNvrtcOnThread(paired, "pairs.cu", targetNamed("sm_80"));
+    if (!compiled)
+      FAIL(compiled.error().str() << "\n" << paired);
+    CHECK(contains(compiled->ptx, "st.global.u32"));
+    CHECK_FALSE(contains(compiled->ptx, "st.global.u16"));
+  }
+}
+
 TEST_CASE("CUDA C of a malformed GPU kernel is a VerifyError naming it", "[cuda-codegen]") {
   auto out = makeBuffer("out", DType::F32, 64), extent = makeBuffer("extent", DType::I64, 1);
   auto blk = makeVar("blk"), t = makeVar("t");

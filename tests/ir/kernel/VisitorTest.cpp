@@ -231,3 +231,37 @@ TEST_CASE("usesVar, collectLoads, storedBuffers and substitute", "[kernel][utils
         "}\n");
   CHECK(substitute(f.keep, f.i.get(), index(5)) == f.keep);
 }
+
+TEST_CASE("knownTrailingZeros: the low bits an index is known to have clear", "[kernel][utils]") {
+  VarPtr i = makeVar("i"), j = makeVar("j"), row = makeVar("row");
+  ExprPtr ri = kir::ref(i), rj = kir::ref(j);
+  CHECK(knownTrailingZeros(index(24)) == 3);
+  CHECK(knownTrailingZeros(index(-8)) == 3);
+  CHECK(knownTrailingZeros(index(0)) == 62);
+  CHECK(knownTrailingZeros(ri) == 0); // a variable with no known value
+  CHECK(knownTrailingZeros(mul(ri, index(8192))) == 13);
+  CHECK(knownTrailingZeros(mul(mul(ri, index(6)), index(4))) == 3);
+  // A sum as the fewest of its terms: 8192 i + 2 j + 64 is even, + 1 is not.
+  ExprPtr pair = add(add(mul(ri, index(8192)), mul(rj, index(2))), index(64));
+  CHECK(knownTrailingZeros(pair) == 1);
+  CHECK(knownTrailingZeros(add(pair, index(1))) == 0);
+  CHECK(knownTrailingZeros(sub(mul(ri, index(16)), index(32))) == 4);
+  CHECK(knownTrailingZeros(neg(mul(ri, index(4)))) == 2);
+  CHECK(knownTrailingZeros(min(mul(ri, index(4)), index(8))) == 2);
+  CHECK(knownTrailingZeros(select(lt(ri, rj), index(12), index(40))) == 2);
+  // x mod c = x - c q: what divides both divides it. Division tells nothing.
+  CHECK(knownTrailingZeros(mod(mul(ri, index(8)), index(64))) == 3);
+  CHECK(knownTrailingZeros(div(index(64), ri)) == 0);
+  // Between i32 and i64 at most 31 bits carry over; floats and loads tell nothing.
+  CHECK(knownTrailingZeros(cast(mul(ri, index(4)), Type::scalar(DType::I32))) == 2);
+  CHECK(knownTrailingZeros(cast(index(0), Type::scalar(DType::I32))) == 31);
+  CHECK(knownTrailingZeros(floatImm(8.0, Type::scalar(DType::F32))) == 0);
+  BufferPtr a = makeBuffer("a", DType::I64, 4);
+  CHECK(knownTrailingZeros(mul(load(a, index(0)), index(2))) == 1);
+  // A variable is known through its let value where the caller knows it.
+  auto letValue = [&](const Var &var) -> ExprPtr {
+    return &var == row.get() ? mul(ri, index(16)) : nullptr;
+  };
+  CHECK(knownTrailingZeros(add(kir::ref(row), index(8)), letValue) == 3);
+  CHECK(knownTrailingZeros(add(kir::ref(row), index(8))) == 0);
+}
