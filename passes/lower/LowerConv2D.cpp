@@ -71,6 +71,13 @@ struct ConvGeometry {
   }
 
   int64_t pixels() const { return outHeight * outWidth; }
+  /// Whether a window's row and column, their corners and taps fit in 32 bits with room to
+  /// spare: |corner| <= out * stride + pad, |tap| <= kernel * dilation.
+  bool narrowBounds() const {
+    constexpr int64_t kLimit = int64_t(1) << 30;
+    return outHeight * strideH + padTop + kernelH * dilationH + height < kLimit &&
+           outWidth * strideW + padLeft + kernelW * dilationW + width < kLimit;
+  }
   /// Direct nchw runs one GEMM per group over every image's pixels (else one per image).
   bool foldImages() const { return !nhwc && pixels() <= kFoldMaxPixels; }
   int64_t window() const { return kernelH * kernelW; }
@@ -117,27 +124,28 @@ struct ConvGeometry {
     ExprPtr cornerW = sub(mul(ow, index(strideW)), index(padLeft));
     ExprPtr tapH = mul(kh, index(dilationH)), tapW = mul(kw, index(dilationW));
     ExprPtr ih = add(cornerH, tapH), iw = add(cornerW, tapW);
-    // The bounds in 32 bits (a row or column of the input, padding included, fits with room
-    // to spare): on a GPU a 64-bit add, compare or max costs two instructions or more.
-    auto narrow = [](const ExprPtr &x) { return cast(x, Type::scalar(DType::I32)); };
-    auto in32 = [&](const ExprPtr &corner, const ExprPtr &tap) {
-      return add(narrow(corner), narrow(tap));
+    // The bounds in 32 bits where every corner and tap fits (on a GPU a 64-bit add, compare
+    // or max costs two instructions or more), else in 64.
+    const Type boundType = Type::scalar(narrowBounds() ? DType::I32 : DType::I64);
+    auto bound = [&](const ExprPtr &corner, const ExprPtr &tap) {
+      return add(cast(corner, boundType), cast(tap, boundType));
     };
-    ExprPtr ih32 = in32(cornerH, tapH), iw32 = in32(cornerW, tapW);
-    auto int32 = [](int64_t v) { return intImm(v, Type::scalar(DType::I32)); };
+    ExprPtr ihBound = bound(cornerH, tapH), iwBound = bound(cornerW, tapW);
+    auto constant = [&](int64_t v) { return intImm(v, boundType); };
     ExprPtr inside = boolImm(true);
     if (checkTop)
-      inside = logicalAnd(inside, ge(ih32, int32(0)));
+      inside = logicalAnd(inside, ge(ihBound, constant(0)));
     if (checkBottom)
-      inside = logicalAnd(inside, lt(ih32, int32(height)));
+      inside = logicalAnd(inside, lt(ihBound, constant(height)));
     if (checkLeft)
-      inside = logicalAnd(inside, ge(iw32, int32(0)));
+      inside = logicalAnd(inside, ge(iwBound, constant(0)));
     if (checkRight)
-      inside = logicalAnd(inside, lt(iw32, int32(width)));
-    ExprPtr offset = inputOffset(n, channel, ih, iw);
-    if (nhwc) // the corner's offset plus the tap's: ((n H + ih) W + iw) C + channel, reassociated
-      offset = add(inputOffset(n, index(0), cornerH, cornerW),
-                   add(mul(add(mul(tapH, index(width)), tapW), index(channels)), channel));
+      inside = logicalAnd(inside, lt(iwBound, constant(width)));
+    // nhwc: the corner's offset plus the tap's, ((n H + ih) W + iw) C + channel reassociated.
+    ExprPtr offset =
+        nhwc ? add(inputOffset(n, index(0), cornerH, cornerW),
+                   add(mul(add(mul(tapH, index(width)), tapW), index(channels)), channel))
+             : inputOffset(n, channel, ih, iw);
     if (constIntValue(inside))
       return {offset, nullptr};
     return {offset, inside};
