@@ -222,6 +222,15 @@ void checkPolicyNumerics(const ir::Graph &graph, const NamedTensors &inputs,
   }
 }
 
+CompileOptions sm90aPtxOptions(GpuBackend backend) {
+  CompileOptions options;
+  options.target = TargetKind::Cuda;
+  options.gpuArch = "sm_90a";
+  options.gpuBackend = backend;
+  options.useKernelCache = false;
+  return options;
+}
+
 CompileOptions wgmmaBf16Options(TargetKind target, std::shared_ptr<std::atomic<int>> forced,
                                 bool tma) {
   const codegen::GpuTarget sm90a = *codegen::gpuTargetNamed("sm_90a");

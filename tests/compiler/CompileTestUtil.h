@@ -91,6 +91,11 @@ void checkOutputsMatch(const ir::Graph &graph, const NamedTensors &actual,
 /// 32x32 images, a 32-wide transformer block over 9 tokens, the others at batch 1).
 void buildTinyExample(const examples::ExampleModel &model, Graph &graph);
 
+/// Options that compile a graph's GPU kernels for sm_90a through `backend` without a GPU
+/// (compileGpuKernels), bypassing the kernel cache: the PTX this build's codegen makes, for
+/// tests that read it.
+CompileOptions sm90aPtxOptions(GpuBackend backend = GpuBackend::Llvm);
+
 /// Options for `target` (sim or cuda) on sm_90a under bf16-mixed with every contraction that
 /// can on warpgroup products, as `kiln run --wgmma` compiles; `forced` counts those groups.
 CompileOptions wgmmaBf16Options(TargetKind target, std::shared_ptr<std::atomic<int>> forced,

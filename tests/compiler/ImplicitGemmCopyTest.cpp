@@ -98,10 +98,7 @@ TEST_CASE("an implicit im2col's copies compute the window corner outside the K l
     graph.output("y", conv2d(x, w, options));
     REQUIRE(graph.finalize());
     const codegen::GpuTarget sm90a = *codegen::gpuTargetNamed("sm_90a");
-    CompileOptions compile;
-    compile.target = TargetKind::Cuda;
-    compile.gpuArch = "sm_90a";
-    compile.useKernelCache = false; // the PTX this build's codegen makes
+    CompileOptions compile = sm90aPtxOptions();
     compile.chooseSchedule = [&](const ir::Graph &g, const passes::FusionGroup &group) {
       return c.wgmma ? lower::wgmmaContractionSchedule(group, sm90a, /*tma=*/false)
                      : lower::defaultGpuContractionSchedule(g, group, sm90a);
@@ -132,6 +129,37 @@ TEST_CASE("an implicit im2col's copies compute the window corner outside the K l
           previous = at;
         }
     }
+  }
+}
+
+TEST_CASE("an image too wide for 32-bit window bounds keeps them in 64 bits", "[compiler][mma]") {
+  // A row of 2^30 + 128 pixels, where corner + tap could wrap a 32-bit compare: the copies'
+  // bounds stay 64-bit (compiled only; the input would be 192 GiB of bf16), where the narrow
+  // image beside it tests them in 32. M is whole tiles and K = 288 whole K tiles, so the
+  // window's are the only compares in the copy blocks.
+  for (int64_t width : {int64_t(1) << 20, (int64_t(1) << 30) + 128}) {
+    INFO("width " << width);
+    Graph graph("wide_image", freshSeed());
+    Tensor x = graph.input("x", {1, 3, width, 32}, DType::BF16);
+    Tensor w = graph.input("w", {16, 3, 3, 32}, DType::BF16); // K = 288: no K edge
+    Conv2DOptions options;
+    options.layout = Layout::NHWC;
+    options.padding = Padding::symmetric(1, 1);
+    graph.output("y", conv2d(x, w, options));
+    REQUIRE(graph.finalize());
+    auto kernels = compileGpuKernels(graph.ir(), sm90aPtxOptions());
+    REQUIRE(kernels);
+    std::vector<PtxBlock> blocks = loopCopyBlocks(kernels->ptx);
+    REQUIRE(!blocks.empty());
+    size_t wide = 0;
+    for (const PtxBlock &block : blocks)
+      for (const std::string &op : block.instructions)
+        wide += op == "setp.lt.u64" || op == "setp.lt.s64" || op == "setp.ge.s64" ||
+                op == "max.u64" || op == "max.s64";
+    if (width < (int64_t(1) << 30))
+      CHECK(wide == 0);
+    else
+      CHECK(wide > 0);
   }
 }
 

@@ -75,11 +75,7 @@ TEST_CASE("tensor-core epilogues store each accumulator pair as one 32-bit store
       graph.output("y", matmul(x, w));
       REQUIRE(graph.finalize());
       const codegen::GpuTarget sm90a = *codegen::gpuTargetNamed("sm_90a");
-      CompileOptions options;
-      options.target = TargetKind::Cuda;
-      options.gpuArch = "sm_90a";
-      options.useKernelCache = false; // the PTX this build's codegen makes
-      options.gpuBackend = backend;
+      CompileOptions options = sm90aPtxOptions(backend);
       auto chosen = std::make_shared<std::optional<lower::GpuMatMulSchedule>>();
       options.chooseSchedule = [sm90a, family, chosen](const ir::Graph &graph,
                                                        const passes::FusionGroup &group) {
