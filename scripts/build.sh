@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Configures and builds kiln. Usage: scripts/build.sh [release|asan] [targets...]
-#   release -> build/release (optimized; the main job)
-#   asan    -> build/asan (Debug with AddressSanitizer + UndefinedBehaviorSanitizer; the tests)
+#   release -> build/release (optimized, g++; the main job, the install and the package)
+#   asan    -> build/asan (clang, ASan + UBSan at -O0, line tables; the sanitized tests and
+#              the libFuzzer targets, which share its libraries)
+# KILN_TEST_SET=all|sanitized|unsanitized picks which tests the tree builds (a new tree: all;
+# otherwise what it was configured with). scripts/test.sh splits them between the two trees
+# (docs/testing.md).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 flavor="${1:-release}"
@@ -9,11 +13,23 @@ shift || true
 
 case "$flavor" in
   release) args=(-DCMAKE_BUILD_TYPE=Release) ;;
-  asan) args=(-DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON) ;;
+  asan) args=(-DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON -DKILN_FUZZ=ON
+              -DCMAKE_CXX_COMPILER=clang++-19) ;;
   *) echo "usage: scripts/build.sh [release|asan] [targets...]" >&2; exit 2 ;;
 esac
+if [ -n "${KILN_TEST_SET:-}" ]; then
+  args+=(-DKILN_TEST_SET="$KILN_TEST_SET")
+fi
 
 dir="$root/build/$flavor"
+# ccache keys on paths relative to the checkout, so a fresh clone elsewhere (CI) still hits.
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
+# A tree configured with another compiler (build/asan used g++ before) starts over: CMake
+# cannot change the compiler of a configured tree.
+if [ -f "$dir/CMakeCache.txt" ] && [ "$flavor" = asan ] &&
+   ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++-19$' "$dir/CMakeCache.txt"; then
+  rm -rf "$dir/CMakeCache.txt" "$dir/CMakeFiles"
+fi
 cmake -S "$root" -B "$dir" -G Ninja "${args[@]}" >/dev/null
 jobs="$(nproc)"
 if [ $# -gt 0 ]; then

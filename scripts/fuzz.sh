@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang-19 and runs each from its seed corpus
-# for a third of N seconds (default 30): the IR parser fuzzer, the passes
-# fuzzer (simplify,cse,fold,dce must keep graphs valid and outputs bit-exact),
-# and the AOT bundle fuzzer (the loader's checks on corrupt bundles).
+# Runs each libFuzzer target from its seed corpus for a third of N seconds (default 30): the
+# IR parser fuzzer, the passes fuzzer (simplify,cse,fold,dce must keep graphs valid and
+# outputs bit-exact), and the AOT bundle fuzzer (the loader's checks on corrupt bundles).
+# The fuzzers live in the sanitized tree (scripts/build.sh asan), built here if missing.
 # Any crash fails.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-30}"
 share=$(( (seconds + 2) / 3 ))
-dir="$root/build/fuzz"
-cmake -S "$root" -B "$dir" -G Ninja -DKILN_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug \
-  -DCMAKE_CXX_COMPILER=clang++-19 >/dev/null
-cmake --build "$dir" -j "$(nproc)" --target parser_fuzzer passes_fuzzer bundle_fuzzer
-for fuzzer in parser_fuzzer passes_fuzzer bundle_fuzzer; do
+dir="$root/build/asan"
+fuzzers=(parser_fuzzer passes_fuzzer bundle_fuzzer)
+if [ -f "$dir/build.ninja" ]; then
+  cmake --build "$dir" -j "$(nproc)" --target "${fuzzers[@]}"
+else
+  "$root/scripts/build.sh" asan "${fuzzers[@]}"
+fi
+for fuzzer in "${fuzzers[@]}"; do
   # A fresh copy of the seeds per fuzzer, so none grows the checked-in corpus.
   corpus="$(mktemp -d)"
   trap 'rm -rf "$corpus"' EXIT
