@@ -101,7 +101,7 @@ checkGpuKernelsAssemble(const std::vector<kir::Kernel> &kernels, const codegen::
     return assembled;
   }
   Expected<codegen::cuda::NvrtcOutput> nvrtc =
-      compileWithNvrtcOnThread(*source, "kiln_test.cu", target);
+      compilePtxWithNvrtcOnThread(*source, "kiln_test.cu", target);
   if (!nvrtc && nvrtc.error().code() == ErrorCode::Unavailable) {
     if (!warnedNvrtc)
       WARN("NVRTC is unavailable, the CUDA C backend is not compiled: " << nvrtc.error().message());

@@ -11,13 +11,27 @@
 
 namespace kiln::test {
 
+/// `compile` (compileWithNvrtc or compilePtxWithNvrtc) run on a thread of its own.
+inline Expected<codegen::cuda::NvrtcOutput>
+nvrtcOnThread(decltype(&codegen::cuda::compileWithNvrtc) compile, std::string_view source,
+              std::string_view programName, const codegen::GpuTarget &target) {
+  Expected<codegen::cuda::NvrtcOutput> result = makeError(ErrorCode::Unavailable, "not run");
+  std::thread([&] { result = compile(source, programName, target); }).join();
+  return result;
+}
+
+/// PTX and cubin (codegen::cuda::compileWithNvrtc).
 inline Expected<codegen::cuda::NvrtcOutput>
 compileWithNvrtcOnThread(std::string_view source, std::string_view programName,
                          const codegen::GpuTarget &target) {
-  Expected<codegen::cuda::NvrtcOutput> result = makeError(ErrorCode::Unavailable, "not run");
-  std::thread([&] { result = codegen::cuda::compileWithNvrtc(source, programName, target); })
-      .join();
-  return result;
+  return nvrtcOnThread(&codegen::cuda::compileWithNvrtc, source, programName, target);
+}
+
+/// PTX alone (codegen::cuda::compilePtxWithNvrtc): half the compiles, for ptxas checks.
+inline Expected<codegen::cuda::NvrtcOutput>
+compilePtxWithNvrtcOnThread(std::string_view source, std::string_view programName,
+                            const codegen::GpuTarget &target) {
+  return nvrtcOnThread(&codegen::cuda::compilePtxWithNvrtc, source, programName, target);
 }
 
 } // namespace kiln::test

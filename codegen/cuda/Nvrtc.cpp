@@ -227,20 +227,36 @@ std::vector<std::string> nvrtcBaseOptions() {
           "--ftz=false",     "--diag-suppress=177"};
 }
 
-Expected<NvrtcOutput> compileWithNvrtc(std::string_view source, std::string_view programName,
-                                       const GpuTarget &target) {
+namespace {
+
+/// "90a" for sm_90a: the suffix of both of a target's architecture names.
+std::string archSuffix(const GpuTarget &target) {
+  return fmt::format("{}{}", target.sm, target.archSpecific ? "a" : "");
+}
+
+} // namespace
+
+Expected<NvrtcOutput> compilePtxWithNvrtc(std::string_view source, std::string_view programName,
+                                          const GpuTarget &target) {
   KILN_TRY(NvrtcApi api, loadNvrtc());
-  std::string suffix = fmt::format("{}{}", target.sm, target.archSpecific ? "a" : "");
-  // Two compiles: NVRTC gives PTX only for a virtual architecture and a cubin
-  // only for a real one.
   KILN_TRY(CompileResult virtualArch,
-           compileFor(api, source, programName, "compute_" + suffix, false));
-  KILN_TRY(CompileResult realArch, compileFor(api, source, programName, "sm_" + suffix, true));
+           compileFor(api, source, programName, "compute_" + archSuffix(target), false));
   NvrtcOutput output;
   output.ptx = std::move(virtualArch.ptx);
+  output.log = std::move(virtualArch.log);
+  return output;
+}
+
+Expected<NvrtcOutput> compileWithNvrtc(std::string_view source, std::string_view programName,
+                                       const GpuTarget &target) {
+  // Two compiles: NVRTC gives PTX only for a virtual architecture and a cubin
+  // only for a real one.
+  KILN_TRY(NvrtcOutput output, compilePtxWithNvrtc(source, programName, target));
+  KILN_TRY(NvrtcApi api, loadNvrtc());
+  KILN_TRY(CompileResult realArch,
+           compileFor(api, source, programName, "sm_" + archSuffix(target), true));
   output.cubin = std::move(realArch.cubin);
-  output.log = virtualArch.log;
-  if (!realArch.log.empty() && realArch.log != virtualArch.log)
+  if (!realArch.log.empty() && realArch.log != output.log)
     output.log += (output.log.empty() ? "" : "\n") + realArch.log;
   return output;
 }

@@ -29,6 +29,12 @@ struct NvrtcOutput {
 Expected<NvrtcOutput> compileWithNvrtc(std::string_view source, std::string_view programName,
                                        const GpuTarget &target);
 
+/// The PTX half of compileWithNvrtc alone (one NVRTC compile, for compute_XX; `cubin` stays
+/// empty), for callers that assemble the PTX themselves: the tests' ptxas checks, which paid
+/// for a second whole compile per module to make a cubin they never read.
+Expected<NvrtcOutput> compilePtxWithNvrtc(std::string_view source, std::string_view programName,
+                                          const GpuTarget &target);
+
 /// NVRTC's version ("13.0"), or Unavailable when it cannot be loaded.
 Expected<std::string> nvrtcVersion();
 
