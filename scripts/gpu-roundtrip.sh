@@ -64,9 +64,17 @@ prepare() {
   for file in "${carried_files[@]}"; do
     [ -e "build/release/$file" ] || continue
     mkdir -p "$stage/$(dirname "$file")"
-    cp -p "build/release/$file" "$stage/$file"
+    # A versioned library travels once, under the SONAME the binaries ask for
+    # (libkiln.so.0.1), with its plain name as a link to it.
+    local soname copy="$file"
+    soname="$(readelf -d "build/release/$file" 2>/dev/null | awk '/SONAME/ {gsub(/[][]/, "", $NF); print $NF}')"
+    if [ -n "$soname" ] && [ "$soname" != "$(basename "$file")" ]; then
+      copy="$(dirname "$file")/$soname"
+      ln -sfn "$soname" "$stage/$file"
+    fi
+    cp -pL "build/release/$file" "$stage/$copy"
     # Symbols are not needed to run; LLVM inside libkiln.so makes them big.
-    strip --strip-unneeded "$stage/$file"
+    strip --strip-unneeded "$stage/$copy"
   done
   # The tuning database's SQLite is a Debian library the GPU machine may lack:
   # it travels beside libkiln_rt.so, which remote puts on LD_LIBRARY_PATH.

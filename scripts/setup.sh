@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build ccache python3
+  build-essential cmake ninja-build ccache python3 pkg-config
   llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev lld-19 libzstd-dev
   libfmt-dev catch2 libsqlite3-dev zlib1g-dev
   dataset-fashion-mnist
