@@ -40,7 +40,7 @@ package_of() {
   local real candidate
   real="$(dirname "$1")/$(basename "$(readlink -f "$1")")"
   for candidate in "$1" "$real" "/usr$1" "/usr$real" "${1#/usr}" "${real#/usr}"; do
-    dpkg -S "$candidate" 2>/dev/null | cut -d: -f1 | head -n 1 && return 0
+    dpkg -S "$candidate" 2>/dev/null | awk -F: 'NR == 1 { print $1 }' && return 0
   done
   return 0
 }
@@ -98,7 +98,8 @@ check_layout "$debroot/usr"
 while read -r elf; do
   while read -r needed; do
     [ -n "$(find "$debroot" -name "$needed")" ] && continue
-    path="$(ldconfig -p | awk -v lib="$needed" '$1 == lib && /x86-64/ { print $NF; exit }')"
+    # (awk reads to the end: an early exit would kill ldconfig with SIGPIPE, a failure here.)
+    path="$(ldconfig -p | awk -v lib="$needed" '$1 == lib && /x86-64/ && !found { print $NF; found = 1 }')"
     [ -n "$path" ] || fail "$elf needs $needed, which this machine does not have"
     owner="$(package_of "$path")"
     [ -n "$owner" ] || fail "$elf needs $needed ($path), which no Debian package owns"
