@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds kiln. Usage: scripts/build.sh [release|asan] [targets...]
 #   release -> build/release (optimized, g++; the main job, the install and the package)
-#   asan    -> build/asan (clang, ASan + UBSan at -O0, line tables; the sanitized tests and
-#              the libFuzzer targets, which share its libraries)
+#   asan    -> build/asan (g++, ASan + UBSan at -O0, line tables; the sanitized tests)
 # KILN_TEST_SET=all|sanitized|unsanitized picks which tests the tree builds (a new tree: all;
 # otherwise what it was configured with). scripts/test.sh splits them between the two trees
 # (docs/testing.md).
@@ -13,8 +12,7 @@ shift || true
 
 case "$flavor" in
   release) args=(-DCMAKE_BUILD_TYPE=Release) ;;
-  asan) args=(-DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON -DKILN_FUZZ=ON
-              -DCMAKE_CXX_COMPILER=clang++-19) ;;
+  asan) args=(-DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON) ;;
   *) echo "usage: scripts/build.sh [release|asan] [targets...]" >&2; exit 2 ;;
 esac
 if [ -n "${KILN_TEST_SET:-}" ]; then
@@ -24,10 +22,9 @@ fi
 dir="$root/build/$flavor"
 # ccache keys on paths relative to the checkout, so a fresh clone elsewhere (CI) still hits.
 export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
-# A tree configured with another compiler (build/asan used g++ before) starts over: CMake
+# A tree configured with clang (build/asan was clang's for a while) starts over: CMake
 # cannot change the compiler of a configured tree.
-if [ -f "$dir/CMakeCache.txt" ] && [ "$flavor" = asan ] &&
-   ! grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang++-19$' "$dir/CMakeCache.txt"; then
+if [ -f "$dir/CMakeCache.txt" ] && grep -q '^CMAKE_CXX_COMPILER:[A-Z]*=.*clang' "$dir/CMakeCache.txt"; then
   rm -rf "$dir/CMakeCache.txt" "$dir/CMakeFiles"
 fi
 cmake -S "$root" -B "$dir" -G Ninja "${args[@]}" >/dev/null

@@ -2,19 +2,18 @@
 # Runs each libFuzzer target from its seed corpus for a third of N seconds (default 30): the
 # IR parser fuzzer, the passes fuzzer (simplify,cse,fold,dce must keep graphs valid and
 # outputs bit-exact), and the AOT bundle fuzzer (the loader's checks on corrupt bundles).
-# The fuzzers live in the sanitized tree (scripts/build.sh asan), built here if missing.
+# The fuzzers build in build/fuzz: clang, ASan+UBSan, coverage in the libraries, no tests.
 # Any crash fails.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-30}"
 share=$(( (seconds + 2) / 3 ))
-dir="$root/build/asan"
+dir="$root/build/fuzz"
 fuzzers=(parser_fuzzer passes_fuzzer bundle_fuzzer)
-if [ -f "$dir/build.ninja" ]; then
-  cmake --build "$dir" -j "$(nproc)" --target "${fuzzers[@]}"
-else
-  "$root/scripts/build.sh" asan "${fuzzers[@]}"
-fi
+export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
+cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON -DKILN_FUZZ=ON \
+  -DKILN_TESTS=OFF -DCMAKE_CXX_COMPILER=clang++-19 >/dev/null
+cmake --build "$dir" -j "$(nproc)" --target "${fuzzers[@]}"
 for fuzzer in "${fuzzers[@]}"; do
   # A fresh copy of the seeds per fuzzer, so none grows the checked-in corpus.
   corpus="$(mktemp -d)"

@@ -4,8 +4,8 @@
 #     lit golden tests, the GPU tests (skipped, saying why, without a GPU), the round-trip
 #     script, and the install check (cmake --install, find_package and pkg-config consumers,
 #     the .deb);
-#  2. the sanitized build (clang, ASan+UBSan): every other unit test, then the libFuzzer
-#     targets, which share its libraries.
+#  2. the sanitized build (g++, ASan+UBSan): every other unit test;
+#  3. the libFuzzer targets (clang, ASan+UBSan, the libraries and three fuzzers only).
 # Every test runs once, in one of the two builds.
 #
 #   scripts/test.sh           what CI runs
