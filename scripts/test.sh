@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite from a fresh clone (docs/testing.md): installs dependencies, then
-#  1. the release build (g++ -O2): the simulator, ptxas/NVRTC and whole-training suites, the
+#  1. the release build (g++ -O3): the simulator, ptxas/NVRTC and whole-training suites, the
 #     lit golden tests, the GPU tests (skipped, saying why, without a GPU), the round-trip
 #     script, and the install check (cmake --install, find_package and pkg-config consumers,
 #     the .deb);
 #  2. the sanitized build (g++, ASan+UBSan): every other unit test;
 #  3. the libFuzzer targets (clang, ASan+UBSan, the libraries and three fuzzers only).
-# Every test runs once, in one of the two builds.
+# Every test runs once, in one of these builds.
 #
 #   scripts/test.sh           what CI runs
 #   scripts/test.sh --quick   development: the release build's fast unit tests (no simulator,
