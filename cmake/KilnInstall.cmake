@@ -14,9 +14,15 @@ set(KILN_INSTALL_HEADER_DIR ${CMAKE_INSTALL_INCLUDEDIR}/kiln)
 # glue in codegen/llvm and the driver API tables of runtime/cuda and runtime/cudnn.
 set(KILN_PRIVATE_HEADERS runtime/cuda/CudaDriver.h runtime/cuda/CudaTensorMap.h
     runtime/cudnn/CudnnApi.h)
+# The ONNX importer's public face is frontend/onnx/Import.h; the rest of it speaks protobuf.
+file(GLOB_RECURSE KILN_ONNX_PRIVATE_HEADERS RELATIVE ${CMAKE_SOURCE_DIR}
+     ${CMAKE_SOURCE_DIR}/frontend/onnx/*.h)
+list(REMOVE_ITEM KILN_ONNX_PRIVATE_HEADERS frontend/onnx/Import.h)
+list(APPEND KILN_PRIVATE_HEADERS ${KILN_ONNX_PRIVATE_HEADERS})
 # A public header may include none of these: a consumer has no LLVM, and CUDA's headers are
 # only the runtime's business (it loads the libraries with dlopen).
-set(KILN_FORBIDDEN_PUBLIC_INCLUDE "#include[ \t]*[<\"](llvm/|llvm-c/|cuda\\.h|cudnn|nvrtc|sqlite3)")
+set(KILN_FORBIDDEN_PUBLIC_INCLUDE
+    "#include[ \t]*[<\"](llvm/|llvm-c/|cuda\\.h|cudnn|nvrtc|sqlite3|onnx/|google/protobuf)")
 
 function(kiln_public_headers out)
   set(queue)
@@ -72,14 +78,15 @@ install(FILES ${CMAKE_SOURCE_DIR}/include/kiln/kiln.h ${CMAKE_SOURCE_DIR}/includ
 # installed libkiln finds libkiln_rt beside it; the tools find both in ../lib.
 file(RELATIVE_PATH KILN_BIN_TO_LIB ${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}
      ${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR})
-set_target_properties(kiln kiln_rt PROPERTIES
+set_target_properties(kiln kiln_rt kiln_onnx PROPERTIES
   VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
   INSTALL_RPATH "$ORIGIN")
 set_target_properties(kiln_rt PROPERTIES EXPORT_NAME rt)
 set(KILN_INSTALLED_TOOLS kiln_cli kiln-opt kiln-run-bundle)
 set_target_properties(${KILN_INSTALLED_TOOLS} PROPERTIES INSTALL_RPATH "$ORIGIN/${KILN_BIN_TO_LIB}")
 
-install(TARGETS kiln kiln_rt EXPORT kilnTargets
+set_target_properties(kiln_onnx PROPERTIES EXPORT_NAME onnx)
+install(TARGETS kiln kiln_rt kiln_onnx EXPORT kilnTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} ${KILN_INSTALL_HEADER_DIR})
 install(TARGETS ${KILN_INSTALLED_TOOLS} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -117,7 +124,7 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libc6 (>= 2.36), libstdc++6 (>= 12), libgcc-s1, zlib1g, libzstd1, libsqlite3-0, libfmt-dev (>= 9.1)")
+    "libc6 (>= 2.36), libstdc++6 (>= 12), libgcc-s1, zlib1g, libzstd1, libsqlite3-0, libonnx1, libprotobuf32, libfmt-dev (>= 9.1)")
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
     "Graph IR, passes, LLVM-based code generation and the kiln_rt runtime, with the kiln and
  kiln-opt tools, headers, a CMake package (find_package(kiln)) and pkg-config files.")

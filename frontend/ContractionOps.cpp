@@ -4,6 +4,7 @@
 #include "frontend/OpBuilder.h"
 #include "frontend/Ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -46,14 +47,45 @@ std::array<int64_t, 2> filterWindow(const Tensor &filter, Layout layout) {
                                 : std::array<int64_t, 2>{filter.dim(2), filter.dim(3)};
 }
 
+// PyTorch's ceil_mode output size, as extra padding after the axis: ceil rather than floor
+// of (input + padding - kernel) / stride, less the last window when it would start beyond
+// the input and its leading padding.
+int64_t ceilModeExtraPadding(int64_t input, int64_t kernel, int64_t stride, int64_t before,
+                             int64_t after) {
+  int64_t span = input + before + after - kernel;
+  if (input <= 0 || kernel <= 0 || stride <= 0 || span < 0)
+    return 0; // shape inference reports these with the op's context
+  int64_t outputs = (span + stride - 1) / stride + 1;
+  if ((outputs - 1) * stride >= input + before)
+    --outputs;
+  return std::max<int64_t>(0, (outputs - 1) * stride + kernel - (input + before + after));
+}
+
 Tensor pool(OpKind kind, Tensor x, const Pool2DOptions &options, const std::source_location &loc) {
   std::array<int64_t, 2> stride = options.stride;
   if (stride[0] == 0 && stride[1] == 0)
     stride = options.kernel;
-  auto pads = options.padding.resolve(spatialDims(x, options.layout), options.kernel, stride);
+  std::array<int64_t, 2> input = spatialDims(x, options.layout);
+  auto pads = options.padding.resolve(input, options.kernel, stride);
   if (!pads)
     return detail::failOn(x, pads.error().code(),
                           fmt::format("{}: {}", ir::opName(kind), pads.error().message()), loc);
+  if (options.ceilMode) {
+    for (int axis = 0; axis < 2; ++axis) {
+      int64_t extra = ceilModeExtraPadding(input[axis], options.kernel[axis], stride[axis],
+                                           (*pads)[2 * axis], (*pads)[2 * axis + 1]);
+      if (extra > 0 && kind == OpKind::AvgPool2D && options.countIncludePad)
+        return detail::failOn(
+            x, ErrorCode::Unsupported,
+            fmt::format("avg_pool2d: with ceilMode the last window along {} overhangs the "
+                        "padding by {}, and with countIncludePad its divisor would count "
+                        "padding but not the overhang, which kiln cannot express; set "
+                        "countIncludePad = false or pad explicitly",
+                        axis == 0 ? "H" : "W", extra),
+            loc);
+      (*pads)[2 * axis + 1] += extra;
+    }
+  }
   ir::AttrMap attrs{{"kernel", toVector(options.kernel)},
                     {"stride", toVector(stride)},
                     {"padding", toVector(*pads)},

@@ -126,8 +126,14 @@ struct Pool2DOptions {
   std::array<int64_t, 2> stride = {0, 0};
   Padding padding = Padding::valid();
   Layout layout = Layout::NCHW;
-  /// avgPool2d only: divide by the full window, padding included.
-  bool countIncludePad = false;
+  /// avgPool2d only: divide by the full window, padding included (PyTorch's and ONNX's
+  /// default), or by the input elements the window covers.
+  bool countIncludePad = true;
+  /// Size the output with ceil rather than floor, as PyTorch's ceil_mode: a last window that
+  /// overhangs the bottom/right edge (and starts inside the input or its top/left padding)
+  /// is kept. Resolved here into extra bottom/right padding, which max pooling ignores;
+  /// avgPool2d counts it out, so with countIncludePad an overhanging window is an error.
+  bool ceilMode = false;
 };
 Tensor maxPool2d(Tensor x, Pool2DOptions options = {}, KILN_LOC);
 Tensor avgPool2d(Tensor x, Pool2DOptions options = {}, KILN_LOC);

@@ -14,8 +14,10 @@ struct Pool2DConfig {
   std::array<int64_t, 2> stride = {0, 0};
   Padding padding = Padding::valid();
   Layout layout = Layout::NCHW;
-  /// AvgPool2D only: divide by the whole window, padding included.
-  bool countIncludePad = false;
+  /// AvgPool2D only: divide by the whole window, padding included (as PyTorch).
+  bool countIncludePad = true;
+  /// Output size rounded up, as PyTorch's ceil_mode (Pool2DOptions::ceilMode).
+  bool ceilMode = false;
   std::string name = {};
 
   Pool2DOptions options() const {
@@ -23,7 +25,8 @@ struct Pool2DConfig {
             .stride = stride,
             .padding = padding,
             .layout = layout,
-            .countIncludePad = countIncludePad};
+            .countIncludePad = countIncludePad,
+            .ceilMode = ceilMode};
   }
 };
 

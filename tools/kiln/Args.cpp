@@ -40,6 +40,7 @@ Expected<Args> Args::parse(const std::vector<std::string> &words,
         value = words[++i];
       }
       args.values_[flag] = value;
+      args.allValues_[flag].push_back(value);
     } else {
       return makeError(ErrorCode::InvalidArgument, fmt::format("unknown flag '{}'", flag));
     }
@@ -52,6 +53,11 @@ std::optional<std::string> Args::value(const std::string &flag) const {
   if (it == values_.end())
     return std::nullopt;
   return it->second;
+}
+
+std::vector<std::string> Args::values(const std::string &flag) const {
+  auto it = allValues_.find(flag);
+  return it == allValues_.end() ? std::vector<std::string>{} : it->second;
 }
 
 Expected<int64_t> Args::intValue(const std::string &flag, int64_t fallback, int64_t min) const {

@@ -25,12 +25,16 @@ public:
                               const std::set<std::string> &optionalValueFlags = {});
 
   bool has(const std::string &flag) const { return values_.contains(flag); }
+  /// The flag's value (the last, when it was given more than once).
   std::optional<std::string> value(const std::string &flag) const;
+  /// Every value the flag was given, in order ("--shape a=1,2 --shape b=3").
+  std::vector<std::string> values(const std::string &flag) const;
   Expected<int64_t> intValue(const std::string &flag, int64_t fallback, int64_t min) const;
   const std::vector<std::string> &positional() const { return positional_; }
 
 private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> allValues_;
   std::vector<std::string> positional_;
 };
 

@@ -2,6 +2,7 @@
 #include "tools/kiln/ModelSource.h"
 
 #include "examples/models/ExampleRegistry.h"
+#include "frontend/onnx/Import.h"
 #include "ir/graph/Parser.h"
 
 #include <fmt/format.h>
@@ -57,8 +58,25 @@ std::string exampleListing() {
   return text;
 }
 
-Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t seed) {
+Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t seed,
+                                const InputShapes &shapes) {
   LoadedModel loaded;
+  if (spec.ends_with(".onnx")) {
+    if (batch > 0)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("--batch applies to examples; give an ONNX model's input "
+                                   "shapes with --shape NAME=D0,D1,... ('{}')",
+                                   spec));
+    onnx::ImportOptions options;
+    options.inputShapes = shapes;
+    KILN_TRY(loaded.dsl, onnx::importModel(spec, options));
+    loaded.graph = &loaded.dsl->ir();
+    loaded.params = loaded.dsl->paramValues();
+    return loaded;
+  }
+  if (!shapes.empty())
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("--shape applies to ONNX models, not '{}'", spec));
   constexpr std::string_view kExamplePrefix = "example:";
   if (spec.starts_with(kExamplePrefix)) {
     std::string name = spec.substr(kExamplePrefix.size());

@@ -8,6 +8,7 @@
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelSource.h"
 #include "tools/kiln/ProfileOutput.h"
+#include "tools/kiln/TensorFiles.h"
 
 #include <fmt/format.h>
 
@@ -23,19 +24,22 @@ constexpr const char *kRunHelp = R"(usage: kiln run <model> [options]
 Compiles a model, runs it and prints each output's type and first values and
 the median time per run.
 
-<model> is a graph IR file (.kir), example:<name>, or a bundle written by
-`kiln aot` (a .kiln file: loaded, not compiled; --seed, --inputs, --params,
---iterations and --output apply); the examples are:
+<model> is a graph IR file (.kir), an ONNX model (.onnx), example:<name>, or a
+bundle written by `kiln aot` (a .kiln file: loaded, not compiled; --seed,
+--inputs, --params, --iterations and --output apply); the examples are:
 {}
 options:
 {}{}  --batch N             batch size of an example (default: the example's)
-  --inputs FILE         input tensors from a safetensors file (default: seeded
-                        random values: normal floats, integers in [0, 10))
+{}  --inputs FILE         input tensors from a safetensors file, or .npy files:
+                        x.npy for a model with one input, a=x.npy,b=y.npy
+                        (default: seeded random values: normal floats,
+                        integers in [0, 10))
   --params FILE         parameter values from a safetensors file (default: the
                         example's initializers, or seeded random values)
   --seed S              seed for random inputs and parameters (default 0)
   --iterations N        runs to time (default 10); the first is not timed
-  --output FILE         write the outputs to a safetensors file
+  --output FILE|DIR/    write the outputs to a safetensors file, or one
+                        NAME.npy per output into a directory
   --profile[=FILE]      time every kernel of the timed runs and print, per
                         kernel, its time, bytes moved and FLOPs (counted
                         from the IR), achieved GB/s and FLOP/s and the
@@ -86,14 +90,16 @@ int checkUnderPolicy(const ir::Graph &graph, const NamedTensors &referenceInputs
 int runCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
   valued.insert(kTuningFlags.begin(), kTuningFlags.end());
-  valued.insert({"--batch", "--inputs", "--params", "--seed", "--iterations", "--output"});
+  valued.insert({"--batch", "--inputs", "--params", "--seed", "--iterations", "--output",
+                 "--shape"});
   auto args = Args::parse(words, valued, {"--check", "--help", "--wgmma", "--tma", "--persistent"}, {"--profile"});
   if (!args) {
     fmt::print(stderr, "kiln run: {}\nrun 'kiln run --help' for usage\n", args.error().message());
     return kExitUsage;
   }
   if (args->has("--help")) {
-    fmt::print(kRunHelp, exampleListing(), kTargetHelp, std::string(kTuningHelp) + kWarpgroupHelp);
+    fmt::print(kRunHelp, exampleListing(), kTargetHelp, std::string(kTuningHelp) + kWarpgroupHelp,
+               kShapeHelp);
     return kExitOk;
   }
   if (args->positional().size() != 1) {
@@ -109,7 +115,8 @@ int runCommand(const std::vector<std::string> &words) {
   auto batch = args->intValue("--batch", 0, 1);
   auto seed = args->intValue("--seed", 0, 0);
   auto iterations = args->intValue("--iterations", 10, 1);
-  for (const Error *error : {target ? nullptr : &target.error(),
+  auto shapes = parseShapeFlags(*args);
+  for (const Error *error : {target ? nullptr : &target.error(), shapes ? nullptr : &shapes.error(),
                              tuning ? nullptr : &tuning.error(), batch ? nullptr : &batch.error(),
                              seed ? nullptr : &seed.error(),
                              iterations ? nullptr : &iterations.error()})
@@ -118,12 +125,12 @@ int runCommand(const std::vector<std::string> &words) {
       return kExitUsage;
     }
 
-  auto model = loadModel(args->positional()[0], *batch, static_cast<uint64_t>(*seed));
+  auto model = loadModel(args->positional()[0], *batch, static_cast<uint64_t>(*seed), *shapes);
   if (!model)
     return reportError("run", model.error());
   NamedTensors tensors = randomInputs(*model->graph, static_cast<uint64_t>(*seed));
   if (auto path = args->value("--inputs")) {
-    auto loaded = io::loadSafetensors(*path);
+    auto loaded = loadInputTensors(*path, *model->graph);
     if (!loaded)
       return reportError("run", loaded.error());
     tensors = std::move(*loaded);
@@ -188,7 +195,7 @@ int runCommand(const std::vector<std::string> &words) {
   }
 
   if (auto path = args->value("--output"))
-    if (auto saved = io::saveSafetensors(*path, *outputs); !saved)
+    if (auto saved = saveOutputTensors(*path, *outputs); !saved)
       return reportError("run", saved.error());
 
   if (args->has("--check")) {

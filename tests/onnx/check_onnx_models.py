@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""Imports each ONNX test model with `kiln run`, runs it on the CPU (and, for the names given
+with --sim, on the simulator) on the input PyTorch saw, and compares with PyTorch's output:
+max |kiln - torch| <= 1e-4 * max |torch| (f32).
+
+Usage: check_onnx_models.py KILN FIXTURE_DIR [--sim NAME,...] [NAME...]
+The fixtures are exported first (export_models.py), or reused when FIXTURE_DIR holds an
+export by the same export_models.py. Exits 77 (skipped) without torch, torchvision or onnx.
+"""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RELATIVE_TOLERANCE = 1e-4
+
+
+def export_fixtures(fixtures, names):
+    script = os.path.join(HERE, "export_models.py")
+    with open(script, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    stamp = os.path.join(fixtures, "export.sha256")
+    if os.path.exists(stamp) and open(stamp).read() == digest:
+        return 0
+    result = subprocess.run([sys.executable, script, fixtures] + names)
+    if result.returncode == 0 and not names:
+        with open(stamp, "w") as f:
+            f.write(digest)
+    return result.returncode
+
+
+def run_model(kiln, fixtures, name, entry, target):
+    import numpy as np
+    shapes = [f"--shape={key}={','.join(map(str, shape))}"
+              for key, shape in entry["inputs"].items() if entry["dynamic"].get(key)]
+    inputs = ",".join(f"{key}={os.path.join(fixtures, f'{name}.in.{key}.npy')}"
+                      for key in entry["inputs"])
+    with tempfile.TemporaryDirectory() as out:
+        command = [kiln, "run", os.path.join(fixtures, f"{name}.onnx"), "--target", target,
+                   "--inputs", inputs, "--output", out + "/", "--iterations", "1"] + shapes
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            return None, f"kiln run failed ({result.returncode}):\n{result.stderr}{result.stdout}"
+        errors = []
+        for output in entry["outputs"]:
+            expected = np.load(os.path.join(fixtures, f"{name}.out.{output}.npy"))
+            actual = np.load(os.path.join(out, f"{output}.npy"))
+            if actual.shape != expected.shape:
+                return None, f"output {output}: shape {actual.shape}, torch {expected.shape}"
+            scale = float(np.abs(expected).max())
+            error = float(np.abs(actual.astype(np.float64) - expected).max())
+            errors.append((output, error, scale))
+        return errors, ""
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 2:
+        print(__doc__)
+        return 2
+    kiln, fixtures = args[0], args[1]
+    sim = []
+    names = []
+    rest = args[2:]
+    while rest:
+        word = rest.pop(0)
+        if word == "--sim":
+            sim = rest.pop(0).split(",")
+        else:
+            names.append(word)
+    status = export_fixtures(fixtures, names)
+    if status != 0:
+        return status
+    with open(os.path.join(fixtures, "manifest.json")) as f:
+        manifest = json.load(f)
+    failed = 0
+    print(f"{'model':28} {'target':6} {'max |kiln-torch|':>17} {'max |torch|':>12}  result")
+    for name in names or sorted(manifest):
+        for target in ["cpu"] + (["sim"] if name in sim else []):
+            errors, message = run_model(kiln, fixtures, name, manifest[name], target)
+            if errors is None:
+                print(f"{name:28} {target:6} FAILED: {message}")
+                failed += 1
+                continue
+            for output, error, scale in errors:
+                ok = error <= RELATIVE_TOLERANCE * scale
+                failed += not ok
+                print(f"{name:28} {target:6} {error:17.3g} {scale:12.3g}  "
+                      f"{'ok' if ok else 'MISMATCH'}")
+    print(f"{failed} failures")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

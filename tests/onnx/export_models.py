@@ -1,0 +1,170 @@
+#!/usr/bin/python3
+"""Exports the ONNX test models with PyTorch and writes, beside each, the input it was run on
+and PyTorch's eval-mode output (.npy), so the kiln tests compare with PyTorch itself.
+
+Usage: export_models.py OUT_DIR [NAME...]   (no names: every model)
+Writes OUT_DIR/<name>.onnx, <name>.in.<input>.npy, <name>.out.<output>.npy and
+OUT_DIR/manifest.json ({name: {"inputs": {name: shape}, "outputs": [names], "opset": N,
+"dynamic": {input: {axis: dim_param}}}}). Weights are random with a fixed seed; nothing is
+downloaded. Exits 77 (skipped) when torch, torchvision or onnx is missing.
+"""
+import json
+import os
+import sys
+
+try:
+    import numpy as np
+    import torch
+    import torchvision
+    import onnx  # noqa: F401  (torch.onnx needs it to check models)
+except ImportError as missing:
+    print(f"skipped: {missing} (scripts/setup.sh installs python3-torch, python3-torchvision "
+          f"and python3-onnx)")
+    sys.exit(77)
+
+
+def randomize_batch_norms(model):
+    """Eval-mode BatchNorm with default running stats is nearly the identity: give every
+    BatchNorm random statistics and affine weights so the test sees the folding."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+            module.running_mean.uniform_(-0.5, 0.5)
+            module.running_var.uniform_(0.5, 2.0)
+            if module.affine:
+                module.weight.data.uniform_(0.5, 1.5)
+                module.bias.data.uniform_(-0.5, 0.5)
+    return model
+
+
+class SeedCnn(torch.nn.Module):
+    """The seed workload's Fashion-MNIST CNN (examples/models), in PyTorch."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 32, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(32, 64, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+            torch.nn.Conv2d(64, 64, 3), torch.nn.ReLU())
+        self.head = torch.nn.Sequential(
+            torch.nn.Flatten(), torch.nn.Linear(64 * 3 * 3, 64), torch.nn.ReLU(),
+            torch.nn.Linear(64, 10), torch.nn.Softmax(dim=1))
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+class Encoder(torch.nn.Module):
+    """nn.TransformerEncoder, batch first, GELU feed-forward."""
+
+    def __init__(self):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64,
+                                                 dropout=0.0, activation="gelu",
+                                                 batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, num_layers=2,
+                                                   enable_nested_tensor=False)
+
+    def forward(self, x):
+        return self.encoder(x)
+
+
+class GptBlock(torch.nn.Module):
+    """A GPT-style decoder block over int64 token ids, causal mask from torch.tril."""
+
+    def __init__(self, vocab=50, context=16, width=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.tokens = torch.nn.Embedding(vocab, width)
+        self.positions = torch.nn.Embedding(context, width)
+        self.norm1 = torch.nn.LayerNorm(width)
+        self.qkv = torch.nn.Linear(width, 3 * width)
+        self.proj = torch.nn.Linear(width, width)
+        self.norm2 = torch.nn.LayerNorm(width)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(width, 4 * width), torch.nn.GELU(),
+                                       torch.nn.Linear(4 * width, width))
+        self.head = torch.nn.Linear(width, vocab)
+        self.register_buffer("mask", torch.tril(torch.ones(context, context)))
+
+    def forward(self, ids):
+        batch, length = ids.shape
+        x = self.tokens(ids) + self.positions(torch.arange(length))
+        q, k, v = self.qkv(self.norm1(x)).split(x.shape[-1], dim=-1)
+        split = lambda t: t.view(batch, length, self.heads, -1).transpose(1, 2)
+        q, k, v = split(q), split(k), split(v)
+        scores = q @ k.transpose(-2, -1) / (q.shape[-1] ** 0.5)
+        scores = scores.masked_fill(self.mask[:length, :length] == 0, float("-inf"))
+        attended = (scores.softmax(-1) @ v).transpose(1, 2).reshape(batch, length, -1)
+        x = x + self.proj(attended)
+        x = x + self.mlp(self.norm2(x))
+        return self.head(x)
+
+
+def torchvision_model(name):
+    return lambda: randomize_batch_norms(getattr(torchvision.models, name)(weights=None))
+
+
+# name -> (build, {input: (shape, dtype)}, opset, dynamic batch?)
+IMAGE = {"input": ((2, 3, 64, 64), "float32")}
+MODELS = {
+    "seed_cnn_op13": (SeedCnn, {"input": ((3, 1, 28, 28), "float32")}, 13, True),
+    "seed_cnn_op17": (SeedCnn, {"input": ((3, 1, 28, 28), "float32")}, 17, False),
+    "resnet18_op13": (torchvision_model("resnet18"), IMAGE, 13, True),
+    "resnet18_op17": (torchvision_model("resnet18"), IMAGE, 17, True),
+    "mobilenet_v2_op13": (torchvision_model("mobilenet_v2"), IMAGE, 13, True),
+    "mobilenet_v3_small_op17": (torchvision_model("mobilenet_v3_small"), IMAGE, 17, True),
+    "squeezenet1_1_op13": (torchvision_model("squeezenet1_1"), IMAGE, 13, True),
+    "shufflenet_v2_x0_5_op17": (torchvision_model("shufflenet_v2_x0_5"), IMAGE, 17, True),
+    "efficientnet_b0_op17": (torchvision_model("efficientnet_b0"), IMAGE, 17, True),
+    "encoder_op14": (Encoder, {"x": ((2, 7, 32), "float32")}, 14, False),
+    "encoder_op17": (Encoder, {"x": ((2, 7, 32), "float32")}, 17, False),
+    "gpt_block_op17": (GptBlock, {"ids": ((2, 11), "int64")}, 17, False),
+}
+
+
+def random_input(shape, dtype, generator):
+    if dtype == "int64":
+        return torch.randint(0, 50, shape, generator=generator, dtype=torch.int64)
+    return torch.randn(shape, generator=generator)
+
+
+def export(name, out_dir):
+    build, inputs, opset, dynamic = MODELS[name]
+    torch.manual_seed(0)
+    model = build().eval()
+    generator = torch.Generator().manual_seed(1)
+    args = {key: random_input(shape, dtype, generator) for key, (shape, dtype) in inputs.items()}
+    path = os.path.join(out_dir, f"{name}.onnx")
+    dynamic_axes = {key: {0: "batch"} for key in inputs} if dynamic else None
+    with torch.no_grad():
+        expected = model(*args.values())
+    # Exported with autograd on: in eval mode under no_grad, nn.TransformerEncoder takes a
+    # fused fast path that has no ONNX form.
+    torch.onnx.export(model, tuple(args.values()), path, opset_version=opset,
+                      input_names=list(inputs), output_names=["output"],
+                      dynamic_axes=dynamic_axes, do_constant_folding=True)
+    for key, value in args.items():
+        np.save(os.path.join(out_dir, f"{name}.in.{key}.npy"), value.numpy())
+    np.save(os.path.join(out_dir, f"{name}.out.output.npy"), expected.numpy())
+    return {"inputs": {key: list(shape) for key, (shape, _) in inputs.items()},
+            "outputs": ["output"], "opset": opset,
+            "dynamic": {key: {"0": "batch"} for key in inputs} if dynamic else {}}
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    out_dir = sys.argv[1]
+    names = sys.argv[2:] or list(MODELS)
+    os.makedirs(out_dir, exist_ok=True)
+    torch.set_num_threads(max(1, os.cpu_count() or 1))
+    manifest = {name: export(name, out_dir) for name in names}
+    with open(os.path.join(out_dir, "manifest.json.tmp"), "w") as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+    os.replace(os.path.join(out_dir, "manifest.json.tmp"), os.path.join(out_dir, "manifest.json"))
+    print(f"exported {len(manifest)} models to {out_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

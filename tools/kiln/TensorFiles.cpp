@@ -1,0 +1,90 @@
+// Reading --inputs and --shape, writing --output.
+#include "tools/kiln/TensorFiles.h"
+
+#include "frontend/io/Npy.h"
+#include "frontend/io/Safetensors.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <filesystem>
+
+namespace kiln::tool {
+
+const char *const kShapeHelp =
+    "  --shape NAME=D0,D1,.. the shape of an ONNX model's input whose dims are not\n"
+    "                        fixed (a dynamic batch); repeat for several inputs\n";
+
+Expected<InputShapes> parseShapeFlags(const Args &args) {
+  InputShapes shapes;
+  for (const std::string &text : args.values("--shape")) {
+    size_t eq = text.find('=');
+    auto bad = [&](std::string why) {
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("--shape '{}': {} (expected NAME=D0,D1,...)", text, why));
+    };
+    if (eq == std::string::npos || eq == 0)
+      return bad("no input name");
+    Shape shape;
+    std::string_view dims = std::string_view(text).substr(eq + 1);
+    while (!dims.empty()) {
+      size_t comma = dims.find(',');
+      std::string_view part = dims.substr(0, comma);
+      int64_t dim = 0;
+      auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), dim);
+      if (error != std::errc() || end != part.data() + part.size() || dim <= 0)
+        return bad(fmt::format("'{}' is not a positive dimension", part));
+      shape.push_back(dim);
+      dims = comma == std::string_view::npos ? std::string_view() : dims.substr(comma + 1);
+    }
+    if (shape.empty())
+      return bad("no dims");
+    if (!shapes.emplace(text.substr(0, eq), shape).second)
+      return bad("the input's shape is given twice");
+  }
+  return shapes;
+}
+
+Expected<NamedTensors> loadInputTensors(const std::string &spec, const ir::Graph &graph) {
+  if (!spec.ends_with(".npy"))
+    return io::loadSafetensors(spec);
+  NamedTensors tensors;
+  if (spec.find('=') == std::string::npos) {
+    if (graph.inputs().size() != 1)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("--inputs {}: the model has {} inputs; name each "
+                                   "(--inputs a=x.npy,b=y.npy)",
+                                   spec, graph.inputs().size()));
+    KILN_TRY(HostTensor tensor, io::loadNpy(spec));
+    tensors.emplace(graph.inputs()[0]->name(), std::move(tensor));
+    return tensors;
+  }
+  std::string_view rest = spec;
+  while (!rest.empty()) {
+    size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("--inputs: '{}' is not NAME=FILE.npy", item));
+    KILN_TRY(HostTensor tensor, io::loadNpy(std::string(item.substr(eq + 1))));
+    tensors.insert_or_assign(std::string(item.substr(0, eq)), std::move(tensor));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return tensors;
+}
+
+Expected<void> saveOutputTensors(const std::string &path, const NamedTensors &outputs) {
+  std::error_code ec;
+  if (!path.ends_with("/") && !std::filesystem::is_directory(path, ec))
+    return io::saveSafetensors(path, io::TensorMap(outputs.begin(), outputs.end()));
+  std::filesystem::create_directories(path, ec);
+  if (ec)
+    return makeError(ErrorCode::IOError, fmt::format("cannot create output directory '{}': {}",
+                                                     path, ec.message()));
+  for (const auto &[name, tensor] : outputs)
+    KILN_TRY_VOID(io::saveNpy((std::filesystem::path(path) / (name + ".npy")).string(), tensor));
+  return {};
+}
+
+} // namespace kiln::tool

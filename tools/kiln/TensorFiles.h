@@ -1,0 +1,27 @@
+// The tensor files `kiln` reads and writes: --inputs and --params (safetensors, or .npy per
+// input), --output (a safetensors file, or a directory of .npy files), and --shape for the
+// unfixed input dims of ONNX models.
+#pragma once
+
+#include "frontend/Graph.h"
+#include "tools/kiln/Args.h"
+
+#include <map>
+#include <string>
+
+namespace kiln::tool {
+
+using InputShapes = std::map<std::string, Shape, std::less<>>;
+
+/// "--shape NAME=D0,D1,..." (repeatable) into shapes by input name.
+Expected<InputShapes> parseShapeFlags(const Args &args);
+/// The help line of --shape.
+extern const char *const kShapeHelp;
+
+/// --inputs: "x.npy" (a graph with one input), "a=x.npy,b=y.npy", or a safetensors file.
+Expected<NamedTensors> loadInputTensors(const std::string &spec, const ir::Graph &graph);
+/// --output: "DIR/" (or an existing directory) gets one NAME.npy per output; any other path
+/// is written as one safetensors file.
+Expected<void> saveOutputTensors(const std::string &path, const NamedTensors &outputs);
+
+} // namespace kiln::tool
