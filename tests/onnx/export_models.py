@@ -103,6 +103,15 @@ def torchvision_model(name):
     return lambda: randomize_batch_norms(getattr(torchvision.models, name)(weights=None))
 
 
+def vgg11_bn_small_head():
+    """torchvision's vgg11_bn at 224x224 (its adaptive pool exports only where 7 divides the
+    feature map), with a narrow classifier: the full head holds 120M weights (480 MB)."""
+    model = torchvision.models.vgg11_bn(weights=None)
+    model.classifier = torch.nn.Sequential(torch.nn.Linear(512 * 7 * 7, 64), torch.nn.ReLU(),
+                                           torch.nn.Dropout(), torch.nn.Linear(64, 10))
+    return randomize_batch_norms(model)
+
+
 # name -> (build, {input: (shape, dtype)}, opset, dynamic batch?)
 IMAGE = {"input": ((2, 3, 64, 64), "float32")}
 MODELS = {
@@ -115,6 +124,10 @@ MODELS = {
     "squeezenet1_1_op13": (torchvision_model("squeezenet1_1"), IMAGE, 13, True),
     "shufflenet_v2_x0_5_op17": (torchvision_model("shufflenet_v2_x0_5"), IMAGE, 17, True),
     "efficientnet_b0_op17": (torchvision_model("efficientnet_b0"), IMAGE, 17, True),
+    "resnet50_op17": (torchvision_model("resnet50"), IMAGE, 17, True),
+    "vgg11_bn_op13": (vgg11_bn_small_head, {"input": ((1, 3, 224, 224), "float32")}, 13, True),
+    "densenet121_op13": (torchvision_model("densenet121"), IMAGE, 13, True),
+    "regnet_y_400mf_op17": (torchvision_model("regnet_y_400mf"), IMAGE, 17, True),
     "encoder_op14": (Encoder, {"x": ((2, 7, 32), "float32")}, 14, False),
     "encoder_op17": (Encoder, {"x": ((2, 7, 32), "float32")}, 17, False),
     "gpt_block_op17": (GptBlock, {"ids": ((2, 11), "int64")}, 17, False),
