@@ -7,6 +7,8 @@ packages=(
   build-essential cmake ninja-build ccache python3 pkg-config
   llvm-19-dev llvm-19-tools clang-19 libclang-rt-19-dev lld-19 libzstd-dev
   libfmt-dev catch2 libsqlite3-dev zlib1g-dev
+  libonnx-dev libprotobuf-dev  # the ONNX importer (frontend/onnx)
+  python3-numpy python3-torch python3-torchvision python3-onnx  # ONNX tests: PyTorch exports
   dataset-fashion-mnist
   xz-utils  # the GPU round trip packs its carry (scripts/gpu-roundtrip.sh)
 )

@@ -24,7 +24,8 @@ architecture a cubin and PTX for --target cuda), optionally the weights, and
 the tuning records that chose its schedules. `kiln run FILE` and `kiln-run-bundle FILE` load it without
 LLVM or NVRTC.
 
-<model> is a graph IR file (.kir) or example:<name>; the examples are:
+<model> is a graph IR file (.kir), an ONNX model (.onnx; --shape NAME=D0,D1,...
+fixes each input dim it leaves open) or example:<name>; the examples are:
 {}
 options:
   -o, --output FILE     the bundle to write (written atomically)
@@ -104,6 +105,7 @@ int aotCommand(const std::vector<std::string> &rawWords) {
       word = "--output";
   std::set<std::string> valued = kTargetFlags;
   valued.insert({"--output", "--batch", "--weights", "--seed", "--info"});
+  valued.insert("--shape");
   valued.insert(kTuningFlags.begin(), kTuningFlags.end());
   auto args = Args::parse(words, valued, {"--embed-params", "--help"});
   if (!args) {
@@ -171,7 +173,12 @@ int aotCommand(const std::vector<std::string> &rawWords) {
       return kExitUsage;
     }
 
-  auto model = loadModel(args->positional()[0], *batch, static_cast<uint64_t>(*seed));
+  auto shapes = parseShapeFlags(*args);
+  if (!shapes) {
+    fmt::print(stderr, "kiln aot: {}\n", shapes.error().message());
+    return kExitUsage;
+  }
+  auto model = loadModel(args->positional()[0], *batch, static_cast<uint64_t>(*seed), *shapes);
   if (!model)
     return reportError("aot", model.error());
   if (auto path = args->value("--weights")) {

@@ -24,7 +24,8 @@ interpreter on the same inputs and parameters, and prints per output its
 largest absolute error, its largest error relative to the output's scale (the
 largest |reference value|) and the policy's tolerance (docs/precision.md).
 
-<model> is a graph IR file (.kir) or example:<name>; the examples are:
+<model> is a graph IR file (.kir), an ONNX model (.onnx; --shape NAME=D0,D1,...
+fixes each input dim it leaves open) or example:<name>; the examples are:
 {}
 options:
 {}  --batch N           batch size of an example (default: the example's)
@@ -74,6 +75,7 @@ void printTable(const std::vector<OutputNumerics> &outputs) {
 int checkNumericsCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
   valued.insert({"--batch", "--seed", "--params", "--tolerance"});
+  valued.insert("--shape");
   auto args = Args::parse(words, valued, {"--help"});
   if (!args) {
     fmt::print(stderr, "kiln check-numerics: {}\nrun 'kiln check-numerics --help' for usage\n",
@@ -110,7 +112,12 @@ int checkNumericsCommand(const std::vector<std::string> &words) {
     }
 
   const std::string &spec = args->positional()[0];
-  auto model = loadModel(spec, *batch, static_cast<uint64_t>(*seed));
+  auto shapes = parseShapeFlags(*args);
+  if (!shapes) {
+    fmt::print(stderr, "kiln check-numerics: {}\n", shapes.error().message());
+    return kExitUsage;
+  }
+  auto model = loadModel(spec, *batch, static_cast<uint64_t>(*seed), *shapes);
   if (!model)
     return reportError("check-numerics", model.error());
   NamedTensors params = model->params;

@@ -32,6 +32,8 @@ int runBundle(const std::string &path, const Args &args);
 int tuneCommand(const std::vector<std::string> &words);
 /// `kiln tune-db ls|export|import|prune`: the tuning database (docs/tuning.md).
 int tuneDbCommand(const std::vector<std::string> &words);
+/// `kiln import`: an ONNX model to graph IR and weights (docs/onnx.md).
+int importCommand(const std::vector<std::string> &words);
 
 /// The flags every command that compiles takes.
 inline const std::set<std::string> kTargetFlags = {"--target", "--arch", "--backend",

@@ -21,7 +21,8 @@ constexpr const char *kCompileHelp = R"(usage: kiln compile <model> [options]
 Compiles a model and prints a summary: target, fusion groups, kernels, compile
 time per stage and planned memory.
 
-<model> is a graph IR file (.kir) or example:<name>; the examples are:
+<model> is a graph IR file (.kir), an ONNX model (.onnx; --shape NAME=D0,D1,...
+fixes each input dim it leaves open) or example:<name>; the examples are:
 {}
 options:
 {}{}  --dump=LIST         print intermediate forms to stdout, a comma-separated
@@ -228,6 +229,7 @@ int compileCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
   valued.insert(kTuningFlags.begin(), kTuningFlags.end());
   valued.insert({"--dump", "--dot", "--batch"});
+  valued.insert("--shape");
   auto args = Args::parse(words, valued, {"--help", "--wgmma", "--tma", "--persistent"});
   if (!args) {
     fmt::print(stderr, "kiln compile: {}\nrun 'kiln compile --help' for usage\n",
@@ -256,7 +258,12 @@ int compileCommand(const std::vector<std::string> &words) {
       return kExitUsage;
     }
 
-  auto model = loadModel(args->positional()[0], *batch, 0);
+  auto shapes = parseShapeFlags(*args);
+  if (!shapes) {
+    fmt::print(stderr, "kiln compile: {}\n", shapes.error().message());
+    return kExitUsage;
+  }
+  auto model = loadModel(args->positional()[0], *batch, 0, *shapes);
   if (!model)
     return reportError("compile", model.error());
   options.dump = *dump;

@@ -31,9 +31,12 @@ commands:
   tune      time each fusion group's candidate schedules on the target and
             store the fastest in the tuning database (--budget 60s, --sweep)
   tune-db   list, export, import or prune the tuning database
+  import    import an ONNX model: graph IR (-o model.kir) and its weights
+            (--params-out weights.safetensors)
 
 'kiln <command> --help' describes each command. Models are graph IR files
-(.kir) or built-in examples:
+(.kir), ONNX models (.onnx; --shape NAME=D0,D1,... for dims they leave open) or
+built-in examples:
 {}
 exit status: 0 success, 1 a failure, 2 bad usage
 )";
@@ -88,6 +91,8 @@ int main(int argc, char **argv) {
     return tuneCommand(rest);
   if (command == "tune-db")
     return tuneDbCommand(rest);
+  if (command == "import")
+    return importCommand(rest);
   fmt::print(stderr, "kiln: unknown command '{}'\n\n", command);
   fmt::print(stderr, kUsage, exampleListing());
   return kExitUsage;

@@ -25,7 +25,8 @@ valid one and stores it in the tuning database, which `kiln compile`, `kiln run`
 and `kiln aot` then use for the same groups on the same target. See
 docs/tuning.md.
 
-<model> is a graph IR file (.kir) or example:<name>; the examples are:
+<model> is a graph IR file (.kir), an ONNX model (.onnx; --shape NAME=D0,D1,...
+fixes each input dim it leaves open) or example:<name>; the examples are:
 {}
 options:
 {}  --budget T          search time: 90, 90s, 5m (default 60s); the groups share it
@@ -133,6 +134,7 @@ int tuneCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
   valued.insert({"--budget", "--trials", "--runs", "--csv", "--json", "--svg", "--sort-by",
                  "--db", "--batch", "--seed"});
+  valued.insert("--shape");
   auto args = Args::parse(words, valued, {"--help", "--sweep", "--dry-run"});
   if (!args) {
     fmt::print(stderr, "kiln tune: {}\nrun 'kiln tune --help' for usage\n", args.error().message());
@@ -181,7 +183,12 @@ int tuneCommand(const std::vector<std::string> &words) {
   tuner.progress = [&bar](const tuning::TuneProgress &event) { bar(event); };
 
   const std::string &spec = args->positional()[0];
-  auto model = loadModel(spec, *batch, 0);
+  auto shapes = parseShapeFlags(*args);
+  if (!shapes) {
+    fmt::print(stderr, "kiln tune: {}\n", shapes.error().message());
+    return kExitUsage;
+  }
+  auto model = loadModel(spec, *batch, 0, *shapes);
   if (!model)
     return reportError("tune", model.error());
   auto report = tuning::tuneGraph(*model->graph, options, tuner);
