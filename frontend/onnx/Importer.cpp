@@ -315,9 +315,14 @@ void ModelImporter::convertIntoModel(const ::onnx::NodeProto &proto, const Conve
 void ModelImporter::convertNode(const ::onnx::NodeProto &proto, size_t index) {
   const Converter *converter = findConverter(proto.domain(), proto.op_type());
   if (!converter) {
+    bool isDefault = proto.domain().empty() || proto.domain() == "ai.onnx";
+    int64_t opset = isDefault ? kTargetOpset : 0;
+    for (const auto &import : model_.opset_import())
+      if (!isDefault && import.domain() == proto.domain())
+        opset = import.version();
     problem(fmt::format("{} '{}' (node {}, domain '{}', opset {}): kiln has no converter for it",
                         proto.op_type(), proto.name(), index,
-                        proto.domain().empty() ? "ai.onnx" : proto.domain(), kTargetOpset));
+                        isDefault ? "ai.onnx" : proto.domain(), opset));
     markFailed(proto);
     return;
   }
