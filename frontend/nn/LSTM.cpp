@@ -2,6 +2,7 @@
 #include "frontend/nn/LSTM.h"
 
 #include "frontend/Ops.h"
+#include "frontend/Recurrence.h"
 
 #include <fmt/format.h>
 
@@ -29,7 +30,7 @@ Tensor LSTM::forward(Graph &graph, Tensor x, const std::source_location &loc) {
     return fail(
         graph, fmt::format("input must be [batch, time, features] with time >= 1, got {}", x.str()),
         loc, ErrorCode::ShapeMismatch);
-  int64_t steps = x.dim(1), features = x.dim(2);
+  int64_t features = x.dim(2);
   DType dtype = paramDType(x);
   Tensor kernel = weight(graph, "weight", {features, 4 * units}, dtype, config_.kernelInitializer,
                          denseFans(features, 4 * units), loc);
@@ -45,27 +46,10 @@ Tensor LSTM::forward(Graph &graph, Tensor x, const std::source_location &loc) {
   };
   Tensor bias = weight(graph, "bias", {4 * units}, dtype, biasInit, {features, 4 * units}, loc);
 
-  // The input projection of every step at once: one [B*T, F] x [F, 4U]
-  // contraction instead of T small ones.
-  Tensor projected = add(matmul(x, kernel, {}, loc), bias, loc); // [B, T, 4U]
-  Tensor h, c;
-  std::vector<Tensor> outputs;
-  for (int64_t t = 0; t < steps; ++t) {
-    Tensor z = squeeze(sliceAxis(projected, 1, t, t + 1, 1, loc), {1}, loc); // [B, 4U]
-    // h and c start at zero, so step 0 has no recurrent term.
-    if (t > 0)
-      z = add(z, matmul(h, recurrent, {}, loc), loc);
-    Tensor inputGate = sigmoid(sliceAxis(z, 1, 0, units, 1, loc), loc);
-    Tensor forgetGate = sigmoid(sliceAxis(z, 1, units, 2 * units, 1, loc), loc);
-    Tensor candidate = tanh(sliceAxis(z, 1, 2 * units, 3 * units, 1, loc), loc);
-    Tensor outputGate = sigmoid(sliceAxis(z, 1, 3 * units, 4 * units, 1, loc), loc);
-    Tensor update = mul(inputGate, candidate, loc);
-    c = t > 0 ? add(mul(forgetGate, c, loc), update, loc) : update;
-    h = mul(outputGate, tanh(c, loc), loc);
-    if (config_.returnSequences)
-      outputs.push_back(unsqueeze(h, {1}, loc));
-  }
-  return config_.returnSequences ? concat(outputs, 1, loc) : h;
+  RecurrenceOptions options;
+  options.keepSequence = config_.returnSequences;
+  RecurrenceResult result = lstmSequence(x, kernel, recurrent, bias, options, {}, loc);
+  return config_.returnSequences ? result.sequence : result.lastHidden;
 }
 
 } // namespace kiln::nn

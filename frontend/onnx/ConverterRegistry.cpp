@@ -36,6 +36,8 @@ constexpr std::array kConverters = {
     Converter{"", "Exp", 13, convertExp, ""},
     Converter{"", "Expand", 13, convertExpand, "shape known at import"},
     Converter{"", "Flatten", 13, convertFlatten, ""},
+    Converter{"", "GRU", 14, convertGRU,
+              "default activations, no clip; sequence_lens equal to the sequence length"},
     Converter{"", "Gather", 13, convertGather, ""},
     Converter{"", "Gemm", 13, convertGemm, ""},
     Converter{"", "GlobalAveragePool", 1, convertGlobalAveragePool, "4-D (NCHW)"},
@@ -45,6 +47,9 @@ constexpr std::array kConverters = {
     Converter{"", "HardSigmoid", 6, convertHardSigmoid, ""},
     Converter{"", "HardSwish", 14, convertHardSwish, ""},
     Converter{"", "Identity", 16, convertIdentity, "tensors"},
+    Converter{"", "LSTM", 14, convertLSTM,
+              "default activations, no clip, peepholes or input_forget; sequence_lens equal to "
+              "the sequence length"},
     Converter{"", "LayerNormalization", 17, convertLayerNormalization,
               "the Y output (not Mean and InvStdDev)"},
     Converter{"", "LeakyRelu", 16, convertLeakyRelu, ""},

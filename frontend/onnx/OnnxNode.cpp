@@ -80,6 +80,14 @@ std::vector<int64_t> OnnxNode::intsAttr(std::string_view name,
   return {attribute->ints().begin(), attribute->ints().end()};
 }
 
+std::vector<std::string> OnnxNode::stringsAttr(std::string_view name,
+                                               std::vector<std::string> fallback) const {
+  const auto *attribute = findAttr(name);
+  if (!attribute)
+    return fallback;
+  return {attribute->strings().begin(), attribute->strings().end()};
+}
+
 std::vector<double> OnnxNode::floatsAttr(std::string_view name,
                                          std::vector<double> fallback) const {
   const auto *attribute = findAttr(name);

@@ -60,6 +60,8 @@ public:
   double floatAttr(std::string_view name, double fallback) const;
   std::string stringAttr(std::string_view name, std::string fallback) const;
   std::vector<int64_t> intsAttr(std::string_view name, std::vector<int64_t> fallback = {}) const;
+  std::vector<std::string> stringsAttr(std::string_view name,
+                                       std::vector<std::string> fallback = {}) const;
   std::vector<double> floatsAttr(std::string_view name, std::vector<double> fallback = {}) const;
   /// A tensor attribute's value (Constant's `value`, ConstantOfShape's `value`).
   Expected<HostTensor> tensorAttr(std::string_view name) const;

@@ -77,7 +77,13 @@ def main():
     with open(os.path.join(fixtures, "manifest.json")) as f:
         manifest = json.load(f)
     failed = 0
-    print(f"{'model':28} {'target':6} {'max |kiln-torch|':>17} {'max |torch|':>12}  result")
+    # The fixtures of a partial export may lack some of the names asked for.
+    missing = [name for name in names if name not in manifest]
+    if missing:
+        print(f"no fixtures for {missing}; the models are {sorted(manifest)}")
+        return 1
+    print(f"{'model':28} {'target':6} {'output':8} {'max |kiln-torch|':>17} {'max |torch|':>12}"
+          f"  result")
     for name in names or sorted(manifest):
         for target in ["cpu"] + (["sim"] if name in sim else []):
             errors, message = run_model(kiln, fixtures, name, manifest[name], target)
@@ -88,7 +94,7 @@ def main():
             for output, error, scale in errors:
                 ok = error <= RELATIVE_TOLERANCE * scale
                 failed += not ok
-                print(f"{name:28} {target:6} {error:17.3g} {scale:12.3g}  "
+                print(f"{name:28} {target:6} {output:8} {error:17.3g} {scale:12.3g}  "
                       f"{'ok' if ok else 'MISMATCH'}")
     print(f"{failed} failures")
     return 1 if failed else 0

@@ -99,6 +99,36 @@ class GptBlock(torch.nn.Module):
         return self.head(x)
 
 
+class LstmLanguageModel(torch.nn.Module):
+    """Embedding, a 2-layer bidirectional nn.LSTM from given initial states, a vocabulary
+    head; returns the logits and the final hidden and cell states."""
+
+    def __init__(self, vocab=40, width=16, hidden=24):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, width)
+        self.lstm = torch.nn.LSTM(width, hidden, num_layers=2, bidirectional=True,
+                                  batch_first=True)
+        self.head = torch.nn.Linear(2 * hidden, vocab)
+
+    def forward(self, ids, h0, c0):
+        y, (h, c) = self.lstm(self.embed(ids), (h0, c0))
+        return self.head(y), h, c
+
+
+class GruLanguageModel(torch.nn.Module):
+    """Embedding, a 2-layer nn.GRU from a given initial state, a vocabulary head."""
+
+    def __init__(self, vocab=40, width=16, hidden=24):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, width)
+        self.gru = torch.nn.GRU(width, hidden, num_layers=2, batch_first=True)
+        self.head = torch.nn.Linear(hidden, vocab)
+
+    def forward(self, ids, h0):
+        y, h = self.gru(self.embed(ids), h0)
+        return self.head(y), h
+
+
 def torchvision_model(name):
     return lambda: randomize_batch_norms(getattr(torchvision.models, name)(weights=None))
 
@@ -131,12 +161,16 @@ MODELS = {
     "encoder_op14": (Encoder, {"x": ((2, 7, 32), "float32")}, 14, False),
     "encoder_op17": (Encoder, {"x": ((2, 7, 32), "float32")}, 17, False),
     "gpt_block_op17": (GptBlock, {"ids": ((2, 11), "int64")}, 17, False),
+    "lstm_lm_op13": (LstmLanguageModel, {"ids": ((2, 9), "int64"), "h0": ((4, 2, 24), "float32"),
+                                         "c0": ((4, 2, 24), "float32")}, 13, False),
+    "gru_lm_op13": (GruLanguageModel, {"ids": ((2, 9), "int64"), "h0": ((2, 2, 24), "float32")},
+                    13, False),
 }
 
 
 def random_input(shape, dtype, generator):
     if dtype == "int64":
-        return torch.randint(0, 50, shape, generator=generator, dtype=torch.int64)
+        return torch.randint(0, 40, shape, generator=generator, dtype=torch.int64)
     return torch.randn(shape, generator=generator)
 
 
@@ -150,16 +184,20 @@ def export(name, out_dir):
     dynamic_axes = {key: {0: "batch"} for key in inputs} if dynamic else None
     with torch.no_grad():
         expected = model(*args.values())
+    if not isinstance(expected, tuple):
+        expected = (expected,)
+    outputs = ["output"] + [f"state{i}" for i in range(1, len(expected))]
     # Exported with autograd on: in eval mode under no_grad, nn.TransformerEncoder takes a
     # fused fast path that has no ONNX form.
     torch.onnx.export(model, tuple(args.values()), path, opset_version=opset,
-                      input_names=list(inputs), output_names=["output"],
+                      input_names=list(inputs), output_names=outputs,
                       dynamic_axes=dynamic_axes, do_constant_folding=True)
     for key, value in args.items():
         np.save(os.path.join(out_dir, f"{name}.in.{key}.npy"), value.numpy())
-    np.save(os.path.join(out_dir, f"{name}.out.output.npy"), expected.numpy())
+    for output, value in zip(outputs, expected):
+        np.save(os.path.join(out_dir, f"{name}.out.{output}.npy"), value.numpy())
     return {"inputs": {key: list(shape) for key, (shape, _) in inputs.items()},
-            "outputs": ["output"], "opset": opset,
+            "outputs": outputs, "opset": opset,
             "dynamic": {key: {"0": "batch"} for key in inputs} if dynamic else {}}
 
 

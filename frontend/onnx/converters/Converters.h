@@ -79,6 +79,10 @@ Expected<void> convertReduceProd(OnnxNode &node);
 Expected<void> convertReduceSum(OnnxNode &node);
 Expected<void> convertSoftmax(OnnxNode &node);
 
+// ---- Recurrences (RecurrentConverters.cpp) ---------------------------------------------------
+Expected<void> convertGRU(OnnxNode &node);
+Expected<void> convertLSTM(OnnxNode &node);
+
 // ---- Data movement and shapes (MovementConverters.cpp) ----------------------------------------
 Expected<void> convertConcat(OnnxNode &node);
 Expected<void> convertConstant(OnnxNode &node);
