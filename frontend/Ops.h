@@ -73,6 +73,27 @@ Tensor logicalOr(Tensor a, Tensor b, KILN_LOC);
 /// cond ? a : b, all three broadcast; cond is bool.
 Tensor where(Tensor cond, Tensor a, Tensor b, KILN_LOC);
 
+// ---- Activations written as their definitions (no kernels of their own: fusion makes
+// each one loop with its neighbours). ActivationOps.cpp.
+
+/// min(max(x, 0), 6): MobileNet's ReLU6.
+Tensor relu6(Tensor x, KILN_LOC);
+/// clamp(alpha * x + beta, 0, 1); the defaults are PyTorch's (relu6(x + 3) / 6), ONNX's
+/// HardSigmoid defaults to alpha = 0.2.
+Tensor hardSigmoid(Tensor x, double alpha = 1.0 / 6.0, double beta = 0.5, KILN_LOC);
+/// x * hardSigmoid(x): MobileNetV3's hardswish.
+Tensor hardSwish(Tensor x, KILN_LOC);
+/// log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (PyTorch's
+/// softplus; an infinite threshold is ONNX's); computed as relu(y) + log(1 + exp(-|y|)) so
+/// a large x cannot overflow.
+Tensor softplus(Tensor x, double beta = 1.0, double threshold = 20.0, KILN_LOC);
+/// x * tanh(softplus(x)).
+Tensor mish(Tensor x, KILN_LOC);
+/// x where x >= 0, slope * x below.
+Tensor leakyRelu(Tensor x, double slope = 0.01, KILN_LOC);
+/// x where x > 0, alpha * (exp(x) - 1) below.
+Tensor elu(Tensor x, double alpha = 1.0, KILN_LOC);
+
 /// A rank-0 splat constant of `like`'s dtype, for mixing tensors with C++
 /// scalars. Fails when `value` is not exactly representable in an integer or
 /// bool dtype (0.5 would silently become 0).

@@ -19,6 +19,13 @@ enum class Activation : uint8_t {
   Silu,
   Softmax,    ///< over the last axis
   LogSoftmax, ///< over the last axis
+  Relu6,
+  HardSigmoid, ///< PyTorch's: relu6(x + 3) / 6
+  HardSwish,
+  Softplus,
+  Mish,
+  LeakyRelu, ///< slope 0.01
+  Elu,       ///< alpha 1
 };
 
 std::string_view activationName(Activation activation);

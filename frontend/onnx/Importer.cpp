@@ -243,6 +243,7 @@ void ModelImporter::dryRun(const ::onnx::NodeProto &proto, const Converter &conv
           return constant(scratch, *value);
         };
       } else {
+        input.upstreamFailed = known.failed;
         auto type = onnxTypes_.find(name);
         if (type == onnxTypes_.end())
           return; // nothing to try it on

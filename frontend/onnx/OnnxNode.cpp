@@ -25,6 +25,9 @@ Expected<Tensor> OnnxNode::input(size_t index) {
 Expected<const HostTensor *> OnnxNode::constantInput(size_t index, std::string_view what) {
   if (!hasInput(index))
     return fail(ErrorCode::FormatError, fmt::format("input {} ({}) is missing", index, what));
+  if (!inputs_[index].value && inputs_[index].upstreamFailed)
+    return fail(ErrorCode::InvalidArgument,
+                fmt::format("input {} ({}) comes from a node that failed", index, what));
   if (!inputs_[index].value) {
     reject(fmt::format("input {} ({}) '{}' is computed at run time; kiln needs its value when "
                        "importing",

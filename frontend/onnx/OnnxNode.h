@@ -19,6 +19,9 @@ struct NodeInput {
   std::string name;                   ///< empty for an omitted optional input
   const HostTensor *value = nullptr;  ///< set when its value is known at import
   std::function<Expected<Tensor>()> tensor; ///< the input in the node's graph
+  /// Its producer could not be converted (a dry run): its value is unknown, which is not
+  /// this node's problem.
+  bool upstreamFailed = false;
 };
 
 /// One output, as the converter sets it: a Tensor of the node's graph, or a value computed

@@ -129,6 +129,41 @@ class GruLanguageModel(torch.nn.Module):
         return self.head(y), h
 
 
+class OpsZoo(torch.nn.Module):
+    """One model through the converters the real models above leave out: 1-D windows, the
+    activations, pads, splits, strided slices, ranges, triangles, reductions, comparisons,
+    casts and an argmax output."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(4, 6, 3, padding=1)
+        self.linear = torch.nn.Linear(2, 5)
+
+    def forward(self, x):  # x [2, 4, 9]
+        F = torch.nn.functional
+        a = self.conv(x)
+        b = (F.elu(a, 0.7) + F.leaky_relu(a, 0.2) + F.softplus(a) + F.mish(a)
+             + F.hardsigmoid(a) + F.hardswish(a) + F.relu6(a * 4) + F.hardtanh(a, -0.5, 0.5))
+        c = F.avg_pool1d(b, 3, stride=2, padding=1, count_include_pad=True)
+        c = c + F.max_pool1d(b, 2, stride=2, ceil_mode=True)[..., :c.shape[-1]]
+        d = F.pad(c, (1, 2), value=0.5)
+        e, f = torch.split(d, [2, 4], dim=1)
+        f = f[:, ::2] + f[:, 1::2]
+        g = torch.maximum(e, f) - torch.minimum(e, f) + torch.where(e > f, e, f ** 2)
+        g = g + torch.reciprocal(g.abs() + 1) + torch.sqrt(g.abs()) + torch.sin(g) * torch.cos(g)
+        g = g + torch.exp(-g.abs()) + torch.log(g.abs() + 1) + torch.erf(g)
+        positions = torch.arange(g.shape[-1], dtype=torch.float32)
+        g = g * positions / g.shape[-1]
+        mask = torch.triu(torch.ones(g.shape[-1], g.shape[-1]), diagonal=1)
+        h = g @ mask
+        k = h.amax(dim=-1, keepdim=True) + h.amin(dim=-1, keepdim=True) + h.mean(dim=1, keepdim=True)
+        k = k + torch.prod(torch.tanh(h), dim=-1, keepdim=True)
+        both = (h > 0) & ~(h > 1) | (h < -1)
+        k = k + both.float() + F.log_softmax(h, dim=-1) + F.softmax(h, dim=1)
+        y = self.linear(k.transpose(1, 2).flatten(0, 1).expand(3, -1, -1)[1, 3:, :2])
+        return y, torch.argmax(h, dim=-1)
+
+
 def torchvision_model(name):
     return lambda: randomize_batch_norms(getattr(torchvision.models, name)(weights=None))
 
@@ -161,6 +196,7 @@ MODELS = {
     "encoder_op14": (Encoder, {"x": ((2, 7, 32), "float32")}, 14, False),
     "encoder_op17": (Encoder, {"x": ((2, 7, 32), "float32")}, 17, False),
     "gpt_block_op17": (GptBlock, {"ids": ((2, 11), "int64")}, 17, False),
+    "ops_zoo_op17": (OpsZoo, {"x": ((2, 4, 9), "float32")}, 17, False),
     "lstm_lm_op13": (LstmLanguageModel, {"ids": ((2, 9), "int64"), "h0": ((4, 2, 24), "float32"),
                                          "c0": ((4, 2, 24), "float32")}, 13, False),
     "gru_lm_op13": (GruLanguageModel, {"ids": ((2, 9), "int64"), "h0": ((2, 2, 24), "float32")},

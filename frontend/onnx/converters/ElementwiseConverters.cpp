@@ -1,5 +1,4 @@
-// Converters of ONNX's elementwise ops. Activations that kiln has no op for are written as
-// their definitions in kiln's ops (no new kernels: fusion makes each one loop).
+// Converters of ONNX's elementwise ops and activations.
 #include "frontend/onnx/converters/Converters.h"
 
 #include "frontend/onnx/TensorProtoReading.h"
@@ -50,30 +49,31 @@ Expected<void> convertReciprocal(OnnxNode &node) {
   return convertUnary(node, [](Tensor x) { return div(scalarLike(x, 1.0), x); });
 }
 
-// softplus(x) = log(1 + exp(x)), written as relu(x) + log(1 + exp(-|x|)) so that a large x
-// does not overflow exp.
+// ONNX's activations map onto the DSL's (frontend/ActivationOps.cpp), with ONNX's defaults.
 Expected<void> convertSoftplus(OnnxNode &node) {
-  return convertUnary(node, [](Tensor x) { return relu(x) + log(1.0 + exp(neg(abs(x)))); });
+  // ONNX's Softplus has no threshold: log(1 + exp(x)) everywhere (the DSL's stable form).
+  return convertUnary(node, [](Tensor x) {
+    return softplus(x, 1.0, std::numeric_limits<double>::infinity());
+  });
 }
 
 Expected<void> convertHardSigmoid(OnnxNode &node) {
   double alpha = node.floatAttr("alpha", 0.2), beta = node.floatAttr("beta", 0.5);
-  return convertUnary(node, [&](Tensor x) { return clamp(x * alpha + beta, 0.0, 1.0); });
+  return convertUnary(node, [&](Tensor x) { return hardSigmoid(x, alpha, beta); });
 }
 
 Expected<void> convertHardSwish(OnnxNode &node) {
-  return convertUnary(node, [](Tensor x) { return x * clamp(x * (1.0 / 6.0) + 0.5, 0.0, 1.0); });
+  return convertUnary(node, [](Tensor x) { return hardSwish(x); });
 }
 
 Expected<void> convertLeakyRelu(OnnxNode &node) {
   double alpha = node.floatAttr("alpha", 0.01);
-  return convertUnary(node, [&](Tensor x) { return where(x < 0.0, x * alpha, x); });
+  return convertUnary(node, [&](Tensor x) { return leakyRelu(x, alpha); });
 }
 
 Expected<void> convertElu(OnnxNode &node) {
   double alpha = node.floatAttr("alpha", 1.0);
-  return convertUnary(node,
-                      [&](Tensor x) { return where(x > 0.0, x, (exp(x) - 1.0) * alpha); });
+  return convertUnary(node, [&](Tensor x) { return elu(x, alpha); });
 }
 
 Expected<void> convertAdd(OnnxNode &node) { return convertBinary(node, [](Tensor a, Tensor b) { return add(a, b); }); }

@@ -207,8 +207,8 @@ Expected<void> convertSplit(OnnxNode &node) {
   return {};
 }
 
-// ONNX clamps starts and ends to the axis (INT64_MAX means "to the end"); kiln's slice takes
-// a start, stop and positive step on every axis.
+// ONNX clamps starts and ends to the axis (INT64_MAX means "to the end"). Positive steps map
+// onto kiln's slice; an axis with a negative step is a gather of its indices, in order.
 Expected<void> convertSlice(OnnxNode &node) {
   KILN_TRY(Tensor x, node.input(0));
   KILN_TRY(std::vector<int64_t> starts, node.intsInput(1, "starts"));
@@ -231,26 +231,36 @@ Expected<void> convertSlice(OnnxNode &node) {
   std::vector<int64_t> allStarts(static_cast<size_t>(x.rank()), 0);
   std::vector<int64_t> allStops(x.shape().begin(), x.shape().end());
   std::vector<int64_t> allSteps(static_cast<size_t>(x.rank()), 1);
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> reversedAxes;
   for (size_t i = 0; i < axes.size(); ++i) {
-    if (steps[i] <= 0) {
-      node.reject(fmt::format("step {} on axis {} (kiln slices with positive steps)", steps[i],
-                              axes[i]));
-      continue;
-    }
-    int64_t size = x.dim(axes[i]);
-    auto clampBound = [size](int64_t bound) {
-      if (bound < 0)
-        bound = bound < -size ? 0 : bound + size;
-      return std::min(bound, size);
-    };
+    int64_t size = x.dim(axes[i]), step = steps[i];
+    if (step == 0)
+      return node.fail(ErrorCode::InvalidArgument, fmt::format("step 0 on axis {}", axes[i]));
+    int64_t start = starts[i] < 0 ? starts[i] + size : starts[i];
+    int64_t end = ends[i] < 0 && ends[i] != std::numeric_limits<int64_t>::min()
+                      ? ends[i] + size
+                      : ends[i];
     size_t axis = static_cast<size_t>(axes[i]);
-    allStarts[axis] = clampBound(starts[i]);
-    allStops[axis] = std::max(clampBound(ends[i]), allStarts[axis]);
-    allSteps[axis] = steps[i];
+    if (step > 0) {
+      allStarts[axis] = std::clamp<int64_t>(start, 0, size);
+      allStops[axis] = std::max(std::clamp<int64_t>(end, 0, size), allStarts[axis]);
+      allSteps[axis] = step;
+    } else {
+      start = std::clamp<int64_t>(start, 0, size - 1);
+      end = std::clamp<int64_t>(end, -1, size - 1);
+      std::vector<int64_t> indices;
+      for (int64_t index = start; index > end; index += step)
+        indices.push_back(index);
+      reversedAxes.emplace_back(axes[i], std::move(indices));
+    }
   }
-  if (node.rejectedAny())
-    return node.rejection();
-  node.setOutput(0, slice(x, allStarts, allStops, allSteps));
+  Tensor y = slice(x, allStarts, allStops, allSteps);
+  for (auto &[axis, indices] : reversedAxes) {
+    HostTensor values(DType::I64, {static_cast<int64_t>(indices.size())});
+    std::copy(indices.begin(), indices.end(), values.as<int64_t>().begin());
+    y = gather(y, constant(node.graph(), values), axis);
+  }
+  node.setOutput(0, y);
   return {};
 }
 
