@@ -1,6 +1,8 @@
 // kiln::Graph: building, error recording, name scopes and parameter values.
 #include "frontend/Graph.h"
 
+#include "frontend/io/TorchStateDict.h"
+
 #include "ir/graph/Verifier.h"
 
 #include <atomic>
@@ -198,6 +200,15 @@ Expected<void> Graph::loadParamValues(const NamedTensors &values, bool requireAl
   for (const auto &[paramName, value] : values)
     paramValues_.find(paramName)->second = value;
   return {};
+}
+
+Expected<void> Graph::loadTorchStateDict(const std::string &safetensorsPath) {
+  KILN_TRY(io::TensorMap stateDict, io::loadSafetensors(safetensorsPath));
+  auto values = io::mapTorchStateDict(*this, stateDict);
+  if (!values)
+    return std::unexpected(
+        Error(values.error()).withNote(fmt::format("state dict: {}", safetensorsPath)));
+  return loadParamValues(*values, /*requireAll=*/true);
 }
 
 Expected<void> Graph::finalize() const {

@@ -107,6 +107,11 @@ public:
   /// Replaces several parameters (e.g. loaded from a safetensors file). Every
   /// name must be a parameter; with `requireAll`, every parameter must be given.
   Expected<void> loadParamValues(const NamedTensors &values, bool requireAll = true);
+  /// Loads a PyTorch state dict saved as safetensors onto the nn layers' parameters, PyTorch's
+  /// names and layouts mapped onto kiln's (frontend/io/TorchStateDict.h): name the DSL's
+  /// layers as the PyTorch module's attributes. All or nothing; the error names every tensor
+  /// it could not place and every parameter left without a value.
+  Expected<void> loadTorchStateDict(const std::string &safetensorsPath);
 
   // ---- Results --------------------------------------------------------------------------------
 

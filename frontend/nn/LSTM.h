@@ -3,13 +3,19 @@
 #pragma once
 
 #include "frontend/nn/Layer.h"
+#include "frontend/nn/RecurrentStack.h"
 
 namespace kiln::nn {
 
 struct LSTMConfig {
   int64_t units = 0;
-  /// true: the hidden state at every step, [B, T, units]; false: the last, [B, units].
+  /// true: the hidden state at every step, [B, T, D*units]; false: the last, [B, D*units]
+  /// (D = 2 when bidirectional: the two directions side by side).
   bool returnSequences = false;
+  /// Stacked layers, each reading the sequence of the one below (PyTorch's num_layers).
+  int64_t layers = 1;
+  /// A second recurrence per layer reads the sequence backwards.
+  bool bidirectional = false;
   Initializer kernelInitializer = glorotUniform;
   /// Keras uses an orthogonal matrix here; Glorot keeps kiln free of a QR
   /// factorization and is close enough for untrained weights.
@@ -34,10 +40,17 @@ public:
   explicit LSTM(int64_t units, bool returnSequences = false, std::string name = {});
   const LSTMConfig &config() const { return config_; }
 
+  /// Applies the layer from initial states h0 and c0 ([layers * D, B, units]; empty for
+  /// zeros) and returns the final states as well (PyTorch's `lstm(x, (h0, c0))`).
+  RecurrentOutputs withState(Graph &graph, Tensor x, Tensor h0 = {}, Tensor c0 = {},
+                             std::source_location loc = std::source_location::current());
+
 protected:
   Tensor forward(Graph &graph, Tensor x, const std::source_location &loc) override;
 
 private:
+  RecurrentOutputs run(Graph &graph, Tensor x, Tensor h0, Tensor c0, bool wantStates,
+                       const std::source_location &loc);
   LSTMConfig config_;
 };
 

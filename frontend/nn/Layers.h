@@ -9,6 +9,7 @@
 #include "frontend/nn/Dropout.h"
 #include "frontend/nn/Embedding.h"
 #include "frontend/nn/Flatten.h"
+#include "frontend/nn/GRU.h"
 #include "frontend/nn/Initializers.h"
 #include "frontend/nn/LSTM.h"
 #include "frontend/nn/LayerNorm.h"
