@@ -141,4 +141,12 @@ Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, bool causal,
                  {{"causal", causal}, {"scale", resolved}}, loc);
 }
 
+Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, Tensor mask, bool causal,
+                                 std::optional<double> scale, std::source_location loc) {
+  int64_t depth = q.rank() > 0 ? q.dim(-1) : 0;
+  double resolved = scale.value_or(depth > 0 ? 1.0 / std::sqrt(static_cast<double>(depth)) : 1.0);
+  return buildOp(OpKind::ScaledDotProductAttention, {q, k, v, mask},
+                 {{"causal", causal}, {"scale", resolved}}, loc);
+}
+
 } // namespace kiln

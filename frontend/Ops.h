@@ -176,6 +176,11 @@ Tensor batchNorm(Tensor x, Tensor scale, Tensor bias, Tensor mean, Tensor var, i
 /// k [..., Lk, D], v [..., Lk, Dv]. `scale` defaults to 1 / sqrt(D).
 Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, bool causal = false,
                                  std::optional<double> scale = std::nullopt, KILN_LOC);
+/// The same with a mask broadcast to the scores [..., Lq, Lk]: bool (true attends; a query
+/// that attends to no key gives NaN, as PyTorch's) or, in q's dtype, added to the scores
+/// (-inf hides a key). Combined with `causal` when both are given.
+Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, Tensor mask, bool causal = false,
+                                 std::optional<double> scale = std::nullopt, KILN_LOC);
 
 // ---- Data movement
 // --------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ carry_limit_mib=56
 # Where prepare stages the binaries, and where remote unpacks them.
 stage=build/gpu-stage
 # What runs on the GPU machine, relative to the build directory (and to $stage).
-carried_files=(libkiln.so libkiln_rt.so kiln kiln-run-bundle bench/kiln_gpu_bench
+carried_files=(libkiln.so libkiln_rt.so libkiln_onnx.so kiln kiln-run-bundle bench/kiln_gpu_bench
   bench/kiln_train_bench bench/kiln_tune_bench tests/test_gpu)
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' >&2; exit 2; }
@@ -76,11 +76,14 @@ prepare() {
     # Symbols are not needed to run; LLVM inside libkiln.so makes them big.
     strip --strip-unneeded "$stage/$copy"
   done
-  # The tuning database's SQLite is a Debian library the GPU machine may lack:
-  # it travels beside libkiln_rt.so, which remote puts on LD_LIBRARY_PATH.
-  local sqlite
-  sqlite="$(ldd build/release/libkiln_rt.so | awk '/libsqlite3/ {print $3}')"
-  [ -n "$sqlite" ] && cp -L "$sqlite" "$stage/$(basename "$sqlite")"
+  # Debian libraries the GPU machine may lack travel beside libkiln_rt.so, which remote puts
+  # on LD_LIBRARY_PATH: the tuning database's SQLite, and the ONNX importer's onnx and
+  # protobuf.
+  local library
+  for library in $(ldd build/release/libkiln_rt.so build/release/libkiln_onnx.so |
+                   awk '/libsqlite3|libonnx|libprotobuf/ {print $3}' | sort -u); do
+    cp -L "$library" "$stage/$(basename "$library")"
+  done
   # ctest's files name the build directory by its absolute path; remote
   # rewrites them for wherever the checkout lives there.
   (cd build/release && find . -name CTestTestfile.cmake -print0 |

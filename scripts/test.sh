@@ -2,10 +2,10 @@
 # The whole test suite from a fresh clone (docs/testing.md): installs dependencies, then
 #  1. the release build (g++ -O3): the simulator, ptxas/NVRTC and whole-training suites, the
 #     lit golden tests, the GPU tests (skipped, saying why, without a GPU), the round-trip
-#     script, and the install check (cmake --install, find_package and pkg-config consumers,
-#     the .deb);
+#     script, the install check (cmake --install, find_package and pkg-config consumers,
+#     the .deb), and the PyTorch comparisons (ONNX models, state dicts);
 #  2. the sanitized build (g++, ASan+UBSan): every other unit test;
-#  3. the libFuzzer targets (clang, ASan+UBSan, the libraries and three fuzzers only).
+#  3. the libFuzzer targets (clang, ASan+UBSan, the libraries and four fuzzers only).
 # Every test runs once, in one of these builds.
 #
 #   scripts/test.sh           what CI runs
@@ -31,7 +31,8 @@ elapsed "release build"
 (cd "$root/build/release" && ctest --output-on-failure -j "$jobs")
 elapsed "release tests"
 
-KILN_TEST_SET=sanitized "$root/scripts/build.sh" asan
+# Only the test executables: the tools and examples serve the release tree's tests.
+KILN_TEST_SET=sanitized "$root/scripts/build.sh" asan kiln_tests
 elapsed "sanitized build"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

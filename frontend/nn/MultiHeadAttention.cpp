@@ -54,15 +54,21 @@ MultiHeadAttention::MultiHeadAttention(int64_t numHeads, int64_t keyDim, bool ca
 
 Tensor MultiHeadAttention::operator()(Graph &graph, Tensor query, Tensor value,
                                       std::source_location loc) {
-  return call(graph, {query, value}, loc, [&] { return attend(graph, query, value, loc); });
+  return call(graph, {query, value}, loc, [&] { return attend(graph, query, value, {}, loc); });
+}
+
+Tensor MultiHeadAttention::operator()(Graph &graph, Tensor query, Tensor value,
+                                      Tensor keyPaddingMask, std::source_location loc) {
+  return call(graph, {query, value, keyPaddingMask}, loc,
+              [&] { return attend(graph, query, value, keyPaddingMask, loc); });
 }
 
 Tensor MultiHeadAttention::forward(Graph &graph, Tensor x, const std::source_location &loc) {
-  return attend(graph, x, x, loc);
+  return attend(graph, x, x, {}, loc);
 }
 
 Tensor MultiHeadAttention::attend(Graph &graph, Tensor query, Tensor value,
-                                  const std::source_location &loc) {
+                                  Tensor keyPaddingMask, const std::source_location &loc) {
   const MultiHeadAttentionConfig &c = config_;
   if (c.numHeads <= 0 || c.keyDim <= 0)
     return fail(graph,
@@ -92,7 +98,21 @@ Tensor MultiHeadAttention::attend(Graph &graph, Tensor query, Tensor value,
   Tensor q = splitHeads(query_(graph, query, loc), c.numHeads, c.keyDim, loc);
   Tensor k = splitHeads(key_(graph, value, loc), c.numHeads, c.keyDim, loc);
   Tensor v = splitHeads(value_(graph, value, loc), c.numHeads, valueDimOf(c), loc);
-  Tensor attended = scaledDotProductAttention(q, k, v, c.causal, std::nullopt, loc);
+  Tensor attended;
+  if (keyPaddingMask.empty()) {
+    attended = scaledDotProductAttention(q, k, v, c.causal, std::nullopt, loc);
+  } else {
+    Shape expected{value.dim(0), value.dim(1)};
+    if (keyPaddingMask.dtype() != DType::Bool || keyPaddingMask.shape() != expected)
+      return fail(graph,
+                  fmt::format("the key padding mask must be bool{} (batch, keys), got {}",
+                              ir::shapeStr(expected), keyPaddingMask.str()),
+                  loc, ErrorCode::ShapeMismatch);
+    // [B, Lk] "is padding" -> [B, 1, 1, Lk] "attends", broadcast over heads and queries.
+    Tensor attends = reshape(logicalNot(keyPaddingMask, loc), {value.dim(0), 1, 1, value.dim(1)},
+                             loc);
+    attended = scaledDotProductAttention(q, k, v, attends, c.causal, std::nullopt, loc);
+  }
   return (*output_)(graph, mergeHeads(attended, loc), loc);
 }
 

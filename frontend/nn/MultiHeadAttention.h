@@ -40,12 +40,17 @@ public:
   /// Cross-attention: queries from `query`, keys and values from `value`.
   Tensor operator()(Graph &graph, Tensor query, Tensor value,
                     std::source_location loc = std::source_location::current());
+  /// With a key padding mask: bool [B, Lk], true where the key is padding and must not be
+  /// attended to (PyTorch's key_padding_mask).
+  Tensor operator()(Graph &graph, Tensor query, Tensor value, Tensor keyPaddingMask,
+                    std::source_location loc = std::source_location::current());
 
 protected:
   Tensor forward(Graph &graph, Tensor x, const std::source_location &loc) override;
 
 private:
-  Tensor attend(Graph &graph, Tensor query, Tensor value, const std::source_location &loc);
+  Tensor attend(Graph &graph, Tensor query, Tensor value, Tensor keyPaddingMask,
+                const std::source_location &loc);
 
   MultiHeadAttentionConfig config_;
   Dense query_, key_, value_;

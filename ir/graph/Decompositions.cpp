@@ -84,6 +84,11 @@ Expected<Value *> buildInComputeDType(Builder &b, const Node &node, BuildFn buil
   DType compute = computeDTypeFor(dtype);
   std::vector<Value *> operands;
   for (Value *operand : node.operands()) {
+    // Bool operands (attention's mask) are conditions, not numbers.
+    if (operand->type().dtype == DType::Bool) {
+      operands.push_back(operand);
+      continue;
+    }
     KILN_TRY(Value * wide, b.castTo(operand, compute));
     operands.push_back(wide);
   }
@@ -258,10 +263,26 @@ Expected<Value *> decomposeAttention(Graph &graph, Node &node) {
         KILN_TRY(Value * scale, b.scalar(scaleValue, compute));
         KILN_TRY(Value * scaled, b.op(OpKind::Mul, {scores, scale}));
         int64_t rank = scaled->type().rank();
-        Value *weights = nullptr;
+        // A float mask adds to the scores; a bool one (and the causal mask) hides keys.
+        Value *mask = operands.size() == 4 ? operands[3] : nullptr;
+        Value *visible = nullptr;
+        if (mask && mask->type().dtype != DType::Bool) {
+          KILN_TRY(scaled, b.op(OpKind::Add, {scaled, mask}));
+        } else if (mask) {
+          visible = mask;
+        }
         if (causal) {
-          KILN_TRY(Value * visible, buildCausalMask(b, scaled->type().dim(rank - 2),
-                                                    scaled->type().dim(rank - 1)));
+          KILN_TRY(Value * causalVisible, buildCausalMask(b, scaled->type().dim(rank - 2),
+                                                          scaled->type().dim(rank - 1)));
+          if (visible) {
+            KILN_TRY(visible, b.op(OpKind::And, {visible, causalVisible}));
+          } else {
+            visible = causalVisible;
+          }
+        }
+        Value *weights = nullptr;
+        if (visible) {
+          // `where` broadcasts the mask over the scores.
           KILN_TRY(weights, buildMaskedSoftmax(b, scaled, visible, compute));
         } else {
           KILN_TRY(weights, buildSoftmax(b, scaled, rank - 1));

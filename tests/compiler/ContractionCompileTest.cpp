@@ -216,5 +216,26 @@ TEST_CASE("scaled_dot_product_attention with and without a causal mask", "[compi
   c.check();
 }
 
+TEST_CASE("scaled_dot_product_attention with a bool or an additive mask", "[compiler]") {
+  DType dtype = GENERATE(DType::F32, DType::F16, DType::F64);
+  INFO("dtype " << dtypeName(dtype));
+  CompileCase c(fmt::format("attention_mask_{}", dtypeName(dtype)));
+  Tensor q = c.input("q", {2, 3, 17, 8}, dtype);
+  Tensor k = c.input("k", {2, 3, 19, 8}, dtype);
+  Tensor v = c.input("v", {2, 3, 19, 5}, dtype);
+  // A random bool mask per batch, broadcast over heads; key i + 2 stays visible to query i
+  // so no row is empty (an empty row is NaN, as in PyTorch).
+  Tensor coin = c.input("coin", {2, 1, 17, 19}, DType::Bool);
+  Graph &graph = *q.graph();
+  Tensor diagonal = eq(iota(graph, {17, 19}, 1) - iota(graph, {17, 19}, 0), 2.0);
+  Tensor attends = logicalOr(coin, diagonal);
+  c.output("attention.bool", scaledDotProductAttention(q, k, v, attends));
+  c.output("attention.bool.causal", scaledDotProductAttention(q, k, v, attends, true, 0.4));
+  // An additive mask over the keys alone, broadcast to every query.
+  Tensor bias = c.input("bias", {19}, dtype);
+  c.output("attention.additive", scaledDotProductAttention(q, k, v, bias));
+  c.check();
+}
+
 } // namespace
 } // namespace kiln::test

@@ -207,6 +207,10 @@ std::vector<Case> cases() {
        OpKind::ScaledDotProductAttention,
        {{"q", {2, 3, 4}}, {"k", {2, 5, 4}}, {"v", {2, 5, 3}}},
        {{"scale", 0.7}, {"causal", true}}},
+      {"attention additive mask",
+       OpKind::ScaledDotProductAttention,
+       {{"q", {2, 3, 4}}, {"k", {2, 5, 4}}, {"v", {2, 5, 3}}, {"mask", {3, 5}}},
+       {{"scale", 0.6}, {"causal", true}}},
 
       {"reshape", OpKind::Reshape, {{"x", {3, 5}}}, {{"shape", v({5, 3})}}},
       {"transpose", OpKind::Transpose, {{"x", {2, 3, 7}}}, {{"perm", v({2, 0, 1})}}},

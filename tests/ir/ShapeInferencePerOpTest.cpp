@@ -584,7 +584,21 @@ void addCompositeRows(Rows &rows) {
   rows.push_back(invalid(sdpa, {f32({5, 7}), f32({5, 7}), f32({5, 7})}, {},
                          "scaled_dot_product_attention: missing required attribute 'scale' "
                          "(usually 1 / sqrt(D))"));
-  rows.push_back(wrongCount(sdpa, 2, "scaled_dot_product_attention: expects 3 operands, got 2"));
+  rows.push_back(wrongCount(sdpa, 2,
+                            "scaled_dot_product_attention: expects 3 to 4 operands, got 2"));
+  rows.push_back(wrongCount(sdpa, 5,
+                            "scaled_dot_product_attention: expects 3 to 4 operands, got 5"));
+  // The optional mask: bool or q's dtype, broadcast to the scores.
+  rows.push_back(valid(sdpa, {f32({2, 5, 7}), f32({2, 6, 7}), f32({2, 6, 3}), boolean({5, 6})},
+                       scale, f32({2, 5, 3})));
+  rows.push_back(valid(sdpa, {f16({5, 7}), f16({6, 7}), f16({6, 3}), f16({1, 6})}, scale,
+                       f16({5, 3})));
+  rows.push_back(invalid(sdpa, {f32({5, 7}), f32({6, 7}), f32({6, 3}), f16({5, 6})}, scale,
+                         "scaled_dot_product_attention: the mask f16[5,6] must be bool (true "
+                         "attends) or f32 (added to the scores)"));
+  rows.push_back(invalid(sdpa, {f32({5, 7}), f32({6, 7}), f32({6, 3}), f32({5, 5})}, scale,
+                         "scaled_dot_product_attention: the mask f32[5,5] does not broadcast to "
+                         "the scores [5,6]"));
 }
 
 // ---- Data movement ----------------------------------------------------------------------------

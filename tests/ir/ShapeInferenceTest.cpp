@@ -111,6 +111,23 @@ TEST_CASE("pooling, global pooling, normalization and attention shapes", "[infer
                 {{"scale", 0.125}, {"causal", true}}) ==
         "scaled_dot_product_attention: causal attention needs at least as many keys as queries, "
         "got Lq = 6 > Lk = 5");
+  // The optional mask broadcasts to the scores [..., Lq, Lk] and does not widen them.
+  TensorType q{DType::F32, {2, 3, 4, 8}}, k{DType::F32, {2, 3, 5, 8}};
+  CHECK(infer(OpKind::ScaledDotProductAttention, {q, k, k, TensorType{DType::Bool, {2, 1, 1, 5}}},
+              scale)
+            ->shape == Shape{2, 3, 4, 8});
+  CHECK(infer(OpKind::ScaledDotProductAttention, {q, k, k, f32({5})}, scale)->shape ==
+        Shape{2, 3, 4, 8});
+  CHECK(errorOf(OpKind::ScaledDotProductAttention, {q, k, k, f32({7, 2, 3, 4, 5})}, scale) ==
+        "scaled_dot_product_attention: the mask f32[7,2,3,4,5] does not broadcast to the scores "
+        "[2,3,4,5]");
+  CHECK(errorOf(OpKind::ScaledDotProductAttention, {q, k, k, f32({4, 4})}, scale) ==
+        "scaled_dot_product_attention: the mask f32[4,4] does not broadcast to the scores "
+        "[2,3,4,5]");
+  CHECK(errorOf(OpKind::ScaledDotProductAttention,
+                {q, k, k, TensorType{DType::I64, {4, 5}}}, scale) ==
+        "scaled_dot_product_attention: the mask i64[4,5] must be bool (true attends) or f32 "
+        "(added to the scores)");
 }
 
 TEST_CASE("data movement ops", "[infer]") {

@@ -111,6 +111,14 @@ TEST_CASE("MultiheadAttention's packed in_proj split onto query, key and value")
   checkClose(run(graph, "attention").at("y"), load("attention.out0"));
 }
 
+TEST_CASE("MultiheadAttention with a key padding mask") {
+  Graph graph("padded_attention");
+  Tensor x = graph.input("x", {3, 6, 16});
+  Tensor pad = graph.input("pad", {3, 6}, DType::Bool);
+  graph.output("y", nn::MultiHeadAttention(4, 4, false, "attn")(graph, x, x, pad));
+  checkClose(run(graph, "padded_attention").at("y"), load("padded_attention.out0"));
+}
+
 TEST_CASE("a state dict that does not fit names every tensor and parameter at fault") {
   Graph graph("mlp");
   Tensor x = graph.input("x", {4, 7});

@@ -90,6 +90,16 @@ class Attention(torch.nn.Module):
         return (self.norm(x + y),)
 
 
+class PaddedAttention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attn = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+
+    def forward(self, x, pad):
+        y, _ = self.attn(x, x, x, key_padding_mask=pad, need_weights=False)
+        return (y,)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -104,6 +114,11 @@ def main():
                           "c0": torch.randn(4, 3, 8)}),
         "gru": (Gru(), {"x": torch.randn(3, 6, 5), "h0": torch.randn(2, 3, 7)}),
         "attention": (Attention(), {"x": torch.randn(2, 5, 16)}),
+        # The first two keys of each sequence are never padding, so no row is empty.
+        "padded_attention": (PaddedAttention(), {
+            "x": torch.randn(3, 6, 16),
+            "pad": torch.tensor([[0, 0, 1, 0, 1, 1], [0, 0, 0, 0, 0, 1], [0, 0, 1, 1, 1, 1]],
+                                dtype=torch.bool)}),
     }
     for name, (model, inputs) in cases.items():
         for module in model.modules():

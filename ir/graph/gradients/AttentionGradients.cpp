@@ -68,10 +68,25 @@ Expected<std::vector<Value *>> gradientAttention(Graph &graph, const Node &node,
   };
   KILN_TRY(Value * scores, matmul(q, k, false, true));
   KILN_TRY(Value * scaled, b.mulScalar(scores, scaleValue));
+  // The optional mask: added to the scores (float) or hiding keys (bool), as in the forward op.
+  Value *mask = node.numOperands() == 4 ? node.operand(3) : nullptr;
+  bool additiveMask = mask && mask->type().dtype != DType::Bool;
   Value *visible = nullptr;
+  if (additiveMask) {
+    KILN_TRY(Value * wideMask, b.castTo(mask, compute));
+    KILN_TRY(scaled, b.add(scaled, wideMask));
+  } else if (mask) {
+    visible = mask; // `where` and `and` broadcast it over the scores
+  }
   if (getBool(node.attrs(), "causal")) {
     int64_t rank = scaled->type().rank();
-    KILN_TRY(visible, causalMask(b, scaled->type().dim(rank - 2), scaled->type().dim(rank - 1)));
+    KILN_TRY(Value * causal,
+             causalMask(b, scaled->type().dim(rank - 2), scaled->type().dim(rank - 1)));
+    if (visible) {
+      KILN_TRY(visible, b.op(OpKind::And, {visible, causal}));
+    } else {
+      visible = causal;
+    }
   }
   KILN_TRY(Value * weights, attentionWeights(b, scaled, visible));
   int64_t last = weights->type().rank() - 1;
@@ -91,6 +106,16 @@ Expected<std::vector<Value *>> gradientAttention(Graph &graph, const Node &node,
     KILN_TRY(Value * summed, b.sumToShape(unreduced[i], type.shape));
     KILN_TRY(Value * narrow, b.castTo(summed, type.dtype));
     gradients.push_back(narrow);
+  }
+  // An additive mask's gradient is the scores' (it is added after the scale); a bool one has
+  // none.
+  if (mask) {
+    Value *maskGradient = nullptr;
+    if (additiveMask) {
+      KILN_TRY(Value * summed, b.sumToShape(dScores, mask->type().shape));
+      KILN_TRY(maskGradient, b.castTo(summed, mask->type().dtype));
+    }
+    gradients.push_back(maskGradient);
   }
   return gradients;
 }

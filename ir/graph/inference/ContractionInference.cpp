@@ -42,7 +42,8 @@ DType contractionResultType(const InferContext &context, DType operandType) {
 // names every operand in full, not a partially broadcast shape.
 Expected<Shape> broadcastBatch(const InferContext &context, std::vector<std::string_view> names) {
   Shape shape;
-  for (const TensorType &type : context.operands) {
+  for (size_t index = 0; index < names.size(); ++index) {
+    const TensorType &type = operand(context, index);
     Shape batch(type.shape.begin(), type.shape.end() - 2);
     auto next = broadcastShapes(shape, batch);
     if (!next) {
@@ -198,7 +199,7 @@ Expected<TensorType> inferAttention(const InferContext &context) {
   const TensorType &q = operand(context, 0);
   const TensorType &k = operand(context, 1);
   const TensorType &v = operand(context, 2);
-  KILN_TRY_VOID(requireSameDType(context));
+  KILN_TRY_VOID(requireSameDType(context, 3));
   KILN_TRY_VOID(requireFloat(context, 0));
   if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2)
     return fail(context, ErrorCode::ShapeMismatch, "q, k and v need rank >= 2, got {}, {}, {}",
@@ -224,6 +225,25 @@ Expected<TensorType> inferAttention(const InferContext &context) {
                 "causal attention needs at least as many keys as queries, got Lq = {} > Lk = {}",
                 queries, keys);
   KILN_TRY(Shape shape, broadcastBatch(context, {"q", "k", "v"}));
+  if (context.operands.size() == 4) {
+    // The mask broadcasts to the scores [..., Lq, Lk]; it does not widen them.
+    const TensorType &mask = operand(context, 3);
+    if (mask.dtype != DType::Bool && mask.dtype != q.dtype)
+      return fail(context, ErrorCode::TypeMismatch,
+                  "the mask {} must be bool (true attends) or {} (added to the scores)",
+                  mask.str(), dtypeName(q.dtype));
+    Shape scores = shape;
+    scores.push_back(queries);
+    scores.push_back(keys);
+    bool fits = mask.rank() <= static_cast<int64_t>(scores.size());
+    for (int64_t d = 1; fits && d <= mask.rank(); ++d) {
+      int64_t dim = mask.shape[static_cast<size_t>(mask.rank() - d)];
+      fits = dim == 1 || dim == scores[scores.size() - static_cast<size_t>(d)];
+    }
+    if (!fits)
+      return fail(context, ErrorCode::ShapeMismatch,
+                  "the mask {} does not broadcast to the scores {}", mask.str(), shapeStr(scores));
+  }
   shape.push_back(queries);
   shape.push_back(v.shape.back());
   return TensorType{q.dtype, shape};

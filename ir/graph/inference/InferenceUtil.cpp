@@ -38,7 +38,11 @@ int64_t windowOutputSize(int64_t input, int64_t kernel, int64_t stride, int64_t 
 namespace inference {
 
 Expected<void> requireSameDType(const InferContext &context) {
-  for (size_t i = 1; i < context.operands.size(); ++i)
+  return requireSameDType(context, context.operands.size());
+}
+
+Expected<void> requireSameDType(const InferContext &context, size_t count) {
+  for (size_t i = 1; i < std::min(count, context.operands.size()); ++i)
     if (operand(context, i).dtype != operand(context, 0).dtype)
       return fail(context, ErrorCode::TypeMismatch,
                   "operands must have the same dtype, got {} and {} (insert a cast)",

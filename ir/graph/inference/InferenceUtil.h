@@ -22,6 +22,8 @@ inline const TensorType &operand(const InferContext &context, size_t index) {
 
 /// Fails unless every operand has the same dtype as operand 0.
 Expected<void> requireSameDType(const InferContext &context);
+/// The same for the first `count` operands only (the rest are checked by the caller).
+Expected<void> requireSameDType(const InferContext &context, size_t count);
 /// Fails unless `type` is a floating-point dtype.
 Expected<void> requireFloat(const InferContext &context, size_t operandIndex);
 /// Fails unless `type` is numeric (float or integer, not bool).
