@@ -268,8 +268,8 @@ Expected<void> convertSlice(OnnxNode &node) {
 Expected<void> convertGather(OnnxNode &node) {
   KILN_TRY(Tensor data, node.input(0));
   KILN_TRY(int64_t axis, normalizeAxis(node, node.intAttr("axis", 0), data.rank(), "axis"));
-  KILN_TRY(Tensor indices, node.input(1));
   int64_t size = data.dim(axis);
+  Tensor indices;
   if (const HostTensor *known = node.knownValue(1)) {
     HostTensor fixed = known->castTo(DType::I64);
     for (int64_t &index : fixed.as<int64_t>()) {
@@ -282,6 +282,7 @@ Expected<void> convertGather(OnnxNode &node) {
     }
     indices = constant(node.graph(), fixed);
   } else {
+    KILN_TRY(indices, node.input(1));
     indices = where(indices < 0.0, indices + static_cast<double>(size), indices);
   }
   node.setOutput(0, gather(data, indices, axis));
