@@ -177,6 +177,20 @@ def vgg11_bn_small_head():
     return randomize_batch_norms(model)
 
 
+def example_twins():
+    """The PyTorch twins of kiln's example models (bench/twins), at a small batch (the
+    VGG16-shaped one at 1): name -> (build, inputs)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+    from bench import twins
+    entries = {}
+    for name in ["mlp", "lstm", "resnet", "transformer", "vgg"]:
+        twin = twins.TWINS[name]
+        inputs = {key: (tuple(shape), "int64" if isinstance(kind, tuple) else "float32")
+                  for key, (shape, kind) in twin.input_specs(1 if name == "vgg" else 2).items()}
+        entries[f"example_{name}_op17"] = (twin.Twin, inputs, 17, False)
+    return entries
+
+
 # name -> (build, {input: (shape, dtype)}, opset, dynamic batch?)
 IMAGE = {"input": ((2, 3, 64, 64), "float32")}
 MODELS = {
@@ -201,6 +215,7 @@ MODELS = {
                                          "c0": ((4, 2, 24), "float32")}, 13, False),
     "gru_lm_op13": (GruLanguageModel, {"ids": ((2, 9), "int64"), "h0": ((2, 2, 24), "float32")},
                     13, False),
+    **example_twins(),
 }
 
 
