@@ -196,17 +196,15 @@ IMAGE = {"input": ((2, 3, 64, 64), "float32")}
 MODELS = {
     "seed_cnn_op13": (SeedCnn, {"input": ((3, 1, 28, 28), "float32")}, 13, True),
     "seed_cnn_op17": (SeedCnn, {"input": ((3, 1, 28, 28), "float32")}, 17, False),
-    "resnet18_op13": (torchvision_model("resnet18"), IMAGE, 13, True),
-    "resnet18_op17": (torchvision_model("resnet18"), IMAGE, 17, True),
-    "mobilenet_v2_op13": (torchvision_model("mobilenet_v2"), IMAGE, 13, True),
-    "mobilenet_v3_small_op17": (torchvision_model("mobilenet_v3_small"), IMAGE, 17, True),
-    "squeezenet1_1_op13": (torchvision_model("squeezenet1_1"), IMAGE, 13, True),
-    "shufflenet_v2_x0_5_op17": (torchvision_model("shufflenet_v2_x0_5"), IMAGE, 17, True),
-    "efficientnet_b0_op17": (torchvision_model("efficientnet_b0"), IMAGE, 17, True),
-    "resnet50_op17": (torchvision_model("resnet50"), IMAGE, 17, True),
-    "vgg11_bn_op13": (vgg11_bn_small_head, {"input": ((1, 3, 224, 224), "float32")}, 13, True),
-    "densenet121_op13": (torchvision_model("densenet121"), IMAGE, 13, True),
-    "regnet_y_400mf_op17": (torchvision_model("regnet_y_400mf"), IMAGE, 17, True),
+    # Every torchvision model at opsets 13 and 17: the version converter's output must import
+    # as the exporter's own opset-17 graph does.
+    **{f"{name}_op{opset}": (torchvision_model(name), IMAGE, opset, True)
+       for name in ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small",
+                    "squeezenet1_1", "shufflenet_v2_x0_5", "efficientnet_b0", "densenet121",
+                    "regnet_y_400mf"]
+       for opset in (13, 17)},
+    **{f"vgg11_bn_op{opset}": (vgg11_bn_small_head, {"input": ((1, 3, 224, 224), "float32")},
+                               opset, True) for opset in (13, 17)},
     "encoder_op14": (Encoder, {"x": ((2, 7, 32), "float32")}, 14, False),
     "encoder_op17": (Encoder, {"x": ((2, 7, 32), "float32")}, 17, False),
     "gpt_block_op17": (GptBlock, {"ids": ((2, 11), "int64")}, 17, False),
