@@ -29,6 +29,11 @@ if os.path.exists(os.environ.get("KILN_PTXAS", os.path.join(cuda_home, "bin", "p
 if any(os.path.exists(os.path.join(d, "libnvrtc.so.13"))
        for d in [os.path.join(cuda_home, "lib64"), "/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu"]):
     config.available_features.add("nvrtc")
+# Debian's python3-onnx writes the ONNX models of the importer's command-line tests.
+import subprocess
+if subprocess.run(["/usr/bin/python3", "-c", "import onnx, numpy"],
+                  capture_output=True).returncode == 0:
+    config.available_features.add("python-onnx")
 for var in ["CUDA_HOME", "KILN_PTXAS", "KILN_NVRTC", "KILN_LIBDEVICE"]:
     if var in os.environ:
         config.environment[var] = os.environ[var]
