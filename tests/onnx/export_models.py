@@ -217,6 +217,14 @@ MODELS = {
 }
 
 
+# The torchvision models also run on the simulator, at 1x3x32x32: their opset-17 exports leave
+# the batch, height and width open, and a second input and PyTorch output are saved for it.
+SIM_SMALL = {f"{name}_op17": {"input": ((1, 3, 32, 32), "float32")}
+             for name in ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small",
+                          "squeezenet1_1", "shufflenet_v2_x0_5", "efficientnet_b0",
+                          "densenet121", "regnet_y_400mf"]}
+
+
 def random_input(shape, dtype, generator):
     if dtype == "int64":
         return torch.randint(0, 40, shape, generator=generator, dtype=torch.int64)
@@ -230,9 +238,15 @@ def export(name, out_dir):
     generator = torch.Generator().manual_seed(1)
     args = {key: random_input(shape, dtype, generator) for key, (shape, dtype) in inputs.items()}
     path = os.path.join(out_dir, f"{name}.onnx")
-    dynamic_axes = {key: {0: "batch"} for key in inputs} if dynamic else None
+    small = SIM_SMALL.get(name)
+    open_axes = {0: "batch", 2: "height", 3: "width"} if small else {0: "batch"}
+    dynamic_axes = {key: open_axes for key in inputs} if dynamic else None
     with torch.no_grad():
         expected = model(*args.values())
+        if small:
+            small_args = {key: random_input(shape, dtype, generator)
+                          for key, (shape, dtype) in small.items()}
+            small_expected = model(*small_args.values())
     if not isinstance(expected, tuple):
         expected = (expected,)
     outputs = ["output"] + [f"state{i}" for i in range(1, len(expected))]
@@ -245,9 +259,15 @@ def export(name, out_dir):
         np.save(os.path.join(out_dir, f"{name}.in.{key}.npy"), value.numpy())
     for output, value in zip(outputs, expected):
         np.save(os.path.join(out_dir, f"{name}.out.{output}.npy"), value.numpy())
-    return {"inputs": {key: list(shape) for key, (shape, _) in inputs.items()},
-            "outputs": outputs, "opset": opset,
-            "dynamic": {key: {"0": "batch"} for key in inputs} if dynamic else {}}
+    entry = {"inputs": {key: list(shape) for key, (shape, _) in inputs.items()},
+             "outputs": outputs, "opset": opset,
+             "dynamic": {key: {str(axis): dim for axis, dim in open_axes.items()}
+                         for key in inputs} if dynamic else {}}
+    if small:
+        np.save(os.path.join(out_dir, f"{name}.sim.in.input.npy"), small_args["input"].numpy())
+        np.save(os.path.join(out_dir, f"{name}.sim.out.output.npy"), small_expected.numpy())
+        entry["sim_inputs"] = {key: list(shape) for key, (shape, _) in small.items()}
+    return entry
 
 
 def main():
