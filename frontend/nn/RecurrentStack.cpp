@@ -3,6 +3,8 @@
 
 #include "frontend/Ops.h"
 
+#include <fmt/format.h>
+
 #include <vector>
 
 namespace kiln::nn {
@@ -23,6 +25,34 @@ Tensor stackStates(const std::vector<Tensor> &states, const std::source_location
 }
 
 } // namespace
+
+std::optional<Error> checkRecurrentInputs(
+    Tensor x, std::initializer_list<std::pair<Tensor, const char *>> states, int64_t gates,
+    int64_t units, const RecurrentStackShape &shape) {
+  if (units <= 0 || units > ir::kMaxElements / gates)
+    return Error(ErrorCode::InvalidArgument,
+                 fmt::format("units must be in [1, 2^53 / {}] (the {} gates are stacked along one "
+                             "axis), got {}",
+                             gates, gates, units));
+  if (shape.layers < 1)
+    return Error(ErrorCode::InvalidArgument,
+                 fmt::format("layers must be at least 1, got {}", shape.layers));
+  if (x.rank() != 3 || x.dim(1) == 0)
+    return Error(ErrorCode::ShapeMismatch,
+                 fmt::format("input must be [batch, time, features] with time >= 1, got {}",
+                             x.str()));
+  Shape stateShape{shape.layers * (shape.bidirectional ? 2 : 1), x.dim(0), units};
+  for (const auto &[state, name] : states)
+    if (!state.empty() && (state.graph() != x.graph() || state.shape() != stateShape))
+      return Error(ErrorCode::ShapeMismatch,
+                   fmt::format("{} must be a {} tensor of this graph, got {}", name,
+                               ir::TensorType{x.dtype(), stateShape}.str(), state.str()));
+  return std::nullopt;
+}
+
+std::string recurrentParamSuffix(int64_t layer, bool reverse) {
+  return (layer > 0 ? fmt::format("_l{}", layer) : std::string()) + (reverse ? "_reverse" : "");
+}
 
 RecurrentOutputs stackRecurrences(
     Tensor x, Tensor h0, Tensor c0, const RecurrentStackShape &shape,

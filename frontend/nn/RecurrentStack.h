@@ -4,8 +4,12 @@
 #pragma once
 
 #include "frontend/Recurrence.h"
+#include "support/Error.h"
 
 #include <functional>
+#include <optional>
+#include <string>
+#include <utility>
 
 namespace kiln::nn {
 
@@ -23,6 +27,17 @@ struct RecurrentStackShape {
   /// Build RecurrentOutputs::hidden and ::cell (a layer applied as usual leaves them out).
   bool wantStates = false;
 };
+
+/// Why `x` and the initial states cannot feed a recurrent layer of `gates` gates of `units`
+/// (checked once for both LSTM and GRU), or nullopt when they can. The states must be
+/// [layers * directions, B, units] tensors of x's graph, or empty.
+std::optional<Error>
+checkRecurrentInputs(Tensor x, std::initializer_list<std::pair<Tensor, const char *>> states,
+                     int64_t gates, int64_t units, const RecurrentStackShape &shape);
+
+/// The suffix of layer `layer`'s parameters in direction `reverse`: "_l<k>" above the first
+/// layer, "_reverse" for the backward direction (PyTorch's names: weight_l1_reverse).
+std::string recurrentParamSuffix(int64_t layer, bool reverse);
 
 /// Runs `recurrence(layer, reverse, input, initialHidden, initialCell)` for every layer and
 /// direction. `h0` and `c0` are [layers * directions, B, U] or empty (zeros); `c0` is for

@@ -283,8 +283,8 @@ TEST_CASE("configuration sizes whose arithmetic would overflow are DSL errors", 
     nn::LSTM(int64_t{1} << 62)(g, x);
     std::string message = firstError(g);
     CHECK_THAT(message, Catch::Contains(fileLine(__FILE__, line)));
-    CHECK_THAT(message, Catch::Contains("lstm 'lstm': units = 4611686018427387904 is too large: "
-                                        "the four gates need 4 * units, more than 2^53"));
+    CHECK_THAT(message, Catch::Contains("lstm 'lstm': units must be in [1, 2^53 / 4] (the 4 gates "
+                                        "are stacked along one axis), got 4611686018427387904"));
   }
   SECTION("attention heads whose width overflows") {
     Graph g;
