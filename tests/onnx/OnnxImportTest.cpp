@@ -167,6 +167,20 @@ TEST_CASE("Shape -> Gather -> Unsqueeze -> Concat -> Reshape folds into one resh
   CHECK(ir.outputs()[0].value->type().shape == Shape{2, 12});
 }
 
+TEST_CASE("Flatten's axis counts from the rank when negative, and may be the rank") {
+  for (auto [axis, expected] : {std::pair<int64_t, Shape>{-1, {6, 4}}, {0, {1, 24}}, {3, {24, 1}},
+                                {-3, {1, 24}}}) {
+    CAPTURE(axis);
+    OnnxModelBuilder builder;
+    builder.input("x", kFloat, {int64_t{2}, int64_t{3}, int64_t{4}});
+    OnnxModelBuilder::attr(builder.node("Flatten", {"x"}, {"y"}), "axis", axis);
+    builder.output("y", kFloat, {expected[0], expected[1]});
+    auto graph = onnx::importModelFromBytes(builder.bytes());
+    REQUIRE(graph);
+    CHECK((*graph)->ir().outputs()[0].value->type().shape == expected);
+  }
+}
+
 TEST_CASE("open input dims need shapes, and every open dim is listed") {
   OnnxModelBuilder builder;
   builder.input("x", kFloat, {std::string("batch"), int64_t{3}});

@@ -128,7 +128,14 @@ Expected<void> convertReshape(OnnxNode &node) {
 
 Expected<void> convertFlatten(OnnxNode &node) {
   KILN_TRY(Tensor x, node.input(0));
-  KILN_TRY(int64_t axis, normalizeAxis(node, node.intAttr("axis", 1), x.rank() + 1, "axis"));
+  // Flatten's axis may be rank itself (everything in the outer dim); negative counts from rank.
+  int64_t axis = node.intAttr("axis", 1);
+  if (axis < 0)
+    axis += x.rank();
+  if (axis < 0 || axis > x.rank())
+    return node.fail(ErrorCode::InvalidArgument,
+                     fmt::format("axis {} is out of range for {}", node.intAttr("axis", 1),
+                                 x.str()));
   int64_t outer = 1;
   for (int64_t d = 0; d < axis; ++d)
     outer *= x.dim(d);
