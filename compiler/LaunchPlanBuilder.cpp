@@ -17,9 +17,14 @@ using runtime::LaunchPlan;
 using runtime::PlanBuffer;
 using runtime::Storage;
 
-HostTensor constantTensor(const ir::Node &node) {
+Expected<HostTensor> constantTensor(const ir::Node &node) {
   const auto &type = node.type();
-  HostTensor tensor(type.dtype, type.shape);
+  auto created = HostTensor::create(type.dtype, type.shape);
+  if (!created)
+    return makeError(created.error().code(),
+                     fmt::format("constant {}: {}", type.str(), created.error().message()),
+                     node.location());
+  HostTensor tensor = std::move(*created);
   const std::vector<double> &values = ir::getFloats(node.attrs(), "value");
   int64_t count = tensor.numElements();
   for (int64_t i = 0; i < count; ++i)
@@ -110,7 +115,8 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
     if (group.kind == GroupKind::Constant) {
       int id = addValueBuffer(result, name, Storage::Constant);
       plan_.buffers[id].binding = static_cast<int>(plan_.constants.size());
-      plan_.constants.push_back(constantTensor(*group.root));
+      KILN_TRY(HostTensor value, constantTensor(*group.root));
+      plan_.constants.push_back(std::move(value));
       continue;
     }
     if (group.kind == GroupKind::Alias) {

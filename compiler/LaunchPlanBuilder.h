@@ -21,8 +21,9 @@ buildLaunchPlan(const ir::Graph &graph, const passes::FusionPlan &plan,
                 const std::vector<std::optional<lower::LoweredKernel>> &kernels,
                 const std::function<runtime::KernelEntry(std::string_view)> &lookup);
 
-/// The value of a `constant` node as a tensor.
-HostTensor constantTensor(const ir::Node &node);
+/// The value of a `constant` node as a tensor; an error naming the node when its size cannot
+/// be allocated (a constant's shape comes from the user).
+Expected<HostTensor> constantTensor(const ir::Node &node);
 
 /// Whether `group`'s kernel may write its output over `input`: every node is
 /// elementwise at the output's shape, so element i is read before it is

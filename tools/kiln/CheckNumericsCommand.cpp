@@ -127,7 +127,10 @@ int checkNumericsCommand(const std::vector<std::string> &words) {
       return reportError("check-numerics", loaded.error());
     params = std::move(*loaded);
   }
-  NamedTensors inputs = randomInputs(*model->graph, static_cast<uint64_t>(*seed));
+  auto random = randomInputs(*model->graph, static_cast<uint64_t>(*seed));
+  if (!random)
+    return reportError("check-numerics", random.error());
+  NamedTensors inputs = std::move(*random);
 
   auto check = checkNumerics(*model->graph, inputs, params, options, *tolerance);
   if (!check)

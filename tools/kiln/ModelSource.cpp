@@ -14,8 +14,14 @@ namespace kiln::tool {
 
 namespace {
 
-HostTensor randomTensor(const ir::TensorType &type, Rng &rng) {
-  HostTensor tensor(type.dtype, type.shape);
+// A shape from the user (a --batch, a .kir input) may not fit in memory: an error, not a throw.
+Expected<HostTensor> randomTensor(const ir::TensorType &type, Rng &rng, std::string_view what) {
+  auto created = HostTensor::create(type.dtype, type.shape);
+  if (!created)
+    return makeError(created.error().code(),
+                     fmt::format("random {} {}: {}", what, type.str(),
+                                 created.error().message()));
+  HostTensor tensor = std::move(*created);
   for (int64_t i = 0; i < tensor.numElements(); ++i) {
     double value;
     if (isFloatingPoint(type.dtype))
@@ -42,11 +48,13 @@ Expected<std::string> readFile(const std::string &path) {
 
 } // namespace
 
-NamedTensors randomInputs(const ir::Graph &graph, uint64_t seed) {
+Expected<NamedTensors> randomInputs(const ir::Graph &graph, uint64_t seed) {
   Rng rng(seed);
   NamedTensors inputs;
-  for (const ir::Value *input : graph.inputs())
-    inputs.emplace(input->name(), randomTensor(input->type(), rng));
+  for (const ir::Value *input : graph.inputs()) {
+    KILN_TRY(HostTensor tensor, randomTensor(input->type(), rng, "input " + input->name()));
+    inputs.emplace(input->name(), std::move(tensor));
+  }
   return inputs;
 }
 
@@ -99,8 +107,10 @@ Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t
   KILN_TRY(loaded.owned, ir::parseGraph(text, spec));
   loaded.graph = loaded.owned.get();
   Rng rng(seed ^ 0x9e3779b97f4a7c15ULL);
-  for (const ir::Value *param : loaded.graph->params())
-    loaded.params.emplace(param->name(), randomTensor(param->type(), rng));
+  for (const ir::Value *param : loaded.graph->params()) {
+    KILN_TRY(HostTensor tensor, randomTensor(param->type(), rng, "parameter " + param->name()));
+    loaded.params.emplace(param->name(), std::move(tensor));
+  }
   return loaded;
 }
 

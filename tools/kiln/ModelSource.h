@@ -28,7 +28,8 @@ Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t
 
 /// Seeded random values for every graph input: normal floats, integers in
 /// [0, 10) (valid indices for any gather over 10 or more rows), random bools.
-NamedTensors randomInputs(const ir::Graph &graph, uint64_t seed);
+/// An error, not an abort, when an input's shape does not fit in memory.
+Expected<NamedTensors> randomInputs(const ir::Graph &graph, uint64_t seed);
 
 /// The list printed by --help: "example:<name>  <description>" lines.
 std::string exampleListing();

@@ -128,7 +128,10 @@ int runCommand(const std::vector<std::string> &words) {
   auto model = loadModel(args->positional()[0], *batch, static_cast<uint64_t>(*seed), *shapes);
   if (!model)
     return reportError("run", model.error());
-  NamedTensors tensors = randomInputs(*model->graph, static_cast<uint64_t>(*seed));
+  auto random = randomInputs(*model->graph, static_cast<uint64_t>(*seed));
+  if (!random)
+    return reportError("run", random.error());
+  NamedTensors tensors = std::move(*random);
   if (auto path = args->value("--inputs")) {
     auto loaded = loadInputTensors(*path, *model->graph);
     if (!loaded)
