@@ -5,7 +5,6 @@
 
 #include "frontend/Graph.h"
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,7 +16,8 @@ namespace kiln::onnx {
 /// Every model is converted to this opset before import, so kiln has one converter per ONNX
 /// op rather than one per op and opset.
 inline constexpr int64_t kTargetOpset = 17;
-/// The oldest default-domain opset the conversion to kTargetOpset is tested from.
+/// The oldest default-domain opset accepted (onnx's version converter takes it to
+/// kTargetOpset; the tests exercise the conversion from opsets 13 and 14).
 inline constexpr int64_t kMinOpset = 7;
 
 struct ImportOptions {

@@ -69,6 +69,15 @@ private:
   std::vector<std::string> problems_;
 };
 
+// An input known at import, as a `constant` of the scratch graph a node is converted into.
+NodeInput constantInput(const std::string &name, const HostTensor *value, Graph &scratch) {
+  NodeInput input;
+  input.name = name;
+  input.value = value;
+  input.tensor = [&scratch, value]() -> Expected<Tensor> { return constant(scratch, *value); };
+  return input;
+}
+
 std::optional<ir::TensorType> staticType(const ::onnx::TypeProto &type) {
   if (!type.has_tensor_type() || !type.tensor_type().has_shape())
     return std::nullopt;
@@ -155,13 +164,13 @@ Expected<Tensor> ModelImporter::materialize(const std::string &name) {
 }
 
 void ModelImporter::markFailed(const ::onnx::NodeProto &proto) {
-  for (const auto &output : proto.output())
-    if (!output.empty())
-      {
-      ImportedValue failed;
-      failed.failed = true;
-      values_.insert_or_assign(output, std::move(failed));
-    }
+  for (const auto &output : proto.output()) {
+    if (output.empty())
+      continue;
+    ImportedValue failed;
+    failed.failed = true;
+    values_.insert_or_assign(output, std::move(failed));
+  }
 }
 
 // Converts a node whose inputs are all known at import into a scratch graph and evaluates
@@ -172,14 +181,8 @@ void ModelImporter::foldNode(const ::onnx::NodeProto &proto, const Converter &co
   Graph scratch("fold");
   std::vector<NodeInput> inputs;
   for (const auto &name : proto.input()) {
-    NodeInput input;
-    input.name = name;
-    if (!name.empty()) {
-      const HostTensor *value = &*values_.at(name).value;
-      input.value = value;
-      input.tensor = [&scratch, value]() -> Expected<Tensor> { return constant(scratch, *value); };
-    }
-    inputs.push_back(std::move(input));
+    inputs.push_back(name.empty() ? NodeInput{}
+                                  : constantInput(name, &*values_.at(name).value, scratch));
   }
   OnnxNode node(proto, scratch, std::move(inputs));
   if (auto converted = converter.convert(node); !converted) {
@@ -237,11 +240,7 @@ void ModelImporter::dryRun(const ::onnx::NodeProto &proto, const Converter &conv
     if (!name.empty()) {
       const ImportedValue &known = values_.at(name);
       if (known.value && !known.failed) {
-        const HostTensor *value = &*known.value;
-        input.value = value;
-        input.tensor = [&scratch, value]() -> Expected<Tensor> {
-          return constant(scratch, *value);
-        };
+        input = constantInput(name, &*known.value, scratch);
       } else {
         input.upstreamFailed = known.failed;
         auto type = onnxTypes_.find(name);
