@@ -2,15 +2,12 @@
 // temporary file renamed into place.
 #include "runtime/ChromeTrace.h"
 
+#include "runtime/cache/AtomicFile.h"
 #include "support/Json.h"
 
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
-#include <unistd.h>
 
 namespace kiln::runtime {
 
@@ -88,11 +85,6 @@ std::string eventArgs(const ProfileEvent &event, std::span<const PlanStep> steps
   return args;
 }
 
-Error traceError(const std::string &path, std::string_view what, int error) {
-  return Error(ErrorCode::IOError, fmt::format("cannot write the profile trace {}: {}: {}", path,
-                                               what, std::strerror(error)));
-}
-
 } // namespace
 
 std::string chromeTraceJson(std::span<const RunProfile> runs, std::span<const PlanStep> steps) {
@@ -128,28 +120,7 @@ std::string chromeTraceJson(std::span<const RunProfile> runs, std::span<const Pl
 
 Expected<void> writeChromeTrace(const std::string &path, std::span<const RunProfile> runs,
                                 std::span<const PlanStep> steps) {
-  std::string text = chromeTraceJson(runs, steps);
-  // The temporary sits next to the trace so the rename cannot cross file systems.
-  std::string temporary = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
-  std::FILE *file = std::fopen(temporary.c_str(), "wbx");
-  if (!file)
-    return std::unexpected(traceError(path, "cannot create a temporary file next to it", errno));
-  size_t written = std::fwrite(text.data(), 1, text.size(), file);
-  int writeErrno = errno;
-  bool closed = std::fclose(file) == 0;
-  int closeErrno = errno;
-  if (written != text.size() || !closed) {
-    std::remove(temporary.c_str());
-    return std::unexpected(written != text.size()
-                               ? traceError(path, "cannot write its temporary file", writeErrno)
-                               : traceError(path, "cannot close its temporary file", closeErrno));
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    int renameErrno = errno;
-    std::remove(temporary.c_str());
-    return std::unexpected(traceError(path, "cannot rename the temporary file onto it", renameErrno));
-  }
-  return {};
+  return replaceFile(path, chromeTraceJson(runs, steps), "profile trace");
 }
 
 } // namespace kiln::runtime

@@ -3,6 +3,7 @@
 #include "support/HostTensor.h"
 
 #include "support/FloatConvert.h"
+#include "support/MemorySize.h"
 
 #include <bit>
 #include <cmath>
@@ -12,7 +13,6 @@
 #include <new>
 #include <numbers>
 #include <optional>
-#include <unistd.h>
 
 namespace kiln {
 
@@ -62,29 +62,6 @@ std::string typeText(DType dtype, const std::vector<int64_t> &shape) {
   return fmt::format("{}[{}]", dtypeName(dtype), fmt::join(shape, ","));
 }
 
-/// "12 bytes", "3.0 GiB (3221225472 bytes)".
-std::string byteSizeText(uint64_t bytes) {
-  static constexpr const char *kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  if (bytes < 1024)
-    return fmt::format("{} bytes", bytes);
-  double scaled = static_cast<double>(bytes);
-  size_t unit = 0;
-  for (scaled /= 1024; scaled >= 1024 && unit + 1 < std::size(kUnits); scaled /= 1024)
-    ++unit;
-  return fmt::format("{:.1f} {} ({} bytes)", scaled, kUnits[unit], bytes);
-}
-
-/// The machine's physical memory in bytes, or 0 when unknown. No single
-/// tensor larger than this can be usefully allocated: with overcommit the
-/// allocation may succeed and the process be killed while filling it.
-uint64_t physicalMemoryBytes() {
-  long pages = ::sysconf(_SC_PHYS_PAGES);
-  long pageSize = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || pageSize <= 0)
-    return 0;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize);
-}
-
 /// Bounds check from the byte count: O(1), unlike numElements() (a product
 /// over the shape), since element access sits in the interpreter's inner loop.
 void checkIndex(const HostTensor &tensor, int64_t index) {
@@ -128,7 +105,7 @@ Expected<int64_t> HostTensor::checkedByteSize(DType dtype, const std::vector<int
   int64_t bytes = *count * dtypeByteSize(dtype);
   uint64_t memory = physicalMemoryBytes();
   if (memory != 0 && static_cast<uint64_t>(bytes) > memory)
-    return makeError(ErrorCode::InvalidArgument,
+    return makeError(ErrorCode::OutOfMemory,
                      fmt::format("cannot allocate tensor {}: it needs {}, more than the {} of "
                                  "physical memory",
                                  typeText(dtype, shape), byteSizeText(static_cast<uint64_t>(bytes)),
@@ -146,7 +123,7 @@ Expected<HostTensor> HostTensor::create(DType dtype, std::vector<int64_t> shape)
   try {
     tensor.bytes_.assign(static_cast<size_t>(bytes), 0);
   } catch (const std::bad_alloc &) {
-    return makeError(ErrorCode::InvalidArgument,
+    return makeError(ErrorCode::OutOfMemory,
                      fmt::format("cannot allocate tensor {}: out of memory for {}",
                                  tensor.typeStr(), byteSizeText(static_cast<uint64_t>(bytes))));
   }

@@ -7,6 +7,7 @@
 #include "passes/PassManager.h"
 #include "passes/lower/PrintLowered.h"
 #include "passes/graph/Fusion.h"
+#include "support/RegularFile.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -113,29 +114,15 @@ Expected<void> takeFusePass(Options &options) {
   return {};
 }
 
-/// The whole input; a directory, or a file that cannot be opened or read, is
-/// an error naming the reason (an ifstream opens a directory on Linux and then
-/// reads nothing, which would look like an empty input).
+/// The whole input: standard input for "-", else a regular file (a
+/// directory, FIFO or device is an error naming what it is).
 Expected<std::string> readInput(const std::string &file) {
-  std::ostringstream buffer;
   if (file == "-") {
+    std::ostringstream buffer;
     buffer << std::cin.rdbuf();
     return buffer.str();
   }
-  std::error_code status;
-  if (std::filesystem::is_directory(file, status))
-    return makeError(ErrorCode::IOError,
-                     "cannot read '" + file + "': " + std::strerror(EISDIR));
-  errno = 0;
-  std::ifstream stream(file, std::ios::binary);
-  if (!stream)
-    return makeError(ErrorCode::IOError, "cannot open '" + file + "'" +
-                                             (errno != 0 ? std::string(": ") + std::strerror(errno)
-                                                         : std::string()));
-  buffer << stream.rdbuf();
-  if (stream.bad())
-    return makeError(ErrorCode::IOError, "cannot read '" + file + "'");
-  return buffer.str();
+  return readRegularFile(file, "IR file", ir::kMaxIrTextBytes);
 }
 
 /// One input chunk and the file line its text starts on.

@@ -23,7 +23,7 @@ std::string findFile(const std::string &directory, const std::string &stem) {
 }
 
 Error withPackageNote(Error error) {
-  if (error.code() == ErrorCode::IOError)
+  if (error.code() == ErrorCode::NotFound || error.code() == ErrorCode::IOError)
     error.withNote(fmt::format("Fashion-MNIST is in Debian's dataset-fashion-mnist package, which "
                                "installs it in {}; or pass the directory holding the IDX files",
                                kFashionMnistDirectory));

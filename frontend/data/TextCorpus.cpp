@@ -2,15 +2,14 @@
 #include "frontend/data/TextCorpus.h"
 
 #include "frontend/data/WordTokenizer.h"
+#include "support/RegularFile.h"
 
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 namespace kiln::data {
 
@@ -50,25 +49,13 @@ Expected<TextCorpus> loadTextCorpus(const TextCorpusOptions &options) {
   std::vector<std::string> documents;
   for (const std::string &file : options.files) {
     std::string path = (std::filesystem::path(options.directory) / file).string();
-    std::error_code status;
-    bool regular = std::filesystem::is_regular_file(path, status);
-    errno = 0;
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    if (regular && in)
-      text << in.rdbuf();
-    if (!regular || !in || in.bad())
-      return std::unexpected(
-          Error(ErrorCode::IOError,
-                fmt::format("text corpus: cannot read {}: {}", path,
-                            status     ? status.message()
-                            : !regular ? std::string("not a regular file")
-                            : errno    ? std::string(std::strerror(errno))
-                                       : std::string("read error")))
-              .withNote(fmt::format("the default corpus is the licence texts in {}, from "
-                                    "Debian's base-files package",
-                                    kCommonLicensesDirectory)));
-    documents.push_back(std::move(text).str());
+    auto text = readRegularFile(path, "text corpus file", kMaxCorpusFileBytes);
+    if (!text)
+      return std::unexpected(std::move(text.error())
+                                 .withNote(fmt::format("the default corpus is the licence texts "
+                                                       "in {}, from Debian's base-files package",
+                                                       kCommonLicensesDirectory)));
+    documents.push_back(std::move(*text));
   }
   return buildTextCorpus(documents, options.vocabularySize, options.validationFraction);
 }

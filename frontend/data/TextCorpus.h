@@ -17,6 +17,8 @@ namespace kiln::data {
 /// Debian's licence texts, from the essential package base-files: present on
 /// every Debian system, so the corpus needs no download.
 inline constexpr const char *kCommonLicensesDirectory = "/usr/share/common-licenses";
+/// The largest corpus file kiln reads (1 GiB of text).
+inline constexpr uint64_t kMaxCorpusFileBytes = uint64_t{1} << 30;
 
 /// The files the default corpus reads, in this order: every licence text of
 /// Debian 12's base-files. The symbolic links there (GPL -> GPL-3, LGPL,

@@ -3,6 +3,8 @@
 // big-endian elements are converted.
 #include "frontend/io/Idx.h"
 
+#include "support/RegularFile.h"
+
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -60,12 +62,15 @@ std::unexpected<Error> formatError(const std::string &path, const std::string &w
 class IdxSource {
 public:
   static Expected<IdxSource> open(const std::string &path) {
+    // Only a regular file: zlib would wait on a FIFO and never finish /dev/zero.
+    KILN_TRY(RegularFile file, openRegularFile(path, "IDX file"));
     errno = 0;
-    gzFile gz = gzopen(path.c_str(), "rb");
+    gzFile gz = gzdopen(file.descriptor.get(), "rb");
     if (!gz)
       return makeError(ErrorCode::IOError,
                        fmt::format("cannot open {}: {}", path,
                                    errno ? std::strerror(errno) : "out of memory in zlib"));
+    file.descriptor.release(); // gzclose closes it
     gzbuffer(gz, 1 << 17);
     return IdxSource(path, gz);
   }

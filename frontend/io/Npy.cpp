@@ -2,6 +2,7 @@
 #include "frontend/io/Npy.h"
 
 #include "runtime/cache/AtomicFile.h"
+#include "support/RegularFile.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -281,12 +282,8 @@ Expected<HostTensor> loadNpy(const std::string &path) {
   if (!std::filesystem::is_regular_file(path, ec))
     return makeError(ErrorCode::IOError,
                      fmt::format("cannot read .npy '{}': missing or not a regular file", path));
-  int errorNumber = 0;
-  std::optional<std::string> bytes = runtime::readWholeFile(path, errorNumber);
-  if (!bytes)
-    return makeError(ErrorCode::IOError, fmt::format("cannot read .npy '{}': {}", path,
-                                                     std::strerror(errorNumber)));
-  return parseNpy(*bytes, path);
+  KILN_TRY(std::string bytes, readRegularFile(path, ".npy file", kMaxNpyBytes));
+  return parseNpy(bytes, path);
 }
 
 Expected<void> saveNpy(const std::string &path, const HostTensor &tensor) {

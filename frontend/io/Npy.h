@@ -22,6 +22,9 @@ Expected<HostTensor> parseNpy(std::string_view bytes, std::string_view what = "<
 /// The .npy bytes of `tensor` (version 1.0, or 2.0 when the header needs it), C order.
 Expected<std::string> serializeNpy(const HostTensor &tensor);
 
+/// The largest .npy file kiln reads (64 GiB); the array must also fit in memory.
+inline constexpr uint64_t kMaxNpyBytes = uint64_t{1} << 36;
+
 /// Reads the regular file `path`.
 Expected<HostTensor> loadNpy(const std::string &path);
 /// Writes `path` atomically (a temporary file renamed into place).

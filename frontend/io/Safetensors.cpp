@@ -4,15 +4,14 @@
 
 #include "frontend/io/JsonReader.h"
 #include "ir/graph/TensorType.h"
+#include "runtime/cache/AtomicFile.h"
+#include "support/RegularFile.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
 #include <tuple>
 #include <unistd.h>
 
@@ -65,44 +64,6 @@ std::string quoteJson(std::string_view text) {
   return out;
 }
 
-/// An open file descriptor closed on scope exit.
-class FileDescriptor {
-public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  FileDescriptor(const FileDescriptor &) = delete;
-  FileDescriptor &operator=(const FileDescriptor &) = delete;
-  ~FileDescriptor() {
-    if (fd_ >= 0)
-      ::close(fd_);
-  }
-  int get() const { return fd_; }
-  /// Closes now, reporting the error (close can report a failed deferred write).
-  int close() {
-    int result = ::close(fd_);
-    fd_ = -1;
-    return result;
-  }
-
-private:
-  int fd_;
-};
-
-/// Writes all of `data`, retrying short writes; returns 0 or an errno value.
-int writeAll(int fd, const void *data, size_t size) {
-  auto *bytes = static_cast<const uint8_t *>(data);
-  while (size > 0) {
-    ssize_t written = ::write(fd, bytes, size);
-    if (written < 0) {
-      if (errno == EINTR)
-        continue;
-      return errno;
-    }
-    bytes += written;
-    size -= static_cast<size_t>(written);
-  }
-  return 0;
-}
-
 /// Reads exactly `size` bytes at `offset`; returns 0, an errno value, or -1
 /// when the file ends first.
 int readAllAt(int fd, void *data, size_t size, uint64_t offset) {
@@ -143,41 +104,21 @@ std::string buildHeader(const TensorMap &tensors) {
   return header;
 }
 
-/// A temporary path next to `path`, unique within this process and, through
-/// the pid, among processes.
-std::string temporaryPathFor(const std::string &path) {
-  static std::atomic<uint64_t> counter{0};
-  return fmt::format("{}.tmp-{}-{}", path, ::getpid(), counter.fetch_add(1));
-}
-
 /// Writes the file's bytes to `fd`; on failure, the errno of the call that failed.
 int writeFileContents(int fd, const std::string &header, const TensorMap &tensors) {
   uint8_t lengthBytes[8];
   uint64_t length = header.size();
   for (int i = 0; i < 8; ++i)
     lengthBytes[i] = static_cast<uint8_t>(length >> (8 * i));
-  if (int err = writeAll(fd, lengthBytes, sizeof(lengthBytes)))
-    return err;
-  if (int err = writeAll(fd, header.data(), header.size()))
-    return err;
-  for (const auto &[name, tensor] : tensors) {
-    if (int err = writeAll(fd, tensor.bytes().data(), tensor.byteSize()))
-      return err;
-  }
-  if (::fsync(fd) != 0)
+  auto write = [fd](const void *data, size_t size) {
+    return runtime::writeAll(fd, std::string_view(static_cast<const char *>(data), size));
+  };
+  if (!write(lengthBytes, sizeof(lengthBytes)) || !write(header.data(), header.size()))
     return errno;
+  for (const auto &[name, tensor] : tensors)
+    if (!write(tensor.bytes().data(), tensor.byteSize()))
+      return errno;
   return 0;
-}
-
-/// A failed save names the file the user asked for; the temporary it was
-/// writing is a note (it has been removed by then).
-std::unexpected<Error> saveError(const std::string &path, const std::string &what,
-                                 const std::string &temporaryPath, int errorNumber) {
-  return std::unexpected(Error(ErrorCode::IOError, fmt::format("cannot save {}: {}: {}", path, what,
-                                                               std::strerror(errorNumber)))
-                             .withNote(fmt::format("a save writes the temporary file {} and "
-                                                   "renames it into place; it has been removed",
-                                                   temporaryPath)));
 }
 
 /// One tensor entry of a header, validated except for how its byte range
@@ -367,45 +308,21 @@ Expected<void> saveSafetensors(const std::string &path, const TensorMap &tensors
                "HostTensor byte size disagrees with its type " + tensor.typeStr());
   }
   std::string header = buildHeader(tensors);
-
-  std::string temporaryPath = temporaryPathFor(path);
-  FileDescriptor file(::open(temporaryPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
-  if (file.get() < 0)
-    return saveError(path, "cannot create a temporary file next to it", temporaryPath, errno);
-  int writeErrno = writeFileContents(file.get(), header, tensors);
-  int closeResult = file.close();
-  int closeErrno = errno;
-  if (writeErrno != 0 || closeResult != 0) {
-    ::unlink(temporaryPath.c_str());
-    return writeErrno != 0
-               ? saveError(path, "cannot write its temporary file", temporaryPath, writeErrno)
-               : saveError(path, "cannot close its temporary file", temporaryPath, closeErrno);
-  }
-  if (::rename(temporaryPath.c_str(), path.c_str()) != 0) {
-    int renameErrno = errno;
-    ::unlink(temporaryPath.c_str());
-    return saveError(path, "cannot rename the temporary file onto it", temporaryPath, renameErrno);
-  }
-  return {};
+  return runtime::replaceFileWith(path, "safetensors file", [&](int fd) {
+    return writeFileContents(fd, header, tensors);
+  });
 }
 
 Expected<TensorMap> loadSafetensors(const std::string &path) {
-  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (file.get() < 0)
-    return ioError("cannot open", path, errno);
-  struct stat info;
-  if (::fstat(file.get(), &info) != 0)
-    return ioError("cannot stat", path, errno);
-  if (!S_ISREG(info.st_mode))
-    return makeError(ErrorCode::IOError, fmt::format("cannot read {}: not a regular file", path));
-  auto fileSize = static_cast<uint64_t>(info.st_size);
+  KILN_TRY(RegularFile file, openRegularFile(path, "safetensors file"));
+  uint64_t fileSize = file.size;
 
   if (fileSize < 8)
     return formatError(path, fmt::format("file is truncated: {} bytes, too short for the 8-byte "
                                          "header length",
                                          fileSize));
   uint8_t lengthBytes[8];
-  if (int err = readAllAt(file.get(), lengthBytes, 8, 0))
+  if (int err = readAllAt(file.descriptor.get(), lengthBytes, 8, 0))
     return err < 0 ? formatError(path, "file is truncated while reading the header length")
                    : ioError("cannot read", path, err);
   uint64_t headerSize = 0;
@@ -420,7 +337,7 @@ Expected<TensorMap> loadSafetensors(const std::string &path) {
                                          kMaxHeaderBytes));
 
   std::string headerText(static_cast<size_t>(headerSize), '\0');
-  if (int err = readAllAt(file.get(), headerText.data(), headerText.size(), 8))
+  if (int err = readAllAt(file.descriptor.get(), headerText.data(), headerText.size(), 8))
     return err < 0 ? formatError(path, "file is truncated while reading the header")
                    : ioError("cannot read", path, err);
   if (headerText.empty() || headerText[0] != '{')
@@ -461,7 +378,7 @@ Expected<TensorMap> loadSafetensors(const std::string &path) {
       return makeError(created.error().code(), fmt::format("{}: tensor '{}': {}", path, entry.name,
                                                            created.error().message()));
     HostTensor tensor = std::move(*created);
-    if (int err = readAllAt(file.get(), tensor.bytes().data(), tensor.byteSize(),
+    if (int err = readAllAt(file.descriptor.get(), tensor.bytes().data(), tensor.byteSize(),
                             dataStart + entry.begin))
       return err < 0 ? formatError(path,
                                    fmt::format("file is truncated inside tensor '{}'", entry.name))

@@ -11,14 +11,14 @@
 #include "frontend/onnx/ModelProtoLoading.h"
 #include "frontend/onnx/TensorProtoReading.h"
 #include "ir/graph/Identifier.h"
+#include "support/RegularFile.h"
 
 #include <fmt/format.h>
 
+#include <climits>
 #include <filesystem>
 #include <map>
 #include <set>
-#include <fstream>
-#include <sstream>
 
 namespace kiln::onnx {
 
@@ -415,18 +415,10 @@ Expected<std::unique_ptr<Graph>> importModelFromBytes(std::string_view bytes,
 
 Expected<std::unique_ptr<Graph>> importModel(const std::string &path,
                                              const ImportOptions &options) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec))
-    return makeError(ErrorCode::IOError,
-                     fmt::format("ONNX model '{}' is missing or not a regular file", path));
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (!in || in.bad())
-    return makeError(ErrorCode::IOError, fmt::format("cannot read ONNX model '{}'", path));
-  std::string dir = fs::path(path).parent_path().string();
-  return importModelFromBytes(bytes.str(), options, dir.empty() ? "." : dir, path);
+  // protobuf parses at most 2 GiB; larger models keep their weights in external data.
+  KILN_TRY(std::string bytes, readRegularFile(path, "ONNX model", uint64_t{INT_MAX}));
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return importModelFromBytes(bytes, options, dir.empty() ? "." : dir, path);
 }
 
 std::vector<SupportedOp> supportedOps() {

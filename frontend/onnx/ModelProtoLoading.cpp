@@ -1,6 +1,9 @@
 // Parsing, checking and normalizing an ONNX model before conversion.
 #include "frontend/onnx/ModelProtoLoading.h"
 
+#include "support/MemorySize.h"
+#include "support/RegularFile.h"
+
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
@@ -10,7 +13,7 @@
 
 #include <climits>
 #include <filesystem>
-#include <fstream>
+#include <new>
 
 namespace kiln::onnx {
 
@@ -51,27 +54,26 @@ Expected<std::string> readExternalData(const std::string &dir, const std::string
                      fmt::format("tensor '{}' is stored in external file '{}', but the model "
                                  "was given as bytes without a directory",
                                  tensor, location));
-  fs::path path = fs::path(dir) / relative;
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec))
-    return makeError(ErrorCode::IOError,
-                     fmt::format("tensor '{}': external data file '{}' is missing or not a "
-                                 "regular file",
-                                 tensor, path.string()));
-  int64_t size = static_cast<int64_t>(fs::file_size(path, ec));
-  if (ec || offset < 0 || offset > size || (length >= 0 && length > size - offset))
+  std::string path = (fs::path(dir) / relative).string();
+  std::string what = fmt::format("external data of tensor '{}'", tensor);
+  KILN_TRY(RegularFile file, openRegularFile(path, what));
+  auto size = static_cast<int64_t>(file.size);
+  if (offset < 0 || offset > size || (length >= 0 && length > size - offset))
     return makeError(ErrorCode::FormatError,
                      fmt::format("tensor '{}': bytes [{}, +{}) lie outside external data file "
                                  "'{}' of {} bytes",
-                                 tensor, offset, length, path.string(), size));
+                                 tensor, offset, length, path, size));
   int64_t count = length >= 0 ? length : size - offset;
-  std::string bytes(static_cast<size_t>(count), '\0');
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(offset);
-  if (!in.read(bytes.data(), count))
-    return makeError(ErrorCode::IOError,
-                     fmt::format("tensor '{}': cannot read external data file '{}'", tensor,
-                                 path.string()));
+  std::string bytes;
+  try {
+    bytes.resize(static_cast<size_t>(count));
+  } catch (const std::bad_alloc &) {
+    return makeError(ErrorCode::OutOfMemory,
+                     fmt::format("tensor '{}': out of memory for its {} of external data",
+                                 tensor, byteSizeText(static_cast<uint64_t>(count))));
+  }
+  KILN_TRY_VOID(readExactly(file, bytes.data(), static_cast<uint64_t>(count),
+                            static_cast<uint64_t>(offset), what, path));
   return bytes;
 }
 

@@ -4,10 +4,14 @@
 
 #include "ir/graph/Graph.h"
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 
 namespace kiln::ir {
+
+/// The largest IR text file kiln reads (1 GiB, far beyond any real model).
+inline constexpr uint64_t kMaxIrTextBytes = uint64_t{1} << 30;
 
 /// Parses one `graph @name { ... }`. Builds the graph through the Graph API,
 /// so attributes are checked and normalized and every result type is

@@ -23,6 +23,9 @@ inline constexpr SectionFileFormat kBundleFormat{kBundleMagic, kBundleFormatVers
                                                  "kiln bundle"};
 
 /// Section names. Per GPU architecture A: "cuda.A.plan", "cuda.A.ptx", "cuda.A.cubin".
+/// The largest bundle file kiln reads (weights included); a bound, so a file
+/// that grows while read cannot exhaust memory.
+inline constexpr uint64_t kMaxBundleBytes = uint64_t{1} << 36;
 inline constexpr std::string_view kMetaSection = "meta";
 inline constexpr std::string_view kHostPlanSection = "plan";
 inline constexpr std::string_view kHostCodeSection = "host.so";

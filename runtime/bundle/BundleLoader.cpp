@@ -212,12 +212,8 @@ Expected<LoadedBundle> loadBundleFromBytes(std::string_view bytes,
 }
 
 Expected<LoadedBundle> loadBundle(const std::string &path, const BundleLoadOptions &options) {
-  int errorNumber = 0;
-  std::optional<std::string> bytes = readWholeFile(path, errorNumber);
-  if (!bytes)
-    return makeError(ErrorCode::IOError,
-                     fmt::format("cannot read bundle '{}': {}", path, std::strerror(errorNumber)));
-  return loadBundleFromBytes(*bytes, options, path);
+  KILN_TRY(std::string bytes, readRegularFile(path, "bundle", kMaxBundleBytes));
+  return loadBundleFromBytes(bytes, options, path);
 }
 
 Expected<void> checkBundle(std::string_view bytes) {

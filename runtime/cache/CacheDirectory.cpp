@@ -3,6 +3,7 @@
 #include "runtime/cache/CacheDirectory.h"
 
 #include "runtime/cache/CacheEntryFile.h"
+#include "support/RegularFile.h"
 
 #include <fmt/format.h>
 
@@ -11,9 +12,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <pwd.h>
-#include <sstream>
 #include <unistd.h>
 
 namespace kiln::runtime {
@@ -44,13 +43,6 @@ bool isHexDigits(std::string_view text) {
   return text.size() == 32 && std::all_of(text.begin(), text.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
          });
-}
-
-std::string readFile(const fs::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
 }
 
 } // namespace
@@ -93,6 +85,25 @@ bool isTemporaryFileName(std::string_view name) {
          name.substr(32, kTemporaryMarker.size()) == kTemporaryMarker;
 }
 
+Expected<void> createCacheDirectory(const fs::path &directory) {
+  std::error_code error;
+  fs::create_directories(directory, error);
+  if (!error)
+    return {};
+  for (fs::path step = directory; !step.empty() && step != step.root_path();
+       step = step.parent_path()) {
+    std::error_code linkError;
+    if (fs::is_symlink(step, linkError) && !fs::exists(step, linkError))
+      return makeError(ErrorCode::IOError,
+                       fmt::format("cannot create '{}': '{}' is a symbolic link to '{}', which "
+                                   "does not exist",
+                                   directory.string(), step.string(),
+                                   fs::read_symlink(step, linkError).string()));
+  }
+  return makeError(ErrorCode::IOError, fmt::format("cannot create '{}': {}", directory.string(),
+                                                   error.message()));
+}
+
 Expected<std::vector<CacheFileInfo>> listCacheEntries(const fs::path &root) {
   fs::path directory = kernelEntryDirectory(root);
   std::vector<CacheFileInfo> files;
@@ -110,16 +121,26 @@ Expected<std::vector<CacheFileInfo>> listCacheEntries(const fs::path &root) {
     CacheFileInfo info;
     info.path = file.path();
     std::error_code statError;
-    info.bytes = static_cast<int64_t>(file.file_size(statError));
     auto modified = file.last_write_time(statError);
     if (statError) // removed by a concurrent clear or rebuild: not there any more
       continue;
     info.modified = std::chrono::file_clock::to_sys(modified);
-    auto key = readCacheEntryKey(readFile(file.path()));
-    if (key)
-      info.key = std::move(*key);
-    else
-      info.problem = key.error().message();
+    // A directory, a FIFO or a link to a device is listed as a bad entry,
+    // never read (a FIFO would block, /dev/zero would never end).
+    Expected<std::string> bytes =
+        readRegularFile(file.path().string(), "kernel-cache entry", kMaxCacheEntryBytes);
+    if (!bytes && bytes.error().code() == ErrorCode::NotFound)
+      continue;
+    if (!bytes) {
+      info.problem = bytes.error().message();
+    } else {
+      info.bytes = static_cast<int64_t>(bytes->size());
+      auto key = readCacheEntryKey(*bytes);
+      if (key)
+        info.key = std::move(*key);
+      else
+        info.problem = key.error().message();
+    }
     files.push_back(std::move(info));
   }
   std::sort(files.begin(), files.end(),
@@ -144,8 +165,10 @@ Expected<ClearResult> clearCache(const fs::path &root) {
       continue;
     std::error_code sizeError;
     int64_t bytes = static_cast<int64_t>(file.file_size(sizeError));
+    // remove_all: an entry name may hold a directory (never kiln's doing);
+    // it removes a symbolic link, never what the link points to.
     std::error_code removeError;
-    if (!fs::remove(file.path(), removeError)) {
+    if (fs::remove_all(file.path(), removeError) == 0 || removeError) {
       if (removeError)
         return makeError(ErrorCode::IOError, fmt::format("cannot remove '{}': {}",
                                                          file.path().string(),

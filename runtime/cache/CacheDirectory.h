@@ -41,6 +41,10 @@ std::string temporaryFileName(const Hash128 &keyHash);
 bool isEntryFileName(std::string_view name);
 bool isTemporaryFileName(std::string_view name);
 
+/// Creates `directory` and its parents. The error names the cause a plain
+/// mkdir hides: a dangling symbolic link on the way reads as "File exists".
+Expected<void> createCacheDirectory(const std::filesystem::path &directory);
+
 /// One file of the cache, as `kiln cache ls` shows it.
 struct CacheFileInfo {
   std::filesystem::path path;

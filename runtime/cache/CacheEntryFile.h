@@ -28,6 +28,10 @@ inline constexpr std::string_view kCacheEntryMagic = "KILNKC\r\n";
 /// Bumped whenever the layout changes; an entry of another version is rebuilt.
 inline constexpr uint32_t kCacheEntryFormatVersion = 1;
 
+/// The largest entry file kiln reads (kernels are megabytes); a larger file is
+/// not an entry kiln wrote and is rebuilt.
+inline constexpr uint64_t kMaxCacheEntryBytes = uint64_t{1} << 30;
+
 /// The file contents for `entry` under `key`.
 std::string encodeCacheEntry(std::string_view key, const CacheEntry &entry);
 

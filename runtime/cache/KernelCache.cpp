@@ -4,6 +4,7 @@
 #include "runtime/cache/AtomicFile.h"
 #include "runtime/cache/CacheDirectory.h"
 #include "runtime/cache/ContentHash.h"
+#include "support/RegularFile.h"
 
 #include <fmt/format.h>
 
@@ -59,16 +60,15 @@ std::optional<CacheEntry> KernelCache::readFromDisk(std::string_view key,
   std::optional<fs::path> path = entryPath(key);
   if (!path)
     return std::nullopt;
-  int errorNumber = 0;
-  std::optional<std::string> bytes = readWholeFile(*path, errorNumber);
+  Expected<std::string> bytes = readRegularFile(path->string(), "kernel-cache entry",
+                                                 kMaxCacheEntryBytes);
   if (!bytes) {
-    // No entry, or no cache directory at all (ENOTDIR: a path component is a
-    // file; the write that follows reports that once).
-    if (errorNumber != ENOENT && errorNumber != ENOTDIR) {
-      std::string reason = std::strerror(errorNumber);
+    // No entry, or no cache directory at all (a path component is a file;
+    // the write that follows reports that once). Anything else, a FIFO or a
+    // link to a device included, is replaced by the rebuilt entry.
+    if (bytes.error().code() != ErrorCode::NotFound) {
       std::lock_guard lock(mutex_);
-      warnLocked(warnings, fmt::format("kernel cache: cannot read entry '{}': {}; rebuilding it",
-                                       path->string(), reason));
+      warnLocked(warnings, fmt::format("kernel cache: {}; rebuilding it", bytes.error().message()));
     }
     return std::nullopt;
   }
@@ -120,10 +120,9 @@ bool KernelCache::writeToDisk(std::string_view key, const CacheEntry &entry,
   fs::path directory = kernelEntryDirectory(*options_.root);
   Hash128 keyHash = hashBytes(key);
   std::string bytes = encodeCacheEntry(key, entry);
-  std::error_code error;
-  fs::create_directories(directory, error);
+  Expected<void> created = createCacheDirectory(directory);
   std::string failure =
-      error ? fmt::format("cannot create '{}': {}", directory.string(), error.message())
+      !created ? created.error().message()
             : writeFileAtomically(directory / entryFileName(keyHash), temporaryFileName(keyHash),
                                   bytes);
   EvictResult evicted;

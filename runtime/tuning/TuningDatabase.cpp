@@ -3,6 +3,7 @@
 #include "runtime/tuning/TuningDatabase.h"
 
 #include "runtime/cache/CacheDirectory.h"
+#include "support/RegularFile.h"
 
 #include <fmt/format.h>
 #include <sqlite3.h>
@@ -12,7 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
+#include <unistd.h>
 
 namespace kiln::tuning {
 
@@ -105,12 +106,13 @@ private:
   sqlite3_stmt *stmt_ = nullptr;
 };
 
-bool hasSqliteHeader(const fs::path &path, bool &emptyFile) {
-  std::ifstream in(path, std::ios::binary);
+/// Whether `file` starts with SQLite's 16-byte header.
+bool hasSqliteHeader(const RegularFile &file) {
   char header[16] = {};
-  in.read(header, sizeof header);
-  emptyFile = in.gcount() == 0;
-  return in.gcount() == sizeof header && std::memcmp(header, "SQLite format 3", 16) == 0;
+  return file.size >= sizeof header &&
+         ::pread(file.descriptor.get(), header, sizeof header, 0) ==
+             static_cast<ssize_t>(sizeof header) &&
+         std::memcmp(header, "SQLite format 3", 16) == 0;
 }
 
 } // namespace
@@ -218,12 +220,11 @@ Expected<TuningDatabase> TuningDatabase::open(const std::string &path, bool crea
   if (!exists && !create)
     return makeError(ErrorCode::NotFound, fmt::format("tuning database {} does not exist", path));
   if (exists) {
-    // Look at the header ourselves: SQLite would report a foreign file only on first use.
-    bool emptyFile = false;
-    if (fs::is_directory(path, ec))
-      return makeError(ErrorCode::IOError,
-                       fmt::format("tuning database {} is a directory, not a file", path));
-    if (!hasSqliteHeader(path, emptyFile) && !emptyFile)
+    // Look at the file ourselves: SQLite would report a foreign file only on
+    // first use, and would wait on a FIFO.
+    KILN_TRY(RegularFile file, openRegularFile(path, "tuning database"));
+    bool emptyFile = file.size == 0;
+    if (!hasSqliteHeader(file) && !emptyFile)
       return makeError(ErrorCode::FormatError,
                        fmt::format("{} is not a kiln tuning database (not a SQLite file)", path));
     if (emptyFile && !create)

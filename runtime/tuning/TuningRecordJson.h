@@ -33,6 +33,9 @@ struct TuningExport {
 
 /// The document, pretty-printed (one member per line), ending in a newline.
 std::string tuningExportToJson(const TuningExport &data);
+/// The largest export kiln imports (1 GiB: millions of records).
+inline constexpr uint64_t kMaxTuningExportBytes = uint64_t{1} << 30;
+
 /// Parses a document tuningExportToJson wrote; `source` names it in errors.
 Expected<TuningExport> tuningExportFromJson(std::string_view text, std::string_view source);
 

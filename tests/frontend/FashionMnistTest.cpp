@@ -75,7 +75,7 @@ TEST_CASE("Fashion-MNIST loads hand-made uncompressed files", "[data][fashion]")
   auto train = loadFashionMnist(Split::Train, dir.path().string());
   CHECK_THAT(errorOf(train), Catch::Contains(dir.file("train-images-idx3-ubyte.gz")) &&
                                  Catch::Contains("dataset-fashion-mnist"));
-  CHECK(train.error().code() == ErrorCode::IOError);
+  CHECK(train.error().code() == ErrorCode::NotFound);
 }
 
 TEST_CASE("Fashion-MNIST errors name the bad file", "[data][fashion]") {

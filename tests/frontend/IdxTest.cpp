@@ -263,7 +263,7 @@ TEST_CASE("IDX rejects bad files with precise messages", "[idx]") {
   SECTION("missing file") {
     auto result = readIdx(dir.file("absent-idx1-ubyte"));
     REQUIRE_FALSE(result.has_value());
-    CHECK(result.error().code() == ErrorCode::IOError);
+    CHECK(result.error().code() == ErrorCode::NotFound);
     CHECK_THAT(result.error().message(), Catch::Contains("absent-idx1-ubyte") &&
                                              Catch::Contains("No such file or directory"));
   }

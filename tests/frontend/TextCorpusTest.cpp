@@ -155,7 +155,7 @@ TEST_CASE("A missing corpus file is named", "[data][text]") {
   options.files = {"A", "B"};
   auto corpus = loadTextCorpus(options);
   REQUIRE_FALSE(corpus.has_value());
-  CHECK(corpus.error().code() == ErrorCode::IOError);
+  CHECK(corpus.error().code() == ErrorCode::NotFound);
   CHECK_THAT(corpus.error().message(), Catch::Contains(dir.file("B")));
   options.files = {"A"};
   auto small = loadTextCorpus(options);

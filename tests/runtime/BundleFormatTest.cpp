@@ -306,7 +306,7 @@ TEST_CASE("bundle files are written atomically and unwritable paths are errors",
 
   auto missing = loadBundle(dir.file("absent.kiln"));
   REQUIRE_FALSE(missing);
-  CHECK(missing.error().code() == ErrorCode::IOError);
+  CHECK(missing.error().code() == ErrorCode::NotFound);
   CHECK_THAT(missing.error().message(), Catch::Contains("absent.kiln"));
 }
 

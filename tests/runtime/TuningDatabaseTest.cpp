@@ -5,7 +5,9 @@
 #include "frontend/TempDir.h"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <string>
 
@@ -248,6 +250,20 @@ TEST_CASE("foreign, corrupt and newer files are refused and left untouched",
   std::string otherApp = dir.file("other-app.sqlite");
   rawSql(otherApp, "PRAGMA application_id = 1234; CREATE TABLE t (x)");
   refuses(otherApp, "application id");
+
+  // Not regular files: refused by name, without blocking on the FIFO.
+  std::string fifo = dir.file("fifo.sqlite");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (auto [path, expected] : {std::pair{dir.path().string(), "it is a directory"},
+                                std::pair{fifo, "it is a FIFO"},
+                                std::pair{std::string("/dev/zero"), "it is a character device"}})
+    for (bool create : {true, false}) {
+      auto db = TuningDatabase::open(path, create);
+      REQUIRE(!db);
+      CHECK(db.error().message() ==
+            fmt::format("cannot read tuning database '{}': {}, not a regular file", path,
+                        expected));
+    }
 
   std::string newer = dir.file("newer.sqlite");
   REQUIRE(TuningDatabase::open(newer));

@@ -166,7 +166,7 @@ TEST_CASE("HostTensor::create and fromValues report bad shapes and counts", "[ho
   // Exactly 2^53 elements pass the count check but not the memory check:
   // 64 PiB of f64 is more than any machine holds, and nothing is allocated.
   CHECK_THAT(messageOf(HostTensor::create(DType::F64, {int64_t{1} << 26, big}),
-                       ErrorCode::InvalidArgument),
+                       ErrorCode::OutOfMemory),
              Catch::StartsWith("cannot allocate tensor f64[67108864,134217728]: it needs 64.0 PiB "
                                "(72057594037927936 bytes), more than the ") &&
                  Catch::EndsWith("of physical memory"));

@@ -70,12 +70,9 @@ std::vector<std::string> splitList(const std::string &text) {
 }
 
 int bundleInfo(const std::string &path) {
-  int errorNumber = 0;
-  auto bytes = runtime::readWholeFile(path, errorNumber);
+  auto bytes = readRegularFile(path, "bundle", runtime::bundle::kMaxBundleBytes);
   if (!bytes)
-    return reportError("bundle-info", Error(ErrorCode::IOError,
-                                            fmt::format("cannot read '{}': {}", path,
-                                                        std::strerror(errorNumber))));
+    return reportError("bundle-info", bytes.error());
   auto info = runtime::bundle::inspectBundle(*bytes);
   if (!info)
     return reportError("bundle-info",

@@ -4,22 +4,24 @@
 #include "runtime/bundle/BundleFile.h"
 #include "runtime/bundle/BundleLoader.h"
 #include "runtime/bundle/SampleTensors.h"
+#include "support/RegularFile.h"
 #include "tools/kiln/Commands.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 
 namespace kiln::tool {
 
 bool isBundlePath(const std::string &path) {
   if (path.ends_with(".kiln"))
     return true;
-  std::ifstream in(path, std::ios::binary);
+  // Not a regular file (a FIFO would block): not a bundle; the model reader
+  // then says what it is.
+  auto file = openRegularFile(path, "model");
   std::string magic(runtime::bundle::kBundleMagic.size(), '\0');
-  return in.read(magic.data(), static_cast<std::streamsize>(magic.size())) &&
+  return file && readExactly(*file, magic.data(), magic.size(), 0, "model", path) &&
          magic == runtime::bundle::kBundleMagic;
 }
 

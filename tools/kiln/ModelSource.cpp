@@ -4,11 +4,10 @@
 #include "examples/models/ExampleRegistry.h"
 #include "frontend/onnx/Import.h"
 #include "ir/graph/Parser.h"
+#include "support/RegularFile.h"
 
 #include <fmt/format.h>
 
-#include <fstream>
-#include <sstream>
 
 namespace kiln::tool {
 
@@ -33,17 +32,6 @@ Expected<HostTensor> randomTensor(const ir::TensorType &type, Rng &rng, std::str
     tensor.setDouble(i, value);
   }
   return tensor;
-}
-
-Expected<std::string> readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return makeError(ErrorCode::IOError, fmt::format("cannot open '{}'", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad())
-    return makeError(ErrorCode::IOError, fmt::format("cannot read '{}'", path));
-  return text.str();
 }
 
 } // namespace
@@ -103,7 +91,7 @@ Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t
   if (batch > 0)
     return makeError(ErrorCode::InvalidArgument,
                      fmt::format("--batch applies to examples only; '{}' has fixed shapes", spec));
-  KILN_TRY(std::string text, readFile(spec));
+  KILN_TRY(std::string text, readRegularFile(spec, "IR file", ir::kMaxIrTextBytes));
   KILN_TRY(loaded.owned, ir::parseGraph(text, spec));
   loaded.graph = loaded.owned.get();
   Rng rng(seed ^ 0x9e3779b97f4a7c15ULL);

@@ -7,6 +7,7 @@
 #include "runtime/cache/AtomicFile.h"
 #include "runtime/tuning/TuningDatabase.h"
 #include "runtime/tuning/TuningRecordJson.h"
+#include "support/RegularFile.h"
 #include "support/Version.h"
 #include "tools/kiln/Commands.h"
 
@@ -15,8 +16,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <unistd.h>
 
 namespace kiln::tool {
@@ -157,12 +156,11 @@ int exportTo(tuning::TuningDatabase &db, const std::optional<std::string> &file)
 }
 
 int importFrom(const std::string &dbPath, const std::string &file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    return failure(Error(ErrorCode::IOError, fmt::format("cannot open '{}'", file)));
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  auto text = readRegularFile(file, "tuning export", tuning::kMaxTuningExportBytes);
+  if (!text)
+    return failure(text.error());
   // Parse everything before touching the database: a bad file changes nothing.
-  auto data = tuning::tuningExportFromJson(text, file);
+  auto data = tuning::tuningExportFromJson(*text, file);
   if (!data)
     return failure(data.error());
   auto db = tuning::TuningDatabase::open(dbPath, /*create=*/true);
