@@ -66,6 +66,8 @@ private:
   std::vector<int> groupOf_;
   std::vector<bool> feedsAnchor_;  ///< The node is its group's anchor or computes its operands.
   std::vector<bool> materialized_; ///< For duplicated nodes: computed once, in their own group.
+  /// The longest path from the node down to its group's root, in ops.
+  std::vector<int> height_;
   std::vector<Draft> drafts_;
 };
 
@@ -85,6 +87,7 @@ FusionPlanner::FusionPlanner(const ir::Graph &graph) : graph_(graph) {
   groupOf_.assign(n, kNone);
   feedsAnchor_.assign(n, false);
   materialized_.assign(n, false);
+  height_.assign(n, 0);
   for (int i = 0; i < n; ++i) {
     role_[i] = fusionRole(*order_[i]);
     for (const ir::Use &use : order_[i]->result()->uses())
@@ -125,7 +128,7 @@ void FusionPlanner::claimEpilogue(int anchor) {
   inRegion[anchor] = true;
   size_t bestSize = 1;
   int bestExit = kNone;
-  while (true) {
+  for (int stage = 0; stage < kMaxFusedDepth; ++stage) {
     if (std::any_of(region.begin(), region.end(), [&](int m) { return isOutput_[m]; }))
       break; // an output is materialized: nothing may follow it inside the group
     std::vector<int> next;
@@ -210,6 +213,11 @@ bool FusionPlanner::tryJoin(int position, int group) {
   Draft &draft = drafts_[group];
   if (draft.closed)
     return false;
+  int height = 0;
+  for (int user : users_[position])
+    height = std::max(height, height_[user] + 1);
+  if (height > kMaxFusedDepth)
+    return false;
   bool feeds = std::any_of(users_[position].begin(), users_[position].end(),
                            [&](int user) { return feedsAnchor_[user]; });
   if (isAnchor(position)) {
@@ -222,6 +230,7 @@ bool FusionPlanner::tryJoin(int position, int group) {
     return false;
   }
   feedsAnchor_[position] = feeds;
+  height_[position] = height;
   draft.members.push_back(position);
   groupOf_[position] = group;
   return true;

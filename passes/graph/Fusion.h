@@ -54,6 +54,12 @@ struct FusionPlan {
   const FusionGroup *groupOf(const ir::Node *node) const;
 };
 
+/// The longest chain of ops one group may hold. A longer chain becomes several
+/// kernels: lowering and codegen walk a kernel's expression recursively, and
+/// a chain of thousands of fused ops would exhaust the stack (and compile
+/// slowly) while saving almost nothing over one more memory round trip.
+inline constexpr int kMaxFusedDepth = 256;
+
 /// Partitions `graph` (verified, with no decomposable composite op that has no
 /// kernel) into fusion groups. Never creates a cycle between groups.
 Expected<FusionPlan> planFusion(const ir::Graph &graph);

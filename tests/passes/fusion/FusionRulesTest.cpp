@@ -4,6 +4,8 @@
 // constants, aliases, and the attention error.
 #include "FusionTestUtil.h"
 
+#include <fmt/format.h>
+
 using namespace kiln;
 using namespace kiln::passes;
 using namespace kiln::testing;
@@ -485,4 +487,30 @@ TEST_CASE("fusion refuses a graph with a cycle", "[passes][fusion]") {
   REQUIRE_FALSE(plan);
   CHECK(plan.error().message() == "fusion: graph @cyclic has a cycle; verify it first");
   a->definingNode()->setOperand(0, x); // unbroken again, so the graph can be destroyed
+}
+
+TEST_CASE("fusion: a chain longer than kMaxFusedDepth becomes several kernels",
+          "[passes][fusion]") {
+  // matmul, 600 tanh, reduce_sum: the epilogue claim stops at 256 ops, the
+  // reduction's prologue at 256, and the 88 ops between are one pointwise group.
+  static_assert(kMaxFusedDepth == 256, "the counts below assume a bound of 256");
+  std::string text = "graph @g {\n  input %x: f32[3,5]\n  param %w: f32[5,7]\n"
+                     "  %m: f32[3,7] = matmul(%x, %w)\n";
+  std::string previous = "%m";
+  for (int i = 0; i < 600; ++i) {
+    text += fmt::format("  %t{}: f32[3,7] = tanh({})\n", i, previous);
+    previous = fmt::format("%t{}", i);
+  }
+  text += fmt::format("  %s: f32[3] = reduce_sum({}) {{axes = [1]}}\n  output \"y\" = %s\n}}\n",
+                      previous);
+  auto graph = parseOrFail(text);
+  FusionPlan plan = planOrFail(*graph);
+  checkPlanInvariants(*graph, plan);
+  REQUIRE(plan.groups.size() == 3);
+  CHECK(plan.groups[0].kind == GroupKind::Contraction);
+  CHECK(plan.groups[0].nodes.size() == 257);
+  CHECK(plan.groups[1].kind == GroupKind::Pointwise);
+  CHECK(plan.groups[1].nodes.size() == 88);
+  CHECK(plan.groups[2].kind == GroupKind::Reduction);
+  CHECK(plan.groups[2].nodes.size() == 257);
 }

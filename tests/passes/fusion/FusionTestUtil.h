@@ -135,6 +135,18 @@ inline void checkPlanInvariants(const ir::Graph &graph, const passes::FusionPlan
       }
     }
     REQUIRE(group.inputs == expectedInputs);
+    // The depth bound: no chain inside the group longer than kMaxFusedDepth
+    // ops (a copied scalar or iota adds one level above it).
+    std::unordered_map<const ir::Node *, int> height;
+    for (auto node = group.nodes.rbegin(); node != group.nodes.rend(); ++node) {
+      int longest = 0;
+      for (const ir::Use &use : (*node)->result()->uses())
+        if (auto user = height.find(use.user); user != height.end() && group.contains(use.user))
+          longest = std::max(longest, user->second + 1);
+      height[*node] = longest;
+      if (!isDuplicable(**node))
+        REQUIRE(longest <= passes::kMaxFusedDepth);
+    }
     std::vector<int> producers;
     for (const ir::Value *input : group.inputs) {
       if (input->definingNode() == nullptr)
