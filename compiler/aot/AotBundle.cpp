@@ -91,7 +91,8 @@ Expected<void> checkWeights(const std::optional<NamedTensors> &weights,
   if (problems.empty())
     return {};
   return makeError(ErrorCode::InvalidArgument,
-                   fmt::format("the weights do not match the model: {}", fmt::join(problems, "; ")));
+                   fmt::format("the weights do not match the model: {}",
+                               fmt::join(problems, "; ")));
 }
 
 Expected<void> addCpuCode(const ir::Graph &graph, const AotOptions &options,

@@ -281,7 +281,8 @@ Expected<StepResult> Trainer::finishStep(const NamedTensors &outputs, StepResult
   result.stepCount = stepCount_;
   // A skipped step (loss scaling) changed nothing; any other step with a
   // non-finite loss or gradient norm has made the parameters non-finite.
-  bool diverged = !std::isfinite(result.loss) || (result.gradNorm && !std::isfinite(*result.gradNorm));
+  bool diverged =
+      !std::isfinite(result.loss) || (result.gradNorm && !std::isfinite(*result.gradNorm));
   if (finite && diverged && !options_.allowNonFinite)
     return makeError(ErrorCode::InvalidArgument,
                      fmt::format("training step {}: the {} is {}: training diverged (a learning "
