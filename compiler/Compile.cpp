@@ -115,13 +115,19 @@ Expected<TuningMode> parseTuningMode(std::string_view name) {
                    fmt::format("unknown tuning mode '{}': expected off, use or replay", name));
 }
 
-TuningMode defaultTuningMode() {
+Expected<TuningMode> tuningModeFromEnvironment() {
   const char *value = std::getenv("KILN_TUNING");
-  if (value == nullptr)
+  if (value == nullptr || *value == '\0')
     return TuningMode::Use;
   Expected<TuningMode> mode = parseTuningMode(value);
-  return mode ? *mode : TuningMode::Use;
+  if (!mode)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("$KILN_TUNING is '{}': expected off, use or replay (or unset)",
+                                 value));
+  return mode;
 }
+
+TuningMode defaultTuningMode() { return tuningModeFromEnvironment().value_or(TuningMode::Use); }
 
 Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions &options,
                                 CompileReport *report) {

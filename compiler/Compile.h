@@ -56,7 +56,12 @@ enum class TuningMode { Off, Use, Replay };
 std::string_view tuningModeName(TuningMode mode);
 /// The inverse of tuningModeName; an unknown name is an error listing the valid ones.
 Expected<TuningMode> parseTuningMode(std::string_view name);
-/// Use, unless $KILN_TUNING names another mode (off, use, replay; anything else is ignored).
+/// The mode $KILN_TUNING names (Use when it is unset or empty); any other
+/// value is an InvalidArgument naming the variable and the valid modes.
+Expected<TuningMode> tuningModeFromEnvironment();
+/// tuningModeFromEnvironment(), or Use when $KILN_TUNING is not a mode: a
+/// default member initializer cannot fail, so programs check the variable
+/// once up front with tuningModeFromEnvironment (kiln refuses a bad one).
 TuningMode defaultTuningMode();
 
 /// The architecture GPU kernels are compiled for when no GPU says otherwise (H100).

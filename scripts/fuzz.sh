@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Runs each libFuzzer target from its seed corpus for a quarter of N seconds (default 30): the
-# IR parser fuzzer, the passes fuzzer (simplify,cse,fold,dce must keep graphs valid and
-# outputs bit-exact), the AOT bundle fuzzer (the loader's checks on corrupt bundles) and the
-# ONNX importer fuzzer.
+# Runs each libFuzzer target from its seed corpus for an equal share of N seconds (default
+# 30): the IR parser fuzzer, the passes fuzzer (simplify,cse,fold,dce must keep graphs valid
+# and outputs bit-exact), the AOT bundle fuzzer (the loader's checks on corrupt bundles), the
+# ONNX importer fuzzer and the checkpoint fuzzer.
 # The fuzzers build in build/fuzz: clang, ASan+UBSan, coverage in the libraries, no tests.
 # Any crash fails.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-30}"
-share=$(( (seconds + 3) / 4 ))
 dir="$root/build/fuzz"
-fuzzers=(parser_fuzzer passes_fuzzer bundle_fuzzer onnx_fuzzer)
+fuzzers=(parser_fuzzer passes_fuzzer bundle_fuzzer onnx_fuzzer checkpoint_fuzzer)
+# N seconds in all, shared equally.
+share=$(( (seconds + ${#fuzzers[@]} - 1) / ${#fuzzers[@]} ))
 export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
 cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON -DKILN_FUZZ=ON \
   -DKILN_TESTS=OFF -DCMAKE_CXX_COMPILER=clang++-19 >/dev/null
@@ -22,6 +23,9 @@ for fuzzer in "${fuzzers[@]}"; do
   if [ "$fuzzer" = bundle_fuzzer ]; then
     cp "$root"/tests/fuzz/bundle-corpus/* "$corpus"/
     flags=(-max_len=65536)
+  elif [ "$fuzzer" = checkpoint_fuzzer ]; then
+    cp "$root"/tests/fuzz/checkpoint-corpus/* "$corpus"/
+    flags=(-max_len=8192)
   elif [ "$fuzzer" = onnx_fuzzer ]; then
     cp "$root"/tests/fuzz/onnx-corpus/* "$corpus"/
     flags=(-max_len=16384)

@@ -299,6 +299,29 @@ Expected<Value> parse(std::string_view text, std::string_view source, int maxDep
   return Parser(text, source, maxDepth).document();
 }
 
+std::optional<size_t> invalidUtf8Offset(std::string_view text) {
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  size_t i = 0;
+  while (i < text.size()) {
+    unsigned char lead = byte(i);
+    size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3
+                                   : (lead >> 3) == 0x1e ? 4 : 0;
+    if (length == 0 || i + length > text.size())
+      return i;
+    uint32_t code = length == 1 ? lead : lead & (0x7f >> length);
+    for (size_t k = 1; k < length; ++k) {
+      if ((byte(i + k) & 0xc0) != 0x80)
+        return i;
+      code = (code << 6) | (byte(i + k) & 0x3f);
+    }
+    static constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < kSmallest[length] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff))
+      return i;
+    i += length;
+  }
+  return std::nullopt;
+}
+
 std::string quote(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {

@@ -6,6 +6,8 @@
 
 #include "support/Error.h"
 
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +46,11 @@ std::string_view kindName(Value::Kind kind);
 /// `source`:line:column. Nesting deeper than `maxDepth` is an error, not a
 /// stack overflow.
 Expected<Value> parse(std::string_view text, std::string_view source, int maxDepth = 32);
+
+/// The offset of the first byte of `text` that does not belong to a well-formed
+/// UTF-8 sequence (overlong forms, surrogates and values past U+10FFFF
+/// included), or nullopt when all of it is UTF-8. JSON text must be UTF-8.
+std::optional<size_t> invalidUtf8Offset(std::string_view text);
 
 /// `text` as a JSON string literal, quotes included.
 std::string quote(std::string_view text);

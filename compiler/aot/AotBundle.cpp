@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace kiln::compiler {
@@ -56,24 +57,42 @@ void collectRecords(const LoweredProgram &program, const CompileReport &compileR
     report.tuning.push_back(fmt::format("{}: {}", label, compileReport.tuning));
 }
 
-/// Weights must name parameters of the plan with their dtype and shape.
-Expected<void> checkWeights(const NamedTensors &weights, const runtime::LaunchPlan &plan) {
-  for (const auto &[name, tensor] : weights) {
-    const runtime::PlanBinding *param = nullptr;
-    for (const auto &binding : plan.params)
-      if (binding.name == name)
-        param = &binding;
-    if (!param)
-      return makeError(ErrorCode::InvalidArgument,
-                       fmt::format("weight '{}' is not a parameter of the model", name));
-    const runtime::PlanBuffer &buffer = plan.buffers[static_cast<size_t>(param->buffer)];
-    if (buffer.dtype != tensor.dtype() || buffer.shape != tensor.shape())
-      return makeError(ErrorCode::InvalidArgument,
-                       fmt::format("weight '{}' is {}, the parameter is {}[{}]", name,
-                                   tensor.typeStr(), dtypeName(buffer.dtype),
-                                   fmt::join(buffer.shape, ", ")));
+/// Weights, when given, must be exactly the plan's parameters with their
+/// dtypes and shapes: one error lists every missing, unknown and mistyped name.
+Expected<void> checkWeights(const std::optional<NamedTensors> &weights,
+                            const runtime::LaunchPlan &plan) {
+  if (!weights)
+    return {};
+  std::vector<std::string> missing, unknown, mistyped;
+  std::set<std::string_view> params;
+  for (const runtime::PlanBinding &binding : plan.params) {
+    params.insert(binding.name);
+    const runtime::PlanBuffer &buffer = plan.buffers[static_cast<size_t>(binding.buffer)];
+    std::string type = fmt::format("{}[{}]", dtypeName(buffer.dtype), fmt::join(buffer.shape, ","));
+    auto found = weights->find(binding.name);
+    if (found == weights->end())
+      missing.push_back(fmt::format("'{}' ({})", binding.name, type));
+    else if (found->second.dtype() != buffer.dtype || found->second.shape() != buffer.shape)
+      mistyped.push_back(fmt::format("weight '{}' is {}, the parameter is {}", binding.name,
+                                     found->second.typeStr(), type));
   }
-  return {};
+  for (const auto &[name, tensor] : *weights)
+    if (!params.contains(name))
+      unknown.push_back(fmt::format("'{}'", name));
+  std::vector<std::string> problems = mistyped;
+  if (!missing.empty())
+    problems.push_back(fmt::format("{} of the model's {} parameters missing: {}", missing.size(),
+                                   plan.params.size(), fmt::join(missing, ", ")));
+  if (!unknown.empty())
+    problems.push_back(fmt::format("{} not {} of the model: {}",
+                                   unknown.size() == 1 ? "weight" : "weights",
+                                   unknown.size() == 1 ? "a parameter" : "parameters",
+                                   fmt::join(unknown, ", ")));
+  if (problems.empty())
+    return {};
+  return makeError(ErrorCode::InvalidArgument,
+                   fmt::format("the weights do not match the model: {}",
+                               fmt::join(problems, "; ")));
 }
 
 Expected<void> addCpuCode(const ir::Graph &graph, const AotOptions &options,
@@ -168,7 +187,7 @@ Expected<std::string> buildBundle(const ir::Graph &graph, const AotOptions &opti
                      fmt::format("a bundle's target is cpu or cuda, not {}",
                                  targetKindName(options.target)));
   }
-  contents.weights = options.weights;
+  contents.weights = options.weights.value_or(NamedTensors{});
   if (!r.records.empty())
     contents.tuningRecords = tuning::tuningExportToJson({r.records, {}});
   std::string bytes = runtime::bundle::encodeBundle(contents);

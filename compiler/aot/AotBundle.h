@@ -28,8 +28,11 @@ struct AotOptions {
   /// cache, as for compile() (its target, gpuArch and dumps are ignored). The
   /// tuning records the lowering used go into the bundle's "tuning" section.
   CompileOptions compile;
-  /// Parameters to store and bind at load; each must be a parameter of the graph.
-  NamedTensors weights;
+  /// Parameters to store and bind at load. When given they must be complete:
+  /// every parameter of the graph, with its dtype and shape, and nothing else
+  /// (a bundle whose weights miss one could not be loaded). Unset: no weights;
+  /// each run binds the parameters.
+  std::optional<NamedTensors> weights;
 };
 
 /// What a bundle write did, for `kiln aot`.

@@ -34,8 +34,10 @@ public:
     }
   }
 
-  /// Restores a checkpointed state.
+  /// Restores a checkpointed state; without scaling the scale stays 1.
   void restore(double scale, int64_t goodSteps) {
+    if (!enabled_)
+      return;
     scale_ = scale;
     goodSteps_ = goodSteps;
   }

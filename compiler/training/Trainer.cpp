@@ -3,8 +3,6 @@
 // and loss scale.
 #include "compiler/training/Trainer.h"
 
-#include "frontend/io/Safetensors.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -15,17 +13,6 @@
 namespace kiln::training {
 
 namespace {
-
-/// Checkpoint entries besides the parameters and the state (all "train.",
-/// which no model name may use).
-constexpr std::string_view kStepCountEntry = "train.step_count";
-constexpr std::string_view kLearningRateEntry = "train.learning_rate";
-constexpr std::string_view kLossScaleEntry = "train.loss_scale";
-constexpr std::string_view kGoodStepsEntry = "train.good_steps";
-
-HostTensor scalarTensor(DType dtype, double value) {
-  return HostTensor::fromDoubles(dtype, {}, std::span<const double>(&value, 1));
-}
 
 Expected<CompiledModel> compileProgram(const ir::Graph &graph, const TrainingOptions &options,
                                        const NamedTensors &bound,
@@ -280,7 +267,7 @@ Expected<StepResult> Trainer::step(std::span<const NamedTensors> microBatches) {
   return finishStep(outputs, std::move(result));
 }
 
-StepResult Trainer::finishStep(const NamedTensors &outputs, StepResult result) {
+Expected<StepResult> Trainer::finishStep(const NamedTensors &outputs, StepResult result) {
   if (auto norm = outputs.find(kGradNormOutput); norm != outputs.end())
     result.gradNorm = norm->second.getDouble(0);
   bool finite = true;
@@ -292,68 +279,56 @@ StepResult Trainer::finishStep(const NamedTensors &outputs, StepResult result) {
   result.skipped = !finite;
   scaler_.update(finite);
   result.stepCount = stepCount_;
+  // A skipped step (loss scaling) changed nothing; any other step with a
+  // non-finite loss or gradient norm has made the parameters non-finite.
+  bool diverged =
+      !std::isfinite(result.loss) || (result.gradNorm && !std::isfinite(*result.gradNorm));
+  if (finite && diverged && !options_.allowNonFinite)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("training step {}: the {} is {}: training diverged (a learning "
+                                 "rate too large?); the parameters are no longer finite",
+                                 stepCount_, std::isfinite(result.loss) ? "gradient norm" : "loss",
+                                 std::isfinite(result.loss) ? *result.gradNorm : result.loss));
   return result;
 }
 
-Expected<void> Trainer::saveCheckpoint(const std::string &path) const {
-  io::TensorMap tensors;
-  KILN_TRY(NamedTensors values, stateModel().readParams(program_.trainable));
-  KILN_TRY(NamedTensors state, optimizerState());
-  for (auto &[name, value] : values)
-    tensors.emplace(name, std::move(value));
-  for (auto &[name, value] : state)
-    tensors.emplace(name, std::move(value));
-  tensors.emplace(kStepCountEntry, scalarTensor(DType::I64, static_cast<double>(stepCount_)));
-  tensors.emplace(kLearningRateEntry, scalarTensor(DType::F64, learningRate_));
-  tensors.emplace(kLossScaleEntry, scalarTensor(DType::F64, scaler_.scale()));
-  tensors.emplace(kGoodStepsEntry,
-                  scalarTensor(DType::I64, static_cast<double>(scaler_.goodSteps())));
-  return io::saveSafetensors(path, tensors);
+Expected<CheckpointState> Trainer::checkpointState() const {
+  CheckpointState state;
+  KILN_TRY(state.tensors, stateModel().readParams(program_.trainable));
+  KILN_TRY(NamedTensors optimizerValues, optimizerState());
+  state.tensors.merge(optimizerValues);
+  state.stepCount = stepCount_;
+  state.learningRate = learningRate_;
+  state.lossScale = scaler_.scale();
+  state.goodSteps = scaler_.goodSteps();
+  return state;
+}
+
+Expected<void> Trainer::saveCheckpoint(const std::string &path,
+                                       const io::SafetensorsMetadata &run) const {
+  KILN_TRY(CheckpointState state, checkpointState());
+  state.run = run;
+  return writeCheckpoint(path, state);
 }
 
 Expected<void> Trainer::loadCheckpoint(const std::string &path) {
-  KILN_TRY(io::TensorMap tensors, io::loadSafetensors(path));
-  // What this trainer expects, with the type each entry must have.
-  std::map<std::string, std::pair<DType, std::vector<int64_t>>, std::less<>> expected;
-  for (const auto &[name, type] : stateTypes_)
-    expected[name] = {type.dtype, type.shape};
-  expected[std::string(kStepCountEntry)] = {DType::I64, {}};
-  expected[std::string(kLearningRateEntry)] = {DType::F64, {}};
-  expected[std::string(kLossScaleEntry)] = {DType::F64, {}};
-  expected[std::string(kGoodStepsEntry)] = {DType::I64, {}};
-  for (const auto &[name, type] : expected) {
-    auto found = tensors.find(name);
-    if (found == tensors.end())
-      return makeError(ErrorCode::FormatError,
-                       fmt::format("checkpoint {}: lacks '{}' (a checkpoint of another model "
-                                   "or optimizer?)",
-                                   path, name));
-    if (found->second.dtype() != type.first || found->second.shape() != type.second)
-      return makeError(ErrorCode::FormatError,
-                       fmt::format("checkpoint {}: '{}' is {}, this trainer expects {}", path,
-                                   name, found->second.typeStr(),
-                                   ir::TensorType{type.first, type.second}.str()));
-  }
-  for (const auto &[name, value] : tensors)
-    if (!expected.contains(name))
-      return makeError(ErrorCode::FormatError,
-                       fmt::format("checkpoint {}: has '{}', which this trainer does not know "
-                                   "(a checkpoint of another model or optimizer?)",
-                                   path, name));
+  KILN_TRY(CheckpointState state, readCheckpoint(path, &stateTypes_));
+  return restore(state, path);
+}
 
-  NamedTensors restored, trainable;
-  for (const auto &[name, type] : stateTypes_)
-    restored.emplace(name, tensors.at(name));
-  KILN_TRY_VOID(stateModel().bindParams(restored));
+Expected<void> Trainer::restore(const CheckpointState &state, std::string_view where) {
+  KILN_TRY_VOID(checkCheckpointValues(state, where));
+  KILN_TRY_VOID(checkCheckpointLayout(state, stateTypes_, where));
+  KILN_TRY_VOID(stateModel().bindParams(state.tensors));
   if (gradientModel_) {
+    NamedTensors trainable;
     for (const std::string &name : program_.trainable)
-      trainable.emplace(name, tensors.at(name));
+      trainable.emplace(name, state.tensors.at(name));
     KILN_TRY_VOID(gradientModel_->bindParams(trainable));
   }
-  auto scalar = [&](std::string_view name) { return tensors.find(name)->second.getDouble(0); };
-  stepCount_ = static_cast<int64_t>(scalar(kStepCountEntry));
-  learningRate_ = scalar(kLearningRateEntry);
-  scaler_.restore(scalar(kLossScaleEntry), static_cast<int64_t>(scalar(kGoodStepsEntry)));
+  stepCount_ = state.stepCount;
+  learningRate_ = state.learningRate;
+  scaler_.restore(state.lossScale, state.goodSteps);
   return {};
 }
 

@@ -3,6 +3,7 @@
 // device), and the step count and loss scale on the host — with checkpoints.
 #pragma once
 
+#include "compiler/training/Checkpoint.h"
 #include "compiler/training/LossScaler.h"
 #include "compiler/training/TrainingProgram.h"
 #include "frontend/data/DeviceBatchUploader.h"
@@ -77,13 +78,23 @@ public:
   const TrainingOptions &options() const { return options_; }
   const TrainingProgram &program() const { return program_; }
 
-  /// Writes the trainable parameters, optimizer state, step count, learning
-  /// rate and loss scale to a safetensors file (a temporary file renamed into
-  /// place: an interrupted save leaves the previous checkpoint intact).
-  Expected<void> saveCheckpoint(const std::string &path) const;
-  /// Restores what saveCheckpoint wrote; every tensor must be present with the
-  /// type this trainer expects. On error nothing changes.
+  /// The trainable parameters, optimizer state, step count, learning rate
+  /// and loss scale (read back from the device for a device program).
+  Expected<CheckpointState> checkpointState() const;
+  /// Writes checkpointState() and `run` (what the caller records about the
+  /// run) to a sealed safetensors file (Checkpoint.h; a temporary file renamed
+  /// into place: an interrupted save leaves the previous checkpoint intact).
+  /// A state that is not finite is refused, and nothing is written.
+  Expected<void> saveCheckpoint(const std::string &path,
+                                const io::SafetensorsMetadata &run = {}) const;
+  /// Restores what saveCheckpoint wrote, after every check of
+  /// decodeCheckpoint: the checksum, the values' ranges, and every tensor
+  /// present with the type this trainer expects. On error nothing changes.
   Expected<void> loadCheckpoint(const std::string &path);
+  /// Restores a decoded state, with the same checks (`where` names it in errors).
+  Expected<void> restore(const CheckpointState &state, std::string_view where);
+  /// The tensors a checkpoint of this trainer holds, with their types.
+  const CheckpointLayout &checkpointLayout() const { return stateTypes_; }
 
 private:
   Trainer(TrainingOptions options, TrainingProgram program);
@@ -98,8 +109,10 @@ private:
                                     const NamedTensors &batch);
   Expected<data::DeviceBatch> uploadBatch(const CompiledModel &model, const NamedTensors &batch);
   Expected<data::DeviceBatch> deviceBatch(const CompiledModel &model, const NamedTensors &batch);
-  /// Reads the flags of a finished update.
-  StepResult finishStep(const NamedTensors &outputs, StepResult result);
+  /// Reads the flags of a finished update; a loss or gradient norm that is not
+  /// finite in a step that was not skipped is an error naming the step
+  /// (unless options.allowNonFinite).
+  Expected<StepResult> finishStep(const NamedTensors &outputs, StepResult result);
   /// The program that holds the trainable parameters and optimizer state,
   /// and the one that reads batches (and holds the frozen parameters).
   CompiledModel &stateModel() { return stepModel_ ? *stepModel_ : *updateModel_; }
@@ -114,7 +127,7 @@ private:
   /// The model's inputs a batch must bind: names and types.
   std::vector<std::pair<std::string, ir::TensorType>> batchInputs_;
   /// The trainable parameters' and the optimizer state's types (checkpoints).
-  std::map<std::string, ir::TensorType, std::less<>> stateTypes_;
+  CheckpointLayout stateTypes_;
   std::vector<std::string> stateNames_; ///< stateName(slot, param), every pair
   NamedTensors zeroSums_;               ///< accumulation: each step starts from these
   int64_t stepCount_ = 0;

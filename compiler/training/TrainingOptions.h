@@ -41,6 +41,10 @@ struct TrainingOptions {
   /// clipping).
   std::optional<double> clipGlobalNorm;
   LossScaleOptions lossScale;
+  /// Keep going when a step's loss or gradient norm is not finite (by default
+  /// such a step is an error naming it). Steps the loss scaler skips are
+  /// never errors: they changed nothing.
+  bool allowNonFinite = false;
   /// Target and precision (compile.precision: fp32, tf32, bf16-mixed or
   /// fp16-mixed; parameters and optimizer state stay f32 master copies, the
   /// policy lowers the contractions of forward and backward alike).

@@ -3,9 +3,12 @@
 
 #include "frontend/data/Prefetcher.h"
 
+#include <fmt/ranges.h>
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -124,7 +127,107 @@ Expected<BatchScore> evaluate(CompiledModel &model, const TrainingRecipe &recipe
   return total;
 }
 
+/// What a checkpoint's run entries are named after, and which a resume may change.
+struct RunEntry {
+  std::string_view flag; ///< the kiln train flag (without "--"), or "recipe"
+  bool mayChange;
+};
+constexpr RunEntry kRunEntries[] = {
+    {"recipe", false},     {"seed", false},           {"optimizer", false},
+    {"precision", false},  {"image-size", false},     {"width-divisor", false},
+    {"batch", true},       {"limit", true},           {"accumulate", true},
+    {"momentum", true},    {"nesterov", true},        {"weight-decay", true},
+    {"label-smoothing", true}, {"clip-norm", true},   {"augment", true},
+};
+constexpr std::string_view kEpochsCompletedEntry = "run.epochs-completed";
+
+std::string runKey(std::string_view flag) { return fmt::format("run.{}", flag); }
+
 } // namespace
+
+io::SafetensorsMetadata describeRun(const TrainingRecipe &recipe,
+                                    const RecipeTrainingOptions &options) {
+  const training::OptimizerOptions &optimizer = options.training.optimizer;
+  auto text = [](auto value) { return fmt::format("{}", value); };
+  std::map<std::string_view, std::string> values = {
+      {"recipe", recipe.name},
+      {"seed", text(options.seed)},
+      {"optimizer", std::string(training::optimizerKindName(optimizer.kind))},
+      {"precision", std::string(passes::precisionPolicyName(options.training.compile.precision))},
+      {"image-size", text(options.model.imageSize)},
+      {"width-divisor", text(options.model.widthDivisor)},
+      {"batch", text(options.model.batch)},
+      {"limit", options.trainLimit > 0 ? text(options.trainLimit) : "all"},
+      {"accumulate", text(options.training.accumulationSteps)},
+      {"momentum", text(optimizer.momentum)},
+      {"nesterov", optimizer.nesterov ? "on" : "off"},
+      {"weight-decay", text(optimizer.weightDecay)},
+      {"label-smoothing", text(options.model.labelSmoothing)},
+      {"clip-norm", options.training.clipGlobalNorm ? text(*options.training.clipGlobalNorm)
+                                                    : "none"},
+      {"augment", options.augmentation.any() ? "on" : "off"},
+  };
+  io::SafetensorsMetadata run;
+  for (const RunEntry &entry : kRunEntries)
+    run.emplace(runKey(entry.flag), values.at(entry.flag));
+  return run;
+}
+
+Expected<ResumePlan> planResume(const TrainingRecipe &recipe,
+                                const RecipeTrainingOptions &options,
+                                const training::CheckpointState &checkpoint,
+                                std::string_view where) {
+  auto fail = [&](const std::string &what) {
+    return makeError(ErrorCode::InvalidArgument, fmt::format("resume from {}: {}", where, what));
+  };
+  ResumePlan plan;
+  auto completed = checkpoint.run.find(kEpochsCompletedEntry);
+  if (completed == checkpoint.run.end())
+    return fail(fmt::format("the checkpoint has no '{}': it was not written by kiln train",
+                            kEpochsCompletedEntry));
+  const std::string &epochsText = completed->second;
+  auto [end, error] = std::from_chars(epochsText.data(), epochsText.data() + epochsText.size(),
+                                      plan.epochsCompleted);
+  if (error != std::errc() || end != epochsText.data() + epochsText.size() ||
+      plan.epochsCompleted < 0)
+    return fail(fmt::format("'{}' is '{}', expected a count >= 0", kEpochsCompletedEntry,
+                            epochsText));
+
+  io::SafetensorsMetadata now = describeRun(recipe, options);
+  std::vector<std::string> refused;
+  for (const RunEntry &entry : kRunEntries) {
+    std::string key = runKey(entry.flag);
+    auto saved = checkpoint.run.find(key);
+    if (saved == checkpoint.run.end())
+      return fail(fmt::format("the checkpoint has no '{}': it was not written by this kiln "
+                              "train",
+                              key));
+    const std::string &value = now.at(key);
+    if (saved->second == value)
+      continue;
+    std::string name = entry.flag == "recipe" ? "the recipe" : fmt::format("--{}", entry.flag);
+    if (!entry.mayChange)
+      refused.push_back(fmt::format("{} is {}, the checkpoint's run had {}", name, value,
+                                    saved->second));
+    else
+      plan.notes.push_back(fmt::format("{} {} (the checkpoint's run had {}): the remaining "
+                                       "epochs use {}",
+                                       name, value, saved->second, value));
+  }
+  if (!refused.empty())
+    return fail(fmt::format("{}; a resumed run keeps the recipe, --seed, --optimizer, "
+                            "--precision, --image-size and --width-divisor (train without "
+                            "--resume to change them)",
+                            fmt::join(refused, "; ")));
+  plan.learningRate = checkpoint.learningRate;
+  if (options.overrideLearningRate && options.training.optimizer.learningRate !=
+                                          checkpoint.learningRate) {
+    plan.learningRate = options.training.optimizer.learningRate;
+    plan.notes.push_back(fmt::format("--lr {} replaces the checkpoint's learning rate {}",
+                                     plan.learningRate, checkpoint.learningRate));
+  }
+  return plan;
+}
 
 Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
                                            const RecipeTrainingOptions &options) {
@@ -176,10 +279,17 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
   bool interactive = options.progress && ::isatty(::fileno(options.progress));
   int64_t firstEpoch = 0;
   if (!options.resumePath.empty()) {
-    KILN_TRY_VOID(trainer.loadCheckpoint(options.resumePath));
-    firstEpoch = trainer.stepCount() / std::max<int64_t>(1, report.stepsPerEpoch);
+    KILN_TRY(training::CheckpointState checkpoint,
+             training::readCheckpoint(options.resumePath, &trainer.checkpointLayout()));
+    KILN_TRY(ResumePlan plan, planResume(recipe, options, checkpoint, options.resumePath));
+    checkpoint.learningRate = plan.learningRate;
+    KILN_TRY_VOID(trainer.restore(checkpoint, options.resumePath));
+    // Recorded, not derived from the step count: the batch or limit may have changed.
+    firstEpoch = plan.epochsCompleted;
     report.resumedEpochs = firstEpoch;
+    report.resumeNotes = std::move(plan.notes);
   }
+  io::SafetensorsMetadata run = describeRun(recipe, options);
 
   for (int64_t epochIndex = firstEpoch; epochIndex < options.epochs; ++epochIndex) {
     EpochReport epoch;
@@ -222,6 +332,14 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
                      recipe.metric);
     }
     KILN_TRY(NamedTensors params, trainer.params());
+    // A step's loss catches divergence as it happens; this catches the last
+    // update of the epoch, before it is evaluated or checkpointed.
+    if (!options.training.allowNonFinite)
+      if (std::optional<std::string> bad = training::findNonFinite(params))
+        return makeError(ErrorCode::InvalidArgument,
+                         fmt::format("epoch {}, after training step {}: parameter {}: training "
+                                     "diverged (a learning rate too large?)",
+                                     epoch.epoch, trainer.stepCount(), *bad));
     KILN_TRY(BatchScore testScore, evaluate(evalModel, recipe, testLoader, params));
     epoch.testLoss = testScore.count ? testScore.lossSum / testScore.count : 0;
     epoch.testMetric = metricOf(recipe.metric, testScore);
@@ -231,8 +349,10 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
                  epoch.skippedSteps ? fmt::format(" ({} steps skipped: gradients not finite)",
                                                   epoch.skippedSteps)
                                     : "");
-    if (!options.checkpointPath.empty())
-      KILN_TRY_VOID(trainer.saveCheckpoint(options.checkpointPath));
+    if (!options.checkpointPath.empty()) {
+      run.insert_or_assign(std::string(kEpochsCompletedEntry), fmt::format("{}", epoch.epoch));
+      KILN_TRY_VOID(trainer.saveCheckpoint(options.checkpointPath, run));
+    }
     report.epochs.push_back(epoch);
   }
   KILN_TRY(report.params, trainer.params());

@@ -30,8 +30,12 @@ struct RecipeTrainingOptions {
   /// Written atomically after every epoch (and read by resume).
   std::string checkpointPath;
   /// Continue from this checkpoint: the epochs it completed are skipped, so
-  /// the run ends as an uninterrupted one would, bit for bit.
+  /// the run ends as an uninterrupted one would, bit for bit. The options
+  /// must keep what planResume refuses to change.
   std::string resumePath;
+  /// Resuming: train at training.optimizer.learningRate instead of the
+  /// checkpoint's learning rate (kiln train --lr with --resume).
+  bool overrideLearningRate = false;
   /// Progress lines (one redrawn line per epoch); nullptr: silent.
   std::FILE *progress = stderr;
 };
@@ -53,9 +57,33 @@ struct RecipeTrainingReport {
   double compileSeconds = 0;
   int64_t trainExamples = 0, testExamples = 0, stepsPerEpoch = 0;
   int64_t resumedEpochs = 0; ///< epochs read from the resumed checkpoint
+  std::vector<std::string> resumeNotes; ///< planResume's notes
   std::vector<EpochReport> epochs;
   NamedTensors params; ///< every parameter after training, frozen ones included
 };
+
+/// What a checkpoint records about the run that wrote it ("run.<flag>" ->
+/// the value, as kiln train's flags name them), so that a resume can tell
+/// which options changed.
+io::SafetensorsMetadata describeRun(const TrainingRecipe &recipe,
+                                    const RecipeTrainingOptions &options);
+
+/// How a run continues from a checkpoint.
+struct ResumePlan {
+  int64_t epochsCompleted = 0; ///< as the checkpoint recorded them
+  double learningRate = 0;     ///< the checkpoint's, or the overriding one
+  /// One line per option that differs from the checkpoint's run and is used.
+  std::vector<std::string> notes;
+};
+
+/// Compares `options` with the run recorded in `checkpoint`. The seed, the
+/// optimizer, the precision and the model (recipe, image size, width divisor)
+/// must not change: InvalidArgument naming each that did. Anything else that
+/// changed (batch, limit, learning rate, ...) is used, with a note.
+Expected<ResumePlan> planResume(const TrainingRecipe &recipe,
+                                const RecipeTrainingOptions &options,
+                                const training::CheckpointState &checkpoint,
+                                std::string_view where);
 
 /// Trains `recipe`. Errors name what failed (data, compile, a step, a checkpoint).
 Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,

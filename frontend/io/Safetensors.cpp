@@ -5,12 +5,14 @@
 #include "frontend/io/JsonReader.h"
 #include "ir/graph/TensorType.h"
 #include "runtime/cache/AtomicFile.h"
+#include "support/Json.h"
 #include "support/RegularFile.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <fmt/format.h>
 #include <tuple>
 #include <unistd.h>
@@ -46,24 +48,6 @@ std::unexpected<Error> ioError(const std::string &what, const std::string &path,
                    fmt::format("{} {}: {}", what, path, std::strerror(errorNumber)));
 }
 
-/// A JSON string literal for `text` (tensor names may hold any bytes).
-std::string quoteJson(std::string_view text) {
-  std::string out = "\"";
-  for (char ch : text) {
-    auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(ch);
-    } else if (c < 0x20) {
-      out += fmt::format("\\u{:04x}", c);
-    } else {
-      out.push_back(ch);
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
 /// Reads exactly `size` bytes at `offset`; returns 0, an errno value, or -1
 /// when the file ends first.
 int readAllAt(int fd, void *data, size_t size, uint64_t offset) {
@@ -84,17 +68,42 @@ int readAllAt(int fd, void *data, size_t size, uint64_t offset) {
   return 0;
 }
 
-std::string buildHeader(const TensorMap &tensors) {
+/// The header is JSON, which must be UTF-8: a name with other bytes would make
+/// a file that other readers reject.
+Expected<void> requireUtf8(const std::string &path, std::string_view what, std::string_view text) {
+  std::optional<size_t> bad = json::invalidUtf8Offset(text);
+  if (!bad)
+    return {};
+  std::string shown;
+  for (char c : text)
+    shown += static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f
+                 ? fmt::format("\\x{:02x}", static_cast<unsigned char>(c))
+                 : std::string(1, c);
+  return makeError(ErrorCode::InvalidArgument,
+                   fmt::format("cannot save {}: {} \"{}\" is not UTF-8 (byte {} is not part of a "
+                               "UTF-8 character); a safetensors header is JSON, which must be UTF-8",
+                               path, what, shown, *bad));
+}
+
+std::string buildHeader(const TensorMap &tensors, const SafetensorsMetadata &metadata) {
   std::string header = "{";
   uint64_t offset = 0;
   bool first = true;
+  if (!metadata.empty()) {
+    header += json::quote(kMetadataKey) + ":{";
+    for (auto item = metadata.begin(); item != metadata.end(); ++item)
+      header += (item == metadata.begin() ? "" : ",") + json::quote(item->first) + ":" +
+                json::quote(item->second);
+    header += "}";
+    first = false;
+  }
   for (const auto &[name, tensor] : tensors) {
     if (!first)
       header += ",";
     first = false;
     uint64_t end = offset + tensor.byteSize();
     header += fmt::format("{}:{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}",
-                          quoteJson(name), safetensorsDTypeName(tensor.dtype()),
+                          json::quote(name), safetensorsDTypeName(tensor.dtype()),
                           fmt::join(tensor.shape(), ","), offset, end);
     offset = end;
   }
@@ -232,19 +241,24 @@ Expected<TensorEntry> parseTensorEntry(const std::string &path, const JsonMember
   return entry;
 }
 
-Expected<void> checkMetadata(const std::string &path, const JsonValue &metadata) {
+Expected<SafetensorsMetadata> readMetadata(const std::string &path, const JsonValue &metadata) {
   if (metadata.kind != JsonValue::Kind::Object)
     return formatError(path,
                        fmt::format("\"__metadata__\" must be an object at byte {} of the header",
                                    metadata.offset));
+  SafetensorsMetadata pairs;
   for (const JsonMember &item : metadata.members) {
     if (item.value.kind != JsonValue::Kind::String)
       return formatError(path,
                          fmt::format("\"__metadata__\" value of \"{}\" must be a string, "
                                      "found {} at byte {} of the header",
                                      item.key, jsonKindName(item.value.kind), item.value.offset));
+    if (!pairs.emplace(item.key, item.value.string).second)
+      return formatError(path, fmt::format("\"__metadata__\" has the key \"{}\" twice (again "
+                                           "at byte {} of the header)",
+                                           item.key, item.keyOffset));
   }
-  return {};
+  return pairs;
 }
 
 /// The byte ranges must tile the data section exactly: no overlap (two
@@ -276,6 +290,82 @@ Expected<void> checkTiling(const std::string &path, std::vector<const TensorEntr
   return {};
 }
 
+/// The checks and reads of a file of `fileSize` bytes; `readAt` reads like
+/// readAllAt (0, an errno value, or -1 past the end).
+Expected<SafetensorsContents>
+parseContents(const std::string &path, uint64_t fileSize,
+              const std::function<int(void *, size_t, uint64_t)> &readAt) {
+  if (fileSize < 8)
+    return formatError(path, fmt::format("file is truncated: {} bytes, too short for the 8-byte "
+                                         "header length",
+                                         fileSize));
+  uint8_t lengthBytes[8];
+  if (int err = readAt(lengthBytes, 8, 0))
+    return err < 0 ? formatError(path, "file is truncated while reading the header length")
+                   : ioError("cannot read", path, err);
+  uint64_t headerSize = 0;
+  for (int i = 7; i >= 0; --i)
+    headerSize = (headerSize << 8) | lengthBytes[i];
+  if (headerSize > fileSize - 8)
+    return formatError(path, fmt::format("header length {} is beyond the end of the file ({} bytes "
+                                         "after the length field; file truncated?)",
+                                         headerSize, fileSize - 8));
+  if (headerSize > kMaxHeaderBytes)
+    return formatError(path, fmt::format("header length {} exceeds the {}-byte limit", headerSize,
+                                         kMaxHeaderBytes));
+
+  std::string headerText(static_cast<size_t>(headerSize), '\0');
+  if (int err = readAt(headerText.data(), headerText.size(), 8))
+    return err < 0 ? formatError(path, "file is truncated while reading the header")
+                   : ioError("cannot read", path, err);
+  if (headerText.empty() || headerText[0] != '{')
+    return formatError(path, "bad JSON in header: expected '{' at byte 0 of the header");
+  auto parsed = parseJson(headerText, 4);
+  if (!parsed)
+    return formatError(
+        path, fmt::format("bad JSON in header: {} of the header", parsed.error().message()));
+  const JsonValue &root = *parsed;
+
+  uint64_t dataStart = 8 + headerSize;
+  uint64_t dataSize = fileSize - dataStart;
+  SafetensorsContents contents;
+  std::vector<TensorEntry> entries;
+  std::map<std::string_view, size_t> firstSeen; // name -> key offset
+  for (const JsonMember &member : root.members) {
+    auto [it, inserted] = firstSeen.emplace(member.key, member.keyOffset);
+    if (!inserted)
+      return formatError(path, fmt::format("duplicate tensor name '{}' at byte {} of the header "
+                                           "(first at byte {})",
+                                           member.key, member.keyOffset, it->second));
+    if (member.key == kMetadataKey) {
+      KILN_TRY(contents.metadata, readMetadata(path, member.value));
+      continue;
+    }
+    KILN_TRY(TensorEntry entry, parseTensorEntry(path, member, dataSize));
+    entries.push_back(std::move(entry));
+  }
+  std::vector<const TensorEntry *> byOffset;
+  for (const TensorEntry &entry : entries)
+    byOffset.push_back(&entry);
+  KILN_TRY_VOID(checkTiling(path, byOffset, dataSize));
+
+  for (const TensorEntry &entry : entries) {
+    // The shape was checked; the allocation itself can still fail.
+    auto created = HostTensor::create(entry.dtype, entry.shape);
+    if (!created)
+      return makeError(created.error().code(), fmt::format("{}: tensor '{}': {}", path, entry.name,
+                                                           created.error().message()));
+    HostTensor tensor = std::move(*created);
+    if (int err = readAt(tensor.bytes().data(), tensor.byteSize(),
+                            dataStart + entry.begin))
+      return err < 0 ? formatError(path,
+                                   fmt::format("file is truncated inside tensor '{}'", entry.name))
+                     : ioError("cannot read", path, err);
+    contents.tensors.emplace(entry.name, std::move(tensor));
+  }
+  return contents;
+}
+
 } // namespace
 
 std::string_view safetensorsDTypeName(DType type) {
@@ -297,95 +387,49 @@ std::optional<DType> parseSafetensorsDType(std::string_view name) {
   return std::nullopt;
 }
 
-Expected<void> saveSafetensors(const std::string &path, const TensorMap &tensors) {
+Expected<void> saveSafetensors(const std::string &path, const TensorMap &tensors,
+                               const SafetensorsMetadata &metadata) {
   for (const auto &[name, tensor] : tensors) {
     if (name.empty() || name == kMetadataKey)
       return makeError(ErrorCode::InvalidArgument,
                        fmt::format("cannot save {}: tensor name \"{}\" is {}", path, name,
                                    name.empty() ? "empty" : "reserved by safetensors"));
+    KILN_TRY_VOID(requireUtf8(path, "tensor name", name));
     KILN_CHECK(static_cast<int64_t>(tensor.byteSize()) ==
                    tensor.numElements() * dtypeByteSize(tensor.dtype()),
                "HostTensor byte size disagrees with its type " + tensor.typeStr());
   }
-  std::string header = buildHeader(tensors);
+  for (const auto &[key, value] : metadata) {
+    KILN_TRY_VOID(requireUtf8(path, "metadata key", key));
+    KILN_TRY_VOID(requireUtf8(path, "metadata value", value));
+  }
+  std::string header = buildHeader(tensors, metadata);
   return runtime::replaceFileWith(path, "safetensors file", [&](int fd) {
     return writeFileContents(fd, header, tensors);
   });
 }
 
 Expected<TensorMap> loadSafetensors(const std::string &path) {
+  KILN_TRY(SafetensorsContents contents, readSafetensors(path));
+  return std::move(contents.tensors);
+}
+
+Expected<SafetensorsContents> readSafetensors(const std::string &path) {
   KILN_TRY(RegularFile file, openRegularFile(path, "safetensors file"));
-  uint64_t fileSize = file.size;
+  auto readAt = [&](void *data, size_t size, uint64_t offset) {
+    return readAllAt(file.descriptor.get(), data, size, offset);
+  };
+  return parseContents(path, file.size, readAt);
+}
 
-  if (fileSize < 8)
-    return formatError(path, fmt::format("file is truncated: {} bytes, too short for the 8-byte "
-                                         "header length",
-                                         fileSize));
-  uint8_t lengthBytes[8];
-  if (int err = readAllAt(file.descriptor.get(), lengthBytes, 8, 0))
-    return err < 0 ? formatError(path, "file is truncated while reading the header length")
-                   : ioError("cannot read", path, err);
-  uint64_t headerSize = 0;
-  for (int i = 7; i >= 0; --i)
-    headerSize = (headerSize << 8) | lengthBytes[i];
-  if (headerSize > fileSize - 8)
-    return formatError(path, fmt::format("header length {} is beyond the end of the file ({} bytes "
-                                         "after the length field; file truncated?)",
-                                         headerSize, fileSize - 8));
-  if (headerSize > kMaxHeaderBytes)
-    return formatError(path, fmt::format("header length {} exceeds the {}-byte limit", headerSize,
-                                         kMaxHeaderBytes));
-
-  std::string headerText(static_cast<size_t>(headerSize), '\0');
-  if (int err = readAllAt(file.descriptor.get(), headerText.data(), headerText.size(), 8))
-    return err < 0 ? formatError(path, "file is truncated while reading the header")
-                   : ioError("cannot read", path, err);
-  if (headerText.empty() || headerText[0] != '{')
-    return formatError(path, "bad JSON in header: expected '{' at byte 0 of the header");
-  auto parsed = parseJson(headerText, 4);
-  if (!parsed)
-    return formatError(
-        path, fmt::format("bad JSON in header: {} of the header", parsed.error().message()));
-  const JsonValue &root = *parsed;
-
-  uint64_t dataStart = 8 + headerSize;
-  uint64_t dataSize = fileSize - dataStart;
-  std::vector<TensorEntry> entries;
-  std::map<std::string_view, size_t> firstSeen; // name -> key offset
-  for (const JsonMember &member : root.members) {
-    auto [it, inserted] = firstSeen.emplace(member.key, member.keyOffset);
-    if (!inserted)
-      return formatError(path, fmt::format("duplicate tensor name '{}' at byte {} of the header "
-                                           "(first at byte {})",
-                                           member.key, member.keyOffset, it->second));
-    if (member.key == kMetadataKey) {
-      KILN_TRY_VOID(checkMetadata(path, member.value));
-      continue;
-    }
-    KILN_TRY(TensorEntry entry, parseTensorEntry(path, member, dataSize));
-    entries.push_back(std::move(entry));
-  }
-  std::vector<const TensorEntry *> byOffset;
-  for (const TensorEntry &entry : entries)
-    byOffset.push_back(&entry);
-  KILN_TRY_VOID(checkTiling(path, byOffset, dataSize));
-
-  TensorMap tensors;
-  for (const TensorEntry &entry : entries) {
-    // The shape was checked; the allocation itself can still fail.
-    auto created = HostTensor::create(entry.dtype, entry.shape);
-    if (!created)
-      return makeError(created.error().code(), fmt::format("{}: tensor '{}': {}", path, entry.name,
-                                                           created.error().message()));
-    HostTensor tensor = std::move(*created);
-    if (int err = readAllAt(file.descriptor.get(), tensor.bytes().data(), tensor.byteSize(),
-                            dataStart + entry.begin))
-      return err < 0 ? formatError(path,
-                                   fmt::format("file is truncated inside tensor '{}'", entry.name))
-                     : ioError("cannot read", path, err);
-    tensors.emplace(entry.name, std::move(tensor));
-  }
-  return tensors;
+Expected<SafetensorsContents> parseSafetensors(std::string_view bytes, const std::string &name) {
+  auto readAt = [&](void *data, size_t size, uint64_t offset) {
+    if (offset > bytes.size() || size > bytes.size() - offset)
+      return -1;
+    std::memcpy(data, bytes.data() + offset, size);
+    return 0;
+  };
+  return parseContents(name, bytes.size(), readAt);
 }
 
 } // namespace kiln::io

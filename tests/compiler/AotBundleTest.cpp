@@ -179,14 +179,44 @@ TEST_CASE("a failed bundle write leaves no file and keeps an older one", "[aot]"
   std::string path = dir.file("model.kiln");
   writeFile(path, "an older bundle");
   compiler::AotOptions options = cpuOptions();
-  options.weights.emplace("not_a_param", HostTensor(DType::F32, {2}));
+  options.weights = dense.c.graph().paramValues();
+  options.weights->emplace("not_a_param", HostTensor(DType::F32, {2}));
   auto written = compiler::writeBundle(dense.graph(), options, path);
   REQUIRE_FALSE(written);
   CHECK(written.error().code() == ErrorCode::InvalidArgument);
-  CHECK_THAT(written.error().message(), Catch::Contains("'not_a_param' is not a parameter"));
+  CHECK_THAT(written.error().message(), Catch::Contains("weight not a parameter of the model: "
+                                                        "'not_a_param'"));
   CHECK(readFile(path) == "an older bundle");
   CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
   // (An unwritable destination: BundleFormatTest's writeBundleFile cases.)
+}
+
+TEST_CASE("weights given to a bundle must be every parameter, typed as the model's", "[aot]") {
+  DenseCase dense;
+  compiler::AotOptions options = cpuOptions();
+  auto errorOf = [&](NamedTensors weights) {
+    options.weights = std::move(weights);
+    auto bytes = compiler::buildBundle(dense.graph(), options);
+    REQUIRE_FALSE(bytes);
+    CHECK(bytes.error().code() == ErrorCode::InvalidArgument);
+    return bytes.error().message();
+  };
+  NamedTensors params = dense.c.graph().paramValues();
+  // An empty set (an empty --weights file) is no set of weights: it would run on random ones.
+  CHECK_THAT(errorOf({}), Catch::Contains("2 of the model's 2 parameters missing: 'w' (f32[13,9]), "
+                                          "'b' (f32[9])"));
+  NamedTensors partial = params;
+  partial.erase("b");
+  partial.emplace("bias", HostTensor(DType::F32, {9}));
+  CHECK_THAT(errorOf(partial), Catch::Contains("1 of the model's 2 parameters missing: 'b' "
+                                               "(f32[9])") &&
+                                   Catch::Contains("weight not a parameter of the model: 'bias'"));
+  NamedTensors retyped = params;
+  retyped.at("w") = HostTensor(DType::F16, {13, 9});
+  CHECK_THAT(errorOf(retyped), Catch::Contains("weight 'w' is f16[13,9], the parameter is "
+                                               "f32[13,9]"));
+  options.weights = params;
+  CHECK(compiler::buildBundle(dense.graph(), options));
 }
 
 TEST_CASE("the host linker: $KILN_LLD is honoured, and a failed link carries its log", "[aot]") {

@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 using namespace kiln;
 using namespace kiln::training;
@@ -93,11 +94,11 @@ TEST_CASE("frozen parameters stay bitwise; a checkpoint resumes training bit for
 
   {
     INFO("a checkpoint of another setup is refused and changes nothing");
-    auto tensors = io::loadSafetensors(path);
-    REQUIRE(tensors);
-    tensors->erase(std::string(stateName("v", "out.bias")));
+    auto state = readCheckpoint(path);
+    REQUIRE(state);
+    state->tensors.erase(std::string(stateName("v", "out.bias")));
     std::string partial = dir.file("partial.safetensors");
-    REQUIRE(io::saveSafetensors(partial, *tensors));
+    REQUIRE(writeCheckpoint(partial, *state));
     NamedTensors params = trainer.params().value();
     auto loaded = trainer.loadCheckpoint(partial);
     REQUIRE_FALSE(loaded);
@@ -106,6 +107,21 @@ TEST_CASE("frozen parameters stay bitwise; a checkpoint resumes training bit for
     NamedTensors after = trainer.params().value();
     for (const auto &[name, value] : params)
       CHECK(sameBits(after.at(name), value));
+  }
+  {
+    INFO("a damaged checkpoint is refused, naming the file, and changes nothing");
+    std::string damaged = dir.file("damaged.safetensors");
+    std::filesystem::copy_file(path, damaged);
+    {
+      std::fstream file(damaged, std::ios::in | std::ios::out | std::ios::binary);
+      file.seekp(-3, std::ios::end);
+      file.put('\x7f');
+    }
+    auto loaded = trainer.loadCheckpoint(damaged);
+    REQUIRE_FALSE(loaded);
+    CHECK_THAT(loaded.error().message(),
+               Catch::StartsWith("checkpoint " + damaged + ": checksum mismatch"));
+    CHECK(trainer.stepCount() == 4);
   }
   {
     INFO("batches with a wrong name, shape or dtype are errors naming the input");

@@ -138,6 +138,39 @@ TEST_CASE("safetensors escapes names and accepts string metadata", "[safetensors
   CHECK(xa.toDoubles() == std::vector<double>{1.0, -2.0});
 }
 
+TEST_CASE("safetensors metadata round-trips; bytes in memory parse as the file does",
+          "[safetensors]") {
+  TempDir dir;
+  TensorMap tensors;
+  tensors["w"] = HostTensor::fromDoubles(DType::F32, {2}, std::vector<double>{1.5, -3});
+  SafetensorsMetadata metadata = {{"format", "kiln \"ckpt\"\n"}, {"checksum", "00ff"}};
+  std::string path = dir.file("meta.safetensors");
+  REQUIRE(saveSafetensors(path, tensors, metadata).has_value());
+  auto read = readSafetensors(path);
+  REQUIRE(read.has_value());
+  CHECK(read->metadata == metadata);
+  CHECK(read->tensors.at("w").toDoubles() == std::vector<double>{1.5, -3});
+
+  std::vector<uint8_t> bytes = readBytes(path);
+  std::string text(bytes.begin(), bytes.end());
+  auto parsed = parseSafetensors(text, "in-memory");
+  REQUIRE(parsed.has_value());
+  CHECK(parsed->metadata == metadata);
+  CHECK(parsed->tensors.at("w").toDoubles() == std::vector<double>{1.5, -3});
+  // A cut copy fails as the cut file would, naming what the caller called it.
+  auto cut = parseSafetensors(std::string_view(text).substr(0, text.size() - 3), "in-memory");
+  REQUIRE_FALSE(cut.has_value());
+  CHECK_THAT(cut.error().message(),
+             Catch::StartsWith("in-memory:") && Catch::Contains("data section"));
+
+  // A key given twice would leave which value counts to the reader's whim.
+  std::string twice = dir.file("twice.safetensors");
+  writeBytes(twice, rawFile("{\"__metadata__\":{\"a\":\"1\",\"a\":\"2\"}}", {}));
+  auto duplicate = readSafetensors(twice);
+  REQUIRE_FALSE(duplicate.has_value());
+  CHECK_THAT(duplicate.error().message(), Catch::Contains("has the key \"a\" twice"));
+}
+
 TEST_CASE("safetensors rejects malformed files with precise messages", "[safetensors]") {
   TempDir dir;
   const std::string f32Pair = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
@@ -286,6 +319,27 @@ TEST_CASE("a failed safetensors save leaves no file behind", "[safetensors]") {
     CHECK(saved.error().code() == ErrorCode::InvalidArgument);
     CHECK_THAT(saved.error().message(), Catch::Contains("reserved"));
     CHECK(dir.entries().empty());
+  }
+  SECTION("a name that is not UTF-8") {
+    // JSON must be UTF-8: such a header would be refused by other readers.
+    TensorMap bad = tensors;
+    bad["out\xff\n"] = tensors["w"];
+    std::string path = dir.file("m.safetensors");
+    auto saved = saveSafetensors(path, bad);
+    REQUIRE_FALSE(saved.has_value());
+    CHECK(saved.error().code() == ErrorCode::InvalidArgument);
+    CHECK(saved.error().message() ==
+          "cannot save " + path + ": tensor name \"out\\xff\\x0a\" is not UTF-8 (byte 3 is not "
+          "part of a UTF-8 character); a safetensors header is JSON, which must be UTF-8");
+    auto badMetadata = saveSafetensors(path, tensors, {{"note", "\xc0\xaf"}});
+    REQUIRE_FALSE(badMetadata.has_value());
+    CHECK_THAT(badMetadata.error().message(), Catch::Contains("metadata value"));
+    CHECK(dir.entries().empty());
+    // UTF-8 beyond ASCII is fine, and round-trips.
+    TensorMap accented = tensors;
+    accented["caf\xc3\xa9"] = tensors["w"];
+    REQUIRE(saveSafetensors(path, accented));
+    CHECK(loadSafetensors(path)->count("caf\xc3\xa9") == 1);
   }
   SECTION("an existing file is replaced whole") {
     std::string path = dir.file("model.safetensors");

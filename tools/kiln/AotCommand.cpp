@@ -124,6 +124,12 @@ int aotCommand(const std::vector<std::string> &rawWords) {
     fmt::print(stderr, "kiln aot: --weights and --embed-params exclude each other\n");
     return kExitUsage;
   }
+  // The seed makes the parameters, which only --embed-params stores.
+  if (args->has("--seed") && !args->has("--embed-params")) {
+    fmt::print(stderr, "kiln aot: --seed applies with --embed-params (it seeds the parameters "
+                       "stored)\n");
+    return kExitUsage;
+  }
 
   compiler::AotOptions options;
   auto target = args->value("--target").value_or("cpu");
@@ -195,7 +201,7 @@ int aotCommand(const std::vector<std::string> &rawWords) {
   for (const std::string &note : report.notes)
     fmt::print("note:     {}\n", note);
   fmt::print("wrote {} ({}, {} kernels{}) in {:.2f} s\n", *output, sizeText(report.bytes),
-             report.numKernels, options.weights.empty() ? "" : ", with weights",
+             report.numKernels, options.weights ? ", with weights" : "",
              report.seconds);
   return kExitOk;
 }

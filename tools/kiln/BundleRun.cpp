@@ -27,7 +27,8 @@ bool isBundlePath(const std::string &path) {
 
 int runBundle(const std::string &path, const Args &args) {
   for (const char *flag : {"--check", "--batch", "--target", "--arch", "--backend", "--precision",
-                           "--profile"})
+                           "--profile", "--tuning", "--tuning-db", "--tuned-on", "--wgmma",
+                           "--tma", "--persistent", "--shape"})
     if (args.has(flag)) {
       fmt::print(stderr, "kiln run: {} does not apply to a bundle (it is compiled already)\n",
                  flag);

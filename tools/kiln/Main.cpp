@@ -71,6 +71,11 @@ int main(int argc, char **argv) {
     fmt::print(kUsage, exampleListing());
     return kExitOk;
   }
+  // Every command that compiles reads $KILN_TUNING; a misspelt mode must not pass for "use".
+  if (auto tuning = kiln::tuningModeFromEnvironment(); !tuning) {
+    fmt::print(stderr, "kiln: {}\n", tuning.error().message());
+    return kExitUsage;
+  }
   if (command == "compile")
     return compileCommand(rest);
   if (command == "run")

@@ -2,6 +2,7 @@
 // compiled training program, printing per-epoch progress and test results,
 // with atomic checkpoints and resume (docs/training.md).
 #include "examples/models/RecipeTraining.h"
+#include "compiler/training/Checkpoint.h"
 #include "frontend/io/Safetensors.h"
 #include "tools/kiln/Commands.h"
 
@@ -37,7 +38,12 @@ options:
   --test-limit N      evaluate on the first N held-out examples only
   --data DIR          where the data set is (default: the recipe's Debian path)
   --checkpoint FILE   save a checkpoint after every epoch (written atomically)
-  --resume FILE       continue from a checkpoint of the same recipe and options
+  --resume FILE       continue from a checkpoint of the same recipe, seed,
+                      optimizer, precision and model sizes; other options may
+                      change (each change is printed), and --lr replaces the
+                      checkpoint's learning rate
+  --allow-nonfinite   keep training when a step's loss or gradients are not
+                      finite (by default training stops there, naming the step)
   --save-weights FILE write the trained parameters (safetensors) for kiln run
                       and the fashion_mnist_cnn example's --weights
   --image-size N      vgg-transfer: input size, a multiple of 32 (default 32)
@@ -74,6 +80,13 @@ Expected<training::OptimizerOptions> parseOptimizer(const Args &args,
       return makeError(ErrorCode::InvalidArgument,
                        fmt::format("--optimizer expects sgd, adam or adamw, got '{}'", *name));
   }
+  // Momentum and Nesterov are SGD's; Adam would compile without them, silently.
+  for (const char *flag : {"--momentum", "--nesterov"})
+    if (args.has(flag) && optimizer.kind != training::OptimizerKind::Sgd)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("{} applies to --optimizer sgd; this run uses {}{}", flag,
+                                   training::optimizerKindName(optimizer.kind),
+                                   args.has("--optimizer") ? "" : " (the recipe's default)"));
   KILN_TRY(optimizer.learningRate, doubleValue(args, "--lr", optimizer.learningRate));
   KILN_TRY(optimizer.momentum, doubleValue(args, "--momentum", optimizer.momentum));
   KILN_TRY(optimizer.weightDecay, doubleValue(args, "--weight-decay", optimizer.weightDecay));
@@ -85,11 +98,25 @@ Expected<training::OptimizerOptions> parseOptimizer(const Args &args,
 Expected<examples::RecipeTrainingOptions> parseTrainOptions(const Args &args,
                                                             const examples::TrainingRecipe &recipe) {
   examples::RecipeTrainingOptions options;
+  // The model-size flags shape only vgg-transfer's model; other recipes would ignore them.
+  for (const char *flag : {"--image-size", "--width-divisor"})
+    if (args.has(flag) && recipe.name != "vgg-transfer")
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("{} applies to the vgg-transfer recipe, not {}", flag,
+                                   recipe.name));
+  if (args.has("--augment") && recipe.loader.imageName.empty())
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("--augment needs image inputs; the {} recipe has none",
+                                 recipe.name));
   KILN_TRY_VOID(parseTargetOptions(args, options.training.compile));
   KILN_TRY(options.model.batch, args.intValue("--batch", recipe.defaultBatch, 1));
   KILN_TRY(options.epochs, args.intValue("--epochs", recipe.defaultEpochs, 1));
   KILN_TRY(options.model.labelSmoothing, doubleValue(args, "--label-smoothing", 0.0));
   KILN_TRY(options.model.imageSize, args.intValue("--image-size", 32, 32));
+  if (options.model.imageSize % 32 != 0)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("--image-size expects a multiple of 32, got {}",
+                                 options.model.imageSize));
   KILN_TRY(options.model.widthDivisor, args.intValue("--width-divisor", 1, 1));
   KILN_TRY(options.training.optimizer, parseOptimizer(args, recipe));
   KILN_TRY(options.training.accumulationSteps, args.intValue("--accumulate", 1, 1));
@@ -105,9 +132,12 @@ Expected<examples::RecipeTrainingOptions> parseTrainOptions(const Args &args,
     options.augmentation.flipProbability = 0.5;
     options.augmentation.cropPadding = 2;
   }
+  options.training.allowNonFinite = args.has("--allow-nonfinite");
   options.dataDir = args.value("--data").value_or("");
   options.checkpointPath = args.value("--checkpoint").value_or("");
   options.resumePath = args.value("--resume").value_or("");
+  options.overrideLearningRate = args.has("--lr");
+  KILN_TRY_VOID(training::validateTrainingOptions(options.training));
   return options;
 }
 
@@ -137,7 +167,8 @@ int trainCommand(const std::vector<std::string> &words) {
                  "--label-smoothing", "--accumulate", "--clip-norm", "--seed", "--limit",
                  "--test-limit", "--data", "--checkpoint", "--resume", "--save-weights",
                  "--image-size", "--width-divisor"});
-  auto args = Args::parse(words, valued, {"--help", "--nesterov", "--augment", "--quiet"});
+  auto args = Args::parse(words, valued,
+                          {"--help", "--nesterov", "--augment", "--quiet", "--allow-nonfinite"});
   if (!args) {
     fmt::print(stderr, "kiln train: {}\nrun 'kiln train --help' for usage\n",
                args.error().message());
@@ -165,11 +196,33 @@ int trainCommand(const std::vector<std::string> &words) {
   }
   options->progress = args->has("--quiet") ? nullptr : stderr;
 
+  // A resume is checked before anything compiles: a damaged checkpoint fails
+  // (1), options it cannot continue with are bad usage (2).
+  std::optional<examples::ResumePlan> resume;
+  if (!options->resumePath.empty()) {
+    auto checkpoint = training::readCheckpoint(options->resumePath);
+    if (!checkpoint)
+      return reportError("train", checkpoint.error());
+    auto plan = examples::planResume(*recipe, *options, *checkpoint, options->resumePath);
+    if (!plan) {
+      fmt::print(stderr, "kiln train: {}\n", plan.error().message());
+      return kExitUsage;
+    }
+    resume = std::move(*plan);
+  }
+
   fmt::print("recipe:    {} — {}\n", recipe->name, recipe->description);
-  fmt::print("training:  {} epochs, batch {}, {} lr {}, precision {}\n", options->epochs,
+  fmt::print("training:  {} epochs, batch {}, {} lr {}{}, precision {}\n", options->epochs,
              options->model.batch, training::optimizerKindName(options->training.optimizer.kind),
-             options->training.optimizer.learningRate,
+             resume ? resume->learningRate : options->training.optimizer.learningRate,
+             resume && !options->overrideLearningRate ? " (the checkpoint's)" : "",
              passes::precisionPolicyName(options->training.compile.precision));
+  if (resume) {
+    fmt::print("resuming:  {} ({} epochs completed)\n", options->resumePath,
+               resume->epochsCompleted);
+    for (const std::string &note : resume->notes)
+      fmt::print("note:      {}\n", note);
+  }
   std::fflush(stdout);
   auto report = examples::trainRecipe(*recipe, *options);
   if (!report)
