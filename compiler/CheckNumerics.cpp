@@ -54,6 +54,13 @@ bool NumericsCheck::ok() const {
                      [](const OutputNumerics &output) { return output.ok(); });
 }
 
+NamedTensors runBindings(const NamedTensors &tensors, const NamedTensors &params) {
+  NamedTensors bindings = params;
+  for (const auto &[name, value] : tensors)
+    bindings.insert_or_assign(name, value);
+  return bindings;
+}
+
 Expected<NumericsCheck> checkNumerics(const ir::Graph &graph, const NamedTensors &inputs,
                                       const NamedTensors &params, const CompileOptions &options,
                                       double tolerance) {
@@ -61,10 +68,7 @@ Expected<NumericsCheck> checkNumerics(const ir::Graph &graph, const NamedTensors
   KILN_TRY(CompiledModel model, compile(graph, options, &check.compile));
   KILN_TRY_VOID(model.bindParams(params));
   KILN_TRY(NamedTensors outputs, model.run(inputs));
-  NamedTensors bindings = inputs;
-  for (const auto &[name, value] : params)
-    bindings.insert_or_assign(name, value);
-  KILN_TRY(NamedTensors reference, referenceInF64(graph, bindings));
+  KILN_TRY(NamedTensors reference, referenceInF64(graph, runBindings(inputs, params)));
   check.outputs = compareWithReference(outputs, reference, tolerance);
   return check;
 }

@@ -32,6 +32,12 @@ struct OutputNumerics {
 /// Outputs that were f32 come back as f64.
 Expected<NamedTensors> referenceInF64(const ir::Graph &graph, const NamedTensors &inputsAndParams);
 
+/// What a compiled model computes with when `tensors` are passed to run()
+/// with `params` bound: the inputs and the bound parameters, except that a
+/// parameter passed in `tensors` wins over its bound value, as in run(). The
+/// reference must see the same values, or a check compares different models.
+NamedTensors runBindings(const NamedTensors &tensors, const NamedTensors &params);
+
 /// Compares every output in `reference` with the one of the same name in
 /// `actual` (converted to the reference's dtype): an element passes when it
 /// is within `tolerance` times the output's scale of the reference.

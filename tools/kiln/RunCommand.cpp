@@ -39,7 +39,8 @@ options:
   --seed S              seed for random inputs and parameters (default 0)
   --iterations N        runs to time (default 10); the first is not timed
   --output FILE|DIR/    write the outputs to a safetensors file, or one
-                        NAME.npy per output into a directory
+                        NAME.npy per output into a directory ('/' in a
+                        name becomes '_')
   --profile[=FILE]      time every kernel of the timed runs and print, per
                         kernel, its time, bytes moved and FLOPs (counted
                         from the IR), achieved GB/s and FLOP/s and the
@@ -202,9 +203,7 @@ int runCommand(const std::vector<std::string> &words) {
       return reportError("run", saved.error());
 
   if (args->has("--check")) {
-    NamedTensors referenceInputs = tensors;
-    for (const auto &[name, value] : params)
-      referenceInputs.insert_or_assign(name, value);
+    NamedTensors referenceInputs = runBindings(tensors, params);
     if (options.precision != passes::PrecisionPolicy::Fp32)
       return checkUnderPolicy(*model->graph, referenceInputs, *outputs, options.precision);
     auto expected = ir::interpret(*model->graph, referenceInputs);
