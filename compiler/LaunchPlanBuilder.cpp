@@ -125,10 +125,24 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
       plan_.buffers[id].aliasOf = bufferOf_.at(group.inputs[0]);
       continue;
     }
+    int step = static_cast<int>(plan_.steps.size());
+    // The result buffer: written straight into the output tensor when it is one.
+    auto addResultBuffer = [&] {
+      auto output = firstOutput.find(result);
+      bool isOutput = output != firstOutput.end();
+      int id = addValueBuffer(result, name, isOutput ? Storage::Output : Storage::Arena);
+      if (isOutput)
+        plan_.buffers[id].binding = output->second;
+      lifetimes_[id] = {plan_.buffers[id].bytes, step, step, -1};
+      return id;
+    };
+    if (!passes::needsKernel(group)) {
+      addResultBuffer(); // no elements: nothing to launch
+      continue;
+    }
     KILN_CHECK(kernels[g].has_value(), fmt::format("group {} has no kernel", group.id));
     const lower::LoweredKernel &lowered = *kernels[g];
     const kir::Kernel &kernel = lowered.kernel;
-    int step = static_cast<int>(plan_.steps.size());
     runtime::PlanStep launch{kernel.name, lookup(kernel.name), {}};
     KILN_CHECK(static_cast<bool>(launch.entry),
                fmt::format("kernel {} was not found in the compiled module", kernel.name));
@@ -137,14 +151,9 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
       launch.args.push_back(id);
       markUse(id, step);
     }
-    auto output = firstOutput.find(result);
-    bool isOutput = output != firstOutput.end();
-    int out = addValueBuffer(result, name, isOutput ? Storage::Output : Storage::Arena);
-    if (isOutput)
-      plan_.buffers[out].binding = output->second;
-    lifetimes_[out] = {plan_.buffers[out].bytes, step, step, -1};
+    int out = addResultBuffer();
     launch.args.push_back(out);
-    if (!isOutput)
+    if (plan_.buffers[out].storage != Storage::Output)
       for (const ir::Value *input : group.inputs)
         if (canWriteInPlace(group, input))
           inPlaceCandidates.push_back({out, bufferOf_.at(input)});

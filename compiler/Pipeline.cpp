@@ -193,7 +193,7 @@ Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileO
   std::string scheduleListing;
   for (size_t g = 0; g < program.fusion.groups.size(); ++g) {
     const passes::FusionGroup &group = program.fusion.groups[g];
-    if (group.kind == passes::GroupKind::Alias || group.kind == passes::GroupKind::Constant)
+    if (!passes::needsKernel(group))
       continue;
     ++kernelGroups;
     std::optional<lower::Schedule> chosen;

@@ -405,7 +405,7 @@ Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &opt
   report.targetFingerprint = target.fingerprint;
   std::vector<GroupTuning> tunings;
   for (const passes::FusionGroup &group : program.fusion.groups) {
-    if (group.kind == passes::GroupKind::Alias || group.kind == passes::GroupKind::Constant)
+    if (!passes::needsKernel(group))
       continue;
     std::vector<lower::Schedule> space = spaceOf(tunedGraph, group, target.lowering);
     if (space.size() < 2)

@@ -344,6 +344,11 @@ Expected<FusionPlan> FusionPlanner::plan() {
 
 } // namespace
 
+bool needsKernel(const FusionGroup &group) {
+  return group.kind != GroupKind::Alias && group.kind != GroupKind::Constant &&
+         group.root->type().numElements() > 0;
+}
+
 bool FusionGroup::contains(const ir::Node *node) const {
   return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
 }

@@ -44,6 +44,11 @@ struct FusionGroup {
   bool contains(const ir::Node *node) const;
 };
 
+/// Whether the group becomes a kernel: not an alias or a constant, and its
+/// result has elements (a group computing an empty tensor has nothing to do,
+/// and a kernel with an empty thread nest is not a valid GPU kernel).
+bool needsKernel(const FusionGroup &group);
+
 /// The groups of a graph in an order that runs every group after the groups it reads.
 struct FusionPlan {
   std::vector<FusionGroup> groups;

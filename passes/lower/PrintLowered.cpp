@@ -19,7 +19,7 @@ std::string printLoweredGraph(const ir::Graph &graph, const codegen::CpuTarget &
     Schedule schedule = defaultSchedule(graph, group, target);
     text += fmt::format("// group {} {} schedule: {}\n", group.id,
                         passes::groupKindName(group.kind), scheduleStr(schedule));
-    if (group.kind == passes::GroupKind::Constant || group.kind == passes::GroupKind::Alias)
+    if (!passes::needsKernel(group))
       continue;
     auto lowered = lowerGroupForCpu(graph, group, schedule, target);
     if (!lowered) {

@@ -4,9 +4,9 @@
 
 namespace kiln::test {
 
-void buildEveryOpGraph(CompileCase &c) {
-  Tensor x = c.input("x", {2, 3, 9, 9});
-  Tensor p = c.input("p", {2, 3, 9, 9}, DType::F32, Values::positive());
+void buildEveryOpGraph(CompileCase &c, int64_t batch) {
+  Tensor x = c.input("x", {batch, 3, 9, 9});
+  Tensor p = c.input("p", {batch, 3, 9, 9}, DType::F32, Values::positive());
   Tensor flag = c.input("flag", {9}, DType::Bool);
   Tensor ids = c.input("ids", {4}, DType::I64, Values::indices(9));
 
@@ -21,9 +21,10 @@ void buildEveryOpGraph(CompileCase &c) {
   c.output("elementwise", e);
 
   // Reductions and windows.
-  c.output("reduce_sum", reduceSum(e, {1, 2}));
+  c.output("reduce_sum", reduceSum(e, {0, 2}));
   c.output("reduce_mean", reduceMean(e, {3}, true));
-  c.output("reduce_max", reduceMax(e, {0}));
+  // max has no identity: an empty axis is an error, so not the batch's then.
+  c.output("reduce_max", reduceMax(e, {batch == 0 ? 1 : 0}));
   c.output("reduce_min", reduceMin(e, {-1}));
   c.output("reduce_prod", reduceProd(clamp(e, 0.5, 1.5), {2}));
   c.output("argmax", argmax(e, 2));
@@ -45,23 +46,24 @@ void buildEveryOpGraph(CompileCase &c) {
   Tensor bnMean = c.param("bn_mean", {4});
   Tensor bnVar = c.param("bn_var", {4}, DType::F32, Values::positive());
   c.output("batch_norm", batchNorm(conv, bnScale, bnBias, bnMean, bnVar));
-  Tensor q = reshape(e, {6, 9, 9});
+  Tensor q = reshape(e, {batch * 3, 9, 9});
   c.output("attention", scaledDotProductAttention(q, q, transpose(q, {0, 2, 1}), true));
 
   // Data movement and leaves.
-  Tensor moved = broadcastTo(unsqueeze(squeeze(slice(e, {0, 0, 0, 0}, {1, 3, 9, 9}), {0}), {0}),
-                             {2, 3, 9, 9});
-  moved = concat({moved, pad(slice(e, {0, 0, 1, 0}, {2, 3, 9, 9}), {0, 0, 1, 0}, {0, 0, 0, 0})},
+  // The first batch row broadcast back to the batch (an empty batch has no
+  // first row: a parameter row is broadcast to no rows).
+  Tensor first = batch == 0 ? c.param("row", {1, 3, 9, 9}) : slice(e, {0, 0, 0, 0}, {1, 3, 9, 9});
+  Tensor moved = broadcastTo(unsqueeze(squeeze(first, {0}), {0}), {batch, 3, 9, 9});
+  moved = concat({moved, pad(slice(e, {0, 0, 1, 0}, {batch, 3, 9, 9}), {0, 0, 1, 0}, {0, 0, 0, 0})},
                  1);
   c.output("movement", moved);
   c.output("gather", gather(e, ids, 3));
-  Tensor along = c.input("along", {2, 3, 9, 2}, DType::I32, Values::indices(9));
+  Tensor along = c.input("along", {batch, 3, 9, 2}, DType::I32, Values::indices(9));
   c.output("take_along_axis", takeAlongAxis(e, along, 3));
   c.output("iota_constant", iota(c.graph(), {3, 4}, 1, DType::F32) +
                                 constant(c.graph(), HostTensor::fromDoubles(
                                                         DType::F32, {4}, std::vector<double>{
                                                                              1, 2, 3, 4})));
-
 }
 
 } // namespace kiln::test

@@ -30,6 +30,14 @@ TEST_CASE("every op of the table on the GPU matches the reference", "[gpu][model
   CHECK_THAT(report.target, Catch::StartsWith("cuda sm_"));
 }
 
+TEST_CASE("every op with an empty batch on the GPU matches the reference", "[gpu][models]") {
+  GpuBackend backend = GENERATE(GpuBackend::Llvm, GpuBackend::Nvrtc);
+  INFO("backend " << backendName(backend));
+  CompileCase c("every_op_empty_batch_gpu");
+  buildEveryOpGraph(c, 0);
+  c.check(cudaOptions(backend));
+}
+
 TEST_CASE("fusion patterns on the GPU at odd and round sizes", "[gpu][models]") {
   GpuBackend backend = GENERATE(GpuBackend::Llvm, GpuBackend::Nvrtc);
   int64_t size = GENERATE(1, 17, 127, 256, 1000);
