@@ -3,6 +3,7 @@
 #include "ir/graph/inference/InferenceUtil.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace kiln::ir {
 
@@ -217,16 +218,48 @@ Expected<TensorType> inferIota(const InferContext &context) {
   return TensorType{type, shape};
 }
 
+namespace {
+
+/// An integer constant's values, truncated toward zero as stored, must fit
+/// its dtype: storing 3e9 in an i32 would wrap to -1294967296 without a word
+/// (a cast saturates; a literal out of range is refused).
+Expected<void> checkIntegerLiterals(const InferContext &context, const std::vector<double> &values,
+                                    DType dtype) {
+  if (!isInteger(dtype))
+    return {};
+  double lowest = -9223372036854775808.0, highest = kMaxI64AsDouble;
+  if (dtype == DType::I8)
+    lowest = -128, highest = 127;
+  else if (dtype == DType::I32)
+    lowest = -2147483648.0, highest = 2147483647.0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    double value = std::trunc(values[i]);
+    if (std::isfinite(value) && value >= lowest && value <= highest)
+      continue;
+    return fail(context, ErrorCode::InvalidArgument,
+                "value{} = {} is not a {} value: {} holds the integers {} to {}",
+                values.size() == 1 ? std::string() : fmt::format("[{}]", i), values[i],
+                dtypeName(dtype), dtypeName(dtype), static_cast<int64_t>(lowest),
+                static_cast<int64_t>(highest));
+  }
+  return {};
+}
+
+} // namespace
+
 Expected<TensorType> inferConstant(const InferContext &context) {
   const Shape &shape = getInts(context.attrs, "shape");
   KILN_TRY_VOID(requireNonNegativeShape(context, shape));
   KILN_TRY(int64_t elements, numElementsOf(context, shape));
-  size_t count = getFloats(context.attrs, "value").size();
+  const std::vector<double> &values = getFloats(context.attrs, "value");
+  size_t count = values.size();
   if (count != 1 && static_cast<int64_t>(count) != elements)
     return fail(context, ErrorCode::ShapeMismatch,
                 "value has {} entries; shape {} needs 1 (a splat) or {}", count, shapeStr(shape),
                 elements);
-  return TensorType{getType(context.attrs, "dtype"), shape};
+  DType dtype = getType(context.attrs, "dtype");
+  KILN_TRY_VOID(checkIntegerLiterals(context, values, dtype));
+  return TensorType{dtype, shape};
 }
 
 } // namespace kiln::ir
