@@ -6,8 +6,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <map>
 
 namespace kiln::tool {
 
@@ -74,6 +76,21 @@ Expected<NamedTensors> loadInputTensors(const std::string &spec, const ir::Graph
   return tensors;
 }
 
+namespace {
+
+/// The file inside --output DIR/ that holds output `name`: the name with each
+/// '/' as '_' (ONNX names such as "/layer1/Relu_output_0" have them), so no
+/// output is written outside DIR; "." and ".." and "" get a leading '_'.
+std::string npyFileName(const std::string &name) {
+  std::string file = name;
+  std::replace(file.begin(), file.end(), '/', '_');
+  if (file.empty() || file == "." || file == "..")
+    file = "_" + file;
+  return file + ".npy";
+}
+
+} // namespace
+
 Expected<void> saveOutputTensors(const std::string &path, const NamedTensors &outputs) {
   std::error_code ec;
   if (!path.ends_with("/") && !std::filesystem::is_directory(path, ec))
@@ -82,8 +99,16 @@ Expected<void> saveOutputTensors(const std::string &path, const NamedTensors &ou
   if (ec)
     return makeError(ErrorCode::IOError, fmt::format("cannot create output directory '{}': {}",
                                                      path, ec.message()));
-  for (const auto &[name, tensor] : outputs)
-    KILN_TRY_VOID(io::saveNpy((std::filesystem::path(path) / (name + ".npy")).string(), tensor));
+  std::map<std::string, std::string> writtenBy; // file name -> output name
+  for (const auto &[name, tensor] : outputs) {
+    std::string file = npyFileName(name);
+    if (auto [previous, fresh] = writtenBy.emplace(file, name); !fresh)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("--output {}: outputs '{}' and '{}' would both be written to "
+                                   "'{}'; give an output file (safetensors) instead",
+                                   path, previous->second, name, file));
+    KILN_TRY_VOID(io::saveNpy((std::filesystem::path(path) / file).string(), tensor));
+  }
   return {};
 }
 

@@ -20,8 +20,9 @@ extern const char *const kShapeHelp;
 
 /// --inputs: "x.npy" (a graph with one input), "a=x.npy,b=y.npy", or a safetensors file.
 Expected<NamedTensors> loadInputTensors(const std::string &spec, const ir::Graph &graph);
-/// --output: "DIR/" (or an existing directory) gets one NAME.npy per output; any other path
-/// is written as one safetensors file.
+/// --output: "DIR/" (or an existing directory) gets one NAME.npy per output ('/' in NAME
+/// becomes '_', so nothing is written outside DIR; two names that become one file are an
+/// error); any other path is written as one safetensors file (names must be UTF-8).
 Expected<void> saveOutputTensors(const std::string &path, const NamedTensors &outputs);
 
 } // namespace kiln::tool
