@@ -77,6 +77,7 @@ Expected<Value *> Graph::addInput(std::string name, TensorType type) {
   KILN_TRY_VOID(checkLeaf(*this, "input", name, type));
   Value *value = addLeaf(Value::Kind::Input, std::move(name), std::move(type));
   inputs_.push_back(value);
+  leafByName_.emplace(value->name(), value);
   return value;
 }
 
@@ -84,6 +85,7 @@ Expected<Value *> Graph::addParam(std::string name, TensorType type) {
   KILN_TRY_VOID(checkLeaf(*this, "parameter", name, type));
   Value *value = addLeaf(Value::Kind::Param, std::move(name), std::move(type));
   params_.push_back(value);
+  leafByName_.emplace(value->name(), value);
   return value;
 }
 
@@ -117,26 +119,26 @@ Expected<void> Graph::addOutput(std::string name, Value *value) {
   KILN_CHECK(value != nullptr, "null output value");
   if (name.empty())
     return makeError(ErrorCode::InvalidArgument, "output name is empty");
-  for (const GraphOutput &output : outputs_)
-    if (output.name == name)
-      return makeError(ErrorCode::InvalidArgument,
-                       fmt::format("output name '{}' is already used", name));
+  if (!outputNames_.insert(name).second)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("output name '{}' is already used", name));
+  ++outputCount_[value];
   outputs_.push_back(GraphOutput{std::move(name), value});
   return {};
 }
 
 Value *Graph::findInput(std::string_view name) const {
-  for (Value *value : inputs_)
-    if (value->name() == name)
-      return value;
-  return nullptr;
+  auto found = leafByName_.find(std::string(name));
+  return found != leafByName_.end() && found->second->kind() == Value::Kind::Input
+             ? found->second
+             : nullptr;
 }
 
 Value *Graph::findParam(std::string_view name) const {
-  for (Value *value : params_)
-    if (value->name() == name)
-      return value;
-  return nullptr;
+  auto found = leafByName_.find(std::string(name));
+  return found != leafByName_.end() && found->second->kind() == Value::Kind::Param
+             ? found->second
+             : nullptr;
 }
 
 std::vector<Node *> Graph::nodes() const {
@@ -181,15 +183,17 @@ void Graph::replaceAllUsesWith(Value *from, Value *to) {
   std::vector<Use> uses = from->uses();
   for (const Use &use : uses)
     use.user->setOperand(use.operandIndex, to);
+  auto named = outputCount_.find(from);
+  if (named == outputCount_.end())
+    return;
+  outputCount_[to] += named->second;
+  outputCount_.erase(from);
   for (GraphOutput &output : outputs_)
     if (output.value == from)
       output.value = to;
 }
 
-bool Graph::isOutput(const Value *value) const {
-  return std::any_of(outputs_.begin(), outputs_.end(),
-                     [&](const GraphOutput &output) { return output.value == value; });
-}
+bool Graph::isOutput(const Value *value) const { return outputCount_.contains(value); }
 
 void Graph::eraseNode(Node *node) {
   KILN_CHECK(!node->result()->hasUses(), "erasing a node whose result is still used");
@@ -204,6 +208,7 @@ void Graph::eraseParam(Value *param) {
   KILN_CHECK(param->kind() == Value::Kind::Param, "eraseParam on a non-parameter");
   KILN_CHECK(!param->hasUses() && !isOutput(param), "erasing a parameter that is still used");
   params_.erase(std::find(params_.begin(), params_.end(), param));
+  leafByName_.erase(param->name());
   leaves_.erase(std::find_if(leaves_.begin(), leaves_.end(),
                              [&](const auto &leaf) { return leaf.get() == param; }));
 }

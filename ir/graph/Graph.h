@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace kiln::ir {
@@ -145,6 +147,11 @@ private:
   std::vector<Value *> params_;
   std::map<uint64_t, std::unique_ptr<Node>> nodes_; // by id
   std::vector<GraphOutput> outputs_;
+  // Indexes, so that building a graph with 100,000 inputs or outputs is not
+  // quadratic: leaves by name, output names, and how many outputs name each value.
+  std::unordered_map<std::string, Value *> leafByName_;
+  std::unordered_set<std::string> outputNames_;
+  std::unordered_map<const Value *, int> outputCount_;
   uint64_t nextId_ = 0;
 };
 
