@@ -195,7 +195,8 @@ Expected<NamedTensors> CompiledModel::runWith(const NamedTensors &tensors,
       it = boundParams_.find(param.name);
     if (it == boundParams_.end())
       return makeError(ErrorCode::InvalidArgument,
-                       fmt::format("missing parameter '{}' (pass it to run() or bindParams())",
+                       fmt::format("parameter '{}' has no value: it was neither passed with the "
+                                   "inputs nor bound",
                                    param.name));
     paramTensors.push_back(&it->second);
   }

@@ -6,6 +6,7 @@
 #include "codegen/llvm/HostBackend.h"
 #include "compiler/GpuCompile.h"
 #include "compiler/LaunchPlanBuilder.h"
+#include "compiler/ParamSetCheck.h"
 #include "compiler/Pipeline.h"
 #include "compiler/aot/HostLinker.h"
 #include "compiler/tuning/OfflineGpuTarget.h"
@@ -63,36 +64,12 @@ Expected<void> checkWeights(const std::optional<NamedTensors> &weights,
                             const runtime::LaunchPlan &plan) {
   if (!weights)
     return {};
-  std::vector<std::string> missing, unknown, mistyped;
-  std::set<std::string_view> params;
+  std::vector<ExpectedParam> params;
   for (const runtime::PlanBinding &binding : plan.params) {
-    params.insert(binding.name);
     const runtime::PlanBuffer &buffer = plan.buffers[static_cast<size_t>(binding.buffer)];
-    std::string type = fmt::format("{}[{}]", dtypeName(buffer.dtype), fmt::join(buffer.shape, ","));
-    auto found = weights->find(binding.name);
-    if (found == weights->end())
-      missing.push_back(fmt::format("'{}' ({})", binding.name, type));
-    else if (found->second.dtype() != buffer.dtype || found->second.shape() != buffer.shape)
-      mistyped.push_back(fmt::format("weight '{}' is {}, the parameter is {}", binding.name,
-                                     found->second.typeStr(), type));
+    params.push_back({binding.name, buffer.dtype, buffer.shape});
   }
-  for (const auto &[name, tensor] : *weights)
-    if (!params.contains(name))
-      unknown.push_back(fmt::format("'{}'", name));
-  std::vector<std::string> problems = mistyped;
-  if (!missing.empty())
-    problems.push_back(fmt::format("{} of the model's {} parameters missing: {}", missing.size(),
-                                   plan.params.size(), fmt::join(missing, ", ")));
-  if (!unknown.empty())
-    problems.push_back(fmt::format("{} not {} of the model: {}",
-                                   unknown.size() == 1 ? "weight" : "weights",
-                                   unknown.size() == 1 ? "a parameter" : "parameters",
-                                   fmt::join(unknown, ", ")));
-  if (problems.empty())
-    return {};
-  return makeError(ErrorCode::InvalidArgument,
-                   fmt::format("the weights do not match the model: {}",
-                               fmt::join(problems, "; ")));
+  return checkParamSet(*weights, params, "the weights", "weight");
 }
 
 Expected<void> addCpuCode(const ir::Graph &graph, const AotOptions &options,

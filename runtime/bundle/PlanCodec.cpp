@@ -7,6 +7,7 @@
 #include "runtime/bundle/ByteCodec.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -63,9 +64,13 @@ std::optional<HostTensor> readTensor(ByteReader &in, std::string_view name) {
     return std::nullopt;
   // The size is checked before create() allocates it.
   auto size = HostTensor::checkedByteSize(dtype, shape);
-  if (!size || static_cast<uint64_t>(*size) != bytes.size()) {
-    in.fail(fmt::format("tensor '{}' holds {} bytes, its type needs {}", name, bytes.size(),
-                        size ? std::to_string(*size) : size.error().message()));
+  if (!size) {
+    in.fail(fmt::format("tensor '{}': {}", name, size.error().message()));
+    return std::nullopt;
+  }
+  if (static_cast<uint64_t>(*size) != bytes.size()) {
+    in.fail(fmt::format("tensor '{}' holds {} bytes, its type {}[{}] needs {}", name, bytes.size(),
+                        dtypeName(dtype), fmt::join(shape, ","), *size));
     return std::nullopt;
   }
   auto tensor = HostTensor::create(dtype, std::move(shape));

@@ -97,7 +97,8 @@ TEST_CASE("run rejects missing, unknown, misshapen and mistyped tensors with exa
   SECTION("a missing parameter") {
     NamedTensors tensors = good;
     tensors.erase("w");
-    CHECK(runError(tensors) == "missing parameter 'w' (pass it to run() or bindParams())");
+    CHECK(runError(tensors) == "parameter 'w' has no value: it was neither passed with the inputs "
+                               "nor bound");
   }
   SECTION("an unknown name") {
     NamedTensors tensors = good;

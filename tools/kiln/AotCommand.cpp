@@ -181,6 +181,10 @@ int aotCommand(const std::vector<std::string> &rawWords) {
     fmt::print(stderr, "kiln aot: {}\n", shapes.error().message());
     return kExitUsage;
   }
+  if (auto usable = checkModelSpec(args->positional()[0], *batch, *shapes); !usable) {
+    fmt::print(stderr, "kiln aot: {}\n", usable.error().message());
+    return kExitUsage;
+  }
   auto model = loadModel(args->positional()[0], *batch, static_cast<uint64_t>(*seed), *shapes);
   if (!model)
     return reportError("aot", model.error());

@@ -2,7 +2,6 @@
 // seeded random inputs and reports, per output, its error against the graph
 // evaluated in f64, failing beyond the policy's tolerance.
 #include "compiler/CheckNumerics.h"
-#include "frontend/io/Safetensors.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelSource.h"
 
@@ -117,12 +116,16 @@ int checkNumericsCommand(const std::vector<std::string> &words) {
     fmt::print(stderr, "kiln check-numerics: {}\n", shapes.error().message());
     return kExitUsage;
   }
+  if (auto usable = checkModelSpec(spec, *batch, *shapes); !usable) {
+    fmt::print(stderr, "kiln check-numerics: {}\n", usable.error().message());
+    return kExitUsage;
+  }
   auto model = loadModel(spec, *batch, static_cast<uint64_t>(*seed), *shapes);
   if (!model)
     return reportError("check-numerics", model.error());
   NamedTensors params = model->params;
   if (auto path = args->value("--params")) {
-    auto loaded = io::loadSafetensors(*path);
+    auto loaded = loadParamsFile(*path, *model->graph);
     if (!loaded)
       return reportError("check-numerics", loaded.error());
     params = std::move(*loaded);

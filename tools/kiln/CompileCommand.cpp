@@ -263,6 +263,10 @@ int compileCommand(const std::vector<std::string> &words) {
     fmt::print(stderr, "kiln compile: {}\n", shapes.error().message());
     return kExitUsage;
   }
+  if (auto usable = checkModelSpec(args->positional()[0], *batch, *shapes); !usable) {
+    fmt::print(stderr, "kiln compile: {}\n", usable.error().message());
+    return kExitUsage;
+  }
   auto model = loadModel(args->positional()[0], *batch, 0, *shapes);
   if (!model)
     return reportError("compile", model.error());

@@ -3,6 +3,8 @@
 
 #include "examples/models/ExampleRegistry.h"
 #include "frontend/onnx/Import.h"
+#include "compiler/ParamSetCheck.h"
+#include "frontend/io/Safetensors.h"
 #include "ir/graph/Parser.h"
 #include "support/RegularFile.h"
 
@@ -36,6 +38,15 @@ Expected<HostTensor> randomTensor(const ir::TensorType &type, Rng &rng, std::str
 
 } // namespace
 
+Expected<NamedTensors> loadParamsFile(const std::string &path, const ir::Graph &graph) {
+  KILN_TRY(NamedTensors params, io::loadSafetensors(path));
+  std::vector<ExpectedParam> expected;
+  for (const ir::Value *param : graph.params())
+    expected.push_back({param->name(), param->type().dtype, param->type().shape});
+  KILN_TRY_VOID(checkParamSet(params, expected, fmt::format("--params {}", path), "tensor"));
+  return params;
+}
+
 Expected<NamedTensors> randomInputs(const ir::Graph &graph, uint64_t seed) {
   Rng rng(seed);
   NamedTensors inputs;
@@ -54,15 +65,41 @@ std::string exampleListing() {
   return text;
 }
 
-Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t seed,
-                                const InputShapes &shapes) {
-  LoadedModel loaded;
+namespace {
+constexpr std::string_view kExamplePrefix = "example:";
+}
+
+Expected<void> checkModelSpec(const std::string &spec, int64_t batch, const InputShapes &shapes) {
   if (spec.ends_with(".onnx")) {
     if (batch > 0)
       return makeError(ErrorCode::InvalidArgument,
                        fmt::format("--batch applies to examples; give an ONNX model's input "
                                    "shapes with --shape NAME=D0,D1,... ('{}')",
                                    spec));
+    return {};
+  }
+  if (!shapes.empty())
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("--shape applies to ONNX models, not '{}'", spec));
+  if (spec.starts_with(kExamplePrefix)) {
+    std::string name = spec.substr(kExamplePrefix.size());
+    if (!examples::findExampleModel(name))
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("no example called '{}'; the examples are:\n{}", name,
+                                   exampleListing()));
+    return {};
+  }
+  if (batch > 0)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("--batch applies to examples only; '{}' has fixed shapes", spec));
+  return {};
+}
+
+Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t seed,
+                                const InputShapes &shapes) {
+  KILN_TRY_VOID(checkModelSpec(spec, batch, shapes));
+  LoadedModel loaded;
+  if (spec.ends_with(".onnx")) {
     onnx::ImportOptions options;
     options.inputShapes = shapes;
     KILN_TRY(loaded.dsl, onnx::importModel(spec, options));
@@ -70,17 +107,9 @@ Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t
     loaded.params = loaded.dsl->paramValues();
     return loaded;
   }
-  if (!shapes.empty())
-    return makeError(ErrorCode::InvalidArgument,
-                     fmt::format("--shape applies to ONNX models, not '{}'", spec));
-  constexpr std::string_view kExamplePrefix = "example:";
   if (spec.starts_with(kExamplePrefix)) {
     std::string name = spec.substr(kExamplePrefix.size());
     const examples::ExampleModel *model = examples::findExampleModel(name);
-    if (!model)
-      return makeError(ErrorCode::NotFound,
-                       fmt::format("no example called '{}'; the examples are:\n{}", name,
-                                   exampleListing()));
     loaded.dsl = std::make_unique<Graph>(name, seed);
     model->build(*loaded.dsl, batch > 0 ? batch : model->defaultBatch);
     KILN_TRY_VOID(loaded.dsl->finalize());
@@ -88,9 +117,6 @@ Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t
     loaded.params = loaded.dsl->paramValues();
     return loaded;
   }
-  if (batch > 0)
-    return makeError(ErrorCode::InvalidArgument,
-                     fmt::format("--batch applies to examples only; '{}' has fixed shapes", spec));
   KILN_TRY(std::string text, readRegularFile(spec, "IR file", ir::kMaxIrTextBytes));
   KILN_TRY(loaded.owned, ir::parseGraph(text, spec));
   loaded.graph = loaded.owned.get();

@@ -20,11 +20,21 @@ struct LoadedModel {
   NamedTensors params; ///< a value for every parameter
 };
 
-/// Loads `spec`. `batch` <= 0 keeps the example's default batch; `seed` drives
+/// Whether `spec` with these flags names something loadModel can load, before
+/// anything is read: an unknown example, --batch other than for an example
+/// (or a .kir file), --shape other than for an ONNX model are InvalidArgument
+/// errors, which the commands report as usage errors (exit 2).
+Expected<void> checkModelSpec(const std::string &spec, int64_t batch, const InputShapes &shapes);
+
+/// Loads `spec` (checkModelSpec first). `batch` <= 0 keeps the example's default batch; `seed` drives
 /// the example initializers and the random parameters of .kir files; `shapes`
 /// fixes the unfixed input dims of an ONNX model (--shape).
 Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t seed,
                                 const InputShapes &shapes = {});
+
+/// --params FILE: a safetensors file holding exactly the graph's parameters
+/// (one error lists every missing, unknown or mistyped tensor).
+Expected<NamedTensors> loadParamsFile(const std::string &path, const ir::Graph &graph);
 
 /// Seeded random values for every graph input: normal floats, integers in
 /// [0, 10) (valid indices for any gather over 10 or more rows), random bools.

@@ -2,7 +2,6 @@
 // outputs and the time per run, optionally profiles it per kernel and checks
 // it against the reference.
 #include "compiler/CheckNumerics.h"
-#include "frontend/io/Safetensors.h"
 #include "ir/graph/Interpreter.h"
 #include "support/Tolerance.h"
 #include "tools/kiln/Commands.h"
@@ -125,6 +124,10 @@ int runCommand(const std::vector<std::string> &words) {
       fmt::print(stderr, "kiln run: {}\n", error->message());
       return kExitUsage;
     }
+  if (auto usable = checkModelSpec(args->positional()[0], *batch, *shapes); !usable) {
+    fmt::print(stderr, "kiln run: {}\n", usable.error().message());
+    return kExitUsage;
+  }
 
   auto model = loadModel(args->positional()[0], *batch, static_cast<uint64_t>(*seed), *shapes);
   if (!model)
@@ -141,7 +144,7 @@ int runCommand(const std::vector<std::string> &words) {
   }
   NamedTensors params = model->params;
   if (auto path = args->value("--params")) {
-    auto loaded = io::loadSafetensors(*path);
+    auto loaded = loadParamsFile(*path, *model->graph);
     if (!loaded)
       return reportError("run", loaded.error());
     params = std::move(*loaded);

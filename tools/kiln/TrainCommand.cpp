@@ -112,6 +112,11 @@ Expected<examples::RecipeTrainingOptions> parseTrainOptions(const Args &args,
   KILN_TRY(options.model.batch, args.intValue("--batch", recipe.defaultBatch, 1));
   KILN_TRY(options.epochs, args.intValue("--epochs", recipe.defaultEpochs, 1));
   KILN_TRY(options.model.labelSmoothing, doubleValue(args, "--label-smoothing", 0.0));
+  // Checked here, before anything compiles: the loss would refuse it later.
+  if (options.model.labelSmoothing > 1.0)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("--label-smoothing expects a number in [0, 1], got {}",
+                                 options.model.labelSmoothing));
   KILN_TRY(options.model.imageSize, args.intValue("--image-size", 32, 32));
   if (options.model.imageSize % 32 != 0)
     return makeError(ErrorCode::InvalidArgument,
