@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 #include <iostream>
 
 namespace kiln::tool {
@@ -109,13 +111,37 @@ Expected<void> writeExports(const Args &args, const tuning::TuneReport &report) 
   return {};
 }
 
-/// Stores the winners (and, for a sweep, every candidate) in the database.
-Expected<void> store(const Args &args, const tuning::TuneReport &report, const std::string &label) {
+/// The database the results go to, opened before any timing so that a bad
+/// --db loses no work.
+Expected<tuning::TuningDatabase> openDatabase(const Args &args) {
   std::string path = args.value("--db").value_or(tuning::TuningDatabase::defaultPath());
   if (path.empty())
     return makeError(ErrorCode::NotFound,
                      "no tuning database path: set --db, $KILN_TUNING_DB or $HOME");
-  KILN_TRY(tuning::TuningDatabase database, tuning::TuningDatabase::open(path));
+  return tuning::TuningDatabase::open(path);
+}
+
+/// The export files' directories must exist before the timing starts: the
+/// files are written after it.
+Expected<void> checkExportPaths(const Args &args) {
+  for (const char *flag : {"--csv", "--json", "--svg"}) {
+    auto path = args.value(flag);
+    if (!path)
+      continue;
+    std::filesystem::path directory = std::filesystem::absolute(*path).parent_path();
+    std::error_code error;
+    if (!std::filesystem::is_directory(directory, error))
+      return makeError(ErrorCode::IOError,
+                       fmt::format("{} {}: the directory '{}' does not exist", flag, *path,
+                                   directory.string()));
+  }
+  return {};
+}
+
+/// Stores the winners (and, for a sweep, every candidate) in the database.
+Expected<void> store(const Args &args, tuning::TuningDatabase &database,
+                     const tuning::TuneReport &report, const std::string &label) {
+  std::string path = database.path();
   std::vector<tuning::TuningRecord> records = tuning::recordsFrom(report, report.targetFingerprint);
   for (const tuning::TuningRecord &record : records)
     KILN_TRY_VOID(database.put(record));
@@ -188,17 +214,30 @@ int tuneCommand(const std::vector<std::string> &words) {
     fmt::print(stderr, "kiln tune: {}\n", shapes.error().message());
     return kExitUsage;
   }
+  if (auto usable = checkModelSpec(spec, *batch, *shapes); !usable) {
+    fmt::print(stderr, "kiln tune: {}\n", usable.error().message());
+    return kExitUsage;
+  }
   auto model = loadModel(spec, *batch, 0, *shapes);
   if (!model)
     return reportError("tune", model.error());
+  if (auto exports = checkExportPaths(*args); !exports)
+    return reportError("tune", exports.error());
+  std::optional<tuning::TuningDatabase> database;
+  if (!args->has("--dry-run")) {
+    auto opened = openDatabase(*args);
+    if (!opened)
+      return reportError("tune", opened.error());
+    database = std::move(*opened);
+  }
   auto report = tuning::tuneGraph(*model->graph, options, tuner);
   if (!report)
     return reportError("tune", report.error());
   printReport(*report);
   if (auto written = writeExports(*args, *report); !written)
     return reportError("tune", written.error());
-  if (!args->has("--dry-run"))
-    if (auto stored = store(*args, *report, spec); !stored)
+  if (database)
+    if (auto stored = store(*args, *database, *report, spec); !stored)
       return reportError("tune", stored.error());
   return kExitOk;
 }
