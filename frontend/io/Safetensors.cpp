@@ -362,6 +362,10 @@ Expected<TensorMap> loadSafetensors(const std::string &path) {
       KILN_TRY_VOID(checkMetadata(path, member.value));
       continue;
     }
+    // saveSafetensors refuses an empty name, so a file kiln loads can always be saved back.
+    if (member.key.empty())
+      return formatError(path, fmt::format("empty tensor name at byte {} of the header",
+                                           member.keyOffset));
     KILN_TRY(TensorEntry entry, parseTensorEntry(path, member, dataSize));
     entries.push_back(std::move(entry));
   }
