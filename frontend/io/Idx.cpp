@@ -147,23 +147,29 @@ Expected<IdxFile> readIdxHeader(const std::string &path, IdxSource &source) {
     return formatError(path, fmt::format("truncated IDX header: expected {} bytes for {} "
                                          "dimensions, the {} is {} bytes",
                                          4 + dims.size(), rank, source.sizeWord(), 4 + gotDims));
-  // Each dimension is below 2^32 and the running count stays <= 2^30, so
-  // the products cannot overflow.
-  idx.count = 1;
-  bool tooLarge = false;
+  // The bound applies to the product of the non-zero dimensions, as for every
+  // tensor (strides multiply them even when another dimension is zero). Each
+  // dimension is below 2^32 and the running product stays <= 2^30, so the
+  // products cannot overflow.
+  int64_t nonZeroProduct = 1;
+  bool tooLarge = false, empty = false;
   for (int d = 0; d < rank; ++d) {
     const uint8_t *p = dims.data() + 4 * d;
     int64_t dim = (int64_t{p[0]} << 24) | (int64_t{p[1]} << 16) | (int64_t{p[2]} << 8) | p[3];
     idx.shape.push_back(dim);
-    if (!tooLarge && dim != 0 && idx.count > kMaxIdxElements / dim)
+    if (dim == 0)
+      empty = true;
+    else if (!tooLarge && nonZeroProduct > kMaxIdxElements / dim)
       tooLarge = true;
     else if (!tooLarge)
-      idx.count *= dim;
+      nonZeroProduct *= dim;
   }
+  idx.count = empty ? 0 : nonZeroProduct;
   if (tooLarge)
-    return formatError(path, fmt::format("IDX dimensions [{}] describe more than 2^30 elements, "
+    return formatError(path, fmt::format("IDX dimensions [{}] describe more than 2^30 elements{}, "
                                          "the most kiln reads from one file",
-                                         fmt::join(idx.shape, ",")));
+                                         fmt::join(idx.shape, ","),
+                                         empty ? " (counting the non-zero ones)" : ""));
   return idx;
 }
 

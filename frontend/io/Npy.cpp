@@ -3,6 +3,7 @@
 
 #include "runtime/cache/AtomicFile.h"
 #include "support/RegularFile.h"
+#include "support/ShapeLimits.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -209,14 +210,22 @@ Expected<HostTensor> parseNpy(std::string_view bytes, std::string_view what) {
   KILN_TRY(NpyHeader header, parseHeader(bytes.substr(dataStart, headerLength), what));
   dataStart += headerLength;
   KILN_TRY(DescrInfo descr, parseDescr(header.descr, what));
+  // The bytes the shape needs are compared with the bytes present before anything is
+  // allocated: a header can claim gigabytes in a file of a few bytes. (A shape past 2^53
+  // elements has no count here; create() refuses it without allocating.)
+  std::optional<int64_t> count = checkedNumElements(header.shape);
+  uint64_t present = bytes.size() - dataStart;
+  if (count) {
+    uint64_t needed = static_cast<uint64_t>(*count) * dtypeByteSize(descr.dtype);
+    if (needed != present)
+      return formatError(what, fmt::format("{}[{}] needs {} data bytes, the file has {}",
+                                           dtypeName(descr.dtype), fmt::join(header.shape, ","),
+                                           needed, present));
+  }
   auto created = HostTensor::create(descr.dtype, header.shape);
   if (!created)
     return formatError(what, created.error().message());
   HostTensor tensor = std::move(*created);
-  if (bytes.size() - dataStart != tensor.byteSize())
-    return formatError(what, fmt::format("{} needs {} data bytes, the file has {}",
-                                         tensor.typeStr(), tensor.byteSize(),
-                                         bytes.size() - dataStart));
   if (tensor.byteSize() > 0)
     std::memcpy(tensor.bytes().data(), bytes.data() + dataStart, tensor.byteSize());
   int width = dtypeByteSize(descr.dtype);

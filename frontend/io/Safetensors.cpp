@@ -341,6 +341,10 @@ parseContents(const std::string &path, uint64_t fileSize,
       KILN_TRY(contents.metadata, readMetadata(path, member.value));
       continue;
     }
+    // saveSafetensors refuses an empty name, so a file kiln loads can always be saved back.
+    if (member.key.empty())
+      return formatError(path, fmt::format("empty tensor name at byte {} of the header",
+                                           member.keyOffset));
     KILN_TRY(TensorEntry entry, parseTensorEntry(path, member, dataSize));
     entries.push_back(std::move(entry));
   }

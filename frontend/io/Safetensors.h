@@ -44,7 +44,7 @@ Expected<void> saveSafetensors(const std::string &path, const TensorMap &tensors
                                const SafetensorsMetadata &metadata = {});
 
 /// Reads every tensor of a safetensors file. The header is checked strictly:
-/// bad JSON, unknown dtypes or fields, duplicate names, and byte ranges that are
+/// bad JSON, unknown dtypes or fields, duplicate or empty names, and byte ranges that are
 /// out of range, overlapping, leave holes, or do not match shape * dtype size
 /// are FormatErrors naming the file and the offending tensor or byte. "__metadata__"
 /// must map strings to strings (each key once); loadSafetensors ignores it.

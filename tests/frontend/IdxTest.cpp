@@ -297,6 +297,26 @@ TEST_CASE("IDX rejects bad files with precise messages", "[idx]") {
     writeBytes(path, {0x00, 0x00, 0x08, 0x03, 0, 0, 0, 2});
     CHECK_THAT(errorOf(readIdx(path)), Catch::Contains("expected 16 bytes for 3 dimensions"));
   }
+  SECTION("a zero dimension does not hide the size of the others") {
+    // Found by idx_fuzzer (tests/fuzz/idx-corpus/zero-dim-huge.idx): the element count was
+    // 0, so the bound never saw the other dimensions and HostTensor refused the shape with
+    // an InvalidArgument instead of a FormatError.
+    writeBytes(path, idxFile(0x0e, {0, 1u << 31, 1u << 31, 1u << 31}, {}));
+    auto result = readIdx(path);
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().code() == ErrorCode::FormatError);
+    CHECK_THAT(result.error().message(),
+               Catch::Contains("IDX dimensions [0,2147483648,2147483648,2147483648] describe "
+                               "more than 2^30 elements (counting the non-zero ones)"));
+    writeBytes(path, idxFile(0x08, {0, 65536, 65536}, {}));
+    CHECK_THAT(errorOf(readIdx(path)), Catch::Contains("more than 2^30 elements"));
+    // Within the bound a zero dimension is an empty tensor of that shape.
+    writeBytes(path, idxFile(0x08, {3, 0, 28}, {}));
+    auto empty = readIdx(path);
+    REQUIRE(empty.has_value());
+    CHECK(empty->shape() == std::vector<int64_t>{3, 0, 28});
+    CHECK(empty->numElements() == 0);
+  }
   SECTION("trailing bytes") {
     std::vector<uint8_t> bytes = idxFile(0x08, {3}, {1, 2, 3, 4});
     writeBytes(path, bytes);

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <sys/resource.h>
 
 namespace kiln {
 namespace {
@@ -132,6 +133,31 @@ TEST_CASE("malformed .npy files are FormatErrors naming the problem") {
   testing::TempDir dir;
   CHECK_THAT(io::loadNpy(dir.path().string()).error().message(),
              Catch::Contains("not a regular file"));
+}
+
+// Found by npy_fuzzer (tests/fuzz/npy-corpus/lying-shape.npy): the reader allocated the
+// tensor the header described before comparing its size with the data present.
+TEST_CASE("a .npy header claiming more data than the file holds allocates nothing") {
+  std::string eightBytes(8, '\0');
+  // 3.2 GB: within the machine's memory, so only the order of the checks refuses it early.
+  auto large = io::parseNpy(
+      npyBytes("{'descr': '<f8', 'fortran_order': False, 'shape': (400000000,), }", eightBytes),
+      "large.npy");
+  REQUIRE_FALSE(large);
+  CHECK(large.error().code() == ErrorCode::FormatError);
+  CHECK_THAT(large.error().message(),
+             Catch::Contains("f64[400000000] needs 3200000000 data bytes, the file has 8"));
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  CHECK(usage.ru_maxrss < 2'000'000); // KiB: the 3.2 GB were never touched
+  // 8 TiB: more than any machine's memory, still reported as the file's inconsistency.
+  auto huge = io::parseNpy(
+      npyBytes("{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776,), }",
+               eightBytes),
+      "huge.npy");
+  REQUIRE_FALSE(huge);
+  CHECK_THAT(huge.error().message(),
+             Catch::Contains("needs 8796093022208 data bytes, the file has 8"));
 }
 
 } // namespace

@@ -274,6 +274,13 @@ TEST_CASE("safetensors rejects malformed files with precise messages", "[safeten
     CHECK_THAT(loadError(dir, "{\"a\":[1]}", 0),
                Catch::Contains("expected an object, found array"));
   }
+  SECTION("an empty tensor name, which saveSafetensors refuses to write") {
+    // safetensors_fuzzer's round trip fails on such a file (tests/fuzz/safetensors-corpus/
+    // empty-name.safetensors): it loaded, and the tensors could not be saved back.
+    CHECK_THAT(
+        loadError(dir, "{\"\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1),
+        Catch::Contains("empty tensor name at byte 1 of the header"));
+  }
   SECTION("metadata values must be strings") {
     CHECK_THAT(loadError(dir, "{\"__metadata__\":{\"epoch\":3}}", 0),
                Catch::Contains("\"__metadata__\" value of \"epoch\" must be a string"));
