@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numbers>
 
@@ -338,10 +339,16 @@ Expected<ExprPtr> NodeEmitter::concat() {
   }
   if (arms.empty()) // an empty result: never evaluated
     return dtypeConstant(0, dtype_);
-  ExprPtr value = arms.back().second;
-  for (size_t i = arms.size() - 1; i-- > 0;)
-    value = select(lt(position, kir::index(arms[i].first)), arms[i].second, value);
-  return result(value);
+  // A balanced tree of selects: a concat of 20,000 operands is 15 selects
+  // deep, not 20,000 (every later pass walks the expression recursively).
+  std::function<ExprPtr(size_t, size_t)> choose = [&](size_t first, size_t last) -> ExprPtr {
+    if (last - first == 1)
+      return arms[first].second;
+    size_t middle = first + (last - first) / 2;
+    return select(lt(position, kir::index(arms[middle - 1].first)), choose(first, middle),
+                  choose(middle, last));
+  };
+  return result(choose(0, arms.size()));
 }
 
 Expected<ExprPtr> NodeEmitter::pad() {
