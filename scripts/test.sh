@@ -5,7 +5,7 @@
 #     script, the install check (cmake --install, find_package and pkg-config consumers,
 #     the .deb), and the PyTorch comparisons (ONNX models, state dicts);
 #  2. the sanitized build (g++, ASan+UBSan): every other unit test;
-#  3. the libFuzzer targets (clang, ASan+UBSan, the libraries and four fuzzers only).
+#  3. the libFuzzer targets (clang, ASan+UBSan, the libraries and the ten fuzzers only).
 # Every test runs once, in one of these builds.
 #
 #   scripts/test.sh           what CI runs
