@@ -6,7 +6,7 @@
 // stopping at the checksum.
 #include "runtime/bundle/BundleFile.h"
 #include "runtime/bundle/BundleLoader.h"
-#include "runtime/cache/ContentHash.h"
+#include "Resealed.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -31,14 +31,7 @@ void check(std::string_view bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char *>(data), size);
   check(bytes);
-  constexpr size_t kChecksumBytes = 16;
-  if (size > kChecksumBytes) {
-    std::string resealed(bytes.substr(0, size - kChecksumBytes));
-    kiln::runtime::Hash128 checksum = kiln::runtime::hashBytes(resealed);
-    for (uint64_t lane : {checksum.high, checksum.low})
-      for (int i = 0; i < 8; ++i)
-        resealed.push_back(static_cast<char>((lane >> (8 * i)) & 0xff));
-    check(resealed);
-  }
+  if (std::optional<std::string> sealed = kiln::fuzz::resealed(bytes))
+    check(*sealed);
   return 0;
 }
