@@ -237,9 +237,9 @@ Expected<void> checkIntegerLiterals(const InferContext &context, const std::vect
     if (std::isfinite(value) && value >= lowest && value <= highest)
       continue;
     return fail(context, ErrorCode::InvalidArgument,
-                "value{} = {} is not a {} value: {} holds the integers {} to {}",
+                "value{} = {} is out of range for {} (integers {} to {})",
                 values.size() == 1 ? std::string() : fmt::format("[{}]", i), values[i],
-                dtypeName(dtype), dtypeName(dtype), static_cast<int64_t>(lowest),
+                dtypeName(dtype), static_cast<int64_t>(lowest),
                 static_cast<int64_t>(highest));
   }
   return {};
