@@ -11,6 +11,30 @@ namespace kiln::json {
 
 namespace {
 
+/// The length of the well-formed UTF-8 character `text` starts with, or 0
+/// when it starts with none (a stray or missing continuation byte, an
+/// overlong form, a surrogate, a value past U+10FFFF).
+size_t utf8CharacterLength(std::string_view text) {
+  if (text.empty())
+    return 0;
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  unsigned char lead = byte(0);
+  size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3
+                                 : (lead >> 3) == 0x1e ? 4 : 0;
+  if (length == 0 || length > text.size())
+    return 0;
+  uint32_t code = length == 1 ? lead : lead & (0x7f >> length);
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(k) & 0xc0) != 0x80)
+      return 0;
+    code = (code << 6) | (byte(k) & 0x3f);
+  }
+  static constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (code < kSmallest[length] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff))
+    return 0;
+  return length;
+}
+
 class Parser {
 public:
   Parser(std::string_view text, std::string_view source, int maxDepth)
@@ -226,6 +250,17 @@ private:
       }
       if (static_cast<unsigned char>(c) < 0x20)
         return fail("a control character inside a string (write it as an escape)");
+      if (static_cast<unsigned char>(c) >= 0x80) {
+        // JSON text is UTF-8 (RFC 8259), and what kiln reads it may write back.
+        size_t length = utf8CharacterLength(text_.substr(at_));
+        if (length == 0)
+          return fail(fmt::format("byte 0x{:02x} inside a string is not part of a UTF-8 character "
+                                  "(JSON text is UTF-8)",
+                                  static_cast<unsigned char>(c)));
+        out += text_.substr(at_, length);
+        at_ += length;
+        continue;
+      }
       if (c != '\\') {
         out += c;
         ++at_;
@@ -300,22 +335,9 @@ Expected<Value> parse(std::string_view text, std::string_view source, int maxDep
 }
 
 std::optional<size_t> invalidUtf8Offset(std::string_view text) {
-  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-  size_t i = 0;
-  while (i < text.size()) {
-    unsigned char lead = byte(i);
-    size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xe ? 3
-                                   : (lead >> 3) == 0x1e ? 4 : 0;
-    if (length == 0 || i + length > text.size())
-      return i;
-    uint32_t code = length == 1 ? lead : lead & (0x7f >> length);
-    for (size_t k = 1; k < length; ++k) {
-      if ((byte(i + k) & 0xc0) != 0x80)
-        return i;
-      code = (code << 6) | (byte(i + k) & 0x3f);
-    }
-    static constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (code < kSmallest[length] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff))
+  for (size_t i = 0; i < text.size();) {
+    size_t length = utf8CharacterLength(text.substr(i));
+    if (length == 0)
       return i;
     i += length;
   }

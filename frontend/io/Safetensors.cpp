@@ -320,6 +320,11 @@ parseContents(const std::string &path, uint64_t fileSize,
                    : ioError("cannot read", path, err);
   if (headerText.empty() || headerText[0] != '{')
     return formatError(path, "bad JSON in header: expected '{' at byte 0 of the header");
+  // JSON is UTF-8, and saveSafetensors refuses other names, so a file kiln loads saves back.
+  if (std::optional<size_t> bad = json::invalidUtf8Offset(headerText))
+    return formatError(path, fmt::format("header is not UTF-8: byte {} of the header is not part "
+                                         "of a UTF-8 character (a safetensors header is JSON)",
+                                         *bad));
   auto parsed = parseJson(headerText, 4);
   if (!parsed)
     return formatError(

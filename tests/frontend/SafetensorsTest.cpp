@@ -281,6 +281,15 @@ TEST_CASE("safetensors rejects malformed files with precise messages", "[safeten
         loadError(dir, "{\"\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1),
         Catch::Contains("empty tensor name at byte 1 of the header"));
   }
+  SECTION("a header that is not UTF-8, which saveSafetensors refuses to write") {
+    // safetensors_fuzzer's round trip failed on a name holding byte 0xf3 (tests/fuzz/
+    // safetensors-corpus/non-utf8-name.safetensors): it loaded and could not be saved back.
+    CHECK_THAT(loadError(dir, "{\"a\xf3\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
+                         1),
+               Catch::Contains("header is not UTF-8: byte 3 of the header"));
+    CHECK_THAT(loadError(dir, "{\"__metadata__\":{\"k\":\"\xc0\xaf\"}}", 0),
+               Catch::Contains("header is not UTF-8: byte 22 of the header"));
+  }
   SECTION("metadata values must be strings") {
     CHECK_THAT(loadError(dir, "{\"__metadata__\":{\"epoch\":3}}", 0),
                Catch::Contains("\"__metadata__\" value of \"epoch\" must be a string"));

@@ -21,3 +21,17 @@ TEST_CASE("invalidUtf8Offset finds the first byte that is not UTF-8", "[json]") 
   CHECK(invalidUtf8Offset("\xf4\x90\x80\x80") == 0); // past U+10FFFF
   CHECK(invalidUtf8Offset("\xf8\x88\x80\x80\x80") == 0);
 }
+
+TEST_CASE("json::parse refuses strings that are not UTF-8, where they are", "[json]") {
+  // A tuning import with such a name loaded, and its export was not JSON.
+  auto parsed = kiln::json::parse("{\"name\": \"caf\xc3\xa9\", \"bad\": \"x\xe9y\"}", "records.json");
+  REQUIRE_FALSE(parsed);
+  CHECK(parsed.error().code() == kiln::ErrorCode::FormatError);
+  CHECK(parsed.error().message() ==
+        "byte 0xe9 inside a string is not part of a UTF-8 character (JSON text is UTF-8)");
+  REQUIRE(parsed.error().location());
+  CHECK(parsed.error().location()->column == 28);
+  auto good = kiln::json::parse("\"caf\xc3\xa9 \xf0\x9f\x94\xa5\"", "ok.json");
+  REQUIRE(good);
+  CHECK(good->string == "caf\xc3\xa9 \xf0\x9f\x94\xa5");
+}
