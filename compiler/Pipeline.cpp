@@ -29,18 +29,19 @@ double secondsSince(Clock::time_point start) {
 
 /// Graph passes before fusion: clean up, decompose the composite ops that have
 /// no kernel template of their own (attention becomes matmuls and a softmax),
-/// apply the precision policy to every contraction, those matmuls included,
-/// on a GPU with tensor cores for the policy's operands run the convolutions
-/// that then suit them as NHWC (`layout`) and, under fp8, give matmuls
-/// K-contiguous operands (`kmajor`), and clean up again (`fold` narrows cast
-/// constants, `cse` merges casts and transposes, `simplify` cancels transpose
-/// pairs).
+/// split concats wider than a kernel's input bound into trees, apply the
+/// precision policy to every contraction, those matmuls included, on a GPU
+/// with tensor cores for the policy's operands run the convolutions that then
+/// suit them as NHWC (`layout`) and, under fp8, give matmuls K-contiguous
+/// operands (`kmajor`), and clean up again (`fold` narrows cast constants,
+/// `cse` merges casts and transposes, `simplify` cancels transpose pairs).
 Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options,
                               const LoweringTarget &target) {
   passes::PassManager pm;
   pm.setVerifyEach(options.verifyEach);
   KILN_TRY_VOID(pm.addPipeline("simplify,fold,cse,dce"));
   pm.add(passes::createDecomposePass({ir::OpKind::ScaledDotProductAttention}));
+  pm.add(passes::createSplitWideConcatPass());
   if (options.precision != passes::PrecisionPolicy::Fp32)
     pm.add(passes::createPrecisionPass(options.precision));
   const auto *gpu = std::get_if<codegen::GpuTarget>(&target);

@@ -33,6 +33,7 @@ constexpr PassEntry kRegistry[] = {
     {"layout", [](const PassOptions &) { return createNhwcLayoutPass(); }},
     {"precision", [](const PassOptions &o) { return createPrecisionPass(o.precision); }},
     {"simplify", [](const PassOptions &) { return createAlgebraicSimplifyPass(); }},
+    {"split-concat", [](const PassOptions &) { return createSplitWideConcatPass(); }},
 };
 
 std::string knownPassList() {

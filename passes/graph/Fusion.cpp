@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace kiln::passes {
 
@@ -32,6 +33,9 @@ struct Draft {
   /// Nothing joins a closed group: a large constant, an opaque op.
   bool closed = false;
   std::vector<int> members;
+  /// The materialized values members read and no member computes: the
+  /// kernel's arguments, at most kMaxKernelInputs of them.
+  std::unordered_set<const ir::Value *> inputs;
 };
 
 class FusionPlanner {
@@ -49,6 +53,9 @@ private:
   void claimEpilogue(int anchor);
   void assignGroups();
   bool tryJoin(int position, int group);
+  bool isKernelArgument(const ir::Value *value) const;
+  size_t inputsAfterJoin(int position, const Draft &draft) const;
+  void markMaterializedDuplicates();
   bool epilogueAllows(int anchor, int group) const;
   int newDraft(int root);
   void placeDuplicatedNodes();
@@ -181,6 +188,9 @@ int FusionPlanner::newDraft(int root) {
     draft.closed = anchorKind(node(root)) == GroupKind::Opaque;
   }
   draft.closed = draft.closed || role_[root] == FusionRole::Constant;
+  for (const ir::Value *operand : node(root).operands())
+    if (isKernelArgument(operand))
+      draft.inputs.insert(operand);
   drafts_.push_back(std::move(draft));
   int id = static_cast<int>(drafts_.size()) - 1;
   groupOf_[root] = id;
@@ -209,6 +219,29 @@ bool FusionPlanner::epilogueAllows(int anchor, int group) const {
   return true;
 }
 
+/// Whether a kernel reading `value` takes it as an argument: anything but a
+/// duplicated node's value that is recomputed inside the kernel.
+bool FusionPlanner::isKernelArgument(const ir::Value *value) const {
+  const ir::Node *producer = value->definingNode();
+  if (producer == nullptr)
+    return true;
+  int source = position_.at(producer);
+  return role_[source] != FusionRole::Duplicated || materialized_[source];
+}
+
+/// The group's argument count once `position` joins: its result is computed
+/// inside, its operands are read.
+size_t FusionPlanner::inputsAfterJoin(int position, const Draft &draft) const {
+  const ir::Value *result = node(position).result();
+  size_t count = draft.inputs.size() - draft.inputs.count(result);
+  std::vector<const ir::Value *> added;
+  for (const ir::Value *operand : node(position).operands())
+    if (operand != result && isKernelArgument(operand) && !draft.inputs.contains(operand) &&
+        std::find(added.begin(), added.end(), operand) == added.end())
+      added.push_back(operand);
+  return count + added.size();
+}
+
 bool FusionPlanner::tryJoin(int position, int group) {
   Draft &draft = drafts_[group];
   if (draft.closed)
@@ -216,7 +249,7 @@ bool FusionPlanner::tryJoin(int position, int group) {
   int height = 0;
   for (int user : users_[position])
     height = std::max(height, height_[user] + 1);
-  if (height > kMaxFusedDepth)
+  if (height > kMaxFusedDepth || inputsAfterJoin(position, draft) > kMaxKernelInputs)
     return false;
   bool feeds = std::any_of(users_[position].begin(), users_[position].end(),
                            [&](int user) { return feedsAnchor_[user]; });
@@ -232,6 +265,10 @@ bool FusionPlanner::tryJoin(int position, int group) {
   feedsAnchor_[position] = feeds;
   height_[position] = height;
   draft.members.push_back(position);
+  draft.inputs.erase(node(position).result());
+  for (const ir::Value *operand : node(position).operands())
+    if (isKernelArgument(operand))
+      draft.inputs.insert(operand);
   groupOf_[position] = group;
   return true;
 }
@@ -254,19 +291,19 @@ void FusionPlanner::assignGroups() {
 // A duplicated node is recomputed inside each group that reads it, unless a
 // kernel needs it in memory: it is an output, or a contraction or opaque
 // anchor reads it. Then it is computed once and every reader takes it as input.
+void FusionPlanner::markMaterializedDuplicates() {
+  for (int i = 0; i < size(); ++i)
+    materialized_[i] =
+        role_[i] == FusionRole::Duplicated &&
+        (isOutput_[i] || std::any_of(users_[i].begin(), users_[i].end(), [&](int user) {
+           return isAnchor(user) && takesNoPrologue(anchorKind(node(user)));
+         }));
+}
+
 void FusionPlanner::placeDuplicatedNodes() {
-  for (int i = 0; i < size(); ++i) {
-    if (role_[i] != FusionRole::Duplicated)
-      continue;
-    bool needsMemory =
-        isOutput_[i] || std::any_of(users_[i].begin(), users_[i].end(), [&](int user) {
-          return isAnchor(user) && takesNoPrologue(anchorKind(node(user)));
-        });
-    if (needsMemory) {
-      materialized_[i] = true;
+  for (int i = 0; i < size(); ++i)
+    if (materialized_[i])
       newDraft(i);
-    }
-  }
   for (Draft &draft : drafts_) {
     std::vector<int> copies;
     for (int member : draft.members)
@@ -337,6 +374,7 @@ Expected<FusionPlan> FusionPlanner::plan() {
   for (int i = 0; i < size(); ++i)
     if (isAnchor(i) && anchorKind(node(i)) != GroupKind::Opaque)
       claimEpilogue(i);
+  markMaterializedDuplicates();
   assignGroups();
   placeDuplicatedNodes();
   return buildPlan();

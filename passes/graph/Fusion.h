@@ -65,6 +65,14 @@ struct FusionPlan {
 /// slowly) while saving almost nothing over one more memory round trip.
 inline constexpr int kMaxFusedDepth = 256;
 
+/// The most materialized values one kernel may read. A node that would take
+/// a group past it starts a group of its own: every input is a kernel
+/// argument, and GPU kernels have a few KiB of parameter space (64 pointers
+/// fit in any), while LLVM's vectorizer slows quadratically in them. A single
+/// node with more operands (only concat has unbounded operands) is split
+/// first by the "split-concat" pass.
+inline constexpr size_t kMaxKernelInputs = 64;
+
 /// Partitions `graph` (verified, with no decomposable composite op that has no
 /// kernel) into fusion groups. Never creates a cycle between groups.
 Expected<FusionPlan> planFusion(const ir::Graph &graph);

@@ -48,6 +48,9 @@ std::unique_ptr<Pass> createAlgebraicSimplifyPass();
 /// "decompose": rewrites composite ops into primitives. With `onlyOps` empty
 /// every composite op is decomposed; otherwise only those kinds.
 std::unique_ptr<Pass> createDecomposePass(std::vector<ir::OpKind> onlyOps = {});
+/// "split-concat": a concat of more than kMaxKernelInputs operands becomes a
+/// tree of concats along the same axis, each within the bound.
+std::unique_ptr<Pass> createSplitWideConcatPass();
 /// "precision": applies `policy` to the f32 contractions (matmul, conv2d):
 /// tf32 sets allow_tf32; bf16-mixed, fp16-mixed and fp8 cast their operands
 /// to bf16, f16 or f8e4m3 (accumulating in f32) and their result back to f32.

@@ -514,3 +514,44 @@ TEST_CASE("fusion: a chain longer than kMaxFusedDepth becomes several kernels",
   CHECK(plan.groups[2].kind == GroupKind::Reduction);
   CHECK(plan.groups[2].nodes.size() == 257);
 }
+
+TEST_CASE("fusion: a group reads at most kMaxKernelInputs values", "[passes][fusion]") {
+  // A sum of 100 inputs as a chain of adds: each add brings one more input,
+  // so the chain is cut where the group would read a 65th value.
+  static_assert(kMaxKernelInputs == 64, "the counts below assume a bound of 64");
+  std::string text = "graph @g {\n";
+  for (int i = 0; i < 100; ++i)
+    text += fmt::format("  input %x{}: f32[3]\n", i);
+  text += "  %s1: f32[3] = add(%x0, %x1)\n";
+  for (int i = 2; i < 100; ++i)
+    text += fmt::format("  %s{}: f32[3] = add(%s{}, %x{})\n", i, i - 1, i);
+  text += "  output \"y\" = %s99\n}\n";
+  auto graph = parseOrFail(text);
+  FusionPlan plan = planOrFail(*graph);
+  checkPlanInvariants(*graph, plan);
+  REQUIRE(plan.groups.size() == 2);
+  // The consumer side fills first: %s99 back to %s37 read %x37..%x99 and %s36.
+  CHECK(plan.groups[1].inputs.size() == 64);
+  CHECK(plan.groups[1].nodes.size() == 63);
+  CHECK(plan.groups[0].inputs.size() == 37);
+  CHECK(plan.groups[0].nodes.size() == 36);
+}
+
+TEST_CASE("fusion: copied scalars do not count against the input bound", "[passes][fusion]") {
+  // 64 inputs, each scaled by the same scalar constant and summed: the
+  // constant is copied into the kernel, so one group reads exactly 64 values.
+  std::string text = "graph @g {\n";
+  for (int i = 0; i < 64; ++i)
+    text += fmt::format("  input %x{}: f32[3]\n", i);
+  text += "  %c: f32[] = constant() {dtype = f32, shape = [], value = [2.0]}\n";
+  text += "  %m0: f32[3] = mul(%x0, %c)\n";
+  for (int i = 1; i < 64; ++i)
+    text += fmt::format("  %m{0}: f32[3] = mul(%x{0}, %c)\n  %s{0}: f32[3] = add({1}, %m{0})\n",
+                        i, i == 1 ? std::string("%m0") : fmt::format("%s{}", i - 1));
+  text += "  output \"y\" = %s63\n}\n";
+  auto graph = parseOrFail(text);
+  FusionPlan plan = planOrFail(*graph);
+  checkPlanInvariants(*graph, plan);
+  REQUIRE(plan.groups.size() == 1);
+  CHECK(plan.groups[0].inputs.size() == 64);
+}

@@ -135,6 +135,11 @@ inline void checkPlanInvariants(const ir::Graph &graph, const passes::FusionPlan
       }
     }
     REQUIRE(group.inputs == expectedInputs);
+    // The input bound: a kernel takes at most kMaxKernelInputs arguments
+    // (copied scalars and iotas are members, not inputs), unless it is one
+    // node wider than that.
+    if (group.inputs.size() > passes::kMaxKernelInputs)
+      REQUIRE(group.root->numOperands() > passes::kMaxKernelInputs);
     // The depth bound: no chain inside the group longer than kMaxFusedDepth
     // ops (a copied scalar or iota adds one level above it).
     std::unordered_map<const ir::Node *, int> height;
