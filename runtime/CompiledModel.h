@@ -6,6 +6,7 @@
 #include "runtime/Device.h"
 #include "runtime/LaunchPlan.h"
 #include "runtime/Profile.h"
+#include "runtime/RunOptions.h"
 #include "support/Error.h"
 #include "support/HostTensor.h"
 
@@ -23,17 +24,6 @@ namespace runtime {
 class DeviceExecutor;
 }
 
-/// Inputs a device model reads where they already are on its device (a batch
-/// uploaded on a copy stream, docs/training.md), instead of copying them from
-/// host tensors.
-struct DeviceInputs {
-  /// By input name: the device address of a buffer of that input's type.
-  std::map<std::string, runtime::DevicePtr, std::less<>> addresses;
-  /// Enqueued on the run's stream just before its kernels (a wait for the
-  /// upload's event) and just after them (releasing the upload's buffer).
-  std::function<Expected<void>(runtime::Stream)> beforeKernels, afterKernels;
-};
-
 /// State a model keeps between runs: after runUpdating(), the bytes of output
 /// `output` from `byteOffset` on become the value of bound parameter `param`
 /// (as many bytes as the parameter has). On a device they never leave it.
@@ -41,24 +31,6 @@ struct StateUpdate {
   std::string output;
   int64_t byteOffset = 0;
   std::string param;
-};
-
-struct RunOptions {
-  /// Fill the arena and the output tensors with a NaN bit pattern before the
-  /// kernels run, so an element no kernel writes cannot pass for a result.
-  bool poisonBuffers = false;
-  /// When set, the run records one timed event per kernel and copy into it
-  /// (device events on a GPU, the wall clock on the CPU).
-  runtime::RunProfile *profile = nullptr;
-  /// Device models: capture the launches into a launch graph (a CUDA graph)
-  /// on the first run and replay it on later ones (captured again when the
-  /// parameters passed to run() change from bound to passed or back). Ignored
-  /// on the CPU, and when profiling (per-kernel timing needs the launches one
-  /// by one).
-  bool launchGraph = false;
-  /// Device models only: inputs already on the device. Those named here are
-  /// not passed as host tensors.
-  const DeviceInputs *deviceInputs = nullptr;
 };
 
 /// Memory a model uses, in bytes.

@@ -2,8 +2,6 @@
 // (stream, arena, I/O block, pinned staging, launch graph), timed launches.
 #include "runtime/DeviceExecutor.h"
 
-#include "runtime/CompiledModel.h"
-
 #include <fmt/format.h>
 
 #include <chrono>

@@ -7,6 +7,7 @@
 #include "runtime/Device.h"
 #include "runtime/DeviceMemoryPool.h"
 #include "runtime/LaunchPlan.h"
+#include "runtime/RunOptions.h"
 #include "support/Error.h"
 #include "support/HostTensor.h"
 
@@ -15,10 +16,6 @@
 #include <mutex>
 #include <span>
 #include <vector>
-
-namespace kiln {
-struct RunOptions;
-}
 
 namespace kiln::runtime {
 

@@ -6,7 +6,7 @@
 #include "codegen/Target.h"
 #include "ir/kernel/GpuLaunch.h"
 #include "ir/kernel/KernelIR.h"
-#include "passes/kernel/Bounds.h"
+#include "ir/kernel/Bounds.h"
 #include "support/Error.h"
 
 #include <string>

@@ -3,11 +3,9 @@
 // expressions and casts are in the KernelStmt/Expr/CastToLlvm files.
 #include "codegen/llvm/KernelToLlvm.h"
 
+#include "codegen/HostKernelAbi.h"
 #include "codegen/llvm/HostTargetMachine.h"
 #include "codegen/llvm/KernelEmitter.h"
-#include "runtime/cpu/FloatHelpers.h"
-#include "runtime/cpu/ScratchMemory.h"
-#include "runtime/cpu/ThreadPool.h"
 
 #include <fmt/format.h>
 #include <llvm/IR/Verifier.h>

@@ -9,7 +9,7 @@
 #include "ir/kernel/IRUtils.h"
 #include "ir/kernel/ScalarOps.h"
 #include "ir/kernel/Visitor.h"
-#include "passes/kernel/Bounds.h"
+#include "ir/kernel/Bounds.h"
 
 #include <bit>
 #include <limits>

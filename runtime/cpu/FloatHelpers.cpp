@@ -1,5 +1,6 @@
-// C entry points for the narrow-float conversions generated host code calls.
-#include "runtime/cpu/FloatHelpers.h"
+// C entry points for the narrow-float conversions generated host code calls
+// (declared with the rest of the host kernel ABI in codegen/HostKernelAbi.h).
+#include "codegen/HostKernelAbi.h"
 
 #include "support/FloatConvert.h"
 

@@ -1,4 +1,5 @@
-// Heap scratch for large kernel-local buffers (see ScratchMemory.h).
+// Heap scratch for large kernel-local buffers (kiln_cpu_scratch_alloc and
+// kiln_cpu_scratch_free of codegen/HostKernelAbi.h).
 //
 // A kernel's parallel body takes its large buffers (packed GEMM panels) on
 // entry and gives them back on exit, on every call. From the allocator that
@@ -6,7 +7,7 @@
 // the first touch of every page faults: measured at 2 to 3 times the kernel's
 // own time for a 512x1024x768 GEMM packing 2 MiB per task. So each thread
 // keeps the last few blocks it freed and hands them out again.
-#include "runtime/cpu/ScratchMemory.h"
+#include "codegen/HostKernelAbi.h"
 
 #include <array>
 #include <cstdio>

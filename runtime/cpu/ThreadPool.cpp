@@ -2,6 +2,8 @@
 // that workers and the calling thread claim with one atomic counter.
 #include "runtime/cpu/ThreadPool.h"
 
+#include "codegen/HostKernelAbi.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>

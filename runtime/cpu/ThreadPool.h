@@ -1,5 +1,5 @@
-// The CPU thread pool that parallel loops of host kernels run on, and the C
-// entry point (kiln_cpu_parallel_for) the generated code calls.
+// The CPU thread pool that parallel loops of host kernels run on (through
+// kiln_cpu_parallel_for, codegen/HostKernelAbi.h, defined in ThreadPool.cpp).
 #pragma once
 
 #include <condition_variable>
@@ -57,8 +57,3 @@ private:
 };
 
 } // namespace kiln::cpu
-
-/// What generated host code calls for a parallel loop: runs body(closure,
-/// begin, end) over chunks covering [0, n) on the global pool.
-extern "C" void kiln_cpu_parallel_for(void (*body)(void *closure, int64_t begin, int64_t end),
-                                      void *closure, int64_t n);

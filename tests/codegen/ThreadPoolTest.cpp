@@ -2,6 +2,8 @@
 // sizes, concurrent callers, nested calls, exceptions, and the C entry point.
 #include "runtime/cpu/ThreadPool.h"
 
+#include "codegen/HostKernelAbi.h"
+
 #include <catch2/catch.hpp>
 
 #include <atomic>

@@ -1,7 +1,7 @@
 // Kernel scratch memory: aligned, writable blocks, reused by the thread that
 // freed them (so a kernel's per-call buffers stop faulting in fresh pages),
 // with what a thread keeps bounded.
-#include "runtime/cpu/ScratchMemory.h"
+#include "codegen/HostKernelAbi.h"
 
 #include <catch2/catch.hpp>
 

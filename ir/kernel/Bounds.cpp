@@ -1,6 +1,6 @@
 // Interval arithmetic over i64 kernel IR expressions, with every step checked
 // for overflow (a range that could wrap is reported as unknown).
-#include "passes/kernel/Bounds.h"
+#include "ir/kernel/Bounds.h"
 
 #include <algorithm>
 #include <limits>
