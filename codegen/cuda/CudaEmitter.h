@@ -4,9 +4,9 @@
 #pragma once
 
 #include "codegen/Target.h"
+#include "ir/kernel/Bounds.h"
 #include "ir/kernel/GpuLaunch.h"
 #include "ir/kernel/KernelIR.h"
-#include "ir/kernel/Bounds.h"
 #include "support/Error.h"
 
 #include <string>

@@ -5,11 +5,11 @@
 // constant is exactly what the kernel would compute.
 #include "passes/kernel/Passes.h"
 
+#include "ir/kernel/Bounds.h"
 #include "ir/kernel/Builder.h"
 #include "ir/kernel/IRUtils.h"
 #include "ir/kernel/ScalarOps.h"
 #include "ir/kernel/Visitor.h"
-#include "ir/kernel/Bounds.h"
 
 #include <bit>
 #include <limits>
