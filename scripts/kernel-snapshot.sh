@@ -43,8 +43,14 @@ configurations=(
 
 # ptxas -v per kernel, one line each: "kernel: N registers, S bytes spill stores, L bytes spill loads".
 ptxasReport() {
-  local arch=$1 ptx=$2
-  "$ptxas" -arch="$arch" -v -o /dev/null "$ptx" 2>&1 |
+  local arch=$1 ptx=$2 log
+  # ptxas refusing the PTX is a finding in itself: say which module, with ptxas's words.
+  if ! log="$("$ptxas" -arch="$arch" -v -o /dev/null "$ptx" 2>&1)"; then
+    echo "kernel-snapshot: ptxas -arch=$arch rejects $ptx:" >&2
+    echo "$log" | head -n 20 >&2
+    return 1
+  fi
+  echo "$log" |
     awk -F"'" '/Compiling entry function/ { name = $2 }
          /spill stores/ { spills = $0 }
          /Used [0-9]+ registers/ { match($0, /Used [0-9]+ registers/);
@@ -81,7 +87,8 @@ record() {
            /^target: / { exit }
            { print > (dir "/" part ".txt") }' "$dir/all.txt"
       tail -n +2 "$dir/ptx.txt" >"$dir/module.ptx"
-      ptxasReport "$arch" "$dir/module.ptx" >"$dir/ptxas.txt"
+      ptxasReport "$arch" "$dir/module.ptx" >"$dir/ptxas.txt" ||
+        { echo "kernel-snapshot: in $name (the PTX is kept at $dir/module.ptx)" >&2; exit 1; }
       rm -f "$dir/all.txt" "$dir/module.ptx"
       [ -s "$dir/stderr.txt" ] || rm -f "$dir/stderr.txt"
       echo "recorded $name ($(grep -c . "$dir/ptxas.txt") kernels)"
