@@ -54,9 +54,27 @@ struct Var {
 };
 using VarPtr = std::shared_ptr<const Var>;
 
+/// The checked constructors: every node checks its own invariants (operand types, scopes,
+/// fragment sizes) when it is built, in NodeChecks.cpp; a violation is a compiler bug.
+#define KILN_KIR_EXPR(Class, name) class Class;
+#define KILN_KIR_STMT(Class, name) class Class;
+#include "ir/kernel/Nodes.def"
+namespace detail {
+#define KILN_KIR_EXPR(Class, name) void checkNode(const Class &node);
+#define KILN_KIR_STMT(Class, name) void checkNode(const Class &node);
+#include "ir/kernel/Nodes.def"
+} // namespace detail
+
 // ---- Expressions --------------------------------------------------------------------------------
 
-enum class ExprKind { IntImm, FloatImm, VarRef, Unary, Binary, Select, Cast, Load, Call, Broadcast, Shuffle };
+/// Every expression kind, from ir/kernel/Nodes.def.
+enum class ExprKind {
+#define KILN_KIR_EXPR(Class, name) Class,
+#include "ir/kernel/Nodes.def"
+};
+
+/// The kind's keyword in Nodes.def: "load", "select".
+std::string_view kindName(ExprKind kind);
 
 class Expr;
 using ExprPtr = std::shared_ptr<const Expr>;
@@ -78,20 +96,29 @@ private:
 /// An integer or bool constant (bool: 0 or 1), broadcast to all lanes.
 class IntImm final : public Expr {
 public:
-  IntImm(int64_t value, Type type) : Expr(ExprKind::IntImm, type), value(value) {}
+  static constexpr ExprKind kKind = ExprKind::IntImm;
+  IntImm(int64_t value, Type type) : Expr(ExprKind::IntImm, type), value(value) {
+    detail::checkNode(*this);
+  }
   const int64_t value;
 };
 
 /// A floating-point constant, exactly representable in its dtype.
 class FloatImm final : public Expr {
 public:
-  FloatImm(double value, Type type) : Expr(ExprKind::FloatImm, type), value(value) {}
+  static constexpr ExprKind kKind = ExprKind::FloatImm;
+  FloatImm(double value, Type type) : Expr(ExprKind::FloatImm, type), value(value) {
+    detail::checkNode(*this);
+  }
   const double value;
 };
 
 class VarRef final : public Expr {
 public:
-  explicit VarRef(VarPtr var) : Expr(ExprKind::VarRef, var->type), var(std::move(var)) {}
+  static constexpr ExprKind kKind = ExprKind::VarRef;
+  explicit VarRef(VarPtr var) : Expr(ExprKind::VarRef, var->type), var(std::move(var)) {
+    detail::checkNode(*this);
+  }
   const VarPtr var;
 };
 
@@ -99,8 +126,11 @@ enum class UnaryOp { Neg, Not };
 
 class Unary final : public Expr {
 public:
+  static constexpr ExprKind kKind = ExprKind::Unary;
   Unary(UnaryOp op, ExprPtr operand)
-      : Expr(ExprKind::Unary, operand->type()), op(op), operand(std::move(operand)) {}
+      : Expr(ExprKind::Unary, operand->type()), op(op), operand(std::move(operand)) {
+    detail::checkNode(*this);
+  }
   const UnaryOp op;
   const ExprPtr operand;
 };
@@ -114,8 +144,11 @@ bool isComparison(BinaryOp op);
 
 class Binary final : public Expr {
 public:
+  static constexpr ExprKind kKind = ExprKind::Binary;
   Binary(BinaryOp op, ExprPtr lhs, ExprPtr rhs, Type type)
-      : Expr(ExprKind::Binary, type), op(op), lhs(std::move(lhs)), rhs(std::move(rhs)) {}
+      : Expr(ExprKind::Binary, type), op(op), lhs(std::move(lhs)), rhs(std::move(rhs)) {
+    detail::checkNode(*this);
+  }
   const BinaryOp op;
   const ExprPtr lhs, rhs;
 };
@@ -123,9 +156,12 @@ public:
 /// cond ? onTrue : onFalse (lane-wise for vectors). Both arms may be evaluated.
 class Select final : public Expr {
 public:
+  static constexpr ExprKind kKind = ExprKind::Select;
   Select(ExprPtr cond, ExprPtr onTrue, ExprPtr onFalse)
       : Expr(ExprKind::Select, onTrue->type()), cond(std::move(cond)), onTrue(std::move(onTrue)),
-        onFalse(std::move(onFalse)) {}
+        onFalse(std::move(onFalse)) {
+    detail::checkNode(*this);
+  }
   const ExprPtr cond, onTrue, onFalse;
 };
 
@@ -134,7 +170,10 @@ public:
 /// int wraps, anything to bool is "!= 0".
 class Cast final : public Expr {
 public:
-  Cast(ExprPtr value, Type type) : Expr(ExprKind::Cast, type), value(std::move(value)) {}
+  static constexpr ExprKind kKind = ExprKind::Cast;
+  Cast(ExprPtr value, Type type) : Expr(ExprKind::Cast, type), value(std::move(value)) {
+    detail::checkNode(*this);
+  }
   const ExprPtr value;
 };
 
@@ -143,9 +182,12 @@ public:
 /// and yields zero.
 class Load final : public Expr {
 public:
+  static constexpr ExprKind kKind = ExprKind::Load;
   Load(BufferPtr buffer, ExprPtr index, int lanes, ExprPtr predicate = nullptr)
       : Expr(ExprKind::Load, Type{buffer->dtype, lanes}), buffer(std::move(buffer)),
-        index(std::move(index)), predicate(std::move(predicate)) {}
+        index(std::move(index)), predicate(std::move(predicate)) {
+    detail::checkNode(*this);
+  }
   const BufferPtr buffer;
   const ExprPtr index;
   const ExprPtr predicate; ///< nullptr: always read
@@ -156,11 +198,16 @@ public:
 enum class Intrinsic { Exp, Log, Sqrt, Rsqrt, Tanh, Erf, Sin, Cos, Abs, Floor, Pow, Fma };
 
 std::string_view intrinsicName(Intrinsic fn);
+/// How many arguments `fn` takes: Pow 2, Fma 3, the rest 1.
+size_t intrinsicArity(Intrinsic fn);
 
 class Call final : public Expr {
 public:
+  static constexpr ExprKind kKind = ExprKind::Call;
   Call(Intrinsic fn, std::vector<ExprPtr> args, Type type)
-      : Expr(ExprKind::Call, type), fn(fn), args(std::move(args)) {}
+      : Expr(ExprKind::Call, type), fn(fn), args(std::move(args)) {
+    detail::checkNode(*this);
+  }
   const Intrinsic fn;
   const std::vector<ExprPtr> args;
 };
@@ -168,8 +215,11 @@ public:
 /// A scalar repeated into `lanes` lanes.
 class Broadcast final : public Expr {
 public:
+  static constexpr ExprKind kKind = ExprKind::Broadcast;
   Broadcast(ExprPtr value, int lanes)
-      : Expr(ExprKind::Broadcast, value->type().withLanes(lanes)), value(std::move(value)) {}
+      : Expr(ExprKind::Broadcast, value->type().withLanes(lanes)), value(std::move(value)) {
+    detail::checkNode(*this);
+  }
   const ExprPtr value;
 };
 
@@ -191,9 +241,12 @@ std::string_view shuffleModeName(ShuffleMode mode);
 /// i32 or i64; `lane` is an i32 scalar.
 class Shuffle final : public Expr {
 public:
+  static constexpr ExprKind kKind = ExprKind::Shuffle;
   Shuffle(ShuffleMode mode, ExprPtr value, ExprPtr lane)
       : Expr(ExprKind::Shuffle, value->type()), mode(mode), value(std::move(value)),
-        lane(std::move(lane)) {}
+        lane(std::move(lane)) {
+    detail::checkNode(*this);
+  }
   const ShuffleMode mode;
   const ExprPtr value, lane;
 };
@@ -208,10 +261,14 @@ enum class ForKind { Serial, Unrolled, Vectorized, Parallel, BlockX, BlockY, Blo
 
 std::string_view forKindName(ForKind kind);
 
+/// Every statement kind, from ir/kernel/Nodes.def.
 enum class StmtKind {
-  Block, For, Let, If, Allocate, Store, Evaluate, Barrier, Atomic,
-  Mma, LdMatrix, AsyncCopy, AsyncCommit, AsyncWait, Wgmma, WgmmaSync, Mbarrier, TmaLoad
+#define KILN_KIR_STMT(Class, name) Class,
+#include "ir/kernel/Nodes.def"
 };
+
+/// The kind's keyword in Nodes.def: "for", "store", "mma".
+std::string_view kindName(StmtKind kind);
 
 class Stmt;
 using StmtPtr = std::shared_ptr<const Stmt>;
@@ -231,16 +288,22 @@ private:
 /// Statements run in order.
 class Block final : public Stmt {
 public:
-  explicit Block(std::vector<StmtPtr> stmts) : Stmt(StmtKind::Block), stmts(std::move(stmts)) {}
+  static constexpr StmtKind kKind = StmtKind::Block;
+  explicit Block(std::vector<StmtPtr> stmts) : Stmt(StmtKind::Block), stmts(std::move(stmts)) {
+    detail::checkNode(*this);
+  }
   const std::vector<StmtPtr> stmts;
 };
 
 /// for var in [begin, begin + extent): body. `extent` is evaluated once.
 class For final : public Stmt {
 public:
+  static constexpr StmtKind kKind = StmtKind::For;
   For(VarPtr var, ExprPtr begin, ExprPtr extent, ForKind loopKind, StmtPtr body)
       : Stmt(StmtKind::For), var(std::move(var)), begin(std::move(begin)),
-        extent(std::move(extent)), loopKind(loopKind), body(std::move(body)) {}
+        extent(std::move(extent)), loopKind(loopKind), body(std::move(body)) {
+    detail::checkNode(*this);
+  }
   const VarPtr var;
   const ExprPtr begin, extent;
   const ForKind loopKind;
@@ -250,8 +313,11 @@ public:
 /// Binds `var` to `value` within `body` (immutable; mutable state lives in buffers).
 class Let final : public Stmt {
 public:
+  static constexpr StmtKind kKind = StmtKind::Let;
   Let(VarPtr var, ExprPtr value, StmtPtr body)
-      : Stmt(StmtKind::Let), var(std::move(var)), value(std::move(value)), body(std::move(body)) {}
+      : Stmt(StmtKind::Let), var(std::move(var)), value(std::move(value)), body(std::move(body)) {
+    detail::checkNode(*this);
+  }
   const VarPtr var;
   const ExprPtr value;
   const StmtPtr body;
@@ -259,9 +325,12 @@ public:
 
 class If final : public Stmt {
 public:
+  static constexpr StmtKind kKind = StmtKind::If;
   If(ExprPtr cond, StmtPtr thenBody, StmtPtr elseBody = nullptr)
       : Stmt(StmtKind::If), cond(std::move(cond)), thenBody(std::move(thenBody)),
-        elseBody(std::move(elseBody)) {}
+        elseBody(std::move(elseBody)) {
+    detail::checkNode(*this);
+  }
   const ExprPtr cond;
   const StmtPtr thenBody;
   const StmtPtr elseBody; ///< may be nullptr
@@ -270,8 +339,11 @@ public:
 /// Allocates a non-global buffer for the duration of `body` (uninitialized).
 class Allocate final : public Stmt {
 public:
+  static constexpr StmtKind kKind = StmtKind::Allocate;
   Allocate(BufferPtr buffer, StmtPtr body)
-      : Stmt(StmtKind::Allocate), buffer(std::move(buffer)), body(std::move(body)) {}
+      : Stmt(StmtKind::Allocate), buffer(std::move(buffer)), body(std::move(body)) {
+    detail::checkNode(*this);
+  }
   const BufferPtr buffer;
   const StmtPtr body;
 };
@@ -280,9 +352,12 @@ public:
 /// predicate writes nothing.
 class Store final : public Stmt {
 public:
+  static constexpr StmtKind kKind = StmtKind::Store;
   Store(BufferPtr buffer, ExprPtr index, ExprPtr value, ExprPtr predicate = nullptr)
       : Stmt(StmtKind::Store), buffer(std::move(buffer)), index(std::move(index)),
-        value(std::move(value)), predicate(std::move(predicate)) {}
+        value(std::move(value)), predicate(std::move(predicate)) {
+    detail::checkNode(*this);
+  }
   const BufferPtr buffer;
   const ExprPtr index, value;
   const ExprPtr predicate; ///< nullptr: always write
@@ -291,7 +366,10 @@ public:
 /// Evaluates an expression for its effect (reserved for calls with effects).
 class Evaluate final : public Stmt {
 public:
-  explicit Evaluate(ExprPtr value) : Stmt(StmtKind::Evaluate), value(std::move(value)) {}
+  static constexpr StmtKind kKind = StmtKind::Evaluate;
+  explicit Evaluate(ExprPtr value) : Stmt(StmtKind::Evaluate), value(std::move(value)) {
+    detail::checkNode(*this);
+  }
   const ExprPtr value;
 };
 
@@ -302,7 +380,10 @@ public:
 /// reports it; real hardware hangs or corrupts).
 class Barrier final : public Stmt {
 public:
-  Barrier() : Stmt(StmtKind::Barrier) {}
+  static constexpr StmtKind kKind = StmtKind::Barrier;
+  Barrier() : Stmt(StmtKind::Barrier) {
+    detail::checkNode(*this);
+  }
 };
 
 /// Read-modify-write operations of an Atomic statement.
@@ -316,9 +397,12 @@ std::string_view atomicOpName(AtomicOp op);
 /// dtype; the order in which threads' updates land is unspecified.
 class Atomic final : public Stmt {
 public:
+  static constexpr StmtKind kKind = StmtKind::Atomic;
   Atomic(AtomicOp op, BufferPtr buffer, ExprPtr index, ExprPtr value)
       : Stmt(StmtKind::Atomic), op(op), buffer(std::move(buffer)), index(std::move(index)),
-        value(std::move(value)) {}
+        value(std::move(value)) {
+    detail::checkNode(*this);
+  }
   const AtomicOp op;
   const BufferPtr buffer;
   const ExprPtr index, value;
@@ -351,9 +435,12 @@ enum class MmaKind {
 /// passes its fragments; d may alias c (accumulate in place).
 class Mma final : public Stmt {
 public:
+  static constexpr StmtKind kKind = StmtKind::Mma;
   Mma(MmaKind mmaKind, Fragment d, Fragment a, Fragment b, Fragment c)
       : Stmt(StmtKind::Mma), mmaKind(mmaKind), d(std::move(d)), a(std::move(a)),
-        b(std::move(b)), c(std::move(c)) {}
+        b(std::move(b)), c(std::move(c)) {
+    detail::checkNode(*this);
+  }
   const MmaKind mmaKind;
   const Fragment d, a, b, c;
 };
@@ -372,9 +459,12 @@ public:
 /// 8-bit ldmatrix never transposes.
 class LdMatrix final : public Stmt {
 public:
+  static constexpr StmtKind kKind = StmtKind::LdMatrix;
   LdMatrix(Fragment destination, int matrices, bool transpose, BufferPtr source, ExprPtr rowIndex)
       : Stmt(StmtKind::LdMatrix), destination(std::move(destination)), matrices(matrices),
-        transpose(transpose), source(std::move(source)), rowIndex(std::move(rowIndex)) {}
+        transpose(transpose), source(std::move(source)), rowIndex(std::move(rowIndex)) {
+    detail::checkNode(*this);
+  }
   const Fragment destination;
   const int matrices;
   const bool transpose;
@@ -389,11 +479,14 @@ public:
 /// holds its old contents. A false predicate reads nothing and writes zeros.
 class AsyncCopy final : public Stmt {
 public:
+  static constexpr StmtKind kKind = StmtKind::AsyncCopy;
   AsyncCopy(BufferPtr destination, ExprPtr destinationIndex, BufferPtr source, ExprPtr sourceIndex,
             int lanes, ExprPtr predicate)
       : Stmt(StmtKind::AsyncCopy), destination(std::move(destination)),
         destinationIndex(std::move(destinationIndex)), source(std::move(source)),
-        sourceIndex(std::move(sourceIndex)), lanes(lanes), predicate(std::move(predicate)) {}
+        sourceIndex(std::move(sourceIndex)), lanes(lanes), predicate(std::move(predicate)) {
+    detail::checkNode(*this);
+  }
   const BufferPtr destination;
   const ExprPtr destinationIndex;
   const BufferPtr source;
@@ -406,7 +499,10 @@ public:
 /// commit form one group.
 class AsyncCommit final : public Stmt {
 public:
-  AsyncCommit() : Stmt(StmtKind::AsyncCommit) {}
+  static constexpr StmtKind kKind = StmtKind::AsyncCommit;
+  AsyncCommit() : Stmt(StmtKind::AsyncCommit) {
+    detail::checkNode(*this);
+  }
 };
 
 /// PTX cp.async.wait_group N: waits until at most `pendingGroups` of the
@@ -414,7 +510,10 @@ public:
 /// group's copies have landed. Other threads see them only after a Barrier.
 class AsyncWait final : public Stmt {
 public:
-  explicit AsyncWait(int pendingGroups) : Stmt(StmtKind::AsyncWait), pendingGroups(pendingGroups) {}
+  static constexpr StmtKind kKind = StmtKind::AsyncWait;
+  explicit AsyncWait(int pendingGroups) : Stmt(StmtKind::AsyncWait), pendingGroups(pendingGroups) {
+    detail::checkNode(*this);
+  }
   const int pendingGroups;
 };
 
@@ -453,9 +552,12 @@ struct SharedMatrix {
 /// overwrites d (D = A x B).
 class Wgmma final : public Stmt {
 public:
+  static constexpr StmtKind kKind = StmtKind::Wgmma;
   Wgmma(WgmmaKind wgmmaKind, int n, Fragment d, SharedMatrix a, SharedMatrix b, bool accumulate)
       : Stmt(StmtKind::Wgmma), wgmmaKind(wgmmaKind), n(n), d(std::move(d)), a(std::move(a)),
-        b(std::move(b)), accumulate(accumulate) {}
+        b(std::move(b)), accumulate(accumulate) {
+    detail::checkNode(*this);
+  }
   const WgmmaKind wgmmaKind;
   const int n; ///< 8 .. 256, a multiple of 8
   const Fragment d;
@@ -477,8 +579,11 @@ std::string_view wgmmaSyncOpName(WgmmaSyncOp op);
 
 class WgmmaSync final : public Stmt {
 public:
+  static constexpr StmtKind kKind = StmtKind::WgmmaSync;
   explicit WgmmaSync(WgmmaSyncOp op, int pendingGroups = 0)
-      : Stmt(StmtKind::WgmmaSync), op(op), pendingGroups(pendingGroups) {}
+      : Stmt(StmtKind::WgmmaSync), op(op), pendingGroups(pendingGroups) {
+    detail::checkNode(*this);
+  }
   const WgmmaSyncOp op;
   const int pendingGroups; ///< Wait only
 };
@@ -521,9 +626,12 @@ std::string_view mbarrierOpName(MbarrierOp op);
 /// One mbarrier operation on barriers[index].
 class Mbarrier final : public Stmt {
 public:
+  static constexpr StmtKind kKind = StmtKind::Mbarrier;
   Mbarrier(MbarrierOp op, BufferPtr barriers, ExprPtr index, int64_t count, ExprPtr parity)
       : Stmt(StmtKind::Mbarrier), op(op), barriers(std::move(barriers)), index(std::move(index)),
-        count(count), parity(std::move(parity)) {}
+        count(count), parity(std::move(parity)) {
+    detail::checkNode(*this);
+  }
   const MbarrierOp op;
   const BufferPtr barriers; ///< scope Shared, dtype i64
   const ExprPtr index;
@@ -540,12 +648,15 @@ public:
 /// its own copy; kernels issue from one thread.
 class TmaLoad final : public Stmt {
 public:
+  static constexpr StmtKind kKind = StmtKind::TmaLoad;
   TmaLoad(BufferPtr destination, ExprPtr destinationIndex, TensorMapPtr map,
           std::vector<ExprPtr> coords, BufferPtr barriers, ExprPtr barrierIndex)
       : Stmt(StmtKind::TmaLoad), destination(std::move(destination)),
         destinationIndex(std::move(destinationIndex)), map(std::move(map)),
         coords(std::move(coords)), barriers(std::move(barriers)),
-        barrierIndex(std::move(barrierIndex)) {}
+        barrierIndex(std::move(barrierIndex)) {
+    detail::checkNode(*this);
+  }
   const BufferPtr destination;
   const ExprPtr destinationIndex;
   const TensorMapPtr map;
@@ -572,7 +683,11 @@ struct Kernel {
 };
 
 /// Checked downcasts: `as<Load>(expr)` is nullptr when the node is another kind.
-template <typename T> const T *as(const Expr &e) { return dynamic_cast<const T *>(&e); }
-template <typename T> const T *as(const Stmt &s) { return dynamic_cast<const T *>(&s); }
+template <typename T> const T *as(const Expr &e) {
+  return e.kind() == T::kKind ? static_cast<const T *>(&e) : nullptr;
+}
+template <typename T> const T *as(const Stmt &s) {
+  return s.kind() == T::kKind ? static_cast<const T *>(&s) : nullptr;
+}
 
 } // namespace kiln::kir

@@ -175,10 +175,6 @@ template <typename T> T floatIntrinsic(Intrinsic fn, const T *x) {
   KILN_UNREACHABLE("intrinsic");
 }
 
-size_t intrinsicArity(Intrinsic fn) {
-  return fn == Intrinsic::Pow ? 2 : fn == Intrinsic::Fma ? 3 : 1;
-}
-
 } // namespace
 
 int64_t wrapInteger(int64_t value, DType dtype) {

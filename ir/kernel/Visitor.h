@@ -8,8 +8,9 @@
 
 namespace kiln::kir {
 
-/// A read-only walk over an expression tree. Each visitX recurses into the
-/// node's children by default; override one to stop or to act on a kind.
+/// A read-only walk over an expression tree. Each visitX (one per kind of
+/// ir/kernel/Nodes.def) recurses into the node's children by default; override
+/// one to stop or to act on a kind.
 class ExprVisitor {
 public:
   virtual ~ExprVisitor() = default;
@@ -17,17 +18,8 @@ public:
   /// Dispatches on the node's kind; a null expression is skipped.
   void visit(const ExprPtr &expr);
 
-  virtual void visitIntImm(const IntImm &) {}
-  virtual void visitFloatImm(const FloatImm &) {}
-  virtual void visitVarRef(const VarRef &) {}
-  virtual void visitUnary(const Unary &node);
-  virtual void visitBinary(const Binary &node);
-  virtual void visitSelect(const Select &node);
-  virtual void visitCast(const Cast &node);
-  virtual void visitLoad(const Load &node);
-  virtual void visitCall(const Call &node);
-  virtual void visitBroadcast(const Broadcast &node);
-  virtual void visitShuffle(const Shuffle &node);
+#define KILN_KIR_EXPR(Class, name) virtual void visit##Class(const Class &node);
+#include "ir/kernel/Nodes.def"
 };
 
 /// A read-only walk over a statement tree. Each visitX recurses into child
@@ -41,24 +33,8 @@ public:
   /// Dispatches on the node's kind; a null statement is skipped.
   void visit(const StmtPtr &stmt);
 
-  virtual void visitBlock(const Block &node);
-  virtual void visitFor(const For &node);
-  virtual void visitLet(const Let &node);
-  virtual void visitIf(const If &node);
-  virtual void visitAllocate(const Allocate &node);
-  virtual void visitStore(const Store &node);
-  virtual void visitEvaluate(const Evaluate &node);
-  virtual void visitBarrier(const Barrier &) {}
-  virtual void visitAtomic(const Atomic &node);
-  virtual void visitMma(const Mma &) {}
-  virtual void visitLdMatrix(const LdMatrix &node);
-  virtual void visitAsyncCopy(const AsyncCopy &node);
-  virtual void visitAsyncCommit(const AsyncCommit &) {}
-  virtual void visitAsyncWait(const AsyncWait &) {}
-  virtual void visitWgmma(const Wgmma &node);
-  virtual void visitWgmmaSync(const WgmmaSync &) {}
-  virtual void visitMbarrier(const Mbarrier &node);
-  virtual void visitTmaLoad(const TmaLoad &node);
+#define KILN_KIR_STMT(Class, name) virtual void visit##Class(const Class &node);
+#include "ir/kernel/Nodes.def"
 
   /// Called once for each expression directly held by a statement.
   virtual void visitExpr(const ExprPtr &) {}
@@ -89,36 +65,11 @@ public:
   ExprPtr mutate(const ExprPtr &expr);
   StmtPtr mutate(const StmtPtr &stmt);
 
-  virtual ExprPtr mutateIntImm(const std::shared_ptr<const IntImm> &node) { return node; }
-  virtual ExprPtr mutateFloatImm(const std::shared_ptr<const FloatImm> &node) { return node; }
-  virtual ExprPtr mutateVarRef(const std::shared_ptr<const VarRef> &node) { return node; }
-  virtual ExprPtr mutateUnary(const std::shared_ptr<const Unary> &node);
-  virtual ExprPtr mutateBinary(const std::shared_ptr<const Binary> &node);
-  virtual ExprPtr mutateSelect(const std::shared_ptr<const Select> &node);
-  virtual ExprPtr mutateCast(const std::shared_ptr<const Cast> &node);
-  virtual ExprPtr mutateLoad(const std::shared_ptr<const Load> &node);
-  virtual ExprPtr mutateCall(const std::shared_ptr<const Call> &node);
-  virtual ExprPtr mutateBroadcast(const std::shared_ptr<const Broadcast> &node);
-  virtual ExprPtr mutateShuffle(const std::shared_ptr<const Shuffle> &node);
-
-  virtual StmtPtr mutateBlock(const std::shared_ptr<const Block> &node);
-  virtual StmtPtr mutateFor(const std::shared_ptr<const For> &node);
-  virtual StmtPtr mutateLet(const std::shared_ptr<const Let> &node);
-  virtual StmtPtr mutateIf(const std::shared_ptr<const If> &node);
-  virtual StmtPtr mutateAllocate(const std::shared_ptr<const Allocate> &node);
-  virtual StmtPtr mutateStore(const std::shared_ptr<const Store> &node);
-  virtual StmtPtr mutateEvaluate(const std::shared_ptr<const Evaluate> &node);
-  virtual StmtPtr mutateBarrier(const std::shared_ptr<const Barrier> &node) { return node; }
-  virtual StmtPtr mutateAtomic(const std::shared_ptr<const Atomic> &node);
-  virtual StmtPtr mutateMma(const std::shared_ptr<const Mma> &node) { return node; }
-  virtual StmtPtr mutateLdMatrix(const std::shared_ptr<const LdMatrix> &node);
-  virtual StmtPtr mutateAsyncCopy(const std::shared_ptr<const AsyncCopy> &node);
-  virtual StmtPtr mutateAsyncCommit(const std::shared_ptr<const AsyncCommit> &node) { return node; }
-  virtual StmtPtr mutateAsyncWait(const std::shared_ptr<const AsyncWait> &node) { return node; }
-  virtual StmtPtr mutateWgmma(const std::shared_ptr<const Wgmma> &node);
-  virtual StmtPtr mutateWgmmaSync(const std::shared_ptr<const WgmmaSync> &node) { return node; }
-  virtual StmtPtr mutateMbarrier(const std::shared_ptr<const Mbarrier> &node);
-  virtual StmtPtr mutateTmaLoad(const std::shared_ptr<const TmaLoad> &node);
+#define KILN_KIR_EXPR(Class, name)                                                                 \
+  virtual ExprPtr mutate##Class(const std::shared_ptr<const Class> &node);
+#define KILN_KIR_STMT(Class, name)                                                                 \
+  virtual StmtPtr mutate##Class(const std::shared_ptr<const Class> &node);
+#include "ir/kernel/Nodes.def"
 
 protected:
   /// mutate(stmt), with a null result turned into an empty Block (for bodies).

@@ -1,0 +1,30 @@
+// What KernelIR.h declares about the node kinds themselves: their names and arities.
+#include "ir/kernel/KernelIR.h"
+
+#include "support/Error.h"
+
+namespace kiln::kir {
+
+std::string_view kindName(ExprKind kind) {
+  switch (kind) {
+#define KILN_KIR_EXPR(Class, name)                                                                 \
+  case ExprKind::Class: return name;
+#include "ir/kernel/Nodes.def"
+  }
+  KILN_UNREACHABLE("expression kind");
+}
+
+std::string_view kindName(StmtKind kind) {
+  switch (kind) {
+#define KILN_KIR_STMT(Class, name)                                                                 \
+  case StmtKind::Class: return name;
+#include "ir/kernel/Nodes.def"
+  }
+  KILN_UNREACHABLE("statement kind");
+}
+
+size_t intrinsicArity(Intrinsic fn) {
+  return fn == Intrinsic::Pow ? 2 : fn == Intrinsic::Fma ? 3 : 1;
+}
+
+} // namespace kiln::kir
