@@ -1,17 +1,20 @@
 // Section (f): kiln's conv2d (implicit GEMMs: fp32 NCHW on the CUDA cores, bf16 NHWC on the
 // tensor cores, by default and with warpgroup products forced) against cuDNN's fastest
 // algorithm on ResNet and VGG16 layer shapes.
-#include "bench/gpu/Cudnn.h"
 #include "bench/gpu/DeviceTimer.h"
 #include "bench/gpu/KernelTiming.h"
 #include "bench/gpu/Sections.h"
 #include "frontend/Ops.h"
 #include "passes/lower/gpu/GpuContraction.h"
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cudnn/CudnnConv2D.h"
+#include "runtime/cudnn/CudnnLibrary.h"
 #include "support/FloatConvert.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <sstream>
@@ -28,6 +31,8 @@ constexpr int kSamples = 256;
 /// random signs stay far below 2e-5, while one lost filter tap of 64 channels (about
 /// sqrt(64/9) = 2.7 on these inputs) is several times the whole bound.
 constexpr double kAccumulation = 2e-5;
+/// Find's workspace for trying cuDNN's algorithms: those that need more are not tried.
+constexpr int64_t kMaxFindWorkspace = int64_t{1} << 30;
 
 /// One way of running conv2d: the dtype, the layout and the engines on each side.
 struct Precision {
@@ -296,9 +301,9 @@ struct ConvResult {
   std::string check;             ///< "ok", or what failed
 };
 
-Expected<ConvResult> measureConv(BenchContext &context, Cudnn &cudnn, runtime::Stream stream,
-                                 const Precision &precision, const Layer &layer,
-                                 uint64_t seed) {
+Expected<ConvResult> measureConv(BenchContext &context, runtime::cuda::CudaDevice &gpu,
+                                 runtime::Stream stream, const Precision &precision,
+                                 const Layer &layer, uint64_t seed) {
   ConvResult result;
   KILN_TRY(KilnSide kiln, runKiln(context.compileOptions, precision, layer, seed));
   result.schedule = kiln.schedule;
@@ -313,28 +318,41 @@ Expected<ConvResult> measureConv(BenchContext &context, Cudnn &cudnn, runtime::S
   KILN_TRY(DeviceBuffer dy, DeviceBuffer::allocate(device, int64_t(kiln.y.bytes().size())));
   KILN_TRY_VOID(device.copyToDevice(dx.ptr(), x.bytes().data(), dx.bytes(), stream));
   KILN_TRY_VOID(device.copyToDevice(dw.ptr(), kiln.w.bytes().data(), dw.bytes(), stream));
-  CudnnConvShape shape{.images = int(layer.images),
-                       .channels = int(layer.channels),
-                       .height = int(layer.size),
-                       .width = int(layer.size),
-                       .filters = int(layer.filters),
-                       .kernelH = int(layer.kernel),
-                       .kernelW = int(layer.kernel),
-                       .padH = int(layer.padding()),
-                       .padW = int(layer.padding()),
-                       .nhwc = precision.layout == Layout::NHWC,
-                       .dtype = precision.dtype};
-  // Find, untimed: it runs every algorithm and keeps the fastest.
-  KILN_TRY(std::unique_ptr<Cudnn::Convolution> convolution,
-           cudnn.planConvolution(device, shape, dx.ptr(), dw.ptr(), dy.ptr()));
-  result.cudnnAlgorithm = convolution->describe();
+  // kiln's own cuDNN kernel (the tuner's candidate), without its bias and relu: f32 with
+  // CUDNN_FMA_MATH (no tf32), bf16 with tensor-op math.
+  int64_t outSize = layer.size + 2 * layer.padding() - layer.kernel + 1;
+  runtime::cudnn::Conv2DProblem problem{
+      .dtype = precision.dtype,
+      .layout = precision.layout == Layout::NHWC ? runtime::cudnn::ConvLayout::Nhwc
+                                                 : runtime::cudnn::ConvLayout::Nchw,
+      .batch = layer.images,
+      .inChannels = layer.channels,
+      .height = layer.size,
+      .width = layer.size,
+      .outChannels = layer.filters,
+      .kernelH = layer.kernel,
+      .kernelW = layer.kernel,
+      .outHeight = outSize,
+      .outWidth = outSize,
+      .padding = {layer.padding(), layer.padding()},
+      .args = {}};
+  // Find, untimed: it runs every algorithm, FFT ones included, and keeps the fastest.
+  KILN_TRY(std::shared_ptr<runtime::cudnn::CudnnConv2D> convolution,
+           runtime::cudnn::CudnnConv2D::create(
+               problem, gpu,
+               {.workspaceLimitBytes = kMaxFindWorkspace,
+                .allowFft = true,
+                .fixed = std::nullopt,
+                .name = "cudnn"}));
+  result.cudnnAlgorithm = convolution->configText();
   KILN_TRY_VOID(device.fill(dy.ptr(), 0xff, dy.bytes(), stream)); // NaN until written
-  auto forward = [&] { return convolution->forward(dx.ptr(), dw.ptr(), dy.ptr()); };
+  const std::array<runtime::DevicePtr, 3> args{dx.ptr(), dw.ptr(), dy.ptr()};
+  auto forward = [&] { return convolution->launch(args.data(), stream); };
   KILN_TRY_VOID(forward());
   HostTensor cudnnY(precision.dtype, layer.yShape(precision.layout));
   KILN_TRY_VOID(device.copyToHost(cudnnY.bytes().data(), dy.ptr(), dy.bytes(), stream));
   KILN_TRY_VOID(device.synchronize(stream));
-  bool transforms = convolution->transforms();
+  bool transforms = runtime::cudnn::transformsOperands(convolution->choice());
   if (std::string check = checkSampled(precision, kiln.reference, cudnnY,
                                        transforms ? precision.cudnnTransformSlack : 0);
       check != "ok") {
@@ -381,7 +399,7 @@ std::string shapeText(const Layer &layer, Layout layout) {
                      layer.kernel, layer.kernel);
 }
 
-Table tableFor(const Precision &precision, const Cudnn &cudnn, bool quick) {
+Table tableFor(const Precision &precision, const runtime::cudnn::CudnnLibrary &cudnn, bool quick) {
   return Table{
       .title = fmt::format("(f) conv2d {} {}: kiln ({}) vs cuDNN", precision.name,
                            precision.layoutName, precision.kilnEngine),
@@ -411,7 +429,7 @@ Table tableFor(const Precision &precision, const Cudnn &cudnn, bool quick) {
           precision.dtype == DType::BF16 ? ", bf16 operands, accumulate f32" : "",
           precision.wgmma ? "the wgmma default (lower::wgmmaContractionSchedule), forced"
                           : "the heuristic default",
-          cudnn.version(), cudnn.libraryName(), precision.cudnnMath,
+          cudnn.versionText(), cudnn.libraryPath, precision.cudnnMath,
           quick ? "3" : "10 (>= 2e10 flops) or 20", kSamples,
           int(std::lround(std::log2(precision.resultRounding))), kAccumulation,
           precision.cudnnTransformSlack, precision.agreement, precision.transformAgreement,
@@ -457,21 +475,16 @@ void benchConvVsCudnn(BenchContext &context) {
     context.report.addFailure(fmt::format("conv2d vs cuDNN: {}", stream.error().message()));
     return;
   }
-  auto cudnn = Cudnn::open(stream->get());
-  if (!cudnn && cudnn.error().code() == ErrorCode::NotFound)
+  // cuDNN is optional: without a cuDNN 9 the section says why (every path tried) and skips.
+  auto cudnn = runtime::cudnn::cudnnLibrary();
+  if (!cudnn)
     return skipAll(cudnn.error().message());
-  if (!cudnn) {
-    context.report.addFailure(fmt::format("conv2d vs cuDNN: {}", cudnn.error().message()));
-    for (const Precision &precision : kPrecisions) {
-      if (precision.wgmma)
-        continue;
-      Goal goal = goalFor(precision);
-      goal.measured = "cuDNN unavailable: " + cudnn.error().message();
-      context.report.addGoal(std::move(goal));
-    }
+  auto *gpu = dynamic_cast<runtime::cuda::CudaDevice *>(context.gpu.device.get());
+  if (gpu == nullptr) {
+    context.report.addFailure("conv2d vs cuDNN: the benchmark's device is not a CUDA device");
     return;
   }
-  fmt::print("(f) cuDNN {} from {}\n", (*cudnn)->version(), (*cudnn)->libraryName());
+  fmt::print("(f) cuDNN {} from {}\n", (*cudnn)->versionText(), (*cudnn)->libraryPath);
   auto selectedAny = [&](const Precision &precision) {
     return std::ranges::any_of(entries, [&](const Entry &e) { return e.precision == &precision; });
   };
@@ -503,7 +516,7 @@ void benchConvVsCudnn(BenchContext &context) {
       const Layer &layer = *entry.layer;
       ++layers;
       std::string shape = shapeText(layer, precision.layout);
-      auto result = measureConv(context, **cudnn, stream->get(), precision, layer, seed++);
+      auto result = measureConv(context, *gpu, stream->get(), precision, layer, seed++);
       if (!result || result->check != "ok") {
         std::string why = result ? result->check : result.error().message();
         context.report.addFailure(

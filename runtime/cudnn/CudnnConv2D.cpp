@@ -309,6 +309,12 @@ std::string Conv2DProblem::str() const {
                      relu ? " +relu" : "");
 }
 
+bool transformsOperands(const CudnnConvChoice &choice) {
+  return isFft(choice.algorithm) ||
+         choice.algorithm == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
+         choice.algorithm == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+
 std::string cudnnChoiceText(const CudnnConvChoice &choice) {
   return fmt::format("algo={} math={} epilogue={}", algorithmName(choice.algorithm),
                      mathName(choice.mathType), choice.fusedEpilogue ? "fused" : "separate");

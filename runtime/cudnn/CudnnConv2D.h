@@ -89,6 +89,10 @@ struct CudnnConvOptions {
   std::string name = "cudnn_conv2d"; ///< the kernel's name in profiles and errors
 };
 
+/// Whether the choice's algorithm transforms the operands (FFT, Winograd), so rounds more
+/// than a direct sum: checks against a reference allow it more.
+bool transformsOperands(const CudnnConvChoice &choice);
+
 /// The text of a choice: "algo=implicit_precomp_gemm math=tensor_op epilogue=fused".
 std::string cudnnChoiceText(const CudnnConvChoice &choice);
 /// Parses the first three fields of a configText() (workspace=... and the

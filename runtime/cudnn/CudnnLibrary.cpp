@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <glob.h>
 #include <map>
 #include <mutex>
 
@@ -108,14 +110,38 @@ std::string CudnnLibrary::versionText() const {
 }
 
 std::vector<std::string> libcudnnCandidates() {
-  if (const char *forced = std::getenv("KILN_CUDNN"); forced && *forced)
+  if (const char *forced = std::getenv("KILN_CUDNN"); forced && *forced) {
+    // An explicit choice is the only one tried: falling back would hide a wrong path.
+    std::error_code error;
+    if (std::filesystem::is_directory(forced, error))
+      return {(std::filesystem::path(forced) / "libcudnn.so.9").string()};
     return {forced};
+  }
   std::vector<std::string> candidates{"libcudnn.so.9", "/usr/local/cuda/lib64/libcudnn.so.9"};
   if (const char *cudaHome = std::getenv("CUDA_HOME"); cudaHome && *cudaHome) {
     std::string path = fmt::format("{}/lib64/libcudnn.so.9", cudaHome);
     if (path != candidates.back())
       candidates.push_back(std::move(path));
   }
+  // Last, the nvidia-cudnn wheel PyTorch installs: <prefix>/lib/python3*/{site,dist}-packages/
+  // nvidia/cudnn/lib, the active environment's prefixes first.
+  std::vector<std::string> prefixes;
+  for (const char *variable : {"VIRTUAL_ENV", "CONDA_PREFIX"})
+    if (const char *prefix = std::getenv(variable); prefix && *prefix)
+      prefixes.push_back(prefix);
+  prefixes.insert(prefixes.end(), {"/opt/*/.venv", "/opt/*", "/usr/local", "/usr"});
+  if (const char *home = std::getenv("HOME"); home && *home)
+    prefixes.push_back(fmt::format("{}/.local", home));
+  for (const std::string &prefix : prefixes)
+    for (const char *packages : {"site-packages", "dist-packages"}) {
+      std::string pattern =
+          fmt::format("{}/lib/python3*/{}/nvidia/cudnn/lib/libcudnn.so.9", prefix, packages);
+      glob_t found{};
+      if (glob(pattern.c_str(), 0, nullptr, &found) == 0)
+        for (size_t i = 0; i < found.gl_pathc; ++i)
+          candidates.push_back(found.gl_pathv[i]);
+      globfree(&found);
+    }
   return candidates;
 }
 

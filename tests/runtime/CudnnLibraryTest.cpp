@@ -10,7 +10,9 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <filesystem>
+#include <unistd.h>
 
 using namespace kiln;
 using namespace kiln::runtime::cudnn;
@@ -85,6 +87,23 @@ TEST_CASE("cuDNN 9 loads through dlopen and reports its version", "[cudnn]") {
   CHECK(libcudnnCandidates().front() == "libcudnn.so.9");
 }
 
+TEST_CASE("the search ends with PyTorch's nvidia-cudnn wheel", "[cudnn]") {
+  std::filesystem::path home =
+      std::filesystem::temp_directory_path() / fmt::format("kiln-cudnn-home-{}", getpid());
+  std::filesystem::path wheel =
+      home / ".local/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9";
+  std::filesystem::create_directories(wheel.parent_path());
+  std::fclose(std::fopen(wheel.c_str(), "w"));
+  {
+    ScopedEnv noForce("KILN_CUDNN", nullptr);
+    ScopedEnv fakeHome("HOME", home.c_str());
+    std::vector<std::string> candidates = libcudnnCandidates();
+    CHECK(candidates.front() == "libcudnn.so.9");
+    CHECK(candidates.back() == wheel.string());
+  }
+  std::filesystem::remove_all(home);
+}
+
 TEST_CASE("KILN_CUDNN names the one library tried", "[cudnn]") {
   SECTION("an absolute path to the toolkit's cuDNN loads") {
     REQUIRE(std::filesystem::exists(kToolkitCudnn));
@@ -101,6 +120,11 @@ TEST_CASE("KILN_CUDNN names the one library tried", "[cudnn]") {
     auto shape = cudnnConv2DOutputShape(problem);
     REQUIRE(shape);
     CHECK(*shape == std::array<int64_t, 4>{1, 2, 3, 3});
+  }
+  SECTION("a folder stands for the libcudnn.so.9 inside it") {
+    std::string folder = std::filesystem::path(kToolkitCudnn).parent_path().string();
+    ScopedEnv forced("KILN_CUDNN", folder.c_str());
+    CHECK(libcudnnCandidates() == std::vector<std::string>{fmt::format("{}/libcudnn.so.9", folder)});
   }
   SECTION("a missing file is Unavailable, names it, and says cuDNN is optional") {
     ScopedEnv forced("KILN_CUDNN", "/nonexistent/libcudnn.so.9");
