@@ -6,7 +6,7 @@
 #include "RunInfo.h"
 #include "compiler/Compile.h"
 #include "codegen/Ptxas.h"
-#include "compiler/tuning/Tuner.h"
+#include "compiler/tuner/Tuner.h"
 #include "examples/models/ExampleRegistry.h"
 #include "runtime/tuning/TuningDatabase.h"
 

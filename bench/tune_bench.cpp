@@ -5,10 +5,10 @@
 // table and writes it, with the machine, date and commit, to
 // bench/results/tune-<target>-<date>-<commit>.md.
 #include "RunInfo.h"
-#include "compiler/tuning/Tuner.h"
-#include "compiler/tuning/SweepExport.h"
+#include "compiler/tuner/Tuner.h"
+#include "compiler/tuner/SweepExport.h"
 #include "runtime/cache/AtomicFile.h"
-#include "compiler/tuning/TuneProgressBar.h"
+#include "compiler/tuner/TuneProgressBar.h"
 #include "frontend/Graph.h"
 #include "frontend/Ops.h"
 #include "runtime/cpu/ThreadPool.h"

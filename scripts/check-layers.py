@@ -18,7 +18,8 @@ LAYERS = [
     "codegen",   # kernel IR to LLVM IR, PTX and CUDA C; NVRTC and ptxas drivers
     "runtime",   # kiln_rt: devices, executor, caches, bundles, the simulator
     "formats",   # file formats and data sets: safetensors, .npy, IDX, batches
-    "compiler",  # the pipeline, tuning, AOT: graph to a compiled model
+    "compiler",  # the pipeline, tuning records' keys and lookup, AOT: graph to a compiled model
+    "tuner",     # the autotuner: compiles and times candidates, so sits above compile
     "frontend",  # the C++ DSL, nn layers, PyTorch state dicts, the ONNX importer
     "training",  # autodiff programs, optimizers, the trainer
     "tools",     # the kiln command, kiln-opt, examples, benchmarks
@@ -37,6 +38,7 @@ PREFIXES = [
     ("frontend/io/", "formats"),
     ("frontend/data/", "formats"),
     ("compiler/", "compiler"),
+    ("compiler/tuner/", "tuner"),
     ("frontend/", "frontend"),
     ("frontend/io/TorchStateDict", "frontend"),  # maps state dicts onto the DSL's layers
     ("compiler/training/", "training"),

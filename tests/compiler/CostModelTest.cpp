@@ -3,7 +3,7 @@
 #include "CompileTestUtil.h"
 
 #include "compiler/Pipeline.h"
-#include "compiler/tuning/CostModel.h"
+#include "compiler/tuner/CostModel.h"
 #include "compiler/tuning/TuningKeys.h"
 #include "passes/graph/Fusion.h"
 #include "passes/lower/Schedule.h"

@@ -6,7 +6,7 @@
 #include "CompileTestUtil.h"
 
 #include "compiler/aot/AotBundle.h"
-#include "compiler/tuning/Tuner.h"
+#include "compiler/tuner/Tuner.h"
 #include "passes/lower/gpu/GpuContraction.h"
 #include "runtime/bundle/BundleFile.h"
 #include "runtime/bundle/PlanCodec.h"

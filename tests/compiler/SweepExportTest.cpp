@@ -1,8 +1,8 @@
 // Sweep exports: the CSV parses back, the JSON is well formed, the SVG has one
 // mark per candidate, writes are atomic, and the progress bar draws its line.
-#include "compiler/tuning/SweepExport.h"
+#include "compiler/tuner/SweepExport.h"
 #include "runtime/cache/AtomicFile.h"
-#include "compiler/tuning/TuneProgressBar.h"
+#include "compiler/tuner/TuneProgressBar.h"
 
 #include <catch2/catch.hpp>
 

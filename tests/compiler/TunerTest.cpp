@@ -6,7 +6,7 @@
 #include "CompileTestUtil.h"
 
 #include "compiler/GpuModuleCache.h"
-#include "compiler/tuning/Tuner.h"
+#include "compiler/tuner/Tuner.h"
 #include "frontend/TempDir.h"
 
 #include <fmt/format.h>

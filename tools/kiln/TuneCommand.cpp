@@ -1,9 +1,9 @@
 // kiln tune: autotunes a model's fusion groups on a target and stores the
 // winners in the tuning database (docs/tuning.md).
-#include "compiler/tuning/SweepExport.h"
+#include "compiler/tuner/SweepExport.h"
 #include "runtime/cache/AtomicFile.h"
-#include "compiler/tuning/TuneProgressBar.h"
-#include "compiler/tuning/Tuner.h"
+#include "compiler/tuner/TuneProgressBar.h"
+#include "compiler/tuner/Tuner.h"
 #include "runtime/tuning/TuningDatabase.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelSource.h"

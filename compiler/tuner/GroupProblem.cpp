@@ -1,5 +1,5 @@
 // Extracting a fusion group as a graph of its own, and its reference answer.
-#include "compiler/tuning/GroupProblem.h"
+#include "compiler/tuner/GroupProblem.h"
 
 #include "ir/graph/Interpreter.h"
 

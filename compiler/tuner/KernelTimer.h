@@ -6,7 +6,7 @@
 
 #include "codegen/Target.h"
 #include "compiler/Compile.h"
-#include "compiler/tuning/GroupProblem.h"
+#include "compiler/tuner/GroupProblem.h"
 #include "passes/lower/Lower.h"
 #include "runtime/Device.h"
 #include "support/Error.h"

@@ -1,5 +1,5 @@
 // CSV, JSON and SVG renderings of sweeps, and the atomic file write they share.
-#include "compiler/tuning/SweepExport.h"
+#include "compiler/tuner/SweepExport.h"
 
 #include "support/Json.h"
 

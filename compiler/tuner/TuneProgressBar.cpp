@@ -1,7 +1,7 @@
 // The tuner's progress bar.
-#include "compiler/tuning/TuneProgressBar.h"
+#include "compiler/tuner/TuneProgressBar.h"
 
-#include "compiler/tuning/SweepExport.h"
+#include "compiler/tuner/SweepExport.h"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 // Timing candidates on this CPU: each candidate JIT-compiled alone (through
 // the kernel cache), run on rotating input sets after the last-level cache is
 // flushed, wall clock.
-#include "compiler/tuning/KernelTimer.h"
+#include "compiler/tuner/KernelTimer.h"
 
 #include "codegen/llvm/HostBackend.h"
 #include "compiler/HostModuleCache.h"

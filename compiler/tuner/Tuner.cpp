@@ -1,16 +1,16 @@
 // The autotuner's search: the groups compile() makes, each group's default
 // timed first, then its other candidates in the cost model's order until its
 // share of the budget is spent; every candidate checked against the reference.
-#include "compiler/tuning/Tuner.h"
+#include "compiler/tuner/Tuner.h"
 
 #include "compiler/CudaCompile.h"
 #include "compiler/Devices.h"
 #include "compiler/GpuCompile.h"
 #include "compiler/Pipeline.h"
-#include "compiler/tuning/CostModel.h"
+#include "compiler/tuner/CostModel.h"
 #include "compiler/tuning/CudnnCandidate.h"
-#include "compiler/tuning/GroupProblem.h"
-#include "compiler/tuning/KernelTimer.h"
+#include "compiler/tuner/GroupProblem.h"
+#include "compiler/tuner/KernelTimer.h"
 #include "passes/kernel/Passes.h"
 #include "passes/lower/Lower.h"
 #include "passes/lower/gpu/GpuLower.h"

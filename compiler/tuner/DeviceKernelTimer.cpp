@@ -2,7 +2,7 @@
 // memory, an L2 flush by a fill larger than the L2 before each run, device
 // events around the launch. Runs on the simulator in tests (whose times mean
 // nothing) and unchanged on a GPU.
-#include "compiler/tuning/KernelTimer.h"
+#include "compiler/tuner/KernelTimer.h"
 
 #include <fmt/format.h>
 

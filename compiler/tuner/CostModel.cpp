@@ -1,6 +1,6 @@
 // The analytical cost model: a roofline per candidate, refined by what the
 // schedule heuristics already know (register tiles, cache blocks, waves).
-#include "compiler/tuning/CostModel.h"
+#include "compiler/tuner/CostModel.h"
 
 #include "compiler/KernelCost.h"
 #include "passes/lower/GpuSchedule.h"

@@ -2,7 +2,7 @@
 // per finished group elsewhere (a log stays readable).
 #pragma once
 
-#include "compiler/tuning/Tuner.h"
+#include "compiler/tuner/Tuner.h"
 
 #include <cstdio>
 #include <ostream>
