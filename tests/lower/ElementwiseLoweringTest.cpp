@@ -1,5 +1,5 @@
-// Pointwise groups of elementwise ops against the reference: every unary and
-// binary op on every dtype it takes, broadcasting, NaN propagation, integer
+// Pointwise groups of elementwise ops against the reference, on every target (LoweringTestUtil.h):
+// every unary and binary op on every dtype it takes, broadcasting, NaN propagation, integer
 // wrapping and division, casts, clamp, where and batch_norm.
 #include "LoweringTestUtil.h"
 
@@ -20,6 +20,7 @@ std::pair<double, double> domainOf(OpKind kind) {
 }
 
 TEST_CASE("lowered unary float ops match the reference on every float dtype", "[lower][elementwise]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   const OpKind ops[] = {OpKind::Neg,  OpKind::Abs,     OpKind::Exp,  OpKind::Log,  OpKind::Sqrt,
                         OpKind::Rsqrt, OpKind::Tanh,   OpKind::Sigmoid, OpKind::Relu, OpKind::Silu,
                         OpKind::Erf,  OpKind::Sin,     OpKind::Cos};
@@ -36,6 +37,7 @@ TEST_CASE("lowered unary float ops match the reference on every float dtype", "[
 }
 
 TEST_CASE("lowered gelu matches both reference forms", "[lower][elementwise]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (DType dtype : {DType::F64, DType::F32, DType::BF16}) {
     for (const char *form : {"none", "tanh"}) {
       INFO(form << " on " << dtypeName(dtype));
@@ -48,6 +50,7 @@ TEST_CASE("lowered gelu matches both reference forms", "[lower][elementwise]") {
 }
 
 TEST_CASE("lowered binary ops broadcast like NumPy on every dtype", "[lower][elementwise]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   const OpKind ops[] = {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Max, OpKind::Min};
   std::vector<DType> dtypes = kFloatTypes;
   dtypes.insert(dtypes.end(), kIntTypes.begin(), kIntTypes.end());
@@ -67,6 +70,7 @@ TEST_CASE("lowered binary ops broadcast like NumPy on every dtype", "[lower][ele
 }
 
 TEST_CASE("lowered pow matches the reference", "[lower][elementwise]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (DType dtype : {DType::F64, DType::F32, DType::F16}) {
     LoweringCase c(5);
     ir::Value *a = c.input("a", dtype, {33}, 0.1, 3.0);
@@ -77,6 +81,7 @@ TEST_CASE("lowered pow matches the reference", "[lower][elementwise]") {
 }
 
 TEST_CASE("lowered integer arithmetic wraps and divides like the reference", "[lower][elementwise]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   LoweringCase c;
   ir::Value *a = c.input("a", DType::I8, {8}, {127, -128, -128, 7, -7, 100, 0, 5});
   ir::Value *b = c.input("b", DType::I8, {8}, {1, -1, 0, 2, 2, 100, 0, -3});
@@ -98,6 +103,7 @@ TEST_CASE("lowered integer arithmetic wraps and divides like the reference", "[l
 }
 
 TEST_CASE("lowered max, min, relu and clamp propagate NaN", "[lower][elementwise]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (DType dtype : {DType::F32, DType::F16, DType::F64}) {
     LoweringCase c;
     ir::Value *a = c.input("a", dtype, {6}, {kNaN, 1.0, kNaN, -0.0, kInf, -kInf});
@@ -118,6 +124,7 @@ TEST_CASE("lowered max, min, relu and clamp propagate NaN", "[lower][elementwise
 }
 
 TEST_CASE("lowered clamp rounds its bounds like the reference on ints and floats", "[lower][elementwise]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (DType dtype : {DType::I8, DType::I32, DType::I64, DType::F32, DType::BF16, DType::F8E4M3}) {
     INFO(dtypeName(dtype));
     LoweringCase c(9);
@@ -131,6 +138,7 @@ TEST_CASE("lowered clamp rounds its bounds like the reference on ints and floats
 }
 
 TEST_CASE("lowered comparisons, logic and where", "[lower][elementwise]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   const OpKind compares[] = {OpKind::Eq, OpKind::Ne, OpKind::Lt, OpKind::Le, OpKind::Gt, OpKind::Ge};
   for (DType dtype : {DType::F32, DType::BF16, DType::I32, DType::I8, DType::Bool}) {
     INFO(dtypeName(dtype));
@@ -157,6 +165,7 @@ TEST_CASE("lowered comparisons, logic and where", "[lower][elementwise]") {
 }
 
 TEST_CASE("lowered casts follow the graph's conversion rules", "[lower][elementwise]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   const DType all[] = {DType::F64, DType::F32,    DType::F16, DType::BF16, DType::F8E4M3,
                        DType::F8E5M2, DType::I64, DType::I32, DType::I8,  DType::Bool};
   for (DType from : all) {
@@ -185,6 +194,7 @@ TEST_CASE("lowered casts follow the graph's conversion rules", "[lower][elementw
 }
 
 TEST_CASE("lowered batch_norm normalizes along its channel axis", "[lower][elementwise]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (int64_t axis : {1, -1}) {
     for (DType dtype : {DType::F32, DType::F16}) {
       LoweringCase c(23);
@@ -203,6 +213,7 @@ TEST_CASE("lowered batch_norm normalizes along its channel axis", "[lower][eleme
 }
 
 TEST_CASE("lowered elementwise chains fuse into one kernel and stay exact", "[lower][elementwise]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   LoweringCase c(29);
   ir::Value *x = c.input("x", DType::F32, {17, 33});
   ir::Value *bias = c.input("bias", DType::F32, {33});
@@ -218,6 +229,24 @@ TEST_CASE("lowered elementwise chains fuse into one kernel and stay exact", "[lo
   REQUIRE(plan->groups.size() == 1);
   CHECK(plan->groups[0].kind == passes::GroupKind::Pointwise);
   c.check();
+}
+
+TEST_CASE("lowered broadcasts over leading axes read whole vectors", "[lower][elementwise]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
+  for (DType dtype : {DType::F32, DType::F16, DType::I8, DType::F64}) {
+    for (int64_t width : {8, 16, 24}) {
+      INFO(dtypeName(dtype) << " rows of " << width);
+      LoweringCase c(static_cast<uint64_t>(width) + 70);
+      double range = dtype == DType::I8 ? 100 : 3;
+      ir::Value *a = c.input("a", dtype, {3, 1, width}, -range, range);
+      ir::Value *b = c.input("b", dtype, {5, width}, -range, range);
+      ir::Value *d = c.input("d", dtype, {width}, -range, range);
+      ir::Value *e = c.input("e", dtype, {3, 5, width}, -range, range);
+      ir::Value *sum = c.node(OpKind::Add, {c.node(OpKind::Mul, {a, b}), d});
+      c.output(c.node(OpKind::Sub, {c.node(OpKind::Max, {sum, e}), c.node(OpKind::Neg, {d})}));
+      c.check();
+    }
+  }
 }
 
 } // namespace

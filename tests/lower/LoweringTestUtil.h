@@ -1,10 +1,13 @@
 // Test cases for the lowering of non-contraction groups: build a graph with
 // random (or given) inputs, then check every output of the lowered graph
-// against the reference interpreter, on the evaluator and on the JIT, with the
-// default schedules and with a stress schedule (parallel everywhere, an odd
-// vector width, tiny tiles).
+// against the reference interpreter on every target of the run (testTargets()):
+// the CPU (the evaluator and the JIT) and the GPU on the SIMT simulator, each
+// with its default schedules and with stress schedules (parallel everywhere, odd
+// vector widths, tiny tiles; grid-stride loops, rows split across warps). One
+// case list serves every target.
 #pragma once
 
+#include "GpuAssemblyCheck.h"
 #include "GroupRunner.h"
 
 #include "ir/graph/Interpreter.h"
@@ -49,6 +52,28 @@ inline lower::Schedule stressSchedule(const ir::Graph &graph, const passes::Fusi
   default: return lower::defaultSchedule(graph, group, target);
   }
 }
+
+/// Where a lowering test case runs: the CPU lowering on the kernel IR evaluator and the host
+/// JIT, or the GPU lowering on the SIMT simulator (its kernels also through both GPU backends
+/// and ptxas, batched by an AssemblyBatch in the test case).
+enum class TestTarget { Cpu, Sim };
+
+/// The targets of this run: $KILN_LOWERING_TARGETS, a comma-separated list of "cpu" and
+/// "sim" (ctest runs each case file once per target: the CPU under the sanitizers, the
+/// simulator in the release build); every target when it is unset.
+const std::vector<TestTarget> &testTargets();
+
+const char *testTargetName(TestTarget target);
+
+class LoweringCase;
+
+/// The case's outputs on `target` with its default schedules: the CPU's on the evaluator
+/// (which fails on any out-of-bounds access), the GPU's on the simulator (likewise).
+NamedTensors runOn(LoweringCase &c, TestTarget target);
+
+/// The default schedule of `group` for `target`'s lowering (the simulator's is sm_90a's).
+lower::Schedule defaultScheduleOn(TestTarget target, const ir::Graph &graph,
+                                  const passes::FusionGroup &group);
 
 class LoweringCase {
 public:
@@ -105,8 +130,11 @@ public:
     return std::move(*got);
   }
 
-  /// Compares every output on both executors, with the default and the stress schedules.
-  void check(double toleranceScale = 1.0) {
+  /// Compares every output with the reference on every target of the run (testTargets()).
+  void check(double toleranceScale = 1.0);
+
+  /// On the CPU: both executors, with the default and the stress schedules.
+  void checkCpu(double toleranceScale = 1.0) {
     NamedTensors want = reference();
     INFO("graph:\n" << ir::printGraph(*graph_));
     for (Executor executor : {Executor::Evaluator, Executor::Jit}) {

@@ -1,6 +1,6 @@
-// Pointwise groups of data movement against the reference: reshapes,
-// transposes (plain and tiled), broadcasts, slices, concat, pad, gather,
-// take_along_axis, iota and scalar constants, alone and fused with arithmetic.
+// Pointwise groups of data movement against the reference, on every target: reshapes, transposes
+// (plain and tiled), broadcasts, slices, concat, pad, gather, take_along_axis, iota and scalar
+// constants, alone and fused with arithmetic.
 #include "LoweringTestUtil.h"
 
 namespace kiln::test {
@@ -18,6 +18,7 @@ ir::Value *addOne(LoweringCase &c, ir::Value *v) {
 }
 
 TEST_CASE("lowered reshape, squeeze and unsqueeze read the row-major element", "[lower][movement]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   struct Case {
     Ints from, to;
   };
@@ -41,6 +42,7 @@ TEST_CASE("lowered reshape, squeeze and unsqueeze read the row-major element", "
 }
 
 TEST_CASE("lowered transposes match the reference, tiled or not", "[lower][movement]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   struct Case {
     Ints shape, perm;
   };
@@ -59,6 +61,7 @@ TEST_CASE("lowered transposes match the reference, tiled or not", "[lower][movem
 }
 
 TEST_CASE("a transpose-like group gets the tiled schedule", "[lower][movement]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   LoweringCase c(4);
   ir::Value *x = c.input("x", DType::F32, {40, 70});
   c.output(addOne(c, c.node(OpKind::Transpose, {x}, {{"perm", Ints{1, 0}}})));
@@ -66,11 +69,17 @@ TEST_CASE("a transpose-like group gets the tiled schedule", "[lower][movement]")
   REQUIRE(plan);
   REQUIRE(plan->groups.size() == 1);
   REQUIRE(lower::transposedAxis(plan->groups[0]) == 0);
-  lower::Schedule schedule = lower::defaultSchedule(c.graph(), plan->groups[0], testHostTarget());
-  CHECK(std::holds_alternative<lower::TransposeSchedule>(schedule));
+  for (TestTarget target : testTargets()) {
+    INFO("target " << testTargetName(target));
+    lower::Schedule schedule = defaultScheduleOn(target, c.graph(), plan->groups[0]);
+    CHECK((target == TestTarget::Cpu ? std::holds_alternative<lower::TransposeSchedule>(schedule)
+                                     : std::holds_alternative<lower::GpuTransposeSchedule>(schedule)));
+  }
+  c.check();
 }
 
 TEST_CASE("a transpose read through another transpose is tiled without staging", "[lower][movement]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   LoweringCase c(13);
   ir::Value *x = c.input("x", DType::F32, {33, 33});
   ir::Value *t = c.node(OpKind::Transpose, {x}, {{"perm", Ints{1, 0}}});
@@ -84,6 +93,7 @@ TEST_CASE("a transpose read through another transpose is tiled without staging",
 }
 
 TEST_CASE("lowered broadcast_to and slices", "[lower][movement]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   LoweringCase c(5);
   ir::Value *x = c.input("x", DType::F16, {3, 1, 5});
   c.output(addOne(c, c.node(OpKind::BroadcastTo, {x}, {{"shape", Ints{2, 3, 4, 5}}})));
@@ -98,6 +108,7 @@ TEST_CASE("lowered broadcast_to and slices", "[lower][movement]") {
 }
 
 TEST_CASE("lowered concat picks the operand by position on any axis", "[lower][movement]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (int64_t axis : {0, 1, -1}) {
     INFO("axis " << axis);
     LoweringCase c(6);
@@ -120,6 +131,7 @@ TEST_CASE("lowered concat picks the operand by position on any axis", "[lower][m
 }
 
 TEST_CASE("lowered pad fills outside the input and never reads out of bounds", "[lower][movement]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (DType dtype : {DType::F32, DType::F8E4M3, DType::I32}) {
     INFO(dtypeName(dtype));
     LoweringCase c(8);
@@ -133,6 +145,7 @@ TEST_CASE("lowered pad fills outside the input and never reads out of bounds", "
 }
 
 TEST_CASE("lowered gather and take_along_axis resolve negative indices", "[lower][movement]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (DType indexType : {DType::I64, DType::I32, DType::I8}) {
     INFO(dtypeName(indexType));
     LoweringCase c(9);
@@ -151,21 +164,26 @@ TEST_CASE("lowered gather and take_along_axis resolve negative indices", "[lower
 }
 
 TEST_CASE("an out-of-range gather index is clamped, not read out of bounds", "[lower][movement]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   LoweringCase c(10);
   ir::Value *table = c.input("table", DType::F32, {4, 2}, {0, 1, 10, 11, 20, 21, 30, 31});
   ir::Value *ids = c.input("ids", DType::I64, {3}, {7, -9, 2});
   c.output(addOne(c, c.node(OpKind::Gather, {table, ids}, {{"axis", 0}})));
-  // The reference reports the bad index; the kernel (run by the evaluator,
-  // which fails on any out-of-bounds access) reads the nearest row instead.
+  // The reference reports the bad index; the kernel (run by the evaluator or the simulator,
+  // which fail on any out-of-bounds access) reads the nearest row instead.
   auto want = ir::interpret(c.graph(), c.inputs());
   REQUIRE(!want);
   CHECK_THAT(want.error().message(), Catch::Contains("index 7 is out of range for axis 0 of size 4"));
-  NamedTensors got = c.lowered(Executor::Evaluator);
-  std::vector<double> expected{31, 32, 1, 2, 21, 22};
-  CHECK(got.at("out0").toDoubles() == expected);
+  for (TestTarget target : testTargets()) {
+    INFO("target " << testTargetName(target));
+    NamedTensors got = runOn(c, target);
+    std::vector<double> expected{31, 32, 1, 2, 21, 22};
+    CHECK(got.at("out0").toDoubles() == expected);
+  }
 }
 
 TEST_CASE("lowered iota and scalar constants in every dtype", "[lower][movement]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (DType dtype : {DType::F32, DType::F16, DType::F8E5M2, DType::I8, DType::I64}) {
     INFO(dtypeName(dtype));
     LoweringCase c(11);
@@ -179,6 +197,7 @@ TEST_CASE("lowered iota and scalar constants in every dtype", "[lower][movement]
 }
 
 TEST_CASE("movement chains fuse with arithmetic: transpose, reshape, broadcast", "[lower][movement]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   LoweringCase c(12);
   ir::Value *x = c.input("x", DType::F32, {2, 5, 3, 4});
   ir::Value *bias = c.input("bias", DType::F32, {12});

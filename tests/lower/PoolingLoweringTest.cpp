@@ -1,6 +1,6 @@
-// Pooling groups against the reference: max and average pooling in nchw and
-// nhwc with padding and strides, count_include_pad, integer max pooling,
-// NaN, global average pooling, and fused prologues and epilogues.
+// Pooling groups against the reference, on every target (LoweringTestUtil.h): max and average
+// pooling in nchw and nhwc with padding and strides, count_include_pad, integer max pooling, NaN,
+// global average pooling, and fused prologues and epilogues.
 #include "LoweringTestUtil.h"
 
 namespace kiln::test {
@@ -23,6 +23,7 @@ Ints imageShape(bool nhwc, int64_t n, int64_t c, int64_t h, int64_t w) {
 }
 
 TEST_CASE("lowered max and average pooling in both layouts with padding", "[lower][pooling]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (const char *layout : {"nchw", "nhwc"}) {
     bool nhwc = std::string(layout) == "nhwc";
     for (const Window &window : kWindows) {
@@ -48,6 +49,7 @@ TEST_CASE("lowered max and average pooling in both layouts with padding", "[lowe
 }
 
 TEST_CASE("lowered pooling on narrow floats, integers and NaN", "[lower][pooling]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (const char *layout : {"nchw", "nhwc"}) {
     bool nhwc = std::string(layout) == "nhwc";
     ir::AttrMap attrs{{"kernel", Ints{3, 3}}, {"stride", Ints{2, 2}}, {"padding", Ints{1, 1, 1, 1}},
@@ -73,6 +75,7 @@ TEST_CASE("lowered pooling on narrow floats, integers and NaN", "[lower][pooling
 }
 
 TEST_CASE("lowered global average pooling in both layouts", "[lower][pooling]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (const char *layout : {"nchw", "nhwc"}) {
     bool nhwc = std::string(layout) == "nhwc";
     for (DType dtype : {DType::F32, DType::F16, DType::F64}) {
@@ -88,6 +91,7 @@ TEST_CASE("lowered global average pooling in both layouts", "[lower][pooling]") 
 }
 
 TEST_CASE("pooling rows and channel blocks wider than one accumulator block", "[lower][pooling]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   LoweringCase c(13);
   ir::Value *wide = c.input("wide", DType::F32, {1, 1, 2, 4101});
   c.output(c.node(OpKind::MaxPool2D, {wide},
@@ -101,6 +105,7 @@ TEST_CASE("pooling rows and channel blocks wider than one accumulator block", "[
 }
 
 TEST_CASE("pooling fuses a prologue and an epilogue", "[lower][pooling]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   LoweringCase c(12);
   ir::Value *x = c.input("x", DType::F32, {2, 4, 10, 10});
   ir::Value *bias = c.input("bias", DType::F32, {4, 1, 1});

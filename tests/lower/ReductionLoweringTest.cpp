@@ -1,6 +1,6 @@
-// Reduction groups against the reference: every reduce op and arg reduction,
-// inner and outer axis sets, keepdims, negative axes, odd sizes around the
-// partial-accumulator width, every dtype, NaN and ties, prologue and epilogue.
+// Reduction groups against the reference, on every target (LoweringTestUtil.h): every reduce op and
+// arg reduction, inner and outer axis sets, keepdims, negative axes, odd sizes around the partial-
+// accumulator width, every dtype, NaN and ties, prologue and epilogue.
 #include "LoweringTestUtil.h"
 
 namespace kiln::test {
@@ -14,6 +14,7 @@ ir::AttrMap reduceAttrs(Ints axes, bool keepDims) {
 }
 
 TEST_CASE("lowered reductions over any axis set with and without keepdims", "[lower][reduction]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   const OpKind ops[] = {OpKind::ReduceSum, OpKind::ReduceMean, OpKind::ReduceMax, OpKind::ReduceMin,
                         OpKind::ReduceProd};
   const Ints axisSets[] = {{-1}, {0}, {1}, {0, 2}, {1, 2}, {0, 1, 2}, {2, 0}};
@@ -33,6 +34,7 @@ TEST_CASE("lowered reductions over any axis set with and without keepdims", "[lo
 }
 
 TEST_CASE("lowered sums at odd and round sizes around the vector width", "[lower][reduction]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (int64_t n : {1, 3, 7, 16, 17, 33, 64, 65, 127, 1000}) {
     for (DType dtype : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::F8E4M3}) {
       INFO(n << " elements of " << dtypeName(dtype));
@@ -48,6 +50,7 @@ TEST_CASE("lowered sums at odd and round sizes around the vector width", "[lower
 }
 
 TEST_CASE("lowered integer reductions wrap in their dtype", "[lower][reduction]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (DType dtype : {DType::I8, DType::I32, DType::I64}) {
     INFO(dtypeName(dtype));
     LoweringCase c(41);
@@ -63,6 +66,7 @@ TEST_CASE("lowered integer reductions wrap in their dtype", "[lower][reduction]"
 }
 
 TEST_CASE("lowered argmax and argmin take the first extreme, NaN first", "[lower][reduction]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   LoweringCase c;
   // Row 0: the maximum 5 ties at 1 and 4; row 1: the first NaN (at 4) beats the 7s.
   std::vector<double> values{0, 5, 1, 2, 5, -1, 1, 2, 3, 4, 4, 7, -3, 7, kNaN, 7, kNaN, 7, 7, 7};
@@ -94,6 +98,7 @@ TEST_CASE("lowered argmax and argmin take the first extreme, NaN first", "[lower
 }
 
 TEST_CASE("lowered reductions propagate NaN and handle empty axes", "[lower][reduction]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   LoweringCase c;
   std::vector<double> values(40, 1.0);
   values[13] = kNaN;
@@ -113,6 +118,7 @@ TEST_CASE("lowered reductions propagate NaN and handle empty axes", "[lower][red
 }
 
 TEST_CASE("lowered reductions fuse a prologue and an epilogue", "[lower][reduction]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   LoweringCase c(43);
   ir::Value *x = c.input("x", DType::F16, {6, 4, 37});
   ir::Value *bias = c.input("bias", DType::F16, {4});
@@ -135,6 +141,7 @@ TEST_CASE("lowered reductions fuse a prologue and an epilogue", "[lower][reducti
 }
 
 TEST_CASE("an outer reduction wider than one accumulator block", "[lower][reduction]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   LoweringCase c(45);
   ir::Value *x = c.input("x", DType::F32, {3, 2, 1100});
   c.output(c.node(OpKind::ReduceSum, {x}, reduceAttrs({0}, false)));

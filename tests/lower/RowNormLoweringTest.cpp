@@ -1,6 +1,6 @@
-// Row kernels against the reference: softmax and log_softmax on the last and
-// on inner axes, layer_norm over one and two trailing axes, every float dtype,
-// rows with infinities and NaN, with prologues and epilogues fused.
+// Row kernels against the reference, on every target (LoweringTestUtil.h): softmax and log_softmax
+// on the last and on inner axes, layer_norm over one and two trailing axes, every float dtype, rows
+// with infinities and NaN, with prologues and epilogues fused.
 #include "LoweringTestUtil.h"
 
 namespace kiln::test {
@@ -10,6 +10,7 @@ using ir::OpKind;
 using Ints = std::vector<int64_t>;
 
 TEST_CASE("lowered softmax and log_softmax along the last axis", "[lower][rownorm]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (int64_t n : {1, 3, 7, 17, 33, 64, 127, 1000}) {
     for (OpKind kind : {OpKind::Softmax, OpKind::LogSoftmax}) {
       INFO(ir::opName(kind) << " over " << n);
@@ -22,6 +23,7 @@ TEST_CASE("lowered softmax and log_softmax along the last axis", "[lower][rownor
 }
 
 TEST_CASE("lowered softmax on every float dtype and on inner axes", "[lower][rownorm]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (DType dtype : kFloatTypes) {
     for (int64_t axis : {0, 1, 2, -1}) {
       for (OpKind kind : {OpKind::Softmax, OpKind::LogSoftmax}) {
@@ -43,6 +45,7 @@ TEST_CASE("lowered softmax on every float dtype and on inner axes", "[lower][row
 }
 
 TEST_CASE("lowered softmax rows with infinities and NaN", "[lower][rownorm]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   LoweringCase c;
   std::vector<double> values{1, 2, kInf, 3, -kInf, -kInf, -kInf, -kInf, 0, kNaN, 1, 2,
                              -kInf, 5, 5, -kInf};
@@ -55,6 +58,7 @@ TEST_CASE("lowered softmax rows with infinities and NaN", "[lower][rownorm]") {
 }
 
 TEST_CASE("lowered layer_norm over one and two trailing axes", "[lower][rownorm]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (DType dtype : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
     for (int64_t axis : {-1, -2, 1, 0}) {
       INFO("axis " << axis << " " << dtypeName(dtype));
@@ -72,6 +76,7 @@ TEST_CASE("lowered layer_norm over one and two trailing axes", "[lower][rownorm]
 }
 
 TEST_CASE("row kernels fuse their prologue and epilogue", "[lower][rownorm]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   LoweringCase c(50);
   ir::Value *x = c.input("x", DType::BF16, {6, 65});
   ir::Value *mask = c.input("mask", DType::BF16, {65});
