@@ -84,8 +84,10 @@ private:
   /// Statements up to the closing '}' (not consumed). A let or alloc without braces of its
   /// own scopes over the rest of the list.
   Expected<std::vector<StmtPtr>> parseStatementList();
-  /// `{ statements }` as one Block.
+  /// `{ statements }` as one Block (a nested block statement).
   Expected<StmtPtr> parseBracedBlock();
+  /// `{ statements }` as the body of a loop, if, braced let or kernel (see makeBody).
+  Expected<StmtPtr> parseBody();
   Expected<StmtPtr> parseStatement();
   Expected<StmtPtr> parseFor();
   Expected<StmtPtr> parseIf();

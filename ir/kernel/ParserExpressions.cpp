@@ -178,7 +178,7 @@ Expected<ExprPtr> KernelTextParser::parseNumber(bool negative) {
     return std::make_shared<FloatImm>(negative ? -*value : *value, type);
   }
   if (isFloat)
-    return errorAt(token, fmt::format("a {} literal has no fraction or exponent",
+    return errorAt(token, fmt::format("a literal of {} has no fraction or exponent",
                                       typeName(type)));
   if (!isIntegerLike(type) || type.dtype == DType::Bool)
     return errorAt(token, fmt::format("an integer literal cannot be {}", typeName(type)));

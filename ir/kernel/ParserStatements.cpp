@@ -46,6 +46,15 @@ struct OpenScope {
   ExprPtr value;               ///< a let's value
 };
 
+/// A body as the builders make one (kir::seq): a lone statement as itself, so passes see
+/// the same trees as for built kernels. A lone nested block stays wrapped: alone, it would
+/// print without its braces.
+StmtPtr makeBody(std::vector<StmtPtr> stmts) {
+  if (stmts.size() == 1 && stmts.front()->kind() != StmtKind::Block)
+    return std::move(stmts.front());
+  return std::make_shared<Block>(std::move(stmts));
+}
+
 } // namespace
 
 // ---- Tokens and errors -------------------------------------------------------------------------
@@ -255,7 +264,7 @@ Expected<std::vector<StmtPtr>> KernelTextParser::parseStatementList() {
       }
       // Braces on the let's own line scope it over them alone; without, over the rest.
       if (peek().is("{") && peek().line == keyword.line) {
-        KILN_TRY(StmtPtr body, parseBracedBlock());
+        KILN_TRY(StmtPtr body, parseBody());
         if (scope.var) {
           unbindVar(name);
           stmts.push_back(std::make_shared<Let>(scope.var, scope.value, std::move(body)));
@@ -277,7 +286,7 @@ Expected<std::vector<StmtPtr>> KernelTextParser::parseStatementList() {
     stmts.push_back(std::move(stmt));
   }
   for (auto scope = open.rbegin(); scope != open.rend(); ++scope) {
-    auto body = std::make_shared<Block>(std::move(stmts));
+    StmtPtr body = makeBody(std::move(stmts));
     stmts = std::move(scope->before);
     if (scope->var)
       stmts.push_back(std::make_shared<Let>(scope->var, scope->value, std::move(body)));
@@ -290,6 +299,11 @@ Expected<std::vector<StmtPtr>> KernelTextParser::parseStatementList() {
   for (const std::string &name : boundBuffers)
     unbindBuffer(name);
   return stmts;
+}
+
+Expected<StmtPtr> KernelTextParser::parseBody() {
+  KILN_TRY(StmtPtr block, parseBracedBlock());
+  return makeBody(static_cast<const Block &>(*block).stmts);
 }
 
 Expected<StmtPtr> KernelTextParser::parseBracedBlock() {
@@ -392,7 +406,7 @@ Expected<StmtPtr> KernelTextParser::parseFor() {
   if (kind == std::end(kForKinds))
     return errorAt(kindToken, fmt::format("unknown loop kind '{}'", kindName));
   KILN_TRY(VarPtr var, bindVar(nameToken, Type::index()));
-  KILN_TRY(StmtPtr body, parseBracedBlock());
+  KILN_TRY(StmtPtr body, parseBody());
   unbindVar(name);
   return std::make_shared<For>(std::move(var), std::move(begin), std::move(extent), *kind,
                                std::move(body));
@@ -401,10 +415,10 @@ Expected<StmtPtr> KernelTextParser::parseFor() {
 Expected<StmtPtr> KernelTextParser::parseIf() {
   advance(); // if
   KILN_TRY(ExprPtr cond, parseExprOfType(Type::boolean(), "an if's condition"));
-  KILN_TRY(StmtPtr thenBody, parseBracedBlock());
+  KILN_TRY(StmtPtr thenBody, parseBody());
   StmtPtr elseBody;
   if (accept("else")) {
-    KILN_TRY(elseBody, parseBracedBlock());
+    KILN_TRY(elseBody, parseBody());
   }
   return std::make_shared<If>(std::move(cond), std::move(thenBody), std::move(elseBody));
 }
@@ -701,7 +715,7 @@ Expected<TensorMapPtr> KernelTextParser::parseTensorMap() {
   }
   KILN_TRY_VOID(expect(")"));
   if (std::optional<std::string> problem = tensorMapProblem(*map))
-    return errorAt(nameToken, fmt::format("tensor map '{}': {}", name, *problem));
+    return errorAt(nameToken, *problem);
   // One name is one map: a later use repeats its description.
   auto [it, fresh] = maps_.try_emplace(name, MapBinding{map, &nameToken});
   if (!fresh) {
@@ -787,7 +801,7 @@ Expected<Kernel> KernelTextParser::parseKernel() {
       return errorAt(countToken, fmt::format("min_blocks_per_sm is 1 to 1024, not {}", count));
     kernel.minBlocksPerSm = static_cast<int>(count);
   }
-  KILN_TRY(kernel.body, parseBracedBlock());
+  KILN_TRY(kernel.body, parseBody());
   return kernel;
 }
 
