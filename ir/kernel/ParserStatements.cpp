@@ -46,6 +46,30 @@ struct OpenScope {
   ExprPtr value;               ///< a let's value
 };
 
+/// The largest tensor map dimension or stride the parser takes (the hardware's strides stop
+/// below 2^40 bytes).
+constexpr int64_t kMaxTensorMapExtent = int64_t{1} << 40;
+
+/// What tensorMapProblem cannot be asked about without overflowing its 64-bit arithmetic: a
+/// dimension or stride out of [1, 2^40], or a last element past the tensor's buffer
+/// (computed here in 128 bits).
+std::optional<std::string> tensorMapRangeProblem(const TensorMap &map) {
+  for (const std::vector<int64_t> *list : {&map.dims, &map.strides})
+    for (int64_t value : *list)
+      if (value < 1 || value > kMaxTensorMapExtent)
+        return fmt::format("tensor map {}: dimensions and strides are 1 to 2^40, not {}",
+                           map.name, value);
+  if (map.dims.empty() || map.strides.size() + 1 != map.dims.size())
+    return std::nullopt; // tensorMapProblem names the rank mismatch
+  __int128 last = map.dims[0] - 1;
+  for (size_t d = 1; d < map.dims.size(); ++d)
+    last += static_cast<__int128>(map.dims[d] - 1) * map.strides[d - 1];
+  if (last >= map.global->size)
+    return fmt::format("tensor map {}: spans more than the {} elements of {}", map.name,
+                       map.global->size, map.global->name);
+  return std::nullopt;
+}
+
 /// A body as the builders make one (kir::seq): a lone statement as itself, so passes see
 /// the same trees as for built kernels. A lone nested block stays wrapped: alone, it would
 /// print without its braces.
@@ -714,7 +738,10 @@ Expected<TensorMapPtr> KernelTextParser::parseTensorMap() {
     return expected("a swizzle (none, 128B)");
   }
   KILN_TRY_VOID(expect(")"));
-  if (std::optional<std::string> problem = tensorMapProblem(*map))
+  std::optional<std::string> problem = tensorMapRangeProblem(*map);
+  if (!problem)
+    problem = tensorMapProblem(*map);
+  if (problem)
     return errorAt(nameToken, *problem);
   // One name is one map: a later use repeats its description.
   auto [it, fresh] = maps_.try_emplace(name, MapBinding{map, &nameToken});
