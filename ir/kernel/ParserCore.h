@@ -1,5 +1,6 @@
-// The kernel IR parser's state, shared by its two halves: expressions
-// (ParserExpressions.cpp) and statements and kernels (ParserStatements.cpp).
+// The kernel IR parser's state, shared by its parts: tokens, errors and names
+// (ParserCore.cpp), expressions (ParserExpressions.cpp), statements and kernels
+// (ParserStatements.cpp) and the GPU statements (ParserGpuStatements.cpp).
 // Internal to ir/kernel/Parser*.cpp; the interface is ir/kernel/Parser.h.
 #pragma once
 
@@ -33,7 +34,7 @@ public:
   Expected<Kernel> parseKernel();
 
 private:
-  // ---- Tokens and errors (ParserStatements.cpp)
+  // ---- Tokens and errors (ParserCore.cpp)
   const Token &peek(size_t ahead = 0) const;
   const Token &advance();
   /// Consumes the next token when it is the keyword or punctuation `text`.
@@ -52,7 +53,7 @@ private:
   /// The type `text` names, or nullopt.
   static std::optional<Type> typeNamed(std::string_view text);
 
-  // ---- Names in scope (ParserStatements.cpp)
+  // ---- Names in scope (ParserCore.cpp)
   Expected<VarPtr> lookUpVar(const Token &name) const;
   Expected<BufferPtr> lookUpBuffer(const Token &name) const;
   Expected<BufferPtr> expectBufferName();
@@ -80,7 +81,7 @@ private:
   /// `[index]` after a buffer name.
   Expected<ExprPtr> parseSubscript(std::string_view what);
 
-  // ---- Statements (ParserStatements.cpp)
+  // ---- Statements (ParserStatements.cpp; the GPU ones in ParserGpuStatements.cpp)
   /// Statements up to the closing '}' (not consumed). A let or alloc without braces of its
   /// own scopes over the rest of the list.
   Expected<std::vector<StmtPtr>> parseStatementList();
@@ -127,6 +128,9 @@ private:
   std::unordered_map<std::string, BufferBinding> buffers_;
   std::unordered_map<std::string, MapBinding> maps_;
 };
+
+/// "f32[16] shared": a buffer as errors describe it.
+std::string describeBuffer(const Buffer &buffer);
 
 /// The error text for nesting past kMaxNesting.
 inline std::string tooDeepMessage() {
