@@ -30,7 +30,7 @@ constexpr int64_t kMaxTensorMapExtent = int64_t{1} << 40;
 
 /// What tensorMapProblem cannot be asked about without overflowing its 64-bit arithmetic: a
 /// dimension or stride out of [1, 2^40], or a last element past the tensor's buffer
-/// (computed here in 128 bits).
+/// (computed here with overflow checks).
 std::optional<std::string> tensorMapRangeProblem(const TensorMap &map) {
   for (const std::vector<int64_t> *list : {&map.dims, &map.strides})
     for (int64_t value : *list)
@@ -39,10 +39,15 @@ std::optional<std::string> tensorMapRangeProblem(const TensorMap &map) {
                            map.name, value);
   if (map.dims.empty() || map.strides.size() + 1 != map.dims.size())
     return std::nullopt; // tensorMapProblem names the rank mismatch
-  __int128 last = map.dims[0] - 1;
-  for (size_t d = 1; d < map.dims.size(); ++d)
-    last += static_cast<__int128>(map.dims[d] - 1) * map.strides[d - 1];
-  if (last >= map.global->size)
+  // An overflow is a span past any buffer: no size reaches 2^63.
+  int64_t last = map.dims[0] - 1;
+  bool overflow = false;
+  for (size_t d = 1; d < map.dims.size(); ++d) {
+    int64_t term = 0;
+    overflow = overflow || __builtin_mul_overflow(map.dims[d] - 1, map.strides[d - 1], &term) ||
+               __builtin_add_overflow(last, term, &last);
+  }
+  if (overflow || last >= map.global->size)
     return fmt::format("tensor map {}: spans more than the {} elements of {}", map.name,
                        map.global->size, map.global->name);
   return std::nullopt;

@@ -220,6 +220,14 @@ TEST_CASE("malformed kernel text is a located error, never an assertion", "[kern
        "2:21: ldmatrix reads a shared buffer of 16-bit elements (8-bit without .trans); 'a' is "
        "f32[16] global"},
       {"kernel", "1:34: expected a statement, found 'kernel'"},
+      // Tensor maps past 2^40, or spanning past 2^63 elements, never reach tensorMapProblem's
+      // 64-bit arithmetic.
+      {"alloc t: f32[64] shared\nalloc m: i64[1] shared\ntma_load t[0] = map(a dims [16, "
+       "1099511627777] strides [16] box [16, 1] swizzle none)[0, 0] on m[0]",
+       "3:17: tensor map map: dimensions and strides are 1 to 2^40, not 1099511627777"},
+      {"alloc t: f32[64] shared\nalloc m: i64[1] shared\ntma_load t[0] = map(a dims [16, "
+       "1099511627776] strides [1099511627776] box [16, 1] swizzle none)[0, 0] on m[0]",
+       "3:17: tensor map map: spans more than the 16 elements of a"},
   };
   for (const Case &c : cases) {
     INFO(c.body);
