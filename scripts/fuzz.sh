@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer target from its seed corpus for an equal share of N seconds (default 30,
-# so a few seconds each): the IR parser fuzzer, the passes fuzzer (simplify,cse,fold,dce must
+# so a few seconds each): the IR parser fuzzer, the kernel IR parser fuzzer (print(parse(x))
+# must parse and print the same), the passes fuzzer (simplify,cse,fold,dce must
 # keep graphs valid and outputs bit-exact), the AOT bundle fuzzer (the loader's checks on
 # corrupt bundles), the ONNX importer fuzzer, and one per file kiln reads: checkpoints, safetensors,
 # kernel-cache entries, tuning-record imports, IDX data sets (plain and gzipped) and .npy
@@ -11,7 +12,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-30}"
 dir="$root/build/fuzz"
-fuzzers=(parser_fuzzer passes_fuzzer bundle_fuzzer onnx_fuzzer checkpoint_fuzzer)
+fuzzers=(parser_fuzzer kernel_parser_fuzzer passes_fuzzer bundle_fuzzer onnx_fuzzer checkpoint_fuzzer)
 fuzzers+=(safetensors_fuzzer cache_entry_fuzzer tuning_json_fuzzer idx_fuzzer npy_fuzzer)
 # N seconds in all, shared equally (at least one each).
 share=$(( seconds / ${#fuzzers[@]} > 0 ? seconds / ${#fuzzers[@]} : 1 ))
@@ -45,6 +46,9 @@ for fuzzer in "${fuzzers[@]}"; do
     # Small: a gzip stream inflates a thousandfold, and every input is also read gzipped.
     cp "$root"/tests/fuzz/idx-corpus/* "$corpus"/
     flags=(-max_len=4096)
+  elif [ "$fuzzer" = kernel_parser_fuzzer ]; then
+    cp "$root"/tests/fuzz/kernel-ir-corpus/* "$corpus"/
+    flags=(-dict="$root/tests/fuzz/kernel-ir.dict" -max_len=4096)
   elif [ "$fuzzer" = npy_fuzzer ]; then
     cp "$root"/tests/fuzz/npy-corpus/* "$corpus"/
     flags=(-dict="$root/tests/fuzz/npy.dict" -max_len=4096)

@@ -1,12 +1,16 @@
-// kiln-opt: parses graph IR text, verifies it, runs named passes and prints the
-// result. It drives the lit golden tests (tests/lit) the way mlir-opt does.
+// kiln-opt: parses graph IR or kernel IR text, verifies graphs, runs named passes
+// and prints the result. It drives the lit golden tests (tests/lit) the way
+// mlir-opt does.
 #include "ir/graph/OpReference.h"
 #include "ir/graph/Parser.h"
 #include "ir/graph/Printer.h"
 #include "ir/graph/Verifier.h"
+#include "ir/kernel/Parser.h"
+#include "ir/kernel/Printer.h"
 #include "passes/PassManager.h"
 #include "passes/lower/PrintLowered.h"
 #include "passes/graph/Fusion.h"
+#include "passes/kernel/KernelPassRegistry.h"
 #include "support/RegularFile.h"
 
 #include <algorithm>
@@ -35,6 +39,11 @@ Parses graph IR text (from stdin when the file is '-' or missing), verifies it,
 runs a pipeline of passes and prints the resulting IR to stdout. Errors go to
 stderr as 'file:line:column: error: message' and make the exit status 1.
 
+An input whose first word (after blank and comment lines) is 'kernel' is kernel
+IR (docs/kernel-ir.md): one or more kernels, each run through the kernel passes
+--passes names (simplify, hoist, kernel-pipeline) and printed; --print-after-each
+and --split-input-file apply to it as to graphs, the graph-only options do not.
+
 options:
   --passes=a,b,c       run these passes in order (see --list-passes); without
                        it no pass runs, and an empty list is an error. A last
@@ -52,7 +61,7 @@ options:
   --split-input-file   treat each chunk between '// -----' lines as its own
                        input: errors are reported and the next chunk runs;
                        outputs are separated by '// -----'
-  --list-passes        list the registered passes and exit
+  --list-passes        list the registered passes (graph, then kernel) and exit
   --print-op-reference print the markdown op reference of docs/ir.md and exit
   --help               print this help and exit
 )";
@@ -170,9 +179,52 @@ unsigned graphLine(const Chunk &chunk) {
   return chunk.firstLine;
 }
 
+/// Whether the chunk is kernel IR: its first word, after blank and comment lines, is
+/// `kernel` (a graph's is `graph`).
+bool isKernelText(const Chunk &chunk) {
+  size_t start = 0;
+  while (start < chunk.text.size()) {
+    size_t end = std::min(chunk.text.find('\n', start), chunk.text.size());
+    std::string_view line = trimmed(chunk.text.substr(start, end - start));
+    if (!line.empty() && !line.starts_with("//"))
+      return line.starts_with("kernel") &&
+             (line.size() == 6 || line[6] == ' ' || line[6] == '\t');
+    start = end + 1;
+  }
+  return false;
+}
+
+/// Parses, transforms and prints one chunk of kernel IR.
+Expected<std::string> processKernelChunk(const Chunk &chunk, const std::string &fileName,
+                                         const Options &options) {
+  if (options.lower || options.precision || options.fuse)
+    return makeError(ErrorCode::InvalidArgument,
+                     "--lower, --precision and 'fuse' take graph IR; this input is kernel IR",
+                     Location{fileName, graphLine(chunk), 0});
+  std::vector<const kir::KernelPassInfo *> pipeline;
+  if (!options.passes.empty()) {
+    KILN_TRY(pipeline, kir::kernelPassPipeline(options.passes));
+  }
+  KILN_TRY(std::vector<kir::Kernel> kernels,
+           kir::parseKernels(chunk.text, fileName, chunk.firstLine));
+  std::string out;
+  for (kir::Kernel &kernel : kernels) {
+    for (const kir::KernelPassInfo *pass : pipeline) {
+      kernel = pass->run(std::move(kernel));
+      if (options.printAfterEach)
+        std::cerr << "// -----// IR after " << pass->name << " //----- //\n"
+                  << kir::printKernel(kernel);
+    }
+    out += kir::printKernel(kernel);
+  }
+  return out;
+}
+
 /// Parses, verifies, transforms and prints one chunk.
 Expected<std::string> processChunk(const Chunk &chunk, const std::string &fileName,
                                    const Options &options) {
+  if (isKernelText(chunk))
+    return processKernelChunk(chunk, fileName, options);
   KILN_TRY(std::unique_ptr<ir::Graph> graph, ir::parseGraph(chunk.text, fileName, chunk.firstLine));
   if (options.verify) {
     auto verified = ir::verifyGraph(*graph);
@@ -222,6 +274,9 @@ int listPasses() {
       std::cout << "\t" << description;
     std::cout << "\n";
   }
+  std::cout << "\nkernel IR passes (input starting with 'kernel'):\n";
+  for (const kir::KernelPassInfo &pass : kir::kernelPasses())
+    std::cout << pass.name << "\t" << pass.description << "\n";
   return 0;
 }
 
