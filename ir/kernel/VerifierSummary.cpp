@@ -86,7 +86,8 @@ bool hasAllOperands(const Stmt &s) {
   case StmtKind::Allocate: return static_cast<const Allocate &>(s).buffer != nullptr;
   case StmtKind::Store: {
     auto &st = static_cast<const Store &>(s);
-    return st.buffer && hasAllOperands(st.index) && hasAllOperands(st.value) && optional(st.predicate);
+    return st.buffer && hasAllOperands(st.index) && hasAllOperands(st.value) &&
+           optional(st.predicate);
   }
   case StmtKind::Evaluate: return hasAllOperands(static_cast<const Evaluate &>(s).value);
   case StmtKind::Atomic: {

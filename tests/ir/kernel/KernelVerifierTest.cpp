@@ -9,6 +9,7 @@
 #include "ir/kernel/Builder.h"
 #include "ir/kernel/Printer.h"
 #include "ir/kernel/Verifier.h"
+#include "passes/kernel/Passes.h"
 #include "passes/lower/gpu/GpuContraction.h"
 
 #include <catch2/catch.hpp>
@@ -56,7 +57,8 @@ ExprPtr i32c(int64_t v) { return intImm(v, Type::scalar(DType::I32)); }
 Kernel hostStore(std::string name, const std::function<ExprPtr(const ExprPtr &i)> &value) {
   VarPtr i = makeVar("i");
   return Kernel{std::move(name), {out},
-                forRange(i, 64, ForKind::Serial, node<Store>(out, kir::ref(i), value(kir::ref(i))))};
+                forRange(i, 64, ForKind::Serial,
+                         node<Store>(out, kir::ref(i), value(kir::ref(i))))};
 }
 
 TEST_CASE("verifier: well-formed host and GPU kernels pass", "[kernel][verifier]") {
@@ -338,7 +340,8 @@ TEST_CASE("verifier: GPU statements' scopes, dtypes and sizes", "[kernel][verifi
     }, {tile});
     CHECK_THAT(verifyError(three), StartsWith("kernel ld3: ldmatrix of 3 matrices (1, 2 or 4)"));
     auto trans = gpuKernelOf("ldt", {out}, [&](const ExprPtr &tx) {
-      return allocate(frag8, node<LdMatrix>(Fragment{frag8, 0}, 2, true, bytes, mul(tx, index(16))));
+      return allocate(frag8,
+                      node<LdMatrix>(Fragment{frag8, 0}, 2, true, bytes, mul(tx, index(16))));
     }, {bytes});
     CHECK_THAT(verifyError(trans), Contains("ldmatrix .trans of 8-bit elements would split"));
   }
@@ -412,6 +415,15 @@ TEST_CASE("verifier: launch structure of GPU kernels", "[kernel][verifier]") {
                                            store(out, kir::ref(tx), f32c(0.0)))};
     CHECK_THAT(verifyError(offset), Contains("bounds that are not [0, constant >= 1)"));
   }
+}
+
+TEST_CASE("verifier: the tests run the kernel passes with verification on", "[kernel][verifier]") {
+  // TestMain sets KILN_VERIFY_KERNEL_IR=1, which turns it on in release builds too.
+  CHECK(verifyKernelPassesEnabled());
+  setVerifyKernelPasses(false);
+  CHECK_FALSE(verifyKernelPassesEnabled());
+  setVerifyKernelPasses(true);
+  CHECK(verifyKernelPassesEnabled());
 }
 
 // ---- Every kernel the compiler makes passes -----------------------------------------------
