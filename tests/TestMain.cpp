@@ -4,7 +4,8 @@
 // and keep the kernel cache in a directory of their own, removed at the end.
 // The default tuning database lives in that cache directory, so a user's
 // tuning records never change what a test compiles; tests of tuning name
-// their own database.
+// their own database. Every kernel the tests lower is verified before and after each kernel
+// pass (passes/kernel/Passes.h), in release builds too, and so are the tools they run.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -17,6 +18,7 @@ int main(int argc, char *argv[]) {
   setenv("CUDA_VISIBLE_DEVICES", "", /*overwrite=*/1);
   unsetenv("KILN_TUNING_DB");
   unsetenv("KILN_TUNING");
+  setenv("KILN_VERIFY_KERNEL_IR", "1", /*overwrite=*/1);
   std::string cacheDir =
       (std::filesystem::temp_directory_path() / "kiln-test-cache-XXXXXX").string();
   bool ownCache = mkdtemp(cacheDir.data()) != nullptr;

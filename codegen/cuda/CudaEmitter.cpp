@@ -4,6 +4,7 @@
 #include "codegen/cuda/CudaEmitter.h"
 
 #include "ir/kernel/TensorMap.h"
+#include "ir/kernel/Verifier.h"
 
 #include "codegen/cuda/CudaSource.h"
 #include "ir/kernel/Builder.h"
@@ -110,6 +111,8 @@ void CudaEmitter::line(const std::string &text) {
 }
 
 Expected<std::string> CudaEmitter::emit() {
+  // From here on the kernel is well formed: the emitter trusts the verifier.
+  KILN_TRY_VOID(kir::verifyKernel(kernel_));
   KILN_TRY(launch_, kir::gpuLaunchOf(kernel_, target_.maxThreadsPerBlock));
   if (launch_.reservedSharedBytes() > target_.maxSharedBytesPerBlock())
     return fail(ErrorCode::Unsupported,
@@ -119,9 +122,6 @@ Expected<std::string> CudaEmitter::emit() {
   std::string kernelName = freshName(kernel_.name, "kernel");
   std::vector<std::string> params;
   for (const kir::BufferPtr &buffer : kernel_.params) {
-    if (buffer->scope != kir::MemScope::Global)
-      return fail(ErrorCode::VerifyError,
-                  fmt::format("parameter {} is not a global buffer", buffer->name));
     std::string name = freshName(buffer->name, "buf");
     bufferNames_[buffer.get()] = name;
     params.push_back(fmt::format("{} *__restrict__ {}", storageCType(buffer->dtype), name));
@@ -246,9 +246,6 @@ Expected<void> CudaEmitter::emitFor(const kir::For &loop) {
                      axisName(loop.loopKind)));
     return emitStmt(*loop.body);
   }
-  if (loop.var->type != kir::Type::index())
-    return fail(ErrorCode::VerifyError,
-                fmt::format("loop variable {} is not an i64 scalar", loop.var->name));
   // begin and extent are evaluated once, before the loop.
   KILN_TRY(CCode begin, emitScalar(loop.begin));
   kir::ExprPtr endExpr = kir::add(loop.begin, loop.extent);
@@ -295,9 +292,6 @@ Expected<void> CudaEmitter::emitLet(const kir::Let &let) {
 }
 
 Expected<void> CudaEmitter::bindLet(const kir::Let &let) {
-  if (let.var->type != let.value->type())
-    return fail(ErrorCode::VerifyError,
-                fmt::format("let {} binds a value of another type", let.var->name));
   KILN_TRY(std::vector<CCode> lanes, emitLanes(let.value));
   std::string type = registerCType(let.var->type.dtype);
   std::optional<kir::Interval> range;
@@ -347,8 +341,6 @@ Expected<void> CudaEmitter::emitIf(const kir::If &branch) {
 
 Expected<void> CudaEmitter::emitAllocate(const kir::Allocate &allocate) {
   const kir::Buffer &buffer = *allocate.buffer;
-  if (buffer.scope == kir::MemScope::Global)
-    return fail(ErrorCode::VerifyError, fmt::format("allocates global buffer {}", buffer.name));
   if (buffer.scope != kir::MemScope::Shared) {
     // Register and local buffers are per-thread arrays; constant indices keep
     // them in registers. Aligned so vector accesses can copy whole.
@@ -361,15 +353,9 @@ Expected<void> CudaEmitter::emitAllocate(const kir::Allocate &allocate) {
 
 Expected<void> CudaEmitter::emitStore(const kir::Store &store) {
   auto found = bufferNames_.find(store.buffer.get());
-  if (found == bufferNames_.end())
-    return fail(ErrorCode::VerifyError,
-                fmt::format("store to {}, which is not in scope", store.buffer->name));
+  KILN_CHECK(found != bufferNames_.end(), "the verifier admits stores to buffers in scope only");
   const std::string &buffer = found->second;
   DType dtype = store.buffer->dtype;
-  if (store.value->type().dtype != dtype)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("store of {} into {} buffer {}", dtypeName(store.value->type().dtype),
-                            dtypeName(dtype), store.buffer->name));
   KILN_TRY(CCode index, emitScalar(store.index));
   KILN_TRY(std::vector<CCode> values, emitLanes(store.value));
   std::vector<CCode> predicate;
@@ -404,18 +390,12 @@ Expected<void> CudaEmitter::emitStore(const kir::Store &store) {
 
 Expected<void> CudaEmitter::emitAtomic(const kir::Atomic &atomic) {
   auto found = bufferNames_.find(atomic.buffer.get());
-  if (found == bufferNames_.end())
-    return fail(ErrorCode::VerifyError,
-                fmt::format("atomic on {}, which is not in scope", atomic.buffer->name));
-  if (atomic.buffer->scope != kir::MemScope::Global && atomic.buffer->scope != kir::MemScope::Shared)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("atomic on {}, which is neither global nor shared", atomic.buffer->name));
+  KILN_CHECK(found != bufferNames_.end(), "the verifier admits atomics on buffers in scope only");
   DType dtype = atomic.buffer->dtype;
   bool addable = dtype == DType::F32 || dtype == DType::F64 || dtype == DType::I32 || dtype == DType::I64;
   bool ordered = dtype == DType::I32 || dtype == DType::I64;
-  if (!(atomic.op == kir::AtomicOp::Add ? addable : ordered) || atomic.value->type().lanes != 1)
-    return fail(ErrorCode::Unsupported, fmt::format("atomic {} on {}", kir::atomicOpName(atomic.op),
-                                                    dtypeName(dtype)));
+  KILN_CHECK(atomic.op == kir::AtomicOp::Add ? addable : ordered,
+             "the verifier admits atomics on the dtypes they are defined on only");
   KILN_TRY(CCode index, emitScalar(atomic.index));
   KILN_TRY(CCode value, emitScalar(atomic.value));
   std::string address = fmt::format("&{}[{}]", found->second, index.text);

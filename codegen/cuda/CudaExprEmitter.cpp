@@ -246,8 +246,7 @@ Expected<std::vector<CCode>> CudaEmitter::emitLanes(const kir::ExprPtr &expr) {
   case kir::ExprKind::VarRef: {
     auto &var = *static_cast<const kir::VarRef &>(*expr).var;
     auto found = varNames_.find(&var);
-    if (found == varNames_.end())
-      return fail(ErrorCode::VerifyError, fmt::format("variable {} used outside its scope", var.name));
+    KILN_CHECK(found != varNames_.end(), "the verifier admits variables in scope only");
     if (lanes == 1)
       return std::vector<CCode>{{found->second, kPrimary, intVars_.contains(&var)}};
     std::vector<CCode> result;
@@ -301,8 +300,6 @@ Expected<std::vector<CCode>> CudaEmitter::emitLanes(const kir::ExprPtr &expr) {
   }
   case kir::ExprKind::Cast: {
     auto &cast = static_cast<const kir::Cast &>(*expr);
-    if (cast.value->type().lanes != type.lanes)
-      return fail(ErrorCode::VerifyError, "a cast that changes the lane count");
     KILN_TRY(std::vector<CCode> values, emitLanes(cast.value));
     for (CCode &value : values) {
       KILN_TRY(value, emitCast(value, cast.value->type().dtype, type.dtype));
@@ -450,9 +447,7 @@ Expected<std::vector<CCode>> CudaEmitter::emitBinary(const kir::Binary &binary,
 Expected<std::vector<CCode>> CudaEmitter::emitCall(const kir::Call &call) {
   DType dtype = call.type().dtype;
   size_t arity = call.fn == kir::Intrinsic::Pow ? 2 : call.fn == kir::Intrinsic::Fma ? 3 : 1;
-  if (call.args.size() != arity)
-    return fail(ErrorCode::VerifyError, fmt::format("{} takes {} arguments, not {}",
-                                                    kir::intrinsicName(call.fn), arity, call.args.size()));
+  KILN_CHECK(call.args.size() == arity, "the verifier admits intrinsics of their own arity only");
   std::vector<std::vector<CCode>> args;
   for (const kir::ExprPtr &arg : call.args) {
     KILN_TRY(std::vector<CCode> lanes, emitLanes(arg));
@@ -490,9 +485,7 @@ Expected<std::vector<CCode>> CudaEmitter::emitCall(const kir::Call &call) {
 
 Expected<std::vector<CCode>> CudaEmitter::emitLoad(const kir::Load &load) {
   auto found = bufferNames_.find(load.buffer.get());
-  if (found == bufferNames_.end())
-    return fail(ErrorCode::VerifyError,
-                fmt::format("load from {}, which is not in scope", load.buffer->name));
+  KILN_CHECK(found != bufferNames_.end(), "the verifier admits loads from buffers in scope only");
   const std::string &buffer = found->second;
   DType dtype = load.buffer->dtype;
   int lanes = load.type().lanes;

@@ -42,17 +42,12 @@ Expected<std::vector<std::string>> CudaEmitter::fragmentElements(const kir::Frag
                                                                  DType dtype, int64_t count,
                                                                  std::string_view what) {
   const kir::Buffer *buffer = fragment.buffer.get();
-  if (!buffer || buffer->scope != kir::MemScope::Register || buffer->dtype != dtype)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("{} must be a register buffer of {}", what, dtypeName(dtype)));
-  if (fragment.offset < 0 || fragment.offset + count > buffer->size)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("{} {}[{}, {}) is outside its {} elements", what, buffer->name,
-                            fragment.offset, fragment.offset + count, buffer->size));
   auto found = bufferNames_.find(buffer);
-  if (found == bufferNames_.end())
-    return fail(ErrorCode::VerifyError,
-                fmt::format("{} {} is not allocated around its use", what, buffer->name));
+  KILN_CHECK(found != bufferNames_.end() && buffer->dtype == dtype &&
+                 fragment.offset + count <= buffer->size,
+             fmt::format("{}: the verifier admits only fragments inside an allocated register "
+                         "buffer of {}",
+                         what, dtypeName(dtype)));
   std::vector<std::string> elements;
   for (int64_t i = 0; i < count; ++i)
     elements.push_back(fmt::format("{}[{}]", found->second, fragment.offset + i));
@@ -127,23 +122,10 @@ Expected<void> CudaEmitter::emitLdMatrix(const kir::LdMatrix &load) {
   std::string name = "ldmatrix." + shape;
   KILN_TRY_VOID(requireSm(75, name));
   const kir::Buffer &source = *load.source;
-  if (load.matrices != 1 && load.matrices != 2 && load.matrices != 4)
-    return fail(ErrorCode::VerifyError, fmt::format("{}: ldmatrix loads 1, 2 or 4 matrices", name));
   int elementBytes = static_cast<int>(dtypeByteSize(source.dtype));
-  if (source.scope != kir::MemScope::Shared || (elementBytes != 2 && elementBytes != 1))
-    return fail(ErrorCode::VerifyError,
-                fmt::format("{} reads {}, which is not a shared buffer of 16- or 8-bit elements",
-                            name, source.name));
-  if (elementBytes == 1 && load.transpose)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("{} of the 8-bit {} would split its byte pairs", name, source.name));
   int perMatrix = kir::ldMatrixElementsPerMatrix(elementBytes);
   auto found = bufferNames_.find(&source);
-  if (found == bufferNames_.end())
-    return fail(ErrorCode::VerifyError,
-                fmt::format("{} reads {}, which is not in scope", name, source.name));
-  if (load.rowIndex->type() != kir::Type::index())
-    return fail(ErrorCode::VerifyError, fmt::format("{}: the row index is not i64", name));
+  KILN_CHECK(found != bufferNames_.end(), "the verifier admits ldmatrix from buffers in scope only");
   KILN_TRY(std::vector<std::string> destination,
            fragmentElements(load.destination, source.dtype, perMatrix * load.matrices,
                             name + " destination"));
@@ -176,22 +158,9 @@ Expected<void> CudaEmitter::emitAsyncCopy(const kir::AsyncCopy &copy) {
   int bytes = copy.lanes * static_cast<int>(dtypeByteSize(source.dtype));
   std::string name = fmt::format("async copy of {} bytes into {}", bytes, destination.name);
   KILN_TRY_VOID(requireSm(80, name + " (cp.async)"));
-  if (destination.scope != kir::MemScope::Shared || source.scope != kir::MemScope::Global ||
-      destination.dtype != source.dtype)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("{}: an async copy goes from a global buffer to a shared one of the "
-                            "same dtype ({} is neither)",
-                            name, source.name));
-  if (bytes != 4 && bytes != 8 && bytes != 16)
-    return fail(ErrorCode::VerifyError, fmt::format("{}: cp.async moves 4, 8 or 16 bytes", name));
-  if (copy.predicate && copy.predicate->type() != kir::Type::boolean())
-    return fail(ErrorCode::VerifyError, fmt::format("{}: the predicate is not a bool scalar", name));
-  if (copy.destinationIndex->type() != kir::Type::index() ||
-      copy.sourceIndex->type() != kir::Type::index())
-    return fail(ErrorCode::VerifyError, fmt::format("{}: the indices are not i64", name));
   auto to = bufferNames_.find(&destination), from = bufferNames_.find(&source);
-  if (to == bufferNames_.end() || from == bufferNames_.end())
-    return fail(ErrorCode::VerifyError, fmt::format("{}: a buffer is not in scope", name));
+  KILN_CHECK(to != bufferNames_.end() && from != bufferNames_.end(),
+             "the verifier admits async copies between buffers in scope only");
   KILN_TRY(CCode destinationIndex, emitScalar(copy.destinationIndex));
   KILN_TRY(CCode sourceIndex, emitScalar(copy.sourceIndex));
   // cp.async.cg (bypassing L1) exists only for 16 bytes.
@@ -226,9 +195,6 @@ Expected<void> CudaEmitter::emitAsyncCommit() {
 
 Expected<void> CudaEmitter::emitAsyncWait(const kir::AsyncWait &wait) {
   KILN_TRY_VOID(requireSm(80, "async wait (cp.async.wait_group)"));
-  if (wait.pendingGroups < 0 || wait.pendingGroups > 7)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("async wait for {} pending groups: 0..7 allowed", wait.pendingGroups));
   line(fmt::format("asm volatile(\"cp.async.wait_group {};\" ::: \"memory\");",
                    wait.pendingGroups));
   return {};

@@ -15,10 +15,8 @@ Expected<std::string> CudaEmitter::sharedAddress(const kir::BufferPtr &buffer,
                                                  const kir::ExprPtr &index,
                                                  std::string_view what) {
   auto found = bufferNames_.find(buffer.get());
-  if (found == bufferNames_.end() || buffer->scope != kir::MemScope::Shared)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("{} names {}, which is not a shared buffer in scope", what,
-                            buffer->name));
+  KILN_CHECK(found != bufferNames_.end() && buffer->scope == kir::MemScope::Shared,
+             fmt::format("{}: the verifier admits shared buffers in scope only", what));
   KILN_TRY(CCode at, emitScalar(index));
   return fmt::format("(unsigned)__cvta_generic_to_shared(&{}[{}])", found->second, at.text);
 }
@@ -64,11 +62,8 @@ Expected<void> CudaEmitter::emitMbarrier(const kir::Mbarrier &barrier) {
 Expected<void> CudaEmitter::emitTmaLoad(const kir::TmaLoad &copy) {
   std::string name = fmt::format("bulk tensor copy through {}", copy.map->name);
   KILN_TRY_VOID(requireSm(90, name + " (cp.async.bulk.tensor)"));
-  if (std::optional<std::string> problem = kir::tmaLoadProblem(copy))
-    return fail(ErrorCode::VerifyError, *problem);
   auto map = tensorMapNames_.find(copy.map.get());
-  if (map == tensorMapNames_.end())
-    return fail(ErrorCode::VerifyError, fmt::format("{}: the map is not a parameter", name));
+  KILN_CHECK(map != tensorMapNames_.end(), "the verifier admits tensor maps of parameters only");
   KILN_TRY(std::string destination, sharedAddress(copy.destination, copy.destinationIndex, name));
   KILN_TRY(std::string barrier, sharedAddress(copy.barriers, copy.barrierIndex, name));
   const int rank = static_cast<int>(copy.coords.size());

@@ -24,9 +24,8 @@ Expected<void> CudaEmitter::requireWgmma(std::string_view what) const {
 Expected<std::string> CudaEmitter::wgmmaDescriptor(const kir::SharedMatrix &matrix,
                                                    std::string_view what) {
   auto found = bufferNames_.find(matrix.buffer.get());
-  if (found == bufferNames_.end())
-    return fail(ErrorCode::VerifyError,
-                fmt::format("{} reads {}, which is not in scope", what, matrix.buffer->name));
+  KILN_CHECK(found != bufferNames_.end(),
+             fmt::format("{}: the verifier admits operands in scope only", what));
   KILN_TRY(CCode start, emitScalar(matrix.start));
   // The strides and the swizzle are constants; only the start address varies.
   uint64_t fixed = kir::encodeWgmmaDescriptor({0, static_cast<uint32_t>(matrix.leadingBytes),
@@ -40,8 +39,6 @@ Expected<void> CudaEmitter::emitWgmma(const kir::Wgmma &product) {
   std::string shape = kir::wgmmaPtxShape(product.wgmmaKind, product.n);
   std::string name = "wgmma." + shape;
   KILN_TRY_VOID(requireWgmma(name));
-  if (std::optional<std::string> problem = kir::wgmmaProblem(product))
-    return fail(ErrorCode::VerifyError, *problem);
   KILN_TRY(std::vector<std::string> d,
            fragmentElements(product.d, DType::F32, product.n / 2, name + " d"));
   KILN_TRY(std::string aDescriptor, wgmmaDescriptor(product.a, name + " operand a"));
@@ -89,9 +86,6 @@ Expected<void> CudaEmitter::emitWgmmaSync(const kir::WgmmaSync &sync) {
     return {};
   case kir::WgmmaSyncOp::Wait: break;
   }
-  if (sync.pendingGroups < 0 || sync.pendingGroups > 7)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("wgmma wait for {} pending groups: 0..7 allowed", sync.pendingGroups));
   line(fmt::format("asm volatile(\"wgmma.wait_group.sync.aligned {};\" ::: \"memory\");",
                    sync.pendingGroups));
   // The accumulators change at the wait, not at the product: an empty asm that "rewrites"

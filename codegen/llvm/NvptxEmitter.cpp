@@ -4,6 +4,7 @@
 #include "codegen/llvm/NvptxEmitter.h"
 
 #include "ir/kernel/TensorMap.h"
+#include "ir/kernel/Verifier.h"
 
 #include "ir/kernel/IRUtils.h"
 #include "ir/kernel/Visitor.h"
@@ -11,7 +12,6 @@
 #include <fmt/format.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
-#include <set>
 
 namespace kiln::codegen::nvptx {
 namespace {
@@ -80,6 +80,8 @@ Expected<void> NvptxEmitter::emitKernel(const kir::Kernel &kernel) {
     return fail(ErrorCode::InvalidArgument, "another kernel in the module has this name");
   if (!kernel.body)
     return fail(ErrorCode::InvalidArgument, "no body");
+  // From here on the kernel is well formed: the emitter trusts the verifier.
+  KILN_TRY_VOID(kir::verifyKernel(kernel));
   auto launch = kir::gpuLaunchOf(kernel, gpu_.maxThreadsPerBlock);
   if (!launch)
     return fail(ErrorCode::VerifyError,
@@ -90,16 +92,6 @@ Expected<void> NvptxEmitter::emitKernel(const kir::Kernel &kernel) {
                 fmt::format("uses {} bytes of shared memory; {} allows a block {}",
                             launch_.reservedSharedBytes(), gpu_.archName(),
                             gpu_.maxSharedBytesPerBlock()));
-  std::set<const kir::Buffer *> seen;
-  for (const auto &param : kernel.params) {
-    if (param->scope != kir::MemScope::Global)
-      return fail(ErrorCode::InvalidArgument,
-                  fmt::format("parameter '{}' is not a global buffer", param->name));
-    if (!seen.insert(param.get()).second)
-      return fail(ErrorCode::InvalidArgument,
-                  fmt::format("parameter '{}' is listed twice", param->name));
-  }
-
   llvm::Type *globalPointer = builder_.getPtrTy(kGlobalAddressSpace);
   std::vector<llvm::Type *> paramTypes(kernel.params.size(), globalPointer);
   // Tensor maps follow the buffers, 128 bytes by value each (grid constants, below).
@@ -161,10 +153,6 @@ Expected<void> NvptxEmitter::emitKernel(const kir::Kernel &kernel) {
 }
 
 Expected<void> NvptxEmitter::emitFor(const kir::For &loop) {
-  if (loop.var->type != kir::Type::index() || loop.begin->type() != kir::Type::index() ||
-      loop.extent->type() != kir::Type::index())
-    return fail(ErrorCode::VerifyError,
-                fmt::format("loop over '{}': variable and bounds must be i64", loop.var->name));
   if (isLaunchLoop(loop.loopKind)) {
     // A launch dimension, not a loop: the grid has exactly `extent` blocks
     // (threads) along the axis, and gpuLaunchOf checked that it starts at 0.
@@ -222,9 +210,6 @@ llvm::Value *NvptxEmitter::sharedBase() {
 
 Expected<void> NvptxEmitter::emitAllocate(const kir::Allocate &allocate) {
   const kir::Buffer &buffer = *allocate.buffer;
-  if (buffer.size < 0)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("buffer '{}' has negative size {}", buffer.name, buffer.size));
   auto *array = llvm::ArrayType::get(memoryType(buffer.dtype),
                                      static_cast<uint64_t>(std::max<int64_t>(buffer.size, 1)));
   llvm::Value *pointer = nullptr;
@@ -287,15 +272,6 @@ Expected<void> NvptxEmitter::emitBarrier(const kir::Barrier &) {
 
 Expected<void> NvptxEmitter::emitAtomic(const kir::Atomic &atomic) {
   const kir::Buffer &buffer = *atomic.buffer;
-  kir::Type type = atomic.value->type();
-  if (type != kir::Type::scalar(buffer.dtype))
-    return fail(ErrorCode::VerifyError,
-                fmt::format("atomic {} of a {}-lane {} into {} buffer '{}'",
-                            kir::atomicOpName(atomic.op), type.lanes, dtypeName(type.dtype),
-                            dtypeName(buffer.dtype), buffer.name));
-  if (buffer.scope != kir::MemScope::Global && buffer.scope != kir::MemScope::Shared)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("atomic on '{}', which is neither global nor shared", buffer.name));
   bool isFloat = buffer.dtype == DType::F32 || buffer.dtype == DType::F64;
   bool isInt = buffer.dtype == DType::I32 || buffer.dtype == DType::I64;
   llvm::AtomicRMWInst::BinOp op;
@@ -306,9 +282,8 @@ Expected<void> NvptxEmitter::emitAtomic(const kir::Atomic &atomic) {
   case kir::AtomicOp::Max: op = llvm::AtomicRMWInst::Max; break; // signed
   case kir::AtomicOp::Min: op = llvm::AtomicRMWInst::Min; break;
   }
-  if (!(isInt || (isFloat && atomic.op == kir::AtomicOp::Add)))
-    return fail(ErrorCode::Unsupported, fmt::format("atomic {} on {}", kir::atomicOpName(atomic.op),
-                                                    dtypeName(buffer.dtype)));
+  KILN_CHECK(isInt || (isFloat && atomic.op == kir::AtomicOp::Add),
+             "the verifier admits atomics on the dtypes they are defined on only");
   KILN_TRY(llvm::Value * pointer, elementPointer(buffer, *atomic.index));
   KILN_TRY(llvm::Value * value, emitExpr(*atomic.value));
   builder_.CreateAtomicRMW(op, pointer, value, llvm::Align(dtypeByteSize(buffer.dtype)),
@@ -343,13 +318,6 @@ llvm::Value *NvptxEmitter::activeLaneMask() {
 Expected<llvm::Value *> NvptxEmitter::emitShuffle(const kir::Shuffle &shuffle) {
   kir::Type type = shuffle.value->type();
   DType dtype = type.dtype;
-  if (type.lanes != 1 ||
-      !(dtype == DType::F32 || dtype == DType::F64 || dtype == DType::I32 || dtype == DType::I64))
-    return fail(ErrorCode::VerifyError,
-                fmt::format("shuffle of a {}-lane {}: only f32, f64, i32 and i64 scalars",
-                            type.lanes, dtypeName(dtype)));
-  if (shuffle.lane->type() != kir::Type::scalar(DType::I32))
-    return fail(ErrorCode::VerifyError, "shuffle lane is not an i32 scalar");
   KILN_TRY(llvm::Value * value, emitExpr(*shuffle.value));
   KILN_TRY(llvm::Value * lane, emitExpr(*shuffle.lane));
   llvm::Value *mask = activeLaneMask();

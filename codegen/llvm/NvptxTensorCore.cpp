@@ -94,17 +94,12 @@ Expected<llvm::Value *> NvptxEmitter::fragmentElement(const kir::Fragment &fragm
                                                      int64_t count, int64_t element,
                                                      std::string_view what) {
   const kir::Buffer *buffer = fragment.buffer.get();
-  if (!buffer || buffer->scope != kir::MemScope::Register || buffer->dtype != dtype)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("{} must be a register buffer of {}", what, dtypeName(dtype)));
-  if (fragment.offset < 0 || fragment.offset + count > buffer->size)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("{} {}[{}, {}) is outside its {} elements", what, buffer->name,
-                            fragment.offset, fragment.offset + count, buffer->size));
   auto it = fn_.buffers.find(buffer);
-  if (it == fn_.buffers.end())
-    return fail(ErrorCode::VerifyError,
-                fmt::format("{} {} is not allocated around its use", what, buffer->name));
+  KILN_CHECK(it != fn_.buffers.end() && buffer->dtype == dtype &&
+                 fragment.offset + count <= buffer->size,
+             fmt::format("{}: the verifier admits only fragments inside an allocated register "
+                         "buffer of {}",
+                         what, dtypeName(dtype)));
   return builder_.CreateConstInBoundsGEP1_64(memoryType(dtype), it->second,
                                              static_cast<uint64_t>(fragment.offset + element));
 }
@@ -216,16 +211,7 @@ Expected<void> NvptxEmitter::emitLdMatrix(const kir::LdMatrix &load) {
   std::string name = fmt::format("ldmatrix.x{}{}", load.matrices, load.transpose ? ".trans" : "");
   KILN_TRY_VOID(requireSm(75, name));
   const kir::Buffer &source = *load.source;
-  if (load.matrices != 1 && load.matrices != 2 && load.matrices != 4)
-    return fail(ErrorCode::VerifyError, fmt::format("{}: ldmatrix loads 1, 2 or 4 matrices", name));
   int elementBytes = static_cast<int>(dtypeByteSize(source.dtype));
-  if (source.scope != kir::MemScope::Shared || (elementBytes != 2 && elementBytes != 1))
-    return fail(ErrorCode::VerifyError,
-                fmt::format("{} reads '{}', which is not a shared buffer of 16- or 8-bit elements",
-                            name, source.name));
-  if (elementBytes == 1 && load.transpose)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("{} of the 8-bit '{}' would split its byte pairs", name, source.name));
   int perMatrix = kir::ldMatrixElementsPerMatrix(elementBytes);
   int64_t count = int64_t(perMatrix) * load.matrices;
   std::vector<llvm::Value *> destination;
@@ -257,18 +243,6 @@ Expected<void> NvptxEmitter::emitAsyncCopy(const kir::AsyncCopy &copy) {
   int bytes = copy.lanes * static_cast<int>(dtypeByteSize(source.dtype));
   std::string name = fmt::format("async copy of {} bytes into '{}'", bytes, destination.name);
   KILN_TRY_VOID(requireSm(80, name + " (cp.async)"));
-  if (destination.scope != kir::MemScope::Shared || source.scope != kir::MemScope::Global ||
-      destination.dtype != source.dtype)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("{}: an async copy goes from a global buffer to a shared one of the "
-                            "same dtype ('{}' is neither)",
-                            name, source.name));
-  if (bytes != 4 && bytes != 8 && bytes != 16)
-    return fail(ErrorCode::VerifyError, fmt::format("{}: cp.async moves 4, 8 or 16 bytes", name));
-  if (copy.predicate && copy.predicate->type() != kir::Type::boolean())
-    return fail(ErrorCode::VerifyError, fmt::format("{}: the predicate is not a bool scalar", name));
-  if (copy.sourceIndex->type() != kir::Type::index())
-    return fail(ErrorCode::VerifyError, fmt::format("{}: the source index is not i64", name));
   KILN_TRY(llvm::Value * to, elementPointer(destination, *copy.destinationIndex));
   if (!copy.predicate) {
     KILN_TRY(llvm::Value * from, elementPointer(source, *copy.sourceIndex));
@@ -298,9 +272,6 @@ Expected<void> NvptxEmitter::emitAsyncCommit(const kir::AsyncCommit &) {
 
 Expected<void> NvptxEmitter::emitAsyncWait(const kir::AsyncWait &wait) {
   KILN_TRY_VOID(requireSm(80, "async wait (cp.async.wait_group)"));
-  if (wait.pendingGroups < 0 || wait.pendingGroups > 7)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("async wait for {} pending groups: 0..7 allowed", wait.pendingGroups));
   builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {},
                            {builder_.getInt32(static_cast<uint32_t>(wait.pendingGroups))});
   return {};

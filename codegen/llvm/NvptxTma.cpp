@@ -29,8 +29,8 @@ void callAsm(llvm::IRBuilder<> &builder, const std::string &text, const std::str
 
 Expected<llvm::Value *> NvptxEmitter::sharedAddress(const kir::Buffer &buffer,
                                                     const kir::Expr &index) {
-  if (buffer.scope != kir::MemScope::Shared)
-    return fail(ErrorCode::VerifyError, fmt::format("{} is not a shared buffer", buffer.name));
+  KILN_CHECK(buffer.scope == kir::MemScope::Shared,
+             "the verifier admits mbarriers and bulk copies of shared buffers only");
   KILN_TRY(llvm::Value * pointer, elementPointer(buffer, index));
   return builder_.CreatePtrToInt(pointer, builder_.getInt32Ty());
 }
@@ -73,11 +73,8 @@ Expected<void> NvptxEmitter::emitMbarrier(const kir::Mbarrier &barrier) {
 Expected<void> NvptxEmitter::emitTmaLoad(const kir::TmaLoad &copy) {
   std::string name = fmt::format("bulk tensor copy through {}", copy.map->name);
   KILN_TRY_VOID(requireSm(90, name + " (cp.async.bulk.tensor)"));
-  if (std::optional<std::string> problem = kir::tmaLoadProblem(copy))
-    return fail(ErrorCode::VerifyError, *problem);
   auto map = tensorMaps_.find(copy.map.get());
-  if (map == tensorMaps_.end())
-    return fail(ErrorCode::VerifyError, fmt::format("{}: the map is not a parameter", name));
+  KILN_CHECK(map != tensorMaps_.end(), "the verifier admits tensor maps of parameters only");
   KILN_TRY(llvm::Value * destination, sharedAddress(*copy.destination, *copy.destinationIndex));
   KILN_TRY(llvm::Value * barrier, sharedAddress(*copy.barriers, *copy.barrierIndex));
   const int rank = static_cast<int>(copy.coords.size());

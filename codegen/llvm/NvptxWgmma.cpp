@@ -37,8 +37,6 @@ Expected<void> NvptxEmitter::emitWgmma(const kir::Wgmma &product) {
   std::string shape = kir::wgmmaPtxShape(product.wgmmaKind, product.n);
   std::string name = "wgmma." + shape;
   KILN_TRY_VOID(requireWgmma(name));
-  if (std::optional<std::string> problem = kir::wgmmaProblem(product))
-    return fail(ErrorCode::VerifyError, *problem);
   int nd = product.n / 2;
   std::vector<llvm::Value *> dPointers;
   for (int i = 0; i < nd; ++i) {
@@ -97,10 +95,6 @@ Expected<void> NvptxEmitter::emitWgmmaSync(const kir::WgmmaSync &sync) {
   case kir::WgmmaSyncOp::SharedFence: text = "fence.proxy.async.shared::cta;"; break;
   case kir::WgmmaSyncOp::Commit: text = "wgmma.commit_group.sync.aligned;"; break;
   case kir::WgmmaSyncOp::Wait:
-    if (sync.pendingGroups < 0 || sync.pendingGroups > 7)
-      return fail(ErrorCode::VerifyError, fmt::format("wgmma wait for {} pending groups: 0..7 "
-                                                      "allowed",
-                                                      sync.pendingGroups));
     text = fmt::format("wgmma.wait_group.sync.aligned {};", sync.pendingGroups);
     break;
   }

@@ -32,7 +32,16 @@ inline constexpr int kMaxSimplifyRounds = 8;
 StmtPtr hoistLoopInvariants(const StmtPtr &stmt);
 Kernel hoistLoopInvariants(Kernel kernel);
 
-/// The default kernel pipeline: simplify, hoist, simplify.
+/// The default kernel pipeline (KernelPipeline.cpp): simplify, hoist, simplify. With kernel
+/// verification on, the input (a lowered kernel) and the result of every pass go through
+/// kir::verifyKernel; a kernel it rejects is a compiler bug, reported as a KILN_CHECK failure
+/// with the verifier's message, the pass and the kernel's text.
 Kernel runKernelPasses(Kernel kernel);
+
+/// Whether runKernelPasses verifies (process-wide): on by default in debug builds (no NDEBUG),
+/// off in release, either way overridden by the environment variable KILN_VERIFY_KERNEL_IR=1/0
+/// read at start-up; the test executables turn it on.
+bool verifyKernelPassesEnabled();
+void setVerifyKernelPasses(bool on);
 
 } // namespace kiln::kir

@@ -722,11 +722,4 @@ Kernel simplifyKernel(Kernel kernel) {
   return kernel;
 }
 
-Kernel runKernelPasses(Kernel kernel) {
-  kernel = simplifyKernel(std::move(kernel));
-  kernel = hoistLoopInvariants(std::move(kernel));
-  kernel = simplifyKernel(std::move(kernel));
-  return kernel;
-}
-
 } // namespace kiln::kir

@@ -1,6 +1,6 @@
 // The simulator's compiled form of a kernel: flat tables of expression and
-// statement nodes (children, variables and buffers as indices), every type
-// checked once, so the lockstep machine never allocates or hashes per operation.
+// statement nodes (children, variables and buffers as indices), built once from a kernel the
+// kernel-IR verifier accepted, so the lockstep machine never allocates or hashes per operation.
 #pragma once
 
 #include "ir/kernel/KernelIR.h"
@@ -104,10 +104,8 @@ struct SimProgram {
                                ///< warpgroup's products in flight)
 };
 
-/// Compiles `kernel`; errors ("kernel <name>: ...") are operand types that do
-/// not fit, shuffles, barriers, atomics and the tensor-core statements outside
-/// the thread loops, fragments outside their register buffers, and buffers of
-/// the wrong scope for a statement.
+/// Compiles `kernel` after kir::verifyKernel accepts it; the errors are the verifier's
+/// ("kernel <name>: ...", ErrorCode::VerifyError).
 Expected<SimProgram> compileSimProgram(const kir::Kernel &kernel);
 
 } // namespace kiln::sim

@@ -15,6 +15,8 @@ config.environment["PATH"] = os.pathsep.join(
 # The golden tests are the same on every machine: the CUDA driver sees no GPU,
 # so the auto target is the CPU (the GPU tests are the ctest label `gpu`).
 config.environment["CUDA_VISIBLE_DEVICES"] = ""
+# Every kernel the tools lower is verified before and after each kernel pass, release too.
+config.environment["KILN_VERIFY_KERNEL_IR"] = "1"
 # The kernel cache of the golden tests stays in their output directory.
 config.environment["KILN_CACHE_DIR"] = os.path.join(config.test_exec_root, "kernel-cache")
 # Sanitizer builds: leak reports from a crashing parser must fail the test.

@@ -1,0 +1,66 @@
+// The default kernel pipeline that runs on every lowered kernel, and the switch that makes it
+// verify its input and each pass's output.
+#include "passes/kernel/Passes.h"
+
+#include "ir/kernel/Printer.h"
+#include "ir/kernel/Verifier.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string_view>
+
+namespace kiln::kir {
+
+namespace {
+
+bool verifyByDefault() {
+  if (const char *env = std::getenv("KILN_VERIFY_KERNEL_IR")) {
+    std::string_view value(env);
+    if (value == "1")
+      return true;
+    if (value == "0")
+      return false;
+  }
+#ifdef NDEBUG
+  return false;
+#else
+  return true;
+#endif
+}
+
+std::atomic<bool> &verifySwitch() {
+  static std::atomic<bool> on{verifyByDefault()};
+  return on;
+}
+
+/// `kernel` came out of `stage`; the lowering and the passes only make well-formed kernels.
+void verifyAfter(const Kernel &kernel, std::string_view stage) {
+  if (!verifySwitch().load(std::memory_order_relaxed))
+    return;
+  Expected<void> verified = verifyKernel(kernel);
+  KILN_CHECK(verified.has_value(),
+             fmt::format("kernel IR verifier, {}: {}\n{}", stage,
+                         verified ? std::string() : verified.error().message(),
+                         printKernel(kernel)));
+}
+
+} // namespace
+
+bool verifyKernelPassesEnabled() { return verifySwitch().load(std::memory_order_relaxed); }
+
+void setVerifyKernelPasses(bool on) { verifySwitch().store(on, std::memory_order_relaxed); }
+
+Kernel runKernelPasses(Kernel kernel) {
+  verifyAfter(kernel, "input of the kernel passes (the lowering's output)");
+  kernel = simplifyKernel(std::move(kernel));
+  verifyAfter(kernel, "after simplify");
+  kernel = hoistLoopInvariants(std::move(kernel));
+  verifyAfter(kernel, "after hoist");
+  kernel = simplifyKernel(std::move(kernel));
+  verifyAfter(kernel, "after the second simplify");
+  return kernel;
+}
+
+} // namespace kiln::kir
