@@ -40,7 +40,7 @@ Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options,
   passes::PassManager pm;
   pm.setVerifyEach(options.verifyEach);
   KILN_TRY_VOID(pm.addPipeline("simplify,fold,cse,dce"));
-  pm.add(passes::createDecomposePass({ir::OpKind::ScaledDotProductAttention}));
+  pm.add(passes::createDecomposePass(passes::opsWithoutKernels()));
   pm.add(passes::createSplitWideConcatPass());
   if (options.precision != passes::PrecisionPolicy::Fp32)
     pm.add(passes::createPrecisionPass(options.precision));

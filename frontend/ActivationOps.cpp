@@ -1,47 +1,36 @@
-// The DSL's activations that are compositions of kiln's elementwise ops (Ops.h).
+// The DSL's activations that are composite elementwise ops of the op table
+// (Ops.def; their decompositions are in ir/graph/ElementwiseDecompositions.cpp):
+// each function adds one node, and the compiler decomposes it before fusion.
+#include "frontend/OpBuilder.h"
 #include "frontend/Ops.h"
-
-#include <limits>
 
 namespace kiln {
 
-Tensor relu6(Tensor x, std::source_location loc) { return clamp(x, 0.0, 6.0, loc); }
+using detail::buildOp;
+using ir::OpKind;
+
+Tensor relu6(Tensor x, std::source_location loc) { return buildOp(OpKind::Relu6, {x}, {}, loc); }
 
 Tensor hardSigmoid(Tensor x, double alpha, double beta, std::source_location loc) {
-  return clamp(add(mul(x, scalarLike(x, alpha, loc), loc), scalarLike(x, beta, loc), loc), 0.0,
-               1.0, loc);
+  return buildOp(OpKind::HardSigmoid, {x}, {{"alpha", alpha}, {"beta", beta}}, loc);
 }
 
 Tensor hardSwish(Tensor x, std::source_location loc) {
-  return mul(x, hardSigmoid(x, 1.0 / 6.0, 0.5, loc), loc);
+  return buildOp(OpKind::HardSwish, {x}, {}, loc);
 }
 
 Tensor softplus(Tensor x, double beta, double threshold, std::source_location loc) {
-  Tensor scaled = beta == 1.0 ? x : mul(x, scalarLike(x, beta, loc), loc);
-  Tensor smooth = add(relu(scaled, loc),
-                      log(add(scalarLike(x, 1.0, loc), exp(neg(abs(scaled, loc), loc), loc), loc),
-                          loc),
-                      loc);
-  if (beta != 1.0)
-    smooth = div(smooth, scalarLike(x, beta, loc), loc);
-  if (threshold == std::numeric_limits<double>::infinity())
-    return smooth;
-  return where(gt(scaled, scalarLike(x, threshold, loc), loc), x, smooth, loc);
+  return buildOp(OpKind::Softplus, {x}, {{"beta", beta}, {"threshold", threshold}}, loc);
 }
 
-Tensor mish(Tensor x, std::source_location loc) {
-  return mul(x, tanh(softplus(x, 1.0, 20.0, loc), loc), loc);
-}
+Tensor mish(Tensor x, std::source_location loc) { return buildOp(OpKind::Mish, {x}, {}, loc); }
 
 Tensor leakyRelu(Tensor x, double slope, std::source_location loc) {
-  return where(lt(x, scalarLike(x, 0.0, loc), loc), mul(x, scalarLike(x, slope, loc), loc), x,
-               loc);
+  return buildOp(OpKind::LeakyRelu, {x}, {{"alpha", slope}}, loc);
 }
 
 Tensor elu(Tensor x, double alpha, std::source_location loc) {
-  Tensor negative = mul(sub(exp(x, loc), scalarLike(x, 1.0, loc), loc),
-                        scalarLike(x, alpha, loc), loc);
-  return where(gt(x, scalarLike(x, 0.0, loc), loc), x, negative, loc);
+  return buildOp(OpKind::Elu, {x}, {{"alpha", alpha}}, loc);
 }
 
 } // namespace kiln

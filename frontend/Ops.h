@@ -73,8 +73,10 @@ Tensor logicalOr(Tensor a, Tensor b, KILN_LOC);
 /// cond ? a : b, all three broadcast; cond is bool.
 Tensor where(Tensor cond, Tensor a, Tensor b, KILN_LOC);
 
-// ---- Activations written as their definitions (no kernels of their own: fusion makes
-// each one loop with its neighbours). ActivationOps.cpp.
+// ---- Activations that are composite elementwise ops of the op table: one node each,
+// which the compiler decomposes into primitives before fusion (so each still fuses into
+// one loop with its neighbours). ActivationOps.cpp; decompositions in
+// ir/graph/ElementwiseDecompositions.cpp.
 
 /// min(max(x, 0), 6): MobileNet's ReLU6.
 Tensor relu6(Tensor x, KILN_LOC);

@@ -13,6 +13,7 @@
 // (and an empty softmax axis has no maximum).
 #include "ir/graph/Decompositions.h"
 
+#include "ir/graph/DecompositionBuilder.h"
 #include "ir/graph/Graph.h"
 #include "ir/graph/ShapeInference.h"
 
@@ -23,36 +24,7 @@ namespace kiln::ir {
 
 namespace {
 
-/// Adds nodes at the decomposed node's location, so an error in a primitive
-/// still points at the user's line.
-class Builder {
-public:
-  Builder(Graph &graph, const Node &node) : graph_(graph), location_(node.location()) {}
-
-  Expected<Value *> op(OpKind kind, std::vector<Value *> operands, AttrMap attrs = {}) {
-    return graph_.addNode(kind, std::move(operands), std::move(attrs), location_);
-  }
-
-  Expected<Value *> scalar(double value, DType dtype) {
-    return op(OpKind::Constant, {},
-              {{"dtype", dtype}, {"shape", Shape{}}, {"value", std::vector<double>{value}}});
-  }
-
-  Expected<Value *> reduce(OpKind kind, Value *x, std::vector<int64_t> axes) {
-    return op(kind, {x}, {{"axes", std::move(axes)}, {"keepdims", true}});
-  }
-
-  /// `x` converted to `dtype`; `x` itself when it already has that dtype.
-  Expected<Value *> castTo(Value *x, DType dtype) {
-    if (x->type().dtype == dtype)
-      return x;
-    return op(OpKind::Cast, {x}, {{"dtype", dtype}});
-  }
-
-private:
-  Graph &graph_;
-  Location location_;
-};
+using detail::Builder;
 
 /// The axis attribute of `node`, normalized into [0, rank); the node was
 /// verified, so it is in range.

@@ -1,6 +1,7 @@
 // The reference interpreter: binds inputs and parameters by name, runs every
-// node's reference function in topological order, rounds each result to its
-// dtype, and frees intermediates after their last use.
+// node's reference function (a composite elementwise op's decomposition) in
+// topological order, rounds each result to its dtype, and frees
+// intermediates after their last use.
 #include "ir/graph/Interpreter.h"
 
 #include <fmt/format.h>
@@ -69,6 +70,11 @@ Expected<RefTensor> runNode(const Node &node,
                fmt::format("interpret: operand of {} is not computed yet", node.name()));
     operands.push_back(&found->second);
   }
+  return evaluateNode(node, operands);
+}
+
+/// Runs the op's reference and rounds its result to the result dtype.
+Expected<RefTensor> runReference(const Node &node, std::span<const RefTensor *const> operands) {
   const TensorType &type = node.type();
   ReferenceContext context{node.kind(), operands, node.attrs(), type};
   // A valid graph can still need more memory than the machine has: that is an
@@ -97,7 +103,43 @@ Expected<RefTensor> runNode(const Node &node,
   return RefTensor{type, std::move(*data)};
 }
 
+/// A composite elementwise op: a scratch graph holds the node over inputs of
+/// its operands' types, decomposes it, and every primitive of the
+/// decomposition runs as interpret would run it.
+Expected<RefTensor> runDecomposition(const Node &node,
+                                     std::span<const RefTensor *const> operands) {
+  Graph scratch(std::string(node.info().name));
+  std::unordered_map<const Value *, RefTensor> values;
+  std::vector<Value *> inputs;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    KILN_TRY(Value * input, scratch.addInput(fmt::format("operand{}", i), operands[i]->type));
+    values.emplace(input, *operands[i]);
+    inputs.push_back(input);
+  }
+  KILN_TRY(Value * composite, scratch.addNode(node.kind(), inputs, node.attrs(), node.location()));
+  Node &compositeNode = *composite->definingNode();
+  KILN_TRY(Value * replacement, node.info().decompose(scratch, compositeNode));
+  KILN_CHECK(replacement->type() == node.type(),
+             fmt::format("interpret: the decomposition of {} gives {}, expected {}", node.name(),
+                         replacement->type().str(), node.type().str()));
+  scratch.eraseNode(&compositeNode);
+  for (const Node *primitive : scratch.topologicalOrder()) {
+    KILN_CHECK(!isCompositeElementwise(primitive->info()),
+               fmt::format("interpret: the decomposition of {} contains {}, itself a composite",
+                           node.name(), primitive->name()));
+    KILN_TRY(RefTensor result, runNode(*primitive, values));
+    values.insert_or_assign(primitive->result(), std::move(result));
+  }
+  return std::move(values.at(replacement));
+}
+
 } // namespace
+
+Expected<RefTensor> evaluateNode(const Node &node, std::span<const RefTensor *const> operands) {
+  if (isCompositeElementwise(node.info()))
+    return runDecomposition(node, operands);
+  return runReference(node, operands);
+}
 
 Expected<NamedTensors> interpret(const Graph &graph, const NamedTensors &inputsAndParams) {
   KILN_TRY(auto values, bindLeaves(graph, inputsAndParams));

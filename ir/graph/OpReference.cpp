@@ -51,7 +51,10 @@ std::string printOpReference() {
     out += std::string(op.doc) + "\n\n";
     out += fmt::format("- category: {}\n- operands: {}\n", opCategoryName(op.category),
                        operandCount(op));
-    if (op.decompose)
+    if (isCompositeElementwise(op))
+      out += "- composite elementwise: defined by its decomposition into primitive ops, which "
+             "the interpreter evaluates, autodiff differentiates and the compiler runs\n";
+    else if (op.decompose)
       out += "- composite: the `decompose` pass rewrites it into primitive ops\n";
     if (!op.attrs.empty())
       out += "\n" + attributeTable(op);

@@ -36,8 +36,13 @@ std::vector<OpInfo> buildTable() {
                          Doc});
 #include "ir/graph/Ops.def"
 #undef KILN_OP
-  for (size_t i = 0; i < table.size(); ++i)
+  for (size_t i = 0; i < table.size(); ++i) {
     KILN_CHECK(static_cast<size_t>(table[i].kind) == i, "op table out of enum order");
+    // Only a composite elementwise op may leave its reference to its decomposition.
+    KILN_CHECK(table[i].reference != nullptr || isCompositeElementwise(table[i]),
+               fmt::format("op table: {} has no reference and is not a composite elementwise op",
+                           table[i].name));
+  }
   return table;
 }
 

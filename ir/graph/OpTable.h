@@ -85,11 +85,20 @@ struct OpInfo {
   int maxOperands; ///< -1: variadic.
   std::vector<AttrSpec> attrs;
   InferFn infer;
-  ReferenceFn reference;
+  ReferenceFn reference; ///< nullptr only for a composite elementwise op.
   DecomposeFn decompose; ///< nullptr for primitive ops.
-  GradientFn gradient;   ///< nullptr: not differentiable (see Ops.def).
+  GradientFn gradient;   ///< nullptr: not differentiable, or a composite elementwise op (Ops.def).
   std::string_view doc;
 };
+
+/// A composite elementwise op: an elementwise row defined only by its
+/// decomposition, with no reference or gradient of its own. The interpreter
+/// evaluates the decomposition, autodiff differentiates it and the compile
+/// pipeline decomposes the op before fusion, so no backend ever sees it.
+inline bool isCompositeElementwise(const OpInfo &info) {
+  return info.category == OpCategory::Elementwise && info.decompose != nullptr &&
+         info.reference == nullptr;
+}
 
 const OpInfo &opInfo(OpKind kind);
 inline std::string_view opName(OpKind kind) { return opInfo(kind).name; }

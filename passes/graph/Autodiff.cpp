@@ -3,7 +3,9 @@
 // The backward sweep visits, in reverse topological order, the nodes that lie
 // on a path from some wrt to the loss: a node outside that set either cannot
 // change the loss or does not depend on any wrt, so its gradient would be
-// wasted work (and might need a rule that does not exist).
+// wasted work (and might need a rule that does not exist). A composite
+// elementwise op, which has no rule, is differentiated through its
+// decomposition.
 #include "passes/graph/Autodiff.h"
 
 #include "passes/graph/GraphPasses.h"
@@ -125,6 +127,31 @@ void eraseUnusedNewNodes(ir::Graph &graph, uint64_t firstId, const std::vector<V
 
 } // namespace
 
+namespace {
+
+/// A composite elementwise op has no rule of its own: its decomposition is
+/// built beside it from the same operands and differentiated with the
+/// primitives' rules, `resultGradient` seeding its result. The rebuilt
+/// primitives the gradient does not read are erased with the other unused
+/// new nodes. Non-float operands get no gradient.
+Expected<std::vector<Value *>> gradientThroughDecomposition(ir::Graph &graph, Node &node,
+                                                            Value *resultGradient) {
+  KILN_TRY(Value * decomposed, node.info().decompose(graph, node));
+  std::vector<Value *> floatOperands;
+  for (Value *operand : node.operands())
+    if (isFloatingPoint(operand->type().dtype))
+      floatOperands.push_back(operand);
+  KILN_TRY(std::vector<Value *> floatGradients,
+           appendGradients(graph, decomposed, floatOperands, resultGradient));
+  std::vector<Value *> gradients;
+  size_t next = 0;
+  for (Value *operand : node.operands())
+    gradients.push_back(isFloatingPoint(operand->type().dtype) ? floatGradients[next++] : nullptr);
+  return gradients;
+}
+
+} // namespace
+
 Expected<std::vector<Value *>> appendGradients(ir::Graph &graph, Value *loss,
                                                std::span<Value *const> wrt, Value *seed) {
   KILN_CHECK(loss != nullptr, "appendGradients: a null loss");
@@ -157,13 +184,15 @@ Expected<std::vector<Value *>> appendGradients(ir::Graph &graph, Value *loss,
     if (incoming == gradients.end())
       continue; // only reached through integer or bool values: no gradient flows
     const ir::OpInfo &info = node->info();
-    if (info.gradient == nullptr)
+    if (info.gradient == nullptr && !ir::isCompositeElementwise(info))
       return makeError(ErrorCode::Unsupported,
                        fmt::format("autodiff: {} has no gradient rule, but the loss's gradient "
                                    "must flow through it (its result is {})",
                                    node->name(), node->type().str()),
                        node->location().known() ? std::optional(node->location()) : std::nullopt);
-    KILN_TRY(std::vector<Value *> operandGradients, info.gradient(graph, *node, incoming->second));
+    KILN_TRY(std::vector<Value *> operandGradients,
+             info.gradient ? info.gradient(graph, *node, incoming->second)
+                           : gradientThroughDecomposition(graph, *node, incoming->second));
     KILN_CHECK(operandGradients.size() == node->numOperands(),
                fmt::format("the gradient rule of {} returned {} gradients for {} operands",
                            node->name(), operandGradients.size(), node->numOperands()));

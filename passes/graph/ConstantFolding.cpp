@@ -1,7 +1,7 @@
 // "fold": replaces a node whose operands are all `constant` or `iota` nodes by
 // a `constant` holding its value, computed by the op's reference
 // implementation and rounded to the result dtype exactly as the interpreter
-// does, so folding never changes a result.
+// does (ir::evaluateNode), so folding never changes a result.
 //
 // Why: decompositions and the DSL produce arithmetic on literals (epsilon
 // added to a constant, a causal mask built from iotas, scales multiplied
@@ -14,6 +14,7 @@
 #include "passes/graph/GraphPasses.h"
 
 #include "ir/graph/Graph.h"
+#include "ir/graph/Interpreter.h"
 
 #include <algorithm>
 #include <bit>
@@ -39,16 +40,6 @@ bool shouldFold(const ir::Node &node) {
   return leaves && foldWorkEstimate(node) <= static_cast<double>(kMaxFoldWork);
 }
 
-/// The node's value as the interpreter computes it: reference, then rounding.
-Expected<ir::RefTensor> evaluate(const ir::Node &node,
-                                 std::span<const ir::RefTensor *const> operands) {
-  ir::ReferenceContext context{node.kind(), operands, node.attrs(), node.type()};
-  KILN_TRY(std::vector<double> data, node.info().reference(context));
-  for (double &value : data)
-    value = roundToDType(value, node.type().dtype);
-  return ir::RefTensor{node.type(), std::move(data)};
-}
-
 bool sameBits(double a, double b) {
   return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
 }
@@ -70,7 +61,7 @@ public:
       std::vector<ir::RefTensor> operandValues;
       bool evaluated = true;
       for (const ir::Value *operand : node->operands()) {
-        auto value = evaluate(*operand->definingNode(), {});
+        auto value = ir::evaluateNode(*operand->definingNode(), {});
         if (!value) {
           evaluated = false;
           break;
@@ -84,7 +75,7 @@ public:
         operandPointers.push_back(&value);
       // A reference that fails (an index out of range) is left in place: the
       // interpreter or the compiled kernel reports it when the graph runs.
-      auto result = evaluate(*node, operandPointers);
+      auto result = ir::evaluateNode(*node, operandPointers);
       if (!result)
         continue;
       KILN_TRY(ir::Value * folded, graph.addNode(ir::OpKind::Constant, {},

@@ -1,11 +1,13 @@
 // "decompose": replaces composite ops (softmax, log_softmax, layer_norm,
-// batch_norm, global_avg_pool, scaled_dot_product_attention) by the primitive
-// ops their op-table decomposition builds (ir/graph/Decompositions.cpp).
+// batch_norm, global_avg_pool, scaled_dot_product_attention, and the
+// composite elementwise ops relu6, hard_swish, ...) by the primitive ops their
+// op-table decomposition builds (ir/graph/Decompositions.cpp,
+// ir/graph/ElementwiseDecompositions.cpp).
 //
 // Why: a backend then only needs kernels for primitives, and fusion sees the
 // reductions and elementwise steps inside a composite, so it can group them
-// with their neighbours. A backend with a fused kernel for some composite
-// (attention, say) runs a decompose pass limited to the others.
+// with their neighbours. The compile pipeline limits it to the ops fusion has
+// no kernel for (opsWithoutKernels()), keeping the composites that have one.
 #include "passes/graph/GraphPasses.h"
 
 #include "ir/graph/Graph.h"

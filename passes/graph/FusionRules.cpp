@@ -2,16 +2,40 @@
 // and the printer's value names.
 #include "passes/graph/FusionRules.h"
 
+#include "passes/graph/GraphPasses.h"
+
 #include <algorithm>
 
-namespace kiln::passes::fusion {
+namespace kiln::passes {
+
+namespace {
+
+/// Fusion has no group for attention (it becomes matmuls and a softmax), and a
+/// composite elementwise op has no element emission: its decomposition is
+/// its only definition.
+bool hasNoKernel(const ir::OpInfo &info) {
+  return info.kind == ir::OpKind::ScaledDotProductAttention || ir::isCompositeElementwise(info);
+}
+
+} // namespace
+
+std::vector<ir::OpKind> opsWithoutKernels() {
+  std::vector<ir::OpKind> kinds;
+  for (const ir::OpInfo &info : ir::allOps())
+    if (hasNoKernel(info))
+      kinds.push_back(info.kind);
+  return kinds;
+}
+
+namespace fusion {
 
 using ir::OpCategory;
 using ir::OpKind;
 
 FusionRole fusionRole(const ir::Node &node) {
+  if (hasNoKernel(node.info()))
+    return FusionRole::Decomposable;
   switch (node.kind()) {
-  case OpKind::ScaledDotProductAttention: return FusionRole::Decomposable;
   case OpKind::Iota: return FusionRole::Duplicated;
   case OpKind::Constant:
     // One element costs nothing to recompute; more would be a table to bake in.
@@ -87,4 +111,5 @@ std::string ValueNames::operator()(const ir::Value *value) const {
   return it == names_.end() ? std::string("%<unknown>") : it->second;
 }
 
-} // namespace kiln::passes::fusion
+} // namespace fusion
+} // namespace kiln::passes

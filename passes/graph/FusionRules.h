@@ -16,7 +16,7 @@ enum class FusionRole {
   Anchor,       ///< reduction, row, pooling, contraction or opaque: at most one per group
   Duplicated,   ///< a scalar constant or an iota: recomputed in every group that reads it
   Constant,     ///< a constant of more than one element: its own Constant group
-  Decomposable, ///< scaled_dot_product_attention: has no kernel, decompose it first
+  Decomposable, ///< attention or a composite elementwise op: no kernel, decompose it first
 };
 
 FusionRole fusionRole(const ir::Node &node);

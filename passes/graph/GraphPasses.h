@@ -48,6 +48,11 @@ std::unique_ptr<Pass> createAlgebraicSimplifyPass();
 /// "decompose": rewrites composite ops into primitives. With `onlyOps` empty
 /// every composite op is decomposed; otherwise only those kinds.
 std::unique_ptr<Pass> createDecomposePass(std::vector<ir::OpKind> onlyOps = {});
+/// The ops fusion has no kernel for: scaled_dot_product_attention and every
+/// composite elementwise op (ir::isCompositeElementwise). A compile pipeline
+/// runs createDecomposePass(opsWithoutKernels()) before fusion, which keeps
+/// the composites that do have kernels (softmax, layer_norm, ...).
+std::vector<ir::OpKind> opsWithoutKernels();
 /// "split-concat": a concat of more than kMaxKernelInputs operands becomes a
 /// tree of concats along the same axis, each within the bound.
 std::unique_ptr<Pass> createSplitWideConcatPass();

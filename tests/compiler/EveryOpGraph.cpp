@@ -19,6 +19,9 @@ void buildEveryOpGraph(CompileCase &c, int64_t batch) {
   compare = logicalOr(compare, logicalAnd(gt(x, u), ge(p, u)));
   Tensor e = where(compare, cast(cast(u, DType::F16), DType::F32), x);
   c.output("elementwise", e);
+  // The composite elementwise ops (decomposed before fusion).
+  c.output("composite_elementwise", relu6(x) + hardSigmoid(x, 0.2, 0.4) + hardSwish(x) +
+                                        softplus(x) * mish(x) + leakyRelu(x) - elu(x));
 
   // Reductions and windows.
   c.output("reduce_sum", reduceSum(e, {0, 2}));

@@ -14,7 +14,8 @@ TEST_CASE("every op has a unique name, an inference and a reference function", "
     INFO(info.name);
     CHECK(names.insert(info.name).second);
     CHECK(info.infer != nullptr);
-    CHECK(info.reference != nullptr);
+    // A composite elementwise op's reference is its decomposition.
+    CHECK((info.reference != nullptr || isCompositeElementwise(info)));
     CHECK(!info.doc.empty());
     CHECK(info.minOperands >= 0);
     CHECK((info.maxOperands == -1 || info.maxOperands >= info.minOperands));
@@ -35,6 +36,32 @@ TEST_CASE("the composite ops named by the design each have a decomposition", "[o
                       OpKind::ScaledDotProductAttention, OpKind::GlobalAvgPool})
     CHECK(opInfo(kind).decompose != nullptr);
   CHECK(opInfo(OpKind::Add).decompose == nullptr);
+}
+
+TEST_CASE("composite elementwise rows name only their decomposition", "[optable]") {
+  const std::set<OpKind> composites = {OpKind::Relu6,    OpKind::HardSigmoid, OpKind::HardSwish,
+                                       OpKind::Softplus, OpKind::Mish,        OpKind::LeakyRelu,
+                                       OpKind::Elu};
+  for (OpKind kind : composites) {
+    INFO(opName(kind));
+    CHECK(isCompositeElementwise(opInfo(kind)));
+  }
+  for (const OpInfo &info : allOps()) {
+    INFO(info.name);
+    // An elementwise row with a decomposition leaves its reference and gradient to it:
+    // one more of either would be a second definition that could disagree. batch_norm
+    // is the exception, an op with a kernel (element emission) of its own.
+    if (info.category == OpCategory::Elementwise && info.decompose != nullptr &&
+        info.kind != OpKind::BatchNorm) {
+      CHECK(info.reference == nullptr);
+      CHECK(info.gradient == nullptr);
+    }
+    if (isCompositeElementwise(info))
+      CHECK(info.gradient == nullptr);
+  }
+  CHECK_FALSE(isCompositeElementwise(opInfo(OpKind::BatchNorm)));
+  CHECK_FALSE(isCompositeElementwise(opInfo(OpKind::Softmax)));
+  CHECK_FALSE(isCompositeElementwise(opInfo(OpKind::Silu)));
 }
 
 TEST_CASE("normalizeAttrs fills defaults and rejects bad attributes", "[optable]") {

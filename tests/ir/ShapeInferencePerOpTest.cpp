@@ -159,6 +159,44 @@ void addUnaryRows(Rows &rows) {
   rows.push_back(wrongCount(Clamp, 0, "clamp: expects 1 operand, got 0"));
 }
 
+// ---- Composite elementwise: the row's infer function, as for every op ---------------------------
+void addCompositeElementwiseRows(Rows &rows) {
+  using enum OpKind;
+  rows.push_back(valid(Relu6, {i32({3, 5})}, {}, i32({3, 5})));
+  rows.push_back(invalid(Relu6, {boolean({5})}, {}, "relu6: operand 0 must be numeric, got bool"));
+  rows.push_back(wrongCount(Relu6, 2, "relu6: expects 1 operand, got 2"));
+
+  rows.push_back(valid(HardSigmoid, {bf16({7})}, {{"alpha", 0.25}}, bf16({7})));
+  rows.push_back(invalid(HardSigmoid, {i32({7})}, {},
+                         "hard_sigmoid: operand 0 must be floating point, got i32"));
+  rows.push_back(invalid(HardSigmoid, {f32({7})}, {{"gamma", 1.0}},
+                         "hard_sigmoid: unknown attribute 'gamma' (known: alpha, beta)"));
+  rows.push_back(wrongCount(HardSigmoid, 0, "hard_sigmoid: expects 1 operand, got 0"));
+
+  rows.push_back(valid(HardSwish, {f16({2, 0, 3})}, {}, f16({2, 0, 3})));
+  rows.push_back(invalid(HardSwish, {i64({3})}, {},
+                         "hard_swish: operand 0 must be floating point, got i64"));
+  rows.push_back(wrongCount(HardSwish, 2, "hard_swish: expects 1 operand, got 2"));
+
+  rows.push_back(valid(Softplus, {f64({5})}, {{"beta", 2.0}, {"threshold", 10.0}}, f64({5})));
+  rows.push_back(invalid(Softplus, {f32({5})}, {{"beta", "two"s}},
+                         "softplus: attribute 'beta' expects float, got string"));
+  rows.push_back(wrongCount(Softplus, 2, "softplus: expects 1 operand, got 2"));
+
+  rows.push_back(valid(Mish, {f32({})}, {}, f32({})));
+  rows.push_back(invalid(Mish, {i8({3})}, {}, "mish: operand 0 must be floating point, got i8"));
+  rows.push_back(wrongCount(Mish, 2, "mish: expects 1 operand, got 2"));
+
+  rows.push_back(valid(LeakyRelu, {f32({3, 1})}, {{"alpha", 0.2}}, f32({3, 1})));
+  rows.push_back(invalid(LeakyRelu, {boolean({3})}, {},
+                         "leaky_relu: operand 0 must be floating point, got bool"));
+  rows.push_back(wrongCount(LeakyRelu, 2, "leaky_relu: expects 1 operand, got 2"));
+
+  rows.push_back(valid(Elu, {f8e5m2({4})}, {}, f8e5m2({4})));
+  rows.push_back(invalid(Elu, {i32({4})}, {}, "elu: operand 0 must be floating point, got i32"));
+  rows.push_back(wrongCount(Elu, 2, "elu: expects 1 operand, got 2"));
+}
+
 // ---- Elementwise, binary and ternary ----------------------------------------------------------
 void addBinaryRows(Rows &rows) {
   using enum OpKind;
@@ -772,6 +810,7 @@ const Rows &allRows() {
   static const Rows rows = [] {
     Rows built;
     addUnaryRows(built);
+    addCompositeElementwiseRows(built);
     addBinaryRows(built);
     addReductionRows(built);
     addContractionRows(built);

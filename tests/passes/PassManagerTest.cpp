@@ -240,8 +240,10 @@ TEST_CASE("a decompose pass can be limited to named ops", "[passes][manager]") {
   auto bad = createDecomposePass(std::span<const std::string_view>(notComposite));
   REQUIRE_FALSE(bad);
   CHECK_THAT(bad.error().message(), Catch::StartsWith("decompose: 'exp' is not a composite op; "
-                                                      "ops with a decomposition: global_avg_pool, "
-                                                      "softmax, log_softmax"));
+                                                      "ops with a decomposition: "));
+  CHECK_THAT(bad.error().message(),
+             Catch::Contains("global_avg_pool, softmax, log_softmax") &&
+                 Catch::Contains("hard_swish"));
   std::string_view unknown[] = {"softmaxx"};
   auto missing = createDecomposePass(std::span<const std::string_view>(unknown));
   REQUIRE_FALSE(missing);
