@@ -1,4 +1,4 @@
-// The per-kind CPU lowerings behind lowerGroupForCpu, the state they share
+// The per-kind CPU lowerings behind the CPU lowering table, the state they share
 // while building one kernel, and the loop builders they have in common.
 #pragma once
 

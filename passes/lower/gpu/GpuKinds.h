@@ -1,4 +1,4 @@
-// The per-kind GPU lowerings behind lowerGroupForGpu, and the pieces they
+// The per-kind GPU lowerings behind the GPU lowering table, and the pieces they
 // share: the block/thread launch nest and the combination of per-thread
 // partial accumulators across the threads of a row.
 #pragma once

@@ -69,7 +69,7 @@ TEST_CASE("GPU: a transpose-like group gets the tiled schedule", "[gpu-lower][mo
   REQUIRE(plan);
   REQUIRE(plan->groups.size() == 1);
   REQUIRE(lower::transposedAxis(plan->groups[0]) == 0);
-  lower::Schedule schedule = lower::defaultGpuSchedule(c.graph(), plan->groups[0], testGpuTarget());
+  lower::Schedule schedule = lower::defaultSchedule(c.graph(), plan->groups[0], testGpuTarget());
   CHECK(std::holds_alternative<lower::GpuTransposeSchedule>(schedule));
   checkGpu(c);
 }
