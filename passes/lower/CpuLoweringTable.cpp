@@ -10,11 +10,6 @@
 
 namespace kiln::lower {
 
-Expected<kir::StmtPtr> LowerContext::storeRoot(std::span<const kir::ExprPtr> index) {
-  KILN_TRY(kir::ExprPtr value, emitter.at(root(), index));
-  return storeBound(signature.out, linearIndex(index, root()->type().shape), value, names);
-}
-
 namespace {
 
 using codegen::CpuTarget;

@@ -24,9 +24,6 @@ Expected<kir::StmtPtr> lowerGpuPooling(GpuLowerContext &cx, const GpuPoolingSche
 Expected<void> checkGpuSchedule(const passes::FusionGroup &group, const Schedule &schedule,
                                 const codegen::GpuTarget &target);
 
-/// Stores the root's element at `index` into the output buffer.
-Expected<kir::StmtPtr> storeGpuRoot(GpuLowerContext &cx, std::span<const kir::ExprPtr> index);
-
 // ---- the launch nest
 
 /// The loop variables one thread sees.

@@ -66,7 +66,7 @@ private:
 
   Expected<StmtPtr> finish(ExprPtr value, std::vector<ExprPtr> outIndex) {
     cx_.emitter.overrideValue(anchor_.result(), [value](std::span<const ExprPtr>) { return value; });
-    return storeGpuRoot(cx_, outIndex);
+    return cx_.storeRoot(outIndex);
   }
 
   static ExprPtr covered(const ExprPtr &first, int64_t kernel, int64_t size) {

@@ -66,7 +66,7 @@ private:
   Expected<StmtPtr> finish(const State &state, std::span<const ExprPtr> kept) {
     ExprPtr value = reductionResult(plan_, state);
     cx_.emitter.overrideValue(plan_.anchor->result(), [value](std::span<const ExprPtr>) { return value; });
-    return storeGpuRoot(cx_, outputIndex(kept));
+    return cx_.storeRoot(outputIndex(kept));
   }
 
   Expected<StmtPtr> innerReduction() {

@@ -73,7 +73,7 @@ private:
   Expected<StmtPtr> finish(ExprPtr y, std::span<const ExprPtr> index) {
     ExprPtr value = fromCompute(std::move(y), dtype_);
     cx_.emitter.overrideValue(anchor_.result(), [value](std::span<const ExprPtr>) { return value; });
-    return storeGpuRoot(cx_, index);
+    return cx_.storeRoot(index);
   }
 
   ExprPtr normalized(const ExprPtr &value, const ExprPtr &max, const ExprPtr &scale) {
