@@ -56,18 +56,6 @@ int64_t parallelThreshold(const passes::FusionGroup &group) {
   return int64_t{1} << 15;
 }
 
-/// The default followed by `more`, without repeats (compared as text).
-struct SpaceBuilder {
-  std::vector<Schedule> space;
-  void add(Schedule s) {
-    std::string text = scheduleStr(s);
-    for (const Schedule &have : space)
-      if (scheduleStr(have) == text)
-        return;
-    space.push_back(std::move(s));
-  }
-};
-
 /// The parallel thresholds a space tries around the default's.
 std::vector<int64_t> thresholdsAround(const passes::FusionGroup &group) {
   int64_t threshold = parallelThreshold(group);

@@ -32,6 +32,19 @@ const KindLowering<codegen::GpuTarget> *gpuKindLowering(passes::GroupKind kind);
 /// "CPU", "GPU"), naming the group's anchor (or root).
 Error noKernelTemplate(const passes::FusionGroup &group, std::string_view targetName);
 
+/// A schedule space being listed: the default first, then each added schedule
+/// that is not there yet (compared as text).
+struct SpaceBuilder {
+  std::vector<Schedule> space;
+  void add(Schedule s) {
+    std::string text = scheduleStr(s);
+    for (const Schedule &have : space)
+      if (scheduleStr(have) == text)
+        return;
+    space.push_back(std::move(s));
+  }
+};
+
 /// The schedule of type S that a kind's lowering takes, or an InvalidArgument
 /// error naming the group (`what`: "schedule", "GPU schedule").
 template <typename S>

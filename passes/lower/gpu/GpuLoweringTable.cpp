@@ -200,21 +200,16 @@ Expected<LoweredKernel> lowerWith(const ir::Graph &graph, const passes::FusionGr
   return lowered;
 }
 
-/// The schedules `candidates` adds after `first` that pass checkGpuSchedule, without repeats
-/// (compared as text).
-struct GpuSpaceBuilder {
+/// A space that takes only the schedules checkGpuSchedule accepts.
+struct GpuSpaceBuilder : SpaceBuilder {
+  GpuSpaceBuilder(const passes::FusionGroup &group, const GpuTarget &target, Schedule first)
+      : SpaceBuilder{{std::move(first)}}, group(group), target(target) {}
+  void add(Schedule s) {
+    if (checkGpuSchedule(group, s, target))
+      SpaceBuilder::add(std::move(s));
+  }
   const passes::FusionGroup &group;
   const GpuTarget &target;
-  std::vector<Schedule> space;
-  void add(Schedule s) {
-    if (!checkGpuSchedule(group, s, target))
-      return;
-    std::string text = scheduleStr(s);
-    for (const Schedule &have : space)
-      if (scheduleStr(have) == text)
-        return;
-    space.push_back(std::move(s));
-  }
 };
 
 // ---- pointwise: a transpose-shaped group whose transpose can be staged takes shared tiles
@@ -229,7 +224,7 @@ Schedule pointwiseDefault(const ir::Graph &, const passes::FusionGroup &group,
 
 std::vector<Schedule> pointwiseSpace(const ir::Graph &graph, const passes::FusionGroup &group,
                                      const GpuTarget &target) {
-  GpuSpaceBuilder b{group, target, {pointwiseDefault(graph, group, target)}};
+  GpuSpaceBuilder b(group, target, pointwiseDefault(graph, group, target));
   if (stagedTranspose(group))
     for (int tile : {16, 32, 64})
       for (int rows : {4, 8, 16})
@@ -268,7 +263,7 @@ template <typename S, auto lowerBody> struct RowKind {
   }
   static std::vector<Schedule> space(const ir::Graph &graph, const passes::FusionGroup &group,
                                      const GpuTarget &target) {
-    GpuSpaceBuilder b{group, target, {defaults(graph, group, target)}};
+    GpuSpaceBuilder b(group, target, defaults(graph, group, target));
     if (rowShapeOf(group)) {
       int vw = std::clamp(16 / widestStorageBytes(group), 1, 8);
       for (int width : {1, 4, 8, 32, 128, 512})
@@ -298,7 +293,7 @@ Schedule poolingDefault(const ir::Graph &, const passes::FusionGroup &group,
 
 std::vector<Schedule> poolingSpace(const ir::Graph &graph, const passes::FusionGroup &group,
                                    const GpuTarget &target) {
-  GpuSpaceBuilder b{group, target, {poolingDefault(graph, group, target)}};
+  GpuSpaceBuilder b(group, target, poolingDefault(graph, group, target));
   for (int threads : {64, 128, 256, 512})
     b.add(GpuPoolingSchedule{.threadsPerBlock = threads});
   return b.space;
