@@ -46,7 +46,8 @@ Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options,
   bool fp8 = options.precision == passes::PrecisionPolicy::Fp8;
   // e4m3 products need sm_89; the 16-bit and tf32 ones sm_80.
   int tensorCoreSm = fp8 ? kir::mmaShapeInfo(kir::MmaKind::E4M3_M16N8K32).minSm : 80;
-  if (lower::gpuComputeCapability(target) >= tensorCoreSm && options.precision != passes::PrecisionPolicy::Fp32) {
+  if (lower::gpuComputeCapability(target) >= tensorCoreSm &&
+      options.precision != passes::PrecisionPolicy::Fp32) {
     pm.add(passes::createNhwcLayoutPass());
     if (fp8)
       pm.add(passes::createKMajorOperandsPass());

@@ -12,7 +12,6 @@
 #include "compiler/tuning/GroupProblem.h"
 #include "compiler/tuning/KernelTimer.h"
 #include "passes/lower/Lower.h"
-#include "passes/lower/Lower.h"
 #include "runtime/cuda/CudaModule.h"
 #include "runtime/cudnn/CudnnLibrary.h"
 #include "runtime/sim/SimDevice.h"
