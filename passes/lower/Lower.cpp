@@ -51,7 +51,7 @@ std::vector<Schedule> scheduleSpace(const ir::Graph &graph, const passes::Fusion
 
 Expected<LoweredKernel> lowerGroup(const ir::Graph &graph, const passes::FusionGroup &group,
                                    const Schedule &schedule, const LoweringTarget &target) {
-  KILN_CHECK(passes::needsKernel(group),
+  KILN_CHECK(group.kind != passes::GroupKind::Constant && group.kind != passes::GroupKind::Alias,
              fmt::format("lowering: group {} is a {} group, which has no kernel", group.id,
                          passes::groupKindName(group.kind)));
   return std::visit(
