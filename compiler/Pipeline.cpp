@@ -10,8 +10,7 @@
 #include "ir/kernel/Printer.h"
 #include "passes/PassManager.h"
 #include "passes/graph/GraphPasses.h"
-#include "passes/kernel/Passes.h"
-#include "passes/lower/gpu/GpuLower.h"
+#include "passes/lower/Lower.h"
 
 #include <fmt/format.h>
 
@@ -44,11 +43,11 @@ Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options,
   pm.add(passes::createSplitWideConcatPass());
   if (options.precision != passes::PrecisionPolicy::Fp32)
     pm.add(passes::createPrecisionPass(options.precision));
-  const auto *gpu = std::get_if<codegen::GpuTarget>(&target);
   bool fp8 = options.precision == passes::PrecisionPolicy::Fp8;
   // e4m3 products need sm_89; the 16-bit and tf32 ones sm_80.
   int tensorCoreSm = fp8 ? kir::mmaShapeInfo(kir::MmaKind::E4M3_M16N8K32).minSm : 80;
-  if (gpu && gpu->sm >= tensorCoreSm && options.precision != passes::PrecisionPolicy::Fp32) {
+  if (lower::gpuComputeCapability(target) >= tensorCoreSm &&
+      options.precision != passes::PrecisionPolicy::Fp32) {
     pm.add(passes::createNhwcLayoutPass());
     if (fp8)
       pm.add(passes::createKMajorOperandsPass());
@@ -56,29 +55,6 @@ Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options,
   KILN_TRY_VOID(pm.addPipeline("simplify,fold,cse,dce"));
   KILN_TRY_VOID(pm.run(graph));
   return {};
-}
-
-lower::Schedule defaultScheduleFor(const ir::Graph &graph, const passes::FusionGroup &group,
-                                   const LoweringTarget &target) {
-  if (const auto *gpu = std::get_if<codegen::GpuTarget>(&target))
-    return lower::defaultGpuSchedule(graph, group, *gpu);
-  return lower::defaultSchedule(graph, group, std::get<codegen::CpuTarget>(target));
-}
-
-Expected<lower::LoweredKernel> lowerGroup(const ir::Graph &graph,
-                                          const passes::FusionGroup &group,
-                                          const lower::Schedule &schedule,
-                                          const LoweringTarget &target) {
-  if (const auto *gpu = std::get_if<codegen::GpuTarget>(&target))
-    return lower::lowerGroupForGpu(graph, group, schedule, *gpu);
-  return lower::lowerGroupForCpu(graph, group, schedule, std::get<codegen::CpuTarget>(target));
-}
-
-size_t scheduleSpaceSize(const ir::Graph &graph, const passes::FusionGroup &group,
-                         const LoweringTarget &target) {
-  if (const auto *gpu = std::get_if<codegen::GpuTarget>(&target))
-    return lower::gpuScheduleSpace(graph, group, *gpu).size();
-  return lower::scheduleSpace(graph, group, std::get<codegen::CpuTarget>(target)).size();
 }
 
 /// The key on one line (a signature has a line per node).
@@ -108,8 +84,9 @@ struct RecordLowering {
   };
 
   Expected<Result> withDefault(const passes::FusionGroup &group) {
-    lower::Schedule schedule = defaultScheduleFor(graph, group, target);
-    KILN_TRY(lower::LoweredKernel kernel, lowerGroup(graph, group, schedule, target));
+    lower::Schedule schedule = lower::defaultSchedule(graph, group, target);
+    KILN_TRY(lower::LoweredKernel kernel,
+             lower::lowerGroupAndRunKernelPasses(graph, group, schedule, target));
     return Result{std::move(kernel), std::move(schedule), false};
   }
 
@@ -120,7 +97,7 @@ struct RecordLowering {
     bool replay = records.mode() == TuningMode::Replay;
     std::string where = fmt::format("group {} ({})", group.id, identity.summary);
     if (!record) {
-      if (replay && scheduleSpaceSize(graph, group, target) > 1)
+      if (replay && lower::scheduleSpace(graph, group, target).size() > 1)
         return std::unexpected(
             Error(ErrorCode::NotFound,
                   fmt::format("tuning replay: {} has no tuning record in {}", where,
@@ -149,7 +126,8 @@ struct RecordLowering {
     Expected<lower::Schedule> schedule = lower::parseSchedule(record->schedule);
     if (!schedule)
       return unusable(schedule.error().message());
-    Expected<lower::LoweredKernel> lowered = lowerGroup(graph, group, *schedule, target);
+    Expected<lower::LoweredKernel> lowered =
+        lower::lowerGroupAndRunKernelPasses(graph, group, *schedule, target);
     if (!lowered)
       return unusable(fmt::format("lowering rejects its schedule '{}': {}", record->schedule,
                                   lowered.error().message()));
@@ -202,7 +180,7 @@ Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileO
       chosen = options.chooseSchedule(graph, group);
     RecordLowering::Result result;
     if (chosen) {
-      KILN_TRY(result.kernel, lowerGroup(graph, group, *chosen, target));
+      KILN_TRY(result.kernel, lower::lowerGroupAndRunKernelPasses(graph, group, *chosen, target));
       result.schedule = *chosen;
     } else if (records.active()) {
       KILN_TRY(result, recordLowering.lower(group, program.groupRecords[g]));
@@ -214,12 +192,9 @@ Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileO
                                    lower::scheduleStr(result.schedule),
                                    result.fromRecord ? " (tuning record)" : "");
     lower::LoweredKernel lowered = std::move(result.kernel);
-    lowered.kernel = kir::runKernelPasses(std::move(lowered.kernel));
     program.kernels.push_back(lowered.kernel);
-    for (kir::Kernel &followUp : lowered.followUps) {
-      followUp = kir::runKernelPasses(std::move(followUp));
+    for (const kir::Kernel &followUp : lowered.followUps)
       program.kernels.push_back(followUp);
-    }
     program.groupKernels[g] = std::move(lowered);
   }
   report.numKernels = static_cast<int>(program.kernels.size());

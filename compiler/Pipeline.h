@@ -19,8 +19,8 @@
 
 namespace kiln::compiler {
 
-/// The machine kernels are lowered for.
-using LoweringTarget = std::variant<codegen::CpuTarget, codegen::GpuTarget>;
+/// The machine kernels are lowered for (defined with the lowering).
+using LoweringTarget = lower::LoweringTarget;
 
 /// A graph after the graph passes, fused and lowered.
 struct LoweredProgram {

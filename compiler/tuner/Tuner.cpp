@@ -11,9 +11,7 @@
 #include "compiler/tuning/CudnnCandidate.h"
 #include "compiler/tuner/GroupProblem.h"
 #include "compiler/tuner/KernelTimer.h"
-#include "passes/kernel/Passes.h"
 #include "passes/lower/Lower.h"
-#include "passes/lower/gpu/GpuLower.h"
 #include "runtime/cuda/CudaModule.h"
 #include "runtime/cudnn/CudnnLibrary.h"
 #include "runtime/sim/SimDevice.h"
@@ -173,29 +171,6 @@ Expected<TuningTarget> tuningTargetFor(const CompileOptions &options,
   return makeError(ErrorCode::InvalidArgument, "unknown target kind");
 }
 
-std::vector<lower::Schedule> spaceOf(const ir::Graph &graph, const passes::FusionGroup &group,
-                                     const compiler::LoweringTarget &target) {
-  if (const auto *gpu = std::get_if<codegen::GpuTarget>(&target))
-    return lower::gpuScheduleSpace(graph, group, *gpu);
-  return lower::scheduleSpace(graph, group, std::get<codegen::CpuTarget>(target));
-}
-
-Expected<lower::LoweredKernel> lowerCandidate(const ir::Graph &graph,
-                                              const passes::FusionGroup &group,
-                                              const lower::Schedule &schedule,
-                                              const compiler::LoweringTarget &target) {
-  Expected<lower::LoweredKernel> lowered =
-      std::holds_alternative<codegen::GpuTarget>(target)
-          ? lower::lowerGroupForGpu(graph, group, schedule, std::get<codegen::GpuTarget>(target))
-          : lower::lowerGroupForCpu(graph, group, schedule, std::get<codegen::CpuTarget>(target));
-  if (!lowered)
-    return lowered;
-  lowered->kernel = kir::runKernelPasses(std::move(lowered->kernel));
-  for (kir::Kernel &followUp : lowered->followUps)
-    followUp = kir::runKernelPasses(std::move(followUp));
-  return lowered;
-}
-
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   size_t n = values.size();
@@ -235,8 +210,8 @@ public:
     for (size_t i = 0; i < indices.size(); ++i)
       loaded.emplace_back(std::unexpected(Error(ErrorCode::Unavailable, "not loaded")));
     auto prepare = [&](size_t i) {
-      auto lowered = lowerCandidate(graph_, *tuning.group, tuning.space[indices[i]],
-                                    target_.lowering);
+      auto lowered = lower::lowerGroupAndRunKernelPasses(graph_, *tuning.group,
+                                                         tuning.space[indices[i]], target_.lowering);
       if (!lowered) {
         loaded[i] = std::unexpected(std::move(lowered).error());
         return;
@@ -407,7 +382,7 @@ Expected<TuneReport> tuneGraph(const ir::Graph &graph, const CompileOptions &opt
   for (const passes::FusionGroup &group : program.fusion.groups) {
     if (!passes::needsKernel(group))
       continue;
-    std::vector<lower::Schedule> space = spaceOf(tunedGraph, group, target.lowering);
+    std::vector<lower::Schedule> space = lower::scheduleSpace(tunedGraph, group, target.lowering);
     if (space.size() < 2)
       continue;
     GroupTuning tuning;

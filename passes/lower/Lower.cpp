@@ -1,67 +1,83 @@
-// lowerGroupForCpu: checks that the schedule fits the group and dispatches to
-// the lowering of the group's kind.
+// The lowering entry points: look the group's kind up in the target's lowering
+// table (LoweringTable.h) and run its entry.
 #include "passes/lower/Lower.h"
 
-#include "passes/lower/LowerContraction.h"
-#include "passes/lower/LowerKinds.h"
-
-#include <fmt/format.h>
+#include "passes/kernel/Passes.h"
+#include "passes/lower/LoweringTable.h"
+#include "passes/lower/LowerUtil.h"
 
 namespace kiln::lower {
 
-Expected<kir::StmtPtr> LowerContext::storeRoot(std::span<const kir::ExprPtr> index) {
-  KILN_TRY(kir::ExprPtr value, emitter.at(root(), index));
-  return storeBound(signature.out, linearIndex(index, root()->type().shape), value, names);
-}
-
 namespace {
 
-Error scheduleMismatch(const passes::FusionGroup &group, const Schedule &schedule) {
-  return Error(ErrorCode::InvalidArgument,
-               fmt::format("lowering: schedule '{}' does not apply to group {} ({} {})",
-                           scheduleStr(schedule), group.id, passes::groupKindName(group.kind),
-                           group.root->name()));
+const KindLowering<codegen::CpuTarget> *kindLowering(const codegen::CpuTarget &,
+                                                     passes::GroupKind kind) {
+  return cpuKindLowering(kind);
 }
-
-template <typename S, typename F>
-Expected<LoweredKernel> lowerWith(const ir::Graph &graph, const passes::FusionGroup &group,
-                                  const Schedule &schedule, const codegen::CpuTarget &target,
-                                  F lowerBody) {
-  const S *chosen = std::get_if<S>(&schedule);
-  if (chosen == nullptr)
-    return std::unexpected(scheduleMismatch(group, schedule));
-  LowerContext cx(graph, group, target);
-  KILN_TRY(kir::StmtPtr body, lowerBody(cx, *chosen));
-  return finishKernel(group, cx.signature, std::move(body));
+const KindLowering<codegen::GpuTarget> *kindLowering(const codegen::GpuTarget &,
+                                                     passes::GroupKind kind) {
+  return gpuKindLowering(kind);
 }
+std::string_view targetName(const codegen::CpuTarget &) { return "CPU"; }
+std::string_view targetName(const codegen::GpuTarget &) { return "GPU"; }
 
 } // namespace
 
-Expected<LoweredKernel> lowerGroupForCpu(const ir::Graph &graph, const passes::FusionGroup &group,
-                                         const Schedule &schedule,
-                                         const codegen::CpuTarget &target) {
-  switch (group.kind) {
-  case passes::GroupKind::Pointwise:
-    if (std::holds_alternative<TransposeSchedule>(schedule))
-      return lowerWith<TransposeSchedule>(graph, group, schedule, target, lowerTranspose);
-    return lowerWith<PointwiseSchedule>(graph, group, schedule, target, lowerPointwise);
-  case passes::GroupKind::Reduction:
-    return lowerWith<ReductionSchedule>(graph, group, schedule, target, lowerReduction);
-  case passes::GroupKind::RowNorm:
-    return lowerWith<RowNormSchedule>(graph, group, schedule, target, lowerRowNorm);
-  case passes::GroupKind::Pooling:
-    return lowerWith<PoolingSchedule>(graph, group, schedule, target, lowerPooling);
-  case passes::GroupKind::Contraction:
-    return lowerContractionForCpu(graph, group, schedule, target);
-  case passes::GroupKind::Constant:
-  case passes::GroupKind::Alias:
-    KILN_UNREACHABLE(fmt::format("lowering: group {} is a {} group, which has no kernel", group.id,
-                                 passes::groupKindName(group.kind)));
-  case passes::GroupKind::Opaque: break;
-  }
-  return std::unexpected(
-      unsupportedNode(group.anchor ? *group.anchor : *group.root, fmt::format("no CPU kernel template covers this op (group {})",
-                                               group.id)));
+Error noKernelTemplate(const passes::FusionGroup &group, std::string_view targetName) {
+  return unsupportedNode(group.anchor ? *group.anchor : *group.root,
+                         fmt::format("no {} kernel template covers {} groups (group {})", targetName,
+                                     passes::groupKindName(group.kind), group.id));
+}
+
+Schedule defaultSchedule(const ir::Graph &graph, const passes::FusionGroup &group,
+                         const LoweringTarget &target) {
+  return std::visit(
+      [&](const auto &t) -> Schedule {
+        const auto *entry = kindLowering(t, group.kind);
+        return entry ? entry->defaultSchedule(graph, group, t) : NoSchedule{};
+      },
+      target);
+}
+
+std::vector<Schedule> scheduleSpace(const ir::Graph &graph, const passes::FusionGroup &group,
+                                    const LoweringTarget &target) {
+  return std::visit(
+      [&](const auto &t) -> std::vector<Schedule> {
+        const auto *entry = kindLowering(t, group.kind);
+        return entry ? entry->scheduleSpace(graph, group, t) : std::vector<Schedule>{NoSchedule{}};
+      },
+      target);
+}
+
+Expected<LoweredKernel> lowerGroup(const ir::Graph &graph, const passes::FusionGroup &group,
+                                   const Schedule &schedule, const LoweringTarget &target) {
+  KILN_CHECK(group.kind != passes::GroupKind::Constant && group.kind != passes::GroupKind::Alias,
+             fmt::format("lowering: group {} is a {} group, which has no kernel", group.id,
+                         passes::groupKindName(group.kind)));
+  return std::visit(
+      [&](const auto &t) -> Expected<LoweredKernel> {
+        const auto *entry = kindLowering(t, group.kind);
+        if (entry == nullptr)
+          return std::unexpected(noKernelTemplate(group, targetName(t)));
+        return entry->lower(graph, group, schedule, t);
+      },
+      target);
+}
+
+Expected<LoweredKernel> lowerGroupAndRunKernelPasses(const ir::Graph &graph,
+                                                     const passes::FusionGroup &group,
+                                                     const Schedule &schedule,
+                                                     const LoweringTarget &target) {
+  KILN_TRY(LoweredKernel lowered, lowerGroup(graph, group, schedule, target));
+  lowered.kernel = kir::runKernelPasses(std::move(lowered.kernel));
+  for (kir::Kernel &followUp : lowered.followUps)
+    followUp = kir::runKernelPasses(std::move(followUp));
+  return lowered;
+}
+
+int gpuComputeCapability(const LoweringTarget &target) {
+  const auto *gpu = std::get_if<codegen::GpuTarget>(&target);
+  return gpu ? gpu->sm : 0;
 }
 
 } // namespace kiln::lower

@@ -1,13 +1,23 @@
-// Lowering: (fusion group, schedule) -> kernel IR.
+// Lowering: (fusion group, schedule, target) -> kernel IR. One entry point each
+// for a group's default schedule, its schedule space and its lowering, for any
+// target; each target's differences live in its lowering table
+// (passes/lower/LoweringTable.h).
 #pragma once
 
+#include "codegen/Target.h"
 #include "ir/graph/Graph.h"
 #include "ir/kernel/KernelIR.h"
 #include "passes/graph/Fusion.h"
 #include "passes/lower/Schedule.h"
 #include "support/Error.h"
 
+#include <variant>
+#include <vector>
+
 namespace kiln::lower {
+
+/// The machine kernels are lowered for.
+using LoweringTarget = std::variant<codegen::CpuTarget, codegen::GpuTarget>;
 
 /// A lowered group. The kernel's parameters are, in order: one buffer per
 /// group input (group.inputs order), the output buffer, then `workspaces`
@@ -21,10 +31,31 @@ struct LoweredKernel {
   int numWorkspaces = 0;
 };
 
+/// A good schedule for `group` on `target` without running anything
+/// (NoSchedule for groups without a kernel).
+Schedule defaultSchedule(const ir::Graph &graph, const passes::FusionGroup &group,
+                         const LoweringTarget &target);
+
+/// Every legal schedule for `group` on `target`, the default first.
+std::vector<Schedule> scheduleSpace(const ir::Graph &graph, const passes::FusionGroup &group,
+                                    const LoweringTarget &target);
+
 /// Lowers one group (any kind but Alias and Constant, which need no kernel)
-/// for the CPU. An op or dtype no kernel template covers is an error naming the node.
-Expected<LoweredKernel> lowerGroupForCpu(const ir::Graph &graph, const passes::FusionGroup &group,
-                                         const Schedule &schedule,
-                                         const codegen::CpuTarget &target);
+/// for `target`. An op or dtype no kernel template of the target covers is an
+/// error naming the node; a schedule of another kind or of another target an
+/// InvalidArgument error naming the group. GPU kernels pass kir::gpuLaunchOf.
+Expected<LoweredKernel> lowerGroup(const ir::Graph &graph, const passes::FusionGroup &group,
+                                   const Schedule &schedule, const LoweringTarget &target);
+
+/// lowerGroup, then the kernel passes (kir::runKernelPasses) on the kernel and
+/// each follow-up: what a compile and the tuner run for one group.
+Expected<LoweredKernel> lowerGroupAndRunKernelPasses(const ir::Graph &graph,
+                                                     const passes::FusionGroup &group,
+                                                     const Schedule &schedule,
+                                                     const LoweringTarget &target);
+
+/// The compute capability of a GPU target (sm_90a: 90); 0 for the CPU, which has
+/// no tensor cores.
+int gpuComputeCapability(const LoweringTarget &target);
 
 } // namespace kiln::lower

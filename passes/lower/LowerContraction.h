@@ -1,6 +1,6 @@
 // CPU lowering and schedules of contraction groups (matmul, conv2d with their
-// fused epilogues). Declared here so the group dispatch (Lower.cpp,
-// Schedule.cpp) can call them; implemented by the contraction lowering.
+// fused epilogues): the Contraction entry of the CPU lowering table
+// (CpuLoweringTable.cpp); implemented by the contraction lowering.
 #pragma once
 
 #include "codegen/Target.h"

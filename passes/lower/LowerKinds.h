@@ -1,8 +1,9 @@
-// The per-kind CPU lowerings behind lowerGroupForCpu, the state they share
+// The per-kind CPU lowerings behind the CPU lowering table, the state they share
 // while building one kernel, and the loop builders they have in common.
 #pragma once
 
 #include "passes/lower/ElementEmitter.h"
+#include "passes/lower/KernelContext.h"
 #include "passes/lower/Lower.h"
 #include "passes/lower/LowerUtil.h"
 
@@ -10,25 +11,13 @@
 
 namespace kiln::lower {
 
-/// Everything one kernel's lowering reads and builds with.
-struct LowerContext {
+/// Everything one CPU kernel's lowering reads and builds with: KernelContext and the target.
+struct LowerContext : KernelContext {
   LowerContext(const ir::Graph &graph, const passes::FusionGroup &group,
                const codegen::CpuTarget &target)
-      : graph(graph), group(group), target(target), signature(makeSignature(group)),
-        emitter(group, signature.buffers) {}
-  LowerContext(const LowerContext &) = delete;
-  LowerContext &operator=(const LowerContext &) = delete;
+      : KernelContext(graph, group), target(target) {}
 
-  const ir::Graph &graph;
-  const passes::FusionGroup &group;
   const codegen::CpuTarget &target;
-  KernelSignature signature;
-  ElementEmitter emitter;
-  VarNames names;
-
-  const ir::Value *root() const { return group.root->result(); }
-  /// Stores the root's element at `index` into the output buffer.
-  Expected<kir::StmtPtr> storeRoot(std::span<const kir::ExprPtr> index);
 };
 
 /// The body of the kernel of each kind.
@@ -42,6 +31,10 @@ Expected<kir::StmtPtr> lowerPooling(LowerContext &cx, const PoolingSchedule &sch
 /// output's own flat index (or at a single element), so one flat loop
 /// computes it: only same-shape elementwise ops and scalars.
 bool isFlatPointwise(const passes::FusionGroup &group);
+
+/// The output index of flat element `flat` of a flat pointwise group (of
+/// `shape`, rank >= 1): the flat index on the last axis of extent > 1, zeros elsewhere.
+std::vector<kir::ExprPtr> flatIndex(const ir::Shape &shape, kir::ExprPtr flat);
 
 /// A transpose in a pointwise group whose innermost output axis is strided in its operand.
 struct TransposedRead {

@@ -1,8 +1,15 @@
-// Pointwise groups: a loop nest over the output with the outer axes collapsed
-// into one (parallel) task loop and the innermost axis vectorized; groups of
-// same-shape elementwise ops run as one flat loop; transpose-like groups run
-// in square tiles (TransposeSchedule).
+// Pointwise groups: every output element stored from the element function,
+// over a flat index for groups of same-shape elementwise ops (isFlatPointwise)
+// and over the output's own index otherwise. The targets differ in how the
+// elements bind: on the CPU the outer axes collapse into one (parallel) task
+// loop and the innermost is vectorized; on the GPU a grid-stride loop walks
+// vectors of vectorWidth consecutive elements (16-byte loads of same-shape
+// inputs and 16-byte stores where the group allows) with a scalar tail, on a
+// grid bounded by maxBlocksPerSm x SMs. Transpose-like groups: LowerTranspose.cpp.
 #include "passes/lower/LowerKinds.h"
+#include "passes/lower/gpu/GpuKinds.h"
+
+#include "ir/kernel/Builder.h"
 
 #include <algorithm>
 
@@ -25,7 +32,21 @@ bool isFlatPointwise(const passes::FusionGroup &group) {
   return true;
 }
 
+std::vector<ExprPtr> flatIndex(const ir::Shape &shape, ExprPtr flat) {
+  // The last axis of extent > 1: axes after it have extent 1, so its stride is 1, and an
+  // operand read there is not taken for a broadcast (a size-1 axis is read at 0), which the
+  // last axis of [4, 1] would be.
+  size_t axis = shape.size() - 1;
+  while (axis > 0 && shape[axis] == 1)
+    --axis;
+  std::vector<ExprPtr> index(shape.size(), kir::index(0));
+  index[axis] = std::move(flat);
+  return index;
+}
+
 namespace {
+
+// ---- the CPU binding
 
 /// Elements per parallel task of a flat loop: enough tasks for every core to
 /// get several, none smaller than a few vectors.
@@ -40,16 +61,8 @@ int64_t flatBlock(int64_t n, int vectorWidth, int cores) {
 Expected<StmtPtr> lowerFlat(LowerContext &cx, const PointwiseSchedule &schedule) {
   const ir::Shape &shape = cx.root()->type().shape;
   int64_t n = product(shape);
-  // The flat index goes on the last axis of extent > 1: axes after it have extent 1, so its
-  // stride is 1, and an operand read there is not taken for a broadcast (a size-1 axis is
-  // read at 0), which the last axis of [4, 1] would be.
-  size_t flatAxis = shape.size() - 1;
-  while (flatAxis > 0 && shape[flatAxis] == 1)
-    --flatAxis;
   auto element = [&](ExprPtr flat) -> Expected<StmtPtr> {
-    std::vector<ExprPtr> index(shape.size(), kir::index(0));
-    index[flatAxis] = flat;
-    KILN_TRY(ExprPtr value, cx.emitter.at(cx.root(), index));
+    KILN_TRY(ExprPtr value, cx.emitter.at(cx.root(), flatIndex(shape, flat)));
     return storeBound(cx.signature.out, flat, value, cx.names);
   };
   if (!runsInParallel(n, schedule.minParallelWork))
@@ -105,122 +118,126 @@ Expected<StmtPtr> lowerPointwise(LowerContext &cx, const PointwiseSchedule &sche
   });
 }
 
-std::optional<TransposedRead> findTransposedRead(const passes::FusionGroup &group) {
-  const ir::Shape &shape = group.root->type().shape;
-  int64_t rank = static_cast<int64_t>(shape.size());
-  if (rank < 2 || shape.back() == 1)
-    return std::nullopt;
-  for (const ir::Node *node : group.nodes) {
-    if (node->kind() != ir::OpKind::Transpose || node->type().shape != shape)
-      continue;
-    const auto &perm = ir::getInts(node->attrs(), "perm");
-    const ir::Shape &in = node->operand(0)->type().shape;
-    if (perm.back() == rank - 1 || in.back() == 1)
-      continue;
-    TransposedRead read{node, 0, true};
-    for (int64_t k = 0; k < rank; ++k)
-      if (perm[static_cast<size_t>(k)] == rank - 1)
-        read.axis = k;
-    std::vector<const ir::Value *> dependent{node->result()};
-    for (const ir::Node *user : group.nodes) {
-      bool reads = std::any_of(user->operands().begin(), user->operands().end(), [&](const ir::Value *v) {
-        return std::find(dependent.begin(), dependent.end(), v) != dependent.end();
+// ---- the GPU binding
+
+namespace {
+
+class PointwiseLowering {
+public:
+  PointwiseLowering(GpuLowerContext &cx, const GpuPointwiseSchedule &schedule)
+      : cx_(cx), schedule_(schedule), shape_(cx.root()->type().shape), n_(product(shape_)),
+        flat_(isFlatPointwise(cx.group)), vectorRead_(vectorReadInputs(cx.group, cx.root())) {}
+
+  Expected<StmtPtr> lower() {
+    if (n_ == 0 || shape_.empty())
+      return gpuNest(cx_, 1, 1, 1, [&](const GpuThread &) -> Expected<StmtPtr> {
+        if (n_ == 0)
+          return seq({});
+        return cx_.storeRoot({});
       });
-      if (!reads)
-        continue;
-      dependent.push_back(user->result());
-      read.stageable = read.stageable && user->info().category == ir::OpCategory::Elementwise &&
-                       user->type().shape == shape;
-    }
-    return read;
-  }
-  return std::nullopt;
-}
-
-std::optional<int64_t> transposedAxis(const passes::FusionGroup &group) {
-  if (auto read = findTransposedRead(group))
-    return read->axis;
-  return std::nullopt;
-}
-
-// Tiles of tile x tile over the output's innermost axis and the axis that is
-// contiguous in the transposed operand. A stageable transpose first copies
-// its tile into a local buffer reading along the operand's rows, then the
-// output rows are written from it: every cache line of either tensor is
-// touched once per tile, so power-of-two strides cannot thrash the cache.
-// The write loop reads the tile with a stride, which vector code would turn
-// into gathers; it stays scalar (measured 2-4x faster on AVX-512).
-Expected<StmtPtr> lowerTranspose(LowerContext &cx, const TransposeSchedule &schedule) {
-  const ir::Shape &shape = cx.root()->type().shape;
-  std::optional<TransposedRead> read = findTransposedRead(cx.group);
-  if (!read)
-    return lowerPointwise(cx, PointwiseSchedule{.vectorWidth = cx.target.f32Lanes(),
-                                                .minParallelWork = schedule.minParallelWork});
-  int64_t n = product(shape);
-  if (n == 0)
-    return seq({});
-  size_t q = static_cast<size_t>(read->axis), last = shape.size() - 1;
-  int64_t tile = std::max<int64_t>(schedule.tile, 1);
-  // Task extents: every axis but the two tiled ones, then the tile counts.
-  std::vector<int64_t> extents;
-  for (size_t k = 0; k < last; ++k)
-    if (k != q)
-      extents.push_back(shape[k]);
-  int64_t qTiles = ceilDiv(shape[q], tile), lastTiles = ceilDiv(shape[last], tile);
-  extents.push_back(qTiles);
-  extents.push_back(lastTiles);
-  bool parallel = runsInParallel(n, schedule.minParallelWork);
-  return taskLoop(cx.names, product(extents), parallel, [&](ExprPtr task) -> Expected<StmtPtr> {
-    std::vector<ExprPtr> parts = delinearize(task, extents);
-    std::vector<ExprPtr> index(shape.size());
-    size_t next = 0;
-    for (size_t k = 0; k < last; ++k)
-      if (k != q)
-        index[k] = parts[next++];
-    auto tileRange = [&](ExprPtr t, int64_t size, int64_t tiles) {
-      ExprPtr begin = mul(t, kir::index(tile));
-      ExprPtr extent = tiles == 1 ? kir::index(size) : min(kir::index(tile), sub(kir::index(size), begin));
-      return std::pair{begin, extent};
-    };
-    auto [qBegin, qExtent] = tileRange(parts[next], shape[q], qTiles);
-    auto [lBegin, lExtent] = tileRange(parts[next + 1], shape[last], lastTiles);
-    auto slot = [tile, qBegin = qBegin, lBegin = lBegin](const ExprPtr &a, const ExprPtr &b) {
-      return add(mul(sub(b, lBegin), kir::index(tile)), sub(a, qBegin));
-    };
-    StmtPtr stage;
-    BufferPtr staged;
-    if (read->stageable) {
-      const ir::Value *operand = read->node->operand(0);
-      const auto &perm = ir::getInts(read->node->attrs(), "perm");
-      staged = makeBuffer(cx.names.name("tile"), operand->type().dtype, tile * tile, MemScope::Local);
-      KILN_TRY(stage, loop(cx.names, "i", lBegin, lExtent, ForKind::Serial, [&](ExprPtr b) -> Expected<StmtPtr> {
-        return loop(cx.names, "i", qBegin, qExtent, ForKind::Vectorized, [&](ExprPtr a) -> Expected<StmtPtr> {
-          std::vector<ExprPtr> at = index;
-          at[q] = a;
-          at[last] = b;
-          std::vector<ExprPtr> operandIndex(at.size());
-          for (size_t k = 0; k < at.size(); ++k)
-            operandIndex[static_cast<size_t>(perm[k])] = at[k];
-          KILN_TRY(ExprPtr value, cx.emitter.at(operand, operandIndex));
-          return storeBound(staged, slot(a, b), value, cx.names);
+    int64_t vw = schedule_.vectorWidth;
+    // Vectors need every vector to lie in one row (flat groups have one row)
+    // and start at a multiple of its width.
+    vectors_ = vw > 1 && n_ >= vw && (flat_ || shape_.back() % vw == 0);
+    width_ = vectors_ ? vw : 1;
+    int64_t chunks = n_ / width_, tail = n_ - chunks * width_;
+    int64_t ept = schedule_.elementsPerThread;
+    int64_t threads = std::min<int64_t>(schedule_.threadsPerBlock,
+                                        ceilDiv(ceilDiv(chunks, ept), 32) * 32);
+    threads = std::max<int64_t>(threads, ceilDiv(tail, 32) * 32);
+    int64_t perBlock = threads * ept;
+    int64_t maxBlocks = int64_t{cx_.target.numSms} * schedule_.maxBlocksPerSm;
+    int64_t blocks = std::clamp<int64_t>(ceilDiv(chunks, perBlock), 1, maxBlocks);
+    int64_t steps = ceilDiv(chunks, blocks * perBlock);
+    bool exact = steps * blocks * perBlock == chunks;
+    return gpuNest(cx_, blocks, threads, 1, [&](const GpuThread &t) -> Expected<StmtPtr> {
+      KILN_TRY(StmtPtr main, loop(cx_.names, "s", steps, ForKind::Serial, [&](ExprPtr s) {
+        return loop(cx_.names, "e", ept, ForKind::Unrolled, [&](ExprPtr e) -> Expected<StmtPtr> {
+          ExprPtr step = add(mul(s, kir::index(ept)), e);
+          ExprPtr chunk = add(mul(add(mul(step, kir::index(blocks)), t.block), kir::index(threads)), t.x);
+          KILN_TRY(StmtPtr body, vectors_ ? vectorChunk(chunk) : scalarElement(chunk));
+          return exact ? body : ifThen(lt(chunk, kir::index(chunks)), body);
         });
       }));
-      cx.emitter.overrideValue(read->node->result(), [slot, staged, q, last](std::span<const ExprPtr> i) {
-        return load(staged, slot(i[q], i[last]));
-      });
-    }
-    KILN_TRY(StmtPtr write, loop(cx.names, "i", qBegin, qExtent, ForKind::Serial, [&](ExprPtr a) -> Expected<StmtPtr> {
-      index[q] = a;
-      return loop(cx.names, "i", lBegin, lExtent, staged ? ForKind::Serial : ForKind::Vectorized,
-                  [&](ExprPtr b) -> Expected<StmtPtr> {
-                    index[last] = b;
-                    return cx.storeRoot(index);
-                  });
-    }));
-    if (!staged)
-      return write;
-    return allocate(staged, seq({stage, write}));
-  });
+      if (tail == 0)
+        return main;
+      ExprPtr global = add(mul(t.block, kir::index(threads)), t.x);
+      KILN_TRY(StmtPtr rest, scalarElement(add(kir::index(chunks * width_), global)));
+      return seq({main, ifThen(lt(global, kir::index(tail)), rest)});
+    });
+  }
+
+private:
+  std::vector<ExprPtr> indexOf(ExprPtr flat) const {
+    return flat_ ? flatIndex(shape_, std::move(flat)) : delinearize(std::move(flat), shape_);
+  }
+
+  Expected<StmtPtr> scalarElement(ExprPtr flat) { return cx_.storeRoot(indexOf(std::move(flat))); }
+
+  /// width_ consecutive elements from `chunk * width_`: inputs read at the
+  /// output's index arrive by one vector load each, the results leave by one
+  /// vector store.
+  Expected<StmtPtr> vectorChunk(ExprPtr chunk) {
+    return letsBound("v", {mul(chunk, kir::index(width_))}, cx_.names,
+                     [&](State base) -> Expected<StmtPtr> {
+      std::vector<StmtPtr> loads;
+      std::vector<BufferPtr> registers;
+      int lane = 0;
+      // Rows hold whole vectors, so the vector's index is the first element's with the last axis advanced.
+      std::vector<ExprPtr> first = indexOf(base[0]);
+      for (const ir::Value *input : cx_.group.inputs) {
+        if (!vectorRead_.contains(input))
+          continue; // moved or broadcast along the row: read element by element
+        const ir::Shape &inShape = input->type().shape;
+        ExprPtr at = inShape == shape_ ? base[0] : linearIndex(broadcastIndex(first, inShape), inShape);
+        BufferPtr reg = makeBuffer(cx_.names.name("vin"), input->type().dtype, width_, MemScope::Register);
+        registers.push_back(reg);
+        loads.push_back(store(reg, kir::index(0),
+                              load(cx_.signature.buffers.at(input), at, static_cast<int>(width_))));
+        cx_.emitter.overrideValue(input, [reg, &lane](std::span<const ExprPtr>) {
+          return load(reg, kir::index(lane));
+        });
+      }
+      BufferPtr result = makeBuffer(cx_.names.name("vout"), cx_.root()->type().dtype, width_, MemScope::Register);
+      registers.push_back(result);
+      std::vector<StmtPtr> body = loads;
+      for (lane = 0; lane < width_; ++lane) {
+        std::vector<ExprPtr> index = first;
+        size_t axis = index.size() - 1;
+        if (flat_)
+          index = flatIndex(shape_, add(base[0], kir::index(lane)));
+        else
+          index[axis] = add(index[axis], kir::index(lane));
+        KILN_TRY(ExprPtr value, cx_.emitter.at(cx_.root(), index));
+        body.push_back(storeBound(result, kir::index(lane), value, cx_.names));
+      }
+      // Back to element loads for the scalar tail.
+      for (const ir::Value *input : vectorRead_)
+        cx_.emitter.overrideValue(input, [this, input](std::span<const ExprPtr> i) {
+          return load(cx_.signature.buffers.at(input), linearIndex(i, input->type().shape));
+        });
+      body.push_back(store(cx_.signature.out, base[0], load(result, kir::index(0), static_cast<int>(width_))));
+      StmtPtr stmt = seq(std::move(body));
+      for (size_t r = registers.size(); r-- > 0;)
+        stmt = allocate(registers[r], stmt);
+      return stmt;
+    });
+  }
+
+  GpuLowerContext &cx_;
+  const GpuPointwiseSchedule &schedule_;
+  const ir::Shape &shape_;
+  int64_t n_;
+  bool flat_;
+  std::set<const ir::Value *> vectorRead_;
+  bool vectors_ = false;
+  int64_t width_ = 1;
+};
+
+} // namespace
+
+Expected<StmtPtr> lowerGpuPointwise(GpuLowerContext &cx, const GpuPointwiseSchedule &schedule) {
+  return PointwiseLowering(cx, schedule).lower();
 }
 
 } // namespace kiln::lower

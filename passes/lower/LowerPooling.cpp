@@ -1,9 +1,18 @@
 // Pooling groups: max_pool2d and avg_pool2d (padding, stride,
-// count_include_pad) and global_avg_pool, in nchw and nhwc. nchw tasks own
-// one output row (n, c, oh) and vectorize over ow; nhwc tasks own one output
-// pixel (n, oh, ow) and a block of channels, vectorized over c. Window bounds
-// are folded into loop ranges and If conditions, so no load is predicated.
+// count_include_pad) and global_avg_pool, in nchw and nhwc. The pooling op
+// (its window, accumulator, element reads and result) is shared; the targets
+// differ in how output elements bind. CPU: nchw tasks own one output row
+// (n, c, oh) and vectorize over ow; nhwc tasks own one output pixel
+// (n, oh, ow) and a block of channels, vectorized over c; window bounds are
+// folded into loop ranges and If conditions, so no load is predicated. GPU: a
+// thread per output element in either layout (neighbouring threads on
+// neighbouring output elements, so nhwc reads are coalesced over channels and
+// nchw over output columns), the window walked serially with its bounds as If
+// conditions; global_avg_pool a thread per (n, c).
 #include "passes/lower/LowerKinds.h"
+#include "passes/lower/gpu/GpuKinds.h"
+
+#include "ir/kernel/Builder.h"
 
 #include <algorithm>
 
@@ -14,31 +23,28 @@ using ir::OpKind;
 
 namespace {
 
-class PoolingLowering {
+/// What a pooling anchor computes, decoded from its op and attributes, and
+/// the pieces of its kernel that do not depend on the target.
+class PoolingOp {
 public:
-  PoolingLowering(LowerContext &cx, const PoolingSchedule &schedule)
-      : cx_(cx), schedule_(schedule), anchor_(*cx.group.anchor), input_(anchor_.operand(0)),
+  explicit PoolingOp(KernelContext &cx)
+      : kernel_(cx), anchor_(*cx.group.anchor), input_(anchor_.operand(0)),
         inShape_(input_->type().shape), outShape_(anchor_.type().shape),
-        dtype_(input_->type().dtype),
-        nhwc_(ir::getString(anchor_.attrs(), "layout") == "nhwc") {}
-
-  Expected<StmtPtr> lower() {
-    if (product(outShape_) == 0)
-      return seq({});
-    if (anchor_.kind() == OpKind::GlobalAvgPool)
-      return nhwc_ ? globalNhwc() : globalNchw();
-    isMax_ = anchor_.kind() == OpKind::MaxPool2D;
-    const auto &kernel = ir::getInts(anchor_.attrs(), "kernel");
-    const auto &stride = ir::getInts(anchor_.attrs(), "stride");
-    const auto &padding = ir::getInts(anchor_.attrs(), "padding");
-    kh_ = kernel[0], kw_ = kernel[1], sh_ = stride[0], sw_ = stride[1];
-    padTop_ = padding[0], padLeft_ = padding[2];
-    countPadding_ = !isMax_ && ir::getBool(anchor_.attrs(), "count_include_pad");
+        dtype_(input_->type().dtype), nhwc_(ir::getString(anchor_.attrs(), "layout") == "nhwc"),
+        global_(anchor_.kind() == OpKind::GlobalAvgPool) {
+    if (!global_) {
+      isMax_ = anchor_.kind() == OpKind::MaxPool2D;
+      const auto &kernel = ir::getInts(anchor_.attrs(), "kernel");
+      const auto &stride = ir::getInts(anchor_.attrs(), "stride");
+      const auto &padding = ir::getInts(anchor_.attrs(), "padding");
+      kh_ = kernel[0], kw_ = kernel[1], sh_ = stride[0], sw_ = stride[1];
+      padTop_ = padding[0], padLeft_ = padding[2];
+      countPadding_ = !isMax_ && ir::getBool(anchor_.attrs(), "count_include_pad");
+    }
     accType_ = isMax_ ? computeType(dtype_) : sumType(dtype_);
-    return nhwc_ ? windowNhwc() : windowNchw();
   }
 
-private:
+protected:
   int64_t n() const { return inShape_[0]; }
   int64_t channels() const { return inShape_[nhwc_ ? 3 : 1]; }
   int64_t height() const { return inShape_[nhwc_ ? 1 : 2]; }
@@ -54,7 +60,7 @@ private:
   }
 
   Expected<ExprPtr> inputAt(std::vector<ExprPtr> index) {
-    KILN_TRY(ExprPtr value, cx_.emitter.at(input_, index));
+    KILN_TRY(ExprPtr value, kernel_.emitter.at(input_, index));
     return cast(toCompute(value), accType_);
   }
 
@@ -81,11 +87,47 @@ private:
     return cast(div(acc, cast(count, accType_)), Type::scalar(out));
   }
 
-  Expected<StmtPtr> finish(ExprPtr value, std::vector<ExprPtr> outIndex) {
-    cx_.emitter.overrideValue(anchor_.result(), [value](std::span<const ExprPtr>) { return value; });
-    return cx_.storeRoot(outIndex);
+  /// global_avg_pool's value from the sum of a plane.
+  ExprPtr meanOf(const ExprPtr &sum) const {
+    Type f64 = Type::scalar(DType::F64);
+    return cast(div(sum, constant(static_cast<double>(height() * width()), f64)),
+                Type::scalar(anchor_.type().dtype));
   }
 
+  /// Stores the root at `outIndex` with the anchor's value there being `value`.
+  Expected<StmtPtr> finish(ExprPtr value, std::vector<ExprPtr> outIndex) {
+    kernel_.emitter.overrideValue(anchor_.result(), [value](std::span<const ExprPtr>) { return value; });
+    return kernel_.storeRoot(outIndex);
+  }
+
+  KernelContext &kernel_;
+  const ir::Node &anchor_;
+  const ir::Value *input_;
+  const ir::Shape &inShape_;
+  const ir::Shape &outShape_;
+  DType dtype_;
+  bool nhwc_, global_;
+  bool isMax_ = false, countPadding_ = false;
+  int64_t kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, padTop_ = 0, padLeft_ = 0;
+  Type accType_;
+};
+
+// ---- the CPU binding
+
+class PoolingLowering : PoolingOp {
+public:
+  PoolingLowering(LowerContext &cx, const PoolingSchedule &schedule)
+      : PoolingOp(cx), cx_(cx), schedule_(schedule) {}
+
+  Expected<StmtPtr> lower() {
+    if (product(outShape_) == 0)
+      return seq({});
+    if (global_)
+      return nhwc_ ? globalNhwc() : globalNchw();
+    return nhwc_ ? windowNhwc() : windowNchw();
+  }
+
+private:
   /// nchw: a task per output row (n, c, oh) and block of ow; for each window
   /// row in the image and each window column, a vectorized loop over the
   /// output columns whose input column is in the image.
@@ -175,15 +217,8 @@ private:
     });
   }
 
-  ExprPtr meanOf(const ExprPtr &sum) const {
-    Type f64 = Type::scalar(DType::F64);
-    return cast(div(sum, constant(static_cast<double>(height() * width()), f64)),
-                Type::scalar(anchor_.type().dtype));
-  }
-
   /// global_avg_pool, nchw: one task per (n, c), summing its contiguous plane.
   Expected<StmtPtr> globalNchw() {
-    accType_ = sumType(dtype_);
     std::vector<int64_t> extents{n(), channels()};
     bool parallel = runsInParallel(product(inShape_), schedule_.minParallelWork);
     return taskLoop(cx_.names, product(extents), parallel, [&](ExprPtr task) -> Expected<StmtPtr> {
@@ -203,7 +238,6 @@ private:
   /// global_avg_pool, nhwc: a task per (n, block of channels), adding whole
   /// contiguous channel blocks pixel by pixel.
   Expected<StmtPtr> globalNhwc() {
-    accType_ = sumType(dtype_);
     int64_t c = channels(), blockWidth = std::min<int64_t>(c, 1024);
     int64_t blocks = ceilDiv(c, blockWidth);
     bool parallel = runsInParallel(product(inShape_), schedule_.minParallelWork);
@@ -235,15 +269,73 @@ private:
 
   LowerContext &cx_;
   const PoolingSchedule &schedule_;
-  const ir::Node &anchor_;
-  const ir::Value *input_;
-  const ir::Shape &inShape_;
-  const ir::Shape &outShape_;
-  DType dtype_;
-  bool nhwc_;
-  bool isMax_ = false, countPadding_ = false;
-  int64_t kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, padTop_ = 0, padLeft_ = 0;
-  Type accType_;
+};
+
+// ---- the GPU binding
+
+class GpuPoolingLowering : PoolingOp {
+public:
+  GpuPoolingLowering(GpuLowerContext &cx, const GpuPoolingSchedule &schedule)
+      : PoolingOp(cx), cx_(cx), schedule_(schedule) {}
+
+  Expected<StmtPtr> lower() {
+    int64_t outputs = product(outShape_);
+    if (outputs == 0)
+      return gpuNest(cx_, 1, 1, 1, [](const GpuThread &) -> Expected<StmtPtr> { return seq({}); });
+    int64_t threads = std::min<int64_t>(schedule_.threadsPerBlock, ceilDiv(outputs, 32) * 32);
+    int64_t blocks = ceilDiv(outputs, threads);
+    return gpuNest(cx_, blocks, threads, 1, [&](const GpuThread &t) -> Expected<StmtPtr> {
+      ExprPtr flat = add(mul(t.block, kir::index(threads)), t.x);
+      std::vector<ExprPtr> o = delinearize(flat, outShape_);
+      // Logical (n, c, oh, ow) of the output element.
+      ExprPtr n = o[0], c = o[nhwc_ ? 3 : 1], oh = o[nhwc_ ? 1 : 2], ow = o[nhwc_ ? 2 : 3];
+      KILN_TRY(StmtPtr body, global_ ? globalPool(n, c) : window(n, c, oh, ow));
+      return blocks * threads == outputs ? body : ifThen(lt(flat, kir::index(outputs)), body);
+    });
+  }
+
+private:
+  Expected<StmtPtr> window(ExprPtr n, ExprPtr c, ExprPtr oh, ExprPtr ow) {
+    RegisterState acc = registerState(cx_.names, "acc", {accType_});
+    ExprPtr init = initValue();
+    return letsBound("p", {sub(mul(oh, kir::index(sh_)), kir::index(padTop_)),
+                           sub(mul(ow, kir::index(sw_)), kir::index(padLeft_))},
+                     cx_.names, [&](State first) -> Expected<StmtPtr> {
+      KILN_TRY(StmtPtr walk, loop(cx_.names, "kh", kh_, ForKind::Serial, [&](ExprPtr kh) -> Expected<StmtPtr> {
+        ExprPtr ih = add(first[0], kh);
+        KILN_TRY(StmtPtr row, loop(cx_.names, "kw", kw_, ForKind::Serial, [&](ExprPtr kw) -> Expected<StmtPtr> {
+          ExprPtr iw = add(first[1], kw);
+          KILN_TRY(ExprPtr v, inputAt(image(n, c, ih, iw)));
+          ExprPtr a = acc.load()[0];
+          StmtPtr update = acc.store({fold(a, v)}, cx_.names);
+          return ifThen(logicalAnd(ge(iw, kir::index(0)), lt(iw, kir::index(width()))), update);
+        }));
+        return ifThen(logicalAnd(ge(ih, kir::index(0)), lt(ih, kir::index(height()))), row);
+      }));
+      ExprPtr value = windowResult(acc.load()[0], first[0], first[1]);
+      KILN_TRY(StmtPtr done, letsBound("r", {value}, cx_.names, [&](State result) {
+        return finish(result[0], image(n, c, oh, ow));
+      }));
+      return acc.allocateAround(seq({acc.store({init}, cx_.names), walk, done}));
+    });
+  }
+
+  Expected<StmtPtr> globalPool(ExprPtr n, ExprPtr c) {
+    RegisterState acc = registerState(cx_.names, "acc", {accType_});
+    KILN_TRY(StmtPtr sum, loopNest(cx_.names, {height(), width()}, ForKind::Serial,
+                                   [&](std::span<const ExprPtr> hw) -> Expected<StmtPtr> {
+      KILN_TRY(ExprPtr v, inputAt(image(n, c, hw[0], hw[1])));
+      return acc.store({add(acc.load()[0], v)}, cx_.names);
+    }));
+    ExprPtr mean = meanOf(acc.load()[0]);
+    KILN_TRY(StmtPtr done, letsBound("r", {mean}, cx_.names, [&](State result) {
+      return finish(result[0], image(n, c, kir::index(0), kir::index(0)));
+    }));
+    return acc.allocateAround(seq({acc.store({constant(0.0, accType_)}, cx_.names), sum, done}));
+  }
+
+  GpuLowerContext &cx_;
+  const GpuPoolingSchedule &schedule_;
 };
 
 } // namespace
@@ -251,6 +343,11 @@ private:
 Expected<StmtPtr> lowerPooling(LowerContext &cx, const PoolingSchedule &schedule) {
   KILN_CHECK(cx.group.anchor != nullptr, "a pooling group has an anchor");
   return PoolingLowering(cx, schedule).lower();
+}
+
+Expected<StmtPtr> lowerGpuPooling(GpuLowerContext &cx, const GpuPoolingSchedule &schedule) {
+  KILN_CHECK(cx.group.anchor != nullptr, "a pooling group has an anchor");
+  return GpuPoolingLowering(cx, schedule).lower();
 }
 
 } // namespace kiln::lower

@@ -1,9 +1,19 @@
 // Reduction groups (reduce_sum/mean/max/min/prod, argmax/argmin) with their
-// prologue and epilogue. When the innermost input axis is reduced, each
-// output element is one task that accumulates into vectorWidth partial
-// accumulators; when it is kept, a task owns a block of the innermost axis and
-// accumulates a whole block per reduced element, so loads stay contiguous.
+// prologue and epilogue. The reduction (its plan, accumulator, elements and
+// result) is shared; the targets differ in how output elements bind.
+// CPU: when the innermost input axis is reduced, each output element is one
+// task that accumulates into vectorWidth partial accumulators; when it is
+// kept, a task owns a block of the innermost axis and accumulates a whole
+// block per reduced element, so loads stay contiguous. GPU: inner reductions
+// (the innermost input axis reduced, or every axis) give each output row
+// threadsPerBlock / rowsPerBlock threads that stride the row, then combine
+// across it (reduceAcrossRow: warp shuffles, shared memory); outer reductions
+// a thread per output element looping over the reduced axes, neighbouring
+// threads reading neighbouring columns.
 #include "passes/lower/LowerKinds.h"
+#include "passes/lower/gpu/GpuKinds.h"
+
+#include "ir/kernel/Builder.h"
 
 #include <algorithm>
 
@@ -73,21 +83,24 @@ ExprPtr reductionResult(const ReductionPlan &plan, const State &state) {
 
 namespace {
 
-class ReductionLowering {
+/// A reduction anchor's plan and accumulator, and the pieces of its kernel
+/// that do not depend on the target.
+class ReductionOp {
 public:
-  ReductionLowering(LowerContext &cx, const ReductionSchedule &schedule)
-      : cx_(cx), schedule_(schedule), plan_(planReduction(*cx.group.anchor)),
-        spec_(reductionSpec(plan_)), shape_(plan_.input->type().shape) {}
+  explicit ReductionOp(KernelContext &cx)
+      : kernel_(cx), plan_(planReduction(*cx.group.anchor)), spec_(reductionSpec(plan_)),
+        shape_(plan_.input->type().shape) {}
 
-  Expected<StmtPtr> lower() {
-    if (product(cx_.root()->type().shape) == 0)
-      return seq({});
-    if (shape_.empty() || plan_.reduced.back())
-      return innerReduction();
-    return outerReduction();
+protected:
+  /// The full input index from kept and reduced indices.
+  std::vector<ExprPtr> merged(std::span<const ExprPtr> kept, std::span<const ExprPtr> reduced) const {
+    std::vector<ExprPtr> index(shape_.size());
+    size_t nk = 0, nr = 0;
+    for (size_t k = 0; k < shape_.size(); ++k)
+      index[k] = plan_.reduced[k] ? reduced[nr++] : kept[nk++];
+    return index;
   }
 
-private:
   /// The output index (the anchor's shape) of the kept input indices.
   std::vector<ExprPtr> outputIndex(std::span<const ExprPtr> inputIndex) const {
     std::vector<ExprPtr> out;
@@ -103,9 +116,9 @@ private:
   /// Stores the epilogue of `state` at the output element of `inputIndex`.
   Expected<StmtPtr> finish(const State &state, std::span<const ExprPtr> inputIndex) {
     ExprPtr value = reductionResult(plan_, state);
-    cx_.emitter.overrideValue(plan_.anchor->result(),
-                              [value](std::span<const ExprPtr>) { return value; });
-    return cx_.storeRoot(outputIndex(inputIndex));
+    kernel_.emitter.overrideValue(plan_.anchor->result(),
+                                  [value](std::span<const ExprPtr>) { return value; });
+    return kernel_.storeRoot(outputIndex(inputIndex));
   }
 
   /// The index of the reduced axis (arg reductions) within an input index.
@@ -116,11 +129,34 @@ private:
     return kir::index(0);
   }
 
+  /// The input's element at `index` as an accumulator element.
   Expected<State> element(std::span<const ExprPtr> index) {
-    KILN_TRY(ExprPtr value, cx_.emitter.at(plan_.input, index));
+    KILN_TRY(ExprPtr value, kernel_.emitter.at(plan_.input, index));
     return reductionElement(plan_, spec_, value, axisIndex(index));
   }
 
+  KernelContext &kernel_;
+  ReductionPlan plan_;
+  AccumulatorSpec spec_;
+  const ir::Shape &shape_;
+};
+
+// ---- the CPU binding
+
+class ReductionLowering : ReductionOp {
+public:
+  ReductionLowering(LowerContext &cx, const ReductionSchedule &schedule)
+      : ReductionOp(cx), cx_(cx), schedule_(schedule) {}
+
+  Expected<StmtPtr> lower() {
+    if (product(cx_.root()->type().shape) == 0)
+      return seq({});
+    if (shape_.empty() || plan_.reduced.back())
+      return innerReduction();
+    return outerReduction();
+  }
+
+private:
   /// One task per output element (kept axes collapsed), accumulating over the
   /// reduced axes with the innermost one split over partial accumulators.
   Expected<StmtPtr> innerReduction() {
@@ -131,19 +167,12 @@ private:
     bool parallel = runsInParallel(rows * std::max<int64_t>(plan_.count, 1), schedule_.minParallelWork);
     return taskLoop(cx_.names, rows, parallel, [&](ExprPtr row) -> Expected<StmtPtr> {
       std::vector<ExprPtr> kept = delinearize(row, keptExtents);
-      auto merged = [&](std::span<const ExprPtr> reducedIndex) {
-        std::vector<ExprPtr> index(shape_.size());
-        size_t nk = 0, nr = 0;
-        for (size_t k = 0; k < shape_.size(); ++k)
-          index[k] = plan_.reduced[k] ? reducedIndex[nr++] : kept[nk++];
-        return index;
-      };
       return accumulate(
           cx_.names, reducedExtents, schedule_.vectorWidth, spec_,
-          [&](std::span<const ExprPtr> reducedIndex) { return element(merged(reducedIndex)); },
+          [&](std::span<const ExprPtr> reducedIndex) { return element(merged(kept, reducedIndex)); },
           [&](State state) -> Expected<StmtPtr> {
             std::vector<ExprPtr> zeros(reducedExtents.size(), kir::index(0));
-            return finish(state, merged(zeros));
+            return finish(state, merged(kept, zeros));
           });
     });
   }
@@ -214,9 +243,150 @@ private:
 
   LowerContext &cx_;
   const ReductionSchedule &schedule_;
-  ReductionPlan plan_;
-  AccumulatorSpec spec_;
-  const ir::Shape &shape_;
+};
+
+// ---- the GPU binding
+
+class GpuReductionLowering : ReductionOp {
+public:
+  GpuReductionLowering(GpuLowerContext &cx, const GpuReductionSchedule &schedule)
+      : ReductionOp(cx), cx_(cx), schedule_(schedule),
+        vectorInputs_(vectorReadInputs(cx.group, plan_.input)) {
+    for (size_t k = 0; k < shape_.size(); ++k)
+      (plan_.reduced[k] ? reducedExtents_ : keptExtents_).push_back(shape_[k]);
+  }
+
+  Expected<StmtPtr> lower() {
+    if (product(cx_.root()->type().shape) == 0)
+      return gpuNest(cx_, 1, 1, 1, [](const GpuThread &) -> Expected<StmtPtr> { return seq({}); });
+    if (shape_.empty() || plan_.reduced.back())
+      return innerReduction();
+    return outerReduction();
+  }
+
+private:
+  /// The accumulator element of the input at kept and reduced indices.
+  Expected<State> element(std::span<const ExprPtr> kept, std::span<const ExprPtr> reduced) {
+    return ReductionOp::element(merged(kept, reduced));
+  }
+
+  /// Stores the epilogue of `state` at the output element of `kept`.
+  Expected<StmtPtr> finish(const State &state, std::span<const ExprPtr> kept) {
+    std::vector<ExprPtr> zeros(reducedExtents_.size(), kir::index(0));
+    return ReductionOp::finish(state, merged(kept, zeros));
+  }
+
+  Expected<StmtPtr> innerReduction() {
+    KILN_TRY(int64_t width, threadsPerRow(cx_.group, schedule_.threadsPerBlock,
+                                          schedule_.rowsPerBlock, cx_.target));
+    int64_t rowsPerBlock = schedule_.rowsPerBlock;
+    int64_t rows = product(keptExtents_), length = plan_.count;
+    int64_t blocks = ceilDiv(rows, rowsPerBlock);
+    return gpuNest(cx_, blocks, width, rowsPerBlock, [&](const GpuThread &t) -> Expected<StmtPtr> {
+      ExprPtr row = rowsPerBlock == 1 ? t.block : add(mul(t.block, kir::index(rowsPerBlock)), t.y);
+      ExprPtr valid = rows % rowsPerBlock == 0 ? nullptr : lt(row, kir::index(rows));
+      std::vector<ExprPtr> kept = delinearize(row, keptExtents_);
+      RegisterState acc = registerState(cx_.names, "acc", spec_.types);
+      // Every thread runs the same number of steps (the reduction after it
+      // has barriers and shuffles); the elements themselves are guarded.
+      int64_t vw = schedule_.vectorWidth;
+      if (vw < 1 || shape_.empty() || shape_.back() % vw != 0)
+        vw = 1;
+      int64_t chunks = length / vw;
+      KILN_TRY(StmtPtr steps, loop(cx_.names, "i", ceilDiv(chunks, width), ForKind::Serial,
+                                   [&](ExprPtr i) -> Expected<StmtPtr> {
+        ExprPtr c = add(mul(i, kir::index(width)), t.x);
+        KILN_TRY(StmtPtr update, vw == 1 ? scalarUpdate(acc, kept, c) : vectorUpdate(acc, kept, c, vw));
+        ExprPtr cond = chunks % width == 0 ? nullptr : lt(c, kir::index(chunks));
+        if (valid)
+          cond = cond ? logicalAnd(valid, cond) : valid;
+        return cond ? ifThen(cond, update) : update;
+      }));
+      KILN_TRY(StmtPtr combine, reduceAcrossRow(cx_, t, spec_, acc.load(), [&](State total) -> Expected<StmtPtr> {
+        KILN_TRY(StmtPtr write, finish(total, kept));
+        ExprPtr cond = width == 1 ? nullptr : eq(t.x, kir::index(0));
+        if (valid)
+          cond = cond ? logicalAnd(valid, cond) : valid;
+        return cond ? ifThen(cond, write) : write;
+      }, /*everyThread=*/false));
+      return acc.allocateAround(seq({acc.store(spec_.init, cx_.names), steps, combine}));
+    });
+  }
+
+  /// Folds the reduced element at flat position `r` of the row.
+  Expected<StmtPtr> scalarUpdate(const RegisterState &acc, std::span<const ExprPtr> kept, ExprPtr r) {
+    std::vector<ExprPtr> reduced = delinearize(std::move(r), reducedExtents_);
+    KILN_TRY(State e, element(kept, reduced));
+    return acc.store(spec_.fold(acc.load(), e), cx_.names);
+  }
+
+  /// Folds the `vw` elements from flat position `chunk * vw` in index order;
+  /// the inputs the reduced operand reads elementwise arrive by one vector
+  /// load each (the innermost axis holds whole vectors, so they are aligned).
+  Expected<StmtPtr> vectorUpdate(const RegisterState &acc, std::span<const ExprPtr> kept, ExprPtr chunk,
+                                 int64_t vw) {
+    return letsBound("v", {mul(std::move(chunk), kir::index(vw))}, cx_.names,
+                     [&](State base) -> Expected<StmtPtr> {
+      std::vector<ExprPtr> reduced = delinearize(base[0], reducedExtents_);
+      std::vector<ExprPtr> first = merged(kept, reduced);
+      std::vector<StmtPtr> body;
+      std::vector<BufferPtr> registers;
+      int64_t lane = 0;
+      for (const ir::Value *input : vectorInputs_) {
+        const ir::Shape &inShape = input->type().shape;
+        BufferPtr reg = makeBuffer(cx_.names.name("vin"), input->type().dtype, vw, MemScope::Register);
+        registers.push_back(reg);
+        ExprPtr at = linearIndex(broadcastIndex(first, inShape), inShape);
+        body.push_back(store(reg, kir::index(0),
+                             load(cx_.signature.buffers.at(input), at, static_cast<int>(vw))));
+        cx_.emitter.overrideValue(input, [reg, &lane](std::span<const ExprPtr>) {
+          return load(reg, kir::index(lane));
+        });
+      }
+      State state = acc.load();
+      for (lane = 0; lane < vw; ++lane) {
+        std::vector<ExprPtr> at = reduced;
+        at.back() = add(at.back(), kir::index(lane));
+        KILN_TRY(State e, element(kept, at));
+        state = spec_.fold(state, e);
+      }
+      for (const ir::Value *input : vectorInputs_)
+        cx_.emitter.overrideValue(input, [this, input](std::span<const ExprPtr> i) {
+          return load(cx_.signature.buffers.at(input), linearIndex(i, input->type().shape));
+        });
+      body.push_back(acc.store(state, cx_.names));
+      StmtPtr stmt = seq(std::move(body));
+      for (size_t r = registers.size(); r-- > 0;)
+        stmt = allocate(registers[r], stmt);
+      return stmt;
+    });
+  }
+
+  Expected<StmtPtr> outerReduction() {
+    int64_t outputs = product(keptExtents_);
+    int64_t threads = std::min<int64_t>(schedule_.threadsPerBlock, ceilDiv(outputs, 32) * 32);
+    int64_t blocks = ceilDiv(outputs, threads);
+    return gpuNest(cx_, blocks, threads, 1, [&](const GpuThread &t) -> Expected<StmtPtr> {
+      ExprPtr column = add(mul(t.block, kir::index(threads)), t.x);
+      std::vector<ExprPtr> kept = delinearize(column, keptExtents_);
+      RegisterState acc = registerState(cx_.names, "acc", spec_.types);
+      KILN_TRY(StmtPtr steps, loopNest(cx_.names, reducedExtents_, ForKind::Serial,
+                                       [&](std::span<const ExprPtr> reduced) -> Expected<StmtPtr> {
+        KILN_TRY(State e, element(kept, reduced));
+        return acc.store(spec_.fold(acc.load(), e), cx_.names);
+      }));
+      KILN_TRY(StmtPtr done, letsBound("r", acc.load(), cx_.names, [&](State total) {
+        return finish(total, kept);
+      }));
+      StmtPtr body = acc.allocateAround(seq({acc.store(spec_.init, cx_.names), steps, done}));
+      return blocks * threads == outputs ? body : ifThen(lt(column, kir::index(outputs)), body);
+    });
+  }
+
+  GpuLowerContext &cx_;
+  const GpuReductionSchedule &schedule_;
+  std::set<const ir::Value *> vectorInputs_;
+  std::vector<int64_t> keptExtents_, reducedExtents_;
 };
 
 } // namespace
@@ -224,6 +394,11 @@ private:
 Expected<StmtPtr> lowerReduction(LowerContext &cx, const ReductionSchedule &schedule) {
   KILN_CHECK(cx.group.anchor != nullptr, "a reduction group has an anchor");
   return ReductionLowering(cx, schedule).lower();
+}
+
+Expected<StmtPtr> lowerGpuReduction(GpuLowerContext &cx, const GpuReductionSchedule &schedule) {
+  KILN_CHECK(cx.group.anchor != nullptr, "a reduction group has an anchor");
+  return GpuReductionLowering(cx, schedule).lower();
 }
 
 } // namespace kiln::lower

@@ -1,8 +1,17 @@
 // Row kernels: softmax and log_softmax along any axis, layer_norm over the
 // trailing axes, each one kernel that makes several passes over a row (max,
 // sum of exponentials, normalize; or mean, variance, normalize) with the
-// prologue recomputed in every pass and the epilogue fused into the last.
+// prologue recomputed in every pass and the epilogue fused into the last. The
+// op (its reads, the normalization and layer_norm's statistics) is shared; the
+// targets differ in how rows bind. CPU: a (parallel) task per row with
+// vectorized partial accumulators, softmax on a non-innermost axis a task per
+// block of columns. GPU: threadsPerBlock / rowsPerBlock threads per row, each
+// pass's totals combined across the row (warp shuffles, shared memory), then
+// the write pass; softmax on a non-innermost axis a thread per column.
 #include "passes/lower/LowerKinds.h"
+#include "passes/lower/gpu/GpuKinds.h"
+
+#include "ir/kernel/Builder.h"
 
 #include <algorithm>
 
@@ -15,13 +24,77 @@ namespace {
 
 int64_t wrapAxis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
 
-class RowNormLowering {
+/// What a row-norm anchor computes, decoded once, and the pieces of its
+/// kernel that do not depend on the target.
+class RowNormOp {
 public:
-  RowNormLowering(LowerContext &cx, const RowNormSchedule &schedule)
-      : cx_(cx), schedule_(schedule), anchor_(*cx.group.anchor), input_(anchor_.operand(0)),
+  explicit RowNormOp(KernelContext &cx)
+      : kernel_(cx), anchor_(*cx.group.anchor), input_(anchor_.operand(0)),
         shape_(input_->type().shape), dtype_(input_->type().dtype), t_(computeType(dtype_)),
         axis_(static_cast<size_t>(wrapAxis(ir::getInt(anchor_.attrs(), "axis"),
                                            static_cast<int64_t>(shape_.size())))) {}
+
+protected:
+  bool logarithm() const { return anchor_.kind() == OpKind::LogSoftmax; }
+
+  /// The input's element at `index` in the compute type.
+  Expected<ExprPtr> x(std::span<const ExprPtr> index) {
+    KILN_TRY(ExprPtr value, kernel_.emitter.at(input_, index));
+    return toCompute(value);
+  }
+
+  /// Stores the epilogue of the anchor's value `y` (compute type) at `index`.
+  Expected<StmtPtr> finish(ExprPtr y, std::span<const ExprPtr> index) {
+    ExprPtr value = fromCompute(std::move(y), dtype_);
+    kernel_.emitter.overrideValue(anchor_.result(), [value](std::span<const ExprPtr>) { return value; });
+    return kernel_.storeRoot(index);
+  }
+
+  /// softmax: exp(x - max) * (1 / sum); log_softmax: x - max - log(sum).
+  ExprPtr normalized(const ExprPtr &value, const ExprPtr &max, const ExprPtr &scale) {
+    ExprPtr shifted = sub(value, max);
+    return logarithm() ? sub(shifted, scale) : mul(call(Intrinsic::Exp, {shifted}), scale);
+  }
+  /// The per-row constant `normalized` needs, from the f64 sum of exponentials.
+  ExprPtr rowScale(const ExprPtr &sum) {
+    ExprPtr s = logarithm() ? call(Intrinsic::Log, {sum}) : div(constant(1.0, sum->type()), sum);
+    return cast(s, t_);
+  }
+
+  /// layer_norm's 1 / sqrt(variance + epsilon) (f64) from the f64 sum of squared deviations.
+  ExprPtr inverseDeviation(const ExprPtr &squared, const ExprPtr &count) const {
+    Type f64 = Type::scalar(DType::F64);
+    double epsilon = ir::getFloat(anchor_.attrs(), "epsilon");
+    ExprPtr variance = div(squared, count);
+    return div(constant(1.0, f64), call(Intrinsic::Sqrt, {add(variance, constant(epsilon, f64))}));
+  }
+
+  /// Stores layer_norm's result at `index` (`i`: its position in the row's
+  /// trailing axes) from stats = (mean, inverse deviation) in the compute type.
+  Expected<StmtPtr> layerNormElement(std::span<const ExprPtr> i, std::span<const ExprPtr> index,
+                                     const State &stats) {
+    KILN_TRY(ExprPtr v, x(index));
+    KILN_TRY(ExprPtr scale, kernel_.emitter.at(anchor_.operand(1), i));
+    KILN_TRY(ExprPtr bias, kernel_.emitter.at(anchor_.operand(2), i));
+    ExprPtr y = add(mul(mul(sub(v, stats[0]), stats[1]), toCompute(scale)), toCompute(bias));
+    return finish(y, index);
+  }
+
+  KernelContext &kernel_;
+  const ir::Node &anchor_;
+  const ir::Value *input_;
+  const ir::Shape &shape_;
+  DType dtype_;
+  Type t_;
+  size_t axis_;
+};
+
+// ---- the CPU binding
+
+class RowNormLowering : RowNormOp {
+public:
+  RowNormLowering(LowerContext &cx, const RowNormSchedule &schedule)
+      : RowNormOp(cx), cx_(cx), schedule_(schedule) {}
 
   Expected<StmtPtr> lower() {
     if (product(shape_) == 0)
@@ -34,32 +107,6 @@ public:
   }
 
 private:
-  bool logarithm() const { return anchor_.kind() == OpKind::LogSoftmax; }
-
-  Expected<ExprPtr> x(std::span<const ExprPtr> index) {
-    KILN_TRY(ExprPtr value, cx_.emitter.at(input_, index));
-    return toCompute(value);
-  }
-
-  /// Stores the epilogue of the anchor's value `y` (compute type) at `index`.
-  Expected<StmtPtr> finish(ExprPtr y, std::span<const ExprPtr> index) {
-    ExprPtr value = fromCompute(std::move(y), dtype_);
-    cx_.emitter.overrideValue(anchor_.result(), [value](std::span<const ExprPtr>) { return value; });
-    return cx_.storeRoot(index);
-  }
-
-  /// softmax: exp(x - max) * (1 / sum); log_softmax: x - max - log(sum).
-  ExprPtr normalized(const ExprPtr &value, const ExprPtr &max, const ExprPtr &scale) {
-    ExprPtr shifted = sub(value, max);
-    return logarithm() ? sub(shifted, scale) : mul(call(Intrinsic::Exp, {shifted}), scale);
-  }
-  /// The per-row constant `normalized` needs, from the f64 sum of exponentials.
-  ExprPtr rowScale(const ExprPtr &sum) {
-    ExprPtr s = logarithm() ? call(Intrinsic::Log, {sum})
-                            : div(constant(1.0, sum->type()), sum);
-    return cast(s, t_);
-  }
-
   /// The normalized axis is innermost (or followed only by unit axes): one
   /// task per row, three passes over it, the first two with partial accumulators.
   Expected<StmtPtr> softmaxRows() {
@@ -171,7 +218,6 @@ private:
     std::vector<int64_t> rowExtents(shape_.begin(), shape_.begin() + static_cast<std::ptrdiff_t>(axis_));
     std::vector<int64_t> inner(shape_.begin() + static_cast<std::ptrdiff_t>(axis_), shape_.end());
     int64_t rows = product(rowExtents), length = product(inner);
-    double epsilon = ir::getFloat(anchor_.attrs(), "epsilon");
     Type f64 = Type::scalar(DType::F64);
     bool parallel = runsInParallel(product(shape_), schedule_.minParallelWork);
     return taskLoop(cx_.names, rows, parallel, [&](ExprPtr row) -> Expected<StmtPtr> {
@@ -200,19 +246,12 @@ private:
           };
           return accumulate(cx_.names, inner, schedule_.vectorWidth, sumSpec(f64), squares,
                             [&](State squared) -> Expected<StmtPtr> {
-            ExprPtr variance = div(squared[0], count);
-            ExprPtr inverse = div(constant(1.0, f64),
-                                  call(Intrinsic::Sqrt, {add(variance, constant(epsilon, f64))}));
+            ExprPtr inverse = inverseDeviation(squared[0], count);
             return letsBound("n", {cast(mean[0], t_), cast(inverse, t_)}, cx_.names,
                              [&](State stats) {
               return loopNest(cx_.names, inner, ForKind::Vectorized,
                               [&](std::span<const ExprPtr> i) -> Expected<StmtPtr> {
-                std::vector<ExprPtr> index = at(i);
-                KILN_TRY(ExprPtr v, x(index));
-                KILN_TRY(ExprPtr scale, cx_.emitter.at(anchor_.operand(1), i));
-                KILN_TRY(ExprPtr bias, cx_.emitter.at(anchor_.operand(2), i));
-                ExprPtr y = add(mul(mul(sub(v, stats[0]), stats[1]), toCompute(scale)), toCompute(bias));
-                return finish(y, index);
+                return layerNormElement(i, at(i), stats);
               });
             });
           });
@@ -223,12 +262,248 @@ private:
 
   LowerContext &cx_;
   const RowNormSchedule &schedule_;
-  const ir::Node &anchor_;
-  const ir::Value *input_;
-  const ir::Shape &shape_;
-  DType dtype_;
-  Type t_;
-  size_t axis_;
+};
+
+// ---- the GPU binding
+
+class GpuRowNormLowering : RowNormOp {
+public:
+  GpuRowNormLowering(GpuLowerContext &cx, const GpuRowNormSchedule &schedule)
+      : RowNormOp(cx), cx_(cx), schedule_(schedule),
+        vectorInputs_(vectorReadInputs(cx.group, input_)) {}
+
+  Expected<StmtPtr> lower() {
+    if (product(shape_) == 0)
+      return gpuNest(cx_, 1, 1, 1, [](const GpuThread &) -> Expected<StmtPtr> { return seq({}); });
+    if (anchor_.kind() == OpKind::LayerNorm) {
+      std::vector<int64_t> outer(shape_.begin(), shape_.begin() + static_cast<std::ptrdiff_t>(axis_));
+      std::vector<int64_t> inner(shape_.begin() + static_cast<std::ptrdiff_t>(axis_), shape_.end());
+      return rows(outer, inner, [&](const RowContext &row) { return layerNorm(row); });
+    }
+    if (product(std::span(shape_).subspan(axis_ + 1)) == 1) {
+      std::vector<int64_t> outer;
+      for (size_t k = 0; k < shape_.size(); ++k)
+        if (k != axis_)
+          outer.push_back(shape_[k]);
+      return rows(outer, {shape_[axis_]}, [&](const RowContext &row) { return softmaxRow(row); });
+    }
+    return softmaxColumns();
+  }
+
+private:
+  /// What one thread knows about its row.
+  struct RowContext {
+    const GpuThread *thread;
+    std::vector<ExprPtr> outer; ///< the row's index over the outer extents
+    ExprPtr valid;              ///< nullptr: always a real row
+    int64_t width, length;
+    std::vector<int64_t> inner; ///< the row's extents
+    /// The full input index of the row's element at flat position `r`.
+    std::vector<ExprPtr> at(const ExprPtr &r) const {
+      std::vector<ExprPtr> i = delinearize(r, inner);
+      return combine(i);
+    }
+    std::function<std::vector<ExprPtr>(std::span<const ExprPtr>)> combine;
+    int64_t vectorWidth = 1; ///< consecutive elements per thread per step
+  };
+  using RowBodyFn = std::function<Expected<StmtPtr>(const RowContext &)>;
+
+  /// Rows over `outer` (rowsPerBlock per block), each of the elements `inner`
+  /// (row-major after the outer axes), threadsPerBlock / rowsPerBlock threads per row.
+  Expected<StmtPtr> rows(const std::vector<int64_t> &outer, const std::vector<int64_t> &inner,
+                         const RowBodyFn &body) {
+    KILN_TRY(int64_t width, threadsPerRow(cx_.group, schedule_.threadsPerBlock,
+                                          schedule_.rowsPerBlock, cx_.target));
+    int64_t rowsPerBlock = schedule_.rowsPerBlock, count = product(outer);
+    return gpuNest(cx_, ceilDiv(count, rowsPerBlock), width, rowsPerBlock,
+                   [&](const GpuThread &t) -> Expected<StmtPtr> {
+      ExprPtr row = rowsPerBlock == 1 ? t.block : add(mul(t.block, kir::index(rowsPerBlock)), t.y);
+      RowContext cxRow{&t, delinearize(row, outer),
+                       count % rowsPerBlock == 0 ? nullptr : lt(row, kir::index(count)),
+                       width, product(inner), inner, nullptr};
+      bool layer = anchor_.kind() == OpKind::LayerNorm;
+      size_t axis = axis_;
+      // Vectors run along the innermost input axis, which must be the row's.
+      int64_t vw = schedule_.vectorWidth;
+      if (vw > 1 && (layer || axis_ + 1 == shape_.size()) && inner.back() % vw == 0)
+        cxRow.vectorWidth = vw;
+      cxRow.combine = [outerIndex = cxRow.outer, layer, axis](std::span<const ExprPtr> i) {
+        std::vector<ExprPtr> index = outerIndex;
+        if (layer)
+          index.insert(index.end(), i.begin(), i.end());
+        else
+          index.insert(index.begin() + static_cast<std::ptrdiff_t>(axis), i[0]);
+        return index;
+      };
+      return body(cxRow);
+    });
+  }
+
+  /// for each of the thread's elements r of the row (uniform trip count):
+  /// body(r) if it exists. With vectors, a thread takes vectorWidth
+  /// consecutive elements per step, the inputs x reads elementwise arriving
+  /// by one vector load each.
+  Expected<StmtPtr> overRow(const RowContext &row, const std::function<Expected<StmtPtr>(ExprPtr)> &body) {
+    int64_t vw = row.vectorWidth, chunks = row.length / vw;
+    return loop(cx_.names, "i", ceilDiv(chunks, row.width), ForKind::Serial,
+                [&](ExprPtr i) -> Expected<StmtPtr> {
+      ExprPtr c = add(mul(i, kir::index(row.width)), row.thread->x);
+      KILN_TRY(StmtPtr stmt, vw == 1 ? body(c) : vectorChunk(row, c, body));
+      ExprPtr cond = chunks % row.width == 0 ? nullptr : lt(c, kir::index(chunks));
+      if (row.valid)
+        cond = cond ? logicalAnd(row.valid, cond) : row.valid;
+      return cond ? ifThen(cond, stmt) : stmt;
+    });
+  }
+
+  Expected<StmtPtr> vectorChunk(const RowContext &row, ExprPtr chunk,
+                                const std::function<Expected<StmtPtr>(ExprPtr)> &body) {
+    int64_t vw = row.vectorWidth;
+    return letsBound("v", {mul(std::move(chunk), kir::index(vw))}, cx_.names,
+                     [&](State base) -> Expected<StmtPtr> {
+      std::vector<ExprPtr> first = row.at(base[0]);
+      std::vector<StmtPtr> stmts;
+      std::vector<BufferPtr> registers;
+      int64_t lane = 0;
+      for (const ir::Value *input : vectorInputs_) {
+        const ir::Shape &inShape = input->type().shape;
+        BufferPtr reg = makeBuffer(cx_.names.name("vin"), input->type().dtype, vw, MemScope::Register);
+        registers.push_back(reg);
+        ExprPtr at = linearIndex(broadcastIndex(first, inShape), inShape);
+        stmts.push_back(store(reg, kir::index(0), load(cx_.signature.buffers.at(input), at, static_cast<int>(vw))));
+        cx_.emitter.overrideValue(input, [reg, &lane](std::span<const ExprPtr>) {
+          return load(reg, kir::index(lane));
+        });
+      }
+      for (lane = 0; lane < vw; ++lane) {
+        KILN_TRY(StmtPtr s, body(add(base[0], kir::index(lane))));
+        stmts.push_back(s);
+      }
+      for (const ir::Value *input : vectorInputs_)
+        cx_.emitter.overrideValue(input, [this, input](std::span<const ExprPtr> i) {
+          return load(cx_.signature.buffers.at(input), linearIndex(i, input->type().shape));
+        });
+      StmtPtr stmt = seq(std::move(stmts));
+      for (size_t r = registers.size(); r-- > 0;)
+        stmt = allocate(registers[r], stmt);
+      return stmt;
+    });
+  }
+
+  /// Accumulates element(r) over the row with `spec`, combines across the
+  /// row's threads and continues with the row's total.
+  Expected<StmtPtr> rowTotal(const RowContext &row, const AccumulatorSpec &spec,
+                             const std::function<Expected<State>(ExprPtr)> &element,
+                             const ResultFn &then) {
+    RegisterState acc = registerState(cx_.names, "acc", spec.types);
+    KILN_TRY(StmtPtr steps, overRow(row, [&](ExprPtr r) -> Expected<StmtPtr> {
+      KILN_TRY(State e, element(r));
+      return acc.store(spec.fold(acc.load(), e), cx_.names);
+    }));
+    KILN_TRY(StmtPtr combine, reduceAcrossRow(cx_, *row.thread, spec, acc.load(), then));
+    return acc.allocateAround(seq({acc.store(spec.init, cx_.names), steps, combine}));
+  }
+
+  Expected<StmtPtr> softmaxRow(const RowContext &row) {
+    Type f64 = Type::scalar(DType::F64);
+    return rowTotal(row, extremumSpec(t_, true), [&](ExprPtr r) -> Expected<State> {
+      KILN_TRY(ExprPtr v, x(row.at(r)));
+      return State{v};
+    }, [&](State max) -> Expected<StmtPtr> {
+      return rowTotal(row, sumSpec(f64), [&](ExprPtr r) -> Expected<State> {
+        KILN_TRY(ExprPtr v, x(row.at(r)));
+        return State{cast(call(Intrinsic::Exp, {sub(v, max[0])}), f64)};
+      }, [&](State sum) -> Expected<StmtPtr> {
+        return letsBound("s", {rowScale(sum[0])}, cx_.names, [&](State scale) {
+          return overRow(row, [&](ExprPtr r) -> Expected<StmtPtr> {
+            std::vector<ExprPtr> index = row.at(r);
+            KILN_TRY(ExprPtr v, x(index));
+            return finish(normalized(v, max[0], scale[0]), index);
+          });
+        });
+      });
+    });
+  }
+
+  Expected<StmtPtr> layerNorm(const RowContext &row) {
+    Type f64 = Type::scalar(DType::F64);
+    ExprPtr count = constant(static_cast<double>(row.length), f64);
+    auto wide = [&](ExprPtr r) -> Expected<ExprPtr> {
+      KILN_TRY(ExprPtr v, x(row.at(r)));
+      return cast(v, f64);
+    };
+    return rowTotal(row, sumSpec(f64), [&](ExprPtr r) -> Expected<State> {
+      KILN_TRY(ExprPtr v, wide(r));
+      return State{v};
+    }, [&](State sum) -> Expected<StmtPtr> {
+      return letsBound("mean", {div(sum[0], count)}, cx_.names, [&](State mean) {
+        return rowTotal(row, sumSpec(f64), [&](ExprPtr r) -> Expected<State> {
+          KILN_TRY(ExprPtr v, wide(r));
+          ExprPtr d = sub(v, mean[0]);
+          return State{mul(d, d)};
+        }, [&](State squared) -> Expected<StmtPtr> {
+          ExprPtr inverse = inverseDeviation(squared[0], count);
+          return letsBound("n", {cast(mean[0], t_), cast(inverse, t_)}, cx_.names, [&](State stats) {
+            return overRow(row, [&](ExprPtr r) -> Expected<StmtPtr> {
+              std::vector<ExprPtr> i = delinearize(r, row.inner);
+              return layerNormElement(i, row.combine(i), stats);
+            });
+          });
+        });
+      });
+    });
+  }
+
+  /// softmax on an axis with contiguous axes after it: a thread per column
+  /// (every index but the axis), neighbouring threads on neighbouring columns,
+  /// three serial passes down the axis with the max and sum in registers.
+  Expected<StmtPtr> softmaxColumns() {
+    std::vector<int64_t> outer;
+    for (size_t k = 0; k < shape_.size(); ++k)
+      if (k != axis_)
+        outer.push_back(shape_[k]);
+    int64_t columns = product(outer), length = shape_[axis_];
+    int64_t threads = std::min<int64_t>(schedule_.threadsPerBlock, ceilDiv(columns, 32) * 32);
+    int64_t blocks = ceilDiv(columns, threads);
+    Type f64 = Type::scalar(DType::F64);
+    return gpuNest(cx_, blocks, threads, 1, [&](const GpuThread &t) -> Expected<StmtPtr> {
+      ExprPtr column = add(mul(t.block, kir::index(threads)), t.x);
+      std::vector<ExprPtr> outerIndex = delinearize(column, outer);
+      auto at = [&](ExprPtr i) {
+        std::vector<ExprPtr> index = outerIndex;
+        index.insert(index.begin() + static_cast<std::ptrdiff_t>(axis_), i);
+        return index;
+      };
+      RegisterState maxAcc = registerState(cx_.names, "max", {t_});
+      RegisterState sumAcc = registerState(cx_.names, "sum", {f64});
+      KILN_TRY(StmtPtr maxPass, loop(cx_.names, "i", length, ForKind::Serial, [&](ExprPtr i) -> Expected<StmtPtr> {
+        KILN_TRY(ExprPtr v, x(at(i)));
+        return maxAcc.store({foldExtremum(maxAcc.load()[0], v, true)}, cx_.names);
+      }));
+      KILN_TRY(StmtPtr rest, letsBound("m", maxAcc.load(), cx_.names, [&](State max) -> Expected<StmtPtr> {
+        KILN_TRY(StmtPtr sumPass, loop(cx_.names, "i", length, ForKind::Serial, [&](ExprPtr i) -> Expected<StmtPtr> {
+          KILN_TRY(ExprPtr v, x(at(i)));
+          ExprPtr e = cast(call(Intrinsic::Exp, {sub(v, max[0])}), f64);
+          return sumAcc.store({add(sumAcc.load()[0], e)}, cx_.names);
+        }));
+        KILN_TRY(StmtPtr writePass, letsBound("s", {rowScale(sumAcc.load()[0])}, cx_.names, [&](State scale) {
+          return loop(cx_.names, "i", length, ForKind::Serial, [&](ExprPtr i) -> Expected<StmtPtr> {
+            std::vector<ExprPtr> index = at(i);
+            KILN_TRY(ExprPtr v, x(index));
+            return finish(normalized(v, max[0], scale[0]), index);
+          });
+        }));
+        return seq({sumAcc.store({constant(0.0, f64)}, cx_.names), sumPass, writePass});
+      }));
+      StmtPtr body = maxAcc.allocateAround(sumAcc.allocateAround(
+          seq({maxAcc.store({extremumInit(t_, true)}, cx_.names), maxPass, rest})));
+      return blocks * threads == columns ? body : ifThen(lt(column, kir::index(columns)), body);
+    });
+  }
+
+  GpuLowerContext &cx_;
+  const GpuRowNormSchedule &schedule_;
+  std::set<const ir::Value *> vectorInputs_;
 };
 
 } // namespace
@@ -236,6 +511,11 @@ private:
 Expected<StmtPtr> lowerRowNorm(LowerContext &cx, const RowNormSchedule &schedule) {
   KILN_CHECK(cx.group.anchor != nullptr, "a row-norm group has an anchor");
   return RowNormLowering(cx, schedule).lower();
+}
+
+Expected<StmtPtr> lowerGpuRowNorm(GpuLowerContext &cx, const GpuRowNormSchedule &schedule) {
+  KILN_CHECK(cx.group.anchor != nullptr, "a row-norm group has an anchor");
+  return GpuRowNormLowering(cx, schedule).lower();
 }
 
 } // namespace kiln::lower

@@ -21,7 +21,7 @@ std::string printLoweredGraph(const ir::Graph &graph, const codegen::CpuTarget &
                         passes::groupKindName(group.kind), scheduleStr(schedule));
     if (!passes::needsKernel(group))
       continue;
-    auto lowered = lowerGroupForCpu(graph, group, schedule, target);
+    auto lowered = lowerGroup(graph, group, schedule, target);
     if (!lowered) {
       text += fmt::format("// error: {}\n", lowered.error().message());
       continue;

@@ -1,13 +1,8 @@
-// Schedules as text, and the default and the search space of every group kind
-// (contractions delegate to their own heuristics in LowerContraction.h).
+// Schedules as text (the defaults and spaces of each kind are in the targets'
+// lowering tables, LoweringTable.h).
 #include "passes/lower/Schedule.h"
 
-#include "passes/lower/LowerContraction.h"
-#include "passes/lower/LowerKinds.h"
-
 #include <fmt/format.h>
-
-#include <algorithm>
 
 namespace kiln::lower {
 
@@ -97,48 +92,6 @@ struct ScheduleStr {
   }
 };
 
-/// The widest element the group computes with, in bytes (narrow floats
-/// compute in f32; float sums accumulate in f64).
-int widestComputeBytes(const passes::FusionGroup &group) {
-  int bytes = 4;
-  auto consider = [&](DType dtype) {
-    bytes = std::max(bytes, isNarrowFloat(dtype) ? 4 : dtypeByteSize(dtype));
-  };
-  for (const ir::Node *node : group.nodes) {
-    consider(node->type().dtype);
-    for (const ir::Value *operand : node->operands())
-      consider(operand->type().dtype);
-  }
-  if (group.anchor != nullptr) {
-    switch (group.anchor->kind()) {
-    case ir::OpKind::ReduceSum:
-    case ir::OpKind::ReduceMean:
-    case ir::OpKind::ReduceProd:
-    case ir::OpKind::AvgPool2D:
-    case ir::OpKind::GlobalAvgPool:
-    case ir::OpKind::LayerNorm:
-      if (isFloatingPoint(group.anchor->operand(0)->type().dtype))
-        bytes = 8;
-      break;
-    default: break;
-    }
-  }
-  return bytes;
-}
-
-/// Elements of the group's widest type in one vector register.
-int registerLanes(const passes::FusionGroup &group, const codegen::CpuTarget &target) {
-  return std::max(1, target.vectorBits / (8 * widestComputeBytes(group)));
-}
-
-/// Below this many elements, handing work to the thread pool costs more than
-/// it saves; element-heavy kernels (transcendentals, windows) break even earlier.
-int64_t parallelThreshold(const passes::FusionGroup &group) {
-  if (group.kind == passes::GroupKind::RowNorm || group.kind == passes::GroupKind::Pooling)
-    return int64_t{1} << 14;
-  return int64_t{1} << 15;
-}
-
 } // namespace
 
 std::string scheduleStr(const Schedule &schedule) { return std::visit(ScheduleStr{}, schedule); }
@@ -150,73 +103,6 @@ std::string_view gemmParallelName(MatMulSchedule::Parallel parallel) {
   case MatMulSchedule::Parallel::Inner: return "inner";
   }
   return "?";
-}
-
-Schedule defaultSchedule(const ir::Graph &graph, const passes::FusionGroup &group,
-                         const codegen::CpuTarget &target) {
-  int lanes = registerLanes(group, target);
-  int64_t threshold = parallelThreshold(group);
-  switch (group.kind) {
-  case passes::GroupKind::Pointwise:
-    if (transposedAxis(group))
-      return TransposeSchedule{.tile = 32, .minParallelWork = threshold};
-    return PointwiseSchedule{.vectorWidth = lanes, .minParallelWork = threshold};
-  // Two registers of partial accumulators hide the latency of the adds.
-  case passes::GroupKind::Reduction:
-    return ReductionSchedule{.vectorWidth = 2 * lanes, .minParallelWork = threshold};
-  case passes::GroupKind::RowNorm:
-    return RowNormSchedule{.vectorWidth = 2 * lanes, .minParallelWork = threshold};
-  case passes::GroupKind::Pooling:
-    return PoolingSchedule{.vectorWidth = 2 * lanes, .minParallelWork = threshold};
-  case passes::GroupKind::Contraction: return defaultContractionSchedule(graph, group, target);
-  case passes::GroupKind::Constant:
-  case passes::GroupKind::Alias:
-  case passes::GroupKind::Opaque: return NoSchedule{};
-  }
-  KILN_UNREACHABLE("defaultSchedule: group kind");
-}
-
-std::vector<Schedule> scheduleSpace(const ir::Graph &graph, const passes::FusionGroup &group,
-                                    const codegen::CpuTarget &target) {
-  Schedule chosen = defaultSchedule(graph, group, target);
-  if (group.kind == passes::GroupKind::Contraction)
-    return contractionScheduleSpace(graph, group, target);
-  std::vector<Schedule> space{chosen};
-  auto addUnique = [&](Schedule s) {
-    std::string text = scheduleStr(s);
-    for (const Schedule &have : space)
-      if (scheduleStr(have) == text)
-        return;
-    space.push_back(std::move(s));
-  };
-  int lanes = registerLanes(group, target);
-  int64_t threshold = parallelThreshold(group);
-  const int64_t thresholds[] = {threshold / 4, threshold, threshold * 4};
-  switch (group.kind) {
-  case passes::GroupKind::Pointwise:
-    for (int64_t tile : {16, 32, 64})
-      if (transposedAxis(group))
-        addUnique(TransposeSchedule{.tile = tile, .minParallelWork = threshold});
-    for (int vw : {lanes, 2 * lanes})
-      for (int64_t t : thresholds)
-        addUnique(PointwiseSchedule{.vectorWidth = vw, .minParallelWork = t});
-    break;
-  case passes::GroupKind::Reduction:
-  case passes::GroupKind::RowNorm:
-  case passes::GroupKind::Pooling:
-    for (int vw : {lanes, 2 * lanes, 4 * lanes})
-      for (int64_t t : thresholds) {
-        if (group.kind == passes::GroupKind::Reduction)
-          addUnique(ReductionSchedule{.vectorWidth = vw, .minParallelWork = t});
-        else if (group.kind == passes::GroupKind::RowNorm)
-          addUnique(RowNormSchedule{.vectorWidth = vw, .minParallelWork = t});
-        else
-          addUnique(PoolingSchedule{.vectorWidth = vw, .minParallelWork = t});
-      }
-    break;
-  default: break;
-  }
-  return space;
 }
 
 } // namespace kiln::lower

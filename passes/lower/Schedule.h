@@ -1,6 +1,7 @@
 // Schedules: plain data saying how a fusion group becomes a kernel. Each group
 // kind has a heuristic default and an enumerable space (the autotuner searches
-// it); lowering is (group, schedule) -> kernel IR.
+// it) on each target (lower::defaultSchedule, scheduleSpace in Lower.h);
+// lowering is (group, schedule, target) -> kernel IR.
 #pragma once
 
 #include "codegen/Target.h"
@@ -98,13 +99,5 @@ std::string_view gemmParallelName(MatMulSchedule::Parallel parallel);
 /// The inverse of scheduleStr: every field it prints, back into a schedule.
 /// Malformed text is an error quoting it and naming the bad field.
 Expected<Schedule> parseSchedule(std::string_view text);
-
-/// A good schedule for `group` on `target` without running anything.
-Schedule defaultSchedule(const ir::Graph &graph, const passes::FusionGroup &group,
-                         const codegen::CpuTarget &target);
-
-/// Every legal schedule for `group` on `target` (the default among them).
-std::vector<Schedule> scheduleSpace(const ir::Graph &graph, const passes::FusionGroup &group,
-                                    const codegen::CpuTarget &target);
 
 } // namespace kiln::lower

@@ -7,7 +7,7 @@
 #include "compiler/tuning/TuningKeys.h"
 #include "passes/graph/Fusion.h"
 #include "passes/lower/Schedule.h"
-#include "passes/lower/gpu/GpuLower.h"
+#include "passes/lower/Lower.h"
 #include "passes/lower/gpu/GpuMmaSchedule.h"
 #include "passes/lower/gpu/GpuWgmmaSchedule.h"
 

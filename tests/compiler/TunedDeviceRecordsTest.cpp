@@ -14,7 +14,7 @@
 #include "compiler/tuning/TuningKeys.h"
 #include "frontend/TempDir.h"
 #include "ir/kernel/Printer.h"
-#include "passes/lower/gpu/GpuLower.h"
+#include "passes/lower/Lower.h"
 #include "runtime/tuning/TuningDatabase.h"
 
 #include <fmt/format.h>
@@ -50,7 +50,7 @@ TunedContraction probeContraction(const ir::Graph &graph, const codegen::GpuTarg
   probe.chooseSchedule = [&](const ir::Graph &g, const passes::FusionGroup &group) {
     if (group.kind == passes::GroupKind::Contraction) {
       found.identity = tuning::groupIdentity(g, group);
-      std::vector<lower::Schedule> space = lower::gpuScheduleSpace(g, group, target);
+      std::vector<lower::Schedule> space = lower::scheduleSpace(g, group, target);
       found.defaultSchedule = lower::scheduleStr(space.front());
       for (const lower::Schedule &schedule : space)
         if (lower::scheduleStr(schedule) != found.defaultSchedule) {

@@ -8,6 +8,7 @@
 #include "compiler/GpuModuleCache.h"
 #include "compiler/tuner/Tuner.h"
 #include "frontend/TempDir.h"
+#include "passes/lower/Lower.h"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 
 #include "codegen/llvm/HostBackend.h"
 #include "ir/kernel/Evaluator.h"
-#include "passes/lower/gpu/GpuLower.h"
+#include "passes/lower/Lower.h"
 #include "runtime/sim/Simulator.h"
 
 #include <fmt/format.h>
@@ -69,8 +69,8 @@ Expected<NamedTensors> runLoweredGraph(const ir::Graph &graph, const NamedTensor
       KILN_TRY(codegen::GpuTarget gpu, codegen::gpuTargetNamed(options.gpuArch));
       lower::Schedule schedule = options.chooseGpuSchedule
                                      ? options.chooseGpuSchedule(graph, group, gpu)
-                                     : lower::defaultGpuSchedule(graph, group, gpu);
-      KILN_TRY(lower::LoweredKernel lowered, lower::lowerGroupForGpu(graph, group, schedule, gpu));
+                                     : lower::defaultSchedule(graph, group, gpu);
+      KILN_TRY(lower::LoweredKernel lowered, lower::lowerGroup(graph, group, schedule, gpu));
       if (options.loweredKernels)
         options.loweredKernels->push_back(lowered.kernel);
       kernels.push_back({&group, std::move(lowered)});
@@ -79,7 +79,7 @@ Expected<NamedTensors> runLoweredGraph(const ir::Graph &graph, const NamedTensor
     lower::Schedule schedule = options.chooseSchedule
                                    ? options.chooseSchedule(graph, group, target)
                                    : lower::defaultSchedule(graph, group, target);
-    KILN_TRY(lower::LoweredKernel lowered, lower::lowerGroupForCpu(graph, group, schedule, target));
+    KILN_TRY(lower::LoweredKernel lowered, lower::lowerGroup(graph, group, schedule, target));
     kernels.push_back({&group, std::move(lowered)});
   }
   if (options.executor == Executor::Simulator && options.checkAssembly) {

@@ -20,7 +20,7 @@ namespace kiln::test {
 enum class Executor {
   Evaluator, ///< ir/kernel/Evaluator.h: serial, reports every out-of-bounds access
   Jit,       ///< codegen/llvm/HostBackend.h: O3 machine code, parallel loops on the pool
-  Simulator, ///< GPU lowering (lowerGroupForGpu) run on the SIMT simulator (runtime/sim)
+  Simulator, ///< GPU lowering (lower::lowerGroup on a GpuTarget) run on the SIMT simulator (runtime/sim)
 };
 
 const char *executorName(Executor executor);
@@ -29,7 +29,7 @@ const char *executorName(Executor executor);
 using ScheduleChooser = std::function<lower::Schedule(
     const ir::Graph &, const passes::FusionGroup &, const codegen::CpuTarget &)>;
 
-/// Picks the GPU schedule of each group (default: lower::defaultGpuSchedule).
+/// Picks the GPU schedule of each group (default: lower::defaultSchedule).
 using GpuScheduleChooser = std::function<lower::Schedule(
     const ir::Graph &, const passes::FusionGroup &, const codegen::GpuTarget &)>;
 

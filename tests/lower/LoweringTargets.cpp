@@ -41,7 +41,7 @@ lower::Schedule defaultScheduleOn(TestTarget target, const ir::Graph &graph,
                                   const passes::FusionGroup &group) {
   if (target == TestTarget::Cpu)
     return lower::defaultSchedule(graph, group, testHostTarget());
-  return lower::defaultGpuSchedule(graph, group, testGpuTarget());
+  return lower::defaultSchedule(graph, group, testGpuTarget());
 }
 
 void LoweringCase::check(double toleranceScale) {

@@ -124,7 +124,7 @@ TEST_CASE("kernels are named after their group and take inputs, then the output"
   const codegen::CpuTarget target = codegen::referenceCpuTarget();
   std::vector<std::string> names;
   for (const passes::FusionGroup &group : plan->groups) {
-    auto lowered = lower::lowerGroupForCpu(*graph, group, lower::defaultSchedule(*graph, group, target), target);
+    auto lowered = lower::lowerGroup(*graph, group, lower::defaultSchedule(*graph, group, target), target);
     REQUIRE(lowered);
     names.push_back(lowered->kernel.name);
     REQUIRE(lowered->numInputs == static_cast<int>(group.inputs.size()));
@@ -149,11 +149,41 @@ TEST_CASE("a schedule of another kind is an error naming the group", "[lower][sc
   auto plan = passes::planFusion(*graph);
   REQUIRE(plan);
   const codegen::CpuTarget target = codegen::referenceCpuTarget();
-  auto lowered = lower::lowerGroupForCpu(*graph, plan->groups[2], lower::PoolingSchedule{}, target);
+  auto lowered = lower::lowerGroup(*graph, plan->groups[2], lower::PoolingSchedule{}, target);
   REQUIRE(!lowered);
   CHECK(lowered.error().code() == ErrorCode::InvalidArgument);
   CHECK(lowered.error().message() ==
         "lowering: schedule 'pooling vw=8 par=32768' does not apply to group 2 (reduction reduce_sum)");
+}
+
+TEST_CASE("one entry point per step serves both targets through their tables",
+          "[lower][schedule]") {
+  auto graph = graphOfEveryKind();
+  auto plan = passes::planFusion(*graph);
+  REQUIRE(plan);
+  const lower::LoweringTarget cpu = codegen::referenceCpuTarget();
+  auto gpuTarget = codegen::gpuTargetNamed("sm_80");
+  REQUIRE(gpuTarget);
+  const lower::LoweringTarget gpu = *gpuTarget;
+  for (const passes::FusionGroup &group : plan->groups) {
+    INFO("group " << group.id);
+    lower::Schedule onCpu = lower::defaultSchedule(*graph, group, cpu);
+    lower::Schedule onGpu = lower::defaultSchedule(*graph, group, gpu);
+    // Each target's table picks its own kind of schedule, and its space starts with it.
+    CHECK(lower::scheduleStr(onCpu).rfind("gpu.", 0) == std::string::npos);
+    CHECK(lower::scheduleStr(onGpu).rfind("gpu.", 0) == 0);
+    CHECK(lower::scheduleStr(lower::scheduleSpace(*graph, group, gpu).front()) ==
+          lower::scheduleStr(onGpu));
+    REQUIRE(lower::lowerGroup(*graph, group, onCpu, cpu));
+    REQUIRE(lower::lowerGroup(*graph, group, onGpu, gpu));
+    // A schedule of the other target is refused by the table, naming the group.
+    auto crossed = lower::lowerGroup(*graph, group, onCpu, gpu);
+    REQUIRE_FALSE(crossed);
+    CHECK(crossed.error().code() == ErrorCode::InvalidArgument);
+    CHECK_THAT(crossed.error().message(),
+               Catch::Contains(fmt::format("does not apply to group {}", group.id)));
+    CHECK_FALSE(lower::lowerGroup(*graph, group, onGpu, cpu));
+  }
 }
 
 TEST_CASE("a transpose schedule on a group that is not transpose-like lowers as pointwise",

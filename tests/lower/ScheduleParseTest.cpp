@@ -5,7 +5,7 @@
 
 #include "ir/graph/Parser.h"
 #include "passes/lower/Schedule.h"
-#include "passes/lower/gpu/GpuLower.h"
+#include "passes/lower/Lower.h"
 
 #include <catch2/catch.hpp>
 
@@ -130,7 +130,7 @@ TEST_CASE("parseSchedule reads back every schedule of every CPU and GPU space",
   size_t checked = 0;
   for (const passes::FusionGroup &group : plan->groups) {
     std::vector<lower::Schedule> space = lower::scheduleSpace(*graph, group, testHostTarget());
-    std::vector<lower::Schedule> gpuSpace = lower::gpuScheduleSpace(*graph, group, *gpu);
+    std::vector<lower::Schedule> gpuSpace = lower::scheduleSpace(*graph, group, *gpu);
     space.insert(space.end(), gpuSpace.begin(), gpuSpace.end());
     for (const lower::Schedule &schedule : space) {
       checkRoundTrip(schedule);

@@ -1,6 +1,6 @@
 // GPU lowering and schedules of contraction groups (matmul, batched matmul, conv2d as an
-// implicit GEMM, with their fused epilogues) on CUDA cores. Called by the GPU group dispatch
-// (GpuLower.cpp).
+// implicit GEMM, with their fused epilogues) on CUDA cores: the Contraction entry of the GPU lowering
+// table (GpuLoweringTable.cpp).
 #pragma once
 
 #include "codegen/Target.h"

@@ -1,4 +1,4 @@
-// The per-kind GPU lowerings behind lowerGroupForGpu, and the pieces they
+// The per-kind GPU lowerings behind the GPU lowering table, and the pieces they
 // share: the block/thread launch nest and the combination of per-thread
 // partial accumulators across the threads of a row.
 #pragma once
@@ -23,9 +23,6 @@ Expected<kir::StmtPtr> lowerGpuPooling(GpuLowerContext &cx, const GpuPoolingSche
 /// InvalidArgument error naming the group and the field, or nothing.
 Expected<void> checkGpuSchedule(const passes::FusionGroup &group, const Schedule &schedule,
                                 const codegen::GpuTarget &target);
-
-/// Stores the root's element at `index` into the output buffer.
-Expected<kir::StmtPtr> storeGpuRoot(GpuLowerContext &cx, std::span<const kir::ExprPtr> index);
 
 // ---- the launch nest
 

@@ -23,11 +23,6 @@ ExprPtr GpuThread::lane() const {
   return cast(flat, Type::scalar(DType::I32));
 }
 
-Expected<StmtPtr> storeGpuRoot(GpuLowerContext &cx, std::span<const ExprPtr> index) {
-  KILN_TRY(ExprPtr value, cx.emitter.at(cx.root(), index));
-  return storeBound(cx.signature.out, linearIndex(index, cx.root()->type().shape), value, cx.names);
-}
-
 Expected<StmtPtr> gpuNest(GpuLowerContext &cx, int64_t blocks, int64_t threadsX, int64_t threadsY,
                           const ThreadBodyFn &body) {
   KILN_CHECK(blocks >= 1 && threadsX >= 1 && threadsY >= 1, "gpuNest: empty launch");

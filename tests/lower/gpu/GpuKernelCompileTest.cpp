@@ -49,9 +49,9 @@ TEST_CASE("GPU kernels of every kind compile with NVRTC for every checked archit
       if (group.kind == passes::GroupKind::Constant || group.kind == passes::GroupKind::Alias)
         continue;
       ++kinds;
-      std::vector<lower::Schedule> space = lower::gpuScheduleSpace(c->graph(), group, *target);
+      std::vector<lower::Schedule> space = lower::scheduleSpace(c->graph(), group, *target);
       for (size_t s = 0; s < space.size(); ++s) {
-        auto lowered = lower::lowerGroupForGpu(c->graph(), group, space[s], *target);
+        auto lowered = lower::lowerGroup(c->graph(), group, space[s], *target);
         INFO(lower::scheduleStr(space[s]) << (lowered ? std::string() : lowered.error().str()));
         REQUIRE(lowered);
         lowered->kernel.name += fmt::format("_s{}", s);

@@ -11,7 +11,7 @@
 
 #include "ir/kernel/GpuLaunch.h"
 #include "ir/kernel/Printer.h"
-#include "passes/lower/gpu/GpuLower.h"
+#include "passes/lower/Lower.h"
 
 #include <algorithm>
 
@@ -44,7 +44,7 @@ inline bool runsRows(const passes::FusionGroup &group) {
 inline GpuScheduleChooser gpuStress(int rowThreads, int rowsPerBlock) {
   return [=](const ir::Graph &graph, const passes::FusionGroup &group,
              const codegen::GpuTarget &target) -> lower::Schedule {
-    lower::Schedule chosen = lower::defaultGpuSchedule(graph, group, target);
+    lower::Schedule chosen = lower::defaultSchedule(graph, group, target);
     switch (group.kind) {
     case passes::GroupKind::Pointwise:
       if (std::holds_alternative<lower::GpuTransposeSchedule>(chosen))
@@ -142,11 +142,11 @@ inline size_t checkEveryGpuSchedule(LoweringCase &c, double toleranceScale = 1.0
   size_t largest = 0;
   for (const passes::FusionGroup &group : plan->groups)
     if (group.kind != passes::GroupKind::Constant && group.kind != passes::GroupKind::Alias)
-      largest = std::max(largest, lower::gpuScheduleSpace(c.graph(), group, target).size());
+      largest = std::max(largest, lower::scheduleSpace(c.graph(), group, target).size());
   for (size_t pick = 0; pick < largest; ++pick) {
     GpuScheduleChooser chooser = [pick](const ir::Graph &graph, const passes::FusionGroup &group,
                                         const codegen::GpuTarget &gpu) {
-      std::vector<lower::Schedule> space = lower::gpuScheduleSpace(graph, group, gpu);
+      std::vector<lower::Schedule> space = lower::scheduleSpace(graph, group, gpu);
       return space[std::min(pick, space.size() - 1)];
     };
     INFO("schedule #" << pick);

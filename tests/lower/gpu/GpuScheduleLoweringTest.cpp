@@ -64,8 +64,8 @@ OneGroup lowerOnly(LoweringCase &c, std::optional<lower::Schedule> schedule = st
   REQUIRE(kernels.size() == 1);
   OneGroup one{kernels[0], {}, {}, {}, {}};
   codegen::GpuTarget target = testGpuTarget();
-  one.schedule = schedule ? *schedule : lower::defaultGpuSchedule(c.graph(), one.group, target);
-  auto lowered = lower::lowerGroupForGpu(c.graph(), one.group, one.schedule, target);
+  one.schedule = schedule ? *schedule : lower::defaultSchedule(c.graph(), one.group, target);
+  auto lowered = lower::lowerGroup(c.graph(), one.group, one.schedule, target);
   INFO((lowered ? std::string() : lowered.error().str()));
   REQUIRE(lowered);
   one.lowered = std::move(*lowered);
@@ -148,9 +148,9 @@ TEST_CASE("GPU schedule spaces start with the default and hold no duplicates", "
   REQUIRE(plan);
   codegen::GpuTarget target = testGpuTarget();
   for (const passes::FusionGroup &group : plan->groups) {
-    std::vector<lower::Schedule> space = lower::gpuScheduleSpace(c.graph(), group, target);
+    std::vector<lower::Schedule> space = lower::scheduleSpace(c.graph(), group, target);
     REQUIRE(!space.empty());
-    CHECK(lower::scheduleStr(space[0]) == lower::scheduleStr(lower::defaultGpuSchedule(c.graph(), group, target)));
+    CHECK(lower::scheduleStr(space[0]) == lower::scheduleStr(lower::defaultSchedule(c.graph(), group, target)));
     std::set<std::string> seen;
     for (const lower::Schedule &s : space)
       CHECK(seen.insert(lower::scheduleStr(s)).second);
@@ -313,7 +313,7 @@ TEST_CASE("illegal GPU schedules are errors naming the field", "[gpu-lower][sche
   auto errorOf = [&](LoweringCase &c, lower::Schedule schedule) {
     auto plan = passes::planFusion(c.graph());
     REQUIRE(plan);
-    auto lowered = lower::lowerGroupForGpu(c.graph(), plan->groups.back(), schedule, target);
+    auto lowered = lower::lowerGroup(c.graph(), plan->groups.back(), schedule, target);
     REQUIRE(!lowered);
     CHECK(lowered.error().code() == ErrorCode::InvalidArgument);
     return lowered.error().message();

@@ -192,15 +192,15 @@ TEST_CASE("gpu contraction: illegal schedules name the field", "[lower][gpu-cont
                          Bad{emptySplit, "without K tiles"},
                          Bad{vector, "vectorWidth"}, Bad{zero, "blockK"}}) {
     auto lowered =
-        lower::lowerGroupForGpu(c.graph(), *planned.group, bad.schedule, gpuTestTarget());
+        lower::lowerGroup(c.graph(), *planned.group, bad.schedule, gpuTestTarget());
     REQUIRE_FALSE(lowered);
     INFO(lowered.error().str());
     CHECK(lowered.error().code() == ErrorCode::InvalidArgument);
     CHECK_THAT(lowered.error().str(), Catch::Contains(bad.field));
   }
   // A CPU schedule is not a GPU one.
-  auto cpu = lower::lowerGroupForGpu(c.graph(), *planned.group, lower::MatMulSchedule{},
-                                     gpuTestTarget());
+  auto cpu = lower::lowerGroup(c.graph(), *planned.group, lower::MatMulSchedule{},
+                               gpuTestTarget());
   REQUIRE_FALSE(cpu);
   CHECK(cpu.error().code() == ErrorCode::InvalidArgument);
   CHECK_THAT(cpu.error().str(), Catch::Contains("GpuMatMulSchedule"));
@@ -222,11 +222,11 @@ TEST_CASE("gpu contraction: every schedule of the space, on two groups",
   for (auto [c, k] : {std::pair<GraphCase *, int64_t>{&dense, 21}, {&conv, 27}}) {
     PlannedContraction planned = planContraction(c->graph());
     std::vector<lower::Schedule> space =
-        lower::gpuScheduleSpace(c->graph(), *planned.group, gpuTestTarget());
+        lower::scheduleSpace(c->graph(), *planned.group, gpuTestTarget());
     REQUIRE(space.size() > 50);
     CHECK(lower::scheduleStr(space.front()) ==
           lower::scheduleStr(
-              lower::defaultGpuSchedule(c->graph(), *planned.group, gpuTestTarget())));
+              lower::defaultSchedule(c->graph(), *planned.group, gpuTestTarget())));
     std::set<std::string> seen;
     std::set<int> blockKs, stages, threadTiles;
     for (const lower::Schedule &s : space) {

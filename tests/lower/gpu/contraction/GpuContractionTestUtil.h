@@ -10,7 +10,7 @@
 #include "passes/lower/gpu/GpuContraction.h"
 #include "passes/lower/gpu/GpuGemmSchedule.h"
 #include "passes/lower/gpu/GpuMmaSchedule.h"
-#include "passes/lower/gpu/GpuLower.h"
+#include "passes/lower/Lower.h"
 #include "passes/lower/gpu/GpuWgmmaSchedule.h"
 #include "runtime/sim/Simulator.h"
 
@@ -70,7 +70,7 @@ inline constexpr double kTf32Scale = 8192.0;
 inline lower::LoweredKernel lowerGpuContraction(GraphCase &c, const passes::FusionGroup &group,
                                                 const lower::Schedule &schedule) {
   const codegen::GpuTarget &target = gpuTestTarget();
-  auto lowered = lower::lowerGroupForGpu(c.graph(), group, schedule, target);
+  auto lowered = lower::lowerGroup(c.graph(), group, schedule, target);
   INFO((lowered ? std::string() : lowered.error().str()));
   REQUIRE(lowered);
   auto launch = kir::gpuLaunchOf(lowered->kernel, target.maxThreadsPerBlock);
@@ -111,7 +111,7 @@ inline lower::LoweredKernel lowerGpuContraction(GraphCase &c, const passes::Fusi
     kernels.push_back(followUp);
   }
   bool isDefault = lower::scheduleStr(schedule) ==
-                   lower::scheduleStr(lower::defaultGpuSchedule(c.graph(), group, target));
+                   lower::scheduleStr(lower::defaultSchedule(c.graph(), group, target));
   assembleOrBatch(kernels,
                   fmt::format("{} with {}", c.graph().name(), lower::scheduleStr(schedule)),
                   isDefault ? SpillPolicy::Fail : SpillPolicy::Candidate);
@@ -153,7 +153,7 @@ inline void checkGpuContraction(GraphCase &c, int64_t k, DType accumulate,
   PlannedContraction planned = planContraction(c.graph());
   lower::Schedule chosen =
       schedule ? *schedule
-               : lower::defaultGpuSchedule(c.graph(), *planned.group, gpuTestTarget());
+               : lower::defaultSchedule(c.graph(), *planned.group, gpuTestTarget());
   INFO("GPU schedule: " << lower::scheduleStr(chosen));
   lower::LoweredKernel lowered = lowerGpuContraction(c, *planned.group, chosen);
   auto got = simulateContraction(lowered, *planned.group, c.inputs());
@@ -178,7 +178,7 @@ inline std::vector<AssembledKernel> assembleMatMulWithoutSpills(
   PlannedContraction planned = planContraction(c.graph());
   REQUIRE(lower::checkGpuMmaSchedule(schedule, lower::gpuContractionGemmShape(*planned.group),
                                      gpuTestTarget()));
-  auto lowered = lower::lowerGroupForGpu(c.graph(), *planned.group, schedule, gpuTestTarget());
+  auto lowered = lower::lowerGroup(c.graph(), *planned.group, schedule, gpuTestTarget());
   INFO((lowered ? std::string() : lowered.error().str()));
   REQUIRE(lowered);
   // The default spill policy fails on any spill; the explicit check keeps it so.

@@ -196,7 +196,7 @@ TEST_CASE("gpu matmul: split-K on CUDA cores", "[lower][gpu-contraction][split-k
   c.output(c.node(OpKind::MatMul, {x, w}, matmulAttrs()));
   PlannedContraction planned = planContraction(c.graph());
   lower::GpuMatMulSchedule d = gemmOf(
-      lower::defaultGpuSchedule(c.graph(), *planned.group, gpuTestTarget()));
+      lower::defaultSchedule(c.graph(), *planned.group, gpuTestTarget()));
   INFO(lower::scheduleStr(d));
   CHECK(d.splitK > 1);
   checkGpuContraction(c, 4096, DType::F32);

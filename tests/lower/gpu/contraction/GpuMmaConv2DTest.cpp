@@ -58,7 +58,7 @@ void checkMmaConv(const ConvCase &cc, DType dtype, bool biasRelu = false) {
   int64_t k = cc.channels / cc.groups * cc.kernelH * cc.kernelW;
   double scale = dtype == DType::F32 ? kTf32Scale : 1.0;
   PlannedContraction planned = planContraction(c.graph());
-  lower::Schedule chosen = lower::defaultGpuSchedule(c.graph(), *planned.group, gpuTestTarget());
+  lower::Schedule chosen = lower::defaultSchedule(c.graph(), *planned.group, gpuTestTarget());
   INFO(lower::scheduleStr(chosen));
   REQUIRE(gemmOf(chosen).tensorCores());
   checkGpuContraction(c, k, DType::F32, chosen, scale);

@@ -36,7 +36,7 @@ void checkMmaMatMul(int64_t m, int64_t n, int64_t k, std::optional<lower::Schedu
   PlannedContraction planned = planContraction(c.graph());
   lower::Schedule chosen =
       schedule ? *schedule
-               : lower::defaultGpuSchedule(c.graph(), *planned.group, gpuTestTarget());
+               : lower::defaultSchedule(c.graph(), *planned.group, gpuTestTarget());
   REQUIRE(gemmOf(chosen).tensorCores());
   checkGpuContraction(c, k, DType::F32, chosen, tf32 ? kTf32Scale : 1.0);
 }

@@ -51,7 +51,7 @@ void checkPersistentOn(const codegen::GpuTarget &target, GraphCase &c, int64_t k
                        const lower::GpuMatMulSchedule &s, int64_t wantBlocks) {
   INFO(fmt::format("{} on {} SMs", lower::scheduleStr(lower::Schedule{s}), target.numSms));
   PlannedContraction planned = planContraction(c.graph());
-  auto lowered = lower::lowerGroupForGpu(c.graph(), *planned.group, s, target);
+  auto lowered = lower::lowerGroup(c.graph(), *planned.group, s, target);
   INFO((lowered ? std::string() : lowered.error().str()));
   REQUIRE(lowered);
   auto launch = kir::gpuLaunchOf(lowered->kernel, target.maxThreadsPerBlock);

@@ -267,8 +267,8 @@ TEST_CASE("gpu tensor cores: the grouped tile order", "[lower][gpu-contraction][
   CHECK(gemmOf(*parsed).groupM == 4);
   lower::GpuMatMulSchedule simt = gpuGemm(64, 64, 16, 4, 4, 2);
   simt.groupM = 8;
-  auto refused = lower::lowerGroupForGpu(c.graph(), *planContraction(c.graph()).group, simt,
-                                         gpuTestTarget());
+  auto refused = lower::lowerGroup(c.graph(), *planContraction(c.graph()).group, simt,
+                                   gpuTestTarget());
   REQUIRE_FALSE(refused);
   CHECK_THAT(refused.error().message(), Catch::Matchers::Contains("groupM"));
   const codegen::GpuTarget &h100 = gpuTestTarget();

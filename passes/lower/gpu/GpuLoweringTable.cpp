@@ -1,9 +1,13 @@
-// GPU schedules: the heuristic default of each group kind (occupancy and
-// wave quantization over the target's SMs, threads per row from the row
-// length), the schedule space the tuner searches, and the legality check.
+// The GPU's lowering table: for each group kind with a GPU kernel, its
+// heuristic default schedule (occupancy and wave quantization over the
+// target's SMs, threads per row from the row length), the schedule space the
+// tuner searches and its lowering (GpuKinds.h; contractions: GpuContraction.h),
+// whose kernel is checked against the target's launch limits; and the
+// legality check of GPU schedules.
+#include "ir/kernel/GpuLaunch.h"
+#include "passes/lower/LoweringTable.h"
 #include "passes/lower/gpu/GpuContraction.h"
 #include "passes/lower/gpu/GpuKinds.h"
-#include "passes/lower/gpu/GpuLower.h"
 
 #include <fmt/format.h>
 
@@ -172,98 +176,155 @@ Expected<void> checkGpuSchedule(const passes::FusionGroup &group, const Schedule
   return std::visit(Checker{group, target}, schedule);
 }
 
-Schedule defaultGpuSchedule(const ir::Graph &graph, const passes::FusionGroup &group,
-                            const codegen::GpuTarget &target) {
-  switch (group.kind) {
-  case passes::GroupKind::Contraction: return defaultGpuContractionSchedule(graph, group, target);
-  case passes::GroupKind::Pointwise:
-    if (stagedTranspose(group))
-      return GpuTransposeSchedule{.tile = 32, .rowsPerPass = 8};
-    return defaultPointwise(group, target);
-  case passes::GroupKind::Reduction:
-  case passes::GroupKind::RowNorm: {
-    std::optional<RowShape> rows = rowShapeOf(group);
-    int threads = 256, perBlock = 1;
-    if (rows) {
-      int64_t width = defaultRowWidth(rows->length, rows->rows, target);
-      perBlock = defaultRowsPerBlock(width, rows->rows, target);
-      threads = static_cast<int>(width) * perBlock;
-    } else {
-      threads = columnThreads(product(group.root->type().shape), target);
-    }
-    if (group.kind == passes::GroupKind::Reduction)
-      return GpuReductionSchedule{.threadsPerBlock = threads, .rowsPerBlock = perBlock,
-                                  .vectorWidth = rows ? reductionVectorWidth(group, *rows, threads / perBlock) : 1};
-    return GpuRowNormSchedule{.threadsPerBlock = threads, .rowsPerBlock = perBlock,
-                              .vectorWidth = rows ? reductionVectorWidth(group, *rows, threads / perBlock) : 1};
-  }
-  case passes::GroupKind::Pooling:
-    return GpuPoolingSchedule{.threadsPerBlock = columnThreads(product(group.root->type().shape), target)};
-  default: return NoSchedule{};
-  }
+namespace {
+
+using codegen::GpuTarget;
+
+/// Lowers with the lowering of schedule type S, then checks the launch
+/// structure and the static shared memory against the target.
+template <typename S, typename F>
+Expected<LoweredKernel> lowerWith(const ir::Graph &graph, const passes::FusionGroup &group,
+                                  const Schedule &schedule, const GpuTarget &target,
+                                  F lowerBody) {
+  KILN_TRY(const S *chosen, scheduleOfKind<S>(group, schedule, "GPU schedule"));
+  KILN_TRY_VOID(checkGpuSchedule(group, schedule, target));
+  GpuLowerContext cx(graph, group, target);
+  KILN_TRY(kir::StmtPtr body, lowerBody(cx, *chosen));
+  LoweredKernel lowered = finishKernel(group, cx.signature, std::move(body));
+  auto launch = kir::gpuLaunchOf(lowered.kernel, target.maxThreadsPerBlock);
+  KILN_CHECK(launch.has_value(), fmt::format("GPU lowering of group {} broke the launch structure: {}",
+                                             group.id, launch ? "" : launch.error().message()));
+  KILN_CHECK(launch->reservedSharedBytes() <= target.maxSharedBytesPerBlock(),
+             fmt::format("GPU lowering of group {} uses {} bytes of shared memory", group.id,
+                         launch->sharedBytes));
+  return lowered;
 }
 
-std::vector<Schedule> gpuScheduleSpace(const ir::Graph &graph, const passes::FusionGroup &group,
-                                       const codegen::GpuTarget &target) {
-  if (group.kind == passes::GroupKind::Contraction)
-    return gpuContractionScheduleSpace(graph, group, target);
-  std::vector<Schedule> space{defaultGpuSchedule(graph, group, target)};
-  auto addUnique = [&](Schedule s) {
-    if (!checkGpuSchedule(group, s, target))
-      return;
-    std::string text = scheduleStr(s);
-    for (const Schedule &have : space)
-      if (scheduleStr(have) == text)
-        return;
-    space.push_back(std::move(s));
-  };
-  switch (group.kind) {
-  case passes::GroupKind::Pointwise: {
-    if (stagedTranspose(group))
-      for (int tile : {16, 32, 64})
-        for (int rows : {4, 8, 16})
-          addUnique(GpuTransposeSchedule{.tile = tile, .rowsPerPass = rows});
-    GpuPointwiseSchedule base = defaultPointwise(group, target);
-    for (int threads : {128, 256, 512})
-      for (int vw : {1, base.vectorWidth})
-        for (int ept : {1, 4})
-          addUnique(GpuPointwiseSchedule{.threadsPerBlock = threads, .vectorWidth = vw,
-                                         .elementsPerThread = ept,
-                                         .maxBlocksPerSm = std::max(1, target.maxThreadsPerSm / threads)});
-    break;
+/// A space that takes only the schedules checkGpuSchedule accepts.
+struct GpuSpaceBuilder : SpaceBuilder {
+  GpuSpaceBuilder(const passes::FusionGroup &group, const GpuTarget &target, Schedule first)
+      : SpaceBuilder{{std::move(first)}}, group(group), target(target) {}
+  void add(Schedule s) {
+    if (checkGpuSchedule(group, s, target))
+      SpaceBuilder::add(std::move(s));
   }
-  case passes::GroupKind::Reduction:
-  case passes::GroupKind::RowNorm:
+  const passes::FusionGroup &group;
+  const GpuTarget &target;
+};
+
+// ---- pointwise: a transpose-shaped group whose transpose can be staged takes shared tiles
+// (GpuTransposeSchedule)
+
+Schedule pointwiseDefault(const ir::Graph &, const passes::FusionGroup &group,
+                          const GpuTarget &target) {
+  if (stagedTranspose(group))
+    return GpuTransposeSchedule{.tile = 32, .rowsPerPass = 8};
+  return defaultPointwise(group, target);
+}
+
+std::vector<Schedule> pointwiseSpace(const ir::Graph &graph, const passes::FusionGroup &group,
+                                     const GpuTarget &target) {
+  GpuSpaceBuilder b(group, target, pointwiseDefault(graph, group, target));
+  if (stagedTranspose(group))
+    for (int tile : {16, 32, 64})
+      for (int rows : {4, 8, 16})
+        b.add(GpuTransposeSchedule{.tile = tile, .rowsPerPass = rows});
+  GpuPointwiseSchedule base = defaultPointwise(group, target);
+  for (int threads : {128, 256, 512})
+    for (int vw : {1, base.vectorWidth})
+      for (int ept : {1, 4})
+        b.add(GpuPointwiseSchedule{.threadsPerBlock = threads, .vectorWidth = vw,
+                                   .elementsPerThread = ept,
+                                   .maxBlocksPerSm = std::max(1, target.maxThreadsPerSm / threads)});
+  return b.space;
+}
+
+Expected<LoweredKernel> pointwiseLower(const ir::Graph &graph, const passes::FusionGroup &group,
+                                       const Schedule &schedule, const GpuTarget &target) {
+  if (std::holds_alternative<GpuTransposeSchedule>(schedule))
+    return lowerWith<GpuTransposeSchedule>(graph, group, schedule, target, lowerGpuTranspose);
+  return lowerWith<GpuPointwiseSchedule>(graph, group, schedule, target, lowerGpuPointwise);
+}
+
+// ---- reduction and row norm: rows split over threads, or a thread per output column
+
+template <typename S, auto lowerBody> struct RowKind {
+  static Schedule defaults(const ir::Graph &, const passes::FusionGroup &group,
+                           const GpuTarget &target) {
+    std::optional<RowShape> rows = rowShapeOf(group);
+    if (!rows)
+      return S{.threadsPerBlock = columnThreads(product(group.root->type().shape), target),
+               .rowsPerBlock = 1, .vectorWidth = 1};
+    int64_t width = defaultRowWidth(rows->length, rows->rows, target);
+    int perBlock = defaultRowsPerBlock(width, rows->rows, target);
+    int threads = static_cast<int>(width) * perBlock;
+    return S{.threadsPerBlock = threads, .rowsPerBlock = perBlock,
+             .vectorWidth = reductionVectorWidth(group, *rows, threads / perBlock)};
+  }
+  static std::vector<Schedule> space(const ir::Graph &graph, const passes::FusionGroup &group,
+                                     const GpuTarget &target) {
+    GpuSpaceBuilder b(group, target, defaults(graph, group, target));
     if (rowShapeOf(group)) {
       int vw = std::clamp(16 / widestStorageBytes(group), 1, 8);
       for (int width : {1, 4, 8, 32, 128, 512})
         for (int rows : {1, 4, 8})
-          if (width * rows <= target.maxThreadsPerBlock) {
-            if (group.kind == passes::GroupKind::Reduction)
-              for (int v : {1, vw})
-                addUnique(GpuReductionSchedule{.threadsPerBlock = width * rows, .rowsPerBlock = rows,
-                                               .vectorWidth = v});
-            else
-              for (int v : {1, vw})
-                addUnique(GpuRowNormSchedule{.threadsPerBlock = width * rows, .rowsPerBlock = rows,
-                                             .vectorWidth = v});
-          }
+          if (width * rows <= target.maxThreadsPerBlock)
+            for (int v : {1, vw})
+              b.add(S{.threadsPerBlock = width * rows, .rowsPerBlock = rows, .vectorWidth = v});
     } else {
-      for (int threads : {64, 128, 256, 512}) {
-        if (group.kind == passes::GroupKind::Reduction)
-          addUnique(GpuReductionSchedule{.threadsPerBlock = threads, .rowsPerBlock = 1});
-        else
-          addUnique(GpuRowNormSchedule{.threadsPerBlock = threads, .rowsPerBlock = 1});
-      }
+      for (int threads : {64, 128, 256, 512})
+        b.add(S{.threadsPerBlock = threads, .rowsPerBlock = 1});
     }
-    break;
-  case passes::GroupKind::Pooling:
-    for (int threads : {64, 128, 256, 512})
-      addUnique(GpuPoolingSchedule{.threadsPerBlock = threads});
-    break;
-  default: break;
+    return b.space;
   }
-  return space;
+  static Expected<LoweredKernel> lower(const ir::Graph &graph, const passes::FusionGroup &group,
+                                       const Schedule &schedule, const GpuTarget &target) {
+    return lowerWith<S>(graph, group, schedule, target, lowerBody);
+  }
+  static constexpr KindLowering<GpuTarget> entry{defaults, space, lower};
+};
+
+// ---- pooling: a thread per output element
+
+Schedule poolingDefault(const ir::Graph &, const passes::FusionGroup &group,
+                        const GpuTarget &target) {
+  return GpuPoolingSchedule{.threadsPerBlock = columnThreads(product(group.root->type().shape), target)};
+}
+
+std::vector<Schedule> poolingSpace(const ir::Graph &graph, const passes::FusionGroup &group,
+                                   const GpuTarget &target) {
+  GpuSpaceBuilder b(group, target, poolingDefault(graph, group, target));
+  for (int threads : {64, 128, 256, 512})
+    b.add(GpuPoolingSchedule{.threadsPerBlock = threads});
+  return b.space;
+}
+
+Expected<LoweredKernel> poolingLower(const ir::Graph &graph, const passes::FusionGroup &group,
+                                     const Schedule &schedule, const GpuTarget &target) {
+  return lowerWith<GpuPoolingSchedule>(graph, group, schedule, target, lowerGpuPooling);
+}
+
+constexpr KindLowering<GpuTarget> kPointwise{pointwiseDefault, pointwiseSpace, pointwiseLower};
+constexpr KindLowering<GpuTarget> kPooling{poolingDefault, poolingSpace, poolingLower};
+constexpr KindLowering<GpuTarget> kContraction{defaultGpuContractionSchedule,
+                                               gpuContractionScheduleSpace,
+                                               lowerContractionForGpu};
+
+} // namespace
+
+const KindLowering<GpuTarget> *gpuKindLowering(passes::GroupKind kind) {
+  switch (kind) {
+  case passes::GroupKind::Pointwise: return &kPointwise;
+  case passes::GroupKind::Reduction:
+    return &RowKind<GpuReductionSchedule, lowerGpuReduction>::entry;
+  case passes::GroupKind::RowNorm: return &RowKind<GpuRowNormSchedule, lowerGpuRowNorm>::entry;
+  case passes::GroupKind::Pooling: return &kPooling;
+  case passes::GroupKind::Contraction: return &kContraction;
+  case passes::GroupKind::Constant:
+  case passes::GroupKind::Alias:
+  case passes::GroupKind::Opaque: return nullptr;
+  }
+  KILN_UNREACHABLE("gpuKindLowering: group kind");
 }
 
 } // namespace kiln::lower
