@@ -234,11 +234,10 @@ Expected<StmtPtr> KernelTextParser::parseWgmma(const Token &keyword) {
   KILN_TRY(SharedMatrix a, parseSharedMatrix());
   KILN_TRY_VOID(expect("*"));
   KILN_TRY(SharedMatrix b, parseSharedMatrix());
-  auto product = std::make_shared<Wgmma>(*kind, n, Fragment{std::move(dBuffer), offset},
-                                         std::move(a), std::move(b), accumulate);
-  if (std::optional<std::string> problem = wgmmaProblem(*product))
+  Fragment d{std::move(dBuffer), offset};
+  if (std::optional<std::string> problem = wgmmaProblem(*kind, n, d, a, b))
     return errorAt(dToken, *problem);
-  return product;
+  return std::make_shared<Wgmma>(*kind, n, std::move(d), std::move(a), std::move(b), accumulate);
 }
 
 Expected<StmtPtr> KernelTextParser::parseMbarrier(const Token &keyword) {
@@ -350,12 +349,12 @@ Expected<StmtPtr> KernelTextParser::parseTmaLoad() {
     return expected("'on' (the mbarrier the copy completes on)");
   KILN_TRY(BufferPtr barriers, expectBufferName());
   KILN_TRY(ExprPtr barrierIndex, parseSubscript("an mbarrier index"));
-  auto copy = std::make_shared<TmaLoad>(std::move(destination), std::move(destinationIndex),
-                                        std::move(map), std::move(coords), std::move(barriers),
-                                        std::move(barrierIndex));
-  if (std::optional<std::string> problem = tmaLoadProblem(*copy))
+  if (std::optional<std::string> problem =
+          tmaLoadProblem(destination, destinationIndex, map, coords, barriers, barrierIndex))
     return errorAt(keyword, *problem);
-  return copy;
+  return std::make_shared<TmaLoad>(std::move(destination), std::move(destinationIndex),
+                                   std::move(map), std::move(coords), std::move(barriers),
+                                   std::move(barrierIndex));
 }
 
 } // namespace kiln::kir::text

@@ -111,16 +111,11 @@ private:
 
   Expected<bool> exprNode(const Expr &node, const ExprPtr &e) {
     switch (node.kind()) {
+    // A node's own types (operands that agree, result types, arities, lane counts of casts
+    // and broadcasts) are its constructor's checks (NodeChecks.cpp): only what depends on
+    // context, on the operation's definition for the dtype, and on the lane limit is here.
     case ExprKind::IntImm:
-      if (isFloatingPoint(node.type().dtype))
-        return fail(fmt::format("integer constant {} has float type {}", quoted(e),
-                                typeName(node.type())));
-      return false;
-    case ExprKind::FloatImm:
-      if (!isFloatingPoint(node.type().dtype))
-        return fail(fmt::format("float constant {} has type {}", quoted(e),
-                                typeName(node.type())));
-      return false;
+    case ExprKind::FloatImm: return false;
     case ExprKind::VarRef: {
       const VarPtr &var = static_cast<const VarRef &>(node).var;
       if (!vars_.contains(var.get()))
@@ -132,9 +127,6 @@ private:
     case ExprKind::Unary: {
       auto &unary = static_cast<const Unary &>(node);
       KILN_TRY(bool varying, expr(unary.operand));
-      if (node.type() != unary.operand->type())
-        return fail(fmt::format("{} is {}, its operand {}", quoted(e), typeName(node.type()),
-                                typeName(unary.operand->type())));
       KILN_TRY_VOID(defined(checkUnaryLane(unary.op, node.type().dtype), e));
       return varying;
     }
@@ -142,15 +134,7 @@ private:
       auto &binary = static_cast<const Binary &>(node);
       KILN_TRY(bool lhs, expr(binary.lhs));
       KILN_TRY(bool rhs, expr(binary.rhs));
-      const Type a = binary.lhs->type(), b = binary.rhs->type();
-      if (a != b)
-        return fail(fmt::format("binary operands have different types ({} and {}) in {}",
-                                typeName(a), typeName(b), quoted(e)));
-      const Type result{isComparison(binary.op) ? DType::Bool : a.dtype, a.lanes};
-      if (node.type() != result)
-        return fail(fmt::format("{} is {}, expected {}", quoted(e), typeName(node.type()),
-                                typeName(result)));
-      KILN_TRY_VOID(defined(checkBinaryLane(binary.op, a.dtype), e));
+      KILN_TRY_VOID(defined(checkBinaryLane(binary.op, binary.lhs->type().dtype), e));
       return lhs || rhs;
     }
     case ExprKind::Select: {
@@ -158,20 +142,11 @@ private:
       KILN_TRY(bool cond, expr(select.cond));
       KILN_TRY(bool onTrue, expr(select.onTrue));
       KILN_TRY(bool onFalse, expr(select.onFalse));
-      const Type a = select.onTrue->type(), b = select.onFalse->type();
-      if (a != b)
-        return fail(fmt::format("select arms have different types ({} and {}) in {}",
-                                typeName(a), typeName(b), quoted(e)));
-      KILN_TRY_VOID(mask(select.cond, a.lanes, "select condition"));
       return cond || onTrue || onFalse;
     }
     case ExprKind::Cast: {
       const ExprPtr &value = static_cast<const Cast &>(node).value;
-      KILN_TRY(bool varying, expr(value));
-      if (value->type().lanes != node.type().lanes)
-        return fail(fmt::format("cast from {} to {} changes the lane count in {}",
-                                typeName(value->type()), typeName(node.type()), quoted(e)));
-      return varying;
+      return expr(value);
     }
     case ExprKind::Load: {
       auto &load = static_cast<const Load &>(node);
@@ -187,32 +162,17 @@ private:
     }
     case ExprKind::Call: {
       auto &call = static_cast<const Call &>(node);
-      const size_t arity = call.fn == Intrinsic::Fma ? 3 : call.fn == Intrinsic::Pow ? 2 : 1;
-      if (call.args.size() != arity)
-        return fail(fmt::format("{} takes {} argument{}, not {}, in {}", intrinsicName(call.fn),
-                                arity, arity == 1 ? "" : "s", call.args.size(), quoted(e)));
       bool varying = false;
       for (const ExprPtr &arg : call.args) {
         KILN_TRY(bool v, expr(arg));
         varying |= v;
-        if (arg->type() != call.args[0]->type())
-          return fail(fmt::format("{} arguments have different types ({} and {}) in {}",
-                                  intrinsicName(call.fn), typeName(call.args[0]->type()),
-                                  typeName(arg->type()), quoted(e)));
       }
-      if (node.type() != call.args[0]->type())
-        return fail(fmt::format("{} is {}, its arguments {}", quoted(e), typeName(node.type()),
-                                typeName(call.args[0]->type())));
-      KILN_TRY_VOID(defined(checkIntrinsicLane(call.fn, node.type().dtype, arity), e));
+      KILN_TRY_VOID(
+          defined(checkIntrinsicLane(call.fn, node.type().dtype, intrinsicArity(call.fn)), e));
       return varying;
     }
     case ExprKind::Broadcast: {
-      const ExprPtr &value = static_cast<const Broadcast &>(node).value;
-      KILN_TRY(bool varying, expr(value));
-      if (value->type().isVector())
-        return fail(fmt::format("broadcast of a vector ({}) in {}", typeName(value->type()),
-                                quoted(e)));
-      return varying;
+      return expr(static_cast<const Broadcast &>(node).value);
     }
     case ExprKind::Shuffle: {
       auto &shuffle = static_cast<const Shuffle &>(node);
@@ -320,9 +280,6 @@ private:
 
   Expected<void> loop(const For &loop) {
     KILN_TRY_VOID(bind(loop.var, "loop"));
-    if (loop.var->type != Type::index())
-      return fail(fmt::format("loop variable {} is {}, not i64", loop.var->name,
-                              typeName(loop.var->type)));
     KILN_TRY(bool begin, index(loop.begin, "loop begin"));
     KILN_TRY(bool extent, index(loop.extent, "loop extent"));
     const bool thread = isThreadLoop(loop.loopKind);
@@ -339,9 +296,6 @@ private:
   Expected<void> let(const Let &let) {
     KILN_TRY_VOID(bind(let.var, "let"));
     KILN_TRY(bool varying, expr(let.value));
-    if (let.value->type() != let.var->type)
-      return fail(fmt::format("let {}: {} bound to a {} value", let.var->name,
-                              typeName(let.var->type), typeName(let.value->type())));
     vars_.insert(let.var.get());
     if (varying)
       varying_.insert(let.var.get());
@@ -352,16 +306,12 @@ private:
 
   Expected<void> branch(const If &branch) {
     KILN_TRY(bool varying, expr(branch.cond));
-    KILN_TRY_VOID(mask(branch.cond, 1, "if condition"));
     KILN_TRY_VOID(body(branch.thenBody, varying, &branch));
     return body(branch.elseBody, varying, &branch);
   }
 
   Expected<void> allocate(const Allocate &allocation) {
     const BufferPtr &buffer = allocation.buffer;
-    if (buffer->scope == MemScope::Global)
-      return fail(fmt::format("allocates global buffer {} (global buffers are parameters)",
-                              buffer->name));
     if (buffer->size < 0)
       return fail(fmt::format("allocates {} with {} elements", buffer->name, buffer->size));
     if (!buffers_.insert(buffer.get()).second)
@@ -378,13 +328,9 @@ private:
     KILN_TRY_VOID(accessible(store.buffer, "store into"));
     KILN_TRY_VOID(index(store.index, "store"));
     KILN_TRY_VOID(expr(store.value));
-    const Type value = store.value->type();
-    if (value.dtype != store.buffer->dtype)
-      return fail(fmt::format("store of {} into {} buffer {}", typeName(value),
-                              dtypeName(store.buffer->dtype), store.buffer->name));
     if (store.predicate) {
       KILN_TRY_VOID(expr(store.predicate));
-      KILN_TRY_VOID(mask(store.predicate, value.lanes, "store predicate"));
+      KILN_TRY_VOID(mask(store.predicate, store.value->type().lanes, "store predicate"));
     }
     return {};
   }

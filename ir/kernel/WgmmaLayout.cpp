@@ -88,17 +88,22 @@ uint32_t wgmmaOperandAddress(const WgmmaDescriptor &d, bool mnMajor, int element
 }
 
 std::optional<std::string> wgmmaProblem(const Wgmma &w) {
-  const WgmmaShapeInfo &info = wgmmaShapeInfo(w.wgmmaKind);
-  std::string name = fmt::format("wgmma.{}", wgmmaPtxShape(w.wgmmaKind, w.n));
-  if (!isWgmmaN(w.n))
+  return wgmmaProblem(w.wgmmaKind, w.n, w.d, w.a, w.b);
+}
+
+std::optional<std::string> wgmmaProblem(WgmmaKind kind, int n, const Fragment &dFragment,
+                                        const SharedMatrix &a, const SharedMatrix &b) {
+  const WgmmaShapeInfo &info = wgmmaShapeInfo(kind);
+  std::string name = fmt::format("wgmma.{}", wgmmaPtxShape(kind, n));
+  if (!isWgmmaN(n))
     return fmt::format("{}: n must be 8 .. 256 in steps of 8", name);
-  const Buffer *d = w.d.buffer.get();
+  const Buffer *d = dFragment.buffer.get();
   if (!d || d->scope != MemScope::Register || d->dtype != DType::F32)
     return fmt::format("{}: d must be a register buffer of f32", name);
-  if (w.d.offset < 0 || w.d.offset + w.n / 2 > d->size)
-    return fmt::format("{}: d {}[{}, {}) is outside its {} elements", name, d->name, w.d.offset,
-                       w.d.offset + w.n / 2, d->size);
-  for (const auto &[operand, matrix] : {std::pair{"a", &w.a}, std::pair{"b", &w.b}}) {
+  if (dFragment.offset < 0 || dFragment.offset + n / 2 > d->size)
+    return fmt::format("{}: d {}[{}, {}) is outside its {} elements", name, d->name,
+                       dFragment.offset, dFragment.offset + n / 2, d->size);
+  for (const auto &[operand, matrix] : {std::pair{"a", &a}, std::pair{"b", &b}}) {
     const Buffer *buffer = matrix->buffer.get();
     if (!buffer || buffer->scope != MemScope::Shared || buffer->dtype != info.operandDtype)
       return fmt::format("{}: operand {} must be a shared buffer of {}", name, operand,

@@ -140,11 +140,10 @@ TEST_CASE("sim wgmma: misuse is reported", "[sim][wgmma]") {
   unfencedAccumulators.fence = false;
   CHECK_THAT(error(unfencedAccumulators), Contains("stored to with no wgmma_fence after it"));
   // An MN-major operand of a product that cannot transpose (e4m3) is malformed.
-  Wgmma e4m3(WgmmaKind::E4M3_K32, 16, {makeBuffer("acc", DType::F32, 8, MemScope::Register), 0},
-             {makeBuffer("t", DType::F8E4M3, 4096, MemScope::Shared), index(0), true, 1024, 1024},
-             {makeBuffer("u", DType::F8E4M3, 4096, MemScope::Shared), index(0), false, 16, 1024},
-             false);
-  std::optional<std::string> problem = wgmmaProblem(e4m3);
+  std::optional<std::string> problem = wgmmaProblem(
+      WgmmaKind::E4M3_K32, 16, {makeBuffer("acc", DType::F32, 8, MemScope::Register), 0},
+      {makeBuffer("t", DType::F8E4M3, 4096, MemScope::Shared), index(0), true, 1024, 1024},
+      {makeBuffer("u", DType::F8E4M3, 4096, MemScope::Shared), index(0), false, 16, 1024});
   REQUIRE(problem);
   CHECK_THAT(*problem, Contains("only 16-bit products allow"));
 }

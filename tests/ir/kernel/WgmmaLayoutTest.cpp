@@ -89,7 +89,7 @@ TEST_CASE("wgmma products: what makes one malformed", "[kir][wgmma]") {
   auto tile = makeBuffer("tile", DType::BF16, 8192, MemScope::Shared);
   SharedMatrix operand{tile, index(0), false, 16, 1024};
   auto problem = [&](WgmmaKind kind, int n, Fragment d, SharedMatrix a, SharedMatrix b) {
-    std::optional<std::string> why = wgmmaProblem(Wgmma(kind, n, d, a, b, true));
+    std::optional<std::string> why = wgmmaProblem(kind, n, d, a, b);
     return why.value_or("");
   };
   using Catch::Matchers::Contains;
