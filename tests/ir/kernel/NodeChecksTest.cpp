@@ -149,6 +149,13 @@ TEST_CASE("statements check their invariants when built", "[kernel][nodes]") {
       },
       "mma a a is f32, not f16"));
   CHECK(abortsWith(
+      [&] {
+        auto bytes = makeBuffer("bytes", DType::F8E4M3, 256, MemScope::Shared);
+        auto fragment = makeBuffer("frag", DType::F8E4M3, 16, MemScope::Register);
+        std::make_shared<LdMatrix>(Fragment{fragment}, 4, true, bytes, index(0));
+      },
+      "ldmatrix reads 16-bit elements, or 8-bit ones without .trans"));
+  CHECK(abortsWith(
       [&] { std::make_shared<AsyncCopy>(shared, index(0), x, index(0), 4, nullptr); },
       "async copy from f32 x into f16 tile"));
   CHECK(abortsWith(
