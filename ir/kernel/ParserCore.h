@@ -19,7 +19,7 @@ namespace kiln::kir::text {
 /// Deeper nesting (parentheses, blocks, lets and allocs, which nest what follows them) than
 /// this is an error, not a stack overflow in the parser or in the recursive walks (printer,
 /// passes) after it. Lowered kernels nest far less.
-inline constexpr int kMaxNesting = 1000;
+inline constexpr int kMaxNesting = 600;
 /// Vector types are at most this wide (a 512-bit register of bytes).
 inline constexpr int kMaxLanes = 64;
 
