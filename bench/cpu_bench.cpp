@@ -2,6 +2,8 @@
 // CNN's and VGG's layer shapes, the MLP and the CNN end to end), plus compile
 // time and planned memory of every example model. One JSON object per line on
 // stdout; bench/run_cpu_bench.sh joins them with bench/torch_cpu.py's.
+#include "bench/CpuBaselines.h"
+#include "bench/CpuTiming.h"
 #include "bench/JsonLines.h"
 #include "compiler/Compile.h"
 #include "examples/models/ExampleRegistry.h"
@@ -20,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -29,68 +32,73 @@ namespace {
 using namespace kiln;
 using kiln::bench::jsonString;
 using kiln::bench::printLine;
+using kiln::bench::printTime;
+using kiln::bench::timeRuns;
 
-// The timing method, shared with torch_cpu.py (see bench/README.md): warm-up
-// runs, then runs until both kMinRuns and kMinSeconds are reached; a workload
-// slower than kMaxSeconds in all stops after kMinRunsWhenSlow runs.
-constexpr int kWarmupRuns = 3;
-constexpr int kMinRuns = 10;
-constexpr double kMinSeconds = 0.5;
-constexpr double kMaxSeconds = 10.0;
-constexpr int kMinRunsWhenSlow = 3;
+struct MatmulShape {
+  std::string name;
+  int64_t m, k, n;
+};
 
-constexpr int64_t kMatmulSizes[] = {256, 1024, 2048};
+/// Square products, and the transformer block's projections (examples/models/TransformerBlock:
+/// 768 wide, MLP 3072, 128 tokens) at batch 1 and 8.
+std::vector<MatmulShape> matmulShapes() {
+  std::vector<MatmulShape> shapes;
+  for (int64_t n : {256, 512, 1024, 2048})
+    shapes.push_back({fmt::format("matmul_{}", n), n, n, n});
+  struct Projection {
+    const char *name;
+    int64_t in, out;
+  };
+  for (int64_t tokens : {128, 1024})
+    for (Projection p : {Projection{"qkv", 768, 2304}, Projection{"attn_out", 768, 768},
+                         Projection{"mlp_fc", 768, 3072}, Projection{"mlp_proj", 3072, 768}})
+      shapes.push_back({fmt::format("matmul_tf_{}_m{}", p.name, tokens), tokens, p.in, p.out});
+  return shapes;
+}
 
 struct ConvShape {
-  const char *name;
-  int64_t batch, inChannels, outChannels, imageSize, pad;
+  std::string name;
+  bench::ConvProblem problem;
 };
-// The CNN's three convs (valid padding, batch 64) and the first conv of each
-// VGG16 block (same padding, batch 1), NCHW as the models use.
-constexpr ConvShape kConvShapes[] = {
-    {"conv_cnn1", 64, 1, 32, 28, 0},      {"conv_cnn2", 64, 32, 64, 13, 0},
-    {"conv_cnn3", 64, 64, 64, 5, 0},      {"conv_vgg1_1", 1, 3, 64, 224, 1},
-    {"conv_vgg2_1", 1, 64, 128, 112, 1},  {"conv_vgg3_1", 1, 128, 256, 56, 1},
-    {"conv_vgg4_1", 1, 256, 512, 28, 1},  {"conv_vgg5_1", 1, 512, 512, 14, 1},
-};
+
+/// Every distinct conv layer of the CNN (valid padding), VGG16 and ResNet-50 (224 x 224
+/// input), at batch 1 and 16, NCHW as the models use.
+std::vector<ConvShape> convShapes() {
+  struct Layer {
+    const char *name;
+    int64_t inChannels, outChannels, size, kernel, stride, pad;
+  };
+  static constexpr Layer kLayers[] = {
+      {"cnn1", 1, 32, 28, 3, 1, 0},        {"cnn2", 32, 64, 13, 3, 1, 0},
+      {"cnn3", 64, 64, 5, 3, 1, 0},        {"vgg1_1", 3, 64, 224, 3, 1, 1},
+      {"vgg1_2", 64, 64, 224, 3, 1, 1},    {"vgg2_1", 64, 128, 112, 3, 1, 1},
+      {"vgg2_2", 128, 128, 112, 3, 1, 1},  {"vgg3_1", 128, 256, 56, 3, 1, 1},
+      {"vgg3_2", 256, 256, 56, 3, 1, 1},   {"vgg4_1", 256, 512, 28, 3, 1, 1},
+      {"vgg4_2", 512, 512, 28, 3, 1, 1},   {"vgg5_1", 512, 512, 14, 3, 1, 1},
+      {"rn_conv1", 3, 64, 224, 7, 2, 3},   {"rn1_reduce", 64, 64, 56, 1, 1, 0},
+      {"rn1_3x3", 64, 64, 56, 3, 1, 1},    {"rn1_expand", 64, 256, 56, 1, 1, 0},
+      {"rn1_in", 256, 64, 56, 1, 1, 0},    {"rn2_reduce", 256, 128, 56, 1, 1, 0},
+      {"rn2_3x3s2", 128, 128, 56, 3, 2, 1}, {"rn2_down", 256, 512, 56, 1, 2, 0},
+      {"rn2_expand", 128, 512, 28, 1, 1, 0}, {"rn2_in", 512, 128, 28, 1, 1, 0},
+      {"rn2_3x3", 128, 128, 28, 3, 1, 1},  {"rn3_3x3s2", 256, 256, 28, 3, 2, 1},
+      {"rn3_down", 512, 1024, 28, 1, 2, 0}, {"rn3_reduce", 512, 256, 28, 1, 1, 0},
+      {"rn3_expand", 256, 1024, 14, 1, 1, 0}, {"rn3_in", 1024, 256, 14, 1, 1, 0},
+      {"rn3_3x3", 256, 256, 14, 3, 1, 1},  {"rn4_reduce", 1024, 512, 14, 1, 1, 0},
+      {"rn4_3x3s2", 512, 512, 14, 3, 2, 1}, {"rn4_down", 1024, 2048, 14, 1, 2, 0},
+      {"rn4_expand", 512, 2048, 7, 1, 1, 0}, {"rn4_in", 2048, 512, 7, 1, 1, 0},
+      {"rn4_3x3", 512, 512, 7, 3, 1, 1},
+  };
+  std::vector<ConvShape> shapes;
+  for (int64_t batch : {1, 16})
+    for (const Layer &l : kLayers)
+      shapes.push_back({fmt::format("conv_{}_b{}", l.name, batch),
+                        {batch, l.inChannels, l.outChannels, l.size, l.kernel, l.stride, l.pad}});
+  return shapes;
+}
 
 void printError(std::string_view workload, const Error &error) {
-  printLine(fmt::format(R"({{"kind": "error", "impl": "kiln", "workload": {}, "message": {}}})",
-                        jsonString(workload), jsonString(error.message())));
-}
-
-/// Seconds per timed run, or the first run's error.
-Expected<std::vector<double>> timeRuns(const std::function<Expected<void>()> &run) {
-  for (int i = 0; i < kWarmupRuns; ++i)
-    KILN_TRY_VOID(run());
-  std::vector<double> seconds;
-  double total = 0;
-  while (true) {
-    auto start = std::chrono::steady_clock::now();
-    KILN_TRY_VOID(run());
-    double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    seconds.push_back(elapsed);
-    total += elapsed;
-    int runs = static_cast<int>(seconds.size());
-    if (runs >= kMinRuns && total >= kMinSeconds)
-      break;
-    if (total >= kMaxSeconds && runs >= kMinRunsWhenSlow)
-      break;
-  }
-  return seconds;
-}
-
-void printTime(std::string_view workload, std::vector<double> seconds, double flops,
-               std::string_view check, std::string_view schedules) {
-  std::sort(seconds.begin(), seconds.end());
-  size_t n = seconds.size();
-  double median = n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
-  printLine(fmt::format(R"({{"kind": "time", "impl": "kiln", "workload": {}, "median_ms": {:.6f}, )"
-                        R"("min_ms": {:.6f}, "runs": {}, "flops": {:.0f}, "check": {}, )"
-                        R"("schedules": {}}})",
-                        jsonString(workload), median * 1e3, seconds.front() * 1e3, n, flops,
-                        jsonString(check), jsonString(schedules)));
+  bench::printError("kiln", workload, error.message());
 }
 
 NamedTensors randomInputs(const ir::Graph &graph, Rng &rng) {
@@ -107,6 +115,7 @@ NamedTensors randomInputs(const ir::Graph &graph, Rng &rng) {
 using OutputCheck = std::function<std::string(const NamedTensors &inputs, const NamedTensors &outputs)>;
 
 struct Measured {
+  NamedTensors inputs; ///< what the timed runs read (the baselines then read the same)
   std::vector<double> seconds;
   std::string check;
   std::string schedules; ///< the kernels' schedules, "; "-separated
@@ -143,17 +152,25 @@ Expected<Measured> compileAndTime(Graph &graph, const NamedTensors &params,
              KILN_TRY(outputs, model.run(inputs));
              return {};
            }));
-  return Measured{std::move(seconds), check(inputs, outputs), scheduleSummary(dump.str())};
+  std::string verdict = check(inputs, outputs);
+  return Measured{std::move(inputs), std::move(seconds), verdict, scheduleSummary(dump.str())};
 }
 
-void benchWorkload(std::string_view name, double flops, const std::function<void(Graph &)> &build,
-                   const OutputCheck &check, const NamedTensors &params = {}) {
+/// Times kiln on the workload `build` makes, then returns what its runs read (nothing when it
+/// failed), for the baselines.
+std::optional<NamedTensors> benchWorkload(std::string_view name, double flops,
+                                          const std::function<void(Graph &)> &build,
+                                          const OutputCheck &check) {
   Graph graph{std::string(name)};
   build(graph);
-  auto measured = compileAndTime(graph, params, check);
-  if (!measured)
-    return printError(name, measured.error());
-  printTime(name, std::move(measured->seconds), flops, measured->check, measured->schedules);
+  auto measured = compileAndTime(graph, {}, check);
+  if (!measured) {
+    printError(name, measured.error());
+    return std::nullopt;
+  }
+  printTime("kiln", name, std::move(measured->seconds), flops, measured->check,
+            measured->schedules);
+  return std::move(measured->inputs);
 }
 
 /// Compares sampled elements with fp64 sums computed here. The bound is
@@ -184,92 +201,105 @@ private:
 
 constexpr int kSamples = 256;
 
-std::string checkMatmul(int64_t n, const NamedTensors &inputs, const NamedTensors &outputs) {
-  auto a = inputs.at("a").as<float>(), b = inputs.at("b").as<float>();
+std::string checkMatmul(const MatmulShape &shape, const HostTensor &aTensor,
+                        const HostTensor &bTensor, const HostTensor &c) {
+  auto a = aTensor.as<float>(), b = bTensor.as<float>();
+  const int64_t m = shape.m, k = shape.k, n = shape.n;
   Rng rng(7);
   SampledCheck check;
   for (int s = 0; s < kSamples; ++s) {
-    int64_t i = static_cast<int64_t>(rng.nextU64() % n), j = static_cast<int64_t>(rng.nextU64() % n);
+    int64_t i = static_cast<int64_t>(rng.nextU64() % m), j = static_cast<int64_t>(rng.nextU64() % n);
     if (s == 0)
-      i = j = n - 1; // the last row and column: edge tiles
+      i = m - 1, j = n - 1; // the last row and column: edge tiles
     double sum = 0, absSum = 0;
-    for (int64_t k = 0; k < n; ++k) {
-      double product = double(a[i * n + k]) * double(b[k * n + j]);
+    for (int64_t p = 0; p < k; ++p) {
+      double product = double(a[i * k + p]) * double(b[p * n + j]);
       sum += product;
       absSum += std::abs(product);
     }
     check.expect(i * n + j, sum, absSum);
   }
-  return check.verdict(outputs.at("c"));
+  return check.verdict(c);
 }
 
-std::string checkConv(const ConvShape &s, const NamedTensors &inputs,
-                      const NamedTensors &outputs) {
-  auto x = inputs.at("x").as<float>(), w = inputs.at("w").as<float>();
-  int64_t size = s.imageSize, out = size + 2 * s.pad - 2;
-  int64_t c = s.inChannels;
+std::string checkConv(const bench::ConvProblem &p, const HostTensor &xTensor,
+                      const HostTensor &wTensor, const HostTensor &y) {
+  auto x = xTensor.as<float>(), w = wTensor.as<float>();
+  const int64_t size = p.size, out = p.outSize(), c = p.inChannels, r = p.kernel;
   Rng rng(7);
   SampledCheck check;
   for (int sample = 0; sample < kSamples; ++sample) {
     auto pick = [&](int64_t bound) { return static_cast<int64_t>(rng.nextU64() % bound); };
-    int64_t n = pick(s.batch), o = pick(s.outChannels), y = pick(out), xo = pick(out);
+    int64_t n = pick(p.batch), o = pick(p.outChannels), oy = pick(out), ox = pick(out);
     if (sample == 0) // the last element: edge tiles and the padded corner
-      n = s.batch - 1, o = s.outChannels - 1, y = xo = out - 1;
+      n = p.batch - 1, o = p.outChannels - 1, oy = ox = out - 1;
     double sum = 0, absSum = 0;
     for (int64_t ci = 0; ci < c; ++ci)
-      for (int64_t ky = 0; ky < 3; ++ky)
-        for (int64_t kx = 0; kx < 3; ++kx) {
-          int64_t iy = y + ky - s.pad, ix = xo + kx - s.pad;
+      for (int64_t ky = 0; ky < r; ++ky)
+        for (int64_t kx = 0; kx < r; ++kx) {
+          int64_t iy = oy * p.stride + ky - p.pad, ix = ox * p.stride + kx - p.pad;
           if (iy < 0 || iy >= size || ix < 0 || ix >= size)
             continue;
           double product = double(x[((n * c + ci) * size + iy) * size + ix]) *
-                           double(w[((o * c + ci) * 3 + ky) * 3 + kx]);
+                           double(w[((o * c + ci) * r + ky) * r + kx]);
           sum += product;
           absSum += std::abs(product);
         }
-    check.expect(((n * s.outChannels + o) * out + y) * out + xo, sum, absSum);
+    check.expect(((n * p.outChannels + o) * out + oy) * out + ox, sum, absSum);
   }
-  return check.verdict(outputs.at("y"));
+  return check.verdict(y);
 }
 
 void benchMatmul(const std::function<bool(std::string_view)> &selected) {
-  for (int64_t n : kMatmulSizes) {
-    std::string name = fmt::format("matmul_{}", n);
-    if (!selected(name))
+  for (const MatmulShape &shape : matmulShapes()) {
+    if (!selected(shape.name))
       continue;
-    benchWorkload(
-        name, 2.0 * n * n * n,
-        [n](Graph &g) {
-          Tensor a = g.input("a", {n, n});
-          Tensor b = g.input("b", {n, n});
+    double flops = 2.0 * shape.m * shape.k * shape.n;
+    auto inputs = benchWorkload(
+        shape.name, flops,
+        [&shape](Graph &g) {
+          Tensor a = g.input("a", {shape.m, shape.k});
+          Tensor b = g.input("b", {shape.k, shape.n});
           g.output("c", matmul(a, b));
         },
-        [n](const NamedTensors &inputs, const NamedTensors &outputs) {
-          return checkMatmul(n, inputs, outputs);
+        [&shape](const NamedTensors &in, const NamedTensors &out) {
+          return checkMatmul(shape, in.at("a"), in.at("b"), out.at("c"));
         });
+    if (!inputs)
+      continue;
+    const HostTensor &a = inputs->at("a"), &b = inputs->at("b");
+    bench::benchMatmulBaselines(shape.name, a, b, flops, [&](const HostTensor &c) {
+      return checkMatmul(shape, a, b, c);
+    });
   }
 }
 
 void benchConv(const std::function<bool(std::string_view)> &selected) {
-  for (const ConvShape &s : kConvShapes) {
-    if (!selected(s.name))
+  for (const ConvShape &shape : convShapes()) {
+    if (!selected(shape.name))
       continue;
-    int64_t out = s.imageSize + 2 * s.pad - 2;
-    double flops = 2.0 * s.batch * s.outChannels * out * out * s.inChannels * 9;
-    benchWorkload(
-        s.name, flops,
-        [&s](Graph &g) {
-          Tensor x = g.input("x", {s.batch, s.inChannels, s.imageSize, s.imageSize});
-          // The filter is an input, as in torch_cpu.py's F.conv2d: neither side
-          // may prepack it at compile time.
-          Tensor w = g.input("w", {s.outChannels, s.inChannels, 3, 3});
+    const bench::ConvProblem &p = shape.problem;
+    double flops = 2.0 * p.batch * p.outChannels * p.outSize() * p.outSize() * p.inChannels *
+                   p.kernel * p.kernel;
+    auto inputs = benchWorkload(
+        shape.name, flops,
+        [&p](Graph &g) {
+          Tensor x = g.input("x", {p.batch, p.inChannels, p.size, p.size});
+          Tensor w = g.input("w", {p.outChannels, p.inChannels, p.kernel, p.kernel});
           Conv2DOptions options;
-          options.padding = Padding::symmetric(s.pad, s.pad);
+          options.stride = {p.stride, p.stride};
+          options.padding = Padding::symmetric(p.pad, p.pad);
           g.output("y", conv2d(x, w, options));
         },
-        [&s](const NamedTensors &inputs, const NamedTensors &outputs) {
-          return checkConv(s, inputs, outputs);
+        [&p](const NamedTensors &in, const NamedTensors &out) {
+          return checkConv(p, in.at("x"), in.at("w"), out.at("y"));
         });
+    if (!inputs)
+      continue;
+    const HostTensor &x = inputs->at("x"), &w = inputs->at("w");
+    bench::benchConvBaselines(shape.name, p, x, w, flops, [&](const HostTensor &y) {
+      return checkConv(p, x, w, y);
+    });
   }
 }
 
@@ -304,7 +334,8 @@ void benchModels(const std::function<bool(std::string_view)> &selected) {
         printError(name, measured.error());
         continue;
       }
-      printTime(name, std::move(measured->seconds), 0, measured->check, measured->schedules);
+      printTime("kiln", name, std::move(measured->seconds), 0, measured->check,
+                measured->schedules);
     }
   }
 }
@@ -357,7 +388,10 @@ per line. KILN_NUM_THREADS sets the thread count (default: all cores).
   --filter TEXT    only workloads (and compiled models) whose name contains TEXT
   --only NAME      only the workload (or compiled model) called NAME
   --list           print the names of the timed workloads, one a line, and exit
-  --sections LIST  comma-separated subset of matmul,conv,models,compile
+  --list-json      print each timed workload's shape as a JSON line (bench/torch_cpu.py reads
+                   them), and exit
+  --sections LIST  comma-separated subset of info,matmul,conv,models,compile (info: the
+                   machine's fp32 peak and the baselines' versions and kernels)
                    (default: all)
 )";
 
@@ -365,27 +399,39 @@ per line. KILN_NUM_THREADS sets the thread count (default: all cores).
 
 int main(int argc, char **argv) {
   std::string filter, only;
-  std::string sections = "matmul,conv,models,compile";
-  bool list = false;
+  std::string sections = "info,matmul,conv,models,compile";
+  bool list = false, listJson = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     if ((arg == "--filter" || arg == "--only" || arg == "--sections") && i + 1 < argc) {
       (arg == "--filter" ? filter : arg == "--only" ? only : sections) = argv[++i];
     } else if (arg == "--list") {
       list = true;
+    } else if (arg == "--list-json") {
+      listJson = true;
     } else {
       std::fputs(kUsage, arg == "--help" ? stdout : stderr);
       return arg == "--help" ? 0 : 2;
     }
   }
-  if (list) {
-    for (int64_t n : kMatmulSizes)
-      fmt::print("matmul_{}\n", n);
-    for (const ConvShape &s : kConvShapes)
-      fmt::print("{}\n", s.name);
+  if (list || listJson) {
+    for (const MatmulShape &m : matmulShapes())
+      fmt::print(fmt::runtime(listJson ? R"({{"name": "{}", "kind": "matmul", "m": {}, "k": {}, "n": {}}})" "\n"
+                          : "{}\n"),
+                 m.name, m.m, m.k, m.n);
+    for (const ConvShape &c : convShapes()) {
+      const bench::ConvProblem &p = c.problem;
+      fmt::print(fmt::runtime(listJson ? R"({{"name": "{}", "kind": "conv", "batch": {}, "in_channels": {}, )"
+                            R"("out_channels": {}, "size": {}, "kernel": {}, "stride": {}, )"
+                            R"("pad": {}}})" "\n"
+                          : "{}\n"),
+                 c.name, p.batch, p.inChannels, p.outChannels, p.size, p.kernel, p.stride,
+                 p.pad);
+    }
     for (const char *model : {"mlp", "cnn"})
       for (int batch : {1, 64})
-        fmt::print("{}_b{}\n", model, batch);
+        fmt::print(fmt::runtime(listJson ? R"({{"name": "{}_b{}", "kind": "model"}})" "\n" : "{}_b{}\n"),
+                   model, batch);
     return 0;
   }
   auto selected = [&](std::string_view name) {
@@ -407,6 +453,8 @@ int main(int argc, char **argv) {
   }
   printLine(fmt::format(R"({{"kind": "info", "impl": "kiln", "threads": {}, "target": {}}})",
                         cpu::ThreadPool::defaultThreadCount(), jsonString(target)));
+  if (wants("info"))
+    bench::printBaselineInfo(cpu::ThreadPool::defaultThreadCount());
 
   if (wants("matmul"))
     benchMatmul(selected);

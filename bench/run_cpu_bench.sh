@@ -52,18 +52,24 @@ export KILN_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads"
 # to other processes and PyTorch slows down a hundredfold. Passive is the
 # like-for-like setting; export OMP_WAIT_POLICY=active to measure the other.
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
+# OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE exist for old OpenBLAS builds and slow 0.3.21 down:
+# the baselines run with OpenBLAS's own choice, which the info record names.
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+"$bench" --list-json >"$work/workloads.jsonl"
 
 # One workload at a time, kiln then PyTorch, so a change in the machine's load
 # hits both sides of a row rather than one whole column.
 "$bench" --sections info --filter none >"$work/kiln.jsonl"
-"$python" bench/torch_cpu.py --threads "$threads" --only none >"$work/torch.jsonl"
+"$python" bench/torch_cpu.py --threads "$threads" --workloads "$work/workloads.jsonl" \
+  --only none >"$work/torch.jsonl"
 for workload in $("$bench" --list); do
   case "$workload" in *"$filter"*) ;; *) continue ;; esac
   echo "run_cpu_bench.sh: $workload" >&2
   "$bench" --sections matmul,conv,models --only "$workload" | grep -v '"kind": "info"' \
     >>"$work/kiln.jsonl" || true
-  "$python" bench/torch_cpu.py --threads "$threads" --only "$workload" |
+  "$python" bench/torch_cpu.py --threads "$threads" --workloads "$work/workloads.jsonl" \
+    --only "$workload" |
     grep -v '"kind": "info"' >>"$work/torch.jsonl" || true
 done
 echo "run_cpu_bench.sh: compile time and memory of the example models" >&2

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # The PyTorch side of the CPU benchmarks: the workloads of bench/cpu_bench.cpp
-# (matmul, conv2d on the CNN's and VGG's layer shapes, the MLP and the CNN end
-# to end), same shapes, fp32, NCHW, same thread count, same timing method.
+# (matmul, conv2d on the CNN's, VGG16's and ResNet-50's layer shapes, read from
+# `kiln_cpu_bench --list-json`; the MLP and the CNN end to end), same shapes,
+# fp32, NCHW, same thread count, same timing method.
 #
 # Each figure is one JSON line on stdout:
 #   {"kind": "time", "impl": "torch", "workload": ..., "median_ms": ..., ...}
@@ -28,21 +29,6 @@ MIN_SECONDS = 0.5
 # reference BLAS behind eager matmul takes seconds per 2048 product.
 MAX_SECONDS = 10.0
 MIN_RUNS_WHEN_SLOW = 3
-
-MATMUL_SIZES = [256, 1024, 2048]
-
-# name, batch, in channels, out channels, image size, padding (as the models use).
-CONV_SHAPES = [
-    ("conv_cnn1", 64, 1, 32, 28, 0),
-    ("conv_cnn2", 64, 32, 64, 13, 0),
-    ("conv_cnn3", 64, 64, 64, 5, 0),
-    ("conv_vgg1_1", 1, 3, 64, 224, 1),
-    ("conv_vgg2_1", 1, 64, 128, 112, 1),
-    ("conv_vgg3_1", 1, 128, 256, 56, 1),
-    ("conv_vgg4_1", 1, 256, 512, 28, 1),
-    ("conv_vgg5_1", 1, 512, 512, 14, 1),
-]
-
 
 def time_it(fn):
     """Warm-up runs, then runs until both MIN_RUNS and MIN_SECONDS are reached
@@ -116,36 +102,31 @@ class Cnn(nn.Module):
         return F.softmax(self.fc2(x), dim=-1)
 
 
-def bench_matmul(selected):
-    for n in MATMUL_SIZES:
-        name = f"matmul_{n}"
-        if not selected(name):
-            continue
-        a = torch.randn(n, n)
-        b = torch.randn(n, n)
-        flops = 2 * n * n * n
-        emit("torch", name, time_it(lambda: torch.matmul(a, b)), flops)
-        # oneDNN's inner product computes a @ w^T: prepack w = b^T once, as a
-        # model prepacks its weights.
-        linear = nn.Linear(n, n, bias=False)
-        linear.weight.data = b.t().contiguous()
-        prepacked = torch.utils.mkldnn.to_mkldnn(linear)
-        emit("torch_onednn", name, time_it(lambda: prepacked(a)), flops)
+def bench_matmul(workload):
+    name, m, k, n = workload["name"], workload["m"], workload["k"], workload["n"]
+    a = torch.randn(m, k)
+    b = torch.randn(k, n)
+    flops = 2 * m * k * n
+    emit("torch", name, time_it(lambda: torch.matmul(a, b)), flops)
+    linear = nn.Linear(k, n, bias=False)
+    linear.weight.data = b.t().contiguous()
+    prepacked = torch.utils.mkldnn.to_mkldnn(linear)
+    emit("torch_onednn", name, time_it(lambda: prepacked(a)), flops)
 
 
-def bench_conv(selected):
-    for name, batch, cin, cout, size, pad in CONV_SHAPES:
-        if not selected(name):
-            continue
-        x = torch.randn(batch, cin, size, size)
-        w = torch.randn(cout, cin, 3, 3)
-        out = size + 2 * pad - 2
-        flops = 2 * batch * cout * out * out * cin * 9
-        emit("torch", name, time_it(lambda: F.conv2d(x, w, padding=pad)), flops)
-        conv = nn.Conv2d(cin, cout, 3, padding=pad, bias=False)
-        conv.weight.data = w
-        prepacked = torch.utils.mkldnn.to_mkldnn(conv)
-        emit("torch_onednn", name, time_it(lambda: prepacked(x)), flops)
+def bench_conv(workload):
+    name, batch, size = workload["name"], workload["batch"], workload["size"]
+    cin, cout, kernel = workload["in_channels"], workload["out_channels"], workload["kernel"]
+    stride, pad = workload["stride"], workload["pad"]
+    x = torch.randn(batch, cin, size, size)
+    w = torch.randn(cout, cin, kernel, kernel)
+    out = (size + 2 * pad - kernel) // stride + 1
+    flops = 2 * batch * cout * out * out * cin * kernel * kernel
+    emit("torch", name, time_it(lambda: F.conv2d(x, w, stride=stride, padding=pad)), flops)
+    conv = nn.Conv2d(cin, cout, kernel, stride=stride, padding=pad, bias=False)
+    conv.weight.data = w
+    prepacked = torch.utils.mkldnn.to_mkldnn(conv)
+    emit("torch_onednn", name, time_it(lambda: prepacked(x)), flops)
 
 
 def bench_models(selected):
@@ -168,7 +149,11 @@ def main():
     parser.add_argument("--filter", default="",
                         help="run only workloads whose name contains this text")
     parser.add_argument("--only", default="", help="run only the workload called this")
+    parser.add_argument("--workloads", required=True,
+                        help="the workloads' shapes, JSON lines (kiln_cpu_bench --list-json)")
     args = parser.parse_args()
+    with open(args.workloads) as f:
+        workloads = [json.loads(line) for line in f if line.strip()]
     threads = args.threads or int(os.environ.get("KILN_NUM_THREADS", "0") or 0) or os.cpu_count()
     torch.set_num_threads(threads)
     torch.manual_seed(0)
@@ -180,8 +165,9 @@ def main():
         return name == args.only if args.only else args.filter in name
 
     with torch.no_grad():
-        bench_matmul(selected)
-        bench_conv(selected)
+        for workload in workloads:
+            if selected(workload["name"]) and workload["kind"] in ("matmul", "conv"):
+                (bench_matmul if workload["kind"] == "matmul" else bench_conv)(workload)
         bench_models(selected)
     return 0
 

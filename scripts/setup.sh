@@ -10,6 +10,7 @@ packages=(
   libonnx-dev libprotobuf-dev  # the ONNX importer (frontend/onnx)
   python3-numpy python3-torch python3-torchvision python3-onnx  # ONNX tests: PyTorch exports
   dataset-fashion-mnist
+  libopenblas-dev libdnnl-dev  # the CPU benchmark's baselines only (bench/CpuBaselines.cpp)
   xz-utils  # the GPU round trip packs its carry (scripts/gpu-roundtrip.sh)
 )
 
