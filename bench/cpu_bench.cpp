@@ -2,6 +2,7 @@
 // CNN's and VGG's layer shapes, the MLP and the CNN end to end), plus compile
 // time and planned memory of every example model. One JSON object per line on
 // stdout; bench/run_cpu_bench.sh joins them with bench/torch_cpu.py's.
+#include "bench/FusedSchedules.h"
 #include "bench/JsonLines.h"
 #include "compiler/Compile.h"
 #include "examples/models/ExampleRegistry.h"
@@ -29,6 +30,7 @@ namespace {
 using namespace kiln;
 using kiln::bench::jsonString;
 using kiln::bench::printLine;
+using kiln::bench::schedulesInDump;
 
 // The timing method, shared with torch_cpu.py (see bench/README.md): warm-up
 // runs, then runs until both kMinRuns and kMinSeconds are reached; a workload
@@ -112,17 +114,6 @@ struct Measured {
   std::string schedules; ///< the kernels' schedules, "; "-separated
 };
 
-/// The "group N schedule: ..." lines of a fused dump, as "...; ...".
-std::string scheduleSummary(const std::string &fusedDump) {
-  std::vector<std::string> schedules;
-  std::istringstream lines(fusedDump);
-  constexpr std::string_view kMarker = "schedule: ";
-  for (std::string line; std::getline(lines, line);)
-    if (auto at = line.find(kMarker); at != std::string::npos)
-      schedules.push_back(line.substr(at + kMarker.size()));
-  return fmt::format("{}", fmt::join(schedules, "; "));
-}
-
 /// Compiles `graph`, binds `params`, times run() on random inputs and checks
 /// the last outputs. The output tensors are allocated by every run, as
 /// PyTorch allocates its results.
@@ -143,7 +134,7 @@ Expected<Measured> compileAndTime(Graph &graph, const NamedTensors &params,
              KILN_TRY(outputs, model.run(inputs));
              return {};
            }));
-  return Measured{std::move(seconds), check(inputs, outputs), scheduleSummary(dump.str())};
+  return Measured{std::move(seconds), check(inputs, outputs), schedulesInDump(dump.str())};
 }
 
 void benchWorkload(std::string_view name, double flops, const std::function<void(Graph &)> &build,
