@@ -229,8 +229,8 @@ bool benchWorkload(const Workload &workload, const Settings &settings) {
       R"("learned_loss": {:.6f}, "check": {}}})",
       jsonString(name), jsonString(workload.recipe), workload.batch,
       jsonString(settings.precisionName), jsonString(settings.target), median * 1e3,
-      seconds->front() * 1e3, seconds->size(), workload.batch / median, compileSeconds, firstLoss, learnedLoss,
-      jsonString(check)));
+      seconds->front() * 1e3, seconds->size(), workload.batch / median, compileSeconds,
+      firstLoss, learnedLoss, jsonString(check)));
   return true;
 }
 
