@@ -287,7 +287,6 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
     // Recorded, not derived from the step count: the batch or limit may have changed.
     firstEpoch = plan.epochsCompleted;
     report.resumedEpochs = firstEpoch;
-    report.resumeNotes = std::move(plan.notes);
   }
   io::SafetensorsMetadata run = describeRun(recipe, options);
 
