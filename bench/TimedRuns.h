@@ -3,10 +3,10 @@
 // workload slower than the maximum time in all stops after fewer runs.
 #pragma once
 
+#include "support/Elapsed.h"
 #include "support/Error.h"
 
 #include <algorithm>
-#include <chrono>
 #include <functional>
 #include <vector>
 
@@ -30,8 +30,7 @@ inline Expected<std::vector<double>> timeRuns(const TimingBudget &budget,
   while (true) {
     auto start = std::chrono::steady_clock::now();
     KILN_TRY_VOID(run());
-    double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double elapsed = secondsSince(start);
     seconds.push_back(elapsed);
     total += elapsed;
     int runs = static_cast<int>(seconds.size());

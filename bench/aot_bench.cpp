@@ -10,6 +10,7 @@
 #include "examples/models/ExampleRegistry.h"
 #include "runtime/bundle/BundleLoader.h"
 #include "runtime/bundle/SampleTensors.h"
+#include "support/Elapsed.h"
 
 #include <fmt/format.h>
 
@@ -34,10 +35,6 @@ constexpr int kLoads = 7;
 /// Loads of the bundle with weights (up to 80 MiB each).
 constexpr int kWeightLoads = 3;
 constexpr double kGoalMs = 20;
-
-double millisecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 bool sameOutputs(const NamedTensors &a, const NamedTensors &b) {
   if (a.size() != b.size())

@@ -4,6 +4,7 @@
 #include "RunInfo.h"
 #include "bench/gpu/BenchDevice.h"
 #include "bench/gpu/Sections.h"
+#include "support/Elapsed.h"
 
 #include <fmt/format.h>
 
@@ -181,8 +182,7 @@ int main(int argc, char **argv) {
   // The file is rewritten after every table (finished = false says so in it) and once more at
   // the end; each write goes to a file beside it first, then replaces it whole.
   auto writeReport = [&](bool finished) {
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    double seconds = secondsSince(started);
     std::vector<std::string> header = {
         fmt::format("device: {}", context.gpu.description),
         fmt::format("compute capability: {}.{}, {} SMs", context.gpu.ccMajor,

@@ -10,6 +10,7 @@
 #include "frontend/Graph.h"
 #include "frontend/Ops.h"
 #include "runtime/cpu/ThreadPool.h"
+#include "support/Elapsed.h"
 
 #include <fmt/format.h>
 
@@ -63,10 +64,6 @@ std::vector<Workload> defaultWorkloads() {
 void printError(std::string_view workload, std::string_view message) {
   printLine(fmt::format(R"({{"kind": "error", "impl": "kiln", "workload": {}, "message": {}}})",
                         jsonString(workload), jsonString(message)));
-}
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 /// The number of classes: the last axis of the "logits" output.

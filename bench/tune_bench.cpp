@@ -12,6 +12,7 @@
 #include "frontend/Graph.h"
 #include "frontend/Ops.h"
 #include "runtime/cpu/ThreadPool.h"
+#include "support/Elapsed.h"
 
 #include <fmt/format.h>
 
@@ -270,8 +271,7 @@ int main(int argc, char **argv) {
     if (!row.target.empty())
       targetText = row.target;
   bool cpu = target == TargetKind::Cpu;
-  double totalMinutes =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;
+  double totalMinutes = secondsSince(start) / 60;
 
   std::string sourceDir = KILN_SOURCE_DIR;
   bench::RunInfo run = bench::runInfo(sourceDir);

@@ -14,6 +14,7 @@
 #include "frontend/io/Safetensors.h"
 #include "compiler/Compile.h"
 #include "ir/graph/Printer.h"
+#include "support/Elapsed.h"
 #include "support/Tolerance.h"
 
 #include <fmt/format.h>
@@ -219,8 +220,7 @@ int run(const Options &options) {
     HostTensor images = batchAt(*allImages, first, options.batch);
     auto start = std::chrono::steady_clock::now();
     auto outputs = model->run({{"images", images}});
-    batchSeconds.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    batchSeconds.push_back(secondsSince(start));
     if (!outputs)
       return fail(outputs.error());
     const HostTensor &probabilities = outputs->at("probabilities");

@@ -15,6 +15,7 @@
 #include "runtime/cuda/CudaModule.h"
 #include "runtime/cudnn/CudnnLibrary.h"
 #include "runtime/sim/SimDevice.h"
+#include "support/Elapsed.h"
 #include "support/Tolerance.h"
 
 #include <fmt/chrono.h>
@@ -31,10 +32,6 @@ namespace kiln::tuning {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 /// What tuning on one target needs: where kernels are lowered for, and a
 /// timer for a group's problem.
