@@ -5,6 +5,7 @@
 
 #include "support/Elapsed.h"
 #include "support/Error.h"
+#include "support/Median.h"
 
 #include <algorithm>
 #include <functional>
@@ -42,11 +43,10 @@ inline Expected<std::vector<double>> timeRuns(const TimingBudget &budget,
   return seconds;
 }
 
-/// The median of `seconds` (not empty), which it sorts.
+/// The median of `seconds`, which it sorts (the fastest comes first).
 inline double sortedMedian(std::vector<double> &seconds) {
   std::sort(seconds.begin(), seconds.end());
-  size_t n = seconds.size();
-  return n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
+  return median(seconds);
 }
 
 } // namespace kiln::bench
