@@ -2,7 +2,9 @@
 // CNN's and VGG's layer shapes, the MLP and the CNN end to end), plus compile
 // time and planned memory of every example model. One JSON object per line on
 // stdout; bench/run_cpu_bench.sh joins them with bench/torch_cpu.py's.
+#include "bench/FusedSchedules.h"
 #include "bench/JsonLines.h"
+#include "bench/TimedRuns.h"
 #include "compiler/Compile.h"
 #include "examples/models/ExampleRegistry.h"
 #include "frontend/Graph.h"
@@ -15,7 +17,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -29,15 +30,11 @@ namespace {
 using namespace kiln;
 using kiln::bench::jsonString;
 using kiln::bench::printLine;
+using kiln::bench::schedulesInDump;
 
-// The timing method, shared with torch_cpu.py (see bench/README.md): warm-up
-// runs, then runs until both kMinRuns and kMinSeconds are reached; a workload
-// slower than kMaxSeconds in all stops after kMinRunsWhenSlow runs.
-constexpr int kWarmupRuns = 3;
-constexpr int kMinRuns = 10;
-constexpr double kMinSeconds = 0.5;
-constexpr double kMaxSeconds = 10.0;
-constexpr int kMinRunsWhenSlow = 3;
+// The timing method, shared with torch_cpu.py (see bench/README.md).
+constexpr bench::TimingBudget kBudget{
+    .warmupRuns = 3, .minRuns = 10, .minSeconds = 0.5, .maxSeconds = 10.0, .minRunsWhenSlow = 3};
 
 constexpr int64_t kMatmulSizes[] = {256, 1024, 2048};
 
@@ -59,38 +56,14 @@ void printError(std::string_view workload, const Error &error) {
                         jsonString(workload), jsonString(error.message())));
 }
 
-/// Seconds per timed run, or the first run's error.
-Expected<std::vector<double>> timeRuns(const std::function<Expected<void>()> &run) {
-  for (int i = 0; i < kWarmupRuns; ++i)
-    KILN_TRY_VOID(run());
-  std::vector<double> seconds;
-  double total = 0;
-  while (true) {
-    auto start = std::chrono::steady_clock::now();
-    KILN_TRY_VOID(run());
-    double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    seconds.push_back(elapsed);
-    total += elapsed;
-    int runs = static_cast<int>(seconds.size());
-    if (runs >= kMinRuns && total >= kMinSeconds)
-      break;
-    if (total >= kMaxSeconds && runs >= kMinRunsWhenSlow)
-      break;
-  }
-  return seconds;
-}
-
 void printTime(std::string_view workload, std::vector<double> seconds, double flops,
                std::string_view check, std::string_view schedules) {
-  std::sort(seconds.begin(), seconds.end());
-  size_t n = seconds.size();
-  double median = n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
+  double median = bench::sortedMedian(seconds);
   printLine(fmt::format(R"({{"kind": "time", "impl": "kiln", "workload": {}, "median_ms": {:.6f}, )"
                         R"("min_ms": {:.6f}, "runs": {}, "flops": {:.0f}, "check": {}, )"
                         R"("schedules": {}}})",
-                        jsonString(workload), median * 1e3, seconds.front() * 1e3, n, flops,
-                        jsonString(check), jsonString(schedules)));
+                        jsonString(workload), median * 1e3, seconds.front() * 1e3,
+                        seconds.size(), flops, jsonString(check), jsonString(schedules)));
 }
 
 NamedTensors randomInputs(const ir::Graph &graph, Rng &rng) {
@@ -112,17 +85,6 @@ struct Measured {
   std::string schedules; ///< the kernels' schedules, "; "-separated
 };
 
-/// The "group N schedule: ..." lines of a fused dump, as "...; ...".
-std::string scheduleSummary(const std::string &fusedDump) {
-  std::vector<std::string> schedules;
-  std::istringstream lines(fusedDump);
-  constexpr std::string_view kMarker = "schedule: ";
-  for (std::string line; std::getline(lines, line);)
-    if (auto at = line.find(kMarker); at != std::string::npos)
-      schedules.push_back(line.substr(at + kMarker.size()));
-  return fmt::format("{}", fmt::join(schedules, "; "));
-}
-
 /// Compiles `graph`, binds `params`, times run() on random inputs and checks
 /// the last outputs. The output tensors are allocated by every run, as
 /// PyTorch allocates its results.
@@ -139,11 +101,11 @@ Expected<Measured> compileAndTime(Graph &graph, const NamedTensors &params,
   Rng rng(1);
   NamedTensors inputs = randomInputs(graph.ir(), rng);
   NamedTensors outputs;
-  KILN_TRY(std::vector<double> seconds, timeRuns([&]() -> Expected<void> {
+  KILN_TRY(std::vector<double> seconds, bench::timeRuns(kBudget, [&]() -> Expected<void> {
              KILN_TRY(outputs, model.run(inputs));
              return {};
            }));
-  return Measured{std::move(seconds), check(inputs, outputs), scheduleSummary(dump.str())};
+  return Measured{std::move(seconds), check(inputs, outputs), schedulesInDump(dump.str())};
 }
 
 void benchWorkload(std::string_view name, double flops, const std::function<void(Graph &)> &build,
