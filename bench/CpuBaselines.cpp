@@ -1,6 +1,7 @@
 #include "bench/CpuBaselines.h"
 
 #include "bench/CpuTiming.h"
+#include "support/Elapsed.h"
 
 #include <fmt/format.h>
 
@@ -83,7 +84,7 @@ std::pair<double, std::string> measurePeak(int threads) {
     });
   for (std::thread &worker : workers)
     worker.join();
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double seconds = secondsSince(start);
   double flops = 2.0 * lanes * kAccumulators * static_cast<double>(kPeakIterations) * threads;
   return {flops / seconds / 1e9, avx512 ? "AVX-512 (512-bit FMA)" : "AVX2 + FMA (256-bit FMA)"};
 }
@@ -97,7 +98,7 @@ std::string environment(const char *name) {
 void timeAndPrint(std::string_view impl, std::string_view workload, double flops,
                   const std::function<Expected<void>()> &run, const HostTensor &output,
                   const OutputCheck &check) {
-  auto seconds = timeRuns(run);
+  auto seconds = timeCpuRuns(run);
   if (!seconds)
     return printError(impl, workload, seconds.error().message());
   printTime(impl, workload, std::move(*seconds), flops, check ? check(output) : "not checked");
@@ -219,14 +220,14 @@ void benchConvBaselines(std::string_view workload, const ConvProblem &p, const H
   // checked after one more reorder back to NCHW.
   (void)reorders();
   stream.wait();
-  auto seconds = timeRuns(convolve);
+  auto seconds = timeCpuRuns(convolve);
   if (!seconds)
     return printError("onednn", workload, seconds.error().message());
   yOut.execute(stream, yOwn, yUser);
   stream.wait();
   printTime("onednn", workload, std::move(*seconds), flops, check(y),
             fmt::format("{} {}", desc.impl_info_str(), "(layouts of its own choosing)"));
-  auto reorderSeconds = timeRuns([&]() -> Expected<void> {
+  auto reorderSeconds = timeCpuRuns([&]() -> Expected<void> {
     KILN_TRY_VOID(reorders());
     yOut.execute(stream, yOwn, yUser);
     stream.wait();

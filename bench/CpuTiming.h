@@ -1,62 +1,36 @@
-// The timing method of the CPU benchmarks, shared with bench/torch_cpu.py (bench/README.md):
-// warm-up runs, then runs until both kMinRuns and kMinSeconds are reached; a workload slower
-// than kMaxSeconds in all stops after kMinRunsWhenSlow runs. Every implementation of a workload
-// (kiln, OpenBLAS, oneDNN) is timed by this one function and reported by printTime.
+// The CPU benchmarks' timing budget, shared with bench/torch_cpu.py (bench/README.md), and
+// their records: every implementation of a workload (kiln, OpenBLAS, oneDNN) is timed by
+// timeCpuRuns and reported by printTime, so the columns of a row are measured alike.
 #pragma once
 
 #include "bench/JsonLines.h"
-#include "support/Error.h"
+#include "bench/TimedRuns.h"
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <chrono>
-#include <functional>
 #include <string_view>
 #include <vector>
 
 namespace kiln::bench {
 
-constexpr int kWarmupRuns = 3;
-constexpr int kMinRuns = 10;
-constexpr double kMinSeconds = 0.5;
-constexpr double kMaxSeconds = 10.0;
-constexpr int kMinRunsWhenSlow = 3;
+constexpr TimingBudget kCpuBudget{
+    .warmupRuns = 3, .minRuns = 10, .minSeconds = 0.5, .maxSeconds = 10.0, .minRunsWhenSlow = 3};
 
-/// Seconds per timed run, or the first run's error.
-inline Expected<std::vector<double>> timeRuns(const std::function<Expected<void>()> &run) {
-  for (int i = 0; i < kWarmupRuns; ++i)
-    KILN_TRY_VOID(run());
-  std::vector<double> seconds;
-  double total = 0;
-  while (true) {
-    auto start = std::chrono::steady_clock::now();
-    KILN_TRY_VOID(run());
-    double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    seconds.push_back(elapsed);
-    total += elapsed;
-    int runs = static_cast<int>(seconds.size());
-    if (runs >= kMinRuns && total >= kMinSeconds)
-      break;
-    if (total >= kMaxSeconds && runs >= kMinRunsWhenSlow)
-      break;
-  }
-  return seconds;
+inline Expected<std::vector<double>> timeCpuRuns(const std::function<Expected<void>()> &run) {
+  return timeRuns(kCpuBudget, run);
 }
 
 /// One "time" record: the median and minimum of `seconds`, with the implementation's check of
-/// its last run's output ("ok" or what is wrong) and, for kiln, its kernels' schedules.
+/// its last run's output ("ok" or what is wrong) and what it ran (kiln's schedules, oneDNN's
+/// primitive).
 inline void printTime(std::string_view impl, std::string_view workload, std::vector<double> seconds,
                       double flops, std::string_view check, std::string_view schedules = {}) {
-  std::sort(seconds.begin(), seconds.end());
-  size_t n = seconds.size();
-  double median = n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
+  double median = sortedMedian(seconds);
   printLine(fmt::format(R"({{"kind": "time", "impl": {}, "workload": {}, "median_ms": {:.6f}, )"
                         R"("min_ms": {:.6f}, "runs": {}, "flops": {:.0f}, "check": {}, )"
                         R"("schedules": {}}})",
                         jsonString(impl), jsonString(workload), median * 1e3,
-                        seconds.front() * 1e3, n, flops, jsonString(check),
+                        seconds.front() * 1e3, seconds.size(), flops, jsonString(check),
                         jsonString(schedules)));
 }
 

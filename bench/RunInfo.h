@@ -2,7 +2,10 @@
 // the tree had changes), the machine and its load, from shell commands.
 #pragma once
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
+
+#include <chrono>
 
 #include <cstdio>
 #include <string>
@@ -28,6 +31,11 @@ struct RunInfo {
   bool dirty = false; ///< tracked files had uncommitted changes
   std::string machine; ///< "AMD EPYC ..., 2 cores online, 24 GiB"
   std::string loadAverage; ///< the 1, 5 and 15 minute load averages, now
+  std::string date; ///< today in UTC, "2026-11-26" (result file names)
+  std::string time; ///< now in UTC, "2026-11-26 14:03"
+
+  /// "1ee05cc", or "1ee05cc (with uncommitted changes)".
+  std::string commitText() const { return commit + (dirty ? " (with uncommitted changes)" : ""); }
 };
 
 /// The run's facts for the git tree at `sourceDir`.
@@ -41,6 +49,9 @@ inline RunInfo runInfo(const std::string &sourceDir) {
       "echo \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) "
       "cores online, $(awk '/MemTotal/ {printf \"%.0f GiB\", $2/1048576}' /proc/meminfo)\"");
   info.loadAverage = commandOutput("cut -d' ' -f1-3 /proc/loadavg");
+  auto now = std::chrono::system_clock::now();
+  info.date = fmt::format("{:%Y-%m-%d}", now);
+  info.time = fmt::format("{:%Y-%m-%d %H:%M}", now);
   return info;
 }
 

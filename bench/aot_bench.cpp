@@ -10,8 +10,8 @@
 #include "examples/models/ExampleRegistry.h"
 #include "runtime/bundle/BundleLoader.h"
 #include "runtime/bundle/SampleTensors.h"
+#include "support/Elapsed.h"
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -35,10 +35,6 @@ constexpr int kLoads = 7;
 /// Loads of the bundle with weights (up to 80 MiB each).
 constexpr int kWeightLoads = 3;
 constexpr double kGoalMs = 20;
-
-double millisecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
 
 bool sameOutputs(const NamedTensors &a, const NamedTensors &b) {
   if (a.size() != b.size())
@@ -165,17 +161,12 @@ int main(int argc, char **argv) {
 
   if (write) {
     std::string sourceDir = KILN_SOURCE_DIR;
-    auto now = std::chrono::system_clock::now();
-    std::string date = fmt::format("{:%Y-%m-%d}", now);
     bench::RunInfo run = bench::runInfo(sourceDir);
-    std::string commit = run.commit;
-    bool dirty = run.dirty;
-    std::string machine = run.machine;
     std::string text = fmt::format(
         "# AOT bundles on the CPU: load time against compile(), {}\n\n"
-        "- date: {:%Y-%m-%d %H:%M} UTC\n- machine: {}\n"
+        "- date: {} UTC\n- machine: {}\n"
         "- load average (1/5/15 min) after: {}\n"
-        "- kiln: commit {}{}, release build\n\n"
+        "- kiln: commit {}, release build\n\n"
         "Each example at its default batch. *compile()*: the CPU compile from the graph (graph "
         "passes, lowering, LLVM at O3, JIT). *Load*: `loadBundle` of the file written by "
         "`kiln aot --target cpu` (read, container and plan checks, CPU feature check, memfd + "
@@ -185,9 +176,9 @@ int main(int argc, char **argv) {
         "and binds every parameter (bounded by copying the bytes). *Same outputs*: the loaded "
         "bundle (with weights) and compile()'s model give bit-identical outputs on the same "
         "inputs.\n\n{}",
-        date, now, machine, run.loadAverage, commit,
-        dirty ? " (with uncommitted changes)" : "", table);
-    std::string path = fmt::format("{}/bench/results/aot-cpu-{}-{}.md", sourceDir, date, commit);
+        run.date, run.time, run.machine, run.loadAverage, run.commitText(), table);
+    std::string path =
+        fmt::format("{}/bench/results/aot-cpu-{}-{}.md", sourceDir, run.date, run.commit);
     std::ofstream(path) << text;
     fmt::print("wrote {}\n", path);
   }

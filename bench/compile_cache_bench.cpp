@@ -10,12 +10,10 @@
 #include "examples/models/ExampleRegistry.h"
 #include "runtime/tuning/TuningDatabase.h"
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -240,18 +238,13 @@ int main(int argc, char **argv) {
     }
   }
 
-  auto now = std::chrono::system_clock::now();
-  std::string date = fmt::format("{:%Y-%m-%d}", now);
   bench::RunInfo run = bench::runInfo(sourceDir);
-  std::string commit = run.commit;
-  bool dirty = run.dirty;
-  std::string machine = run.machine;
   std::string report = fmt::format(
       "# Kernel cache: cold compile against warm start, {}\n\n"
-      "- date: {:%Y-%m-%d %H:%M} UTC\n"
+      "- date: {} UTC\n"
       "- machine: {}\n"
       "- load average (1/5/15 min) after: {}\n"
-      "- kiln: commit {}{}, release build; GPU kernels for {} (no GPU needed), ptxas: {}\n\n"
+      "- kiln: commit {}, release build; GPU kernels for {} (no GPU needed), ptxas: {}\n\n"
       "Each example at its default batch. *Cold*: compileGpuKernels (backends llvm and "
       "nvrtc) or compile() for the CPU (backend cpu) into an empty cache directory (graph "
       "passes, lowering, LLVM or NVRTC, ptxas for the LLVM backend's cubin, and the cache "
@@ -263,15 +256,14 @@ int main(int argc, char **argv) {
       "CPU, linking the cached object into the process). Speedups are cold over warm; the "
       "goal is a warm start under 100 ms.\n\n{}\n"
       "CPU tuning database per model:\n\n{}\n",
-      date, now, machine, run.loadAverage, commit,
-      dirty ? " (with uncommitted changes)" : "", kArch,
+      run.date, run.time, run.machine, run.loadAverage, run.commitText(), kArch,
       bench::commandOutput(fmt::format("'{}' --version 2>/dev/null | tail -1",
                                 codegen::ptxasPath())),
       kWarmRuns, table, fmt::format("- {}\n", fmt::join(tuningNotes, "\n- ")));
   fmt::print("{}", report);
   if (write) {
     fs::path out = fs::path(sourceDir) / "bench" / "results" /
-                   fmt::format("compile-cache-{}-{}.md", date, commit);
+                   fmt::format("compile-cache-{}-{}.md", run.date, run.commit);
     std::ofstream(out) << report;
     fmt::print(stderr, "wrote {}\n", out.string());
   }

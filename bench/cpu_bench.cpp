@@ -4,6 +4,7 @@
 // stdout; bench/run_cpu_bench.sh joins them with bench/torch_cpu.py's.
 #include "bench/CpuBaselines.h"
 #include "bench/CpuTiming.h"
+#include "bench/FusedSchedules.h"
 #include "bench/JsonLines.h"
 #include "compiler/Compile.h"
 #include "examples/models/ExampleRegistry.h"
@@ -17,7 +18,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -33,7 +33,7 @@ using namespace kiln;
 using kiln::bench::jsonString;
 using kiln::bench::printLine;
 using kiln::bench::printTime;
-using kiln::bench::timeRuns;
+using kiln::bench::schedulesInDump;
 
 struct MatmulShape {
   std::string name;
@@ -121,17 +121,6 @@ struct Measured {
   std::string schedules; ///< the kernels' schedules, "; "-separated
 };
 
-/// The "group N schedule: ..." lines of a fused dump, as "...; ...".
-std::string scheduleSummary(const std::string &fusedDump) {
-  std::vector<std::string> schedules;
-  std::istringstream lines(fusedDump);
-  constexpr std::string_view kMarker = "schedule: ";
-  for (std::string line; std::getline(lines, line);)
-    if (auto at = line.find(kMarker); at != std::string::npos)
-      schedules.push_back(line.substr(at + kMarker.size()));
-  return fmt::format("{}", fmt::join(schedules, "; "));
-}
-
 /// Compiles `graph`, binds `params`, times run() on random inputs and checks
 /// the last outputs. The output tensors are allocated by every run, as
 /// PyTorch allocates its results.
@@ -148,12 +137,12 @@ Expected<Measured> compileAndTime(Graph &graph, const NamedTensors &params,
   Rng rng(1);
   NamedTensors inputs = randomInputs(graph.ir(), rng);
   NamedTensors outputs;
-  KILN_TRY(std::vector<double> seconds, timeRuns([&]() -> Expected<void> {
+  KILN_TRY(std::vector<double> seconds, bench::timeCpuRuns([&]() -> Expected<void> {
              KILN_TRY(outputs, model.run(inputs));
              return {};
            }));
   std::string verdict = check(inputs, outputs);
-  return Measured{std::move(inputs), std::move(seconds), verdict, scheduleSummary(dump.str())};
+  return Measured{std::move(inputs), std::move(seconds), verdict, schedulesInDump(dump.str())};
 }
 
 /// Times kiln on the workload `build` makes, then returns what its runs read (nothing when it

@@ -1,13 +1,14 @@
 // kiln_gpu_bench: kiln's GPU kernels against the GPU's own yardsticks — the
 // device-to-device copy bandwidth, cuBLAS SGEMM and GemmEx, cuDNN — and the cost of a launch.
 // Prints a table per section and writes bench/results/gpu-<date>-<commit>.md.
+#include "RunInfo.h"
 #include "bench/gpu/BenchDevice.h"
 #include "bench/gpu/Sections.h"
+#include "support/Elapsed.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -61,29 +62,15 @@ exit status: 0 every check passed (goals may be missed), 1 a check or section
 failed, 2 bad usage, 77 no GPU (the reason is printed)
 )";
 
-std::string commandOutput(const char *command) {
-  std::string out;
-  if (FILE *pipe = popen(command, "r")) {
-    std::array<char, 256> buffer;
-    while (fgets(buffer.data(), buffer.size(), pipe))
-      out += buffer.data();
-    if (pclose(pipe) != 0)
-      return "";
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r'))
-    out.pop_back();
-  return out;
-}
-
 std::string currentCommit(const std::string &given) {
   if (!given.empty())
     return given;
   if (const char *fromEnv = std::getenv("KILN_BENCH_COMMIT"); fromEnv && *fromEnv)
     return fromEnv;
-  std::string commit = commandOutput("git rev-parse --short HEAD 2>/dev/null");
+  std::string commit = bench::commandOutput("git rev-parse --short HEAD 2>/dev/null");
   if (commit.empty())
     return "unknown";
-  if (!commandOutput("git status --porcelain --untracked-files=no 2>/dev/null").empty())
+  if (!bench::commandOutput("git status --porcelain --untracked-files=no 2>/dev/null").empty())
     commit += "-dirty";
   return commit;
 }
@@ -195,8 +182,7 @@ int main(int argc, char **argv) {
   // The file is rewritten after every table (finished = false says so in it) and once more at
   // the end; each write goes to a file beside it first, then replaces it whole.
   auto writeReport = [&](bool finished) {
-    double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    double seconds = secondsSince(started);
     std::vector<std::string> header = {
         fmt::format("device: {}", context.gpu.description),
         fmt::format("compute capability: {}.{}, {} SMs", context.gpu.ccMajor,

@@ -3,12 +3,14 @@
 // that the program computes the loss and learns. One JSON object per line on
 // stdout; bench/run_train_bench.sh joins them with bench/torch_train.py's.
 #include "bench/JsonLines.h"
+#include "bench/TimedRuns.h"
 #include "compiler/Compile.h"
 #include "compiler/training/Trainer.h"
 #include "examples/models/TrainingRecipes.h"
 #include "frontend/Graph.h"
 #include "frontend/Ops.h"
 #include "runtime/cpu/ThreadPool.h"
+#include "support/Elapsed.h"
 
 #include <fmt/format.h>
 
@@ -27,14 +29,9 @@ using kiln::bench::jsonString;
 using kiln::bench::printLine;
 using Clock = std::chrono::steady_clock;
 
-// The timing method, shared with torch_train.py (see bench/README.md): warm-up
-// steps, then steps until both kMinSteps and kMinSeconds are reached; a
-// workload slower than kMaxSeconds in all stops after kMinStepsWhenSlow steps.
-constexpr int kWarmupSteps = 3;
-constexpr int kMinSteps = 10;
-constexpr double kMinSeconds = 0.5;
-constexpr double kMaxSeconds = 5.0;
-constexpr int kMinStepsWhenSlow = 3;
+// The timing method, shared with torch_train.py (see bench/README.md).
+constexpr bench::TimingBudget kBudget{
+    .warmupRuns = 3, .minRuns = 10, .minSeconds = 0.5, .maxSeconds = 5.0, .minRunsWhenSlow = 3};
 /// The timed steps cycle over this many fixed random batches.
 constexpr int kFixedBatches = 4;
 
@@ -67,10 +64,6 @@ std::vector<Workload> defaultWorkloads() {
 void printError(std::string_view workload, std::string_view message) {
   printLine(fmt::format(R"({{"kind": "error", "impl": "kiln", "workload": {}, "message": {}}})",
                         jsonString(workload), jsonString(message)));
-}
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 /// The number of classes: the last axis of the "logits" output.
@@ -206,44 +199,24 @@ bool benchWorkload(const Workload &workload, const Settings &settings) {
   // before the step, which returns the loss and the model's outputs to the
   // host; parameters and optimizer state stay where the program runs.
   int next = 0;
-  auto runStep = [&]() -> Expected<double> {
+  double lastLoss = 0;
+  auto seconds = bench::timeRuns(kBudget, [&]() -> Expected<void> {
     int after = (next + 1) % kFixedBatches;
     KILN_TRY_VOID(trainer->prefetch(batches[after]));
     KILN_TRY(training::StepResult step, trainer->step(batches[next]));
     next = after;
-    return step.loss;
-  };
-  std::vector<double> seconds;
-  double total = 0, lastLoss = 0;
-  for (int i = 0; i < kWarmupSteps; ++i)
-    if (auto loss = runStep(); !loss) {
-      printError(name, fmt::format("step: {}", loss.error().message()));
-      return false;
-    }
-  while (true) {
-    Clock::time_point start = Clock::now();
-    auto loss = runStep();
-    double elapsed = secondsSince(start);
-    if (!loss) {
-      printError(name, fmt::format("step: {}", loss.error().message()));
-      return false;
-    }
-    lastLoss = *loss;
-    seconds.push_back(elapsed);
-    total += elapsed;
-    int steps = static_cast<int>(seconds.size());
-    if (steps >= kMinSteps && total >= kMinSeconds)
-      break;
-    if (total >= kMaxSeconds && steps >= kMinStepsWhenSlow)
-      break;
+    lastLoss = step.loss;
+    return {};
+  });
+  if (!seconds) {
+    printError(name, fmt::format("step: {}", seconds.error().message()));
+    return false;
   }
   if (!std::isfinite(lastLoss)) {
     printError(name, fmt::format("check failed: the last timed step's loss is {}", lastLoss));
     return false;
   }
-  std::sort(seconds.begin(), seconds.end());
-  size_t n = seconds.size();
-  double median = n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
+  double median = bench::sortedMedian(*seconds);
   std::string check = fmt::format("ok: first loss {:.4f} (log {} = {:.4f}), {:.4f} after {} steps",
                                   firstLoss, *classes, uniformLoss, learnedLoss, kLearnSteps);
   printLine(fmt::format(
@@ -253,8 +226,8 @@ bool benchWorkload(const Workload &workload, const Settings &settings) {
       R"("learned_loss": {:.6f}, "check": {}}})",
       jsonString(name), jsonString(workload.recipe), workload.batch,
       jsonString(settings.precisionName), jsonString(settings.target), median * 1e3,
-      seconds.front() * 1e3, n, workload.batch / median, compileSeconds, firstLoss, learnedLoss,
-      jsonString(check)));
+      seconds->front() * 1e3, seconds->size(), workload.batch / median, compileSeconds,
+      firstLoss, learnedLoss, jsonString(check)));
   return true;
 }
 

@@ -12,8 +12,8 @@
 #include "frontend/Graph.h"
 #include "frontend/Ops.h"
 #include "runtime/cpu/ThreadPool.h"
+#include "support/Elapsed.h"
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <chrono>
@@ -271,23 +271,17 @@ int main(int argc, char **argv) {
     if (!row.target.empty())
       targetText = row.target;
   bool cpu = target == TargetKind::Cpu;
-  double totalMinutes =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;
+  double totalMinutes = secondsSince(start) / 60;
 
   std::string sourceDir = KILN_SOURCE_DIR;
-  auto now = std::chrono::system_clock::now();
-  std::string date = fmt::format("{:%Y-%m-%d}", now);
   bench::RunInfo run = bench::runInfo(sourceDir);
-  std::string commit = run.commit;
-  bool dirty = run.dirty;
-  std::string machine = run.machine;
   std::string report = fmt::format(
       "# Autotuner against an exhaustive sweep, {}, {}\n\n"
-      "- date: {:%Y-%m-%d %H:%M} UTC\n"
+      "- date: {} UTC\n"
       "- machine: {}{}\n"
       "- target: {}\n"
       "- load average (1/5/15 min) after: {}\n"
-      "- kiln: commit {}{}, release build; whole run {:.1f} min\n\n"
+      "- kiln: commit {}, release build; whole run {:.1f} min\n\n"
       "Each workload is one fusion group. *Exhaustive*: every schedule of its space compiled, "
       "checked against the fp64 reference and timed (3 warm-ups, median of {} runs, each after "
       "{}, 3 input sets cycled). *Tuner*: the same with a budget of {:.0f}% "
@@ -297,9 +291,9 @@ int main(int argc, char **argv) {
       "<= 1.03; both are noisy medians, and the sweep's is the least of many); *pick in sweep*: "
       "the tuner's winner as the sweep timed it, free of the noise between the two runs; "
       "*default / exhaustive*: what tuning gains over the heuristic.{}\n\n{}",
-      cpu ? "CPU" : targetName, date, now, machine,
+      cpu ? "CPU" : targetName, run.date, run.time, run.machine,
       cpu ? fmt::format("; kernels on {} threads", cpu::ThreadPool::defaultThreadCount()) : "",
-      targetText, run.loadAverage, commit, dirty ? " (with uncommitted changes)" : "",
+      targetText, run.loadAverage, run.commitText(),
       totalMinutes, timedRuns,
       cpu ? "a last-level-cache flush, wall-clock time"
           : "an L2 flush, device events around the launch",
@@ -315,7 +309,7 @@ int main(int argc, char **argv) {
     fs::path dir = outDir.empty() ? fs::path(sourceDir) / "bench" / "results" : fs::path(outDir);
     std::error_code ec;
     fs::create_directories(dir, ec);
-    fs::path out = dir / fmt::format("tune-{}-{}-{}.md", targetName, date, commit);
+    fs::path out = dir / fmt::format("tune-{}-{}-{}.md", targetName, run.date, run.commit);
     if (auto written = runtime::replaceFile(out.string(), report); !written) {
       fmt::print(stderr, "{}\n", written.error().message());
       return 1;

@@ -12,6 +12,7 @@
 #include "compiler/tuning/TuningKeys.h"
 #include "runtime/DeviceExecutor.h"
 #include "runtime/sim/SimDevice.h"
+#include "support/Elapsed.h"
 
 #include <fmt/format.h>
 
@@ -25,10 +26,6 @@ namespace kiln {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 std::string describeTarget(const codegen::CpuTarget &target) {
   return fmt::format("cpu {} {} ({}-bit vectors, {} threads)", target.triple, target.cpuName,

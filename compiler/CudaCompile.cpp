@@ -12,6 +12,7 @@
 #include "runtime/cuda/CudaModule.h"
 #include "runtime/cudnn/CudnnConv2D.h"
 #include "runtime/cudnn/CudnnLibrary.h"
+#include "support/Elapsed.h"
 
 #include <fmt/format.h>
 
@@ -25,10 +26,6 @@ namespace {
 /// The newest architecture kiln generates code for; newer GPUs run its PTX
 /// through the driver's compiler.
 constexpr int kNewestSm = 90;
-
-double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 } // namespace
 

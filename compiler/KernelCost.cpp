@@ -75,21 +75,6 @@ int64_t poolingWindowFlops(const ir::Node &node) {
 
 } // namespace
 
-std::string_view flopRuleName(FlopRule rule) {
-  switch (rule) {
-  case FlopRule::PerOutputElement: return "per-output-element";
-  case FlopRule::PerInputElement: return "per-input-element";
-  case FlopRule::PoolingWindow: return "pooling-window";
-  case FlopRule::RowNormalization: return "row-normalization";
-  case FlopRule::BatchNorm: return "batch-norm";
-  case FlopRule::MatMul: return "matmul";
-  case FlopRule::Conv2D: return "conv2d";
-  case FlopRule::Attention: return "attention";
-  case FlopRule::Free: return "free";
-  }
-  KILN_UNREACHABLE("unknown FlopRule");
-}
-
 std::optional<FlopRule> flopRuleOf(ir::OpKind kind) {
   return flopRuleOf(kind, ir::opInfo(kind).category);
 }

@@ -27,8 +27,6 @@ enum class FlopRule {
   Free,             ///< data movement: no arithmetic
 };
 
-std::string_view flopRuleName(FlopRule rule);
-
 /// Operations per element of the row-normalization ops (see flopsOfReduction):
 /// softmax is max, subtract, exp, sum, divide; log_softmax is max, subtract,
 /// exp, sum, subtract (the per-row log is negligible); layer_norm is sum for

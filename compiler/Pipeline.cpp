@@ -11,6 +11,7 @@
 #include "passes/PassManager.h"
 #include "passes/graph/GraphPasses.h"
 #include "passes/lower/Lower.h"
+#include "support/Elapsed.h"
 
 #include <fmt/format.h>
 
@@ -21,10 +22,6 @@ namespace kiln::compiler {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 /// Graph passes before fusion: clean up, decompose the composite ops that have
 /// no kernel template of their own (attention becomes matmuls and a softmax),

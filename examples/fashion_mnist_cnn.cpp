@@ -9,22 +9,21 @@
 //                     [--weights FILE] [--seed S] [--save-weights FILE] [--print-ir]
 #include "examples/models/FashionMnistCnn.h"
 #include "frontend/Evaluate.h"
+#include "frontend/data/FashionMnist.h"
 #include "frontend/data/Normalization.h"
-#include "frontend/io/Idx.h"
 #include "frontend/io/Safetensors.h"
 #include "compiler/Compile.h"
 #include "ir/graph/Printer.h"
+#include "support/Elapsed.h"
 #include "support/Tolerance.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -32,17 +31,12 @@ using namespace kiln;
 
 namespace {
 
-constexpr const char *kDefaultDataDir = "/usr/share/datasets/fashion-mnist";
-constexpr std::array<const char *, 10> kClassNames = {
-    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
-    "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
-
 struct Options {
   int64_t batch = 64;
   int64_t images = 0; ///< 0: the whole test set
   TargetKind target = TargetKind::Auto;
   bool printIr = false;
-  std::string dataDir = kDefaultDataDir;
+  std::string dataDir = data::kFashionMnistDirectory;
   std::string weights;
   std::string saveWeights;
   uint64_t seed = 0;
@@ -62,7 +56,7 @@ void printUsage(std::FILE *out) {
              "                   random weights from --seed)\n"
              "  --seed S         seed of the untrained weights (default 0)\n"
              "  --save-weights FILE  write the parameters used to a safetensors file\n",
-             kDefaultDataDir);
+             data::kFashionMnistDirectory);
 }
 
 template <typename T> std::optional<T> parseNumber(std::string_view text) {
@@ -121,19 +115,6 @@ Expected<Options> parseOptions(int argc, char **argv) {
   return options;
 }
 
-/// `DIR/name`, or `DIR/name.gz` (the Debian package's form), whichever exists.
-Expected<std::string> findIdxFile(const std::string &dir, const std::string &name) {
-  for (const std::string &candidate : {dir + "/" + name, dir + "/" + name + ".gz"})
-    if (std::filesystem::exists(candidate))
-      return candidate;
-  return makeError(ErrorCode::IOError,
-                   fmt::format("Fashion-MNIST not found: neither {0}/{1} nor {0}/{1}.gz exists.\n"
-                               "Install the Debian package dataset-fashion-mnist (apt-get install "
-                               "dataset-fashion-mnist), or point --data at a directory with the "
-                               "IDX files.",
-                               dir, name));
-}
-
 /// Images [first, first + batch) of `all`, zero-padded past the end of the set.
 HostTensor batchAt(const HostTensor &all, int64_t first, int64_t batch) {
   std::vector<int64_t> shape = all.shape();
@@ -190,16 +171,12 @@ int run(const Options &options) {
                options.saveWeights);
   }
 
-  auto imagesPath = findIdxFile(options.dataDir, "t10k-images-idx3-ubyte");
-  auto labelsPath = findIdxFile(options.dataDir, "t10k-labels-idx1-ubyte");
-  if (!imagesPath || !labelsPath)
-    return fail((!imagesPath ? imagesPath : labelsPath).error());
-  auto allImages = io::readIdxImages(*imagesPath, /*normalize=*/true);
-  auto allLabels = io::readIdxLabels(*labelsPath);
-  if (!allImages || !allLabels)
-    return fail(!allImages ? allImages.error() : allLabels.error());
+  auto testSet = data::loadFashionMnist(data::Split::Test, options.dataDir);
+  if (!testSet)
+    return fail(testSet.error());
+  const HostTensor *allImages = &testSet->images, *allLabels = &testSet->labels;
   // The pixels as the cnn training recipe (kiln train cnn) sees them, so its weights apply.
-  for (float &pixel : allImages->as<float>())
+  for (float &pixel : testSet->images.as<float>())
     pixel = static_cast<float>((pixel - data::kFashionMnistMean) / data::kFashionMnistStddev);
   int64_t total = allImages->shape()[0];
   int64_t count = options.images > 0 ? std::min(options.images, total) : total;
@@ -236,7 +213,6 @@ int run(const Options &options) {
   if (!check.ok)
     return 1;
 
-  int64_t classes = static_cast<int64_t>(kClassNames.size());
   int64_t correct = 0;
   std::vector<double> batchSeconds;
   std::vector<int64_t> firstPredictions;
@@ -244,13 +220,12 @@ int run(const Options &options) {
     HostTensor images = batchAt(*allImages, first, options.batch);
     auto start = std::chrono::steady_clock::now();
     auto outputs = model->run({{"images", images}});
-    batchSeconds.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    batchSeconds.push_back(secondsSince(start));
     if (!outputs)
       return fail(outputs.error());
     const HostTensor &probabilities = outputs->at("probabilities");
     for (int64_t row = 0; row < options.batch && first + row < count; ++row) {
-      int64_t predicted = argmaxRow(probabilities, row, classes);
+      int64_t predicted = argmaxRow(probabilities, row, data::kFashionMnistClasses);
       correct += predicted == static_cast<int64_t>(allLabels->getDouble(first + row));
       if (first + row < 8)
         firstPredictions.push_back(predicted);
@@ -260,8 +235,8 @@ int run(const Options &options) {
   fmt::print("\n{:>5}  {:<12} {}\n", "image", "predicted", "true");
   for (size_t i = 0; i < firstPredictions.size(); ++i) {
     auto truth = static_cast<int64_t>(allLabels->getDouble(static_cast<int64_t>(i)));
-    fmt::print("{:>5}  {:<12} {}\n", i, kClassNames[firstPredictions[i]],
-               truth >= 0 && truth < classes ? kClassNames[truth] : "?");
+    fmt::print("{:>5}  {:<12} {}\n", i, data::kFashionMnistClassNames[firstPredictions[i]],
+               data::kFashionMnistClassNames[truth]);
   }
   std::vector<double> sorted = batchSeconds;
   std::sort(sorted.begin(), sorted.end());

@@ -127,8 +127,6 @@ Expected<void> DeviceExecutor::bindParam(const LaunchPlan &plan, size_t index,
   return device_->synchronize(Stream{});
 }
 
-bool DeviceExecutor::isBound(size_t index) const { return boundParams_[index] != 0; }
-
 Expected<HostTensor> DeviceExecutor::readParam(const LaunchPlan &plan, size_t index) const {
   const PlanBuffer &buffer = plan.buffers[plan.params[index].buffer];
   HostTensor tensor(buffer.dtype, buffer.shape);

@@ -47,7 +47,6 @@ public:
   /// its type). Rebinding overwrites the same device memory, so captured launch
   /// graphs stay valid; it must not overlap a run.
   Expected<void> bindParam(const LaunchPlan &plan, size_t index, const HostTensor &tensor);
-  bool isBound(size_t index) const;
   /// Parameter `index`'s bound value, copied back to the host.
   Expected<HostTensor> readParam(const LaunchPlan &plan, size_t index) const;
   /// Binds parameter `index` to a copy of `bytes` at `source` on this device.
@@ -70,7 +69,6 @@ public:
   Device &device() const { return *device_; }
   const std::shared_ptr<Device> &sharedDevice() const { return device_; }
   const DevicePeak &peak() const { return peak_; }
-  PoolStats poolStats() const { return pool_->stats(); }
 
 private:
   struct RunContext;

@@ -23,22 +23,11 @@ int64_t roundUp(int64_t value, int64_t multiple) {
 
 } // namespace
 
-std::string byteSizeText(int64_t bytes) {
-  static constexpr const char *kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  if (bytes < 1024)
-    return fmt::format("{} bytes", bytes);
-  double scaled = static_cast<double>(bytes) / 1024;
-  size_t unit = 0;
-  for (; scaled >= 1024 && unit + 1 < std::size(kUnits); scaled /= 1024)
-    ++unit;
-  return fmt::format("{:.1f} {}", scaled, kUnits[unit]);
-}
-
 std::string PoolStats::str() const {
   return fmt::format("in use {} (peak {}), cached {}, reserved {}; {} allocations, {} from the "
                      "cache; {} device allocations, {} device frees",
-                     byteSizeText(bytesInUse), byteSizeText(peakBytesInUse),
-                     byteSizeText(bytesCached), byteSizeText(bytesReserved), allocations,
+                     shortByteSizeText(bytesInUse), shortByteSizeText(peakBytesInUse),
+                     shortByteSizeText(bytesCached), shortByteSizeText(bytesReserved), allocations,
                      cacheHits, deviceAllocations, deviceFrees);
 }
 
@@ -116,7 +105,7 @@ Expected<DevicePtr> DeviceMemoryPool::allocate(int64_t bytes, Stream stream) {
         Error(ErrorCode::OutOfMemory,
               fmt::format("memory pool: cannot allocate {} ({} bytes) on {}: no device has that "
                           "much memory",
-                          byteSizeText(bytes), bytes, device_.describe()))
+                          shortByteSizeText(bytes), bytes, device_.describe()))
             .withNote("pool: " + state.stats.str()));
   int64_t size = roundedSize(bytes);
 
@@ -171,7 +160,7 @@ Expected<DevicePtr> DeviceMemoryPool::allocate(int64_t bytes, Stream stream) {
       return std::unexpected(std::move(fresh).error());
     Error error(ErrorCode::OutOfMemory,
                 fmt::format("memory pool: cannot allocate {} ({} bytes, asked {}) on {}: {}",
-                            byteSizeText(size), size, bytes, device_.describe(),
+                            shortByteSizeText(size), size, bytes, device_.describe(),
                             fresh.error().message()));
     for (const std::string &note : fresh.error().notes())
       error.withNote(note);

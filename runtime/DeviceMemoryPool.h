@@ -5,6 +5,7 @@
 
 #include "runtime/Device.h"
 #include "support/Error.h"
+#include "support/MemorySize.h"
 
 #include <cstdint>
 #include <memory>
@@ -26,9 +27,6 @@ struct PoolStats {
   /// One line: "in use 12.0 MiB (peak 20.0 MiB), cached 8.0 MiB, ...".
   std::string str() const;
 };
-
-/// "512 bytes", "12.0 MiB", "79.1 GiB": sizes in statistics and errors.
-std::string byteSizeText(int64_t bytes);
 
 /// Size classes: requests below 1 MiB round up to 256 bytes, larger ones to
 /// 2 MiB, and a request reuses the smallest cached block of at least its class

@@ -9,6 +9,11 @@
 namespace kiln {
 
 std::string byteSizeText(uint64_t bytes) {
+  return bytes < 1024 ? shortByteSizeText(bytes)
+                      : fmt::format("{} ({} bytes)", shortByteSizeText(bytes), bytes);
+}
+
+std::string shortByteSizeText(uint64_t bytes) {
   static constexpr const char *kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (bytes < 1024)
     return fmt::format("{} bytes", bytes);
@@ -16,7 +21,7 @@ std::string byteSizeText(uint64_t bytes) {
   size_t unit = 0;
   for (scaled /= 1024; scaled >= 1024 && unit + 1 < std::size(kUnits); scaled /= 1024)
     ++unit;
-  return fmt::format("{:.1f} {} ({} bytes)", scaled, kUnits[unit], bytes);
+  return fmt::format("{:.1f} {}", scaled, kUnits[unit]);
 }
 
 uint64_t physicalMemoryBytes() {

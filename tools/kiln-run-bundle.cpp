@@ -2,6 +2,7 @@
 // the proof that a bundle needs neither the compiler, LLVM nor NVRTC.
 #include "runtime/bundle/BundleLoader.h"
 #include "runtime/bundle/SampleTensors.h"
+#include "support/Elapsed.h"
 
 #include <fmt/format.h>
 
@@ -21,11 +22,6 @@ summary, the load time and the median time per run. Parameters the bundle does
 not bind get seeded random values too.
 exit status: 0 success, 1 a failure, 2 bad usage
 )";
-
-double millisecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-      .count();
-}
 
 } // namespace
 

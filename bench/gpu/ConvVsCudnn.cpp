@@ -1,6 +1,7 @@
 // Section (f): kiln's conv2d (implicit GEMMs: fp32 NCHW on the CUDA cores, bf16 NHWC on the
 // tensor cores, by default and with warpgroup products forced) against cuDNN's fastest
 // algorithm on ResNet and VGG16 layer shapes.
+#include "bench/FusedSchedules.h"
 #include "bench/gpu/DeviceTimer.h"
 #include "bench/gpu/KernelTiming.h"
 #include "bench/gpu/Sections.h"
@@ -228,24 +229,6 @@ Agreement compareOutputs(const HostTensor &kiln, const HostTensor &cudnn) {
   return total;
 }
 
-/// "mma bm=128 ...": the schedule lines of a --dump=fused listing ("//   group 0 schedule:
-/// gpu.conv2d mma ..."), without "gpu.conv2d "; several groups are joined with "; ".
-std::string schedulesIn(const std::string &dump) {
-  constexpr std::string_view kMarker = "schedule: ", kConv = "gpu.conv2d ";
-  std::istringstream lines(dump);
-  std::string line, schedules;
-  while (std::getline(lines, line)) {
-    size_t at = line.find(kMarker);
-    if (at == std::string::npos)
-      continue;
-    std::string schedule = line.substr(at + kMarker.size());
-    if (schedule.starts_with(kConv))
-      schedule.erase(0, kConv.size());
-    schedules += (schedules.empty() ? "" : "; ") + schedule;
-  }
-  return schedules.empty() ? "?" : schedules;
-}
-
 /// kiln's side of a layer: compiled with `options` (plus the fused dump), run once on
 /// poisoned buffers, its sampled elements checked.
 struct KilnSide {
@@ -282,7 +265,7 @@ Expected<KilnSide> runKiln(const CompileOptions &compileOptions, const Precision
   options.dump |= kDumpFused;
   options.dumpStream = &dump;
   KILN_TRY(CompiledModel model, compileGraph(graph, options));
-  side.schedule = schedulesIn(dump.str());
+  side.schedule = schedulesInDump(dump.str(), "gpu.conv2d ", "?");
   KILN_TRY_VOID(model.bindParams(graph.paramValues()));
   side.w = graph.paramValues().at("w");
   KILN_TRY(NamedTensors outputs, model.run(side.inputs, RunOptions{.poisonBuffers = true}));

@@ -10,14 +10,6 @@
 
 namespace kiln::bench {
 
-double median(std::vector<double> values) {
-  if (values.empty())
-    return 0;
-  std::sort(values.begin(), values.end());
-  size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 Expected<KernelTiming> timeKernels(const CompiledModel &model, const NamedTensors &tensors,
                                    int runs) {
   // The first run loads kernels and allocates the arena: not timed.

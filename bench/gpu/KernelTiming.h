@@ -4,6 +4,7 @@
 
 #include "compiler/Compile.h"
 #include "frontend/Graph.h"
+#include "support/Median.h"
 
 #include <string>
 #include <vector>
@@ -27,8 +28,6 @@ struct KernelTiming {
 /// launch), so host-device copies and host work are left out.
 Expected<KernelTiming> timeKernels(const CompiledModel &model, const NamedTensors &tensors,
                                    int runs);
-
-double median(std::vector<double> values);
 
 /// Finalizes `graph` and compiles it with `options`.
 Expected<CompiledModel> compileGraph(Graph &graph, const CompileOptions &options);

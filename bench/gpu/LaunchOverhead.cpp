@@ -5,6 +5,7 @@
 #include "bench/gpu/KernelTiming.h"
 #include "bench/gpu/Sections.h"
 #include "frontend/Ops.h"
+#include "support/Elapsed.h"
 
 #include <fmt/format.h>
 
@@ -34,8 +35,7 @@ Expected<double> wallMs(const CompiledModel &model, const NamedTensors &inputs, 
   for (int run = 0; run < runs; ++run) {
     auto start = std::chrono::steady_clock::now();
     KILN_TRY_VOID(model.run(inputs, options));
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                     .count());
+    ms.push_back(millisecondsSince(start));
   }
   return median(ms);
 }

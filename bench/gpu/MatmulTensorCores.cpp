@@ -1,6 +1,7 @@
 // Section (e): kiln's tensor-core GEMMs (mma.sync on bf16 or f16 operands, or on
 // f32 ones rounded to tf32) against cuBLAS GemmEx on the same GPU and inputs.
 #include "bench/gpu/Cublas.h"
+#include "bench/FusedSchedules.h"
 #include "bench/gpu/DeviceTimer.h"
 #include "bench/gpu/KernelTiming.h"
 #include "bench/gpu/Sections.h"
@@ -275,24 +276,6 @@ std::string checkSampled(const Precision &precision, const SampledReference &ref
   return "ok";
 }
 
-/// "mma bm=128 bn=128 ...": the schedule lines of a --dump=fused listing
-/// ("//   group 0 schedule: gpu.matmul mma ..."), without "gpu.matmul ".
-std::string schedulesIn(const std::string &dump) {
-  constexpr std::string_view kMarker = "schedule: ", kMatmul = "gpu.matmul ";
-  std::istringstream lines(dump);
-  std::string line, schedules;
-  while (std::getline(lines, line)) {
-    size_t at = line.find(kMarker);
-    if (at == std::string::npos)
-      continue;
-    std::string schedule = line.substr(at + kMarker.size());
-    if (schedule.starts_with(kMatmul))
-      schedule.erase(0, kMatmul.size());
-    schedules += (schedules.empty() ? "" : "; ") + schedule;
-  }
-  return schedules.empty() ? "?" : schedules;
-}
-
 struct GemmResult {
   std::string schedule; ///< the one kiln picked by default
   KernelTiming kiln;
@@ -334,7 +317,7 @@ Expected<GemmResult> measureGemm(BenchContext &context, Cublas &cublas, runtime:
   options.dumpStream = &dump;
   KILN_TRY(CompiledModel model, compileGraph(graph, options));
   GemmResult result;
-  result.schedule = schedulesIn(dump.str());
+  result.schedule = schedulesInDump(dump.str(), "gpu.matmul ", "?");
   KILN_TRY_VOID(model.bindParams(graph.paramValues()));
   const HostTensor &w = graph.paramValues().at("w");
 

@@ -3,6 +3,7 @@
 // CudaExprEmitter.cpp (expressions, casts, memory access).
 #pragma once
 
+#include "codegen/PtxInstructions.h"
 #include "codegen/Target.h"
 #include "ir/kernel/Bounds.h"
 #include "ir/kernel/GpuLaunch.h"
@@ -91,6 +92,11 @@ private:
   Expected<bool> emitPairedStores(const kir::Stmt &first, const kir::Stmt &second);
 
   // ---- CudaTensorCore.cpp: mma, ldmatrix and cp.async as inline PTX
+  /// Prints `instruction` as an asm statement on `operands`, C expressions in the order of its
+  /// constraints (lvalues for outputs).
+  void emitAsm(const InlinePtx &instruction, const std::vector<std::string> &operands);
+  /// Unsupported, naming the kernel, `what` and the instruction, where the target lacks it.
+  Expected<void> require(const InlinePtx &instruction, std::string_view what) const;
   Expected<void> emitMma(const kir::Mma &mma);
   Expected<void> emitLdMatrix(const kir::LdMatrix &load);
   Expected<void> emitAsyncCopy(const kir::AsyncCopy &copy);
@@ -100,7 +106,6 @@ private:
   // ---- CudaWgmma.cpp: warpgroup products on sm_90a
   Expected<void> emitWgmma(const kir::Wgmma &product);
   Expected<void> emitWgmmaSync(const kir::WgmmaSync &sync);
-  Expected<void> requireWgmma(std::string_view what) const;
   Expected<void> emitMbarrier(const kir::Mbarrier &barrier);
   Expected<void> emitTmaLoad(const kir::TmaLoad &copy);
   /// The 32-bit shared address of buffer[index] (a shared buffer in scope).
@@ -108,8 +113,6 @@ private:
                                       std::string_view what);
   /// The C expression of `matrix`'s 64-bit descriptor.
   Expected<std::string> wgmmaDescriptor(const kir::SharedMatrix &matrix, std::string_view what);
-  /// Fails unless the target is at least sm_`minSm`, naming `what`.
-  Expected<void> requireSm(int minSm, std::string_view what) const;
   /// C lvalues for elements [0, count) of a register fragment of `dtype`.
   Expected<std::vector<std::string>> fragmentElements(const kir::Fragment &fragment, DType dtype,
                                                       int64_t count, std::string_view what);

@@ -1,7 +1,7 @@
-// Tensor-core statements and asynchronous copies in CUDA C, as inline PTX:
-// mma.sync with "r" (packed operand words) and "f" (f32) operands, ldmatrix
-// and cp.async on shared addresses from __cvta_generic_to_shared, and the
-// cp.async group commit and wait. NVRTC's PTX version has all of them.
+// Tensor-core statements and asynchronous copies in CUDA C, as the inline PTX of
+// codegen/PtxInstructions.h: mma.sync on packed operand words, ldmatrix and cp.async on shared
+// addresses from __cvta_generic_to_shared, and the cp.async group commit and wait; and the
+// asm statement every GPU instruction is printed as. NVRTC's PTX version has all of them.
 #include "codegen/cuda/CudaEmitter.h"
 
 #include "ir/kernel/MmaLayout.h"
@@ -10,32 +10,38 @@
 #include <fmt/ranges.h>
 
 namespace kiln::codegen::cuda {
-namespace {
-
-/// "{%first, %first+1, ...}": `count` asm operand placeholders.
-std::string operandList(int first, int count) {
-  std::vector<std::string> names;
-  for (int i = 0; i < count; ++i)
-    names.push_back(fmt::format("%{}", first + i));
-  return fmt::format("{{{}}}", fmt::join(names, ", "));
+void CudaEmitter::emitAsm(const InlinePtx &instruction, const std::vector<std::string> &operands) {
+  KILN_CHECK(operands.size() == instruction.constraints.size(),
+             fmt::format("{}: an operand per constraint", instruction.mnemonic));
+  std::vector<std::string> outputs, inputs;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const std::string &constraint = instruction.constraints[i];
+    bool output = constraint[0] == '=' || constraint[0] == '+';
+    (output ? outputs : inputs).push_back(fmt::format("\"{}\"({})", constraint, operands[i]));
+  }
+  std::string text;
+  for (char c : instruction.text)
+    text += c == '\n' ? std::string("\\n") : std::string(1, c);
+  std::string clobber = instruction.clobbersMemory ? " : \"memory\"" : "";
+  if (outputs.empty()) {
+    std::string tail;
+    if (!inputs.empty() || instruction.clobbersMemory)
+      tail = " ::";
+    if (!inputs.empty())
+      tail += fmt::format(" {}", fmt::join(inputs, ", "));
+    if (instruction.clobbersMemory)
+      tail += inputs.empty() ? ": \"memory\"" : " : \"memory\"";
+    line(fmt::format("asm volatile(\"{}\"{});", text, tail));
+    return;
+  }
+  line(fmt::format("asm volatile(\"{}\"", text));
+  line(fmt::format("             : {}", fmt::join(outputs, ", ")));
+  line(fmt::format("             : {}{});", fmt::join(inputs, ", "), clobber));
 }
 
-/// `constraint`(value) for each value.
-std::vector<std::string> constrained(std::string_view constraint,
-                                     const std::vector<std::string> &values) {
-  std::vector<std::string> operands;
-  for (const std::string &value : values)
-    operands.push_back(fmt::format("\"{}\"({})", constraint, value));
-  return operands;
-}
-
-} // namespace
-
-Expected<void> CudaEmitter::requireSm(int minSm, std::string_view what) const {
-  if (target_.sm >= minSm)
-    return {};
-  return fail(ErrorCode::Unsupported, fmt::format("{} needs sm_{} or newer; the target is {}", what,
-                                                  minSm, target_.archName()));
+Expected<void> CudaEmitter::require(const InlinePtx &instruction, std::string_view what) const {
+  Expected<void> supported = requireInstruction(target_, instruction, what);
+  return supported ? supported : fail(supported.error().code(), supported.error().message());
 }
 
 Expected<std::vector<std::string>> CudaEmitter::fragmentElements(const kir::Fragment &fragment,
@@ -79,9 +85,9 @@ Expected<std::vector<std::string>> CudaEmitter::fragmentOperands(const kir::Frag
 
 Expected<void> CudaEmitter::emitMma(const kir::Mma &mma) {
   const kir::MmaShapeInfo &info = kir::mmaShapeInfo(mma.mmaKind);
+  InlinePtx instruction = mmaSync(mma.mmaKind);
   std::string name = fmt::format("mma.{}", kir::mmaKindName(mma.mmaKind));
-  KILN_TRY_VOID(requireSm(info.minSm, fmt::format("{} (PTX mma.sync.aligned.{})", name,
-                                                  info.ptxName)));
+  KILN_TRY_VOID(require(instruction, name));
   bool tf32 = mma.mmaKind == kir::MmaKind::TF32_M16N8K8;
   KILN_TRY(std::vector<std::string> a,
            fragmentOperands(mma.a, info.operandDtype, info.aElements, tf32, name + " a"));
@@ -89,38 +95,28 @@ Expected<void> CudaEmitter::emitMma(const kir::Mma &mma) {
            fragmentOperands(mma.b, info.operandDtype, info.bElements, tf32, name + " b"));
   KILN_TRY(std::vector<std::string> c,
            fragmentElements(mma.c, DType::F32, info.cElements, name + " c"));
-  KILN_TRY(std::vector<std::string> d,
+  KILN_TRY(std::vector<std::string> operands,
            fragmentElements(mma.d, DType::F32, info.cElements, name + " d"));
-  int na = static_cast<int>(a.size()), nb = static_cast<int>(b.size());
-  int nc = static_cast<int>(c.size()), nd = static_cast<int>(d.size());
   // d may be c: the asm reads every input before it writes an output.
   line(fmt::format("{{ // {}", name));
   ++indent_;
-  line(fmt::format("const unsigned kiln_a[{}] = {{{}}};", na, fmt::join(a, ", ")));
-  line(fmt::format("const unsigned kiln_b[{}] = {{{}}};", nb, fmt::join(b, ", ")));
-  std::vector<std::string> aWords, bWords;
-  for (int i = 0; i < na; ++i)
-    aWords.push_back(fmt::format("kiln_a[{}]", i));
-  for (int i = 0; i < nb; ++i)
-    bWords.push_back(fmt::format("kiln_b[{}]", i));
-  std::vector<std::string> inputs = constrained("r", aWords);
-  std::vector<std::string> bInputs = constrained("r", bWords), cInputs = constrained("f", c);
-  inputs.insert(inputs.end(), bInputs.begin(), bInputs.end());
-  inputs.insert(inputs.end(), cInputs.begin(), cInputs.end());
-  line(fmt::format("asm volatile(\"mma.sync.aligned.{} {}, {}, {}, {};\"", info.ptxName,
-                   operandList(0, nd), operandList(nd, na), operandList(nd + na, nb),
-                   operandList(nd + na + nb, nc)));
-  line(fmt::format("             : {}", fmt::join(constrained("=f", d), ", ")));
-  line(fmt::format("             : {});", fmt::join(inputs, ", ")));
+  line(fmt::format("const unsigned kiln_a[{}] = {{{}}};", a.size(), fmt::join(a, ", ")));
+  line(fmt::format("const unsigned kiln_b[{}] = {{{}}};", b.size(), fmt::join(b, ", ")));
+  for (size_t i = 0; i < a.size(); ++i)
+    operands.push_back(fmt::format("kiln_a[{}]", i));
+  for (size_t i = 0; i < b.size(); ++i)
+    operands.push_back(fmt::format("kiln_b[{}]", i));
+  operands.insert(operands.end(), c.begin(), c.end());
+  emitAsm(instruction, operands);
   --indent_;
   line("}");
   return {};
 }
 
 Expected<void> CudaEmitter::emitLdMatrix(const kir::LdMatrix &load) {
-  std::string shape = fmt::format("x{}{}", load.matrices, load.transpose ? ".trans" : "");
-  std::string name = "ldmatrix." + shape;
-  KILN_TRY_VOID(requireSm(75, name));
+  InlinePtx instruction = ldMatrix(load.matrices, load.transpose);
+  std::string name = fmt::format("ldmatrix.x{}{}", load.matrices, load.transpose ? ".trans" : "");
+  KILN_TRY_VOID(require(instruction, name));
   const kir::Buffer &source = *load.source;
   int elementBytes = static_cast<int>(dtypeByteSize(source.dtype));
   int perMatrix = kir::ldMatrixElementsPerMatrix(elementBytes);
@@ -133,14 +129,12 @@ Expected<void> CudaEmitter::emitLdMatrix(const kir::LdMatrix &load) {
   line(fmt::format("{{ // {}", name));
   ++indent_;
   line(fmt::format("unsigned kiln_m[{}];", load.matrices));
-  std::vector<std::string> words;
+  std::vector<std::string> operands;
   for (int j = 0; j < load.matrices; ++j)
-    words.push_back(fmt::format("kiln_m[{}]", j));
-  line(fmt::format("asm volatile(\"ldmatrix.sync.aligned.m8n8.{}.shared.b16 {}, [%{}];\"", shape,
-                   operandList(0, load.matrices), load.matrices));
-  line(fmt::format("             : {}", fmt::join(constrained("=r", words), ", ")));
-  line(fmt::format("             : \"r\"((unsigned)__cvta_generic_to_shared(&{}[{}])) : \"memory\");",
-                   found->second, row.text));
+    operands.push_back(fmt::format("kiln_m[{}]", j));
+  operands.push_back(
+      fmt::format("(unsigned)__cvta_generic_to_shared(&{}[{}])", found->second, row.text));
+  emitAsm(instruction, operands);
   // Each word holds the lane's elements of one matrix, the first in the low bits.
   int bits = 8 * elementBytes;
   std::string_view part = elementBytes == 2 ? "unsigned short" : "unsigned char";
@@ -156,22 +150,19 @@ Expected<void> CudaEmitter::emitLdMatrix(const kir::LdMatrix &load) {
 Expected<void> CudaEmitter::emitAsyncCopy(const kir::AsyncCopy &copy) {
   const kir::Buffer &destination = *copy.destination, &source = *copy.source;
   int bytes = copy.lanes * static_cast<int>(dtypeByteSize(source.dtype));
-  std::string name = fmt::format("async copy of {} bytes into {}", bytes, destination.name);
-  KILN_TRY_VOID(requireSm(80, name + " (cp.async)"));
+  InlinePtx instruction = cpAsync(bytes, copy.predicate != nullptr);
+  KILN_TRY_VOID(requireInstruction(
+      target_, instruction, fmt::format("async copy of {} bytes into {}", bytes, destination.name)));
   auto to = bufferNames_.find(&destination), from = bufferNames_.find(&source);
   KILN_CHECK(to != bufferNames_.end() && from != bufferNames_.end(),
              "the verifier admits async copies between buffers in scope only");
   KILN_TRY(CCode destinationIndex, emitScalar(copy.destinationIndex));
   KILN_TRY(CCode sourceIndex, emitScalar(copy.sourceIndex));
-  // cp.async.cg (bypassing L1) exists only for 16 bytes.
-  std::string instruction =
-      fmt::format("cp.async.{}.shared.global", bytes == 16 ? "cg" : "ca");
-  std::string shared = fmt::format("\"r\"((unsigned)__cvta_generic_to_shared(&{}[{}]))",
-                                   to->second, destinationIndex.text);
+  std::string shared = fmt::format("(unsigned)__cvta_generic_to_shared(&{}[{}])", to->second,
+                                   destinationIndex.text);
   if (!copy.predicate) {
-    line(fmt::format("asm volatile(\"{} [%0], [%1], {};\" :: {}, \"l\"(__cvta_generic_to_global(&{}[{}])) "
-                     ": \"memory\");",
-                     instruction, bytes, shared, from->second, sourceIndex.text));
+    emitAsm(instruction, {shared, fmt::format("__cvta_generic_to_global(&{}[{}])", from->second,
+                                              sourceIndex.text)});
     return {};
   }
   // A false predicate copies 0 source bytes, which zero-fills the
@@ -179,24 +170,25 @@ Expected<void> CudaEmitter::emitAsyncCopy(const kir::AsyncCopy &copy) {
   // (a choice of addresses, as the LLVM backend makes it).
   KILN_TRY(CCode predicate, emitScalar(copy.predicate));
   predicate = materialize(predicate, DType::Bool, "copy_ok");
-  line(fmt::format("asm volatile(\"{} [%0], [%1], {}, %2;\" :: {}, "
-                   "\"l\"(__cvta_generic_to_global({} ? &{}[{}] : &{}[0])), \"r\"({} ? {} : 0) "
-                   ": \"memory\");",
-                   instruction, bytes, shared, predicate.text, from->second, sourceIndex.text,
-                   from->second, predicate.text, bytes));
+  emitAsm(instruction,
+          {shared,
+           fmt::format("__cvta_generic_to_global({} ? &{}[{}] : &{}[0])", predicate.text,
+                       from->second, sourceIndex.text, from->second),
+           fmt::format("{} ? {} : 0", predicate.text, bytes)});
   return {};
 }
 
 Expected<void> CudaEmitter::emitAsyncCommit() {
-  KILN_TRY_VOID(requireSm(80, "async commit (cp.async.commit_group)"));
-  line("asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
+  InlinePtx instruction = cpAsyncCommit();
+  KILN_TRY_VOID(require(instruction, "async commit"));
+  emitAsm(instruction, {});
   return {};
 }
 
 Expected<void> CudaEmitter::emitAsyncWait(const kir::AsyncWait &wait) {
-  KILN_TRY_VOID(requireSm(80, "async wait (cp.async.wait_group)"));
-  line(fmt::format("asm volatile(\"cp.async.wait_group {};\" ::: \"memory\");",
-                   wait.pendingGroups));
+  InlinePtx instruction = cpAsyncWait(wait.pendingGroups);
+  KILN_TRY_VOID(require(instruction, "async wait"));
+  emitAsm(instruction, {});
   return {};
 }
 

@@ -1,7 +1,7 @@
-// Bulk tensor copies (cp.async.bulk.tensor) and mbarriers in CUDA C, as inline PTX for sm_90
-// and later. Barriers and destinations are named by their 32-bit shared addresses; a copy
-// names its tensor map by the generic address of its __grid_constant__ parameter. A wait
-// spins on mbarrier.try_wait.parity inside its own brace scope, whose label is local to it.
+// Bulk tensor copies (cp.async.bulk.tensor) and mbarriers in CUDA C, as the inline PTX of
+// codegen/PtxInstructions.h (sm_90 and later). Barriers and destinations are named by their
+// 32-bit shared addresses; a copy names its tensor map by the generic address of its
+// __grid_constant__ parameter.
 #include "codegen/cuda/CudaEmitter.h"
 
 #include "ir/kernel/TensorMap.h"
@@ -22,37 +22,22 @@ Expected<std::string> CudaEmitter::sharedAddress(const kir::BufferPtr &buffer,
 }
 
 Expected<void> CudaEmitter::emitMbarrier(const kir::Mbarrier &barrier) {
+  InlinePtx instruction = mbarrier(barrier.op);
   std::string name = fmt::format("mbarrier_{} on {}", kir::mbarrierOpName(barrier.op),
                                  barrier.barriers->name);
-  KILN_TRY_VOID(requireSm(90, name));
+  KILN_TRY_VOID(require(instruction, name));
   KILN_TRY(std::string address, sharedAddress(barrier.barriers, barrier.index, name));
   switch (barrier.op) {
   case kir::MbarrierOp::Init:
-    // The fence makes the init visible to the copies' async proxy.
-    line(fmt::format("asm volatile(\"mbarrier.init.shared::cta.b64 [%0], %1;\\n"
-                     "fence.mbarrier_init.release.cluster;\" :: \"r\"({}), \"r\"({}) : "
-                     "\"memory\");",
-                     address, barrier.count));
+  case kir::MbarrierOp::ArriveExpectTx:
+    emitAsm(instruction, {address, std::to_string(barrier.count)});
     return {};
   case kir::MbarrierOp::Arrive:
-    line(fmt::format("asm volatile(\"{{\\n.reg .b64 kiln_state;\\n"
-                     "mbarrier.arrive.shared::cta.b64 kiln_state, [%0];\\n}}\" :: \"r\"({}) : "
-                     "\"memory\");",
-                     address));
-    return {};
-  case kir::MbarrierOp::ArriveExpectTx:
-    line(fmt::format("asm volatile(\"{{\\n.reg .b64 kiln_state;\\n"
-                     "mbarrier.arrive.expect_tx.shared::cta.b64 kiln_state, [%0], %1;\\n}}\" :: "
-                     "\"r\"({}), \"r\"({}) : \"memory\");",
-                     address, barrier.count));
+    emitAsm(instruction, {address});
     return {};
   case kir::MbarrierOp::Wait: {
     KILN_TRY(CCode parity, emitScalar(barrier.parity));
-    line(fmt::format("asm volatile(\"{{\\n.reg .pred kiln_done;\\nkiln_wait:\\n"
-                     "mbarrier.try_wait.parity.shared::cta.b64 kiln_done, [%0], %1;\\n"
-                     "@!kiln_done bra kiln_wait;\\n}}\" :: \"r\"({}), \"r\"((unsigned)({})) : "
-                     "\"memory\");",
-                     address, parity.text));
+    emitAsm(instruction, {address, fmt::format("(unsigned)({})", parity.text)});
     return {};
   }
   }
@@ -60,24 +45,22 @@ Expected<void> CudaEmitter::emitMbarrier(const kir::Mbarrier &barrier) {
 }
 
 Expected<void> CudaEmitter::emitTmaLoad(const kir::TmaLoad &copy) {
+  const int rank = static_cast<int>(copy.coords.size());
+  InlinePtx instruction = bulkTensorLoad(rank);
   std::string name = fmt::format("bulk tensor copy through {}", copy.map->name);
-  KILN_TRY_VOID(requireSm(90, name + " (cp.async.bulk.tensor)"));
+  KILN_TRY_VOID(require(instruction, name));
   auto map = tensorMapNames_.find(copy.map.get());
   KILN_CHECK(map != tensorMapNames_.end(), "the verifier admits tensor maps of parameters only");
   KILN_TRY(std::string destination, sharedAddress(copy.destination, copy.destinationIndex, name));
   KILN_TRY(std::string barrier, sharedAddress(copy.barriers, copy.barrierIndex, name));
-  const int rank = static_cast<int>(copy.coords.size());
-  std::vector<std::string> coordOperands, coordValues;
-  for (int d = 0; d < rank; ++d) {
-    KILN_TRY(CCode coord, emitScalar(copy.coords[static_cast<size_t>(d)]));
-    coordOperands.push_back(fmt::format("%{}", d + 2));
-    coordValues.push_back(fmt::format("\"r\"((int)({}))", coord.text));
+  std::vector<std::string> operands{
+      destination, fmt::format("reinterpret_cast<unsigned long long>(&{})", map->second)};
+  for (const kir::ExprPtr &coord : copy.coords) {
+    KILN_TRY(CCode value, emitScalar(coord));
+    operands.push_back(fmt::format("(int)({})", value.text));
   }
-  line(fmt::format("asm volatile(\"cp.async.bulk.tensor.{}d.shared::cluster.global.tile."
-                   "mbarrier::complete_tx::bytes [%0], [%1, {{{}}}], [%{}];\" :: \"r\"({}), "
-                   "\"l\"(reinterpret_cast<unsigned long long>(&{})), {}, \"r\"({}) : \"memory\");",
-                   rank, fmt::join(coordOperands, ", "), rank + 2, destination, map->second,
-                   fmt::join(coordValues, ", "), barrier));
+  operands.push_back(barrier);
+  emitAsm(instruction, operands);
   return {};
 }
 

@@ -6,6 +6,7 @@
 // registers (NvptxMathAndCasts.cpp).
 #pragma once
 
+#include "codegen/PtxInstructions.h"
 #include "codegen/llvm/KernelEmitter.h"
 #include "ir/kernel/GpuLaunch.h"
 
@@ -49,13 +50,16 @@ private:
   Expected<void> emitAsyncCopy(const kir::AsyncCopy &copy) override;
   Expected<void> emitAsyncCommit(const kir::AsyncCommit &commit) override;
   Expected<void> emitAsyncWait(const kir::AsyncWait &wait) override;
-  /// Fails unless the target is at least sm_`minSm`, naming `what`.
-  Expected<void> requireSm(int minSm, std::string_view what);
+  /// Calls `instruction` as convergent inline asm on `operands`, one per constraint (an
+  /// output's is nullptr, a read-write operand's its current value); returns the outputs.
+  std::vector<llvm::Value *> emitAsm(const InlinePtx &instruction,
+                                     const std::vector<llvm::Value *> &operands);
+  /// Unsupported, naming the kernel, `what` and the instruction, where the target lacks it.
+  Expected<void> require(const InlinePtx &instruction, std::string_view what) const;
 
   // ---- NvptxWgmma.cpp: warpgroup products on sm_90a
   Expected<void> emitWgmma(const kir::Wgmma &product) override;
   Expected<void> emitWgmmaSync(const kir::WgmmaSync &sync) override;
-  Expected<void> requireWgmma(std::string_view what);
   Expected<void> emitMbarrier(const kir::Mbarrier &barrier) override;
   Expected<void> emitTmaLoad(const kir::TmaLoad &copy) override;
   /// The 32-bit shared address of buffer[index].

@@ -1,7 +1,7 @@
 // Tensor-core statements and asynchronous copies for NVPTX: Mma through the
-// llvm.nvvm.mma intrinsics (inline PTX for e4m3, which LLVM 19 lacks),
-// LdMatrix through llvm.nvvm.ldmatrix, and cp.async through
-// llvm.nvvm.cp.async.*. Register fragments are allocas: their elements are
+// llvm.nvvm.mma intrinsics (the inline PTX of codegen/PtxInstructions.h for e4m3, which LLVM 19
+// lacks), LdMatrix through llvm.nvvm.ldmatrix, and cp.async through llvm.nvvm.cp.async.*; and
+// the inline asm call every other GPU instruction is emitted as. Register fragments are allocas: their elements are
 // loaded and stored around each call, and SROA keeps them in registers.
 #include "codegen/llvm/NvptxEmitter.h"
 
@@ -82,12 +82,54 @@ int requiredPtxVersion(const kir::Kernel &kernel) {
   return finder.version;
 }
 
-Expected<void> NvptxEmitter::requireSm(int minSm, std::string_view what) {
-  if (gpu_.sm >= minSm)
-    return {};
-  return fail(ErrorCode::Unsupported,
-              fmt::format("{} needs sm_{} or newer; the target is {}", what, minSm,
-                          gpu_.archName()));
+std::vector<llvm::Value *> NvptxEmitter::emitAsm(const InlinePtx &instruction,
+                                                const std::vector<llvm::Value *> &operands) {
+  KILN_CHECK(operands.size() == instruction.constraints.size(),
+             fmt::format("{}: an operand per constraint", instruction.mnemonic));
+  // LLVM names operand i $i, and writes a read-write operand as an output and an input tied
+  // to it, after the other inputs.
+  std::string text;
+  for (char c : instruction.text)
+    text += c == '%' ? '$' : c;
+  std::vector<std::string> outputs, inputs, tied;
+  std::vector<llvm::Type *> outputTypes;
+  std::vector<llvm::Value *> values, tiedValues;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    const std::string &constraint = instruction.constraints[i];
+    if (constraint[0] != '=' && constraint[0] != '+') {
+      inputs.push_back(constraint);
+      values.push_back(operands[i]);
+      continue;
+    }
+    if (constraint[0] == '+') {
+      tied.push_back(std::to_string(outputs.size()));
+      tiedValues.push_back(operands[i]);
+    }
+    outputs.push_back("=" + constraint.substr(1));
+    outputTypes.push_back(constraint[1] == 'f' ? builder_.getFloatTy() : builder_.getInt32Ty());
+  }
+  values.insert(values.end(), tiedValues.begin(), tiedValues.end());
+  std::vector<std::string> constraints = outputs;
+  constraints.insert(constraints.end(), inputs.begin(), inputs.end());
+  constraints.insert(constraints.end(), tied.begin(), tied.end());
+  if (instruction.clobbersMemory)
+    constraints.push_back("~{memory}");
+  llvm::Type *resultType = outputTypes.empty()       ? builder_.getVoidTy()
+                           : outputTypes.size() == 1 ? outputTypes[0]
+                                                     : llvm::StructType::get(context_, outputTypes);
+  std::vector<llvm::Type *> operandTypes;
+  for (llvm::Value *value : values)
+    operandTypes.push_back(value->getType());
+  auto *type = llvm::FunctionType::get(resultType, operandTypes, false);
+  auto *code = llvm::InlineAsm::get(type, text, fmt::format("{}", fmt::join(constraints, ",")),
+                                    /*hasSideEffects=*/instruction.clobbersMemory);
+  llvm::CallInst *call = convergent(builder_.CreateCall(type, code, values));
+  return outputTypes.empty() ? std::vector<llvm::Value *>{} : resultWords(builder_, call);
+}
+
+Expected<void> NvptxEmitter::require(const InlinePtx &instruction, std::string_view what) const {
+  Expected<void> supported = requireInstruction(gpu_, instruction, what);
+  return supported ? supported : fail(supported.error().code(), supported.error().message());
 }
 
 Expected<llvm::Value *> NvptxEmitter::fragmentElement(const kir::Fragment &fragment, DType dtype,
@@ -136,9 +178,9 @@ NvptxEmitter::fragmentWords(const kir::Fragment &fragment, DType dtype, int64_t 
 
 Expected<void> NvptxEmitter::emitMma(const kir::Mma &mma) {
   const kir::MmaShapeInfo &info = kir::mmaShapeInfo(mma.mmaKind);
+  InlinePtx instruction = mmaSync(mma.mmaKind);
   std::string name = fmt::format("mma.{}", kir::mmaKindName(mma.mmaKind));
-  KILN_TRY_VOID(requireSm(info.minSm, fmt::format("{} (PTX mma.sync.aligned.{})", name,
-                                                  info.ptxName)));
+  KILN_TRY_VOID(require(instruction, name));
   bool tf32 = mma.mmaKind == kir::MmaKind::TF32_M16N8K8;
   KILN_TRY(std::vector<llvm::Value *> a,
            fragmentWords(mma.a, info.operandDtype, info.aElements, tf32, name + " a"));
@@ -154,7 +196,7 @@ Expected<void> NvptxEmitter::emitMma(const kir::Mma &mma) {
     dPointers.push_back(pointer);
   }
 
-  std::vector<llvm::Value *> operands;
+  std::vector<llvm::Value *> operands, d;
   llvm::Value *result = nullptr;
   switch (mma.mmaKind) {
   case kir::MmaKind::F16_M16N8K16: {
@@ -182,25 +224,15 @@ Expected<void> NvptxEmitter::emitMma(const kir::Mma &mma) {
   case kir::MmaKind::E4M3_M16N8K32: {
     // LLVM 19 has no f8 mma intrinsic: the instruction as inline PTX, which
     // is why the module's PTX version is raised to 8.4 (requiredPtxVersion).
+    std::vector<llvm::Value *> asmOperands(dPointers.size(), nullptr);
     for (auto *words : {&a, &b, &c})
-      operands.insert(operands.end(), words->begin(), words->end());
-    llvm::Type *f32 = builder_.getFloatTy();
-    auto *resultType = llvm::StructType::get(context_, {f32, f32, f32, f32});
-    std::vector<llvm::Type *> operandTypes;
-    for (llvm::Value *operand : operands)
-      operandTypes.push_back(operand->getType());
-    auto *asmType = llvm::FunctionType::get(resultType, operandTypes, false);
-    auto *instruction = llvm::InlineAsm::get(
-        asmType,
-        fmt::format("mma.sync.aligned.{} {{$0, $1, $2, $3}}, {{$4, $5, $6, $7}}, {{$8, $9}}, "
-                    "{{$10, $11, $12, $13}};",
-                    info.ptxName),
-        "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", /*hasSideEffects=*/false);
-    result = convergent(builder_.CreateCall(asmType, instruction, operands));
+      asmOperands.insert(asmOperands.end(), words->begin(), words->end());
+    d = emitAsm(instruction, asmOperands);
     break;
   }
   }
-  std::vector<llvm::Value *> d = resultWords(builder_, result);
+  if (result)
+    d = resultWords(builder_, result);
   KILN_CHECK(d.size() == dPointers.size(), "mma result count");
   for (size_t i = 0; i < d.size(); ++i)
     builder_.CreateStore(d[i], dPointers[i]);
@@ -209,7 +241,7 @@ Expected<void> NvptxEmitter::emitMma(const kir::Mma &mma) {
 
 Expected<void> NvptxEmitter::emitLdMatrix(const kir::LdMatrix &load) {
   std::string name = fmt::format("ldmatrix.x{}{}", load.matrices, load.transpose ? ".trans" : "");
-  KILN_TRY_VOID(requireSm(75, name));
+  KILN_TRY_VOID(require(ldMatrix(load.matrices, load.transpose), name));
   const kir::Buffer &source = *load.source;
   int elementBytes = static_cast<int>(dtypeByteSize(source.dtype));
   int perMatrix = kir::ldMatrixElementsPerMatrix(elementBytes);
@@ -241,8 +273,9 @@ Expected<void> NvptxEmitter::emitLdMatrix(const kir::LdMatrix &load) {
 Expected<void> NvptxEmitter::emitAsyncCopy(const kir::AsyncCopy &copy) {
   const kir::Buffer &destination = *copy.destination, &source = *copy.source;
   int bytes = copy.lanes * static_cast<int>(dtypeByteSize(source.dtype));
-  std::string name = fmt::format("async copy of {} bytes into '{}'", bytes, destination.name);
-  KILN_TRY_VOID(requireSm(80, name + " (cp.async)"));
+  KILN_TRY_VOID(require(cpAsync(bytes, copy.predicate != nullptr),
+                                   fmt::format("async copy of {} bytes into '{}'", bytes,
+                                               destination.name)));
   KILN_TRY(llvm::Value * to, elementPointer(destination, *copy.destinationIndex));
   if (!copy.predicate) {
     KILN_TRY(llvm::Value * from, elementPointer(source, *copy.sourceIndex));
@@ -265,13 +298,13 @@ Expected<void> NvptxEmitter::emitAsyncCopy(const kir::AsyncCopy &copy) {
 }
 
 Expected<void> NvptxEmitter::emitAsyncCommit(const kir::AsyncCommit &) {
-  KILN_TRY_VOID(requireSm(80, "async commit (cp.async.commit_group)"));
+  KILN_TRY_VOID(require(cpAsyncCommit(), "async commit"));
   builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
   return {};
 }
 
 Expected<void> NvptxEmitter::emitAsyncWait(const kir::AsyncWait &wait) {
-  KILN_TRY_VOID(requireSm(80, "async wait (cp.async.wait_group)"));
+  KILN_TRY_VOID(require(cpAsyncWait(wait.pendingGroups), "async wait"));
   builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {},
                            {builder_.getInt32(static_cast<uint32_t>(wait.pendingGroups))});
   return {};

@@ -1,5 +1,5 @@
-// Warpgroup products (wgmma.mma_async) and their ordering statements for NVPTX, as inline PTX
-// (LLVM 19 has no wgmma intrinsics), sm_90a only. Operands are matrix descriptors built from
+// Warpgroup products (wgmma.mma_async) and their ordering statements for NVPTX, as the inline
+// PTX of codegen/PtxInstructions.h (LLVM 19 has no wgmma intrinsics), sm_90a only. Operands are matrix descriptors built from
 // the shared address of each operand's first element; accumulators are tied asm operands, and
 // every wait passes them through an empty asm so that no read moves above the wait.
 #include "codegen/llvm/NvptxEmitter.h"
@@ -14,14 +14,6 @@
 
 namespace kiln::codegen::nvptx {
 
-Expected<void> NvptxEmitter::requireWgmma(std::string_view what) {
-  if (gpu_.sm == 90 && gpu_.archSpecific)
-    return {};
-  return fail(ErrorCode::Unsupported,
-              fmt::format("{} needs sm_90a (wgmma exists only there); the target is {}", what,
-                          gpu_.archName()));
-}
-
 Expected<llvm::Value *> NvptxEmitter::wgmmaDescriptor(const kir::SharedMatrix &matrix) {
   KILN_TRY(llvm::Value * first, elementPointer(*matrix.buffer, *matrix.start));
   // The strides and the swizzle are constants; only the start address varies.
@@ -34,11 +26,12 @@ Expected<llvm::Value *> NvptxEmitter::wgmmaDescriptor(const kir::SharedMatrix &m
 }
 
 Expected<void> NvptxEmitter::emitWgmma(const kir::Wgmma &product) {
-  std::string shape = kir::wgmmaPtxShape(product.wgmmaKind, product.n);
-  std::string name = "wgmma." + shape;
-  KILN_TRY_VOID(requireWgmma(name));
+  InlinePtx instruction = wgmmaMmaAsync(product.wgmmaKind, product.n, product.a.mnMajor,
+                                        product.b.mnMajor, product.accumulate);
+  std::string name = "wgmma." + kir::wgmmaPtxShape(product.wgmmaKind, product.n);
+  KILN_TRY_VOID(require(instruction, name));
   int nd = product.n / 2;
-  std::vector<llvm::Value *> dPointers;
+  std::vector<llvm::Value *> dPointers, operands;
   for (int i = 0; i < nd; ++i) {
     KILN_TRY(llvm::Value * pointer, fragmentElement(product.d, DType::F32, nd, i, name + " d"));
     dPointers.push_back(pointer);
@@ -47,60 +40,22 @@ Expected<void> NvptxEmitter::emitWgmma(const kir::Wgmma &product) {
   KILN_TRY(llvm::Value * bDescriptor, wgmmaDescriptor(product.b));
   if (std::ranges::find(wgmmaAccumulators_, product.d.buffer.get()) == wgmmaAccumulators_.end())
     wgmmaAccumulators_.push_back(product.d.buffer.get());
-
-  llvm::Type *f32 = builder_.getFloatTy();
-  std::vector<llvm::Value *> operands{aDescriptor, bDescriptor,
-                                      builder_.getInt32(product.accumulate ? 1 : 0)};
-  std::vector<std::string> dNames, constraints;
-  for (int i = 0; i < nd; ++i) {
-    dNames.push_back(fmt::format("${}", i));
-    constraints.push_back("=f");
-  }
-  constraints.insert(constraints.end(), {"l", "l", "r"});
-  if (product.accumulate)
-    for (int i = 0; i < nd; ++i) {
-      operands.push_back(builder_.CreateLoad(f32, dPointers[static_cast<size_t>(i)]));
-      constraints.push_back(std::to_string(i)); // tied to output i
-    }
-  constraints.push_back("~{memory}");
-  std::string transposes;
-  if (kir::wgmmaShapeInfo(product.wgmmaKind).mnMajorAllowed)
-    transposes = fmt::format(", {}, {}", product.a.mnMajor ? 1 : 0, product.b.mnMajor ? 1 : 0);
-  std::string text = fmt::format(
-      "{{\n.reg .pred kiln_p;\nsetp.ne.b32 kiln_p, ${}, 0;\nwgmma.mma_async.sync.aligned.{} "
-      "{{{}}}, ${}, ${}, kiln_p, 1, 1{};\n}}",
-      nd + 2, shape, fmt::join(dNames, ", "), nd, nd + 1, transposes);
-  std::vector<llvm::Type *> resultTypes(static_cast<size_t>(nd), f32);
-  auto *resultType = llvm::StructType::get(context_, resultTypes);
-  std::vector<llvm::Type *> operandTypes;
-  for (llvm::Value *operand : operands)
-    operandTypes.push_back(operand->getType());
-  auto *asmType = llvm::FunctionType::get(resultType, operandTypes, false);
-  std::string constraintText = fmt::format("{}", fmt::join(constraints, ","));
-  auto *instruction = llvm::InlineAsm::get(asmType, text, constraintText, /*hasSideEffects=*/true);
-  llvm::CallInst *call = builder_.CreateCall(asmType, instruction, operands);
-  call->addFnAttr(llvm::Attribute::Convergent);
+  for (llvm::Value *pointer : dPointers)
+    operands.push_back(product.accumulate ? builder_.CreateLoad(builder_.getFloatTy(), pointer)
+                                          : nullptr);
+  operands.insert(operands.end(),
+                  {aDescriptor, bDescriptor, builder_.getInt32(product.accumulate ? 1 : 0)});
+  std::vector<llvm::Value *> d = emitAsm(instruction, operands);
   for (int i = 0; i < nd; ++i)
-    builder_.CreateStore(builder_.CreateExtractValue(call, static_cast<unsigned>(i)),
-                         dPointers[static_cast<size_t>(i)]);
+    builder_.CreateStore(d[static_cast<size_t>(i)], dPointers[static_cast<size_t>(i)]);
   return {};
 }
 
 Expected<void> NvptxEmitter::emitWgmmaSync(const kir::WgmmaSync &sync) {
-  std::string name = fmt::format("wgmma {}", kir::wgmmaSyncOpName(sync.op));
-  KILN_TRY_VOID(requireWgmma(name));
-  std::string text;
-  switch (sync.op) {
-  case kir::WgmmaSyncOp::Fence: text = "wgmma.fence.sync.aligned;"; break;
-  case kir::WgmmaSyncOp::SharedFence: text = "fence.proxy.async.shared::cta;"; break;
-  case kir::WgmmaSyncOp::Commit: text = "wgmma.commit_group.sync.aligned;"; break;
-  case kir::WgmmaSyncOp::Wait:
-    text = fmt::format("wgmma.wait_group.sync.aligned {};", sync.pendingGroups);
-    break;
-  }
-  auto *voidAsm = llvm::FunctionType::get(builder_.getVoidTy(), false);
-  builder_.CreateCall(voidAsm, llvm::InlineAsm::get(voidAsm, text, "~{memory}", true))
-      ->addFnAttr(llvm::Attribute::Convergent);
+  InlinePtx instruction = wgmmaSync(sync.op, sync.pendingGroups);
+  KILN_TRY_VOID(
+      require(instruction, fmt::format("wgmma {}", kir::wgmmaSyncOpName(sync.op))));
+  emitAsm(instruction, {});
   if (sync.op != kir::WgmmaSyncOp::Wait)
     return {};
   // The accumulators change at the wait, not at the product: an empty asm that "rewrites"

@@ -13,6 +13,7 @@
 #include "compiler/tuning/TuningKeys.h"
 #include "runtime/bundle/BundleFile.h"
 #include "runtime/tuning/TuningRecordJson.h"
+#include "support/Elapsed.h"
 #include "support/Version.h"
 
 #include <fmt/format.h>
@@ -169,7 +170,7 @@ Expected<std::string> buildBundle(const ir::Graph &graph, const AotOptions &opti
     contents.tuningRecords = tuning::tuningExportToJson({r.records, {}});
   std::string bytes = runtime::bundle::encodeBundle(contents);
   r.bytes = bytes.size();
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.seconds = secondsSince(start);
   return bytes;
 }
 

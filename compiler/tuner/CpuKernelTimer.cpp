@@ -7,6 +7,7 @@
 #include "compiler/HostModuleCache.h"
 #include "runtime/cpu/ThreadPool.h"
 #include "support/AlignedAllocator.h"
+#include "support/Elapsed.h"
 
 #include <fmt/format.h>
 
@@ -91,8 +92,7 @@ public:
       flushCaches();
       auto start = std::chrono::steady_clock::now();
       candidate.entry(args.data());
-      seconds.push_back(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      seconds.push_back(secondsSince(start));
     }
     return seconds;
   }

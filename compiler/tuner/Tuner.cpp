@@ -15,6 +15,8 @@
 #include "runtime/cuda/CudaModule.h"
 #include "runtime/cudnn/CudnnLibrary.h"
 #include "runtime/sim/SimDevice.h"
+#include "support/Elapsed.h"
+#include "support/Median.h"
 #include "support/Tolerance.h"
 
 #include <fmt/chrono.h>
@@ -31,10 +33,6 @@ namespace kiln::tuning {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 /// What tuning on one target needs: where kernels are lowered for, and a
 /// timer for a group's problem.
@@ -169,14 +167,6 @@ Expected<TuningTarget> tuningTargetFor(const CompileOptions &options,
   case TargetKind::Auto: return cpuTarget(options, tunerOptions);
   }
   return makeError(ErrorCode::InvalidArgument, "unknown target kind");
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  size_t n = values.size();
-  if (n == 0)
-    return 0;
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
 /// One group being tuned.

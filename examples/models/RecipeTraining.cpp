@@ -2,6 +2,7 @@
 #include "examples/models/RecipeTraining.h"
 
 #include "frontend/data/Prefetcher.h"
+#include "support/Elapsed.h"
 
 #include <fmt/ranges.h>
 
@@ -19,10 +20,6 @@ namespace kiln::examples {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 /// The first `limit` rows of every tensor (all when limit is 0 or larger).
 NamedTensors firstRows(const NamedTensors &examples, int64_t limit) {
@@ -287,7 +284,6 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
     // Recorded, not derived from the step count: the batch or limit may have changed.
     firstEpoch = plan.epochsCompleted;
     report.resumedEpochs = firstEpoch;
-    report.resumeNotes = std::move(plan.notes);
   }
   io::SafetensorsMetadata run = describeRun(recipe, options);
 

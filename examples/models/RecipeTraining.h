@@ -57,7 +57,6 @@ struct RecipeTrainingReport {
   double compileSeconds = 0;
   int64_t trainExamples = 0, testExamples = 0, stepsPerEpoch = 0;
   int64_t resumedEpochs = 0; ///< epochs read from the resumed checkpoint
-  std::vector<std::string> resumeNotes; ///< planResume's notes
   std::vector<EpochReport> epochs;
   NamedTensors params; ///< every parameter after training, frozen ones included
 };

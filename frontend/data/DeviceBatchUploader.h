@@ -63,7 +63,6 @@ public:
   /// (same names, types and values): an upload made ahead of time can be used.
   bool holdsSame(const DeviceBatch &batch, const NamedTensors &tensors) const;
 
-  runtime::Stream copyStream() const { return copyStream_; }
   int64_t numSlots() const { return static_cast<int64_t>(slots_.size()); }
 
 private:

@@ -2,7 +2,6 @@
 #pragma once
 
 #include "frontend/nn/Activation.h"
-#include "frontend/nn/AvgPool2D.h"
 #include "frontend/nn/BatchNorm.h"
 #include "frontend/nn/Conv2D.h"
 #include "frontend/nn/Dense.h"
@@ -13,6 +12,6 @@
 #include "frontend/nn/Initializers.h"
 #include "frontend/nn/LSTM.h"
 #include "frontend/nn/LayerNorm.h"
-#include "frontend/nn/MaxPool2D.h"
 #include "frontend/nn/MultiHeadAttention.h"
+#include "frontend/nn/Pool2D.h"
 #include "frontend/nn/Sequential.h"

@@ -127,7 +127,7 @@ Expected<void> CudaDevice::makeCurrent() const {
 
 std::string CudaDevice::describe() const {
   return fmt::format("{} ({}, {} SMs, {}, driver {})", properties_.name, properties_.smName(),
-                     properties_.numSms, byteSizeText(properties_.totalMemoryBytes),
+                     properties_.numSms, shortByteSizeText(properties_.totalMemoryBytes),
                      driver_.versionText());
 }
 
@@ -154,12 +154,12 @@ Expected<DevicePtr> CudaDevice::allocate(int64_t bytes) {
     size_t freeBytes = 0, totalBytes = 0;
     std::string memory = "its free memory is unknown";
     if (driver_.api.memGetInfo(&freeBytes, &totalBytes) == CUDA_SUCCESS)
-      memory = fmt::format("it has {} free of {}", byteSizeText(static_cast<int64_t>(freeBytes)),
-                           byteSizeText(static_cast<int64_t>(totalBytes)));
+      memory = fmt::format("it has {} free of {}", shortByteSizeText(freeBytes),
+                           shortByteSizeText(totalBytes));
     return makeError(ErrorCode::OutOfMemory,
                      fmt::format("cuMemAlloc of {} ({} bytes) failed on GPU {} ({}): out of "
                                  "device memory; {}",
-                                 byteSizeText(bytes), bytes, properties_.ordinal,
+                                 shortByteSizeText(bytes), bytes, properties_.ordinal,
                                  properties_.name, memory));
   }
   KILN_TRY_VOID(driver_.check(result, fmt::format("cuMemAlloc of {} bytes", bytes)));
@@ -181,7 +181,7 @@ Expected<void *> CudaDevice::allocatePinned(int64_t bytes) {
   // Portable: the pages are pinned for every context, so any GPU may copy from them.
   KILN_TRY_VOID(driver_.check(
       driver_.api.memHostAlloc(&ptr, static_cast<size_t>(bytes), CU_MEMHOSTALLOC_PORTABLE),
-      fmt::format("cuMemHostAlloc of {} ({} bytes)", byteSizeText(bytes), bytes)));
+      fmt::format("cuMemHostAlloc of {} ({} bytes)", shortByteSizeText(bytes), bytes)));
   return ptr;
 }
 

@@ -135,6 +135,9 @@ TEST_CASE("pooling and flatten layers", "[nn][pool]") {
   NamedTensors out = run(h, {{"small", f32({1, 1, 2, 4}, {1, 5, 2, 0, -3, 4, 8, 7})}});
   CHECK(out.at("max").toDoubles() == std::vector<double>{5, 8});
   CHECK(out.at("avg").toDoubles() == std::vector<double>{3, 1, 0.5, 7.5});
+  // One class template makes both layers; each keeps its own automatic name.
+  CHECK(MaxPool2D().baseName() == "max_pool2d");
+  CHECK(AvgPool2D().baseName() == "avg_pool2d");
 }
 
 TEST_CASE("Embedding looks up rows of its table", "[nn][embedding]") {

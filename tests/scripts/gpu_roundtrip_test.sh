@@ -20,7 +20,7 @@ cp "$script" "$root/scripts/"
 # shellcheck disable=SC2016 # the stand-ins' code is expanded when they run
 stub() { printf '#!/usr/bin/env bash\n%s\n' "$2" >"$1"; chmod +x "$1"; }
 stub "$tmp/stage/kiln" 'if [ "$2" = --help ]; then echo "example:mlp example:cnn"; else echo "kiln $*"; fi'
-stub "$tmp/stage/tests/test_gpu" 'echo "test_gpu filter: $*"; sleep 30'
+stub "$tmp/stage/tests/test_gpu" 'echo "test_gpu filter: $*"; sleep 40'
 stub "$tmp/stage/bench/kiln_gpu_bench" \
   'echo "bench $*"; while [ $# -gt 0 ]; do [ "$1" = --out ] && echo "| row |" >"$2/gpu-test-bench.md"; shift; done'
 echo abc1234 >"$tmp/stage/commit.txt"
@@ -32,16 +32,17 @@ export PATH="$tmp/bin:$PATH"
 # First look under a budget: the tests step meets KILN_STEP_TIMEOUT, after
 # which less than a step's minimum is left.
 out="$tmp/out1"
-# Budget 36: the tests step starts with up to 6 s spent before it (36 - 10
-# kept back >= 20), and after its 10 s less than 20 are left.
-(cd "$root" && OUT="$out" KILN_STEP_TIMEOUT=10 \
-  scripts/gpu-roundtrip.sh remote --plan first-look --budget 36 >"$tmp/run1.log" 2>&1)
+# Budget 54: the tests step starts with up to 24 s spent before it (54 - 10
+# kept back >= 20: room for a loaded machine to unpack the carry), and after
+# its 25 s less than 20 are left (54 - 25 - 10 = 19, less what went before).
+(cd "$root" && OUT="$out" KILN_STEP_TIMEOUT=25 \
+  scripts/gpu-roundtrip.sh remote --plan first-look --budget 54 >"$tmp/run1.log" 2>&1)
 [ $? = 1 ] || fail "a timed-out step must make remote exit 1"
 summary="$(find "$out" -name 'gpu-roundtrip-*-abc1234.md' | head -1)"
 [ -n "$summary" ] || fail "no summary named by the carried commit in $out"
 if [ -n "$summary" ]; then
   expect_grep '| nvidia-smi | 0 |' "$summary"
-  expect_grep '| gpu tests | 124 (timed out at 10s) |' "$summary"
+  expect_grep '| gpu tests | 124 (timed out at 25s) |' "$summary"
   expect_grep '| kiln_gpu_bench | not run (budget) |' "$summary"
   expect_grep '| torch_gpu.py | not run (budget) |' "$summary"
   expect_grep '- plan: first-look' "$summary"

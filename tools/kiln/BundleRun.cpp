@@ -4,6 +4,7 @@
 #include "runtime/bundle/BundleFile.h"
 #include "runtime/bundle/BundleLoader.h"
 #include "runtime/bundle/SampleTensors.h"
+#include "support/Elapsed.h"
 #include "support/RegularFile.h"
 #include "tools/kiln/Commands.h"
 
@@ -42,8 +43,7 @@ int runBundle(const std::string &path, const Args &args) {
   }
   auto start = std::chrono::steady_clock::now();
   auto loaded = runtime::bundle::loadBundle(path);
-  double loadMs =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double loadMs = millisecondsSince(start);
   if (!loaded)
     return reportError("run", loaded.error());
   CompiledModel &model = loaded->model;
@@ -82,8 +82,7 @@ int runBundle(const std::string &path, const Args &args) {
     auto runStart = std::chrono::steady_clock::now();
     if (auto again = model.run(tensors); !again)
       return reportError("run", again.error());
-    seconds.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count());
+    seconds.push_back(secondsSince(runStart));
   }
   for (const auto &[name, tensor] : *outputs)
     fmt::print("output {}\n", runtime::bundle::summarizeTensor(name, tensor));

@@ -3,6 +3,7 @@
 // it against the reference.
 #include "compiler/CheckNumerics.h"
 #include "ir/graph/Interpreter.h"
+#include "support/Elapsed.h"
 #include "support/Tolerance.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelSource.h"
@@ -180,8 +181,7 @@ int runCommand(const std::vector<std::string> &words) {
       timedRun.profile = &profiles[static_cast<size_t>(i - 1)];
     auto start = std::chrono::steady_clock::now();
     auto again = compiled->run(tensors, timedRun);
-    seconds.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    seconds.push_back(secondsSince(start));
     if (!again)
       return reportError("run", again.error());
   }
