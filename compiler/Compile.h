@@ -7,6 +7,7 @@
 #include "ir/kernel/KernelIR.h"
 #include "passes/graph/Fusion.h"
 #include "passes/graph/PrecisionPolicy.h"
+#include "passes/kernel/Passes.h"
 #include "passes/lower/Schedule.h"
 #include "runtime/CompiledModel.h"
 #include "support/Error.h"
@@ -85,6 +86,10 @@ struct CompileOptions {
   passes::PrecisionPolicy precision = passes::PrecisionPolicy::Fp32;
   /// Verify the graph after every graph pass.
   bool verifyEach = true;
+  /// Run the kernel-IR verifier on each lowered kernel and after every kernel pass
+  /// (docs/kernel-ir.md). Defaults to the process setting: on in debug builds and tests, off in
+  /// release, KILN_VERIFY_KERNEL_IR=1/0 (kir::verifyKernelPassesEnabled).
+  bool verifyKernels = kir::verifyKernelPassesEnabled();
   /// Reuse and keep compiled kernels in the kernel cache (docs/caching.md):
   /// GPU modules (PTX and cubin) and the CPU target's host object code.
   bool useKernelCache = true;

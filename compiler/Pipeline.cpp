@@ -73,6 +73,7 @@ struct RecordLowering {
   const LoweringTarget &target;
   const RecordSource &records;
   CompileReport &report;
+  bool verifyKernels;
 
   struct Result {
     lower::LoweredKernel kernel;
@@ -83,7 +84,7 @@ struct RecordLowering {
   Expected<Result> withDefault(const passes::FusionGroup &group) {
     lower::Schedule schedule = lower::defaultSchedule(graph, group, target);
     KILN_TRY(lower::LoweredKernel kernel,
-             lower::lowerGroupAndRunKernelPasses(graph, group, schedule, target));
+             lower::lowerGroupAndRunKernelPasses(graph, group, schedule, target, verifyKernels));
     return Result{std::move(kernel), std::move(schedule), false};
   }
 
@@ -124,7 +125,7 @@ struct RecordLowering {
     if (!schedule)
       return unusable(schedule.error().message());
     Expected<lower::LoweredKernel> lowered =
-        lower::lowerGroupAndRunKernelPasses(graph, group, *schedule, target);
+        lower::lowerGroupAndRunKernelPasses(graph, group, *schedule, target, verifyKernels);
     if (!lowered)
       return unusable(fmt::format("lowering rejects its schedule '{}': {}", record->schedule,
                                   lowered.error().message()));
@@ -164,7 +165,7 @@ Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileO
   program.groupKernels.resize(program.fusion.groups.size());
   program.groupRecords.resize(program.fusion.groups.size());
   KILN_TRY(RecordSource records, RecordSource::open(options, targetFingerprint));
-  RecordLowering recordLowering{graph, target, records, report};
+  RecordLowering recordLowering{graph, target, records, report, options.verifyKernels};
   int kernelGroups = 0, fromRecords = 0;
   std::string scheduleListing;
   for (size_t g = 0; g < program.fusion.groups.size(); ++g) {
@@ -177,7 +178,8 @@ Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileO
       chosen = options.chooseSchedule(graph, group);
     RecordLowering::Result result;
     if (chosen) {
-      KILN_TRY(result.kernel, lower::lowerGroupAndRunKernelPasses(graph, group, *chosen, target));
+      KILN_TRY(result.kernel, lower::lowerGroupAndRunKernelPasses(graph, group, *chosen, target,
+                                                                  options.verifyKernels));
       result.schedule = *chosen;
     } else if (records.active()) {
       KILN_TRY(result, recordLowering.lower(group, program.groupRecords[g]));

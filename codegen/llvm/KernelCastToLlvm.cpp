@@ -93,9 +93,6 @@ llvm::Value *KernelEmitter::encodeNarrowFloat(llvm::Value *value, DType from, DT
 }
 
 Expected<llvm::Value *> KernelEmitter::emitCast(llvm::Value *value, kir::Type from, kir::Type to) {
-  if (from.lanes != to.lanes)
-    return fail(ErrorCode::VerifyError,
-                fmt::format("cast from {} lanes to {} lanes", from.lanes, to.lanes));
   int lanes = to.lanes;
   DType source = from.dtype;
   DType target = to.dtype;

@@ -6,6 +6,7 @@
 #include "codegen/HostKernelAbi.h"
 #include "codegen/llvm/HostTargetMachine.h"
 #include "codegen/llvm/KernelEmitter.h"
+#include "ir/kernel/Verifier.h"
 
 #include <fmt/format.h>
 #include <llvm/IR/Verifier.h>
@@ -13,7 +14,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <set>
 
 namespace kiln::codegen::host {
 namespace {
@@ -164,15 +164,8 @@ Expected<void> KernelEmitter::emitKernel(const kir::Kernel &kernel) {
                 "another kernel or runtime function in the module has this name");
   if (!kernel.body)
     return fail(ErrorCode::InvalidArgument, "no body");
-  std::set<const kir::Buffer *> seen;
-  for (const auto &param : kernel.params) {
-    if (param->scope != kir::MemScope::Global)
-      return fail(ErrorCode::InvalidArgument,
-                  fmt::format("parameter '{}' is not a global buffer", param->name));
-    if (!seen.insert(param.get()).second)
-      return fail(ErrorCode::InvalidArgument,
-                  fmt::format("parameter '{}' is listed twice", param->name));
-  }
+  // From here on the kernel is well formed: the emitter trusts the verifier.
+  KILN_TRY_VOID(kir::verifyKernel(kernel));
 
   auto *type = llvm::FunctionType::get(builder_.getVoidTy(), {builder_.getPtrTy()}, false);
   auto *function =

@@ -1,12 +1,14 @@
-// The kernel IR evaluator. The kernel is first flattened into tables of nodes
-// (children, variables and buffers as indices, every type checked once) and
-// each expression node gets a fixed slot for its lanes, so running it does
-// no allocation, hashing or error wrapping per operation: tests run lowered
-// kernels of realistic sizes through it in Debug builds.
+// The kernel IR evaluator. The kernel passes the verifier first, so its types, scopes and
+// bindings are trusted here; it is then flattened into tables of nodes (children, variables
+// and buffers as indices) and each expression node gets a fixed slot for its lanes, so
+// running it does no allocation, hashing or error wrapping per operation: tests run lowered
+// kernels of realistic sizes through it in Debug builds. What is left to check is the run's
+// own business: the parameters' memory, bounds, limits, and the cross-thread operations that
+// a serial run cannot give their meaning.
 #include "ir/kernel/Evaluator.h"
 
-#include "ir/kernel/Printer.h"
 #include "ir/kernel/ScalarOps.h"
+#include "ir/kernel/Verifier.h"
 
 #include <fmt/format.h>
 
@@ -51,7 +53,6 @@ struct VarSlot {
   const Var *var;
   int offset;
   int lanes;
-  bool bound = false;
 };
 
 struct BufferSlot {
@@ -67,6 +68,7 @@ public:
       : kernel_(kernel), options_(options) {}
 
   Expected<void> run(std::span<const std::span<std::byte>> params) {
+    KILN_TRY_VOID(verifyKernel(kernel_));
     if (params.size() != kernel_.params.size())
       return fail(fmt::format("takes {} buffers, got {}", kernel_.params.size(), params.size()));
     for (size_t i = 0; i < params.size(); ++i) {
@@ -108,12 +110,13 @@ private:
   const ExprNode *exprTable_ = nullptr;
   Scalar *scalarTable_ = nullptr;
 
-  /// The evaluator runs every thread loop serially, one thread after another,
-  /// so it cannot give cross-thread operations their meaning.
-  std::unexpected<Error> gpuOnly(std::string_view what) {
-    return fail(fmt::format("{} needs the threads of a block to run together: run the kernel on "
-                            "the SIMT simulator (runtime/sim)",
-                            what),
+  /// The evaluator runs every thread loop serially, one thread after another, so it cannot
+  /// give the GPU statements and shuffles (the verifier admits them in thread loops) their
+  /// cross-thread meaning.
+  std::unexpected<Error> gpuOnly(std::string_view keyword) {
+    return fail(fmt::format("`{}` needs the threads of a block to run together: run the kernel "
+                            "on the SIMT simulator (runtime/sim)",
+                            keyword),
                 ErrorCode::Unsupported);
   }
 
@@ -127,7 +130,7 @@ private:
     return false;
   }
 
-  // ---- Compilation: tables, slots and every type check ----------------------------------------
+  // ---- Compilation: tables and slots ----------------------------------------------------------
 
   int varIndex(const Var &var) {
     auto [it, inserted] = varIndex_.emplace(&var, static_cast<int>(vars_.size()));
@@ -145,28 +148,7 @@ private:
     return it->second;
   }
 
-  Expected<void> checkMask(int node, int lanes, std::string_view what) {
-    const Type &type = exprs_[node].type;
-    if (type.dtype != DType::Bool || (type.lanes != 1 && type.lanes != lanes))
-      return fail(fmt::format("{} must be bool or boolx{}, got {}", what, lanes, typeName(type)));
-    return {};
-  }
-
-  Expected<void> checkIndex(int node, std::string_view what) {
-    if (exprs_[node].type != Type::index())
-      return fail(fmt::format("{} index must be i64, got {}", what, typeName(exprs_[node].type)));
-    return {};
-  }
-
-  Expected<void> inKernel(Expected<void> check) {
-    if (!check)
-      return fail(check.error().message(), check.error().code());
-    return {};
-  }
-
   Expected<int> compileExpr(const ExprPtr &e) {
-    if (!e)
-      return fail("null expression");
     if (auto it = exprIndex_.find(e.get()); it != exprIndex_.end())
       return it->second;
     ExprNode node{e->kind(), e->type()};
@@ -176,7 +158,6 @@ private:
     case ExprKind::VarRef: {
       const Var &var = *static_cast<const VarRef &>(*e).var;
       node.var = varIndex(var);
-      node.type = var.type;
       break;
     }
     case ExprKind::Unary: {
@@ -184,22 +165,14 @@ private:
       KILN_TRY(node.args[0], compileExpr(unary.operand));
       node.op = static_cast<int>(unary.op);
       node.operandDtype = exprs_[node.args[0]].type.dtype;
-      node.type = exprs_[node.args[0]].type;
-      KILN_TRY_VOID(inKernel(checkUnaryLane(unary.op, node.operandDtype)));
       break;
     }
     case ExprKind::Binary: {
       auto &binary = static_cast<const Binary &>(*e);
       KILN_TRY(node.args[0], compileExpr(binary.lhs));
       KILN_TRY(node.args[1], compileExpr(binary.rhs));
-      const Type &a = exprs_[node.args[0]].type, &b = exprs_[node.args[1]].type;
-      if (a != b)
-        return fail(fmt::format("binary operands have different types ({} and {})", typeName(a),
-                                typeName(b)));
       node.op = static_cast<int>(binary.op);
-      node.operandDtype = a.dtype;
-      node.type = Type{isComparison(binary.op) ? DType::Bool : a.dtype, a.lanes};
-      KILN_TRY_VOID(inKernel(checkBinaryLane(binary.op, a.dtype)));
+      node.operandDtype = exprs_[node.args[0]].type.dtype;
       break;
     }
     case ExprKind::Select: {
@@ -207,60 +180,39 @@ private:
       KILN_TRY(node.args[0], compileExpr(select.cond));
       KILN_TRY(node.args[1], compileExpr(select.onTrue));
       KILN_TRY(node.args[2], compileExpr(select.onFalse));
-      const Type &a = exprs_[node.args[1]].type, &b = exprs_[node.args[2]].type;
-      if (a != b)
-        return fail(
-            fmt::format("select arms have different types ({} and {})", typeName(a), typeName(b)));
-      node.type = a;
-      KILN_TRY_VOID(checkMask(node.args[0], a.lanes, "select condition"));
       break;
     }
     case ExprKind::Cast: {
       KILN_TRY(node.args[0], compileExpr(static_cast<const Cast &>(*e).value));
-      const Type &from = exprs_[node.args[0]].type;
-      if (from.lanes != e->type().lanes)
-        return fail(fmt::format("cast from {} to {} changes the lane count", typeName(from),
-                                typeName(e->type())));
-      node.operandDtype = from.dtype;
+      node.operandDtype = exprs_[node.args[0]].type.dtype;
       break;
     }
     case ExprKind::Load: {
       auto &load = static_cast<const Load &>(*e);
       node.buffer = bufferIndex(*load.buffer);
       KILN_TRY(node.args[0], compileExpr(load.index));
-      KILN_TRY_VOID(checkIndex(node.args[0], "load"));
       if (load.predicate) {
         KILN_TRY(node.args[1], compileExpr(load.predicate));
-        KILN_TRY_VOID(checkMask(node.args[1], e->type().lanes, "load predicate"));
       }
       break;
     }
     case ExprKind::Call: {
       auto &call = static_cast<const Call &>(*e);
-      if (call.args.empty() || call.args.size() > 3)
-        return fail(fmt::format("{} has {} arguments", intrinsicName(call.fn), call.args.size()));
+      KILN_CHECK(call.args.size() <= 3, "the verifier admits intrinsics of at most 3 arguments");
       for (size_t i = 0; i < call.args.size(); ++i) {
         KILN_TRY(node.args[i], compileExpr(call.args[i]));
-        if (exprs_[node.args[i]].type != exprs_[node.args[0]].type)
-          return fail(fmt::format("{} arguments have different types", intrinsicName(call.fn)));
       }
       node.argCount = static_cast<int>(call.args.size());
       node.op = static_cast<int>(call.fn);
-      node.type = exprs_[node.args[0]].type;
       node.operandDtype = node.type.dtype;
-      KILN_TRY_VOID(inKernel(checkIntrinsicLane(call.fn, node.operandDtype, call.args.size())));
       break;
     }
     case ExprKind::Broadcast: {
       KILN_TRY(node.args[0], compileExpr(static_cast<const Broadcast &>(*e).value));
-      if (exprs_[node.args[0]].type.isVector())
-        return fail("broadcast of a vector");
       break;
     }
-    case ExprKind::Shuffle: return gpuOnly("a warp shuffle");
+    case ExprKind::Shuffle: return gpuOnly(kindName(e->kind()));
     }
-    if (node.type.lanes < 1)
-      return fail(fmt::format("an expression has {} lanes", node.type.lanes));
     node.slot = static_cast<int>(scalars_.size());
     scalars_.resize(scalars_.size() + static_cast<size_t>(node.type.lanes));
     if (node.constant) {
@@ -278,6 +230,8 @@ private:
   }
 
   Expected<int> compileStmt(const StmtPtr &s) {
+    if (isGpuOnly(s->kind()))
+      return gpuOnly(kindName(s->kind()));
     StmtNode node;
     node.kind = s->kind();
     switch (s->kind()) {
@@ -293,12 +247,7 @@ private:
       auto &loop = static_cast<const For &>(*s);
       node.var = varIndex(*loop.var);
       KILN_TRY(node.exprs[0], compileExpr(loop.begin));
-      KILN_TRY_VOID(checkIndex(node.exprs[0], "loop begin"));
       KILN_TRY(node.exprs[1], compileExpr(loop.extent));
-      KILN_TRY_VOID(checkIndex(node.exprs[1], "loop extent"));
-      if (loop.var->type != Type::index())
-        return fail(fmt::format("loop variable {} is {}, not i64", loop.var->name,
-                                typeName(loop.var->type)));
       KILN_TRY(node.body, compileBody(loop.body));
       break;
     }
@@ -306,17 +255,12 @@ private:
       auto &let = static_cast<const Let &>(*s);
       node.var = varIndex(*let.var);
       KILN_TRY(node.exprs[0], compileExpr(let.value));
-      const Type &value = exprs_[node.exprs[0]].type;
-      if (value != let.var->type)
-        return fail(fmt::format("let {}: {} bound to a {} value", let.var->name,
-                                typeName(let.var->type), typeName(value)));
       KILN_TRY(node.body, compileBody(let.body));
       break;
     }
     case StmtKind::If: {
       auto &branch = static_cast<const If &>(*s);
       KILN_TRY(node.exprs[0], compileExpr(branch.cond));
-      KILN_TRY_VOID(checkMask(node.exprs[0], 1, "if condition"));
       KILN_TRY(node.body, compileBody(branch.thenBody));
       KILN_TRY(node.elseBody, compileBody(branch.elseBody));
       break;
@@ -331,15 +275,9 @@ private:
       auto &store = static_cast<const Store &>(*s);
       node.buffer = bufferIndex(*store.buffer);
       KILN_TRY(node.exprs[0], compileExpr(store.index));
-      KILN_TRY_VOID(checkIndex(node.exprs[0], "store"));
       KILN_TRY(node.exprs[1], compileExpr(store.value));
-      const Type &value = exprs_[node.exprs[1]].type;
-      if (value.dtype != store.buffer->dtype)
-        return fail(fmt::format("store of {} into {} buffer {}", typeName(value),
-                                dtypeName(store.buffer->dtype), store.buffer->name));
       if (store.predicate) {
         KILN_TRY(node.exprs[2], compileExpr(store.predicate));
-        KILN_TRY_VOID(checkMask(node.exprs[2], value.lanes, "store predicate"));
       }
       break;
     }
@@ -347,17 +285,7 @@ private:
       KILN_TRY(node.exprs[0], compileExpr(static_cast<const Evaluate &>(*s).value));
       break;
     }
-    case StmtKind::Barrier: return gpuOnly("a barrier");
-    case StmtKind::Atomic: return gpuOnly("an atomic");
-    case StmtKind::Mma: return gpuOnly("a matrix product (mma)");
-    case StmtKind::LdMatrix: return gpuOnly("an ldmatrix");
-    case StmtKind::AsyncCopy:
-    case StmtKind::AsyncCommit:
-    case StmtKind::AsyncWait: return gpuOnly("an asynchronous copy");
-    case StmtKind::Wgmma:
-    case StmtKind::WgmmaSync: return gpuOnly("a warpgroup matrix product (wgmma)");
-    case StmtKind::Mbarrier: return gpuOnly("an mbarrier");
-    case StmtKind::TmaLoad: return gpuOnly("a bulk tensor copy");
+    default: KILN_UNREACHABLE("GPU statements are refused above");
     }
     stmts_.push_back(std::move(node));
     return static_cast<int>(stmts_.size() - 1);
@@ -387,10 +315,7 @@ private:
     case ExprKind::IntImm:
     case ExprKind::FloatImm: return true;
     case ExprKind::VarRef: {
-      const VarSlot &var = vars_[static_cast<size_t>(node.var)];
-      if (!var.bound)
-        return raise(fmt::format("variable {} is used outside its scope", var.var->name));
-      const Scalar *value = varScalars_.data() + var.offset;
+      const Scalar *value = varScalars_.data() + vars_[static_cast<size_t>(node.var)].offset;
       for (int l = 0; l < lanes; ++l)
         out[l] = value[l];
       return true;
@@ -459,13 +384,10 @@ private:
     KILN_UNREACHABLE("expression kind");
   }
 
-  const BufferSlot *memoryOf(int buffer) {
+  const BufferSlot &memoryOf(int buffer) {
     const BufferSlot &slot = buffers_[static_cast<size_t>(buffer)];
-    if (!slot.bound) {
-      raise(fmt::format("buffer {} is neither a parameter nor allocated here", slot.buffer->name));
-      return nullptr;
-    }
-    return &slot;
+    KILN_CHECK(slot.bound, "the verifier admits only buffers in scope");
+    return slot;
   }
 
   /// The address of element `first + lane`, or nullptr (and an error) when out of bounds.
@@ -488,8 +410,8 @@ private:
   }
 
   bool load(const ExprNode &node, Scalar *out) {
-    const BufferSlot *memory = memoryOf(node.buffer);
-    if (!memory || !eval(node.args[0]))
+    const BufferSlot &memory = memoryOf(node.buffer);
+    if (!eval(node.args[0]))
       return false;
     int64_t first = lanesOf(node.args[0])->i;
     const Scalar *mask = nullptr;
@@ -506,7 +428,7 @@ private:
         out[l] = Scalar{}; // reads nothing, yields zero
         continue;
       }
-      std::byte *at = element(*memory, first, l, lanes, "load");
+      std::byte *at = element(memory, first, l, lanes, "load");
       if (!at)
         return false;
       out[l] = loadElement(at, node.type.dtype);
@@ -530,7 +452,8 @@ private:
     case StmtKind::Let: {
       if (!eval(node.exprs[0]))
         return false;
-      return bind(node.var, lanesOf(node.exprs[0]), [&] { return exec(node.body); });
+      bind(node.var, lanesOf(node.exprs[0]));
+      return exec(node.body);
     }
     case StmtKind::If:
       if (!eval(node.exprs[0]))
@@ -539,37 +462,15 @@ private:
     case StmtKind::Allocate: return allocate(node);
     case StmtKind::Store: return store(node);
     case StmtKind::Evaluate: return eval(node.exprs[0]);
-    case StmtKind::Barrier:
-    case StmtKind::Atomic:
-    case StmtKind::Mma:
-    case StmtKind::LdMatrix:
-    case StmtKind::AsyncCopy:
-    case StmtKind::AsyncCommit:
-    case StmtKind::AsyncWait:
-    case StmtKind::Wgmma:
-    case StmtKind::WgmmaSync:
-    case StmtKind::Mbarrier:
-    case StmtKind::TmaLoad: KILN_UNREACHABLE("GPU statements are rejected when compiled");
+    default: KILN_UNREACHABLE("GPU statements are refused when compiled");
     }
-    KILN_UNREACHABLE("statement kind");
   }
 
-  /// Binds variable `var` to `value` while `body` runs; a rebinding of a bound
-  /// variable (shadowing) restores the outer value afterwards.
-  template <typename Body> bool bind(int var, const Scalar *value, Body body) {
-    VarSlot &slot = vars_[static_cast<size_t>(var)];
-    Scalar *storage = varScalars_.data() + slot.offset;
-    std::vector<Scalar> saved;
-    bool wasBound = slot.bound;
-    if (wasBound)
-      saved.assign(storage, storage + slot.lanes);
-    std::copy(value, value + slot.lanes, storage);
-    slot.bound = true;
-    bool ok = body();
-    slot.bound = wasBound;
-    if (wasBound)
-      std::copy(saved.begin(), saved.end(), storage);
-    return ok;
+  /// Gives variable `var` its value. The verifier forbids rebinding a variable in its own
+  /// scope and using one outside it, so nothing needs saving or unbinding.
+  void bind(int var, const Scalar *value) {
+    const VarSlot &slot = vars_[static_cast<size_t>(var)];
+    std::copy(value, value + slot.lanes, varScalars_.data() + slot.offset);
   }
 
   bool loop(const StmtNode &node) {
@@ -580,26 +481,23 @@ private:
     if (extent > 0 && begin > std::numeric_limits<int64_t>::max() - extent)
       return raise(
           fmt::format("loop {} in [{}, {} + {}) overflows i64", var.name, begin, begin, extent));
-    Scalar counter = Scalar::ofInt(begin);
-    return bind(node.var, &counter, [&] {
-      Scalar &value = varScalars_[static_cast<size_t>(vars_[node.var].offset)];
-      for (int64_t i = 0; i < extent; ++i) {
-        if (++iterations_ > options_.maxLoopIterations)
-          return raise(fmt::format("more than {} loop iterations", options_.maxLoopIterations),
-                       ErrorCode::Unsupported);
-        value = Scalar::ofInt(begin + i);
-        if (!exec(node.body))
-          return false;
-      }
-      return true;
-    });
+    Scalar &value = varScalars_[static_cast<size_t>(vars_[node.var].offset)];
+    for (int64_t i = 0; i < extent; ++i) {
+      if (++iterations_ > options_.maxLoopIterations)
+        return raise(fmt::format("more than {} loop iterations", options_.maxLoopIterations),
+                     ErrorCode::Unsupported);
+      value = Scalar::ofInt(begin + i);
+      if (!exec(node.body))
+        return false;
+    }
+    return true;
   }
 
   bool allocate(const StmtNode &node) {
     BufferSlot &slot = buffers_[static_cast<size_t>(node.buffer)];
     const Buffer &buffer = *slot.buffer;
     int64_t elementBytes = dtypeByteSize(buffer.dtype);
-    if (buffer.size < 0 || buffer.size > options_.maxLocalBytes / elementBytes)
+    if (buffer.size > options_.maxLocalBytes / elementBytes)
       return raise(fmt::format("allocation {}: {}[{}] exceeds the evaluator's {} byte limit",
                                buffer.name, dtypeName(buffer.dtype), buffer.size,
                                options_.maxLocalBytes),
@@ -622,8 +520,8 @@ private:
   }
 
   bool store(const StmtNode &node) {
-    const BufferSlot *memory = memoryOf(node.buffer);
-    if (!memory || !eval(node.exprs[0]) || !eval(node.exprs[1]))
+    const BufferSlot &memory = memoryOf(node.buffer);
+    if (!eval(node.exprs[0]) || !eval(node.exprs[1]))
       return false;
     int64_t first = lanesOf(node.exprs[0])->i;
     const Scalar *value = lanesOf(node.exprs[1]);
@@ -638,12 +536,12 @@ private:
     }
     // Check every active lane before writing any, so a failing store writes nothing.
     for (int l = 0; l < lanes; ++l)
-      if ((!mask || maskLane(mask, maskLanes, l)) && !element(*memory, first, l, lanes, "store"))
+      if ((!mask || maskLane(mask, maskLanes, l)) && !element(memory, first, l, lanes, "store"))
         return false;
-    DType dtype = memory->buffer->dtype;
+    DType dtype = memory.buffer->dtype;
     for (int l = 0; l < lanes; ++l)
       if (!mask || maskLane(mask, maskLanes, l))
-        storeElement(memory->data + (first + l) * dtypeByteSize(dtype), dtype, value[l]);
+        storeElement(memory.data + (first + l) * dtypeByteSize(dtype), dtype, value[l]);
     return true;
   }
 };

@@ -28,12 +28,16 @@ struct EvaluateOptions {
 /// operation has the meaning stated in ScalarOps.h. A Select evaluates both arms
 /// (a backend may), so an out-of-bounds load in the arm not taken is reported.
 ///
-/// Errors (the message starts with "kernel <name>: "): a parameter count or
-/// size mismatch; an out-of-bounds access, naming the buffer, the element, the
-/// buffer's size and, for vectors, the access's first element; an unbound
-/// variable or buffer; operand types that do not
-/// fit (IR built without the checked Builder); the limits of `options`. On error
-/// the parameters may be partly written.
+/// The kernel must pass the verifier (kir::verifyKernel, whose error is returned
+/// as it is): types, scopes and bindings are not checked again here. A GPU
+/// statement or shuffle (which the verifier admits inside thread loops) is
+/// ErrorCode::Unsupported: the evaluator runs threads one after another.
+///
+/// Run-time errors (the message starts with "kernel <name>: "): a parameter
+/// count or size mismatch; an out-of-bounds access, naming the buffer, the
+/// element, the buffer's size and, for vectors, the access's first element;
+/// a loop whose bounds overflow i64; the limits of `options`. On error the
+/// parameters may be partly written.
 Expected<void> evaluateKernel(const Kernel &kernel, std::span<const std::span<std::byte>> params,
                               const EvaluateOptions &options = {});
 

@@ -1,4 +1,5 @@
-// What KernelIR.h declares about the node kinds themselves: their names and arities.
+// What KernelIR.h declares about the node kinds themselves: their names, arities and which
+// statements are GPU-only.
 #include "ir/kernel/KernelIR.h"
 
 #include "support/Error.h"
@@ -16,8 +17,17 @@ std::string_view kindName(ExprKind kind) {
 
 std::string_view kindName(StmtKind kind) {
   switch (kind) {
-#define KILN_KIR_STMT(Class, name)                                                                 \
+#define KILN_KIR_STMT(Class, name, gpuOnly)                                                        \
   case StmtKind::Class: return name;
+#include "ir/kernel/Nodes.def"
+  }
+  KILN_UNREACHABLE("statement kind");
+}
+
+bool isGpuOnly(StmtKind kind) {
+  switch (kind) {
+#define KILN_KIR_STMT(Class, name, gpuOnly)                                                        \
+  case StmtKind::Class: return gpuOnly;
 #include "ir/kernel/Nodes.def"
   }
   KILN_UNREACHABLE("statement kind");

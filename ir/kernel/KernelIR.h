@@ -57,11 +57,11 @@ using VarPtr = std::shared_ptr<const Var>;
 /// The checked constructors: every node checks its own invariants (operand types, scopes,
 /// fragment sizes) when it is built, in NodeChecks.cpp; a violation is a compiler bug.
 #define KILN_KIR_EXPR(Class, name) class Class;
-#define KILN_KIR_STMT(Class, name) class Class;
+#define KILN_KIR_STMT(Class, name, gpuOnly) class Class;
 #include "ir/kernel/Nodes.def"
 namespace detail {
 #define KILN_KIR_EXPR(Class, name) void checkNode(const Class &node);
-#define KILN_KIR_STMT(Class, name) void checkNode(const Class &node);
+#define KILN_KIR_STMT(Class, name, gpuOnly) void checkNode(const Class &node);
 #include "ir/kernel/Nodes.def"
 } // namespace detail
 
@@ -263,12 +263,16 @@ std::string_view forKindName(ForKind kind);
 
 /// Every statement kind, from ir/kernel/Nodes.def.
 enum class StmtKind {
-#define KILN_KIR_STMT(Class, name) Class,
+#define KILN_KIR_STMT(Class, name, gpuOnly) Class,
 #include "ir/kernel/Nodes.def"
 };
 
 /// The kind's keyword in Nodes.def: "for", "store", "mma".
 std::string_view kindName(StmtKind kind);
+
+/// Whether `kind` is a GPU statement, which only a thread.* loop nest may hold (Nodes.def's
+/// gpuOnly column).
+bool isGpuOnly(StmtKind kind);
 
 class Stmt;
 using StmtPtr = std::shared_ptr<const Stmt>;

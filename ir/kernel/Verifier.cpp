@@ -227,7 +227,7 @@ private:
       return failBare(fmt::format("a {} statement is missing an operand (null)",
                                   statementKindName(s->kind())));
     current_ = s.get();
-    if (isGpuOnlyStatement(s->kind()) && threadLoops_ == 0)
+    if (isGpuOnly(s->kind()) && threadLoops_ == 0)
       return fail(fmt::format("{} outside the thread loops (GPU statements run inside a "
                               "thread.* loop nest)",
                               gpuStatementName(s->kind())));

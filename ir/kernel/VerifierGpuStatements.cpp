@@ -157,23 +157,6 @@ std::optional<std::string> gpuStatementProblem(const Stmt &stmt) {
   }
 }
 
-bool isGpuOnlyStatement(StmtKind kind) {
-  switch (kind) {
-  case StmtKind::Barrier:
-  case StmtKind::Atomic:
-  case StmtKind::Mma:
-  case StmtKind::LdMatrix:
-  case StmtKind::AsyncCopy:
-  case StmtKind::AsyncCommit:
-  case StmtKind::AsyncWait:
-  case StmtKind::Wgmma:
-  case StmtKind::WgmmaSync:
-  case StmtKind::Mbarrier:
-  case StmtKind::TmaLoad: return true;
-  default: return false;
-  }
-}
-
 std::string_view gpuStatementName(StmtKind kind) {
   switch (kind) {
   case StmtKind::Barrier: return "a barrier";

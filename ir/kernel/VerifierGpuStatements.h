@@ -18,9 +18,6 @@ std::optional<std::string> gpuStatementProblem(const Stmt &stmt);
 /// What is wrong with a shuffle's operand types.
 std::optional<std::string> shuffleProblem(const Shuffle &shuffle);
 
-/// Whether `kind` is a statement only GPU thread loops may hold.
-bool isGpuOnlyStatement(StmtKind kind);
-
 /// Its name in messages: "a barrier", "an async copy", ...
 std::string_view gpuStatementName(StmtKind kind);
 

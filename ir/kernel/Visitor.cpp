@@ -73,7 +73,7 @@ void StmtVisitor::visit(const StmtPtr &stmt) {
   if (!stmt)
     return;
   switch (stmt->kind()) {
-#define KILN_KIR_STMT(Class, name)                                                                 \
+#define KILN_KIR_STMT(Class, name, gpuOnly)                                                        \
   case StmtKind::Class: return visit##Class(static_cast<const Class &>(*stmt));
 #include "ir/kernel/Nodes.def"
   }
@@ -209,7 +209,7 @@ StmtPtr Mutator::mutate(const StmtPtr &stmt) {
   if (!stmt)
     return nullptr;
   switch (stmt->kind()) {
-#define KILN_KIR_STMT(Class, name)                                                                 \
+#define KILN_KIR_STMT(Class, name, gpuOnly)                                                        \
   case StmtKind::Class: return mutate##Class(downcast<Class>(stmt));
 #include "ir/kernel/Nodes.def"
   }

@@ -33,7 +33,7 @@ public:
   /// Dispatches on the node's kind; a null statement is skipped.
   void visit(const StmtPtr &stmt);
 
-#define KILN_KIR_STMT(Class, name) virtual void visit##Class(const Class &node);
+#define KILN_KIR_STMT(Class, name, gpuOnly) virtual void visit##Class(const Class &node);
 #include "ir/kernel/Nodes.def"
 
   /// Called once for each expression directly held by a statement.
@@ -67,7 +67,7 @@ public:
 
 #define KILN_KIR_EXPR(Class, name)                                                                 \
   virtual ExprPtr mutate##Class(const std::shared_ptr<const Class> &node);
-#define KILN_KIR_STMT(Class, name)                                                                 \
+#define KILN_KIR_STMT(Class, name, gpuOnly)                                                        \
   virtual StmtPtr mutate##Class(const std::shared_ptr<const Class> &node);
 #include "ir/kernel/Nodes.def"
 

@@ -35,10 +35,13 @@ std::atomic<bool> &verifySwitch() {
   return on;
 }
 
+std::atomic<uint64_t> verifications{0};
+
 /// `kernel` came out of `stage`; the lowering and the passes only make well-formed kernels.
-void verifyAfter(const Kernel &kernel, std::string_view stage) {
-  if (!verifySwitch().load(std::memory_order_relaxed))
+void verifyAfter(const Kernel &kernel, std::string_view stage, bool verify) {
+  if (!verify)
     return;
+  verifications.fetch_add(1, std::memory_order_relaxed);
   Expected<void> verified = verifyKernel(kernel);
   KILN_CHECK(verified.has_value(),
              fmt::format("kernel IR verifier, {}: {}\n{}", stage,
@@ -52,15 +55,21 @@ bool verifyKernelPassesEnabled() { return verifySwitch().load(std::memory_order_
 
 void setVerifyKernelPasses(bool on) { verifySwitch().store(on, std::memory_order_relaxed); }
 
-Kernel runKernelPasses(Kernel kernel) {
-  verifyAfter(kernel, "input of the kernel passes (the lowering's output)");
+uint64_t kernelPassVerifications() { return verifications.load(std::memory_order_relaxed); }
+
+Kernel runKernelPasses(Kernel kernel, bool verify) {
+  verifyAfter(kernel, "input of the kernel passes (the lowering's output)", verify);
   kernel = simplifyKernel(std::move(kernel));
-  verifyAfter(kernel, "after simplify");
+  verifyAfter(kernel, "after simplify", verify);
   kernel = hoistLoopInvariants(std::move(kernel));
-  verifyAfter(kernel, "after hoist");
+  verifyAfter(kernel, "after hoist", verify);
   kernel = simplifyKernel(std::move(kernel));
-  verifyAfter(kernel, "after the second simplify");
+  verifyAfter(kernel, "after the second simplify", verify);
   return kernel;
+}
+
+Kernel runKernelPasses(Kernel kernel) {
+  return runKernelPasses(std::move(kernel), verifyKernelPassesEnabled());
 }
 
 } // namespace kiln::kir

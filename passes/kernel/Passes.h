@@ -4,6 +4,8 @@
 
 #include "ir/kernel/KernelIR.h"
 
+#include <cstdint>
+
 namespace kiln::kir {
 
 /// simplify (Simplify.cpp): constant folding with the evaluator's exact
@@ -32,16 +34,22 @@ inline constexpr int kMaxSimplifyRounds = 8;
 StmtPtr hoistLoopInvariants(const StmtPtr &stmt);
 Kernel hoistLoopInvariants(Kernel kernel);
 
-/// The default kernel pipeline (KernelPipeline.cpp): simplify, hoist, simplify. With kernel
-/// verification on, the input (a lowered kernel) and the result of every pass go through
-/// kir::verifyKernel; a kernel it rejects is a compiler bug, reported as a KILN_CHECK failure
-/// with the verifier's message, the pass and the kernel's text.
+/// The default kernel pipeline (KernelPipeline.cpp): simplify, hoist, simplify. With `verify`,
+/// the input (a lowered kernel) and the result of every pass go through kir::verifyKernel; a
+/// kernel it rejects is a compiler bug, reported as a KILN_CHECK failure with the verifier's
+/// message, the pass and the kernel's text. Without `verify`, the process-wide switch below
+/// decides (CompileOptions::verifyKernels overrides it per compile).
+Kernel runKernelPasses(Kernel kernel, bool verify);
 Kernel runKernelPasses(Kernel kernel);
 
-/// Whether runKernelPasses verifies (process-wide): on by default in debug builds (no NDEBUG),
+/// Whether runKernelPasses verifies by default (process-wide): on in debug builds (no NDEBUG),
 /// off in release, either way overridden by the environment variable KILN_VERIFY_KERNEL_IR=1/0
 /// read at start-up; the test executables turn it on.
 bool verifyKernelPassesEnabled();
 void setVerifyKernelPasses(bool on);
+
+/// How many times runKernelPasses has run the verifier, process-wide: what shows that a
+/// compile verified its kernels.
+uint64_t kernelPassVerifications();
 
 } // namespace kiln::kir

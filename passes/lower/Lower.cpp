@@ -67,11 +67,12 @@ Expected<LoweredKernel> lowerGroup(const ir::Graph &graph, const passes::FusionG
 Expected<LoweredKernel> lowerGroupAndRunKernelPasses(const ir::Graph &graph,
                                                      const passes::FusionGroup &group,
                                                      const Schedule &schedule,
-                                                     const LoweringTarget &target) {
+                                                     const LoweringTarget &target,
+                                                     bool verifyKernels) {
   KILN_TRY(LoweredKernel lowered, lowerGroup(graph, group, schedule, target));
-  lowered.kernel = kir::runKernelPasses(std::move(lowered.kernel));
+  lowered.kernel = kir::runKernelPasses(std::move(lowered.kernel), verifyKernels);
   for (kir::Kernel &followUp : lowered.followUps)
-    followUp = kir::runKernelPasses(std::move(followUp));
+    followUp = kir::runKernelPasses(std::move(followUp), verifyKernels);
   return lowered;
 }
 

@@ -8,6 +8,7 @@
 #include "ir/graph/Graph.h"
 #include "ir/kernel/KernelIR.h"
 #include "passes/graph/Fusion.h"
+#include "passes/kernel/Passes.h"
 #include "passes/lower/Schedule.h"
 #include "support/Error.h"
 
@@ -48,11 +49,11 @@ Expected<LoweredKernel> lowerGroup(const ir::Graph &graph, const passes::FusionG
                                    const Schedule &schedule, const LoweringTarget &target);
 
 /// lowerGroup, then the kernel passes (kir::runKernelPasses) on the kernel and
-/// each follow-up: what a compile and the tuner run for one group.
-Expected<LoweredKernel> lowerGroupAndRunKernelPasses(const ir::Graph &graph,
-                                                     const passes::FusionGroup &group,
-                                                     const Schedule &schedule,
-                                                     const LoweringTarget &target);
+/// each follow-up: what a compile and the tuner run for one group. `verifyKernels`:
+/// whether the kernel passes verify (CompileOptions::verifyKernels).
+Expected<LoweredKernel> lowerGroupAndRunKernelPasses(
+    const ir::Graph &graph, const passes::FusionGroup &group, const Schedule &schedule,
+    const LoweringTarget &target, bool verifyKernels = kir::verifyKernelPassesEnabled());
 
 /// The compute capability of a GPU target (sm_90a: 90); 0 for the CPU, which has
 /// no tensor cores.

@@ -123,10 +123,14 @@ TEST_CASE("GPU loop kinds are an error naming the kernel", "[codegen][host][erro
   REQUIRE(!ir.has_value());
   CHECK(contains(ir.error().message(), "kernel 'gpu_kernel'"));
 
+  // A well-formed GPU kernel (block.y around thread.x): the host refuses its outer loop.
+  auto b = makeVar("bid");
   Kernel block{"block_kernel",
                {out},
-               forRange(t, 2, ForKind::BlockY,
-                        store(out, kir::ref(t), floatImm(1.0, Type::scalar(DType::F32))))};
+               forRange(b, 2, ForKind::BlockY,
+                        forRange(t, 16, ForKind::ThreadX,
+                                 store(out, add(mul(kir::ref(b), index(16)), kir::ref(t)),
+                                       floatImm(1.0, Type::scalar(DType::F32)))))};
   auto blockError = codegen::compileHostModule(std::span(&block, 1), kiln::testing::hostTarget());
   REQUIRE(!blockError.has_value());
   CHECK(contains(blockError.error().message(), "block.y"));
@@ -144,7 +148,7 @@ TEST_CASE("shared memory is an error on the host", "[codegen][host][errors]") {
         "kernels have");
 }
 
-TEST_CASE("malformed kernels are errors, not crashes", "[codegen][host][errors]") {
+TEST_CASE("malformed kernels are the verifier's errors, not crashes", "[codegen][host][errors]") {
   auto out = makeBuffer("out", DType::F32, 4);
   auto stray = makeBuffer("stray", DType::F32, 4);
   auto unbound = makeVar("unbound");
@@ -154,12 +158,17 @@ TEST_CASE("malformed kernels are errors, not crashes", "[codegen][host][errors]"
   auto e1 = codegen::emitHostLlvmIr(outOfScope, kiln::testing::hostTarget(), false);
   REQUIRE(!e1.has_value());
   CHECK(e1.error().code() == ErrorCode::VerifyError);
-  CHECK(contains(e1.error().message(), "kernel 'out_of_scope': variable 'unbound'"));
+  CHECK(e1.error().message() ==
+        "kernel out_of_scope: variable unbound is used outside its scope (no enclosing for or let "
+        "binds it), in `store f32 out[unbound] = 1.0f32`");
 
   Kernel strayBuffer{"stray_buffer", {out}, store(stray, index(0), floatImm(1.0, f32))};
   auto e2 = codegen::emitHostLlvmIr(strayBuffer, kiln::testing::hostTarget(), false);
   REQUIRE(!e2.has_value());
-  CHECK(contains(e2.error().message(), "buffer 'stray' is neither a parameter"));
+  CHECK(e2.error().code() == ErrorCode::VerifyError);
+  CHECK(e2.error().message() ==
+        "kernel stray_buffer: store into buffer stray, which is neither a parameter nor allocated "
+        "around this use, in `store f32 stray[0] = 1.0f32`");
 
   auto half = makeBuffer("half", DType::F16, 4);
   Kernel halfMath{

@@ -30,6 +30,9 @@ options:
                       schedules), kernel (kernel IR), llvm (optimized LLVM IR),
                       ptx (the PTX module) and cuda (the CUDA C source) for cuda
   --dot FILE          write a Graphviz picture of the fused graph to FILE
+  --verify-kernels    run the kernel-IR verifier on every lowered kernel and
+                      after every kernel pass (default: on in debug builds,
+                      off in release; $KILN_VERIFY_KERNEL_IR=1/0 sets it)
   --batch N           batch size of an example (default: the example's)
   --help              print this help and exit
 )";
@@ -230,7 +233,8 @@ int compileCommand(const std::vector<std::string> &words) {
   valued.insert(kTuningFlags.begin(), kTuningFlags.end());
   valued.insert({"--dump", "--dot", "--batch"});
   valued.insert("--shape");
-  auto args = Args::parse(words, valued, {"--help", "--wgmma", "--tma", "--persistent"});
+  auto args = Args::parse(words, valued,
+                          {"--help", "--wgmma", "--tma", "--persistent", "--verify-kernels"});
   if (!args) {
     fmt::print(stderr, "kiln compile: {}\nrun 'kiln compile --help' for usage\n",
                args.error().message());
@@ -273,6 +277,8 @@ int compileCommand(const std::vector<std::string> &words) {
   options.dump = *dump;
   options.dumpStream = &std::cout;
   options.fusedGraphDot = args->has("--dot");
+  if (args->has("--verify-kernels"))
+    options.verifyKernels = true;
   CompileReport report;
   if (options.target == TargetKind::Cuda)
     return compileForCuda(*model->graph, options, args->value("--dot"));

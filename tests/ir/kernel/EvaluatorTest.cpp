@@ -256,10 +256,10 @@ TEST_CASE("evaluator: vectors, broadcasts and predicated loads and stores", "[ke
   CHECK(maskedParams[1].toDoubles() == std::vector<double>{8, 9, 0, 0});
 }
 
-TEST_CASE("evaluator: every loop kind runs serially in order; lets and allocations scope",
+TEST_CASE("evaluator: host loops run serially in order; lets and allocations scope",
           "[kernel][evaluator]") {
-  for (ForKind kind : {ForKind::Serial, ForKind::Unrolled, ForKind::Vectorized, ForKind::Parallel,
-                       ForKind::BlockX, ForKind::ThreadY}) {
+  for (ForKind kind :
+       {ForKind::Serial, ForKind::Unrolled, ForKind::Vectorized, ForKind::Parallel}) {
     INFO(forKindName(kind));
     // Prefix sums: out[i] = out[i - 1] + i, which only a serial in-order run computes.
     auto out = makeBuffer("out", DType::I64, 8);
@@ -278,6 +278,26 @@ TEST_CASE("evaluator: every loop kind runs serially in order; lets and allocatio
     REQUIRE(evaluateKernel(kernel, params));
     CHECK(params[0].toDoubles() == std::vector<double>{0, 1, 3, 6, 10, 15, 21, 28});
   }
+}
+
+TEST_CASE("evaluator: block and thread loops run serially in order", "[kernel][evaluator]") {
+  // A well-formed GPU kernel (a block.x loop around a thread.y loop) whose threads compute
+  // prefix sums from each other's results: a race on a GPU, in order in the evaluator.
+  auto out = makeBuffer("out", DType::I64, 8);
+  auto b = makeVar("b"), t = makeVar("t"), i = makeVar("i"), prev = makeVar("prev");
+  StmtPtr body = let(prev,
+                     select(gt(kir::ref(i), index(0)),
+                            load(out, kir::max(sub(kir::ref(i), index(1)), index(0))), index(0)),
+                     store(out, kir::ref(i), add(kir::ref(prev), kir::ref(i))));
+  Kernel kernel{"prefix",
+                {out},
+                forRange(b, 2, ForKind::BlockX,
+                         forRange(t, 4, ForKind::ThreadY,
+                                  let(i, add(mul(kir::ref(b), index(4)), kir::ref(t)), body)))};
+  std::vector<HostTensor> params{
+      HostTensor::fromDoubles(DType::I64, {8}, std::vector<double>(8, 0))};
+  REQUIRE(evaluateKernel(kernel, params));
+  CHECK(params[0].toDoubles() == std::vector<double>{0, 1, 3, 6, 10, 15, 21, 28});
 }
 
 TEST_CASE("evaluator: out-of-bounds accesses are errors naming kernel, buffer, index and size",
@@ -313,33 +333,45 @@ TEST_CASE("evaluator: out-of-bounds accesses are errors naming kernel, buffer, i
   CHECK(poisoned[1].getDouble(63) == -1);
 }
 
-TEST_CASE("evaluator: unbound names, undefined ops and bad parameters are errors",
-          "[kernel][evaluator]") {
+TEST_CASE("evaluator: ill-formed kernels get the verifier's error", "[kernel][evaluator]") {
   auto out = makeBuffer("out", DType::I64, 4);
   auto flags = makeBuffer("flags", DType::Bool, 4);
   auto n = makeVar("n");
   std::vector<HostTensor> params{HostTensor(DType::I64, {4})};
   Kernel boolAdd{
       "booladd", {flags}, store(flags, index(0), raw(BinaryOp::Add, boolImm(true), boolImm(true)))};
-  CHECK(evalError(boolAdd, {HostTensor(DType::Bool, {4})}) ==
-        "kernel booladd: add is not defined on bool");
+  std::vector<HostTensor> flagParams{HostTensor(DType::Bool, {4})};
+  auto undefined = evaluateKernel(boolAdd, flagParams);
+  REQUIRE_FALSE(undefined);
+  CHECK(undefined.error().code() == ErrorCode::VerifyError);
+  CHECK(undefined.error().message() ==
+        "kernel booladd: add is not defined on bool in `true + true`, in `store bool "
+        "flags[0] = true + true`");
   Kernel unbound{"free", {out}, store(out, kir::ref(n), index(1))};
-  CHECK(evalError(unbound, params) == "kernel free: variable n is used outside its scope");
+  CHECK(evalError(unbound, params) ==
+        "kernel free: variable n is used outside its scope (no enclosing for or let "
+        "binds it), in `store i64 out[n] = 1`");
   auto local = makeBuffer("tmp", DType::I64, 4, MemScope::Local);
   Kernel unallocated{"noalloc", {out}, store(local, index(0), index(1))};
   CHECK(evalError(unallocated, params) ==
-        "kernel noalloc: buffer tmp is neither a parameter nor allocated here");
+        "kernel noalloc: store into buffer tmp, which is neither a parameter nor "
+        "allocated around this use, in `store i64 tmp[0] = 1`");
+}
 
-  CHECK(evalError(unbound, {}) == "kernel free: takes 1 buffers, got 0");
-  CHECK(evalError(unbound, {HostTensor(DType::I32, {4})}) ==
-        "kernel free: parameter out is i64[4], got a tensor i32[4]");
-  CHECK(evalError(unbound, {HostTensor(DType::I64, {2, 3})}) ==
-        "kernel free: parameter out is i64[4], got a tensor i64[2,3]");
+TEST_CASE("evaluator: bad parameters and runaway loops are errors", "[kernel][evaluator]") {
+  auto out = makeBuffer("out", DType::I64, 4);
+  std::vector<HostTensor> params{HostTensor(DType::I64, {4})};
+  Kernel one{"one", {out}, store(out, index(0), index(1))};
+  CHECK(evalError(one, {}) == "kernel one: takes 1 buffers, got 0");
+  CHECK(evalError(one, {HostTensor(DType::I32, {4})}) ==
+        "kernel one: parameter out is i64[4], got a tensor i32[4]");
+  CHECK(evalError(one, {HostTensor(DType::I64, {2, 3})}) ==
+        "kernel one: parameter out is i64[4], got a tensor i64[2,3]");
   std::vector<std::byte> bytes(16);
   std::vector<std::span<std::byte>> spans{bytes};
-  auto result = evaluateKernel(unbound, spans);
+  auto result = evaluateKernel(one, spans);
   REQUIRE_FALSE(result);
-  CHECK(result.error().message() == "kernel free: parameter out (i64[4]) needs 32 bytes, got 16");
+  CHECK(result.error().message() == "kernel one: parameter out (i64[4]) needs 32 bytes, got 16");
 
   auto i = makeVar("i");
   Kernel forever{"long",
@@ -353,23 +385,32 @@ TEST_CASE("evaluator: unbound names, undefined ops and bad parameters are errors
   CHECK(params[0].getDouble(0) == 999);
 }
 
-TEST_CASE("evaluator: shadowed variables and shared subexpressions", "[kernel][evaluator]") {
+TEST_CASE("evaluator: a subexpression shared under several bindings of a variable",
+          "[kernel][evaluator]") {
   auto out = makeBuffer("out", DType::I64, 8);
   auto x = makeVar("x");
-  ExprPtr twice = mul(kir::ref(x), index(2)); // one node, used under three bindings of x
+  ExprPtr twice = mul(kir::ref(x), index(2)); // one node, used under three lets of x in turn
   StmtPtr body = seq({
-      let(x, index(1),
-          seq({store(out, index(0), kir::ref(x)),
-               let(x, add(kir::ref(x), index(10)),
-                   seq({store(out, index(1), kir::ref(x)), store(out, index(2), twice)})),
-               store(out, index(3), kir::ref(x))})),
-      let(x, index(3), store(out, index(4), twice)),
-      let(x, index(5), store(out, index(5), add(twice, add(twice, index(1))))),
+      let(x, index(1), seq({store(out, index(0), kir::ref(x)), store(out, index(1), twice)})),
+      let(x, index(3), store(out, index(2), twice)),
+      let(x, index(5), store(out, index(3), add(twice, add(twice, index(1))))),
   });
   std::vector<HostTensor> params{HostTensor(DType::I64, {8})};
-  REQUIRE(evaluateKernel(Kernel{"shadow", {out}, body}, params));
-  CHECK(params[0].toDoubles() == std::vector<double>{1, 11, 22, 1, 6, 21, 0, 0});
-  // After its let, the variable is unbound again.
+  REQUIRE(evaluateKernel(Kernel{"shared", {out}, body}, params));
+  CHECK(params[0].toDoubles() == std::vector<double>{1, 2, 6, 21, 0, 0, 0, 0});
+  // After its let, the variable is out of scope again; rebinding it inside its own let
+  // (shadowing) is ill formed too: both are the verifier's errors.
   Kernel after{"after", {out}, seq({body, store(out, index(6), kir::ref(x))})};
-  CHECK(evalError(after, params) == "kernel after: variable x is used outside its scope");
+  CHECK(evalError(after, params) ==
+        "kernel after: variable x is used outside its scope (no enclosing for or let "
+        "binds it), in `store i64 out[6] = x`");
+  Kernel shadow{"shadow",
+                {out},
+                let(x, index(1), let(x, add(kir::ref(x), index(10)), store(out, index(0), kir::ref(x))))};
+  auto rebound = evaluateKernel(shadow, params);
+  REQUIRE_FALSE(rebound);
+  CHECK(rebound.error().code() == ErrorCode::VerifyError);
+  CHECK(rebound.error().message() ==
+        "kernel shadow: let rebinds variable x, which is already in scope, in `let x: "
+        "i64 = x + 10`");
 }

@@ -150,7 +150,7 @@ TEST_CASE("The evaluator refuses cross-thread operations", "[kernel][gpu]") {
   REQUIRE_FALSE(result.has_value());
   CHECK(result.error().code() == ErrorCode::Unsupported);
   CHECK(result.error().message() ==
-        "kernel block_sum: a barrier needs the threads of a block to run together: run the "
+        "kernel block_sum: `barrier` needs the threads of a block to run together: run the "
         "kernel on the SIMT simulator (runtime/sim)");
 }
 

@@ -64,7 +64,7 @@ TEST_CASE("every node kind has a distinct name from the table", "[kernel][nodes]
   CHECK(kindName(ExprKind::Class) == name);                                                        \
   CHECK(Class::kKind == ExprKind::Class);                                                          \
   names.insert(name);
-#define KILN_KIR_STMT(Class, name)                                                                 \
+#define KILN_KIR_STMT(Class, name, gpuOnly)                                                        \
   ++stmtKinds;                                                                                     \
   CHECK(kindName(StmtKind::Class) == name);                                                        \
   CHECK(Class::kKind == StmtKind::Class);                                                          \
