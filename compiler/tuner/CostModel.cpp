@@ -21,7 +21,7 @@ namespace {
 
 using lower::MatMulSchedule;
 using Parallel = MatMulSchedule::Parallel;
-using lower::tile_score::ceilDivide;
+using lower::ceilDiv;
 
 // Nominal machine figures. The model ranks candidates on one target, so only
 // ratios matter; fixed figures keep the ranking deterministic across runs.
@@ -38,7 +38,7 @@ constexpr double kGpuTensorCoreSpeedup = 8;
 constexpr double kGpuMemoryBytesPerSecond = 2.0e12;
 constexpr double kGpuLaunchSeconds = 3e-6;
 
-int64_t roundUp(int64_t a, int64_t b) { return ceilDivide(a, b) * b; }
+int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 
 /// How far `bytes` overflows `capacity`, on a log scale: 0 when it fits, 1
 /// at twice the capacity, at most 2.
@@ -166,7 +166,7 @@ double estimateGpuElementwise(const passes::FusionGroup &group, int threadsPerBl
   LoopExtent extent = loopExtent(group);
   int64_t perBlock = int64_t(std::max(1, threadsPerBlock)) * std::max(1, vectorWidth) *
                      std::max(1, elementsPerThread);
-  int64_t blocks = ceilDivide(extent.elements, perBlock);
+  int64_t blocks = ceilDiv(extent.elements, perBlock);
   int64_t resident = blocksPerSm(threadsPerBlock, sharedBytes, 32, target);
   if (resident == 0)
     return kInfeasibleSeconds;
@@ -234,7 +234,7 @@ double estimateCpuGemmSeconds(const lower::GemmShape &shape, const MatMulSchedul
   // leaves its core idle for the rest of the round.
   int threads = 1;
   int64_t forkJoins = 0;
-  int64_t rowBlocks = ceilDivide(m, s.mc), panels = ceilDivide(n, s.nc), kBlocks = ceilDivide(k, s.kc);
+  int64_t rowBlocks = ceilDiv(m, s.mc), panels = ceilDiv(n, s.nc), kBlocks = ceilDiv(k, s.kc);
   int64_t panelColumns = std::min(s.nc, roundUp(n, s.nr));
   double busyCores = 1.0;
   switch (s.parallel) {
@@ -244,18 +244,18 @@ double estimateCpuGemmSeconds(const lower::GemmShape &shape, const MatMulSchedul
     int64_t tasks = int64_t(batch) * panels;
     threads = cores;
     forkJoins = 1;
-    busyCores = batch * double(n) / (double(ceilDivide(tasks, cores)) * double(panelColumns));
+    busyCores = batch * double(n) / (double(ceilDiv(tasks, cores)) * double(panelColumns));
     break;
   }
   case Parallel::Inner: {
     // Per panel: (row block x column chunk) tasks.
-    int64_t chunks = lower::innerColumnChunks(rowBlocks, ceilDivide(s.nc, s.nr), cores);
+    int64_t chunks = lower::innerColumnChunks(rowBlocks, ceilDiv(s.nc, s.nr), cores);
     int64_t tasks = rowBlocks * chunks;
-    int64_t chunkColumns = roundUp(ceilDivide(panelColumns, chunks), s.nr);
+    int64_t chunkColumns = roundUp(ceilDiv(panelColumns, chunks), s.nr);
     threads = cores;
     forkJoins = int64_t(batch) * panels * kBlocks * 2; // pack B, then compute
     busyCores = double(m) * double(std::min(n, panelColumns)) /
-                (double(ceilDivide(tasks, cores)) * double(std::min(m, s.mc)) *
+                (double(ceilDiv(tasks, cores)) * double(std::min(m, s.mc)) *
                  double(chunkColumns));
     break;
   }
@@ -309,11 +309,11 @@ double estimateGpuGemmSeconds(const lower::GemmShape &shape,
   if (resident == 0)
     return kInfeasibleSeconds;
   int64_t splitK = std::max(1, s.splitK);
-  int64_t blocks = ceilDivide(m, s.blockM) * ceilDivide(n, s.blockN) * batch * splitK;
+  int64_t blocks = ceilDiv(m, s.blockM) * ceilDiv(n, s.blockN) * batch * splitK;
   // Whole waves of resident blocks, each block computing its padded tile: this
   // charges both the tile waste at the edges and the last wave's idle SMs.
-  int64_t waves = ceilDivide(blocks, target.numSms * resident);
-  double blockFlops = 2.0 * s.blockM * s.blockN * double(roundUp(ceilDivide(k, splitK), s.blockK));
+  int64_t waves = ceilDiv(blocks, target.numSms * resident);
+  double blockFlops = 2.0 * s.blockM * s.blockN * double(roundUp(ceilDiv(k, splitK), s.blockK));
   double occupancy = double(resident * threads) / target.maxThreadsPerSm;
   double latencyHiding = std::min(1.0, 4 * occupancy);
   double operandReuse = std::min(1.0, 1.5 * reuse(s.blockM, s.blockN));

@@ -1,5 +1,6 @@
 // GEMM schedule legality, the heuristic default and the tuning space (see GemmSchedule.h).
 #include "passes/lower/GemmSchedule.h"
+#include "passes/lower/LowerUtil.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +13,6 @@ namespace {
 
 using Parallel = MatMulSchedule::Parallel;
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
 int64_t roundDown(int64_t a, int64_t b) { return a / b * b; }
 
@@ -167,11 +167,6 @@ Parallel chooseParallel(const GemmShape &shape, const codegen::CpuTarget &target
   return Parallel::Inner;
 }
 
-auto scheduleKey(const MatMulSchedule &s) {
-  return std::tuple(s.mc, s.nc, s.kc, s.mr, s.nr, s.vectorWidth, s.packA, s.packB,
-                    static_cast<int>(s.parallel));
-}
-
 } // namespace
 
 int vectorRegisters(const codegen::CpuTarget &target) { return target.vectorBits >= 512 ? 32 : 16; }
@@ -262,7 +257,7 @@ gemmScheduleSpace(const GemmShape &shape, const codegen::CpuTarget &target, bool
       return;
     s = clampGemmSchedule(s, shape);
     for (const MatMulSchedule &existing : space)
-      if (scheduleKey(existing) == scheduleKey(s))
+      if (existing == s)
         return;
     space.push_back(s);
   };

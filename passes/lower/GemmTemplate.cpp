@@ -12,6 +12,7 @@
 
 #include "ir/kernel/Builder.h"
 #include "passes/lower/GemmSchedule.h"
+#include "passes/lower/LowerUtil.h"
 
 #include <fmt/format.h>
 
@@ -21,7 +22,7 @@ namespace {
 using namespace kir;
 using Parallel = MatMulSchedule::Parallel;
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+using lower::ceilDiv; // the int64_t one, beside this one for a runtime extent
 ExprPtr ceilDiv(ExprPtr a, int64_t b) { return div(add(std::move(a), index(b - 1)), index(b)); }
 
 /// Binds `value` to a new variable for `body`, or passes a constant straight through so
@@ -491,6 +492,19 @@ Expected<GemmLowering> GemmBuilder::build() {
 }
 
 } // namespace
+
+ElementFn GatheredOperand::element() const {
+  return [buffer = buffer, address = address](std::span<const ExprPtr> idx) {
+    auto [offset, inside] = address(idx[0], idx[1], idx[2]);
+    return inside ? load(buffer, offset, 1, inside) : load(buffer, offset);
+  };
+}
+
+ElementFn DenseOperand::element() const {
+  return [buffer = buffer, offset = offset](std::span<const ExprPtr> idx) {
+    return load(buffer, offset(idx[0], idx[1], idx[2]));
+  };
+}
 
 Expected<GemmLowering> lowerGemm(const GemmProblem &problem, const MatMulSchedule &schedule,
                                  const codegen::CpuTarget &target) {

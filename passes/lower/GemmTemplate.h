@@ -35,6 +35,8 @@ struct DenseOperand {
   kir::BufferPtr buffer;
   GemmOffsetFn offset;
   int64_t alignment = 1;
+  /// The element function it is: (b, row, col) -> load(buffer, offset(b, row, col)).
+  ElementFn element() const;
 };
 
 /// An operand read from computed addresses whose consecutive elements along K come in
@@ -50,6 +52,8 @@ struct GatheredOperand {
                                                       kir::ExprPtr k)>
       address;
   int64_t run = 1;
+  /// The element function it is: the load at `address`, zero in the padding.
+  ElementFn element() const;
 };
 
 /// One batched GEMM as the template sees it.

@@ -1,6 +1,7 @@
 // CPU lowering and schedules of contraction groups (matmul, conv2d with their
 // fused epilogues): the Contraction entry of the CPU lowering table
-// (CpuLoweringTable.cpp); implemented by the contraction lowering.
+// (CpuLoweringTable.cpp). LowerContraction.cpp holds the one contraction
+// lowering, with this CPU binding and the GPU one (gpu/GpuContraction.h).
 #pragma once
 
 #include "codegen/Target.h"

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <tuple>
 
 namespace kiln::lower {
 namespace {
@@ -182,34 +183,6 @@ struct ConvGeometry {
   }
 };
 
-/// Im2col (either layout) and Direct nhwc share the "C[p][o]" orientation for nhwc.
-GemmProblem nhwcProblem(const ConvGeometry &g, const BufferPtr &input, const BufferPtr &filter) {
-  GemmProblem problem;
-  problem.aContiguousInK = true; // channels are innermost in the window
-  problem.bContiguousInK = true; // a filter row [KH, KW, I/g] is contiguous
-  problem.a = [g, input](std::span<const ExprPtr> idx) {
-    ExprPtr n = div(idx[1], index(g.pixels())), p = mod(idx[1], index(g.pixels()));
-    auto [c, kh, kw] = g.splitReduction(idx[2]);
-    ExprPtr channel = add(mul(idx[0], index(g.groupChannels)), c);
-    return g.readWindow(input, n, channel, p, kh, kw);
-  };
-  problem.b = [g, filter](std::span<const ExprPtr> idx) {
-    ExprPtr o = add(mul(idx[0], index(g.groupOutChannels)), idx[2]);
-    return load(filter, add(mul(o, index(g.reduction())), idx[1]));
-  };
-  // The channels of one tap are adjacent: k runs of groupChannels are contiguous.
-  problem.aGathered = GatheredOperand{
-      input,
-      [g](ExprPtr b, ExprPtr i, ExprPtr k) {
-        ExprPtr n = div(i, index(g.pixels())), p = mod(i, index(g.pixels()));
-        auto [c, kh, kw] = g.splitReduction(k);
-        ExprPtr channel = add(mul(b, index(g.groupChannels)), c);
-        return g.windowAddress(n, channel, p, kh, kw);
-      },
-      g.groupChannels};
-  return problem;
-}
-
 /// The im2col read of nchw Im2col: B(b = image*groups + group, k, p).
 ElementFn nchwWindowElement(const ConvGeometry &g, const BufferPtr &input) {
   return [g, input](std::span<const ExprPtr> idx) {
@@ -293,13 +266,7 @@ std::vector<Conv2DSchedule> conv2DScheduleSpace(const ir::Node &conv,
         gemm.packA = false;
       schedule.gemm = gemm;
       schedule.ocBlock = gemm.nr;
-      const Conv2DSchedule &first = space.front();
-      bool same =
-          first.algorithm == schedule.algorithm && first.ocBlock == schedule.ocBlock &&
-          first.gemm.mr == gemm.mr && first.gemm.nr == gemm.nr && first.gemm.mc == gemm.mc &&
-          first.gemm.nc == gemm.nc && first.gemm.kc == gemm.kc && first.gemm.packA == gemm.packA &&
-          first.gemm.parallel == gemm.parallel && first.gemm.vectorWidth == gemm.vectorWidth;
-      if (!same)
+      if (schedule != space.front())
         space.push_back(schedule);
     }
   }
@@ -319,8 +286,20 @@ GemmProblem conv2DGemmProblem(const ir::Node &conv, Algorithm algorithm,
   int64_t pixels = g.pixels(), outWidth = g.outWidth, outChannels = g.outChannels;
   int64_t groupOut = g.groupOutChannels, groups = g.groups;
   if (g.nhwc) {
-    // C[p][o]: output [N, OH, OW, O] is p-major with o contiguous.
-    problem = nhwcProblem(g, input, filter);
+    // C[p][o] (Im2col and Direct alike): output [N, OH, OW, O] is p-major with o contiguous.
+    // The window's channels and a filter row [KH, KW, I/g] are contiguous along K; the
+    // channels of one tap are adjacent, so k runs of groupChannels are contiguous.
+    problem.aContiguousInK = problem.bContiguousInK = true;
+    problem.aGathered = GatheredOperand{
+        input,
+        [g](ExprPtr b, ExprPtr i, ExprPtr k) {
+          ExprPtr n = div(i, index(g.pixels())), p = mod(i, index(g.pixels()));
+          auto [c, kh, kw] = g.splitReduction(k);
+          ExprPtr channel = add(mul(b, index(g.groupChannels)), c);
+          return g.windowAddress(n, channel, p, kh, kw);
+        },
+        g.groupChannels};
+    problem.a = problem.aGathered->element();
     problem.allowTf32 = g.allowTf32;
     int64_t groupOutForB = g.groupOutChannels, reduction = g.reduction();
     problem.bDense = DenseOperand{
@@ -329,6 +308,7 @@ GemmProblem conv2DGemmProblem(const ir::Node &conv, Algorithm algorithm,
           return add(mul(add(mul(b, index(groupOutForB)), j), index(reduction)), k);
         },
         reduction};
+    problem.b = problem.bDense->element();
     outputOffset = [outChannels, groupOut](ExprPtr b, ExprPtr i, ExprPtr j) {
       return add(add(mul(i, index(outChannels)), mul(b, index(groupOut))), j);
     };
@@ -342,9 +322,6 @@ GemmProblem conv2DGemmProblem(const ir::Node &conv, Algorithm algorithm,
     // Per (image, group): C[o][p] = W[o][k] X[k][p]; output plane (b*Og + o) is contiguous in p.
     problem.aContiguousInK = true;
     problem.bContiguousInK = false;
-    problem.a = [g, filter](std::span<const ExprPtr> idx) {
-      return nchwFilterElement(g, filter, idx[0], idx[1], idx[2]);
-    };
     problem.b = nchwWindowElement(g, input);
     int64_t groupsForA = g.groups, groupOutForA = g.groupOutChannels, reduction = g.reduction();
     problem.aDense = DenseOperand{
@@ -354,6 +331,7 @@ GemmProblem conv2DGemmProblem(const ir::Node &conv, Algorithm algorithm,
           return add(mul(row, index(reduction)), k);
         },
         reduction};
+    problem.a = problem.aDense->element();
     outputOffset = [pixels, groupOut](ExprPtr b, ExprPtr i, ExprPtr j) {
       return add(mul(add(mul(b, index(groupOut)), i), index(pixels)), j);
     };
@@ -384,32 +362,14 @@ GemmProblem conv2DGemmProblem(const ir::Node &conv, Algorithm algorithm,
     };
   }
   problem.name = "conv";
-  problem.batch = shape.batch;
-  problem.m = shape.m;
-  problem.n = shape.n;
-  problem.k = shape.k;
-  problem.accumulate = g.accumulate;
+  std::tie(problem.batch, problem.m, problem.n, problem.k, problem.accumulate) =
+      std::tuple(shape.batch, shape.m, shape.n, shape.k, shape.accumulate);
   problem.storeResult = kernel.storeResult(rootIndex, outputOffset);
   if (kernel.plainResult(g.accumulate) && !problem.outputContiguousInI) {
     problem.plainOutput = kernel.output();
     problem.plainOffset = outputOffset;
   }
   return problem;
-}
-
-Expected<LoweredKernel> lowerConv2D(const ir::Graph &graph, const passes::FusionGroup &group,
-                                    const Conv2DSchedule &schedule,
-                                    const codegen::CpuTarget &target) {
-  (void)graph;
-  ContractionKernel kernel(group);
-  GemmProblem problem = conv2DGemmProblem(*group.anchor, schedule.algorithm, kernel);
-  MatMulSchedule gemm = schedule.gemm;
-  if (schedule.algorithm == Algorithm::Direct) {
-    gemm.nr = schedule.ocBlock;
-    gemm.packA = false;
-  }
-  KILN_TRY(GemmLowering lowered, lowerGemm(problem, gemm, target));
-  return kernel.finish(lowered);
 }
 
 } // namespace kiln::lower

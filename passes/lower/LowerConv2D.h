@@ -1,16 +1,15 @@
-// conv2d (nchw and nhwc, stride, padding, dilation, groups) lowered through the GEMM template
-// as an implicit GEMM: the im2col matrix is never materialized, its elements are read from
-// the input while packing (Im2col) or by the micro-kernel itself (Direct).
+// conv2d (nchw and nhwc, stride, padding, dilation, groups) as an implicit GEMM problem, which
+// the contraction lowering (LowerContraction.cpp) hands to every target's GEMM template: the
+// im2col matrix is never materialized, its elements are read from the input while packing or
+// staging tiles (Im2col) or by the CPU micro-kernel itself (Direct); and the CPU's conv2d
+// schedules.
 #pragma once
 
 #include "codegen/Target.h"
 #include "ir/graph/Graph.h"
-#include "passes/graph/Fusion.h"
 #include "passes/lower/GemmSchedule.h"
 #include "passes/lower/GemmTemplate.h"
-#include "passes/lower/Lower.h"
 #include "passes/lower/Schedule.h"
-#include "support/Error.h"
 
 #include <vector>
 
@@ -39,10 +38,5 @@ class ContractionKernel;
 /// and GPU templates.
 GemmProblem conv2DGemmProblem(const ir::Node &conv, Conv2DSchedule::Algorithm algorithm,
                               ContractionKernel &kernel);
-
-/// Lowers a Contraction group anchored at a conv2d.
-Expected<LoweredKernel> lowerConv2D(const ir::Graph &graph, const passes::FusionGroup &group,
-                                    const Conv2DSchedule &schedule,
-                                    const codegen::CpuTarget &target);
 
 } // namespace kiln::lower

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 namespace kiln::lower {
 namespace {
 
@@ -102,11 +104,8 @@ GemmProblem matMulGemmProblem(const ir::Node &node, ContractionKernel &kernel) {
 
   GemmProblem problem;
   problem.name = "mm";
-  problem.batch = shape.batch;
-  problem.m = shape.m;
-  problem.n = shape.n;
-  problem.k = shape.k;
-  problem.accumulate = layout.accumulate;
+  std::tie(problem.batch, problem.m, problem.n, problem.k, problem.accumulate) =
+      std::tuple(shape.batch, shape.m, shape.n, shape.k, shape.accumulate);
   problem.aContiguousInK = !layout.transposeA;
   problem.bContiguousInK = layout.transposeB;
   // Offsets of operand elements; every matrix starts at a multiple of its size, so a row of
@@ -123,15 +122,11 @@ GemmProblem matMulGemmProblem(const ir::Node &node, ContractionKernel &kernel) {
     ExprPtr within = layout.transposeB ? add(mul(j, index(k)), kk) : add(mul(kk, index(n)), j);
     return add(base, within);
   };
-  problem.a = [=](std::span<const ExprPtr> idx) {
-    return load(aBuffer, aOffset(idx[0], idx[1], idx[2]));
-  };
-  problem.b = [=](std::span<const ExprPtr> idx) {
-    return load(bBuffer, bOffset(idx[0], idx[1], idx[2]));
-  };
   problem.aDense = DenseOperand{aBuffer, aOffset, layout.transposeA ? m : k};
-  problem.allowTf32 = layout.allowTf32;
   problem.bDense = DenseOperand{bBuffer, bOffset, layout.transposeB ? k : n};
+  problem.a = problem.aDense->element();
+  problem.b = problem.bDense->element();
+  problem.allowTf32 = layout.allowTf32;
   // The output is [batch..., M, N] row-major: flat (b*M' + i)*N + j either way.
   GemmOffsetFn outputOffset = [gemmM, n](ExprPtr b, ExprPtr i, ExprPtr j) {
     return add(mul(add(mul(b, index(gemmM)), i), index(n)), j);
@@ -153,16 +148,6 @@ GemmProblem matMulGemmProblem(const ir::Node &node, ContractionKernel &kernel) {
     problem.plainOffset = outputOffset;
   }
   return problem;
-}
-
-Expected<LoweredKernel> lowerMatMul(const ir::Graph &graph, const passes::FusionGroup &group,
-                                    const MatMulSchedule &schedule,
-                                    const codegen::CpuTarget &target) {
-  (void)graph;
-  ContractionKernel kernel(group);
-  GemmProblem problem = matMulGemmProblem(*group.anchor, kernel);
-  KILN_TRY(GemmLowering gemm, lowerGemm(problem, schedule, target));
-  return kernel.finish(gemm);
 }
 
 } // namespace kiln::lower

@@ -1,15 +1,11 @@
-// Matmul (2-D and batched, with broadcast batch dims and transposes) lowered through the
-// GEMM template.
+// The GEMM problem of a matmul (2-D and batched, with broadcast batch dims and transposes),
+// which the contraction lowering (LowerContraction.cpp) hands to every target's GEMM template.
 #pragma once
 
 #include "codegen/Target.h"
 #include "ir/graph/Graph.h"
-#include "passes/graph/Fusion.h"
 #include "passes/lower/GemmSchedule.h"
 #include "passes/lower/GemmTemplate.h"
-#include "passes/lower/Lower.h"
-#include "passes/lower/Schedule.h"
-#include "support/Error.h"
 
 namespace kiln::lower {
 
@@ -23,10 +19,5 @@ class ContractionKernel;
 /// The GEMM problem of a matmul (sizes of matMulGemmShape, operand element functions, the
 /// fused epilogue through `kernel`), shared by the CPU and GPU templates.
 GemmProblem matMulGemmProblem(const ir::Node &matmul, ContractionKernel &kernel);
-
-/// Lowers a Contraction group anchored at a matmul.
-Expected<LoweredKernel> lowerMatMul(const ir::Graph &graph, const passes::FusionGroup &group,
-                                    const MatMulSchedule &schedule,
-                                    const codegen::CpuTarget &target);
 
 } // namespace kiln::lower

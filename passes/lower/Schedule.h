@@ -65,6 +65,7 @@ struct MatMulSchedule {
   int vectorWidth = 8;                 ///< lanes of the accumulate dtype per vector
   bool packA = true, packB = true;     ///< packB must be true: the micro-kernel reads B vectors from a packed panel
   Parallel parallel = Parallel::Inner;
+  bool operator==(const MatMulSchedule &) const = default;
 };
 
 struct Conv2DSchedule {
@@ -76,6 +77,7 @@ struct Conv2DSchedule {
   Algorithm algorithm = Algorithm::Im2col;
   MatMulSchedule gemm;  ///< blocking and register tile of either algorithm
   int64_t ocBlock = 16; ///< for Direct: output channels per register tile (the GEMM's nr; gemm.nr is ignored)
+  bool operator==(const Conv2DSchedule &) const = default;
 };
 
 /// Kinds with nothing to choose (constants, aliases) use NoSchedule.

@@ -1,6 +1,7 @@
 #include "passes/lower/gpu/GemmGrid.h"
 
 #include "ir/kernel/Builder.h"
+#include "passes/lower/LowerUtil.h"
 
 #include <algorithm>
 #include <tuple>
@@ -13,14 +14,13 @@ namespace {
 /// CUDA's limit on gridDim.y and gridDim.z (x allows 2^31 - 1).
 constexpr int64_t kMaxGridYZ = 65535;
 
-int64_t ceilDivide(int64_t a, int64_t b) { return (a + b - 1) / b; }
 } // namespace
 
 GemmGrid::GemmGrid(const GemmProblem &problem, int64_t blockM, int64_t blockN,
                    const std::string &prefix, int64_t splits, int64_t groupM)
     : batch_(problem.batch), blockM_(blockM), blockN_(blockN),
-      tilesM_(ceilDivide(problem.m, blockM)),
-      tilesN_(ceilDivide(problem.n, blockN)), splits_(splits),
+      tilesM_(ceilDiv(problem.m, blockM)),
+      tilesN_(ceilDiv(problem.n, blockN)), splits_(splits),
       groupM_(std::min(std::max<int64_t>(groupM, 1), tilesM_)) {
   // Grid z (or the slowest part of a folded x) counts (batch, split) pairs, split fastest.
   int64_t layers = batch_ * splits_;
@@ -78,6 +78,11 @@ StmtPtr GemmGrid::wrap(StmtPtr body) const {
   if (batch_ * splits_ > 1)
     body = forRange(bz_, batch_ * splits_, ForKind::BlockZ, body);
   return body;
+}
+
+GemmLowering idleGemm(const VarPtr &thread) {
+  StmtPtr idle = std::make_shared<Block>(std::vector<StmtPtr>{});
+  return GemmLowering{forRange(thread, 1, ForKind::ThreadX, idle), {}, {}};
 }
 
 StmtPtr guardEdges(const GemmProblem &problem, int64_t blockM, int64_t blockN, const ExprPtr &i,

@@ -51,6 +51,10 @@ private:
   kir::ExprPtr b_, i0_, j0_, split_;
 };
 
+/// The lowering of a GEMM with an empty output (GemmGrid::empty): one idle `thread` (a launch
+/// needs at least one).
+GemmLowering idleGemm(const kir::VarPtr &thread);
+
 /// `store` of output element (i, j), run only where (i, j) lies in the problem: no guard on an
 /// axis the block tile divides.
 kir::StmtPtr guardEdges(const GemmProblem &problem, int64_t blockM, int64_t blockN,

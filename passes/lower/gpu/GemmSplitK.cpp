@@ -1,6 +1,7 @@
 #include "passes/lower/gpu/GemmSplitK.h"
 
 #include "ir/kernel/Builder.h"
+#include "passes/lower/LowerUtil.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +13,6 @@ using namespace kir;
 
 namespace {
 
-int64_t ceilDivide(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 constexpr double kPipelineFillTiles = 3.0;
 constexpr double kSplitLaunchTiles = 8.0;
@@ -29,8 +29,8 @@ std::optional<std::string> splitKProblem(int64_t splits, int64_t k, int64_t bloc
     return fmt::format("splitK must be 1 to {}", kMaxSplitK);
   if (splits == 1)
     return std::nullopt;
-  int64_t tiles = blockK > 0 ? ceilDivide(k, blockK) : 0;
-  if (tiles == 0 || (splits - 1) * ceilDivide(tiles, splits) >= tiles)
+  int64_t tiles = blockK > 0 ? ceilDiv(k, blockK) : 0;
+  if (tiles == 0 || (splits - 1) * ceilDiv(tiles, splits) >= tiles)
     return fmt::format("splitK {} leaves a split without K tiles (K = {} is {} tiles of {})",
                        splits, k, tiles, blockK);
   return std::nullopt;
@@ -38,10 +38,10 @@ std::optional<std::string> splitKProblem(int64_t splits, int64_t k, int64_t bloc
 
 SplitKEstimate estimateSplitK(int64_t blocks, int64_t kTiles, int64_t splits,
                               const GemmShape &shape, int64_t numSms) {
-  int64_t waves = ceilDivide(std::max<int64_t>(blocks * splits, 1), numSms);
+  int64_t waves = ceilDiv(std::max<int64_t>(blocks * splits, 1), numSms);
   SplitKEstimate estimate;
   estimate.compute =
-      double(waves) * (double(ceilDivide(std::max<int64_t>(kTiles, 1), splits)) + kPipelineFillTiles);
+      double(waves) * (double(ceilDiv(std::max<int64_t>(kTiles, 1), splits)) + kPipelineFillTiles);
   if (splits > 1) {
     double partialBytes = 2.0 * double(splits) * double(shape.batch * shape.m * shape.n) *
                           dtypeByteSize(shape.accumulate);
@@ -53,12 +53,12 @@ SplitKEstimate estimateSplitK(int64_t blocks, int64_t kTiles, int64_t splits,
 int chooseSplitK(int64_t blocks, int64_t blockK, const GemmShape &shape, int64_t numSms) {
   if (blocks >= numSms)
     return 1;
-  int64_t kTiles = ceilDivide(std::max<int64_t>(shape.k, 1), blockK);
+  int64_t kTiles = ceilDiv(std::max<int64_t>(shape.k, 1), blockK);
   int best = 1;
   auto total = [](const SplitKEstimate &e) { return e.compute + e.overhead; };
   double bestTime = total(estimateSplitK(blocks, kTiles, 1, shape, numSms));
   for (int splits = 2; splits <= kMaxSplitK; ++splits) {
-    if (splitKProblem(splits, shape.k, blockK) || ceilDivide(kTiles, splits) < kMinTilesPerSplit)
+    if (splitKProblem(splits, shape.k, blockK) || ceilDiv(kTiles, splits) < kMinTilesPerSplit)
       continue;
     double time = total(estimateSplitK(blocks, kTiles, splits, shape, numSms));
     if (time < bestTime * (1.0 - 1e-9)) {
@@ -71,8 +71,8 @@ int chooseSplitK(int64_t blocks, int64_t blockK, const GemmShape &shape, int64_t
 
 SplitKPlan::SplitKPlan(const GemmProblem &problem, int64_t splits, int64_t blockK)
     : p_(problem), splits_(splits) {
-  tiles_ = problem.k == 0 ? 0 : ceilDivide(problem.k, blockK);
-  perSplit_ = ceilDivide(tiles_, splits_);
+  tiles_ = problem.k == 0 ? 0 : ceilDiv(problem.k, blockK);
+  perSplit_ = ceilDiv(tiles_, splits_);
   KILN_CHECK(!splitKProblem(splits_, problem.k, blockK), "an illegal split-K reached lowering");
   if (splits_ > 1)
     partials_ = makeBuffer(problem.name + "_partials", problem.accumulate,
@@ -91,11 +91,13 @@ ExprPtr SplitKPlan::tileCount(const ExprPtr &split) const {
   return min(index(perSplit_), sub(index(tiles_), firstTile(split)));
 }
 
-StmtPtr SplitKPlan::storePartial(const ExprPtr &split, const ExprPtr &b, const ExprPtr &i,
-                                 const ExprPtr &j, ExprPtr value) const {
-  ExprPtr layer = add(mul(split, index(p_.batch)), b);
-  ExprPtr at = add(mul(add(mul(layer, index(p_.m)), i), index(p_.n)), j);
-  return store(partials_, at, std::move(value));
+Expected<StmtPtr> SplitKPlan::storeBlockResult(const ExprPtr &split,
+                                               std::span<const ExprPtr> bij, ExprPtr acc) const {
+  if (splits_ == 1)
+    return p_.storeResult(bij, std::move(acc));
+  ExprPtr layer = add(mul(split, index(p_.batch)), bij[0]);
+  ExprPtr at = add(mul(add(mul(layer, index(p_.m)), bij[1]), index(p_.n)), bij[2]);
+  return store(partials_, at, std::move(acc));
 }
 
 int64_t SplitKPlan::sumRun() const { return p_.n % kSumRun == 0 ? kSumRun : 1; }
@@ -127,7 +129,7 @@ Expected<StmtPtr> SplitKPlan::sumKernel() const {
   body = let(first, mul(add(mul(kir::ref(block), index(kSumThreads)), kir::ref(thread)), index(run)),
              body);
   body = forRange(thread, kSumThreads, ForKind::ThreadX, body);
-  return forRange(block, ceilDivide(elements, kSumThreads * run), ForKind::BlockX, body);
+  return forRange(block, ceilDiv(elements, kSumThreads * run), ForKind::BlockX, body);
 }
 
 Expected<void> SplitKPlan::finish(GemmLowering &lowering) const {

@@ -11,6 +11,7 @@
 #include "support/Error.h"
 
 #include <optional>
+#include <span>
 #include <string>
 
 namespace kiln::lower {
@@ -51,10 +52,12 @@ public:
   kir::ExprPtr tileCount(const kir::ExprPtr &split) const;
   /// The workspace [splits][batch][m][n] in the accumulate dtype (splits > 1 only).
   const kir::BufferPtr &partials() const { return partials_; }
-  /// Stores `value`, the accumulator of output (b, i, j), into split `split`'s layer.
-  kir::StmtPtr storePartial(const kir::ExprPtr &split, const kir::ExprPtr &b,
-                            const kir::ExprPtr &i, const kir::ExprPtr &j,
-                            kir::ExprPtr value) const;
+  /// What a block of split `split` does with its finished accumulator `acc` of output
+  /// (b, i, j): with K split, stores it into the split's layer of the partial sums; else runs
+  /// the problem's storeResult (the epilogue).
+  Expected<kir::StmtPtr> storeBlockResult(const kir::ExprPtr &split,
+                                          std::span<const kir::ExprPtr> bij,
+                                          kir::ExprPtr acc) const;
   /// The second kernel's body: a thread per sumRun() consecutive output elements adds each
   /// one's partials in split order and runs the problem's storeResult.
   Expected<kir::StmtPtr> sumKernel() const;

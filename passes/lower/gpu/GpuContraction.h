@@ -1,6 +1,7 @@
 // GPU lowering and schedules of contraction groups (matmul, batched matmul, conv2d as an
-// implicit GEMM, with their fused epilogues) on CUDA cores: the Contraction entry of the GPU lowering
-// table (GpuLoweringTable.cpp).
+// implicit GEMM, with their fused epilogues) on CUDA cores or tensor cores: the Contraction
+// entry of the GPU lowering table (GpuLoweringTable.cpp). Implemented in
+// passes/lower/LowerContraction.cpp, the GPU binding of the one contraction lowering.
 #pragma once
 
 #include "codegen/Target.h"

@@ -2,6 +2,7 @@
 #include "passes/lower/gpu/GpuGemmSchedule.h"
 
 #include "passes/lower/gpu/GemmSplitK.h"
+#include "passes/lower/gpu/GpuMmaSchedule.h"
 #include "passes/lower/gpu/TileScore.h"
 
 #include <fmt/format.h>
@@ -31,8 +32,8 @@ constexpr int64_t kMaxAccumulatorRegisters = 128;
 int64_t estimatedRegisters(const GpuMatMulSchedule &s, DType accumulate) {
   int64_t threads = gpuGemmThreads(s);
   int64_t words = registerWords(accumulate);
-  int64_t aLoads = ceilDivide(int64_t(s.blockM) * s.blockK, threads);
-  int64_t bLoads = ceilDivide(int64_t(s.blockK) * s.blockN, threads);
+  int64_t aLoads = ceilDiv(int64_t(s.blockM) * s.blockK, threads);
+  int64_t bLoads = ceilDiv(int64_t(s.blockK) * s.blockN, threads);
   int64_t prefetched = s.stages == 2 ? (aLoads + bLoads) * words : 0;
   return int64_t(s.threadM) * s.threadN * words + (int64_t(s.threadM) + s.threadN) * words +
          prefetched + 4 * aLoads + 2 * bLoads + 16;
@@ -143,7 +144,7 @@ GpuMatMulSchedule defaultGpuGemmSchedule(const GemmShape &shape,
       if ((blockM == 16 && shape.m > 16) || (blockN == 16 && shape.n > 16))
         continue;
       int64_t blocks =
-          shape.batch * ceilDivide(shape.m, blockM) * ceilDivide(shape.n, blockN);
+          shape.batch * ceilDiv(shape.m, blockM) * ceilDiv(shape.n, blockN);
       double score = usefulFraction(shape.m, blockM) * usefulFraction(shape.n, blockN) *
                      waveEfficiency(blocks, target.numSms) * reuse(blockM, blockN);
       if (score > bestScore + 1e-9) {
@@ -156,7 +157,7 @@ GpuMatMulSchedule defaultGpuGemmSchedule(const GemmShape &shape,
   best.vectorWidth = accBytes >= 8 ? 2 : 4;
   best.splitK = 1;
   best.blockK = shape.k <= 8 ? 8 : 16;
-  best.stages = ceilDivide(shape.k, best.blockK) > 1 ? 2 : 1;
+  best.stages = ceilDiv(shape.k, best.blockK) > 1 ? 2 : 1;
   while (!checkGpuGemmSchedule(best, shape.accumulate, target)) {
     if (best.blockK > 8)
       best.blockK /= 2;
@@ -169,9 +170,8 @@ GpuMatMulSchedule defaultGpuGemmSchedule(const GemmShape &shape,
       break;
   }
   // Split K when the output tiles leave SMs idle (GemmSplitK.h), with stages for the split.
-  int64_t blocks = shape.batch * ceilDivide(shape.m, best.blockM) * ceilDivide(shape.n, best.blockN);
-  best.splitK = chooseSplitK(blocks, best.blockK, shape, target.numSms);
-  if (best.stages == 2 && ceilDivide(ceilDivide(shape.k, best.blockK), best.splitK) < 2)
+  best.splitK = chooseSplitK(gemmOutputBlocks(best, shape), best.blockK, shape, target.numSms);
+  if (best.stages == 2 && ceilDiv(ceilDiv(shape.k, best.blockK), best.splitK) < 2)
     best.stages = 1;
   return best;
 }
@@ -180,11 +180,6 @@ std::vector<GpuMatMulSchedule> gpuGemmScheduleSpace(const GemmShape &shape,
                                                     const codegen::GpuTarget &target) {
   GpuMatMulSchedule first = defaultGpuGemmSchedule(shape, target);
   std::vector<GpuMatMulSchedule> space{first};
-  auto same = [](const GpuMatMulSchedule &a, const GpuMatMulSchedule &b) {
-    return a.blockM == b.blockM && a.blockN == b.blockN && a.blockK == b.blockK &&
-           a.threadM == b.threadM && a.threadN == b.threadN && a.stages == b.stages &&
-           a.vectorWidth == b.vectorWidth && a.splitK == b.splitK;
-  };
   for (int blockM : {32, 64, 128})
     for (int blockN : {32, 64, 128})
       for (int thread : {2, 4, 8})
@@ -194,34 +189,19 @@ std::vector<GpuMatMulSchedule> gpuGemmScheduleSpace(const GemmShape &shape,
                                 first.vectorWidth, 1};
             if (gpuGemmThreads(s) < target.warpSize)
               continue;
-            if (!checkGpuGemmSchedule(s, shape.accumulate, target) || same(s, first))
+            if (!checkGpuGemmSchedule(s, shape.accumulate, target) || s == first)
               continue;
             space.push_back(s);
           }
-  // K splits of the schedules whose grids leave SMs idle, up to two waves of blocks, each
-  // split keeping kMinTilesPerSplit K tiles.
-  size_t unsplit = space.size();
-  for (size_t i = 0; i < unsplit; ++i) {
-    int64_t blocks =
-        shape.batch * ceilDivide(shape.m, space[i].blockM) * ceilDivide(shape.n, space[i].blockN);
-    if (space[i].splitK != 1 || blocks >= target.numSms)
-      continue;
-    for (int splitK : {2, 4, 8, 16}) {
-      GpuMatMulSchedule s = space[i];
-      s.splitK = splitK;
-      if (same(s, first) || blocks * splitK > 2 * target.numSms ||
-          splitKProblem(splitK, shape.k, s.blockK) ||
-          ceilDivide(ceilDivide(shape.k, s.blockK), splitK) < kMinTilesPerSplit)
-        continue;
-      space.push_back(s);
-    }
-  }
+  addSplitKSchedules(space, first, shape, target, [&](const GpuMatMulSchedule &s) {
+    return !splitKProblem(s.splitK, shape.k, s.blockK);
+  });
   // The default may be split; the same tile unsplit belongs in the space too.
   GpuMatMulSchedule unsplitDefault = first;
   unsplitDefault.splitK = 1;
   if (first.splitK > 1 &&
       std::none_of(space.begin(), space.end(),
-                   [&](const GpuMatMulSchedule &s) { return same(s, unsplitDefault); }))
+                   [&](const GpuMatMulSchedule &s) { return s == unsplitDefault; }))
     space.push_back(unsplitDefault);
   return space;
 }

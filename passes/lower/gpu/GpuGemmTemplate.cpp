@@ -17,6 +17,7 @@
 #include "passes/lower/gpu/GemmSplitK.h"
 #include "passes/lower/gpu/GpuGemmSchedule.h"
 #include "passes/lower/gpu/GpuMmaGemm.h"
+#include "passes/lower/LowerUtil.h"
 
 #include <fmt/format.h>
 
@@ -25,7 +26,6 @@ namespace {
 
 using namespace kir;
 
-int64_t ceilDivide(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /// One operand as the tile loader sees it: a `freeTile` x blockK tile of the free axis (i for
 /// A, j for B) and K, stored in shared memory with the operand's contiguous axis innermost.
@@ -56,7 +56,7 @@ public:
     tn_ = s_.threadN;
     threadsN_ = bn_ / tn_;
     threads_ = gpuGemmThreads(s_);
-    numK_ = p_.k == 0 ? 0 : ceilDivide(p_.k, bk_);
+    numK_ = p_.k == 0 ? 0 : ceilDiv(p_.k, bk_);
     isFloat_ = isFloatingPoint(p_.accumulate);
     a_ = makeOperand("a", bm_, p_.m, p_.aContiguousInK,
                      [this](ExprPtr b, ExprPtr i, ExprPtr k) {
@@ -107,7 +107,7 @@ private:
   StmtPtr compute(const ExprPtr &stage) const;
   /// The K tiles [firstTile, firstTile + tileCount) of the block's output tile (a split's).
   StmtPtr mainLoop(const ExprPtr &b, const ExprPtr &firstTile, const ExprPtr &tileCount) const;
-  Expected<StmtPtr> epilogue(const ExprPtr &b) const;
+  Expected<StmtPtr> epilogue(const GemmGrid &grid, const SplitKPlan &split) const;
   Expected<StmtPtr> threadBody(const GemmGrid &grid, const SplitKPlan &split);
 
   const GemmProblem &p_;
@@ -155,7 +155,7 @@ std::vector<TileLoad> GpuGemmBuilder::tileLoads(const Operand &op, const ExprPtr
   int64_t lanes = op.lanes;
   int64_t vectorsPerRow = inner / lanes;
   int64_t vectors = outer * vectorsPerRow;
-  int64_t perThread = ceilDivide(vectors, threads_);
+  int64_t perThread = ceilDiv(vectors, threads_);
   ExprPtr k0 = mul(tile, index(bk_));
   std::vector<TileLoad> loads;
   for (int64_t u = 0; u < perThread; ++u) {
@@ -295,14 +295,16 @@ StmtPtr GpuGemmBuilder::mainLoop(const ExprPtr &b, const ExprPtr &firstTile,
   return seq({prologue, forLoop(t, index(0), tileCount, ForKind::Serial, step)});
 }
 
-Expected<StmtPtr> GpuGemmBuilder::epilogue(const ExprPtr &b) const {
+// Each valid (i, j) of the thread's tile: the epilogue, or with split-K the block's partials.
+Expected<StmtPtr> GpuGemmBuilder::epilogue(const GemmGrid &grid, const SplitKPlan &split) const {
   std::vector<StmtPtr> stmts;
   for (int64_t r = 0; r < tm_; ++r)
     for (int64_t c = 0; c < tn_; ++c) {
       ExprPtr i = add(i0_, add(mul(ty_, index(tm_)), index(r)));
       ExprPtr j = add(j0_, add(mul(tx_, index(tn_)), index(c)));
-      std::vector<ExprPtr> bij{b, i, j};
-      KILN_TRY(StmtPtr st, p_.storeResult(bij, load(acc_, index(r * tn_ + c))));
+      std::vector<ExprPtr> bij{grid.batch(), i, j};
+      KILN_TRY(StmtPtr st,
+               split.storeBlockResult(grid.split(), bij, load(acc_, index(r * tn_ + c))));
       stmts.push_back(guardEdges(p_, bm_, bn_, i, j, st));
     }
   return seq(std::move(stmts));
@@ -313,22 +315,7 @@ Expected<StmtPtr> GpuGemmBuilder::threadBody(const GemmGrid &grid, const SplitKP
   std::vector<StmtPtr> init;
   for (int64_t x = 0; x < tm_ * tn_; ++x)
     init.push_back(store(acc_, index(x), zero()));
-  StmtPtr tail;
-  if (split.splits() > 1) {
-    // Split-K: the accumulators go to this split's layer of the partial sums.
-    std::vector<StmtPtr> stores;
-    for (int64_t r = 0; r < tm_; ++r)
-      for (int64_t c = 0; c < tn_; ++c) {
-        ExprPtr i = add(i0_, add(mul(ty_, index(tm_)), index(r)));
-        ExprPtr j = add(j0_, add(mul(tx_, index(tn_)), index(c)));
-        StmtPtr st = split.storePartial(grid.split(), grid.batch(), i, j,
-                                        load(acc_, index(r * tn_ + c)));
-        stores.push_back(guardEdges(p_, bm_, bn_, i, j, st));
-      }
-    tail = seq(std::move(stores));
-  } else {
-    KILN_TRY(tail, epilogue(grid.batch()));
-  }
+  KILN_TRY(StmtPtr tail, epilogue(grid, split));
   StmtPtr loop =
       mainLoop(grid.batch(), split.firstTile(grid.split()), split.tileCount(grid.split()));
   return allocate(acc_, seq({seq(std::move(init)), loop, tail}));
@@ -341,11 +328,8 @@ Expected<GemmLowering> GpuGemmBuilder::build() {
   tx_ = kir::ref(tx);
   SplitKPlan split(p_, s_.splitK, bk_);
   GemmGrid grid(p_, bm_, bn_, p_.name, split.splits());
-  if (grid.empty()) {
-    // An empty output: one idle thread (a launch needs at least one).
-    StmtPtr idle = std::make_shared<Block>(std::vector<StmtPtr>{});
-    return GemmLowering{forRange(tid, 1, ForKind::ThreadX, idle), {}, {}};
-  }
+  if (grid.empty())
+    return idleGemm(tid);
   i0_ = grid.row0();
   j0_ = grid.col0();
   KILN_TRY(StmtPtr body, threadBody(grid, split));
@@ -359,10 +343,11 @@ Expected<GemmLowering> GpuGemmBuilder::build() {
 
 } // namespace
 
-Expected<GemmLowering> lowerGpuGemm(const GemmProblem &problem, const GpuMatMulSchedule &schedule,
+Expected<GemmLowering> lowerGpuGemm(const GemmProblem &problem, const GemmShape &shape,
+                                    const GpuMatMulSchedule &schedule,
                                     const codegen::GpuTarget &target) {
   if (schedule.tensorCores())
-    return lowerGpuMmaGemm(problem, schedule, target);
+    return lowerGpuMmaGemm(problem, shape, schedule, target);
   KILN_TRY_VOID(checkGpuGemmSchedule(schedule, problem.accumulate, target));
   if (std::optional<std::string> why = splitKProblem(schedule.splitK, problem.k, schedule.blockK))
     return makeError(ErrorCode::InvalidArgument,

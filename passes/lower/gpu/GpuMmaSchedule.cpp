@@ -45,11 +45,11 @@ int64_t fragmentRegisters(const GpuMatMulSchedule &s, const kir::MmaShapeInfo &i
 } // namespace
 
 int64_t gemmOutputBlocks(const GpuMatMulSchedule &s, const GemmShape &shape) {
-  return shape.batch * ceilDivide(shape.m, s.blockM) * ceilDivide(shape.n, s.blockN);
+  return shape.batch * ceilDiv(shape.m, s.blockM) * ceilDiv(shape.n, s.blockN);
 }
 
 double estimatedGemmTime(const GpuMatMulSchedule &s, const GemmShape &shape, int64_t numSms) {
-  int64_t kTiles = ceilDivide(std::max<int64_t>(shape.k, 1), s.blockK);
+  int64_t kTiles = ceilDiv(std::max<int64_t>(shape.k, 1), s.blockK);
   SplitKEstimate estimate =
       estimateSplitK(gemmOutputBlocks(s, shape), kTiles, s.splitK, shape, numSms);
   return estimate.compute * double(s.blockM + s.blockN) / 256.0 + estimate.overhead;
@@ -213,7 +213,7 @@ leastEstimatedTile(const GpuMatMulSchedule &base, std::span<const std::pair<int,
                    const std::function<void(GpuMatMulSchedule &)> &withTile,
                    const std::function<bool(const GpuMatMulSchedule &)> &legal,
                    const GemmShape &shape, const codegen::GpuTarget &target) {
-  int64_t kTiles = ceilDivide(std::max<int64_t>(shape.k, 1), base.blockK);
+  int64_t kTiles = ceilDiv(std::max<int64_t>(shape.k, 1), base.blockK);
   std::optional<GpuMatMulSchedule> best;
   double bestTime = 0.0;
   for (auto [blockM, blockN] : tiles)
@@ -225,7 +225,7 @@ leastEstimatedTile(const GpuMatMulSchedule &base, std::span<const std::pair<int,
       withTile(candidate);
       if (splitK > 1 && (gemmOutputBlocks(candidate, shape) >= target.numSms ||
                          splitKProblem(splitK, shape.k, candidate.blockK) ||
-                         ceilDivide(kTiles, splitK) < kMinTilesPerSplit))
+                         ceilDiv(kTiles, splitK) < kMinTilesPerSplit))
         continue;
       if (!legal(candidate))
         continue;
@@ -240,8 +240,8 @@ leastEstimatedTile(const GpuMatMulSchedule &base, std::span<const std::pair<int,
 
 GpuMatMulSchedule deepestStages(const GpuMatMulSchedule &schedule, const GemmShape &shape,
                                 const std::function<bool(const GpuMatMulSchedule &)> &fits) {
-  int64_t kTiles = ceilDivide(std::max<int64_t>(shape.k, 1), schedule.blockK);
-  int64_t splitTiles = ceilDivide(kTiles, schedule.splitK);
+  int64_t kTiles = ceilDiv(std::max<int64_t>(shape.k, 1), schedule.blockK);
+  int64_t splitTiles = ceilDiv(kTiles, schedule.splitK);
   for (int stages = 4; stages > schedule.stages; --stages) {
     GpuMatMulSchedule deeper = schedule;
     deeper.stages = stages;
@@ -253,7 +253,7 @@ GpuMatMulSchedule deepestStages(const GpuMatMulSchedule &schedule, const GemmSha
 
 int64_t gemmGroupM(const GpuMatMulSchedule &s, const GemmShape &shape,
                    const codegen::GpuTarget &target) {
-  int64_t tilesM = ceilDivide(std::max<int64_t>(shape.m, 1), s.blockM);
+  int64_t tilesM = ceilDiv(std::max<int64_t>(shape.m, 1), s.blockM);
   return gemmOutputBlocks(s, shape) >= 2 * target.numSms && tilesM > kTileGroupRows
              ? kTileGroupRows
              : 1;
@@ -269,7 +269,8 @@ void addGroupedSchedule(std::vector<GpuMatMulSchedule> &space, const GemmShape &
 }
 
 void addSplitKSchedules(std::vector<GpuMatMulSchedule> &space, const GpuMatMulSchedule &first,
-                        const GemmShape &shape, const codegen::GpuTarget &target) {
+                        const GemmShape &shape, const codegen::GpuTarget &target,
+                        const std::function<bool(const GpuMatMulSchedule &)> &legal) {
   size_t unsplit = space.size();
   for (size_t i = 0; i < unsplit; ++i) {
     int64_t blocks = gemmOutputBlocks(space[i], shape);
@@ -279,8 +280,7 @@ void addSplitKSchedules(std::vector<GpuMatMulSchedule> &space, const GpuMatMulSc
       GpuMatMulSchedule s = space[i];
       s.splitK = splitK;
       if (s == first || blocks * splitK > 2 * target.numSms ||
-          ceilDivide(ceilDivide(shape.k, s.blockK), splitK) < kMinTilesPerSplit ||
-          !checkGpuMmaSchedule(s, shape, target))
+          ceilDiv(ceilDiv(shape.k, s.blockK), splitK) < kMinTilesPerSplit || !legal(s))
         continue;
       space.push_back(s);
     }
@@ -315,7 +315,9 @@ std::vector<GpuMatMulSchedule> gpuMmaScheduleSpace(const GemmShape &shape,
                 continue;
               space.push_back(s);
             }
-  addSplitKSchedules(space, first, shape, target);
+  addSplitKSchedules(space, first, shape, target, [&](const GpuMatMulSchedule &s) {
+    return static_cast<bool>(checkGpuMmaSchedule(s, shape, target));
+  });
   addGroupedSchedule(space, shape, target);
   std::vector<GpuMatMulSchedule> warpgroups = gpuWgmmaScheduleSpace(shape, target);
   space.insert(space.end(), warpgroups.begin(), warpgroups.end());

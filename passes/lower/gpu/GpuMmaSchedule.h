@@ -106,9 +106,11 @@ void addGroupedSchedule(std::vector<GpuMatMulSchedule> &space, const GemmShape &
 
 /// Appends to `space` the K splits (2, 4, 8, 16) of its unsplit schedules whose output tiles
 /// fill less than one wave of the SMs: up to two waves of blocks, each split keeping
-/// kMinTilesPerSplit K tiles, legal (checkGpuMmaSchedule) and other than `first`.
+/// kMinTilesPerSplit K tiles, `legal` (the template's rule) and other than `first`. Both GPU
+/// templates' spaces take their splits so.
 void addSplitKSchedules(std::vector<GpuMatMulSchedule> &space, const GpuMatMulSchedule &first,
-                        const GemmShape &shape, const codegen::GpuTarget &target);
+                        const GemmShape &shape, const codegen::GpuTarget &target,
+                        const std::function<bool(const GpuMatMulSchedule &)> &legal);
 
 /// Every legal tensor-core schedule: block tiles 32..256 x warp tiles 16..64 x blockK 16/32/64
 /// x stages 2..4, the default first; for those whose output tiles fill less than one wave,

@@ -171,7 +171,9 @@ std::vector<GpuMatMulSchedule> gpuWgmmaScheduleSpace(const GemmShape &shape,
               continue;
             space.push_back(s);
           }
-  addSplitKSchedules(space, first, shape, target);
+  addSplitKSchedules(space, first, shape, target, [&](const GpuMatMulSchedule &s) {
+    return static_cast<bool>(checkGpuMmaSchedule(s, shape, target));
+  });
   addGroupedSchedule(space, shape, target);
   // Each tile shape again fed by bulk tensor copies, where the operands allow it, and each of
   // those that does not split K again on a persistent grid.

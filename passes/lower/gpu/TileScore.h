@@ -2,23 +2,23 @@
 // tensor-core schedule heuristics.
 #pragma once
 
+#include "passes/lower/LowerUtil.h"
+
 #include <algorithm>
 #include <cstdint>
 
 namespace kiln::lower::tile_score {
 
-inline int64_t ceilDivide(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 /// The fraction of a padded extent that is real work.
 inline double usefulFraction(int64_t extent, int64_t tile) {
   if (extent <= 0)
     return 1.0;
-  return double(extent) / double(ceilDivide(extent, tile) * tile);
+  return double(extent) / double(ceilDiv(extent, tile) * tile);
 }
 
 /// The fraction of the SMs' slots the last wave fills on average over all waves.
 inline double waveEfficiency(int64_t blocks, int64_t numSms) {
-  int64_t waves = ceilDivide(std::max<int64_t>(blocks, 1), numSms);
+  int64_t waves = ceilDiv(std::max<int64_t>(blocks, 1), numSms);
   return double(blocks) / double(waves * numSms);
 }
 

@@ -7,6 +7,8 @@
 #include "passes/lower/LowerConv2D.h"
 #include "passes/lower/LowerMatMul.h"
 
+#include <fmt/format.h>
+
 using namespace kiln;
 using namespace kiln::test;
 using ir::OpKind;
@@ -235,6 +237,14 @@ TEST_CASE("schedule: lowering reports an illegal or mismatched schedule",
                                                   lower::PointwiseSchedule{}, hostTarget());
   REQUIRE_FALSE(mismatched);
   CHECK_THAT(mismatched.error().message(), Catch::Contains("matmul needs a MatMulSchedule"));
+  // A conv2d schedule does not apply to a matmul either; the error names the group and target.
+  auto convOnMatmul = lower::lowerContractionForCpu(c.graph(), *planned.group,
+                                                    lower::Conv2DSchedule{}, hostTarget());
+  REQUIRE_FALSE(convOnMatmul);
+  CHECK(convOnMatmul.error().code() == ErrorCode::InvalidArgument);
+  CHECK_THAT(convOnMatmul.error().message(),
+             Catch::Contains(fmt::format("group {} (", planned.group->id)) &&
+                 Catch::Contains("a CPU matmul needs a MatMulSchedule, got conv2d"));
 }
 
 TEST_CASE("schedule: the default is legal on hosts with a huge shared L3",

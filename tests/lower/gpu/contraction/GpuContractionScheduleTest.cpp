@@ -6,6 +6,8 @@
 
 #include "ir/kernel/Visitor.h"
 
+#include <fmt/format.h>
+
 #include <set>
 
 using namespace kiln;
@@ -203,7 +205,14 @@ TEST_CASE("gpu contraction: illegal schedules name the field", "[lower][gpu-cont
                                gpuTestTarget());
   REQUIRE_FALSE(cpu);
   CHECK(cpu.error().code() == ErrorCode::InvalidArgument);
-  CHECK_THAT(cpu.error().str(), Catch::Contains("GpuMatMulSchedule"));
+  CHECK_THAT(cpu.error().str(), Catch::Contains(fmt::format("group {} (", planned.group->id)) &&
+                                    Catch::Contains("a GPU matmul needs a GpuMatMulSchedule"));
+  // Nor is a conv2d's GPU schedule a matmul's.
+  auto conv = lower::lowerGroup(c.graph(), *planned.group,
+                                lower::GpuConv2DSchedule{gpuGemm(32, 32, 8, 2, 2, 2)},
+                                gpuTestTarget());
+  REQUIRE_FALSE(conv);
+  CHECK_THAT(conv.error().str(), Catch::Contains("a GPU matmul needs a GpuMatMulSchedule"));
 }
 
 TEST_CASE("gpu contraction: every schedule of the space, on two groups",
