@@ -45,7 +45,7 @@ bool SimtMachine::inFlightError(const SimMemory &memory, int64_t element, size_t
                              memories_[static_cast<size_t>(copy->barrierBuffer)].buffer->name,
                              copy->barrier));
   int32_t issuer = 0;
-  asyncCopies_.findWriter(buffer, element, issuer);
+  asyncCopies_.find(issuer, [&](const PendingCopy &copy) { return copy.writes(buffer, element); });
   return raise(fmt::format("{} of shared {}[{}] {} while an async copy into it is in flight "
                            "(issued by thread {}, not yet retired by an async wait)",
                            access, memory.buffer->name, element,
