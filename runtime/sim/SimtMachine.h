@@ -43,8 +43,9 @@ struct Active {
   int32_t count;
 };
 
-/// Hidden, as the anonymous namespace it grew in kept it: calls between its files stay
-/// direct and inlinable in the shared library.
+/// Runs one launch. Its functions are grouped below by the file that defines them, each
+/// instruction family with its state. Hidden, as the anonymous namespace it grew in kept it:
+/// calls between its files stay direct and inlinable in the shared library.
 class [[gnu::visibility("hidden")]] SimtMachine {
 public:
   SimtMachine(const kir::Kernel &kernel, const SimProgram &program, const kir::GpuLaunch &launch,
