@@ -106,7 +106,10 @@ std::vector<llvm::Value *> NvptxEmitter::emitAsm(const InlinePtx &instruction,
       tiedValues.push_back(operands[i]);
     }
     outputs.push_back("=" + constraint.substr(1));
-    outputTypes.push_back(constraint[1] == 'f' ? builder_.getFloatTy() : builder_.getInt32Ty());
+    // The constraint letter says the register: f32, 64-bit or 32-bit.
+    outputTypes.push_back(constraint[1] == 'f'   ? builder_.getFloatTy()
+                          : constraint[1] == 'l' ? builder_.getInt64Ty()
+                                                 : builder_.getInt32Ty());
   }
   values.insert(values.end(), tiedValues.begin(), tiedValues.end());
   std::vector<std::string> constraints = outputs;
