@@ -1,7 +1,8 @@
 // Fused epilogues of contractions: bias through a broadcast add, relu, a residual add, casts
 // to narrower dtypes; each run exactly once per output element even when K is split into
-// several blocks (a second run would add the bias twice).
-#include "lower/contraction/ContractionTestUtil.h"
+// several blocks (a second run would add the bias twice) or into GPU split tiles; on every
+// lowering target.
+#include "lower/contraction/ContractionTargets.h"
 
 #include "passes/lower/GemmSchedule.h"
 
@@ -29,21 +30,29 @@ std::vector<lower::Schedule> epilogueSchedules() {
   return schedules;
 }
 
-void checkAllSchedules(GraphCase &c, int64_t k, DType accumulate = DType::F32) {
+/// The default and `cpuBlocks` on the CPU (JIT and evaluator), the default and small single-
+/// and double-buffered tiles on the simulator.
+void checkAllSchedules(GraphCase &c, int64_t k, DType accumulate = DType::F32,
+                       std::vector<lower::Schedule> cpuBlocks = epilogueSchedules()) {
   PlannedContraction planned = planContraction(c.graph());
   // The epilogue is fused: the group holds more than the anchor, and the root is not it.
   CHECK(planned.group->root != planned.group->anchor);
-  checkContraction(c, k, accumulate, Runner::Jit);
-  checkContraction(c, k, accumulate, Runner::Evaluator);
-  for (const lower::Schedule &s : epilogueSchedules()) {
-    checkContraction(c, k, accumulate, Runner::Jit, s);
-    checkContraction(c, k, accumulate, Runner::Evaluator, s);
-  }
+  bool conv = planned.group->anchor->kind() == OpKind::Conv2D;
+  auto tiles = [&](int stages) -> lower::Schedule {
+    if (conv)
+      return lower::GpuConv2DSchedule{smallTiles(stages)};
+    return smallTiles(stages);
+  };
+  TargetSchedules schedules{.sim = {std::nullopt, tiles(1), tiles(2)},
+                            .cpuRunners = {Runner::Jit, Runner::Evaluator}};
+  schedules.cpu.insert(schedules.cpu.end(), cpuBlocks.begin(), cpuBlocks.end());
+  checkOnTargets(c, k, accumulate, schedules);
 }
 
 } // namespace
 
 TEST_CASE("epilogue: bias through a broadcast add, then relu", "[lower][contraction][epilogue]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   GraphCase c;
   ir::Value *x = c.input("x", DType::F32, {29, 37});
   ir::Value *w = c.input("w", DType::F32, {37, 43});
@@ -54,6 +63,7 @@ TEST_CASE("epilogue: bias through a broadcast add, then relu", "[lower][contract
 }
 
 TEST_CASE("epilogue: explicit broadcast_to of the bias", "[lower][contraction][epilogue]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   GraphCase c;
   ir::Value *x = c.input("x", DType::F32, {2, 11, 37});
   ir::Value *w = c.input("w", DType::F32, {37, 19});
@@ -66,6 +76,7 @@ TEST_CASE("epilogue: explicit broadcast_to of the bias", "[lower][contraction][e
 }
 
 TEST_CASE("epilogue: residual add and relu", "[lower][contraction][epilogue]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   GraphCase c;
   ir::Value *x = c.input("x", DType::F32, {31, 37});
   ir::Value *w = c.input("w", DType::F32, {37, 35});
@@ -76,6 +87,7 @@ TEST_CASE("epilogue: residual add and relu", "[lower][contraction][epilogue]") {
 }
 
 TEST_CASE("epilogue: cast of an f32 result to f16 and bf16", "[lower][contraction][epilogue]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (DType to : {DType::F16, DType::BF16}) {
     GraphCase c;
     ir::Value *x = c.input("x", DType::F32, {21, 37});
@@ -87,6 +99,7 @@ TEST_CASE("epilogue: cast of an f32 result to f16 and bf16", "[lower][contractio
 }
 
 TEST_CASE("epilogue: f16 matmul with f16 bias and relu", "[lower][contraction][epilogue]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   GraphCase c;
   ir::Value *x = c.input("x", DType::F16, {19, 37});
   ir::Value *w = c.input("w", DType::F16, {37, 23});
@@ -97,16 +110,13 @@ TEST_CASE("epilogue: f16 matmul with f16 bias and relu", "[lower][contraction][e
 }
 
 TEST_CASE("epilogue: integer matmul plus bias, cast back to i8", "[lower][contraction][epilogue]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   GraphCase c;
   ir::Value *x = c.input("x", DType::I8, {17, 37});
   ir::Value *w = c.input("w", DType::I8, {37, 21});
   ir::Value *bias = c.input("bias", DType::I32, {21});
   ir::Value *mm = c.node(OpKind::MatMul, {x, w}, matmulAttrs(false, false, DType::I32));
   c.output(c.node(OpKind::Cast, {c.node(OpKind::Add, {mm, bias})}, {{"dtype", DType::I8}}));
-  PlannedContraction planned = planContraction(c.graph());
-  CHECK(planned.group->root != planned.group->anchor);
-  checkContraction(c, 37, DType::I32, Runner::Jit);
-  checkContraction(c, 37, DType::I32, Runner::Evaluator);
   lower::MatMulSchedule s;
   s.vectorWidth = lower::accumulateLanes(DType::I32, hostTarget());
   s.mr = 2;
@@ -114,12 +124,12 @@ TEST_CASE("epilogue: integer matmul plus bias, cast back to i8", "[lower][contra
   s.mc = 4;
   s.nc = s.nr;
   s.kc = 9;
-  checkContraction(c, 37, DType::I32, Runner::Jit, s);
-  checkContraction(c, 37, DType::I32, Runner::Evaluator, s);
+  checkAllSchedules(c, 37, DType::I32, {s});
 }
 
 TEST_CASE("epilogue: conv2d with bias and relu, K split into blocks",
           "[lower][contraction][epilogue]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (const char *layout : {"nchw", "nhwc"}) {
     INFO(layout);
     GraphCase c;

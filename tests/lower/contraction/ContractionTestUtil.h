@@ -83,6 +83,16 @@ inline ir::AttrMap matmulAttrs(bool transposeA = false, bool transposeB = false,
   return {{"transpose_a", transposeA}, {"transpose_b", transposeB}, {"accumulate", accumulate}};
 }
 
+/// Makes the graph x[m, k] @ w[k, n] (the operands transposed where asked), its output.
+inline void buildMatMul(GraphCase &c, int64_t m, int64_t n, int64_t k, DType dtype,
+                        DType accumulate, bool transposeA = false, bool transposeB = false) {
+  ir::Value *x =
+      c.input("x", dtype, transposeA ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k});
+  ir::Value *w =
+      c.input("w", dtype, transposeB ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n});
+  c.output(c.node(ir::OpKind::MatMul, {x, w}, matmulAttrs(transposeA, transposeB, accumulate)));
+}
+
 struct ConvParams {
   std::vector<int64_t> stride{1, 1}, padding{0, 0, 0, 0}, dilation{1, 1};
   int64_t groups = 1;

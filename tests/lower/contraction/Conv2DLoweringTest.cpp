@@ -1,7 +1,9 @@
-// conv2d lowering against the reference interpreter: both layouts and both algorithms (im2col
-// implicit GEMM, direct), padding, stride, dilation, groups and depthwise, 1x1 / 3x3 / 5x5
-// windows, odd spatial sizes and the CNN's layers.
-#include "lower/contraction/ContractionTestUtil.h"
+// conv2d lowering against the reference interpreter on every lowering target: both layouts,
+// padding, stride, dilation, groups and depthwise, 1x1 / 3x3 / 5x5 windows, odd spatial sizes,
+// narrow, wide and integer dtypes and the CNN's layers; on the CPU with both algorithms (im2col
+// implicit GEMM, direct), on the simulator with the default and small single- and
+// double-buffered tiles.
+#include "lower/contraction/ContractionTargets.h"
 
 #include "passes/lower/GemmSchedule.h"
 #include "passes/lower/LowerConv2D.h"
@@ -30,9 +32,10 @@ lower::Conv2DSchedule scheduleFor(const ir::Node &conv, Algorithm algorithm) {
   return s;
 }
 
-/// Builds the conv (plus `bias` + relu when asked) and checks it with both algorithms.
-void checkConv(const ConvCase &cc, std::vector<Runner> runners, bool biasRelu = false,
-               DType dtype = DType::F32) {
+/// Builds the conv (plus `bias` + relu when asked) and checks it on every target; the CPU runs
+/// both algorithms through `cpuRunners`, the simulator `simTiles` besides its default.
+void checkConv(const ConvCase &cc, std::vector<Runner> cpuRunners, bool biasRelu = false,
+               DType dtype = DType::F32, bool simTiles = true) {
   bool nhwc = cc.params.layout == "nhwc";
   INFO(fmt::format("{}: {} input {}x{}x{}x{}, {} filters {}x{}, stride {}x{}, dilation {}x{}, "
                    "groups {}",
@@ -59,11 +62,16 @@ void checkConv(const ConvCase &cc, std::vector<Runner> runners, bool biasRelu = 
   }
   c.output(out);
   int64_t k = groupChannels * cc.kernelH * cc.kernelW;
-  for (Algorithm algorithm : {Algorithm::Im2col, Algorithm::Direct})
-    for (Runner runner : runners) {
-      INFO("algorithm " << (algorithm == Algorithm::Direct ? "direct" : "im2col"));
-      checkContraction(c, k, p.accumulate, runner, scheduleFor(*conv->definingNode(), algorithm));
-    }
+  const ir::Node &node = *conv->definingNode();
+  TargetSchedules schedules{.cpu = {scheduleFor(node, Algorithm::Im2col),
+                                    scheduleFor(node, Algorithm::Direct)},
+                            .sim = {std::nullopt},
+                            .cpuRunners = std::move(cpuRunners)};
+  if (simTiles) {
+    schedules.sim.push_back(lower::GpuConv2DSchedule{gpuGemm(32, 32, 8, 2, 2, 2)});
+    schedules.sim.push_back(lower::GpuConv2DSchedule{gpuGemm(64, 32, 16, 4, 2, 1)});
+  }
+  checkOnTargets(c, k, p.accumulate, schedules);
 }
 
 ConvParams params(std::string layout, std::vector<int64_t> stride = {1, 1},
@@ -82,6 +90,7 @@ ConvParams params(std::string layout, std::vector<int64_t> stride = {1, 1},
 
 TEST_CASE("conv2d: windows, padding, stride, dilation and groups in both layouts",
           "[lower][contraction][conv2d]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (std::string layout : {"nchw", "nhwc"}) {
     std::vector<ConvCase> cases = {
         {2, 3, 9, 11, 5, 1, 1, params(layout), "1x1"},
@@ -99,6 +108,7 @@ TEST_CASE("conv2d: windows, padding, stride, dilation and groups in both layouts
          "depthwise, multiplier 2, stride 2"},
         {1, 1, 7, 5, 3, 7, 5, params(layout), "window as large as the input"},
         {3, 1, 13, 13, 4, 3, 3, params(layout, {1, 1}, {3, 3, 3, 3}), "padding wider than a tap"},
+        {2, 8, 6, 6, 16, 1, 1, params(layout), "1x1 with aligned channels (vector filter loads)"},
     };
     for (const ConvCase &cc : cases) {
       checkConv(cc, {Runner::Jit, Runner::Evaluator});
@@ -108,18 +118,20 @@ TEST_CASE("conv2d: windows, padding, stride, dilation and groups in both layouts
 }
 
 TEST_CASE("conv2d: the CNN's layers with bias and relu", "[lower][contraction][conv2d]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (std::string layout : {"nchw", "nhwc"}) {
     std::vector<ConvCase> cases = {
-        {8, 1, 28, 28, 32, 3, 3, params(layout), "Conv2D(32, 3x3) on 28x28x1"},
-        {8, 32, 13, 13, 64, 3, 3, params(layout), "Conv2D(64, 3x3) on 13x13x32"},
-        {8, 64, 5, 5, 64, 3, 3, params(layout), "Conv2D(64, 3x3) on 5x5x64"},
+        {2, 1, 28, 28, 32, 3, 3, params(layout), "Conv2D(32, 3x3) on 28x28x1"},
+        {2, 32, 13, 13, 64, 3, 3, params(layout), "Conv2D(64, 3x3) on 13x13x32"},
+        {3, 64, 5, 5, 64, 3, 3, params(layout), "Conv2D(64, 3x3) on 5x5x64"},
     };
-    for (const ConvCase &cc : cases)
-      checkConv(cc, {Runner::Jit}, /*biasRelu=*/true);
+    for (const ConvCase &cc : cases) // the simulator's default only: these are its largest
+      checkConv(cc, {Runner::Jit}, /*biasRelu=*/true, DType::F32, /*simTiles=*/false);
   }
 }
 
 TEST_CASE("conv2d: narrow and wide float dtypes", "[lower][contraction][conv2d]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (std::string layout : {"nchw", "nhwc"})
     for (DType dtype : {DType::F16, DType::BF16, DType::F64}) {
       ConvCase cc{2, 4, 9, 8, 6, 3, 3, params(layout, {1, 1}, {1, 1, 1, 1}), "dtype"};
@@ -129,6 +141,7 @@ TEST_CASE("conv2d: narrow and wide float dtypes", "[lower][contraction][conv2d]"
 }
 
 TEST_CASE("conv2d: integer operands", "[lower][contraction][conv2d]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (std::string layout : {"nchw", "nhwc"}) {
     ConvCase cc{2, 3, 7, 9, 5, 3, 3, params(layout, {2, 1}, {1, 1, 0, 2}), "i8"};
     cc.params.accumulate = DType::I32;

@@ -1,7 +1,8 @@
-// Matmul lowering against the reference interpreter: sizes below, at and above every tile,
-// blocked schedules that split M, N and K, transposes, broadcast batch dims, every float dtype
-// and the integer contractions.
-#include "lower/contraction/ContractionTestUtil.h"
+// Matmul lowering against the reference interpreter on every lowering target: sizes below, at
+// and above every tile, schedules that split M, N and K (the CPU's cache blocks in every
+// parallel mode, the GPU's single- and double-buffered tiles), transposes, broadcast batch
+// dims, every float dtype, the integer contractions and an empty reduction.
+#include "lower/contraction/ContractionTargets.h"
 
 #include "passes/lower/GemmSchedule.h"
 #include "passes/lower/LowerMatMul.h"
@@ -15,21 +16,19 @@ using Parallel = lower::MatMulSchedule::Parallel;
 
 namespace {
 
-/// x[m, k] @ w[k, n] in `dtype` with `accumulate`.
-void checkMatMul(int64_t m, int64_t n, int64_t k, Runner runner, DType dtype = DType::F32,
-                 DType accumulate = DType::F32,
-                 std::optional<lower::Schedule> schedule = std::nullopt, uint64_t seed = 7) {
-  INFO(fmt::format("{} x {} x {} {} accumulate {}", m, n, k, dtypeName(dtype),
-                   dtypeName(accumulate)));
+/// x[m, k] @ w[k, n] (or the transposed operands) in `dtype` with `accumulate`, on every target.
+void checkMatMul(int64_t m, int64_t n, int64_t k, const TargetSchedules &schedules = {},
+                 DType dtype = DType::F32, DType accumulate = DType::F32, bool transposeA = false,
+                 bool transposeB = false, uint64_t seed = 7) {
+  INFO(fmt::format("{} x {} x {} {} accumulate {} transposes {}{}", m, n, k, dtypeName(dtype),
+                   dtypeName(accumulate), transposeA, transposeB));
   GraphCase c(seed);
-  ir::Value *x = c.input("x", dtype, {m, k});
-  ir::Value *w = c.input("w", dtype, {k, n});
-  c.output(c.node(OpKind::MatMul, {x, w}, matmulAttrs(false, false, accumulate)));
-  checkContraction(c, k, accumulate, runner, schedule);
+  buildMatMul(c, m, n, k, dtype, accumulate, transposeA, transposeB);
+  checkOnTargets(c, k, accumulate, schedules);
 }
 
-/// A schedule with blocks much smaller than the problem, so every loop of the nest runs more
-/// than once and K is split into several blocks.
+/// A CPU schedule with blocks much smaller than the problem, so every loop of the nest runs
+/// more than once and K is split into several blocks.
 lower::MatMulSchedule tinyBlocks(Parallel parallel, DType accumulate = DType::F32) {
   lower::MatMulSchedule s;
   s.vectorWidth = lower::accumulateLanes(accumulate, hostTarget());
@@ -42,65 +41,83 @@ lower::MatMulSchedule tinyBlocks(Parallel parallel, DType accumulate = DType::F3
   return s;
 }
 
+/// Every target's default, then its small blocks or tiles.
+TargetSchedules withSmallTiles(Parallel parallel = Parallel::Inner, DType accumulate = DType::F32,
+                               int stages = 2) {
+  return {.cpu = {std::nullopt, tinyBlocks(parallel, accumulate)},
+          .sim = {std::nullopt, smallTiles(stages)}};
+}
+
+/// Through the kernel IR evaluator on the CPU, which reports every out-of-bounds access (as
+/// the simulator does).
+const TargetSchedules kEvaluator{.cpuRunners = {Runner::Evaluator}};
+
 } // namespace
 
-TEST_CASE("matmul: sizes below, at and above the register tile and cache blocks",
-          "[lower][contraction][matmul]") {
+TEST_CASE("matmul: sizes below, at and above the tiles", "[lower][contraction][matmul]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (int64_t s : {1, 3, 5, 6, 7, 16, 17, 33, 64, 65, 100, 127, 128, 257}) {
-    checkMatMul(s, s, s, Runner::Jit);
-    checkMatMul(s, 17, 33, Runner::Jit);
-    checkMatMul(33, s, 17, Runner::Jit);
-    checkMatMul(17, 33, s, Runner::Jit);
+    // Small GPU tiles on cubes up to a few tiles a side (the simulator's time grows as s^3).
+    TargetSchedules cube;
+    if (s <= 65)
+      cube.sim.push_back(smallTiles(2));
+    checkMatMul(s, s, s, cube);
+    checkMatMul(s, 17, 33, {.sim = {std::nullopt, smallTiles(1)}});
+    checkMatMul(33, s, 17);
+    checkMatMul(17, 33, s);
   }
 }
 
-TEST_CASE("matmul: small sizes through the kernel IR evaluator (no out-of-bounds access)",
-          "[lower][contraction][matmul]") {
+TEST_CASE("matmul: small sizes with every access checked", "[lower][contraction][matmul]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (int64_t m : {1, 5, 17})
     for (int64_t n : {1, 7, 33})
       for (int64_t k : {1, 6, 19})
-        checkMatMul(m, n, k, Runner::Evaluator);
+        checkMatMul(m, n, k, kEvaluator);
 }
 
-TEST_CASE("matmul: blocked schedules split M, N and K in every parallel mode",
-          "[lower][contraction][matmul]") {
+TEST_CASE("matmul: blocked schedules split M, N and K", "[lower][contraction][matmul]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (Parallel parallel : {Parallel::Serial, Parallel::Outer, Parallel::Inner}) {
     lower::MatMulSchedule s = tinyBlocks(parallel);
-    INFO("parallel mode " << int(parallel));
+    INFO("CPU parallel mode " << int(parallel));
+    // The GPU's stages alternate with the CPU's modes: both pipelines get every size.
+    TargetSchedules blocked{.cpu = {s}, .sim = {smallTiles(1 + int(parallel) % 2)}};
+    TargetSchedules blockedEvaluated = blocked;
+    blockedEvaluated.cpuRunners = {Runner::Evaluator};
     // Plain output (partial sums kept in the output), edges in every dimension.
-    checkMatMul(23, 3 * s.nc + 5, 4 * s.kc + 2, Runner::Jit, DType::F32, DType::F32, s);
-    checkMatMul(13, 2 * s.nr + 1, 3 * s.kc + 1, Runner::Evaluator, DType::F32, DType::F32, s);
+    checkMatMul(23, 3 * s.nc + 5, 4 * s.kc + 2, blocked);
+    checkMatMul(13, 2 * s.nr + 1, 3 * s.kc + 1, blockedEvaluated);
     // Exact multiples: no edge tiles at all.
-    checkMatMul(4 * s.mc, 2 * s.nc, 3 * s.kc, Runner::Jit, DType::F32, DType::F32, s);
+    checkMatMul(4 * s.mc, 2 * s.nc, 3 * s.kc, blocked);
     // f16 output: partial sums in an f32 workspace, rounded once at the end.
-    checkMatMul(19, s.nc + 3, 3 * s.kc + 4, Runner::Jit, DType::F16, DType::F32, s);
-    checkMatMul(7, s.nr + 3, 2 * s.kc + 1, Runner::Evaluator, DType::F16, DType::F32, s);
+    checkMatMul(19, s.nc + 3, 3 * s.kc + 4, blocked, DType::F16);
+    checkMatMul(7, s.nr + 3, 2 * s.kc + 1, blockedEvaluated, DType::F16);
     // Unpacked A: the micro-kernel reads A itself.
     s.packA = false;
-    checkMatMul(23, s.nc + 5, 3 * s.kc + 2, Runner::Jit, DType::F32, DType::F32, s);
-    checkMatMul(11, s.nr + 5, 2 * s.kc + 2, Runner::Evaluator, DType::F32, DType::F32, s);
+    blocked.cpu = blockedEvaluated.cpu = {s};
+    checkMatMul(23, s.nc + 5, 3 * s.kc + 2, blocked);
+    checkMatMul(11, s.nr + 5, 2 * s.kc + 2, blockedEvaluated);
   }
 }
 
 TEST_CASE("matmul: every combination of transposes, non-square", "[lower][contraction][matmul]") {
-  int64_t m = 37, n = 29, k = 45;
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (bool ta : {false, true})
-    for (bool tb : {false, true})
-      for (Runner runner : {Runner::Jit, Runner::Evaluator}) {
-        INFO("transpose_a " << ta << " transpose_b " << tb);
-        GraphCase c(11);
-        ir::Value *a =
-            c.input("a", DType::F32, ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k});
-        ir::Value *b =
-            c.input("b", DType::F32, tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n});
-        c.output(c.node(OpKind::MatMul, {a, b}, matmulAttrs(ta, tb)));
-        checkContraction(c, k, DType::F32, runner);
-        // The same with blocks small enough to split every dimension.
-        checkContraction(c, k, DType::F32, runner, tinyBlocks(Parallel::Inner));
-      }
+    for (bool tb : {false, true}) {
+      checkMatMul(37, 29, 45,
+                  {.cpu = {std::nullopt, tinyBlocks(Parallel::Inner)},
+                   .sim = {smallTiles(1), smallTiles(2)},
+                   .cpuRunners = {Runner::Jit, Runner::Evaluator}},
+                  DType::F32, DType::F32, ta, tb, 11);
+      // Vector loads on both GPU operands, whichever axis is contiguous.
+      checkMatMul(64, 32, 48, {.sim = {gpuGemm(32, 32, 16, 4, 4, 2)}}, DType::F32, DType::F32,
+                  ta, tb, 11);
+    }
 }
 
 TEST_CASE("matmul: batched, with broadcast batch dims", "[lower][contraction][matmul]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   struct BatchCase {
     std::vector<int64_t> a, b;
     bool ta, tb;
@@ -109,24 +126,26 @@ TEST_CASE("matmul: batched, with broadcast batch dims", "[lower][contraction][ma
   std::vector<BatchCase> cases = {
       {{2, 3, 9, 13}, {3, 13, 21}, false, false},   // a carries every batch dim, b broadcasts one
       {{1, 9, 13}, {4, 13, 21}, false, false},      // a broadcast over b's batch
+      {{9, 13}, {4, 13, 21}, false, false},         // a without batch dims
       {{4, 9, 13}, {13, 21}, false, false},         // b shared: folded into one GEMM of 36 rows
       {{2, 5, 9, 13}, {13, 21}, false, false},      // folded, two batch dims
       {{4, 13, 9}, {13, 21}, true, false},          // b shared but a transposed: not folded
       {{2, 1, 9, 13}, {1, 3, 21, 13}, false, true}, // both broadcast, b transposed
+      {{3, 13, 9}, {3, 21, 13}, true, true},        // both transposed
       {{3, 9, 13}, {3, 13, 21}, false, false},      // plain batched
   };
-  for (const BatchCase &bc : cases)
-    for (Runner runner : {Runner::Jit, Runner::Evaluator}) {
-      INFO(fmt::format("a {} b {} ta {} tb {}", fmt::join(bc.a, "x"), fmt::join(bc.b, "x"), bc.ta,
-                       bc.tb));
-      GraphCase c(5);
-      ir::Value *a = c.input("a", DType::F32, bc.a);
-      ir::Value *b = c.input("b", DType::F32, bc.b);
-      ir::Value *mm = c.node(OpKind::MatMul, {a, b}, matmulAttrs(bc.ta, bc.tb));
-      c.output(mm);
-      checkContraction(c, 13, DType::F32, runner);
-      checkContraction(c, 13, DType::F32, runner, tinyBlocks(Parallel::Outer));
-    }
+  for (const BatchCase &bc : cases) {
+    INFO(fmt::format("a {} b {} ta {} tb {}", fmt::join(bc.a, "x"), fmt::join(bc.b, "x"), bc.ta,
+                     bc.tb));
+    GraphCase c(5);
+    ir::Value *a = c.input("a", DType::F32, bc.a);
+    ir::Value *b = c.input("b", DType::F32, bc.b);
+    c.output(c.node(OpKind::MatMul, {a, b}, matmulAttrs(bc.ta, bc.tb)));
+    checkOnTargets(c, 13, DType::F32,
+                   {.cpu = {std::nullopt, tinyBlocks(Parallel::Outer)},
+                    .sim = {std::nullopt, smallTiles(1), smallTiles(2)},
+                    .cpuRunners = {Runner::Jit, Runner::Evaluator}});
+  }
 }
 
 TEST_CASE("matmul: a shared b folds the batch into M", "[lower][contraction][matmul]") {
@@ -147,6 +166,7 @@ TEST_CASE("matmul: a shared b folds the batch into M", "[lower][contraction][mat
 }
 
 TEST_CASE("matmul: every float dtype", "[lower][contraction][matmul]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   struct DTypeCase {
     DType dtype, accumulate;
   };
@@ -154,15 +174,20 @@ TEST_CASE("matmul: every float dtype", "[lower][contraction][matmul]") {
                       DTypeCase{DType::F32, DType::F64}, DTypeCase{DType::F16, DType::F32},
                       DTypeCase{DType::F16, DType::F64}, DTypeCase{DType::BF16, DType::F32},
                       DTypeCase{DType::F8E4M3, DType::F32}, DTypeCase{DType::F8E5M2, DType::F32}}) {
-    checkMatMul(67, 45, 131, Runner::Jit, d.dtype, d.accumulate);
-    checkMatMul(7, 19, 9, Runner::Evaluator, d.dtype, d.accumulate);
-    checkMatMul(29, 53, 37, Runner::Jit, d.dtype, d.accumulate,
-                tinyBlocks(Parallel::Inner, d.accumulate));
+    checkMatMul(67, 45, 131, {}, d.dtype, d.accumulate);
+    checkMatMul(7, 19, 9, kEvaluator, d.dtype, d.accumulate);
+    checkMatMul(29, 53, 37, withSmallTiles(Parallel::Inner, d.accumulate, 2), d.dtype,
+                d.accumulate);
+    // GPU only: two-element vector loads, and a transposed a through single-buffered tiles.
+    checkMatMul(33, 32, 40, {.cpu = {}, .sim = {gpuGemm(32, 32, 8, 2, 2, 2, 2)}}, d.dtype,
+                d.accumulate);
+    checkMatMul(19, 9, 33, {.cpu = {}, .sim = {smallTiles(1)}}, d.dtype, d.accumulate, true);
   }
 }
 
 TEST_CASE("matmul: integer operands accumulate and return the accumulate dtype",
           "[lower][contraction][matmul]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   struct DTypeCase {
     DType dtype, accumulate;
   };
@@ -170,10 +195,12 @@ TEST_CASE("matmul: integer operands accumulate and return the accumulate dtype",
   for (DTypeCase d : {DTypeCase{DType::I8, DType::I32}, DTypeCase{DType::I8, DType::I64},
                       DTypeCase{DType::I32, DType::I32}, DTypeCase{DType::I32, DType::I64},
                       DTypeCase{DType::I64, DType::I64}}) {
-    checkMatMul(45, 67, 77, Runner::Jit, d.dtype, d.accumulate);
-    checkMatMul(5, 17, 9, Runner::Evaluator, d.dtype, d.accumulate);
-    checkMatMul(31, 41, 23, Runner::Jit, d.dtype, d.accumulate,
-                tinyBlocks(Parallel::Serial, d.accumulate));
+    checkMatMul(45, 67, 77, {}, d.dtype, d.accumulate);
+    checkMatMul(5, 17, 9, kEvaluator, d.dtype, d.accumulate);
+    checkMatMul(31, 41, 23, withSmallTiles(Parallel::Serial, d.accumulate), d.dtype,
+                d.accumulate);
+    checkMatMul(17, 33, 40, {.cpu = {}, .sim = {smallTiles(2)}}, d.dtype, d.accumulate, false,
+                true); // GPU only: a transposed b
   }
 }
 
@@ -206,11 +233,13 @@ TEST_CASE("matmul: i8 x i8 -> i32 by hand", "[lower][contraction][matmul]") {
 }
 
 TEST_CASE("matmul: an empty reduction gives zeros", "[lower][contraction][matmul]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   GraphCase c;
   ir::Value *x = c.input("x", DType::F32, {5, 0});
   ir::Value *w = c.input("w", DType::F32, {0, 7});
   ir::Value *bias = c.input("bias", DType::F32, {7});
   c.output(c.node(OpKind::Add, {c.node(OpKind::MatMul, {x, w}, matmulAttrs()), bias}));
-  for (Runner runner : {Runner::Jit, Runner::Evaluator})
-    checkContraction(c, 0, DType::F32, runner);
+  checkOnTargets(c, 0, DType::F32,
+                 {.sim = {std::nullopt, smallTiles(2)},
+                  .cpuRunners = {Runner::Jit, Runner::Evaluator}});
 }

@@ -78,7 +78,56 @@ void buildDense(GraphCase &c, int64_t m, int64_t n, int64_t k) {
   c.output(c.node(OpKind::Relu, {c.node(OpKind::Add, {mm, bias})}));
 }
 
+/// x[m, k] @ w[k, n] (or the transposed operands) with `schedule` on the simulator.
+void checkGpuMatMul(int64_t m, int64_t n, int64_t k, const lower::Schedule &schedule,
+                    DType dtype = DType::F32, DType accumulate = DType::F32,
+                    bool transposeA = false, bool transposeB = false) {
+  INFO(fmt::format("{} x {} x {} {} accumulate {} transposes {}{}", m, n, k, dtypeName(dtype),
+                   dtypeName(accumulate), transposeA, transposeB));
+  GraphCase c(11);
+  buildMatMul(c, m, n, k, dtype, accumulate, transposeA, transposeB);
+  checkGpuContraction(c, k, accumulate, schedule);
+}
+
 } // namespace
+
+TEST_CASE("gpu contraction: tiles larger and smaller than the problem",
+          "[lower][gpu-contraction]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
+  for (const lower::GpuMatMulSchedule &s :
+       {gpuGemm(128, 128, 32, 8, 8, 1), gpuGemm(128, 64, 16, 8, 4, 2),
+        gpuGemm(32, 128, 8, 4, 8, 2), gpuGemm(64, 32, 32, 4, 2, 2), gpuGemm(32, 32, 8, 8, 8, 1)}) {
+    checkGpuMatMul(7, 9, 5, s);
+    checkGpuMatMul(65, 33, 47, s);
+    checkGpuMatMul(64, 64, 16, s); // exact multiples of some tiles: the unguarded paths
+  }
+}
+
+TEST_CASE("gpu contraction: split-K on CUDA cores", "[lower][gpu-contraction][split-k]") {
+  AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas
+  auto split = [](lower::GpuMatMulSchedule s, int splits) {
+    s.splitK = splits;
+    return s;
+  };
+  // K = 203 is 26 tiles of 8: 2 splits of 13, 3 of 9 (the last 8), 5 of 6 (the last 2), with
+  // double buffering and without; f64 and integer accumulators sum their partials exactly.
+  for (int stages : {1, 2})
+    for (int splits : {2, 3, 5})
+      checkGpuMatMul(33, 19, 203, split(smallTiles(stages), splits));
+  checkGpuMatMul(17, 9, 130, split(smallTiles(2), 4), DType::F64, DType::F64, true, true);
+  checkGpuMatMul(20, 24, 96, split(smallTiles(2), 3), DType::I8, DType::I32);
+  // The default splits a narrow output over a long K (a few tiles on 132 SMs).
+  GraphCase c;
+  ir::Value *x = c.input("x", DType::F32, {9, 4096});
+  ir::Value *w = c.input("w", DType::F32, {4096, 24});
+  c.output(c.node(OpKind::MatMul, {x, w}, matmulAttrs()));
+  PlannedContraction planned = planContraction(c.graph());
+  lower::GpuMatMulSchedule d =
+      gemmOf(lower::defaultSchedule(c.graph(), *planned.group, gpuTestTarget()));
+  INFO(lower::scheduleStr(d));
+  CHECK(d.splitK > 1);
+  checkGpuContraction(c, 4096, DType::F32);
+}
 
 TEST_CASE("gpu contraction: structure of the kernel", "[lower][gpu-contraction]") {
   AssemblyBatch assembly; // every GPU kernel below through both backends and ptxas

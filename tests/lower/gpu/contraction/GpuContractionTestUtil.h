@@ -44,6 +44,9 @@ inline lower::GpuMatMulSchedule gpuGemm(int blockM, int blockN, int blockK, int 
   return s;
 }
 
+/// Small GPU tiles: every grid axis and the K loop run several times at the test sizes.
+inline lower::GpuMatMulSchedule smallTiles(int stages) { return gpuGemm(32, 32, 8, 2, 2, stages); }
+
 /// A tensor-core GEMM schedule from its fields (vectorWidth: elements per async copy).
 inline lower::GpuMatMulSchedule mmaTiles(int blockM, int blockN, int blockK, int warpM, int warpN,
                                          int stages, int vectorWidth = 8) {
