@@ -1,4 +1,5 @@
-// The strict JSON reader: a recursive descent over RFC 8259, tracking lines.
+// The strict JSON reader: a recursive descent over RFC 8259, tracking lines
+// and byte offsets.
 #include "support/Json.h"
 
 #include <fmt/format.h>
@@ -6,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <tuple>
+#include <unordered_set>
 
 namespace kiln::json {
 
@@ -44,7 +46,7 @@ public:
     KILN_TRY(Value value, parseValue(0));
     skipSpace();
     if (at_ != text_.size())
-      return fail("unexpected text after the JSON value");
+      return fail(fmt::format("unexpected {} after the JSON value", describeNext()));
     return value;
   }
 
@@ -87,9 +89,11 @@ private:
     Value value;
     value.line = line_;
     value.column = column();
+    value.offset = at_;
     char c = peek();
     if (c == '{') {
       value.kind = Value::Kind::Object;
+      std::unordered_set<std::string> keys; // Value::member per key would be quadratic
       ++at_;
       skipSpace();
       if (peek() == '}') {
@@ -100,17 +104,18 @@ private:
         skipSpace();
         if (peek() != '"')
           return fail(fmt::format("expected a member name in quotes, found {}", describeNext()));
-        unsigned keyLine = line_, keyColumn = column();
+        size_t keyOffset = at_;
         KILN_TRY(std::string key, parseString());
-        if (value.member(key))
-          return makeError(ErrorCode::FormatError, fmt::format("duplicate member \"{}\"", key),
-                           Location{std::string(source_), keyLine, keyColumn});
+        if (!keys.insert(key).second) {
+          at_ = keyOffset; // a key holds no newline: the error points at its quote
+          return fail(fmt::format("duplicate member \"{}\"", key));
+        }
         skipSpace();
         if (peek() != ':')
           return fail(fmt::format("expected ':' after \"{}\", found {}", key, describeNext()));
         ++at_;
         KILN_TRY(Value member, parseValue(depth + 1));
-        value.members.push_back(Member{std::move(key), std::move(member)});
+        value.members.push_back(Member{std::move(key), keyOffset, std::move(member)});
         skipSpace();
         if (peek() == ',') {
           ++at_;
@@ -198,10 +203,16 @@ private:
         return fail("a number needs digits in its exponent");
     }
     value.kind = Value::Kind::Number;
-    auto [end, status] = std::from_chars(text_.data() + start, text_.data() + at_, value.number);
-    if (status != std::errc() || end != text_.data() + at_)
-      return fail(fmt::format("number {} is out of range", text_.substr(start, at_ - start)));
-    return value;
+    const char *first = text_.data() + start, *last = text_.data() + at_;
+    auto [end, status] = std::from_chars(first, last, value.number);
+    bool fits = status == std::errc() && end == last &&
+                (!value.integral || std::from_chars(first, last, value.integer).ec == std::errc());
+    if (fits)
+      return value;
+    std::string_view written = text_.substr(start, at_ - start);
+    at_ = start; // a number holds no newline: the error points at its first byte
+    return fail(value.integral ? fmt::format("integer {} is outside the 64-bit range", written)
+                               : fmt::format("number {} is out of range", written));
   }
 
   Expected<unsigned> hex4() {
@@ -312,9 +323,9 @@ private:
 } // namespace
 
 const Value *Value::member(std::string_view key) const {
-  for (const auto &[name, value] : members)
-    if (name == key)
-      return &value;
+  for (const Member &candidate : members)
+    if (candidate.key == key)
+      return &candidate.value;
   return nullptr;
 }
 
@@ -332,6 +343,13 @@ std::string_view kindName(Value::Kind kind) {
 
 Expected<Value> parse(std::string_view text, std::string_view source, int maxDepth) {
   return Parser(text, source, maxDepth).document();
+}
+
+size_t byteOffsetOf(std::string_view text, const Location &where) {
+  size_t lineStart = 0;
+  for (unsigned line = 1; line < where.line; ++line)
+    lineStart = text.find('\n', lineStart) + 1;
+  return lineStart + where.column - 1;
 }
 
 std::optional<size_t> invalidUtf8Offset(std::string_view text) {

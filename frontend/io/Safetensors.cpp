@@ -2,7 +2,6 @@
 // header validation, then one read per tensor straight into its HostTensor).
 #include "frontend/io/Safetensors.h"
 
-#include "frontend/io/JsonReader.h"
 #include "ir/graph/TensorType.h"
 #include "runtime/cache/AtomicFile.h"
 #include "support/Json.h"
@@ -148,32 +147,36 @@ std::string supportedDTypeList() {
   return names;
 }
 
+/// A non-negative integer, read exactly (an offset may pass 2^53).
+bool isCount(const json::Value &value) {
+  return value.kind == json::Value::Kind::Number && value.integral && value.integer >= 0;
+}
+
 /// Validates one tensor's header object. Byte positions in messages count
 /// from the start of the JSON header (file offset 8).
-Expected<TensorEntry> parseTensorEntry(const std::string &path, const JsonMember &member,
+Expected<TensorEntry> parseTensorEntry(const std::string &path, const json::Member &member,
                                        uint64_t dataSize) {
   const std::string &name = member.key;
-  const JsonValue &value = member.value;
+  const json::Value &value = member.value;
   auto fail = [&](const std::string &what, size_t jsonOffset) {
     return formatError(
         path, fmt::format("tensor '{}': {} at byte {} of the header", name, what, jsonOffset));
   };
-  if (value.kind != JsonValue::Kind::Object)
-    return fail(fmt::format("expected an object, found {}", jsonKindName(value.kind)),
+  if (value.kind != json::Value::Kind::Object)
+    return fail(fmt::format("expected an object, found {}", json::kindName(value.kind)),
                 value.offset);
 
-  const JsonValue *dtypeValue = nullptr;
-  const JsonValue *shapeValue = nullptr;
-  const JsonValue *offsetsValue = nullptr;
-  for (const JsonMember &field : value.members) {
-    const JsonValue **slot = field.key == "dtype"          ? &dtypeValue
-                             : field.key == "shape"        ? &shapeValue
-                             : field.key == "data_offsets" ? &offsetsValue
-                                                           : nullptr;
+  // json::parse refuses a field given twice.
+  const json::Value *dtypeValue = nullptr;
+  const json::Value *shapeValue = nullptr;
+  const json::Value *offsetsValue = nullptr;
+  for (const json::Member &field : value.members) {
+    const json::Value **slot = field.key == "dtype"          ? &dtypeValue
+                               : field.key == "shape"        ? &shapeValue
+                               : field.key == "data_offsets" ? &offsetsValue
+                                                             : nullptr;
     if (!slot)
       return fail(fmt::format("unknown field \"{}\"", field.key), field.keyOffset);
-    if (*slot)
-      return fail(fmt::format("duplicate field \"{}\"", field.key), field.keyOffset);
     *slot = &field.value;
   }
   for (auto [present, fieldName] : {std::pair{dtypeValue, "dtype"}, std::pair{shapeValue, "shape"},
@@ -184,7 +187,7 @@ Expected<TensorEntry> parseTensorEntry(const std::string &path, const JsonMember
 
   TensorEntry entry;
   entry.name = name;
-  if (dtypeValue->kind != JsonValue::Kind::String)
+  if (dtypeValue->kind != json::Value::Kind::String)
     return fail("\"dtype\" must be a string", dtypeValue->offset);
   std::optional<DType> dtype = parseSafetensorsDType(dtypeValue->string);
   if (!dtype)
@@ -193,13 +196,13 @@ Expected<TensorEntry> parseTensorEntry(const std::string &path, const JsonMember
                 dtypeValue->offset);
   entry.dtype = *dtype;
 
-  if (shapeValue->kind != JsonValue::Kind::Array)
+  if (shapeValue->kind != json::Value::Kind::Array)
     return fail("\"shape\" must be an array of integers", shapeValue->offset);
   // The element count must fit the data section, which bounds every product.
   uint64_t elementCount = 1;
   bool countOverflows = false;
-  for (const JsonValue &dim : shapeValue->elements) {
-    if (dim.kind != JsonValue::Kind::Integer || dim.integer < 0)
+  for (const json::Value &dim : shapeValue->elements) {
+    if (!isCount(dim))
       return fail("\"shape\" must hold non-negative integers", dim.offset);
     entry.shape.push_back(dim.integer);
     auto extent = static_cast<uint64_t>(dim.integer);
@@ -215,10 +218,8 @@ Expected<TensorEntry> parseTensorEntry(const std::string &path, const JsonMember
         fmt::format("\"shape\" [{}] has more than 2^53 elements", fmt::join(entry.shape, ",")),
         shapeValue->offset);
 
-  if (offsetsValue->kind != JsonValue::Kind::Array || offsetsValue->elements.size() != 2 ||
-      offsetsValue->elements[0].kind != JsonValue::Kind::Integer ||
-      offsetsValue->elements[1].kind != JsonValue::Kind::Integer ||
-      offsetsValue->elements[0].integer < 0 || offsetsValue->elements[1].integer < 0)
+  if (offsetsValue->kind != json::Value::Kind::Array || offsetsValue->elements.size() != 2 ||
+      !isCount(offsetsValue->elements[0]) || !isCount(offsetsValue->elements[1]))
     return fail("\"data_offsets\" must be [begin, end] with non-negative integers",
                 offsetsValue->offset);
   entry.begin = static_cast<uint64_t>(offsetsValue->elements[0].integer);
@@ -241,22 +242,19 @@ Expected<TensorEntry> parseTensorEntry(const std::string &path, const JsonMember
   return entry;
 }
 
-Expected<SafetensorsMetadata> readMetadata(const std::string &path, const JsonValue &metadata) {
-  if (metadata.kind != JsonValue::Kind::Object)
+Expected<SafetensorsMetadata> readMetadata(const std::string &path, const json::Value &metadata) {
+  if (metadata.kind != json::Value::Kind::Object)
     return formatError(path,
                        fmt::format("\"__metadata__\" must be an object at byte {} of the header",
                                    metadata.offset));
   SafetensorsMetadata pairs;
-  for (const JsonMember &item : metadata.members) {
-    if (item.value.kind != JsonValue::Kind::String)
+  for (const json::Member &item : metadata.members) {
+    if (item.value.kind != json::Value::Kind::String)
       return formatError(path,
                          fmt::format("\"__metadata__\" value of \"{}\" must be a string, "
                                      "found {} at byte {} of the header",
-                                     item.key, jsonKindName(item.value.kind), item.value.offset));
-    if (!pairs.emplace(item.key, item.value.string).second)
-      return formatError(path, fmt::format("\"__metadata__\" has the key \"{}\" twice (again "
-                                           "at byte {} of the header)",
-                                           item.key, item.keyOffset));
+                                     item.key, json::kindName(item.value.kind), item.value.offset));
+    pairs.emplace(item.key, item.value.string); // json::parse refuses a key given twice
   }
   return pairs;
 }
@@ -325,23 +323,20 @@ parseContents(const std::string &path, uint64_t fileSize,
     return formatError(path, fmt::format("header is not UTF-8: byte {} of the header is not part "
                                          "of a UTF-8 character (a safetensors header is JSON)",
                                          *bad));
-  auto parsed = parseJson(headerText, 4);
-  if (!parsed)
-    return formatError(
-        path, fmt::format("bad JSON in header: {} of the header", parsed.error().message()));
-  const JsonValue &root = *parsed;
+  // Depth 3 holds every valid header: root, tensor, shape, dimension.
+  auto parsed = json::parse(headerText, path, 3);
+  if (!parsed) {
+    size_t at = json::byteOffsetOf(headerText, *parsed.error().location());
+    return formatError(path, fmt::format("bad JSON in header: {} at byte {} of the header",
+                                         parsed.error().message(), at));
+  }
+  const json::Value &root = *parsed;
 
   uint64_t dataStart = 8 + headerSize;
   uint64_t dataSize = fileSize - dataStart;
   SafetensorsContents contents;
   std::vector<TensorEntry> entries;
-  std::map<std::string_view, size_t> firstSeen; // name -> key offset
-  for (const JsonMember &member : root.members) {
-    auto [it, inserted] = firstSeen.emplace(member.key, member.keyOffset);
-    if (!inserted)
-      return formatError(path, fmt::format("duplicate tensor name '{}' at byte {} of the header "
-                                           "(first at byte {})",
-                                           member.key, member.keyOffset, it->second));
+  for (const json::Member &member : root.members) { // no name twice: json::parse refuses it
     if (member.key == kMetadataKey) {
       KILN_TRY(contents.metadata, readMetadata(path, member.value));
       continue;

@@ -65,9 +65,10 @@ public:
   }
   /// Errors on the first member no call above asked for.
   Expected<void> noOthers() const {
-    for (const auto &[name, value] : object_.members)
-      if (!claimed_.contains(name))
-        return error(value, fmt::format("{} has an unknown field \"{}\"", what_, name));
+    for (const json::Member &member : object_.members)
+      if (!claimed_.contains(member.key))
+        return error(member.value,
+                     fmt::format("{} has an unknown field \"{}\"", what_, member.key));
     return {};
   }
 

@@ -168,7 +168,8 @@ TEST_CASE("safetensors metadata round-trips; bytes in memory parse as the file d
   writeBytes(twice, rawFile("{\"__metadata__\":{\"a\":\"1\",\"a\":\"2\"}}", {}));
   auto duplicate = readSafetensors(twice);
   REQUIRE_FALSE(duplicate.has_value());
-  CHECK_THAT(duplicate.error().message(), Catch::Contains("has the key \"a\" twice"));
+  CHECK_THAT(duplicate.error().message(),
+             Catch::Contains("duplicate member \"a\" at byte 25 of the header"));
 }
 
 TEST_CASE("safetensors rejects malformed files with precise messages", "[safetensors]") {
@@ -195,17 +196,39 @@ TEST_CASE("safetensors rejects malformed files with precise messages", "[safeten
   }
   SECTION("bad JSON names the byte") {
     CHECK_THAT(loadError(dir, "{\"a\":{\"dtype\" \"F32\"}}", 0),
-               Catch::Contains("bad JSON") && Catch::Contains("expected ':' after key \"dtype\"") &&
+               Catch::Contains("bad JSON") && Catch::Contains("expected ':' after \"dtype\"") &&
                    Catch::Contains("at byte 14 of the header"));
-    CHECK_THAT(loadError(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2.5]}}", 0),
-               Catch::Contains("bad JSON") && Catch::Contains("expected an integer"));
     CHECK_THAT(loadError(dir, "{\"a\":1} x", 0),
                Catch::Contains("unexpected 'x' after the JSON value at byte 8"));
-    CHECK_THAT(loadError(dir, "{\"a\":\"\\q\"}", 0), Catch::Contains("invalid escape '\\q'"));
-    CHECK_THAT(loadError(dir, "{\"a\":\"abc", 0), Catch::Contains("unterminated string"));
+    CHECK_THAT(loadError(dir, "{\"a\":\"\\q\"}", 0),
+               Catch::Contains("unknown escape") && Catch::Contains("at byte 7 of the header"));
+    CHECK_THAT(loadError(dir, "{\"a\":\"abc", 0),
+               Catch::Contains("unterminated string at byte 9 of the header"));
     CHECK_THAT(loadError(dir, "[1,2]", 0), Catch::Contains("expected '{' at byte 0"));
-    CHECK_THAT(loadError(dir, "{\"a\":[[[[1]]]]}", 0), Catch::Contains("nested deeper"));
-    CHECK_THAT(loadError(dir, "{\"a\":true}", 0), Catch::Contains("unexpected 't'"));
+    CHECK_THAT(loadError(dir, "{\"a\":[[[[1]]]]}", 0),
+               Catch::Contains("nesting deeper than 3 levels at byte 8 of the header"));
+  }
+  SECTION("JSON of the wrong kind names the byte") {
+    CHECK_THAT(loadError(dir, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2.5],\"data_offsets\":[0,8]}}",
+                         8),
+               Catch::Contains("tensor 'a': \"shape\" must hold non-negative integers at byte 29 "
+                               "of the header"));
+    CHECK_THAT(loadError(dir, "{\"a\":true}", 0),
+               Catch::Contains("tensor 'a': expected an object, found boolean at byte 5"));
+  }
+  SECTION("offsets past 2^53 are read exactly, past 2^63 refused") {
+    // A double would round both to 9007199254740992.
+    CHECK_THAT(loadError(dir,
+                         "{\"a\":{\"dtype\":\"I8\",\"shape\":[1],"
+                         "\"data_offsets\":[9007199254740993,9007199254740994]}}",
+                         1),
+               Catch::Contains("data_offsets [9007199254740993, 9007199254740994] out of range"));
+    CHECK_THAT(loadError(dir,
+                         "{\"a\":{\"dtype\":\"I8\",\"shape\":[1],"
+                         "\"data_offsets\":[0,18446744073709551616]}}",
+                         1),
+               Catch::Contains("bad JSON in header: integer 18446744073709551616 is outside the "
+                               "64-bit range at byte 49 of the header"));
   }
   SECTION("unknown dtype") {
     CHECK_THAT(loadError(dir, "{\"a\":{\"dtype\":\"U8\",\"shape\":[2],\"data_offsets\":[0,2]}}", 2),
@@ -253,8 +276,8 @@ TEST_CASE("safetensors rejects malformed files with precise messages", "[safeten
     std::string header = "{\"a\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]},"
                          "\"a\":{\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[1,2]}}";
     CHECK_THAT(loadError(dir, header, 2),
-               Catch::Contains("duplicate tensor name 'a' at byte 53 of the header") &&
-                   Catch::Contains("first at byte 1"));
+               Catch::Contains("bad JSON in header: duplicate member \"a\" at byte 53 of the "
+                               "header"));
   }
   SECTION("missing, unknown and duplicate fields") {
     CHECK_THAT(loadError(dir, "{\"a\":{\"dtype\":\"I8\",\"shape\":[1]}}", 1),
@@ -267,7 +290,7 @@ TEST_CASE("safetensors rejects malformed files with precise messages", "[safeten
         loadError(
             dir, "{\"a\":{\"dtype\":\"I8\",\"dtype\":\"I8\",\"shape\":[1],\"data_offsets\":[0,1]}}",
             1),
-        Catch::Contains("duplicate field \"dtype\""));
+        Catch::Contains("duplicate member \"dtype\" at byte 19 of the header"));
     CHECK_THAT(
         loadError(dir, "{\"a\":{\"dtype\":\"I8\",\"shape\":[-1],\"data_offsets\":[0,1]}}", 1),
         Catch::Contains("non-negative"));

@@ -1,6 +1,8 @@
-// A strict JSON parser for tests of JSON kiln writes (Chrome traces): the
-// whole grammar (RFC 8259), floats and literals included, which the file-header
-// reader in frontend/io rejects. Returns nullopt on any malformed input.
+// An independent strict JSON (RFC 8259) parser, the oracle for tests of JSON
+// kiln writes (Chrome traces, tuning exports): those writers escape with
+// support/Json's quote and tuning exports are read back by support/Json, so
+// checking them with support/Json alone would pass a mistake writer and reader
+// share. Returns nullopt on any malformed input.
 #pragma once
 
 #include <cctype>

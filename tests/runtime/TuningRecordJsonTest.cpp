@@ -1,5 +1,6 @@
 // Tuning records and sweeps through JSON: exact round trips, strict reading
-// with errors naming the line and the field, and the JSON reader itself.
+// with errors naming the line and the field (the JSON reader itself:
+// tests/support/JsonTest.cpp).
 #include "runtime/tuning/TuningRecordJson.h"
 
 #include "StrictJson.h"
@@ -150,31 +151,4 @@ TEST_CASE("malformed tuning JSON names the line and the field", "[tuning][json]"
         std::string::npos);
   CHECK(errorOf(replace("\"shapes\": \"[1]\"", "\"shapes\": \"[1]\", \"shapes\": \"[2]\""))
             .find("duplicate member \"shapes\"") != std::string::npos);
-}
-
-TEST_CASE("the JSON reader is strict", "[tuning][json]") {
-  auto fails = [](const char *text) {
-    auto value = kiln::json::parse(text, "t");
-    INFO(text);
-    CHECK(!value);
-  };
-  for (const char *bad : {"", "{", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "-", "1e", "tru",
-                          "\"tab\there\"", "\"\\x\"", "\"\\ud800\"", "{} {}", "{'a': 1}",
-                          "[1 2]", "nan", "1e999"})
-    fails(bad);
-  auto deep = kiln::json::parse(std::string(100, '[') + std::string(100, ']'), "t");
-  REQUIRE(!deep);
-  CHECK(deep.error().message().find("nesting") != std::string::npos);
-
-  auto value = kiln::json::parse(
-      " {\"s\": \"a\\u00e9\\ud83d\\ude00\\n\", \"n\": -1.5e2, \"i\": 7, \"b\": [true, false, null]}",
-      "t");
-  REQUIRE(value);
-  CHECK(value->member("s")->string == "a\xc3\xa9\xf0\x9f\x98\x80\n");
-  CHECK(value->member("n")->number == -150.0);
-  CHECK(!value->member("n")->integral);
-  CHECK(value->member("i")->integral);
-  CHECK(value->member("b")->elements.size() == 3);
-  CHECK(value->member("missing") == nullptr);
-  CHECK(kiln::json::quote("a\"\\\x01") == "\"a\\\"\\\\\\u0001\"");
 }
