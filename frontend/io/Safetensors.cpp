@@ -326,9 +326,12 @@ parseContents(const std::string &path, uint64_t fileSize,
   // Depth 3 holds every valid header: root, tensor, shape, dimension.
   auto parsed = json::parse(headerText, path, 3);
   if (!parsed) {
-    size_t at = json::byteOffsetOf(headerText, *parsed.error().location());
+    const std::optional<Location> &where = parsed.error().location();
+    if (!where) // every json::parse error is located; say so plainly if one ever is not
+      return formatError(path, "bad JSON in header: " + parsed.error().message());
     return formatError(path, fmt::format("bad JSON in header: {} at byte {} of the header",
-                                         parsed.error().message(), at));
+                                         parsed.error().message(),
+                                         json::byteOffsetOf(headerText, *where)));
   }
   const json::Value &root = *parsed;
 
