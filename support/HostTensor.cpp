@@ -107,15 +107,19 @@ void adviseHugePages(uint8_t *data, size_t bytes) {
 #endif
 }
 
+/// `bytes` zero bytes in `storage`, asking for huge pages first where it is large.
+void allocateZeroed(ByteVector &storage, size_t bytes) {
+  storage.reserve(bytes);
+  adviseHugePages(storage.data(), bytes);
+  storage.assign(bytes, 0);
+}
+
 } // namespace
 
 HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape)
     : dtype_(dtype), shape_(std::move(shape)) {
   // count <= 2^53 and byte sizes <= 8, so the product cannot overflow.
-  auto bytes = static_cast<size_t>(countElements(shape_) * dtypeByteSize(dtype_));
-  bytes_.reserve(bytes);
-  adviseHugePages(bytes_.data(), bytes);
-  bytes_.assign(bytes, 0);
+  allocateZeroed(bytes_, static_cast<size_t>(countElements(shape_) * dtypeByteSize(dtype_)));
 }
 
 Expected<int64_t> HostTensor::checkedByteSize(DType dtype, const std::vector<int64_t> &shape) {
@@ -148,7 +152,7 @@ Expected<HostTensor> HostTensor::create(DType dtype, std::vector<int64_t> shape)
   // The allocator is the environment: its failure is an error to report,
   // not a crash (and the size check above cannot know what else is in use).
   try {
-    tensor.bytes_.assign(static_cast<size_t>(bytes), 0);
+    allocateZeroed(tensor.bytes_, static_cast<size_t>(bytes));
   } catch (const std::bad_alloc &) {
     return makeError(ErrorCode::OutOfMemory,
                      fmt::format("cannot allocate tensor {}: out of memory for {}",
