@@ -227,14 +227,18 @@ ExprPtr nchwFilterElement(const ConvGeometry &g, const BufferPtr &filter, const 
 ///   kernel's A reads stride H*W apart across thousands of k steps and miss the cache, and
 ///   packed im2col panels ran 1.3x to 2.3x faster (Zen 5, one thread, CPU time, the same sweep
 ///   of both spaces);
-/// - several images. Direct's in-place reads take a short run of pixels from each of K channel
-///   planes per row block, which only pays while the input stays in cache (one image, read again
-///   run after run); the images of a batch stream from memory, where im2col's packing reads
-///   long runs and the micro-kernel's write-out is whole vectors along the output's pixels
-///   rather than an mr x nr tile scattered over nr channel planes. At batch 16, every ResNet-50
-///   and VGG16 layer over 8 vectors of pixels ran 1.15x to 2.1x faster as Im2col (Zen 5, two
-///   threads: conv1_1 224x224x3->64 2.0x, the 56x56 1x1 layers 1.5x to 2x, 14x14 1x1 1.6x to
-///   1.9x), the 7x7 layers alike, and the CNN's 26x26 first layer at batch 64 1.3x to 2x.
+/// - several images, unless the reduction is over 8 times the group's output channels.
+///   Direct's in-place reads take a short run of pixels from each of K channel planes per row
+///   block, which pays while the input stays in cache (one image, read again run after run);
+///   the images of a batch stream from memory, where im2col's packing reads long runs and its
+///   write-out is whole vectors along the output's pixels rather than an mr x nr tile scattered
+///   over nr channel planes. That write-out is amortized over K multiply-adds, the packing over
+///   the O/g output channels sharing each packed element, hence the ratio. At batch 16 (Zen 5,
+///   two threads) Im2col ran 1.1x to 2.1x faster on the ResNet-50 and VGG16 layers of over 8
+///   vectors of pixels with K <= 8 O (conv1_1 224x224x3->64 2.0x, conv2_1 112x112x64->128 1.9x,
+///   the 56x56 1x1 layers 1.1x to 2x, the 14x14 ones 1.6x to 1.9x; the 56x56 1x1 stride-2 one
+///   about even), and the CNN's first layer at batch 64 1.3x to 2x; with K = 9 O, Direct was
+///   1.25x faster on VGG16's conv1_2 (224x224x64->64) and 1.15x slower on ResNet-50's 56x56 3x3.
 Algorithm chooseAlgorithm(const ConvGeometry &g, const codegen::CpuTarget &target) {
   int lanes = accumulateLanes(g.accumulate, target);
   if (2 * g.groupOutChannels < lanes)
@@ -243,7 +247,7 @@ Algorithm chooseAlgorithm(const ConvGeometry &g, const codegen::CpuTarget &targe
     return Algorithm::Direct;
   constexpr int64_t kDeepReduction = 1024;
   bool deep = g.reduction() >= kDeepReduction;
-  bool batched = g.images > 1;
+  bool batched = g.images > 1 && g.reduction() <= 8 * g.groupOutChannels;
   return deep || batched ? Algorithm::Im2col : Algorithm::Direct;
 }
 

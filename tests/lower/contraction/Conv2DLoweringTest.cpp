@@ -190,7 +190,8 @@ TEST_CASE("conv2d: the heuristic packs im2col panels for a batch of images that 
   for (Layer layer : {Layer{3, 224, 64, 3, 1, 1, "VGG16 conv1_1"},
                       Layer{64, 56, 256, 1, 1, 0, "ResNet-50 block 1 expand"},
                       Layer{3, 224, 64, 7, 2, 3, "ResNet-50 conv1"},
-                      Layer{1024, 14, 256, 1, 1, 0, "ResNet-50 block 3 input"}}) {
+                      Layer{1024, 14, 256, 1, 1, 0, "ResNet-50 block 3 input"},
+                      Layer{64, 224, 64, 3, 1, 1, "VGG16 conv1_2"}}) {
     for (int64_t images : {1, 16}) {
       INFO(fmt::format("{} at batch {}", layer.name, images));
       GraphCase c;
@@ -205,6 +206,12 @@ TEST_CASE("conv2d: the heuristic packs im2col panels for a batch of images that 
         // One image stays in cache between runs: read in place, unless the reduction is deep.
         bool deep = layer.channels * layer.kernel * layer.kernel >= 1024;
         CHECK(s.algorithm == (deep ? Algorithm::Im2col : Algorithm::Direct));
+        continue;
+      }
+      int64_t reduction = layer.channels * layer.kernel * layer.kernel;
+      if (reduction > 8 * layer.out) {
+        // A reduction long enough to amortize Direct's scattered write-out.
+        CHECK(s.algorithm == Algorithm::Direct);
         continue;
       }
       // Sixteen images stream from memory: im2col panels, whole vectors along the pixels.
