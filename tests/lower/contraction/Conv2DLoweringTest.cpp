@@ -139,15 +139,15 @@ TEST_CASE("conv2d: integer operands", "[lower][contraction][conv2d]") {
 TEST_CASE("conv2d: the heuristic runs convolutions with enough output channels directly",
           "[lower][contraction][conv2d]") {
   GraphCase c;
-  ir::Value *x = c.input("x", DType::F32, {1, 1, 28, 28});
-  ir::Value *w1 = c.input("w1", DType::F32, {32, 1, 3, 3});
+  ir::Value *x = c.input("x", DType::F32, {1, 16, 28, 28});
+  ir::Value *w1 = c.input("w1", DType::F32, {32, 16, 3, 3});
   ir::Value *conv1 = c.node(OpKind::Conv2D, {x, w1}, params("nchw").attrs());
   lower::Conv2DSchedule first = lower::defaultConv2DSchedule(*conv1->definingNode(), hostTarget());
   CHECK(first.algorithm == Algorithm::Direct);
   CHECK_FALSE(first.gemm.packA);
   CHECK(first.ocBlock % first.gemm.vectorWidth == 0);
 
-  ir::Value *y = c.input("y", DType::F32, {8, 32, 13, 13});
+  ir::Value *y = c.input("y", DType::F32, {1, 32, 13, 13});
   ir::Value *w2 = c.input("w2", DType::F32, {64, 32, 3, 3});
   ir::Value *conv2 = c.node(OpKind::Conv2D, {y, w2}, params("nchw").attrs());
   CHECK(lower::defaultConv2DSchedule(*conv2->definingNode(), hostTarget()).algorithm ==
@@ -202,13 +202,14 @@ TEST_CASE("conv2d: the heuristic packs im2col panels for a batch of images that 
                             {layer.pad, layer.pad, layer.pad, layer.pad});
       const ir::Node &conv = *c.node(OpKind::Conv2D, {x, w}, p.attrs())->definingNode();
       lower::Conv2DSchedule s = lower::defaultConv2DSchedule(conv, target);
+      int64_t reduction = layer.channels * layer.kernel * layer.kernel;
       if (images == 1) {
-        // One image stays in cache between runs: read in place, unless the reduction is deep.
-        bool deep = layer.channels * layer.kernel * layer.kernel >= 1024;
-        CHECK(s.algorithm == (deep ? Algorithm::Im2col : Algorithm::Direct));
+        // One image stays in cache between runs: read in place, unless the reduction is too
+        // short to amortize Direct's scattered write-out (8 vectors) or deep.
+        bool packs = reduction < 8 * 16 || reduction >= 1024;
+        CHECK(s.algorithm == (packs ? Algorithm::Im2col : Algorithm::Direct));
         continue;
       }
-      int64_t reduction = layer.channels * layer.kernel * layer.kernel;
       if (reduction > 8 * layer.out) {
         // A reduction long enough to amortize Direct's scattered write-out.
         CHECK(s.algorithm == Algorithm::Direct);
