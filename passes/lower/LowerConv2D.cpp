@@ -219,21 +219,42 @@ ExprPtr nchwFilterElement(const ConvGeometry &g, const BufferPtr &filter, const 
 
 /// Direct whenever the output channels of a group fill at least half a vector: reading the
 /// input in place beat packing im2col panels on the seed CNN's layers and VGG16's early blocks
-/// (Zen 4: 1.1x to 6x), because packing pays an index decomposition per element that the
-/// direct micro-kernel hoists out of its k loop. With fewer output channels (depthwise) the
+/// at batch 1 (Zen 4: 1.1x to 6x), because packing pays an index decomposition per element that
+/// the direct micro-kernel hoists out of its k loop. With fewer output channels (depthwise) the
 /// vector axis would be mostly padding; im2col puts the pixels there instead (nchw).
-/// The exception is a deep nchw reduction over images that still fill the N axis (VGG16's
-/// 56x56x128, 28x28x256 and 14x14x512 layers): there the direct kernel's A reads stride
-/// H*W apart across thousands of k steps and miss the cache, and packed im2col panels ran
-/// 1.3x to 2.3x faster (Zen 5, one thread, CPU time, the same sweep of both spaces).
+/// Three exceptions in nchw, all for images whose output pixels fill the N axis (8 vectors):
+/// - a short reduction (under 8 vectors): Direct writes each mr x nr register tile out through
+///   a tile buffer, scattered over nr channel planes (runs of mr pixels), a cost that only K
+///   multiply-adds per output amortize. At batch 1 (Zen 5, two threads) Im2col ran 1.3x to 1.8x
+///   faster on VGG16's conv1_1 (K = 27), 1.4x to 2.1x on ResNet-50's 56x56 1x1 layers of K = 64
+///   and 1.2x on the CNN's first layer (K = 9); at K = 128 and 147 Direct was as fast or faster;
+/// - a deep reduction (VGG16's 56x56x128, 28x28x256 and 14x14x512 layers): there the direct
+///   kernel's A reads stride H*W apart across thousands of k steps and miss the cache, and
+///   packed im2col panels ran 1.3x to 2.3x faster (Zen 5, one thread, CPU time, the same sweep
+///   of both spaces);
+/// - several images, unless the reduction is over 8 times the group's output channels.
+///   Direct's in-place reads take a short run of pixels from each of K channel planes per row
+///   block, which pays while the input stays in cache (one image, read again run after run);
+///   the images of a batch stream from memory, where im2col's packing reads long runs and its
+///   write-out is whole vectors along the output's pixels rather than an mr x nr tile scattered
+///   over nr channel planes. That write-out is amortized over K multiply-adds, the packing over
+///   the O/g output channels sharing each packed element, hence the ratio. At batch 16 (Zen 5,
+///   two threads) Im2col ran 1.1x to 2.1x faster on the ResNet-50 and VGG16 layers of over 8
+///   vectors of pixels with K <= 8 O (conv1_1 224x224x3->64 2.0x, conv2_1 112x112x64->128 1.9x,
+///   the 56x56 1x1 layers 1.1x to 2x, the 14x14 ones 1.6x to 1.9x; the 56x56 1x1 stride-2 one
+///   about even), and the CNN's first layer at batch 64 1.3x to 2x; with K = 9 O, Direct was
+///   1.25x faster on VGG16's conv1_2 (224x224x64->64) and 1.15x slower on ResNet-50's 56x56 3x3.
 Algorithm chooseAlgorithm(const ConvGeometry &g, const codegen::CpuTarget &target) {
   int lanes = accumulateLanes(g.accumulate, target);
   if (2 * g.groupOutChannels < lanes)
     return Algorithm::Im2col;
+  if (g.nhwc || g.pixels() < 8 * static_cast<int64_t>(lanes))
+    return Algorithm::Direct;
   constexpr int64_t kDeepReduction = 1024;
-  bool deepNchw = !g.nhwc && g.reduction() >= kDeepReduction &&
-                  g.outHeight * g.outWidth >= 8 * static_cast<int64_t>(lanes);
-  return deepNchw ? Algorithm::Im2col : Algorithm::Direct;
+  bool shortReduction = g.reduction() < 8 * static_cast<int64_t>(lanes);
+  bool deep = g.reduction() >= kDeepReduction;
+  bool batched = g.images > 1 && g.reduction() <= 8 * g.groupOutChannels;
+  return shortReduction || deep || batched ? Algorithm::Im2col : Algorithm::Direct;
 }
 
 } // namespace

@@ -5,8 +5,11 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
+#include <string>
 #include <vector>
 
 using namespace kiln;
@@ -230,3 +233,42 @@ TEST_CASE("random fills are seeded, in range and rounded to the dtype", "[hostte
   }
   CHECK(sawNegative);
 }
+
+#ifdef __linux__
+namespace {
+
+/// The VmFlags of the mapping of this process that holds `address` ("" when none is found).
+std::string mappingFlags(uintptr_t address) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    unsigned long begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &begin, &end) == 2 &&
+        line.find('-') < line.find(' ')) {
+      inside = begin <= address && address < end;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0)
+      return line + " ";
+  }
+  return "";
+}
+
+} // namespace
+
+TEST_CASE("HostTensor: a large new tensor asks for huge pages", "[hosttensor]") {
+  if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) {
+    WARN("no transparent huge pages on this kernel: nothing to check");
+    return;
+  }
+  // 16 MiB: well over the 8 MiB from which the page faults of a fresh mapping dominate.
+  HostTensor large(DType::F32, {4, 1024, 1024});
+  uintptr_t middle = reinterpret_cast<uintptr_t>(large.bytes().data()) + large.byteSize() / 2;
+  std::string flags = mappingFlags(middle);
+  REQUIRE_FALSE(flags.empty());
+  CHECK(flags.find(" hg ") != std::string::npos);
+  // The advice comes before the zero fill, which it must not replace.
+  CHECK(large.getDouble(large.numElements() / 2) == 0.0);
+}
+#endif

@@ -152,15 +152,15 @@ TEST_CASE("conv2d: integer operands", "[lower][contraction][conv2d]") {
 TEST_CASE("conv2d: the heuristic runs convolutions with enough output channels directly",
           "[lower][contraction][conv2d]") {
   GraphCase c;
-  ir::Value *x = c.input("x", DType::F32, {8, 1, 28, 28});
-  ir::Value *w1 = c.input("w1", DType::F32, {32, 1, 3, 3});
+  ir::Value *x = c.input("x", DType::F32, {1, 16, 28, 28});
+  ir::Value *w1 = c.input("w1", DType::F32, {32, 16, 3, 3});
   ir::Value *conv1 = c.node(OpKind::Conv2D, {x, w1}, params("nchw").attrs());
   lower::Conv2DSchedule first = lower::defaultConv2DSchedule(*conv1->definingNode(), hostTarget());
   CHECK(first.algorithm == Algorithm::Direct);
   CHECK_FALSE(first.gemm.packA);
   CHECK(first.ocBlock % first.gemm.vectorWidth == 0);
 
-  ir::Value *y = c.input("y", DType::F32, {8, 32, 13, 13});
+  ir::Value *y = c.input("y", DType::F32, {1, 32, 13, 13});
   ir::Value *w2 = c.input("w2", DType::F32, {64, 32, 3, 3});
   ir::Value *conv2 = c.node(OpKind::Conv2D, {y, w2}, params("nchw").attrs());
   CHECK(lower::defaultConv2DSchedule(*conv2->definingNode(), hostTarget()).algorithm ==
@@ -186,6 +186,59 @@ TEST_CASE("conv2d: the heuristic runs convolutions with enough output channels d
   ir::Value *smallConv = c.node(OpKind::Conv2D, {small, wDeep}, params("nchw").attrs());
   CHECK(lower::defaultConv2DSchedule(*smallConv->definingNode(), hostTarget()).algorithm ==
         Algorithm::Direct);
+}
+
+TEST_CASE("conv2d: the heuristic packs im2col panels for a batch of images that fill the N axis",
+          "[lower][contraction][conv2d]") {
+  // The machine of the CPU benchmarks: two Zen 5 cores, AVX-512.
+  codegen::CpuTarget target = codegen::referenceCpuTarget();
+  target.vectorBits = 512;
+  target.cores = 2;
+  target.l2Bytes = 1 << 20;
+  target.l3Bytes = 32 << 20;
+  struct Layer {
+    int64_t channels, size, out, kernel, stride, pad;
+    const char *name;
+  };
+  for (Layer layer : {Layer{3, 224, 64, 3, 1, 1, "VGG16 conv1_1"},
+                      Layer{64, 56, 256, 1, 1, 0, "ResNet-50 block 1 expand"},
+                      Layer{3, 224, 64, 7, 2, 3, "ResNet-50 conv1"},
+                      Layer{1024, 14, 256, 1, 1, 0, "ResNet-50 block 3 input"},
+                      Layer{64, 224, 64, 3, 1, 1, "VGG16 conv1_2"}}) {
+    for (int64_t images : {1, 16}) {
+      INFO(fmt::format("{} at batch {}", layer.name, images));
+      GraphCase c;
+      ir::Value *x = c.input("x", DType::F32, {images, layer.channels, layer.size, layer.size});
+      ir::Value *w =
+          c.input("w", DType::F32, {layer.out, layer.channels, layer.kernel, layer.kernel});
+      ConvParams p = params("nchw", {layer.stride, layer.stride},
+                            {layer.pad, layer.pad, layer.pad, layer.pad});
+      const ir::Node &conv = *c.node(OpKind::Conv2D, {x, w}, p.attrs())->definingNode();
+      lower::Conv2DSchedule s = lower::defaultConv2DSchedule(conv, target);
+      int64_t reduction = layer.channels * layer.kernel * layer.kernel;
+      if (images == 1) {
+        // One image stays in cache between runs: read in place, unless the reduction is too
+        // short to amortize Direct's scattered write-out (8 vectors) or deep.
+        bool packs = reduction < 8 * 16 || reduction >= 1024;
+        CHECK(s.algorithm == (packs ? Algorithm::Im2col : Algorithm::Direct));
+        continue;
+      }
+      if (reduction > 8 * layer.out) {
+        // A reduction long enough to amortize Direct's scattered write-out.
+        CHECK(s.algorithm == Algorithm::Direct);
+        continue;
+      }
+      // Sixteen images stream from memory: im2col panels, whole vectors along the pixels.
+      REQUIRE(s.algorithm == Algorithm::Im2col);
+      CHECK(s.gemm.packA);
+      lower::GemmShape shape = lower::conv2DGemmShape(conv, s.algorithm);
+      lower::MatMulSchedule g = lower::clampGemmSchedule(s.gemm, shape);
+      // Every core has work, and the packed A block stays in L2.
+      REQUIRE(g.parallel == lower::MatMulSchedule::Parallel::Outer);
+      CHECK(shape.batch * ((shape.n + g.nc - 1) / g.nc) >= target.cores);
+      CHECK(g.mc * g.kc * 4 <= target.l2Bytes / 2);
+    }
+  }
 }
 
 TEST_CASE("conv2d: GEMM shapes of each layout and algorithm", "[lower][contraction][conv2d]") {
