@@ -29,7 +29,7 @@ std::string_view runtime::storageName(Storage storage) {
 }
 
 struct CompiledModel::Arena {
-  std::vector<uint8_t, AlignedAllocator<uint8_t>> bytes;
+  AlignedBytes bytes; ///< unspecified contents: every kernel writes before it reads
 };
 
 namespace {
@@ -124,7 +124,7 @@ std::unique_ptr<CompiledModel::Arena> CompiledModel::acquireArena() const {
     }
   }
   auto arena = std::make_unique<Arena>();
-  arena->bytes.resize(static_cast<size_t>(plan_.arenaBytes)); // may throw bad_alloc
+  arena->bytes = AlignedBytes::uninitialized(static_cast<size_t>(plan_.arenaBytes)); // may throw bad_alloc
   return arena;
 }
 
@@ -369,7 +369,8 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
     arena = acquireArena();
     for (const auto &output : plan_.outputs) {
       const PlanBuffer &buffer = plan_.buffers[output.buffer];
-      outputs.emplace_back(buffer.dtype, buffer.shape);
+      // Each is written in full: by its kernel, or copied below.
+      outputs.push_back(HostTensor::uninitialized(buffer.dtype, buffer.shape));
     }
   } catch (const std::bad_alloc &) {
     return makeError(ErrorCode::OutOfMemory,
@@ -398,7 +399,7 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
 
   if (options.poisonBuffers) {
     // std::ranges::fill, not memset: an empty buffer's data() may be null.
-    std::ranges::fill(arena->bytes, 0xFF);
+    std::ranges::fill(arena->bytes.span(), 0xFF);
     for (HostTensor &output : outputs)
       std::ranges::fill(output.bytes(), 0xFF);
   }

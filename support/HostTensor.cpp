@@ -14,10 +14,6 @@
 #include <numbers>
 #include <optional>
 
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
-
 namespace kiln {
 
 // Storage is little-endian by definition; on a big-endian host every
@@ -74,44 +70,14 @@ void checkIndex(const HostTensor &tensor, int64_t index) {
              fmt::format("element {} out of range for {}", index, tensor.typeStr()));
 }
 
-using ByteVector = std::vector<uint8_t, AlignedAllocator<uint8_t>>;
-
-template <typename T> T loadAt(const ByteVector &bytes, int64_t index) {
+template <typename T> T loadAt(const AlignedBytes &bytes, int64_t index) {
   T value;
   std::memcpy(&value, bytes.data() + index * sizeof(T), sizeof(T));
   return value;
 }
 
-template <typename T> void storeAt(ByteVector &bytes, int64_t index, T value) {
+template <typename T> void storeAt(AlignedBytes &bytes, int64_t index, T value) {
   std::memcpy(bytes.data() + index * sizeof(T), &value, sizeof(T));
-}
-
-/// Asks for huge pages under a large buffer that nothing has touched yet (advice: without them
-/// it works the same). A fresh allocation that large is mapped anew on every run of a model
-/// (it is beyond the C library's reuse), and in 4 KiB pages the faults of its first touch cost
-/// more than most kernels writing it: VGG16's first conv at batch 16 has a 205 MB output,
-/// 0.8-0.9 s of page faults on a virtual machine against 25 ms in 2 MiB pages, with the
-/// kernel itself taking 70 ms.
-void adviseHugePages(uint8_t *data, size_t bytes) {
-#ifdef __linux__
-  constexpr uintptr_t kHugePage = uintptr_t(2) << 20;
-  if (bytes < 4 * kHugePage)
-    return;
-  uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHugePage - 1) / kHugePage * kHugePage;
-  uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) / kHugePage * kHugePage;
-  if (end > begin)
-    ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE);
-#else
-  (void)data;
-  (void)bytes;
-#endif
-}
-
-/// `bytes` zero bytes in `storage`, asking for huge pages first where it is large.
-void allocateZeroed(ByteVector &storage, size_t bytes) {
-  storage.reserve(bytes);
-  adviseHugePages(storage.data(), bytes);
-  storage.assign(bytes, 0);
 }
 
 } // namespace
@@ -119,7 +85,16 @@ void allocateZeroed(ByteVector &storage, size_t bytes) {
 HostTensor::HostTensor(DType dtype, std::vector<int64_t> shape)
     : dtype_(dtype), shape_(std::move(shape)) {
   // count <= 2^53 and byte sizes <= 8, so the product cannot overflow.
-  allocateZeroed(bytes_, static_cast<size_t>(countElements(shape_) * dtypeByteSize(dtype_)));
+  bytes_ = AlignedBytes::zeroed(static_cast<size_t>(countElements(shape_) * dtypeByteSize(dtype_)));
+}
+
+HostTensor HostTensor::uninitialized(DType dtype, std::vector<int64_t> shape) {
+  HostTensor tensor;
+  tensor.dtype_ = dtype;
+  tensor.shape_ = std::move(shape);
+  tensor.bytes_ = AlignedBytes::uninitialized(
+      static_cast<size_t>(countElements(tensor.shape_) * dtypeByteSize(dtype)));
+  return tensor;
 }
 
 Expected<int64_t> HostTensor::checkedByteSize(DType dtype, const std::vector<int64_t> &shape) {
@@ -152,7 +127,7 @@ Expected<HostTensor> HostTensor::create(DType dtype, std::vector<int64_t> shape)
   // The allocator is the environment: its failure is an error to report,
   // not a crash (and the size check above cannot know what else is in use).
   try {
-    allocateZeroed(tensor.bytes_, static_cast<size_t>(bytes));
+    tensor.bytes_ = AlignedBytes::zeroed(static_cast<size_t>(bytes));
   } catch (const std::bad_alloc &) {
     return makeError(ErrorCode::OutOfMemory,
                      fmt::format("cannot allocate tensor {}: out of memory for {}",

@@ -3,7 +3,7 @@
 // random fills. Inputs, weights and results cross every API as HostTensors.
 #pragma once
 
-#include "support/AlignedAllocator.h"
+#include "support/AlignedBytes.h"
 #include "support/DType.h"
 #include "support/Error.h"
 #include "support/ShapeLimits.h"
@@ -48,6 +48,10 @@ public:
   /// Zero-filled. `shape` must be valid (no negative dimension, at most
   /// kMaxElements elements); for unchecked shapes use create().
   HostTensor(DType dtype, std::vector<int64_t> shape);
+  /// Its contents unspecified until written, for a buffer a kernel overwrites in full (a
+  /// run's outputs): no zero pass over memory the kernel's threads write anyway. The shape
+  /// must be valid, as for the constructor.
+  static HostTensor uninitialized(DType dtype, std::vector<int64_t> shape);
 
   /// Zero-filled, for a shape from a user or a file. InvalidArgument when a
   /// dimension is negative, when the shape has more than kMaxElements
@@ -81,8 +85,8 @@ public:
   int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
   int64_t numElements() const;
   size_t byteSize() const { return bytes_.size(); }
-  std::span<uint8_t> bytes() { return bytes_; }
-  std::span<const uint8_t> bytes() const { return bytes_; }
+  std::span<uint8_t> bytes() { return bytes_.span(); }
+  std::span<const uint8_t> bytes() const { return bytes_.span(); }
 
   /// Element `index` (row-major) converted exactly to fp64.
   double getDouble(int64_t index) const;
@@ -110,7 +114,7 @@ private:
   DType dtype_ = DType::F32;
   std::vector<int64_t> shape_;
   /// 64-byte aligned, so kernels can read a tensor in place.
-  std::vector<uint8_t, AlignedAllocator<uint8_t>> bytes_;
+  AlignedBytes bytes_;
 };
 
 /// Tensors bound by name: graph inputs and parameters going in, outputs coming out.

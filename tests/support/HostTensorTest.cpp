@@ -234,6 +234,26 @@ TEST_CASE("random fills are seeded, in range and rounded to the dtype", "[hostte
   CHECK(sawNegative);
 }
 
+TEST_CASE("HostTensor: uninitialized storage is sized and aligned, copies are deep",
+          "[hosttensor]") {
+  HostTensor t = HostTensor::uninitialized(DType::F16, {3, 5, 7});
+  CHECK(t.dtype() == DType::F16);
+  CHECK(t.shape() == std::vector<int64_t>{3, 5, 7});
+  CHECK(t.byteSize() == 3 * 5 * 7 * 2);
+  CHECK(reinterpret_cast<uintptr_t>(t.bytes().data()) % kBufferAlignment == 0);
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.setDouble(i, double(i % 13));
+  HostTensor copy = t;
+  CHECK(copy.bytes().data() != t.bytes().data());
+  t.setDouble(4, -1.0);
+  CHECK(copy.getDouble(4) == 4.0);
+  CHECK(copy.toDoubles().size() == size_t(t.numElements()));
+  copy = t;
+  CHECK(copy.getDouble(4) == -1.0);
+  CHECK(HostTensor::uninitialized(DType::F32, {0, 4}).byteSize() == 0);
+  CHECK(HostTensor::uninitialized(DType::F32, {}).byteSize() == 4);
+}
+
 #ifdef __linux__
 namespace {
 
@@ -270,5 +290,9 @@ TEST_CASE("HostTensor: a large new tensor asks for huge pages", "[hosttensor]") 
   CHECK(flags.find(" hg ") != std::string::npos);
   // The advice comes before the zero fill, which it must not replace.
   CHECK(large.getDouble(large.numElements() / 2) == 0.0);
+  // A run's outputs are allocated without the zero fill, and ask the same.
+  HostTensor output = HostTensor::uninitialized(DType::F32, {4, 1024, 1024});
+  CHECK(mappingFlags(reinterpret_cast<uintptr_t>(output.bytes().data()) + output.byteSize() / 2)
+            .find(" hg ") != std::string::npos);
 }
 #endif
