@@ -119,7 +119,12 @@ std::optional<std::string> mbarrierProblem(const Mbarrier &barrier) {
     if (barrier.count < 0 || barrier.count >= kMbarrierCountLimit)
       return fmt::format("mbarrier_arrive_expect_tx of {} bytes (0 .. 2^20 - 1)", barrier.count);
     break;
-  default: break;
+  case MbarrierOp::Arrive:
+  case MbarrierOp::Wait:
+    if (barrier.count != 0)
+      return fmt::format("mbarrier_{} with a count of {} (it has none)", mbarrierOpName(barrier.op),
+                         barrier.count);
+    break;
   }
   return std::nullopt;
 }
@@ -148,8 +153,10 @@ std::optional<std::string> gpuStatementProblem(const Stmt &stmt) {
   case StmtKind::Wgmma: return wgmmaProblem(static_cast<const Wgmma &>(stmt));
   case StmtKind::WgmmaSync: {
     auto &sync = static_cast<const WgmmaSync &>(stmt);
-    return sync.op == WgmmaSyncOp::Wait ? pendingProblem(sync.pendingGroups, "wgmma wait")
-                                        : std::nullopt;
+    if (sync.op != WgmmaSyncOp::Wait && sync.pendingGroups != 0)
+      return fmt::format("wgmma_{} with {} pending groups (only a wait has them)",
+                         wgmmaSyncOpName(sync.op), sync.pendingGroups);
+    return pendingProblem(sync.pendingGroups, "wgmma wait");
   }
   case StmtKind::Mbarrier: return mbarrierProblem(static_cast<const Mbarrier &>(stmt));
   case StmtKind::TmaLoad: return tmaLoadProblem(static_cast<const TmaLoad &>(stmt));

@@ -1,7 +1,8 @@
 // The verifier's rules for the GPU statements (atomics, shuffles, tensor cores, async copies,
 // wgmma, mbarriers, bulk tensor copies): what their scopes, dtypes, fragment sizes and counts
-// must be. Verifier.cpp has already checked their expressions and scopes; these look at the
-// statement's own fields. Internal to the verifier.
+// must be: each statement's own rules, written once. The checked constructors (NodeChecks.cpp)
+// hold every node to them after checking its operands are present and its indices i64; the
+// verifier reports them after checking its expressions and scopes.
 #pragma once
 
 #include "ir/kernel/KernelIR.h"

@@ -136,10 +136,10 @@ TEST_CASE("statements check their invariants when built", "[kernel][nodes]") {
                    "global buffers are kernel parameters"));
   CHECK(abortsWith([] { std::make_shared<If>(index(1), barrier()); },
                    "if condition must be a bool scalar"));
-  CHECK(abortsWith([] { std::make_shared<AsyncWait>(9); }, "async wait allows 0..7"));
+  CHECK(abortsWith([] { std::make_shared<AsyncWait>(9); }, "async wait for 9 pending groups (0 .. 7)"));
   CHECK(abortsWith(
       [&] { std::make_shared<Mbarrier>(MbarrierOp::Arrive, barriers, index(0), 0, index(1)); },
-      "only a wait, names the parity"));
+      "mbarrier_arrive has a parity (only a wait has one)"));
   CHECK(abortsWith(
       [&] {
         auto a = makeBuffer("a", DType::F32, 8, MemScope::Register);
@@ -154,7 +154,7 @@ TEST_CASE("statements check their invariants when built", "[kernel][nodes]") {
         auto fragment = makeBuffer("frag", DType::F8E4M3, 16, MemScope::Register);
         std::make_shared<LdMatrix>(Fragment{fragment}, 4, true, bytes, index(0));
       },
-      "ldmatrix reads 16-bit elements, or 8-bit ones without .trans"));
+      "ldmatrix .trans of 8-bit elements would split their pairs"));
   CHECK(abortsWith(
       [&] { std::make_shared<AsyncCopy>(shared, index(0), x, index(0), 4, nullptr); },
       "async copy from f32 x into f16 tile"));
