@@ -100,7 +100,8 @@ private:
   Expected<StmtPtr> parseWgmma(const Token &keyword);
   Expected<StmtPtr> parseMbarrier(const Token &keyword);
   Expected<StmtPtr> parseTmaLoad();
-  Expected<Fragment> parseFragment(DType dtype, int64_t count, std::string_view what);
+  /// `buffer[offset:]`; the statement checks its scope, dtype and extent.
+  Expected<Fragment> parseFragment();
   Expected<SharedMatrix> parseSharedMatrix();
   Expected<TensorMapPtr> parseTensorMap();
   Expected<std::vector<int64_t>> parseIntegerList();

@@ -1,10 +1,11 @@
 // Parsing the GPU statements of kernel IR: atomics, mma, ldmatrix, cp.async, wgmma,
-// mbarriers and bulk tensor copies with their tensor maps, each checked with the rules its
-// builder asserts (or the *Problem function it calls), as errors.
+// mbarriers and bulk tensor copies with their tensor maps, each checked before it is built with
+// the same rules its checked constructor holds it to (the *Problem functions), as errors.
 #include "ir/kernel/MmaLayout.h"
 #include "ir/kernel/ParserCore.h"
 #include "ir/kernel/Printer.h"
 #include "ir/kernel/TensorMap.h"
+#include "ir/kernel/VerifierGpuStatements.h"
 #include "ir/kernel/WgmmaLayout.h"
 
 #include <fmt/format.h>
@@ -62,7 +63,6 @@ Expected<StmtPtr> KernelTextParser::parseAtomic() {
   auto op = std::ranges::find(kAtomicOps, opName, atomicOpName);
   if (op == std::end(kAtomicOps))
     return errorAt(opToken, fmt::format("unknown atomic operation '{}'", opName));
-  const Token &typeToken = peek();
   KILN_TRY(Type type, expectType());
   KILN_TRY(BufferPtr buffer, expectBufferName());
   KILN_TRY(ExprPtr index, parseSubscript("an atomic's index"));
@@ -72,33 +72,17 @@ Expected<StmtPtr> KernelTextParser::parseAtomic() {
     return expected("'<-'");
   advance();
   KILN_TRY(ExprPtr value, parseExprOfType(type, "an atomic's value"));
-  DType dtype = buffer->dtype;
-  if (type != Type::scalar(dtype))
-    return errorAt(typeToken, fmt::format("atomic of {} into buffer '{}' of {}", typeName(type),
-                                          buffer->name, dtypeName(dtype)));
-  if (buffer->scope != MemScope::Global && buffer->scope != MemScope::Shared)
-    return errorAt(keyword, fmt::format("atomics update global or shared buffers; '{}' is {}",
-                                        buffer->name, memScopeName(buffer->scope)));
-  bool integer = dtype == DType::I32 || dtype == DType::I64;
-  if (!integer && !(*op == AtomicOp::Add && (dtype == DType::F32 || dtype == DType::F64)))
-    return errorAt(opToken, fmt::format("atomic {} is not defined on {}", opName, dtypeName(dtype)));
+  if (std::optional<std::string> problem = atomicProblem(*op, *buffer, type))
+    return errorAt(keyword, *problem);
   return std::make_shared<Atomic>(*op, std::move(buffer), std::move(index), std::move(value));
 }
 
-Expected<Fragment> KernelTextParser::parseFragment(DType dtype, int64_t count,
-                                                   std::string_view what) {
-  const Token &nameToken = peek();
+Expected<Fragment> KernelTextParser::parseFragment() {
   KILN_TRY(BufferPtr buffer, expectBufferName());
   KILN_TRY_VOID(expect("["));
   KILN_TRY(int64_t offset, expectInteger("a fragment offset"));
   KILN_TRY_VOID(expect(":"));
   KILN_TRY_VOID(expect("]"));
-  if (buffer->scope != MemScope::Register || buffer->dtype != dtype)
-    return errorAt(nameToken, fmt::format("{} must be a register buffer of {}; '{}' is {}", what,
-                                          dtypeName(dtype), buffer->name, describeBuffer(*buffer)));
-  if (offset < 0 || offset > buffer->size - count)
-    return errorAt(nameToken, fmt::format("{} {}[{}, {}) is outside its {} elements", what,
-                                          buffer->name, offset, offset + count, buffer->size));
   return Fragment{std::move(buffer), offset};
 }
 
@@ -107,14 +91,15 @@ Expected<StmtPtr> KernelTextParser::parseMma(const Token &keyword) {
   auto kind = std::ranges::find(kMmaKinds, kindName, mmaKindName);
   if (kind == std::end(kMmaKinds))
     return errorAt(keyword, fmt::format("unknown mma shape '{}'", kindName));
-  const MmaShapeInfo &info = mmaShapeInfo(*kind);
-  KILN_TRY(Fragment d, parseFragment(DType::F32, info.cElements, "mma d"));
+  KILN_TRY(Fragment d, parseFragment());
   KILN_TRY_VOID(expect("="));
-  KILN_TRY(Fragment a, parseFragment(info.operandDtype, info.aElements, "mma a"));
+  KILN_TRY(Fragment a, parseFragment());
   KILN_TRY_VOID(expect("*"));
-  KILN_TRY(Fragment b, parseFragment(info.operandDtype, info.bElements, "mma b"));
+  KILN_TRY(Fragment b, parseFragment());
   KILN_TRY_VOID(expect("+"));
-  KILN_TRY(Fragment c, parseFragment(DType::F32, info.cElements, "mma c"));
+  KILN_TRY(Fragment c, parseFragment());
+  if (std::optional<std::string> problem = mmaProblem(*kind, d, a, b, c))
+    return errorAt(keyword, *problem);
   return std::make_shared<Mma>(*kind, std::move(d), std::move(a), std::move(b), std::move(c));
 }
 
@@ -126,32 +111,13 @@ Expected<StmtPtr> KernelTextParser::parseLdMatrix(const Token &keyword) {
   int matrices = shape == "x1" ? 1 : shape == "x2" ? 2 : shape == "x4" ? 4 : 0;
   if (matrices == 0)
     return errorAt(keyword, fmt::format("ldmatrix loads x1, x2 or x4 matrices, not '{}'", shape));
-  const Token &destinationToken = peek();
-  KILN_TRY(BufferPtr destination, expectBufferName());
-  KILN_TRY_VOID(expect("["));
-  KILN_TRY(int64_t offset, expectInteger("a fragment offset"));
-  KILN_TRY_VOID(expect(":"));
-  KILN_TRY_VOID(expect("]"));
+  KILN_TRY(Fragment destination, parseFragment());
   KILN_TRY_VOID(expect("="));
-  const Token &sourceToken = peek();
   KILN_TRY(BufferPtr source, expectBufferName());
   KILN_TRY(ExprPtr rowIndex, parseSubscript("an ldmatrix row index"));
-  int bytes = dtypeByteSize(source->dtype);
-  if (source->scope != MemScope::Shared || !(bytes == 2 || (bytes == 1 && !transpose)))
-    return errorAt(sourceToken, fmt::format("ldmatrix reads a shared buffer of 16-bit elements "
-                                            "(8-bit without .trans); '{}' is {}",
-                                            source->name, describeBuffer(*source)));
-  int64_t count = int64_t{ldMatrixElementsPerMatrix(bytes)} * matrices;
-  if (destination->scope != MemScope::Register || destination->dtype != source->dtype)
-    return errorAt(destinationToken,
-                   fmt::format("ldmatrix destination must be a register buffer of {}; '{}' is {}",
-                               dtypeName(source->dtype), destination->name,
-                               describeBuffer(*destination)));
-  if (offset < 0 || offset > destination->size - count)
-    return errorAt(destinationToken,
-                   fmt::format("ldmatrix destination {}[{}, {}) is outside its {} elements",
-                               destination->name, offset, offset + count, destination->size));
-  return std::make_shared<LdMatrix>(Fragment{std::move(destination), offset}, matrices, transpose,
+  if (auto problem = ldMatrixProblem(destination, matrices, transpose, *source))
+    return errorAt(keyword, *problem);
+  return std::make_shared<LdMatrix>(std::move(destination), matrices, transpose,
                                     std::move(source), std::move(rowIndex));
 }
 
@@ -165,20 +131,11 @@ Expected<StmtPtr> KernelTextParser::parseAsyncCopy() {
   KILN_TRY(BufferPtr source, expectBufferName());
   KILN_TRY(ExprPtr sourceIndex, parseSubscript("an async copy's source index"));
   KILN_TRY(ExprPtr predicate, parseTrailingPredicate(keyword, "an async copy's predicate"));
-  if (destination->scope != MemScope::Shared || source->scope != MemScope::Global)
-    return errorAt(keyword, fmt::format("an async copy goes from a global buffer to a shared one, "
-                                        "not from {} to {}",
-                                        memScopeName(source->scope),
-                                        memScopeName(destination->scope)));
-  if (type.dtype != source->dtype || type.dtype != destination->dtype)
-    return errorAt(typeToken, fmt::format("async copy of {} from '{}' ({}) into '{}' ({})",
-                                          typeName(type), source->name, dtypeName(source->dtype),
-                                          destination->name, dtypeName(destination->dtype)));
-  int bytes = type.lanes * dtypeByteSize(type.dtype);
-  if (bytes != 4 && bytes != 8 && bytes != 16)
-    return errorAt(typeToken,
-                   fmt::format("an async copy moves 4, 8 or 16 bytes, not {} ({})", bytes,
-                               typeName(type)));
+  if (auto problem = asyncCopyProblem(*destination, *source, type.lanes))
+    return errorAt(keyword, *problem);
+  if (type.dtype != source->dtype)
+    return errorAt(typeToken, fmt::format("async copy of {} from '{}' of {}", typeName(type),
+                                          source->name, dtypeName(source->dtype)));
   return std::make_shared<AsyncCopy>(std::move(destination), std::move(destinationIndex),
                                      std::move(source), std::move(sourceIndex), type.lanes,
                                      std::move(predicate));
@@ -221,11 +178,7 @@ Expected<StmtPtr> KernelTextParser::parseWgmma(const Token &keyword) {
                                         "'{}'",
                                         keyword.spelling));
   const Token &dToken = peek();
-  KILN_TRY(BufferPtr dBuffer, expectBufferName());
-  KILN_TRY_VOID(expect("["));
-  KILN_TRY(int64_t offset, expectInteger("a fragment offset"));
-  KILN_TRY_VOID(expect(":"));
-  KILN_TRY_VOID(expect("]"));
+  KILN_TRY(Fragment d, parseFragment());
   bool accumulate = false;
   if (accept("+="))
     accumulate = true;
@@ -234,7 +187,6 @@ Expected<StmtPtr> KernelTextParser::parseWgmma(const Token &keyword) {
   KILN_TRY(SharedMatrix a, parseSharedMatrix());
   KILN_TRY_VOID(expect("*"));
   KILN_TRY(SharedMatrix b, parseSharedMatrix());
-  Fragment d{std::move(dBuffer), offset};
   if (std::optional<std::string> problem = wgmmaProblem(*kind, n, d, a, b))
     return errorAt(dToken, *problem);
   return std::make_shared<Wgmma>(*kind, n, std::move(d), std::move(a), std::move(b), accumulate);
@@ -245,20 +197,11 @@ Expected<StmtPtr> KernelTextParser::parseMbarrier(const Token &keyword) {
   auto op = std::ranges::find(kMbarrierOps, opName, mbarrierOpName);
   if (op == std::end(kMbarrierOps))
     return errorAt(keyword, fmt::format("unknown mbarrier operation '{}'", opName));
-  const Token &barriersToken = peek();
   KILN_TRY(BufferPtr barriers, expectBufferName());
-  if (barriers->scope != MemScope::Shared || barriers->dtype != DType::I64)
-    return errorAt(barriersToken, fmt::format("mbarriers live in a shared i64 buffer; '{}' is {}",
-                                              barriers->name, describeBuffer(*barriers)));
   KILN_TRY(ExprPtr index, parseSubscript("an mbarrier index"));
   int64_t count = 0;
   if (*op == MbarrierOp::Init || *op == MbarrierOp::ArriveExpectTx) {
-    const Token &countToken = peek();
     KILN_TRY(count, expectInteger(*op == MbarrierOp::Init ? "an arrival count" : "a byte count"));
-    int64_t least = *op == MbarrierOp::Init ? 1 : 0;
-    if (count < least || count >= (int64_t{1} << 20))
-      return errorAt(countToken, fmt::format("mbarrier_{} takes {} to 2^20-1, not {}", opName,
-                                             least, count));
   }
   ExprPtr parity;
   if (*op == MbarrierOp::Wait) {
@@ -266,6 +209,8 @@ Expected<StmtPtr> KernelTextParser::parseMbarrier(const Token &keyword) {
       return expected("'parity' (an mbarrier wait names the phase parity it waits for)");
     KILN_TRY(parity, parseIndex("an mbarrier parity"));
   }
+  if (auto problem = mbarrierProblem(*op, *barriers, count, parity != nullptr))
+    return errorAt(keyword, *problem);
   return std::make_shared<Mbarrier>(*op, std::move(barriers), std::move(index), count,
                                     std::move(parity));
 }

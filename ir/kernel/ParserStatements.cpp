@@ -3,6 +3,7 @@
 #include "ir/kernel/Parser.h"
 #include "ir/kernel/ParserCore.h"
 #include "ir/kernel/Printer.h"
+#include "ir/kernel/VerifierGpuStatements.h"
 
 #include <fmt/format.h>
 
@@ -183,9 +184,8 @@ Expected<StmtPtr> KernelTextParser::parseStatement() {
   if (word == "async_wait" || word == "wgmma_wait") {
     const Token &countToken = peek();
     KILN_TRY(int64_t pending, expectInteger("a count of pending groups"));
-    if (pending < 0 || pending > 7)
-      return errorAt(countToken, fmt::format("{} allows 0 to 7 pending groups, not {}", word,
-                                             pending));
+    if (auto problem = pendingProblem(pending, word))
+      return errorAt(countToken, *problem);
     if (word == "async_wait")
       return std::make_shared<AsyncWait>(static_cast<int>(pending));
     return std::make_shared<WgmmaSync>(WgmmaSyncOp::Wait, static_cast<int>(pending));

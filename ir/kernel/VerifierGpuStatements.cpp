@@ -31,105 +31,105 @@ std::optional<std::string> fragmentProblem(const Fragment &f, DType dtype, int64
   return std::nullopt;
 }
 
-std::optional<std::string> atomicProblem(const Atomic &atomic) {
-  const Buffer &buffer = *atomic.buffer;
+} // namespace
+
+std::optional<std::string> atomicProblem(AtomicOp op, const Buffer &buffer, Type value) {
   if (buffer.scope != MemScope::Global && buffer.scope != MemScope::Shared)
     return fmt::format("atomic {} on {} buffer {} (only global and shared memory)",
-                       atomicOpName(atomic.op), memScopeName(buffer.scope), buffer.name);
-  bool isAdd = atomic.op == AtomicOp::Add;
+                       atomicOpName(op), memScopeName(buffer.scope), buffer.name);
+  bool isAdd = op == AtomicOp::Add;
   bool typeOk = buffer.dtype == DType::I32 || buffer.dtype == DType::I64 ||
                 (isAdd && (buffer.dtype == DType::F32 || buffer.dtype == DType::F64));
   if (!typeOk)
     return fmt::format("atomic {} is not defined on {} (buffer {}; add takes f32, f64, i32, i64, "
                        "max and min i32, i64)",
-                       atomicOpName(atomic.op), dtypeName(buffer.dtype), buffer.name);
-  if (atomic.value->type() != Type::scalar(buffer.dtype))
+                       atomicOpName(op), dtypeName(buffer.dtype), buffer.name);
+  if (value != Type::scalar(buffer.dtype))
     return fmt::format("atomic {} of {} into {} buffer {} (the value is a scalar of the "
                        "buffer's dtype)",
-                       atomicOpName(atomic.op), typeName(atomic.value->type()),
-                       dtypeName(buffer.dtype), buffer.name);
+                       atomicOpName(op), typeName(value), dtypeName(buffer.dtype), buffer.name);
   return std::nullopt;
 }
 
-std::optional<std::string> mmaProblem(const Mma &mma) {
-  const MmaShapeInfo &info = mmaShapeInfo(mma.mmaKind);
+std::optional<std::string> mmaProblem(MmaKind kind, const Fragment &d, const Fragment &a,
+                                      const Fragment &b, const Fragment &c) {
+  const MmaShapeInfo &info = mmaShapeInfo(kind);
   for (const auto &[fragment, dtype, count, what] :
-       {std::tuple{&mma.d, DType::F32, info.cElements, "mma d"},
-        std::tuple{&mma.a, info.operandDtype, info.aElements, "mma a"},
-        std::tuple{&mma.b, info.operandDtype, info.bElements, "mma b"},
-        std::tuple{&mma.c, DType::F32, info.cElements, "mma c"}})
+       {std::tuple{&d, DType::F32, info.cElements, "mma d"},
+        std::tuple{&a, info.operandDtype, info.aElements, "mma a"},
+        std::tuple{&b, info.operandDtype, info.bElements, "mma b"},
+        std::tuple{&c, DType::F32, info.cElements, "mma c"}})
     if (auto problem = fragmentProblem(*fragment, dtype, count, what))
       return problem;
   return std::nullopt;
 }
 
-std::optional<std::string> ldMatrixProblem(const LdMatrix &ld) {
-  if (ld.matrices != 1 && ld.matrices != 2 && ld.matrices != 4)
-    return fmt::format("ldmatrix of {} matrices (1, 2 or 4)", ld.matrices);
-  if (ld.source->scope != MemScope::Shared)
-    return fmt::format("ldmatrix reads {} buffer {}, not a shared one",
-                       memScopeName(ld.source->scope), ld.source->name);
-  int bytes = dtypeByteSize(ld.source->dtype);
+std::optional<std::string> ldMatrixProblem(const Fragment &destination, int64_t matrices,
+                                           bool transpose, const Buffer &source) {
+  if (matrices != 1 && matrices != 2 && matrices != 4)
+    return fmt::format("ldmatrix of {} matrices (1, 2 or 4)", matrices);
+  if (source.scope != MemScope::Shared)
+    return fmt::format("ldmatrix reads {} buffer {}, not a shared one", memScopeName(source.scope),
+                       source.name);
+  int bytes = dtypeByteSize(source.dtype);
   if (bytes != 2 && bytes != 1)
     return fmt::format("ldmatrix reads 16-bit elements, or 8-bit ones as pairs, not {} ({})",
-                       dtypeName(ld.source->dtype), ld.source->name);
-  if (bytes == 1 && ld.transpose)
+                       dtypeName(source.dtype), source.name);
+  if (bytes == 1 && transpose)
     return std::string("ldmatrix .trans of 8-bit elements would split their pairs");
-  return fragmentProblem(ld.destination, ld.source->dtype,
-                         int64_t{ldMatrixElementsPerMatrix(bytes)} * ld.matrices,
+  return fragmentProblem(destination, source.dtype, ldMatrixElementsPerMatrix(bytes) * matrices,
                          "ldmatrix destination");
 }
 
-std::optional<std::string> asyncCopyProblem(const AsyncCopy &copy) {
-  if (copy.destination->scope != MemScope::Shared || copy.source->scope != MemScope::Global)
+std::optional<std::string> asyncCopyProblem(const Buffer &destination, const Buffer &source,
+                                            int64_t lanes) {
+  if (destination.scope != MemScope::Shared || source.scope != MemScope::Global)
     return fmt::format("an async copy goes from a global buffer to a shared one, not from {} {} "
                        "to {} {}",
-                       memScopeName(copy.source->scope), copy.source->name,
-                       memScopeName(copy.destination->scope), copy.destination->name);
-  if (copy.destination->dtype != copy.source->dtype)
-    return fmt::format("async copy from {} {} into {} {}", dtypeName(copy.source->dtype),
-                       copy.source->name, dtypeName(copy.destination->dtype),
-                       copy.destination->name);
-  int64_t bytes = int64_t{copy.lanes} * dtypeByteSize(copy.source->dtype);
-  if (copy.lanes < 1 || (bytes != 4 && bytes != 8 && bytes != 16))
+                       memScopeName(source.scope), source.name, memScopeName(destination.scope),
+                       destination.name);
+  if (destination.dtype != source.dtype)
+    return fmt::format("async copy from {} {} into {} {}", dtypeName(source.dtype), source.name,
+                       dtypeName(destination.dtype), destination.name);
+  int64_t bytes = lanes * dtypeByteSize(source.dtype);
+  if (lanes < 1 || (bytes != 4 && bytes != 8 && bytes != 16))
     return fmt::format("an async copy moves 4, 8 or 16 bytes, not {} ({} lanes of {})", bytes,
-                       copy.lanes, dtypeName(copy.source->dtype));
+                       lanes, dtypeName(source.dtype));
   return std::nullopt;
 }
 
-std::optional<std::string> pendingProblem(int pending, std::string_view what) {
+std::optional<std::string> pendingProblem(int64_t pending, std::string_view what) {
   if (pending < 0 || pending > kMaxPendingGroups)
     return fmt::format("{} for {} pending groups (0 .. {})", what, pending, kMaxPendingGroups);
   return std::nullopt;
 }
 
-std::optional<std::string> mbarrierProblem(const Mbarrier &barrier) {
-  if (barrier.barriers->scope != MemScope::Shared || barrier.barriers->dtype != DType::I64)
-    return fmt::format("mbarrier {} is not a shared i64 buffer ({} {})", barrier.barriers->name,
-                       memScopeName(barrier.barriers->scope), dtypeName(barrier.barriers->dtype));
-  if ((barrier.op == MbarrierOp::Wait) != (barrier.parity != nullptr))
-    return fmt::format("mbarrier_{} {} a parity (only a wait has one)",
-                       mbarrierOpName(barrier.op), barrier.parity ? "has" : "lacks");
-  switch (barrier.op) {
+std::optional<std::string> mbarrierProblem(MbarrierOp op, const Buffer &barriers, int64_t count,
+                                           bool hasParity) {
+  if (barriers.scope != MemScope::Shared || barriers.dtype != DType::I64)
+    return fmt::format("mbarrier {} is not a shared i64 buffer ({} {})", barriers.name,
+                       memScopeName(barriers.scope), dtypeName(barriers.dtype));
+  if ((op == MbarrierOp::Wait) != hasParity)
+    return fmt::format("mbarrier_{} {} a parity (only a wait has one)", mbarrierOpName(op),
+                       hasParity ? "has" : "lacks");
+  switch (op) {
   case MbarrierOp::Init:
-    if (barrier.count < 1 || barrier.count >= kMbarrierCountLimit)
-      return fmt::format("mbarrier_init with {} arrivals (1 .. 2^20 - 1)", barrier.count);
+    if (count < 1 || count >= kMbarrierCountLimit)
+      return fmt::format("mbarrier_init with {} arrivals (1 .. 2^20 - 1)", count);
     break;
   case MbarrierOp::ArriveExpectTx:
-    if (barrier.count < 0 || barrier.count >= kMbarrierCountLimit)
-      return fmt::format("mbarrier_arrive_expect_tx of {} bytes (0 .. 2^20 - 1)", barrier.count);
+    if (count < 0 || count >= kMbarrierCountLimit)
+      return fmt::format("mbarrier_arrive_expect_tx of {} bytes (0 .. 2^20 - 1)", count);
     break;
   case MbarrierOp::Arrive:
   case MbarrierOp::Wait:
-    if (barrier.count != 0)
-      return fmt::format("mbarrier_{} with a count of {} (it has none)", mbarrierOpName(barrier.op),
-                         barrier.count);
+    if (count != 0)
+      return fmt::format("mbarrier_{} with a count of {} (it has none)", mbarrierOpName(op),
+                         count);
     break;
   }
   return std::nullopt;
 }
-
-} // namespace
 
 std::optional<std::string> shuffleProblem(const Shuffle &shuffle) {
   const Type value = shuffle.value->type();
@@ -144,10 +144,22 @@ std::optional<std::string> shuffleProblem(const Shuffle &shuffle) {
 
 std::optional<std::string> gpuStatementProblem(const Stmt &stmt) {
   switch (stmt.kind()) {
-  case StmtKind::Atomic: return atomicProblem(static_cast<const Atomic &>(stmt));
-  case StmtKind::Mma: return mmaProblem(static_cast<const Mma &>(stmt));
-  case StmtKind::LdMatrix: return ldMatrixProblem(static_cast<const LdMatrix &>(stmt));
-  case StmtKind::AsyncCopy: return asyncCopyProblem(static_cast<const AsyncCopy &>(stmt));
+  case StmtKind::Atomic: {
+    auto &atomic = static_cast<const Atomic &>(stmt);
+    return atomicProblem(atomic.op, *atomic.buffer, atomic.value->type());
+  }
+  case StmtKind::Mma: {
+    auto &mma = static_cast<const Mma &>(stmt);
+    return mmaProblem(mma.mmaKind, mma.d, mma.a, mma.b, mma.c);
+  }
+  case StmtKind::LdMatrix: {
+    auto &ld = static_cast<const LdMatrix &>(stmt);
+    return ldMatrixProblem(ld.destination, ld.matrices, ld.transpose, *ld.source);
+  }
+  case StmtKind::AsyncCopy: {
+    auto &copy = static_cast<const AsyncCopy &>(stmt);
+    return asyncCopyProblem(*copy.destination, *copy.source, copy.lanes);
+  }
   case StmtKind::AsyncWait:
     return pendingProblem(static_cast<const AsyncWait &>(stmt).pendingGroups, "async wait");
   case StmtKind::Wgmma: return wgmmaProblem(static_cast<const Wgmma &>(stmt));
@@ -158,7 +170,11 @@ std::optional<std::string> gpuStatementProblem(const Stmt &stmt) {
                          wgmmaSyncOpName(sync.op), sync.pendingGroups);
     return pendingProblem(sync.pendingGroups, "wgmma wait");
   }
-  case StmtKind::Mbarrier: return mbarrierProblem(static_cast<const Mbarrier &>(stmt));
+  case StmtKind::Mbarrier: {
+    auto &barrier = static_cast<const Mbarrier &>(stmt);
+    return mbarrierProblem(barrier.op, *barrier.barriers, barrier.count,
+                           barrier.parity != nullptr);
+  }
   case StmtKind::TmaLoad: return tmaLoadProblem(static_cast<const TmaLoad &>(stmt));
   default: return std::nullopt;
   }

@@ -16,6 +16,19 @@ namespace kiln::kir {
 /// statement). The expressions' types are those the verifier has checked.
 std::optional<std::string> gpuStatementProblem(const Stmt &stmt);
 
+/// The rules of each statement on its fields, which the parser also asks before it builds one.
+std::optional<std::string> atomicProblem(AtomicOp op, const Buffer &buffer, Type value);
+std::optional<std::string> mmaProblem(MmaKind kind, const Fragment &d, const Fragment &a,
+                                      const Fragment &b, const Fragment &c);
+std::optional<std::string> ldMatrixProblem(const Fragment &destination, int64_t matrices,
+                                           bool transpose, const Buffer &source);
+std::optional<std::string> asyncCopyProblem(const Buffer &destination, const Buffer &source,
+                                            int64_t lanes);
+/// An async or wgmma wait (`what`) for `pending` groups.
+std::optional<std::string> pendingProblem(int64_t pending, std::string_view what);
+std::optional<std::string> mbarrierProblem(MbarrierOp op, const Buffer &barriers, int64_t count,
+                                           bool hasParity);
+
 /// What is wrong with a shuffle's operand types.
 std::optional<std::string> shuffleProblem(const Shuffle &shuffle);
 

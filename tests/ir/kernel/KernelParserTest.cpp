@@ -210,15 +210,14 @@ TEST_CASE("malformed kernel text is a located error, never an assertion", "[kern
        "1:43: a loop's range is [begin, end) with constant bounds, [0, extent) or "
        "[begin, begin + extent), not [1, 5 + 1)"},
       {"for i in [0, 4) serial {", "3:1: expected '}', found end of input"},
-      {"async_wait 9", "1:45: async_wait allows 0 to 7 pending groups, not 9"},
+      {"async_wait 9", "1:45: async_wait for 9 pending groups (0 .. 7)"},
       {"alloc b: i64[1] shared\nmbarrier_wait b[0]",
        "3:1: expected 'parity' (an mbarrier wait names the phase parity it waits for), found '}'"},
       {"alloc r: bf16[64] register\nwgmma.bf16.k16.n64 r[0:] = a[0] k lbo=16 sbo=1024 * a[0] k "
        "lbo=16 sbo=1024",
        "2:20: wgmma.m64n64k16.f32.bf16.bf16: d must be a register buffer of f32"},
       {"alloc r: bf16[8] register\nldmatrix.x4 r[0:] = a[0]",
-       "2:21: ldmatrix reads a shared buffer of 16-bit elements (8-bit without .trans); 'a' is "
-       "f32[16] global"},
+       "2:1: ldmatrix reads global buffer a, not a shared one"},
       {"kernel", "1:34: expected a statement, found 'kernel'"},
       // Tensor maps past 2^40, or spanning past 2^63 elements, never reach tensorMapProblem's
       // 64-bit arithmetic.
