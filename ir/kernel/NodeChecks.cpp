@@ -6,6 +6,7 @@
 #include "ir/kernel/KernelIR.h"
 #include "ir/kernel/Printer.h"
 #include "ir/kernel/ScalarOps.h"
+#include "ir/kernel/TargetInstr.h"
 #include "ir/kernel/VerifierGpuStatements.h"
 
 #include "support/Error.h"
@@ -157,8 +158,9 @@ void checkNode(const Evaluate &node) { checkPresent(node.value.get(), "eval"); }
 
 void checkNode(const Barrier &) {}
 
-// The GPU statements: their operands present and their indices i64 here, their own rules
-// (scopes, dtypes, fragment sizes, counts) in gpuStatementProblem, which the verifier shares.
+// The GPU statements: their operands present and of their signature's kinds, their indices
+// i64 here; their own rules (scopes, dtypes, fragment sizes, counts) in gpuStatementProblem,
+// which the parser and the verifier share.
 
 namespace {
 
@@ -176,40 +178,33 @@ void checkNode(const Atomic &node) {
   checkGpuRules(node);
 }
 
-void checkNode(const Mma &node) { checkGpuRules(node); }
-
-void checkNode(const LdMatrix &node) {
-  checkPresent(node.source.get(), "ldmatrix");
-  checkIndex(node.rowIndex, "ldmatrix row");
+void checkNode(const TargetInstr &node) {
+  const TargetInstrInfo &info = targetInstrInfo(node.op);
+  KILN_CHECK(node.operands.size() == info.operands.size(),
+             fmt::format("{} takes {} operands, not {}", info.name, info.operands.size(),
+                         node.operands.size()));
+  for (size_t i = 0; i < info.operands.size(); ++i) {
+    const OperandSpec &spec = info.operands[i];
+    const TargetOperand &operand = node.operands[i];
+    std::string what = fmt::format("{} {}", info.name, spec.role);
+    KILN_CHECK(holdsKind(operand, spec.kind), fmt::format("{}: wrong kind of operand", what));
+    if (enumSize(spec.kind) > 0) {
+      int64_t value = std::get<int64_t>(operand);
+      KILN_CHECK(value >= 0 && value < enumSize(spec.kind), fmt::format("{}: no such value", what));
+    }
+    if (spec.kind == OperandKind::Predicate) {
+      const ExprPtr &predicate = std::get<ExprPtr>(operand);
+      KILN_CHECK(!predicate || predicate->type() == Type::boolean(),
+                 fmt::format("{} must be a bool scalar", what));
+    } else {
+      forEachExpr(operand, [&](const ExprPtr &e) { checkIndex(e, what); });
+    }
+    if (spec.kind == OperandKind::Index)
+      checkPresent(std::get<ExprPtr>(operand).get(), what);
+    if (spec.kind >= OperandKind::Buffer && spec.kind <= OperandKind::TensorMap)
+      checkPresent(operandBuffer(operand).get(), what);
+  }
   checkGpuRules(node);
 }
-
-void checkNode(const AsyncCopy &node) {
-  checkPresent(node.destination.get(), "async copy");
-  checkPresent(node.source.get(), "async copy");
-  checkIndex(node.destinationIndex, "async copy destination");
-  checkIndex(node.sourceIndex, "async copy source");
-  KILN_CHECK(!node.predicate || node.predicate->type() == Type::boolean(),
-             "async copy predicate must be a bool scalar");
-  checkGpuRules(node);
-}
-
-void checkNode(const AsyncCommit &) {}
-
-void checkNode(const AsyncWait &node) { checkGpuRules(node); }
-
-void checkNode(const Wgmma &node) { checkGpuRules(node); }
-
-void checkNode(const WgmmaSync &node) { checkGpuRules(node); }
-
-void checkNode(const Mbarrier &node) {
-  checkPresent(node.barriers.get(), "mbarrier");
-  checkIndex(node.index, "mbarrier");
-  KILN_CHECK(!node.parity || node.parity->type() == Type::index(),
-             "mbarrier: parity must be an i64 scalar");
-  checkGpuRules(node);
-}
-
-void checkNode(const TmaLoad &node) { checkGpuRules(node); }
 
 } // namespace kiln::kir::detail

@@ -14,9 +14,12 @@ std::vector<TensorMapPtr> tensorMapsOf(const Kernel &kernel) {
   struct Finder : StmtVisitor {
     std::vector<TensorMapPtr> maps;
     std::unordered_set<const TensorMap *> seen;
-    void visitTmaLoad(const TmaLoad &node) override {
-      if (seen.insert(node.map.get()).second)
-        maps.push_back(node.map);
+    void visitTargetInstr(const TargetInstr &node) override {
+      if (node.op != TargetOp::TmaLoad)
+        return;
+      TensorMapPtr map = node.view<TmaLoad>().map;
+      if (seen.insert(map.get()).second)
+        maps.push_back(map);
     }
   } finder;
   finder.visit(kernel.body);

@@ -3,6 +3,7 @@
 
 #include "ir/kernel/MmaLayout.h"
 #include "ir/kernel/Printer.h"
+#include "ir/kernel/TargetInstr.h"
 #include "ir/kernel/TensorMap.h"
 #include "ir/kernel/WgmmaLayout.h"
 
@@ -142,57 +143,55 @@ std::optional<std::string> shuffleProblem(const Shuffle &shuffle) {
   return std::nullopt;
 }
 
-std::optional<std::string> gpuStatementProblem(const Stmt &stmt) {
-  switch (stmt.kind()) {
-  case StmtKind::Atomic: {
-    auto &atomic = static_cast<const Atomic &>(stmt);
-    return atomicProblem(atomic.op, *atomic.buffer, atomic.value->type());
-  }
-  case StmtKind::Mma: {
-    auto &mma = static_cast<const Mma &>(stmt);
+std::optional<std::string> targetInstrProblem(TargetOp op,
+                                              const std::vector<TargetOperand> &operands) {
+  switch (op) {
+  case TargetOp::Mma: {
+    auto mma = viewOf<Mma>(op, operands);
     return mmaProblem(mma.mmaKind, mma.d, mma.a, mma.b, mma.c);
   }
-  case StmtKind::LdMatrix: {
-    auto &ld = static_cast<const LdMatrix &>(stmt);
+  case TargetOp::LdMatrix: {
+    auto ld = viewOf<LdMatrix>(op, operands);
     return ldMatrixProblem(ld.destination, ld.matrices, ld.transpose, *ld.source);
   }
-  case StmtKind::AsyncCopy: {
-    auto &copy = static_cast<const AsyncCopy &>(stmt);
+  case TargetOp::AsyncCopy: {
+    auto copy = viewOf<AsyncCopy>(op, operands);
     return asyncCopyProblem(*copy.destination, *copy.source, copy.lanes);
   }
-  case StmtKind::AsyncWait:
-    return pendingProblem(static_cast<const AsyncWait &>(stmt).pendingGroups, "async wait");
-  case StmtKind::Wgmma: return wgmmaProblem(static_cast<const Wgmma &>(stmt));
-  case StmtKind::WgmmaSync: {
-    auto &sync = static_cast<const WgmmaSync &>(stmt);
+  case TargetOp::AsyncCommit: return std::nullopt;
+  case TargetOp::AsyncWait:
+    return pendingProblem(viewOf<AsyncWait>(op, operands).pendingGroups, "async wait");
+  case TargetOp::Wgmma: return wgmmaProblem(viewOf<Wgmma>(op, operands));
+  case TargetOp::WgmmaSync: {
+    auto sync = viewOf<WgmmaSync>(op, operands);
     if (sync.op != WgmmaSyncOp::Wait && sync.pendingGroups != 0)
       return fmt::format("wgmma_{} with {} pending groups (only a wait has them)",
                          wgmmaSyncOpName(sync.op), sync.pendingGroups);
     return pendingProblem(sync.pendingGroups, "wgmma wait");
   }
-  case StmtKind::Mbarrier: {
-    auto &barrier = static_cast<const Mbarrier &>(stmt);
+  case TargetOp::Mbarrier: {
+    auto barrier = viewOf<Mbarrier>(op, operands);
     return mbarrierProblem(barrier.op, *barrier.barriers, barrier.count,
                            barrier.parity != nullptr);
   }
-  case StmtKind::TmaLoad: return tmaLoadProblem(static_cast<const TmaLoad &>(stmt));
-  default: return std::nullopt;
+  case TargetOp::TmaLoad: return tmaLoadProblem(viewOf<TmaLoad>(op, operands));
   }
+  return std::nullopt;
 }
 
-std::string_view gpuStatementName(StmtKind kind) {
-  switch (kind) {
+std::optional<std::string> gpuStatementProblem(const Stmt &stmt) {
+  if (auto *atomic = as<Atomic>(stmt))
+    return atomicProblem(atomic->op, *atomic->buffer, atomic->value->type());
+  if (auto *instr = as<TargetInstr>(stmt))
+    return targetInstrProblem(instr->op, instr->operands);
+  return std::nullopt;
+}
+
+std::string_view gpuStatementName(const Stmt &stmt) {
+  switch (stmt.kind()) {
   case StmtKind::Barrier: return "a barrier";
   case StmtKind::Atomic: return "an atomic";
-  case StmtKind::Mma: return "an mma";
-  case StmtKind::LdMatrix: return "an ldmatrix";
-  case StmtKind::AsyncCopy: return "an async copy";
-  case StmtKind::AsyncCommit: return "an async commit";
-  case StmtKind::AsyncWait: return "an async wait";
-  case StmtKind::Wgmma: return "a wgmma";
-  case StmtKind::WgmmaSync: return "a wgmma sync";
-  case StmtKind::Mbarrier: return "an mbarrier";
-  case StmtKind::TmaLoad: return "a bulk tensor copy";
+  case StmtKind::TargetInstr: return targetInstrInfo(static_cast<const TargetInstr &>(stmt).op).what;
   default: return "a statement";
   }
 }

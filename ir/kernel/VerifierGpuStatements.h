@@ -16,6 +16,11 @@ namespace kiln::kir {
 /// statement). The expressions' types are those the verifier has checked.
 std::optional<std::string> gpuStatementProblem(const Stmt &stmt);
 
+/// What is wrong with target instruction operands that match op's signature (the parser asks
+/// before it builds the statement).
+std::optional<std::string> targetInstrProblem(TargetOp op,
+                                              const std::vector<TargetOperand> &operands);
+
 /// The rules of each statement on its fields, which the parser also asks before it builds one.
 std::optional<std::string> atomicProblem(AtomicOp op, const Buffer &buffer, Type value);
 std::optional<std::string> mmaProblem(MmaKind kind, const Fragment &d, const Fragment &a,
@@ -33,6 +38,6 @@ std::optional<std::string> mbarrierProblem(MbarrierOp op, const Buffer &barriers
 std::optional<std::string> shuffleProblem(const Shuffle &shuffle);
 
 /// Its name in messages: "a barrier", "an async copy", ...
-std::string_view gpuStatementName(StmtKind kind);
+std::string_view gpuStatementName(const Stmt &stmt);
 
 } // namespace kiln::kir
