@@ -254,7 +254,8 @@ StmtPtr mma(MmaKind kind, Fragment d, Fragment a, Fragment b, Fragment c) {
 StmtPtr ldMatrix(Fragment destination, int matrices, bool transpose, BufferPtr source,
                  ExprPtr rowIndex) {
   return std::make_shared<TargetInstr>(
-      LdMatrix{std::move(destination), matrices, transpose, std::move(source), std::move(rowIndex)});
+      LdMatrix{std::move(destination), matrices, transpose, std::move(source),
+               std::move(rowIndex)});
 }
 
 StmtPtr asyncCopy(BufferPtr destination, ExprPtr destinationIndex, BufferPtr source,

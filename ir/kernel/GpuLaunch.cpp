@@ -34,7 +34,8 @@ std::string_view statementName(const Stmt &stmt) {
   switch (stmt.kind()) {
   case StmtKind::If: return "conditional";
   case StmtKind::Evaluate: return "call";
-  case StmtKind::TargetInstr: return targetInstrInfo(static_cast<const TargetInstr &>(stmt).op).name;
+  case StmtKind::TargetInstr:
+    return targetInstrInfo(static_cast<const TargetInstr &>(stmt).op).name;
   default: return kindName(stmt.kind());
   }
 }

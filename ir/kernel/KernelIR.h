@@ -549,7 +549,7 @@ template <> struct OperandTraits<OperandKind::Indices> { using Type = std::vecto
 /// The typed views: `struct Mma { MmaKind mmaKind; Fragment d, a, b, c; }`, one per op, its
 /// fields the op's operands in order (TargetInstrs.def documents each).
 #define KILN_OPERAND(Kind, field, access) typename OperandTraits<OperandKind::Kind>::Type field{};
-#define KILN_TARGET_INSTR(Op, name, what, minSm, orders, operands)                                      \
+#define KILN_TARGET_INSTR(Op, name, what, minSm, orders, operands)                                 \
   struct Op {                                                                                      \
     static constexpr TargetOp kOp = TargetOp::Op;                                                  \
     operands                                                                                       \
@@ -557,7 +557,7 @@ template <> struct OperandTraits<OperandKind::Indices> { using Type = std::vecto
 #include "ir/kernel/TargetInstrs.def"
 
 /// A view's operands, and back.
-#define KILN_TARGET_INSTR(Op, name, what, minSm, orders, operands)                                      \
+#define KILN_TARGET_INSTR(Op, name, what, minSm, orders, operands)                                 \
   std::vector<TargetOperand> encodeOperands(const Op &view);                                       \
   void decodeOperands(TargetOp op, const std::vector<TargetOperand> &in, Op &view);
 #include "ir/kernel/TargetInstrs.def"
@@ -570,8 +570,8 @@ template <typename View> View viewOf(TargetOp op, const std::vector<TargetOperan
 }
 
 /// A GPU target instruction: an op of TargetInstrs.def and its operands, which match the op's
-/// signature (targetInstrInfo, ir/kernel/TargetInstr.h) and rules (the checked constructor holds it to both). Its
-/// consumers read it through its typed view: `instr.view<Mma>().d`.
+/// signature (targetInstrInfo, ir/kernel/TargetInstr.h) and rules (the checked constructor holds
+/// it to both). Its consumers read it through its typed view: `instr.view<Mma>().d`.
 class TargetInstr final : public Stmt {
 public:
   static constexpr StmtKind kKind = StmtKind::TargetInstr;

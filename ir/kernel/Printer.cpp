@@ -398,7 +398,8 @@ private:
       for (size_t i = 0; i < info.operands.size(); ++i)
         if (std::string text = operand(info.operands[i].kind, node.operands[i]); !text.empty())
           operands.push_back(fmt::format("{}={}", info.operands[i].role, text));
-      line(fmt::format("{}{}{}", info.name, operands.empty() ? "" : " ", fmt::join(operands, ", ")));
+      line(fmt::format("{}{}{}", info.name, operands.empty() ? "" : " ",
+                       fmt::join(operands, ", ")));
       return;
     }
     case StmtKind::Atomic: {

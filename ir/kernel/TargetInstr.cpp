@@ -17,12 +17,12 @@ namespace {
 
 // Each op's signature, closed by an empty spec so that an op without operands has an array.
 #define KILN_OPERAND(Kind, field, access) OperandSpec{#field, OperandKind::Kind, #access[0] == 'O'},
-#define KILN_TARGET_INSTR(Op, name, what, minSm, orders, operands)                                      \
+#define KILN_TARGET_INSTR(Op, name, what, minSm, orders, operands)                                 \
   constexpr OperandSpec k##Op##Operands[] = {operands OperandSpec{}};
 #include "ir/kernel/TargetInstrs.def"
 
 constexpr TargetInstrInfo kInfos[] = {
-#define KILN_TARGET_INSTR(Op, name, what, minSm, orders, operands)                                      \
+#define KILN_TARGET_INSTR(Op, name, what, minSm, orders, operands)                                 \
   {name, what, minSm, orders, std::span(k##Op##Operands).first(std::size(k##Op##Operands) - 1)},
 #include "ir/kernel/TargetInstrs.def"
 };
@@ -44,7 +44,7 @@ template <typename T> TargetOperand toOperand(const T &value) {
 } // namespace
 
 #define KILN_OPERAND(Kind, field, access) out.push_back(toOperand(view.field));
-#define KILN_TARGET_INSTR(Op, name, what, minSm, orders, operands)                                      \
+#define KILN_TARGET_INSTR(Op, name, what, minSm, orders, operands)                                 \
   std::vector<TargetOperand> encodeOperands([[maybe_unused]] const Op &view) {                    \
     std::vector<TargetOperand> out;                                                                \
     operands return out;                                                                           \
@@ -57,7 +57,7 @@ template <typename T> TargetOperand toOperand(const T &value) {
   void decodeOperands(TargetOp op, [[maybe_unused]] const std::vector<TargetOperand> &in,         \
                       [[maybe_unused]] Op &view) {                                                 \
     KILN_CHECK(op == TargetOp::Op,                                                                 \
-               fmt::format("a {} viewed as {}", targetInstrInfo(op).name, keyword));                  \
+               fmt::format("a {} viewed as {}", targetInstrInfo(op).name, keyword));               \
     [[maybe_unused]] size_t next = 0;                                                              \
     operands                                                                                       \
   }

@@ -32,6 +32,88 @@ std::optional<std::string> fragmentProblem(const Fragment &f, DType dtype, int64
   return std::nullopt;
 }
 
+std::optional<std::string> mmaProblem(const Mma &mma) {
+  const MmaShapeInfo &info = mmaShapeInfo(mma.mmaKind);
+  for (const auto &[fragment, dtype, count, what] :
+       {std::tuple{&mma.d, DType::F32, info.cElements, "mma d"},
+        std::tuple{&mma.a, info.operandDtype, info.aElements, "mma a"},
+        std::tuple{&mma.b, info.operandDtype, info.bElements, "mma b"},
+        std::tuple{&mma.c, DType::F32, info.cElements, "mma c"}})
+    if (auto problem = fragmentProblem(*fragment, dtype, count, what))
+      return problem;
+  return std::nullopt;
+}
+
+std::optional<std::string> ldMatrixProblem(const LdMatrix &ld) {
+  const Buffer &source = *ld.source;
+  if (ld.matrices != 1 && ld.matrices != 2 && ld.matrices != 4)
+    return fmt::format("ldmatrix of {} matrices (1, 2 or 4)", ld.matrices);
+  if (source.scope != MemScope::Shared)
+    return fmt::format("ldmatrix reads {} buffer {}, not a shared one", memScopeName(source.scope),
+                       source.name);
+  int bytes = dtypeByteSize(source.dtype);
+  if (bytes != 2 && bytes != 1)
+    return fmt::format("ldmatrix reads 16-bit elements, or 8-bit ones as pairs, not {} ({})",
+                       dtypeName(source.dtype), source.name);
+  if (bytes == 1 && ld.transpose)
+    return std::string("ldmatrix .trans of 8-bit elements would split their pairs");
+  return fragmentProblem(ld.destination, source.dtype,
+                         ldMatrixElementsPerMatrix(bytes) * ld.matrices, "ldmatrix destination");
+}
+
+std::optional<std::string> asyncCopyProblem(const AsyncCopy &copy) {
+  const Buffer &destination = *copy.destination, &source = *copy.source;
+  if (destination.scope != MemScope::Shared || source.scope != MemScope::Global)
+    return fmt::format("an async copy goes from a global buffer to a shared one, not from {} {} "
+                       "to {} {}",
+                       memScopeName(source.scope), source.name, memScopeName(destination.scope),
+                       destination.name);
+  if (destination.dtype != source.dtype)
+    return fmt::format("async copy from {} {} into {} {}", dtypeName(source.dtype), source.name,
+                       dtypeName(destination.dtype), destination.name);
+  int64_t bytes = int64_t{copy.lanes} * dtypeByteSize(source.dtype);
+  if (copy.lanes < 1 || (bytes != 4 && bytes != 8 && bytes != 16))
+    return fmt::format("an async copy moves 4, 8 or 16 bytes, not {} ({} lanes of {})", bytes,
+                       copy.lanes, dtypeName(source.dtype));
+  return std::nullopt;
+}
+
+/// An async or wgmma wait (`what`) for `pending` groups.
+std::optional<std::string> pendingProblem(int64_t pending, std::string_view what) {
+  if (pending < 0 || pending > kMaxPendingGroups)
+    return fmt::format("{} for {} pending groups (0 .. {})", what, pending, kMaxPendingGroups);
+  return std::nullopt;
+}
+
+std::optional<std::string> mbarrierProblem(const Mbarrier &barrier) {
+  const Buffer &barriers = *barrier.barriers;
+  MbarrierOp op = barrier.op;
+  int64_t count = barrier.count;
+  if (barriers.scope != MemScope::Shared || barriers.dtype != DType::I64)
+    return fmt::format("mbarrier {} is not a shared i64 buffer ({} {})", barriers.name,
+                       memScopeName(barriers.scope), dtypeName(barriers.dtype));
+  if ((op == MbarrierOp::Wait) != (barrier.parity != nullptr))
+    return fmt::format("mbarrier_{} {} a parity (only a wait has one)", mbarrierOpName(op),
+                       barrier.parity ? "has" : "lacks");
+  switch (op) {
+  case MbarrierOp::Init:
+    if (count < 1 || count >= kMbarrierCountLimit)
+      return fmt::format("mbarrier_init with {} arrivals (1 .. 2^20 - 1)", count);
+    break;
+  case MbarrierOp::ArriveExpectTx:
+    if (count < 0 || count >= kMbarrierCountLimit)
+      return fmt::format("mbarrier_arrive_expect_tx of {} bytes (0 .. 2^20 - 1)", count);
+    break;
+  case MbarrierOp::Arrive:
+  case MbarrierOp::Wait:
+    if (count != 0)
+      return fmt::format("mbarrier_{} with a count of {} (it has none)", mbarrierOpName(op),
+                         count);
+    break;
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
 std::optional<std::string> atomicProblem(AtomicOp op, const Buffer &buffer, Type value) {
@@ -52,86 +134,6 @@ std::optional<std::string> atomicProblem(AtomicOp op, const Buffer &buffer, Type
   return std::nullopt;
 }
 
-std::optional<std::string> mmaProblem(MmaKind kind, const Fragment &d, const Fragment &a,
-                                      const Fragment &b, const Fragment &c) {
-  const MmaShapeInfo &info = mmaShapeInfo(kind);
-  for (const auto &[fragment, dtype, count, what] :
-       {std::tuple{&d, DType::F32, info.cElements, "mma d"},
-        std::tuple{&a, info.operandDtype, info.aElements, "mma a"},
-        std::tuple{&b, info.operandDtype, info.bElements, "mma b"},
-        std::tuple{&c, DType::F32, info.cElements, "mma c"}})
-    if (auto problem = fragmentProblem(*fragment, dtype, count, what))
-      return problem;
-  return std::nullopt;
-}
-
-std::optional<std::string> ldMatrixProblem(const Fragment &destination, int64_t matrices,
-                                           bool transpose, const Buffer &source) {
-  if (matrices != 1 && matrices != 2 && matrices != 4)
-    return fmt::format("ldmatrix of {} matrices (1, 2 or 4)", matrices);
-  if (source.scope != MemScope::Shared)
-    return fmt::format("ldmatrix reads {} buffer {}, not a shared one", memScopeName(source.scope),
-                       source.name);
-  int bytes = dtypeByteSize(source.dtype);
-  if (bytes != 2 && bytes != 1)
-    return fmt::format("ldmatrix reads 16-bit elements, or 8-bit ones as pairs, not {} ({})",
-                       dtypeName(source.dtype), source.name);
-  if (bytes == 1 && transpose)
-    return std::string("ldmatrix .trans of 8-bit elements would split their pairs");
-  return fragmentProblem(destination, source.dtype, ldMatrixElementsPerMatrix(bytes) * matrices,
-                         "ldmatrix destination");
-}
-
-std::optional<std::string> asyncCopyProblem(const Buffer &destination, const Buffer &source,
-                                            int64_t lanes) {
-  if (destination.scope != MemScope::Shared || source.scope != MemScope::Global)
-    return fmt::format("an async copy goes from a global buffer to a shared one, not from {} {} "
-                       "to {} {}",
-                       memScopeName(source.scope), source.name, memScopeName(destination.scope),
-                       destination.name);
-  if (destination.dtype != source.dtype)
-    return fmt::format("async copy from {} {} into {} {}", dtypeName(source.dtype), source.name,
-                       dtypeName(destination.dtype), destination.name);
-  int64_t bytes = lanes * dtypeByteSize(source.dtype);
-  if (lanes < 1 || (bytes != 4 && bytes != 8 && bytes != 16))
-    return fmt::format("an async copy moves 4, 8 or 16 bytes, not {} ({} lanes of {})", bytes,
-                       lanes, dtypeName(source.dtype));
-  return std::nullopt;
-}
-
-std::optional<std::string> pendingProblem(int64_t pending, std::string_view what) {
-  if (pending < 0 || pending > kMaxPendingGroups)
-    return fmt::format("{} for {} pending groups (0 .. {})", what, pending, kMaxPendingGroups);
-  return std::nullopt;
-}
-
-std::optional<std::string> mbarrierProblem(MbarrierOp op, const Buffer &barriers, int64_t count,
-                                           bool hasParity) {
-  if (barriers.scope != MemScope::Shared || barriers.dtype != DType::I64)
-    return fmt::format("mbarrier {} is not a shared i64 buffer ({} {})", barriers.name,
-                       memScopeName(barriers.scope), dtypeName(barriers.dtype));
-  if ((op == MbarrierOp::Wait) != hasParity)
-    return fmt::format("mbarrier_{} {} a parity (only a wait has one)", mbarrierOpName(op),
-                       hasParity ? "has" : "lacks");
-  switch (op) {
-  case MbarrierOp::Init:
-    if (count < 1 || count >= kMbarrierCountLimit)
-      return fmt::format("mbarrier_init with {} arrivals (1 .. 2^20 - 1)", count);
-    break;
-  case MbarrierOp::ArriveExpectTx:
-    if (count < 0 || count >= kMbarrierCountLimit)
-      return fmt::format("mbarrier_arrive_expect_tx of {} bytes (0 .. 2^20 - 1)", count);
-    break;
-  case MbarrierOp::Arrive:
-  case MbarrierOp::Wait:
-    if (count != 0)
-      return fmt::format("mbarrier_{} with a count of {} (it has none)", mbarrierOpName(op),
-                         count);
-    break;
-  }
-  return std::nullopt;
-}
-
 std::optional<std::string> shuffleProblem(const Shuffle &shuffle) {
   const Type value = shuffle.value->type();
   if (value.isVector() || (value.dtype != DType::F32 && value.dtype != DType::F64 &&
@@ -146,18 +148,9 @@ std::optional<std::string> shuffleProblem(const Shuffle &shuffle) {
 std::optional<std::string> targetInstrProblem(TargetOp op,
                                               const std::vector<TargetOperand> &operands) {
   switch (op) {
-  case TargetOp::Mma: {
-    auto mma = viewOf<Mma>(op, operands);
-    return mmaProblem(mma.mmaKind, mma.d, mma.a, mma.b, mma.c);
-  }
-  case TargetOp::LdMatrix: {
-    auto ld = viewOf<LdMatrix>(op, operands);
-    return ldMatrixProblem(ld.destination, ld.matrices, ld.transpose, *ld.source);
-  }
-  case TargetOp::AsyncCopy: {
-    auto copy = viewOf<AsyncCopy>(op, operands);
-    return asyncCopyProblem(*copy.destination, *copy.source, copy.lanes);
-  }
+  case TargetOp::Mma: return mmaProblem(viewOf<Mma>(op, operands));
+  case TargetOp::LdMatrix: return ldMatrixProblem(viewOf<LdMatrix>(op, operands));
+  case TargetOp::AsyncCopy: return asyncCopyProblem(viewOf<AsyncCopy>(op, operands));
   case TargetOp::AsyncCommit: return std::nullopt;
   case TargetOp::AsyncWait:
     return pendingProblem(viewOf<AsyncWait>(op, operands).pendingGroups, "async wait");
@@ -169,11 +162,7 @@ std::optional<std::string> targetInstrProblem(TargetOp op,
                          wgmmaSyncOpName(sync.op), sync.pendingGroups);
     return pendingProblem(sync.pendingGroups, "wgmma wait");
   }
-  case TargetOp::Mbarrier: {
-    auto barrier = viewOf<Mbarrier>(op, operands);
-    return mbarrierProblem(barrier.op, *barrier.barriers, barrier.count,
-                           barrier.parity != nullptr);
-  }
+  case TargetOp::Mbarrier: return mbarrierProblem(viewOf<Mbarrier>(op, operands));
   case TargetOp::TmaLoad: return tmaLoadProblem(viewOf<TmaLoad>(op, operands));
   }
   return std::nullopt;

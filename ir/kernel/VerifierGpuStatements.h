@@ -21,18 +21,8 @@ std::optional<std::string> gpuStatementProblem(const Stmt &stmt);
 std::optional<std::string> targetInstrProblem(TargetOp op,
                                               const std::vector<TargetOperand> &operands);
 
-/// The rules of each statement on its fields, which the parser also asks before it builds one.
+/// What is wrong with an atomic's buffer and value type (the parser asks before it builds one).
 std::optional<std::string> atomicProblem(AtomicOp op, const Buffer &buffer, Type value);
-std::optional<std::string> mmaProblem(MmaKind kind, const Fragment &d, const Fragment &a,
-                                      const Fragment &b, const Fragment &c);
-std::optional<std::string> ldMatrixProblem(const Fragment &destination, int64_t matrices,
-                                           bool transpose, const Buffer &source);
-std::optional<std::string> asyncCopyProblem(const Buffer &destination, const Buffer &source,
-                                            int64_t lanes);
-/// An async or wgmma wait (`what`) for `pending` groups.
-std::optional<std::string> pendingProblem(int64_t pending, std::string_view what);
-std::optional<std::string> mbarrierProblem(MbarrierOp op, const Buffer &barriers, int64_t count,
-                                           bool hasParity);
 
 /// What is wrong with a shuffle's operand types.
 std::optional<std::string> shuffleProblem(const Shuffle &shuffle);

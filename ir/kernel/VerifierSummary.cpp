@@ -81,8 +81,9 @@ bool hasAllOperands(const Stmt &s) {
     for (size_t i = 0; present && i < info.operands.size(); ++i) {
       OperandKind kind = info.operands[i].kind;
       const TargetOperand &operand = instr.operands[i];
-      present = (kind < OperandKind::Buffer || kind > OperandKind::TensorMap || operandBuffer(operand)) &&
-                (isOptional(kind) || kind != OperandKind::Index || std::get<ExprPtr>(operand));
+      bool names = kind >= OperandKind::Buffer && kind <= OperandKind::TensorMap;
+      present = (!names || operandBuffer(operand)) &&
+                (kind != OperandKind::Index || std::get<ExprPtr>(operand));
       forEachExpr(operand, [&](const ExprPtr &e) { present = present && hasAllOperands(e); });
     }
     return present;

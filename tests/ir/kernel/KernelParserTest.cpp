@@ -231,13 +231,13 @@ TEST_CASE("malformed kernel text is a located error, never an assertion", "[kern
       {"kernel", "1:34: expected a statement, found 'kernel'"},
       // Tensor maps past 2^40, or spanning past 2^63 elements, never reach tensorMapProblem's
       // 64-bit arithmetic.
-      {"alloc t: f32[64] shared\nalloc m: i64[1] shared\ntma_load destination=t, destinationIndex=0, "
-       "map=map(a dims [16, 1099511627777] strides [16] box [16, 1] swizzle none), coords=[0, 0], "
-       "barriers=m, barrierIndex=0",
+      {"alloc t: f32[64] shared\nalloc m: i64[1] shared\ntma_load destination=t, "
+       "destinationIndex=0, map=map(a dims [16, 1099511627777] strides [16] box [16, 1] "
+       "swizzle none), coords=[0, 0], barriers=m, barrierIndex=0",
        "3:49: tensor map map: dimensions and strides are 1 to 2^40, not 1099511627777"},
-      {"alloc t: f32[64] shared\nalloc m: i64[1] shared\ntma_load destination=t, destinationIndex=0, "
-       "map=map(a dims [16, 1099511627776] strides [1099511627776] box [16, 1] swizzle none), "
-       "coords=[0, 0], barriers=m, barrierIndex=0",
+      {"alloc t: f32[64] shared\nalloc m: i64[1] shared\ntma_load destination=t, "
+       "destinationIndex=0, map=map(a dims [16, 1099511627776] strides [1099511627776] box "
+       "[16, 1] swizzle none), coords=[0, 0], barriers=m, barrierIndex=0",
        "3:49: tensor map map: spans more than the 16 elements of a"},
   };
   for (const Case &c : cases) {

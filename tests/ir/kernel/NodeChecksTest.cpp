@@ -107,11 +107,11 @@ TEST_CASE("the visitors dispatch every kind through the table", "[kernel][nodes]
 TEST_CASE("expressions check their operand types when built", "[kernel][nodes]") {
   auto x = makeBuffer("x", DType::F32, 16);
   // A target instruction's operands must match its op's signature.
-  CHECK(abortsWith([] { std::make_shared<TargetInstr>(TargetOp::AsyncWait, std::vector<TargetOperand>{}); },
+  using Operands = std::vector<TargetOperand>;
+  CHECK(abortsWith([] { std::make_shared<TargetInstr>(TargetOp::AsyncWait, Operands{}); },
                    "async_wait takes 1 operands, not 0"));
-  CHECK(abortsWith(
-      [] { std::make_shared<TargetInstr>(TargetOp::AsyncWait, std::vector<TargetOperand>{index(1)}); },
-      "async_wait pendingGroups: wrong kind of operand"));
+  CHECK(abortsWith([] { std::make_shared<TargetInstr>(TargetOp::AsyncWait, Operands{index(1)}); },
+                   "async_wait pendingGroups: wrong kind of operand"));
   CHECK(abortsWith(
       [] {
         std::make_shared<TargetInstr>(TargetOp::WgmmaSync,
@@ -152,9 +152,13 @@ TEST_CASE("statements check their invariants when built", "[kernel][nodes]") {
                    "global buffers are kernel parameters"));
   CHECK(abortsWith([] { std::make_shared<If>(index(1), barrier()); },
                    "if condition must be a bool scalar"));
-  CHECK(abortsWith([] { std::make_shared<TargetInstr>(AsyncWait{9}); }, "async wait for 9 pending groups (0 .. 7)"));
+  CHECK(abortsWith([] { std::make_shared<TargetInstr>(AsyncWait{9}); },
+                   "async wait for 9 pending groups (0 .. 7)"));
   CHECK(abortsWith(
-      [&] { std::make_shared<TargetInstr>(Mbarrier{MbarrierOp::Arrive, barriers, index(0), 0, index(1)}); },
+      [&] {
+        std::make_shared<TargetInstr>(
+            Mbarrier{MbarrierOp::Arrive, barriers, index(0), 0, index(1)});
+      },
       "mbarrier_arrive has a parity (only a wait has one)"));
   CHECK(abortsWith(
       [&] {
