@@ -72,8 +72,6 @@ std::optional<TargetOp> targetOpNamed(std::string_view name) {
   return std::nullopt;
 }
 
-bool isImmediate(OperandKind kind) { return kind <= OperandKind::MbarrierOp; }
-
 bool isOptional(OperandKind kind) {
   return kind == OperandKind::OptionalIndex || kind == OperandKind::Predicate;
 }

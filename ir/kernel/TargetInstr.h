@@ -30,8 +30,6 @@ const TargetInstrInfo &targetInstrInfo(TargetOp op);
 /// The op whose keyword is `name`, or nullopt.
 std::optional<TargetOp> targetOpNamed(std::string_view name);
 
-/// Whether operands of `kind` are stored as int64_t (the immediates and enums).
-bool isImmediate(OperandKind kind);
 /// Whether an operand of `kind` may be absent (a null expression).
 bool isOptional(OperandKind kind);
 /// How many values an enum kind has (0 for other kinds), and each value's printed name.
