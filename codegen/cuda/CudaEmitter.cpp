@@ -218,15 +218,16 @@ Expected<void> CudaEmitter::emitStmt(const kir::Stmt &stmt) {
   }
   case kir::StmtKind::Barrier: line("__syncthreads();"); return {};
   case kir::StmtKind::Atomic: return emitAtomic(static_cast<const kir::Atomic &>(stmt));
-  case kir::StmtKind::Mma: return emitMma(static_cast<const kir::Mma &>(stmt));
-  case kir::StmtKind::LdMatrix: return emitLdMatrix(static_cast<const kir::LdMatrix &>(stmt));
-  case kir::StmtKind::AsyncCopy: return emitAsyncCopy(static_cast<const kir::AsyncCopy &>(stmt));
-  case kir::StmtKind::AsyncCommit: return emitAsyncCommit();
-  case kir::StmtKind::AsyncWait: return emitAsyncWait(static_cast<const kir::AsyncWait &>(stmt));
-  case kir::StmtKind::Wgmma: return emitWgmma(static_cast<const kir::Wgmma &>(stmt));
-  case kir::StmtKind::WgmmaSync: return emitWgmmaSync(static_cast<const kir::WgmmaSync &>(stmt));
-  case kir::StmtKind::Mbarrier: return emitMbarrier(static_cast<const kir::Mbarrier &>(stmt));
-  case kir::StmtKind::TmaLoad: return emitTmaLoad(static_cast<const kir::TmaLoad &>(stmt));
+  case kir::StmtKind::TargetInstr: {
+    // Each op to its emitter (CudaTensorCore, CudaWgmma, CudaTma), which reads its typed view.
+    auto &instr = static_cast<const kir::TargetInstr &>(stmt);
+    switch (instr.op) {
+#define KILN_TARGET_INSTR(Op, name, what, minSm, orders, operands)                                \
+  case kir::TargetOp::Op: return emit##Op(instr.view<kir::Op>());
+#include "ir/kernel/TargetInstrs.def"
+    }
+    break;
+  }
   }
   KILN_UNREACHABLE("unknown statement kind");
 }

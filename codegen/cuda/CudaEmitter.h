@@ -100,7 +100,7 @@ private:
   Expected<void> emitMma(const kir::Mma &mma);
   Expected<void> emitLdMatrix(const kir::LdMatrix &load);
   Expected<void> emitAsyncCopy(const kir::AsyncCopy &copy);
-  Expected<void> emitAsyncCommit();
+  Expected<void> emitAsyncCommit(const kir::AsyncCommit &commit);
   Expected<void> emitAsyncWait(const kir::AsyncWait &wait);
 
   // ---- CudaWgmma.cpp: warpgroup products on sm_90a

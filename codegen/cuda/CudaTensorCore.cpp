@@ -178,7 +178,7 @@ Expected<void> CudaEmitter::emitAsyncCopy(const kir::AsyncCopy &copy) {
   return {};
 }
 
-Expected<void> CudaEmitter::emitAsyncCommit() {
+Expected<void> CudaEmitter::emitAsyncCommit(const kir::AsyncCommit &) {
   InlinePtx instruction = cpAsyncCommit();
   KILN_TRY_VOID(require(instruction, "async commit"));
   emitAsm(instruction, {});

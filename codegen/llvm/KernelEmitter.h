@@ -82,16 +82,8 @@ protected:
   virtual Expected<void> emitBarrier(const kir::Barrier &barrier);
   virtual Expected<void> emitAtomic(const kir::Atomic &atomic);
   virtual Expected<llvm::Value *> emitShuffle(const kir::Shuffle &shuffle);
-  /// Tensor-core statements and asynchronous copies: GPU only (the host fails).
-  virtual Expected<void> emitMma(const kir::Mma &mma);
-  virtual Expected<void> emitLdMatrix(const kir::LdMatrix &ldMatrix);
-  virtual Expected<void> emitAsyncCopy(const kir::AsyncCopy &copy);
-  virtual Expected<void> emitAsyncCommit(const kir::AsyncCommit &commit);
-  virtual Expected<void> emitAsyncWait(const kir::AsyncWait &wait);
-  virtual Expected<void> emitWgmma(const kir::Wgmma &product);
-  virtual Expected<void> emitWgmmaSync(const kir::WgmmaSync &sync);
-  virtual Expected<void> emitMbarrier(const kir::Mbarrier &barrier);
-  virtual Expected<void> emitTmaLoad(const kir::TmaLoad &copy);
+  /// The target instructions (tensor cores, asynchronous copies): GPU only (the host fails).
+  virtual Expected<void> emitTargetInstr(const kir::TargetInstr &instr);
   /// The alignment of a `lanes`-element access to `buffer`.
   virtual llvm::Align accessAlignment(const kir::Buffer &buffer, int lanes);
   Expected<void> emitStore(const kir::Store &store);

@@ -194,15 +194,7 @@ Expected<void> KernelEmitter::emitStmt(const kir::Stmt &stmt) {
   }
   case kir::StmtKind::Barrier: return emitBarrier(*as<kir::Barrier>(stmt));
   case kir::StmtKind::Atomic: return emitAtomic(*as<kir::Atomic>(stmt));
-  case kir::StmtKind::Mma: return emitMma(*as<kir::Mma>(stmt));
-  case kir::StmtKind::LdMatrix: return emitLdMatrix(*as<kir::LdMatrix>(stmt));
-  case kir::StmtKind::AsyncCopy: return emitAsyncCopy(*as<kir::AsyncCopy>(stmt));
-  case kir::StmtKind::AsyncCommit: return emitAsyncCommit(*as<kir::AsyncCommit>(stmt));
-  case kir::StmtKind::AsyncWait: return emitAsyncWait(*as<kir::AsyncWait>(stmt));
-  case kir::StmtKind::Wgmma: return emitWgmma(*as<kir::Wgmma>(stmt));
-  case kir::StmtKind::WgmmaSync: return emitWgmmaSync(*as<kir::WgmmaSync>(stmt));
-  case kir::StmtKind::Mbarrier: return emitMbarrier(*as<kir::Mbarrier>(stmt));
-  case kir::StmtKind::TmaLoad: return emitTmaLoad(*as<kir::TmaLoad>(stmt));
+  case kir::StmtKind::TargetInstr: return emitTargetInstr(*as<kir::TargetInstr>(stmt));
   }
   KILN_UNREACHABLE("statement kind");
 }
@@ -215,19 +207,11 @@ namespace {
 }
 } // namespace
 
-Expected<void> KernelEmitter::emitMbarrier(const kir::Mbarrier &) { noGpuStatementsOnTheHost(); }
-Expected<void> KernelEmitter::emitTmaLoad(const kir::TmaLoad &) { noGpuStatementsOnTheHost(); }
 Expected<void> KernelEmitter::emitBarrier(const kir::Barrier &) { noGpuStatementsOnTheHost(); }
 Expected<void> KernelEmitter::emitAtomic(const kir::Atomic &) { noGpuStatementsOnTheHost(); }
-Expected<void> KernelEmitter::emitMma(const kir::Mma &) { noGpuStatementsOnTheHost(); }
-Expected<void> KernelEmitter::emitLdMatrix(const kir::LdMatrix &) { noGpuStatementsOnTheHost(); }
-Expected<void> KernelEmitter::emitAsyncCopy(const kir::AsyncCopy &) { noGpuStatementsOnTheHost(); }
-Expected<void> KernelEmitter::emitAsyncCommit(const kir::AsyncCommit &) {
+Expected<void> KernelEmitter::emitTargetInstr(const kir::TargetInstr &) {
   noGpuStatementsOnTheHost();
 }
-Expected<void> KernelEmitter::emitAsyncWait(const kir::AsyncWait &) { noGpuStatementsOnTheHost(); }
-Expected<void> KernelEmitter::emitWgmma(const kir::Wgmma &) { noGpuStatementsOnTheHost(); }
-Expected<void> KernelEmitter::emitWgmmaSync(const kir::WgmmaSync &) { noGpuStatementsOnTheHost(); }
 
 std::vector<llvm::Metadata *> KernelEmitter::vectorizeProperties(const kir::For &loop) {
   KILN_CHECK(target_, "vectorize widths without a CPU target");

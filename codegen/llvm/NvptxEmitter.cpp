@@ -265,6 +265,15 @@ llvm::Align NvptxEmitter::accessAlignment(const kir::Buffer &buffer, int lanes) 
   return llvm::Align(static_cast<uint64_t>(element * lanePower));
 }
 
+Expected<void> NvptxEmitter::emitTargetInstr(const kir::TargetInstr &instr) {
+  switch (instr.op) {
+#define KILN_TARGET_INSTR(Op, name, what, minSm, orders, operands)                                \
+  case kir::TargetOp::Op: return emit##Op(instr.view<kir::Op>());
+#include "ir/kernel/TargetInstrs.def"
+  }
+  KILN_UNREACHABLE("target op");
+}
+
 Expected<void> NvptxEmitter::emitBarrier(const kir::Barrier &) {
   builder_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
   return {};

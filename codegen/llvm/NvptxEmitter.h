@@ -41,15 +41,17 @@ private:
   Expected<void> emitAllocate(const kir::Allocate &allocate) override;
   Expected<void> emitBarrier(const kir::Barrier &barrier) override;
   Expected<void> emitAtomic(const kir::Atomic &atomic) override;
+  /// Each op to its emitter below, which reads its typed view.
+  Expected<void> emitTargetInstr(const kir::TargetInstr &instr) override;
   Expected<llvm::Value *> emitShuffle(const kir::Shuffle &shuffle) override;
   llvm::Align accessAlignment(const kir::Buffer &buffer, int lanes) override;
 
   // ---- NvptxTensorCore.cpp: mma, ldmatrix and cp.async
-  Expected<void> emitMma(const kir::Mma &mma) override;
-  Expected<void> emitLdMatrix(const kir::LdMatrix &ldMatrix) override;
-  Expected<void> emitAsyncCopy(const kir::AsyncCopy &copy) override;
-  Expected<void> emitAsyncCommit(const kir::AsyncCommit &commit) override;
-  Expected<void> emitAsyncWait(const kir::AsyncWait &wait) override;
+  Expected<void> emitMma(const kir::Mma &mma);
+  Expected<void> emitLdMatrix(const kir::LdMatrix &ldMatrix);
+  Expected<void> emitAsyncCopy(const kir::AsyncCopy &copy);
+  Expected<void> emitAsyncCommit(const kir::AsyncCommit &commit);
+  Expected<void> emitAsyncWait(const kir::AsyncWait &wait);
   /// Calls `instruction` as convergent inline asm on `operands`, one per constraint (an
   /// output's is nullptr, a read-write operand's its current value); returns the outputs.
   std::vector<llvm::Value *> emitAsm(const InlinePtx &instruction,
@@ -58,10 +60,10 @@ private:
   Expected<void> require(const InlinePtx &instruction, std::string_view what) const;
 
   // ---- NvptxWgmma.cpp: warpgroup products on sm_90a
-  Expected<void> emitWgmma(const kir::Wgmma &product) override;
-  Expected<void> emitWgmmaSync(const kir::WgmmaSync &sync) override;
-  Expected<void> emitMbarrier(const kir::Mbarrier &barrier) override;
-  Expected<void> emitTmaLoad(const kir::TmaLoad &copy) override;
+  Expected<void> emitWgmma(const kir::Wgmma &product);
+  Expected<void> emitWgmmaSync(const kir::WgmmaSync &sync);
+  Expected<void> emitMbarrier(const kir::Mbarrier &barrier);
+  Expected<void> emitTmaLoad(const kir::TmaLoad &copy);
   /// The 32-bit shared address of buffer[index].
   Expected<llvm::Value *> sharedAddress(const kir::Buffer &buffer, const kir::Expr &index);
   /// `matrix`'s 64-bit descriptor, from the shared address of its first element.

@@ -73,8 +73,9 @@ llvm::Intrinsic::ID asyncCopyIntrinsic(int bytes, bool withSourceSize) {
 int requiredPtxVersion(const kir::Kernel &kernel) {
   struct Finder : kir::StmtVisitor {
     int version = 0;
-    void visitMma(const kir::Mma &mma) override {
-      if (mma.mmaKind == kir::MmaKind::E4M3_M16N8K32)
+    void visitTargetInstr(const kir::TargetInstr &instr) override {
+      if (instr.op == kir::TargetOp::Mma &&
+          instr.view<kir::Mma>().mmaKind == kir::MmaKind::E4M3_M16N8K32)
         version = std::max(version, kPtxForF8Mma);
     }
   } finder;

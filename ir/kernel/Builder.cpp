@@ -247,29 +247,33 @@ StmtPtr atomic(AtomicOp op, BufferPtr buffer, ExprPtr index, ExprPtr value) {
 }
 
 StmtPtr mma(MmaKind kind, Fragment d, Fragment a, Fragment b, Fragment c) {
-  return std::make_shared<Mma>(kind, std::move(d), std::move(a), std::move(b), std::move(c));
+  return std::make_shared<TargetInstr>(Mma{kind, std::move(d), std::move(a), std::move(b),
+                                           std::move(c)});
 }
 
 StmtPtr ldMatrix(Fragment destination, int matrices, bool transpose, BufferPtr source,
                  ExprPtr rowIndex) {
-  return std::make_shared<LdMatrix>(std::move(destination), matrices, transpose,
-                                    std::move(source), std::move(rowIndex));
+  return std::make_shared<TargetInstr>(
+      LdMatrix{std::move(destination), matrices, transpose, std::move(source),
+               std::move(rowIndex)});
 }
 
 StmtPtr asyncCopy(BufferPtr destination, ExprPtr destinationIndex, BufferPtr source,
                   ExprPtr sourceIndex, int lanes, ExprPtr predicate) {
-  return std::make_shared<AsyncCopy>(std::move(destination), std::move(destinationIndex),
-                                     std::move(source), std::move(sourceIndex), lanes,
-                                     std::move(predicate));
+  return std::make_shared<TargetInstr>(AsyncCopy{std::move(destination),
+                                                 std::move(destinationIndex), std::move(source),
+                                                 std::move(sourceIndex), lanes,
+                                                 std::move(predicate)});
 }
 
 StmtPtr wgmma(WgmmaKind kind, int n, Fragment d, SharedMatrix a, SharedMatrix b,
               bool accumulate) {
-  return std::make_shared<Wgmma>(kind, n, std::move(d), std::move(a), std::move(b), accumulate);
+  return std::make_shared<TargetInstr>(
+      Wgmma{kind, n, std::move(d), std::move(a), std::move(b), accumulate});
 }
 
 StmtPtr wgmmaSync(WgmmaSyncOp op, int pendingGroups) {
-  return std::make_shared<WgmmaSync>(op, pendingGroups);
+  return std::make_shared<TargetInstr>(WgmmaSync{op, pendingGroups});
 }
 
 std::string_view wgmmaSyncOpName(WgmmaSyncOp op) {
@@ -285,8 +289,8 @@ std::string_view wgmmaSyncOpName(WgmmaSyncOp op) {
 namespace {
 StmtPtr makeMbarrier(MbarrierOp op, BufferPtr barriers, ExprPtr index, int64_t count,
                      ExprPtr parity) {
-  return std::make_shared<Mbarrier>(op, std::move(barriers), std::move(index), count,
-                                    std::move(parity));
+  return std::make_shared<TargetInstr>(
+      Mbarrier{op, std::move(barriers), std::move(index), count, std::move(parity)});
 }
 } // namespace
 
@@ -310,9 +314,9 @@ StmtPtr mbarrierWait(BufferPtr barriers, ExprPtr index, ExprPtr parity) {
 
 StmtPtr tmaLoad(BufferPtr destination, ExprPtr destinationIndex, TensorMapPtr map,
                 std::vector<ExprPtr> coords, BufferPtr barriers, ExprPtr barrierIndex) {
-  return std::make_shared<TmaLoad>(std::move(destination), std::move(destinationIndex),
-                                   std::move(map), std::move(coords), std::move(barriers),
-                                   std::move(barrierIndex));
+  return std::make_shared<TargetInstr>(
+      TmaLoad{std::move(destination), std::move(destinationIndex), std::move(map),
+              std::move(coords), std::move(barriers), std::move(barrierIndex)});
 }
 
 std::string_view mbarrierOpName(MbarrierOp op) {
@@ -325,10 +329,10 @@ std::string_view mbarrierOpName(MbarrierOp op) {
   KILN_UNREACHABLE("mbarrier op");
 }
 
-StmtPtr asyncCommit() { return std::make_shared<AsyncCommit>(); }
+StmtPtr asyncCommit() { return std::make_shared<TargetInstr>(AsyncCommit{}); }
 
 StmtPtr asyncWait(int pendingGroups) {
-  return std::make_shared<AsyncWait>(pendingGroups);
+  return std::make_shared<TargetInstr>(AsyncWait{pendingGroups});
 }
 
 std::string_view shuffleModeName(ShuffleMode mode) {

@@ -8,6 +8,7 @@
 #include "ir/kernel/Evaluator.h"
 
 #include "ir/kernel/ScalarOps.h"
+#include "ir/kernel/TargetInstr.h"
 #include "ir/kernel/Verifier.h"
 
 #include <fmt/format.h>
@@ -230,6 +231,8 @@ private:
   }
 
   Expected<int> compileStmt(const StmtPtr &s) {
+    if (auto *instr = as<TargetInstr>(*s))
+      return gpuOnly(targetInstrInfo(instr->op).name);
     if (isGpuOnly(s->kind()))
       return gpuOnly(kindName(s->kind()));
     StmtNode node;

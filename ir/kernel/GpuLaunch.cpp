@@ -2,6 +2,7 @@
 #include "ir/kernel/GpuLaunch.h"
 
 #include "ir/kernel/Printer.h"
+#include "ir/kernel/TargetInstr.h"
 #include "ir/kernel/Visitor.h"
 
 #include <fmt/format.h>
@@ -29,23 +30,13 @@ int axisOf(ForKind kind) {
   }
 }
 
-std::string_view statementName(StmtKind kind) {
-  switch (kind) {
+std::string_view statementName(const Stmt &stmt) {
+  switch (stmt.kind()) {
   case StmtKind::If: return "conditional";
-  case StmtKind::Store: return "store";
   case StmtKind::Evaluate: return "call";
-  case StmtKind::Barrier: return "barrier";
-  case StmtKind::Atomic: return "atomic";
-  case StmtKind::Mma: return "mma";
-  case StmtKind::LdMatrix: return "ldmatrix";
-  case StmtKind::AsyncCopy: return "async copy";
-  case StmtKind::AsyncCommit: return "async commit";
-  case StmtKind::AsyncWait: return "async wait";
-  case StmtKind::Wgmma: return "wgmma";
-  case StmtKind::WgmmaSync: return "wgmma sync";
-  case StmtKind::Mbarrier: return "mbarrier";
-  case StmtKind::TmaLoad: return "bulk tensor copy";
-  default: return "statement";
+  case StmtKind::TargetInstr:
+    return targetInstrInfo(static_cast<const TargetInstr &>(stmt).op).name;
+  default: return kindName(stmt.kind());
   }
 }
 
@@ -59,13 +50,16 @@ public:
     struct AtomBufferFinder : StmtVisitor {
       std::unordered_set<const Buffer *> *found;
       std::vector<const TensorMap *> maps;
-      void visitWgmma(const Wgmma &node) override {
-        found->insert(node.a.buffer.get());
-        found->insert(node.b.buffer.get());
-      }
-      void visitTmaLoad(const TmaLoad &node) override {
-        found->insert(node.destination.get());
-        maps.push_back(node.map.get());
+      void visitTargetInstr(const TargetInstr &node) override {
+        if (node.op == TargetOp::Wgmma) {
+          auto product = node.view<Wgmma>();
+          found->insert(product.a.buffer.get());
+          found->insert(product.b.buffer.get());
+        } else if (node.op == TargetOp::TmaLoad) {
+          auto copy = node.view<TmaLoad>();
+          found->insert(copy.destination.get());
+          maps.push_back(copy.map.get());
+        }
       }
     } finder;
     finder.found = &atomAligned_;
@@ -150,7 +144,7 @@ private:
     default:
       return fail(fmt::format("has a {} outside its thread loops (a GPU kernel runs its body in a "
                               "thread.* loop nest)",
-                              statementName(stmt->kind())));
+                              statementName(*stmt)));
     }
   }
 

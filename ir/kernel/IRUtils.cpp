@@ -3,6 +3,7 @@
 #include "ir/kernel/IRUtils.h"
 
 #include "ir/kernel/MmaLayout.h"
+#include "ir/kernel/TargetInstr.h"
 #include "ir/kernel/Visitor.h"
 #include "support/Error.h"
 
@@ -92,12 +93,10 @@ public:
   std::vector<const Buffer *> buffers;
   void visitStore(const Store &node) override { add(node.buffer.get()); }
   void visitAtomic(const Atomic &node) override { add(node.buffer.get()); }
-  void visitMma(const Mma &node) override { add(node.d.buffer.get()); }
-  void visitWgmma(const Wgmma &node) override { add(node.d.buffer.get()); }
-  void visitLdMatrix(const LdMatrix &node) override { add(node.destination.buffer.get()); }
-  void visitAsyncCopy(const AsyncCopy &node) override { add(node.destination.get()); }
-  void visitTmaLoad(const TmaLoad &node) override { add(node.destination.get()); }
-  void visitMbarrier(const Mbarrier &node) override { add(node.barriers.get()); }
+  void visitTargetInstr(const TargetInstr &node) override {
+    for (const Buffer *buffer : writtenBuffers(node))
+      add(buffer);
+  }
 
 private:
   void add(const Buffer *buffer) {
@@ -168,14 +167,23 @@ std::vector<const Buffer *> storedBuffers(const StmtPtr &stmt) {
   return std::move(collector.buffers);
 }
 
+std::vector<const Buffer *> writtenBuffers(const TargetInstr &instr) {
+  std::vector<const Buffer *> buffers;
+  const TargetInstrInfo &info = targetInstrInfo(instr.op);
+  for (size_t i = 0; i < info.operands.size(); ++i)
+    if (info.operands[i].written)
+      buffers.push_back(operandBuffer(instr.operands[i]).get());
+  return buffers;
+}
+
 bool containsBarrier(const StmtPtr &stmt) {
   struct Finder : StmtVisitor {
     bool found = false;
     void visitBarrier(const Barrier &) override { found = true; }
-    // Waits order other threads' async copies too, and mma/ldmatrix are warp-collective.
-    void visitAsyncWait(const AsyncWait &) override { found = true; }
-    void visitWgmmaSync(const WgmmaSync &) override { found = true; }
-    void visitMbarrier(const Mbarrier &) override { found = true; }
+    // Waits order other threads' async copies too.
+    void visitTargetInstr(const TargetInstr &node) override {
+      found = found || targetInstrInfo(node.op).orders;
+    }
   } finder;
   finder.visit(stmt);
   return finder.found;
@@ -184,17 +192,11 @@ bool containsBarrier(const StmtPtr &stmt) {
 int minimumSm(const StmtPtr &stmt) {
   struct Finder : StmtVisitor {
     int sm = 0;
-    void visitMma(const Mma &node) override {
-      sm = std::max(sm, mmaShapeInfo(node.mmaKind).minSm);
+    void visitTargetInstr(const TargetInstr &node) override {
+      sm = std::max(sm, targetInstrInfo(node.op).minSm);
+      if (node.op == TargetOp::Mma)
+        sm = std::max(sm, mmaShapeInfo(node.view<Mma>().mmaKind).minSm);
     }
-    void visitLdMatrix(const LdMatrix &) override { sm = std::max(sm, 75); }
-    void visitAsyncCopy(const AsyncCopy &) override { sm = std::max(sm, 80); }
-    void visitAsyncCommit(const AsyncCommit &) override { sm = std::max(sm, 80); }
-    void visitAsyncWait(const AsyncWait &) override { sm = std::max(sm, 80); }
-    void visitWgmma(const Wgmma &) override { sm = std::max(sm, 90); }
-    void visitWgmmaSync(const WgmmaSync &) override { sm = std::max(sm, 90); }
-    void visitMbarrier(const Mbarrier &) override { sm = std::max(sm, 90); }
-    void visitTmaLoad(const TmaLoad &) override { sm = std::max(sm, 90); }
   } finder;
   finder.visit(stmt);
   return finder.sm;

@@ -33,11 +33,13 @@ std::vector<const Load *> collectLoads(const StmtPtr &stmt);
 
 /// The buffers `stmt` stores to, each once, in order of first store.
 std::vector<const Buffer *> storedBuffers(const StmtPtr &stmt);
-/// Whether `stmt` contains a Barrier (GPU backends keep such loops rolled).
+/// The buffers a target instruction writes (its signature's Out operands).
+std::vector<const Buffer *> writtenBuffers(const TargetInstr &instr);
+/// Whether `stmt` contains a Barrier or a wait (GPU backends keep such loops rolled).
 bool containsBarrier(const StmtPtr &stmt);
 /// The oldest GPU architecture (sm x 10 + minor, e.g. 89) whose instructions cover `stmt`'s
-/// tensor-core statements: an Mma's product (MmaShapeInfo::minSm), ldmatrix 75, async
-/// copies 80, wgmma 90 (the sm_90a variant); 0 for none.
+/// target instructions (TargetInstrs.def's minSm; an Mma's product may need more,
+/// MmaShapeInfo::minSm); 0 for none.
 int minimumSm(const StmtPtr &stmt);
 
 /// How many low bits of an integer expression are known to be zero (at most 62): 3 says the

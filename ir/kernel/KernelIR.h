@@ -14,8 +14,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace kiln::kir {
@@ -412,7 +414,7 @@ public:
   const ExprPtr index, value;
 };
 
-// ---- Tensor cores and asynchronous copies (GPU kernels, sm_80 and later) ---------------------
+// ---- GPU target instructions (ir/kernel/TargetInstrs.def) ---------------------------------------
 
 /// A run of a thread's register buffer: elements [offset, offset + count) of
 /// `buffer` (scope Register), the count given by the statement that uses it.
@@ -432,93 +434,6 @@ enum class MmaKind {
   BF16_M16N8K16,  ///< bf16 operands, sm_80
   TF32_M16N8K8,   ///< tf32 operands (f32 buffers), sm_80
   E4M3_M16N8K32,  ///< f8e4m3 operands, sm_89
-};
-
-/// A warp's matrix product: every one of the 32 lanes of the warp executes it
-/// together (the simulator reports one reached by part of a warp). Each lane
-/// passes its fragments; d may alias c (accumulate in place).
-class Mma final : public Stmt {
-public:
-  static constexpr StmtKind kKind = StmtKind::Mma;
-  Mma(MmaKind mmaKind, Fragment d, Fragment a, Fragment b, Fragment c)
-      : Stmt(StmtKind::Mma), mmaKind(mmaKind), d(std::move(d)), a(std::move(a)),
-        b(std::move(b)), c(std::move(c)) {
-    detail::checkNode(*this);
-  }
-  const MmaKind mmaKind;
-  const Fragment d, a, b, c;
-};
-
-/// PTX ldmatrix.sync.aligned.m8n8.x<matrices>[.trans].shared.b16: the warp
-/// loads `matrices` (1, 2 or 4) 8 x 8 matrices of 16-bit elements from shared
-/// memory. Lanes 8j .. 8j+7 give the rows 0..7 of matrix j: `rowIndex` is the
-/// element index in `source` of the lane's row (16 bytes, 16-byte aligned);
-/// lanes whose row no matrix uses still evaluate it. Each lane receives 2
-/// elements per matrix into destination[offset + 2j + e]: row lane / 4, column
-/// 2 (lane % 4) + e, or with `transpose` the element at row 2 (lane % 4) + e,
-/// column lane / 4. A source of 8-bit elements (e4m3 tiles) is read as the
-/// same b16 matrices, each 16-bit value a pair of bytes: a lane receives 4
-/// bytes per matrix, destination[offset + 4j + e] = row lane / 4, column
-/// 4 (lane % 4) + e (ldMatrixElement); .trans would split the pairs, so an
-/// 8-bit ldmatrix never transposes.
-class LdMatrix final : public Stmt {
-public:
-  static constexpr StmtKind kKind = StmtKind::LdMatrix;
-  LdMatrix(Fragment destination, int matrices, bool transpose, BufferPtr source, ExprPtr rowIndex)
-      : Stmt(StmtKind::LdMatrix), destination(std::move(destination)), matrices(matrices),
-        transpose(transpose), source(std::move(source)), rowIndex(std::move(rowIndex)) {
-    detail::checkNode(*this);
-  }
-  const Fragment destination;
-  const int matrices;
-  const bool transpose;
-  const BufferPtr source;
-  const ExprPtr rowIndex;
-};
-
-/// PTX cp.async: copies `lanes` consecutive elements (4, 8 or 16 bytes, the
-/// indices aligned to that size) from global `source` to shared `destination`
-/// without passing through registers. The copy lands at some point before the
-/// thread's AsyncWait that retires its group; until then the destination
-/// holds its old contents. A false predicate reads nothing and writes zeros.
-class AsyncCopy final : public Stmt {
-public:
-  static constexpr StmtKind kKind = StmtKind::AsyncCopy;
-  AsyncCopy(BufferPtr destination, ExprPtr destinationIndex, BufferPtr source, ExprPtr sourceIndex,
-            int lanes, ExprPtr predicate)
-      : Stmt(StmtKind::AsyncCopy), destination(std::move(destination)),
-        destinationIndex(std::move(destinationIndex)), source(std::move(source)),
-        sourceIndex(std::move(sourceIndex)), lanes(lanes), predicate(std::move(predicate)) {
-    detail::checkNode(*this);
-  }
-  const BufferPtr destination;
-  const ExprPtr destinationIndex;
-  const BufferPtr source;
-  const ExprPtr sourceIndex;
-  const int lanes;
-  const ExprPtr predicate; ///< nullptr: always copy
-};
-
-/// PTX cp.async.commit_group: the thread's async copies issued since its last
-/// commit form one group.
-class AsyncCommit final : public Stmt {
-public:
-  static constexpr StmtKind kKind = StmtKind::AsyncCommit;
-  AsyncCommit() : Stmt(StmtKind::AsyncCommit) {
-    detail::checkNode(*this);
-  }
-};
-
-/// PTX cp.async.wait_group N: waits until at most `pendingGroups` of the
-/// thread's most recent committed groups are still in flight; every older
-/// group's copies have landed. Other threads see them only after a Barrier.
-class AsyncWait final : public Stmt {
-public:
-  static constexpr StmtKind kKind = StmtKind::AsyncWait;
-  explicit AsyncWait(int pendingGroups) : Stmt(StmtKind::AsyncWait), pendingGroups(pendingGroups) {
-    detail::checkNode(*this);
-  }
-  const int pendingGroups;
 };
 
 // ---- Warpgroup matrix products (GPU kernels, sm_90a) ------------------------------------------
@@ -548,27 +463,6 @@ struct SharedMatrix {
   int64_t strideBytes = 1024;
 };
 
-/// A warpgroup's matrix product: the 128 threads of 4 consecutive warps (warpgroup w holds the
-/// linear thread ids 128w .. 128w+127) execute it together. Each thread passes its n / 2
-/// accumulators in `d`. The product runs asynchronously: it reads its shared operands and
-/// writes `d` at some point before the WgmmaSync Wait that retires its group, so the
-/// operands must stay unchanged and `d` unread until then. With `accumulate` false the product
-/// overwrites d (D = A x B).
-class Wgmma final : public Stmt {
-public:
-  static constexpr StmtKind kKind = StmtKind::Wgmma;
-  Wgmma(WgmmaKind wgmmaKind, int n, Fragment d, SharedMatrix a, SharedMatrix b, bool accumulate)
-      : Stmt(StmtKind::Wgmma), wgmmaKind(wgmmaKind), n(n), d(std::move(d)), a(std::move(a)),
-        b(std::move(b)), accumulate(accumulate) {
-    detail::checkNode(*this);
-  }
-  const WgmmaKind wgmmaKind;
-  const int n; ///< 8 .. 256, a multiple of 8
-  const Fragment d;
-  const SharedMatrix a, b;
-  const bool accumulate;
-};
-
 /// The ordering statements around Wgmma, each executed by whole warpgroups:
 enum class WgmmaSyncOp {
   Fence,      ///< wgmma.fence: the thread's register writes (accumulators) are seen by what follows
@@ -580,17 +474,6 @@ enum class WgmmaSyncOp {
 };
 
 std::string_view wgmmaSyncOpName(WgmmaSyncOp op);
-
-class WgmmaSync final : public Stmt {
-public:
-  static constexpr StmtKind kKind = StmtKind::WgmmaSync;
-  explicit WgmmaSync(WgmmaSyncOp op, int pendingGroups = 0)
-      : Stmt(StmtKind::WgmmaSync), op(op), pendingGroups(pendingGroups) {
-    detail::checkNode(*this);
-  }
-  const WgmmaSyncOp op;
-  const int pendingGroups; ///< Wait only
-};
 
 // ---- Bulk tensor copies and mbarriers (GPU kernels, sm_90) -----------------------------------
 
@@ -627,46 +510,82 @@ enum class MbarrierOp {
 
 std::string_view mbarrierOpName(MbarrierOp op);
 
-/// One mbarrier operation on barriers[index].
-class Mbarrier final : public Stmt {
-public:
-  static constexpr StmtKind kKind = StmtKind::Mbarrier;
-  Mbarrier(MbarrierOp op, BufferPtr barriers, ExprPtr index, int64_t count, ExprPtr parity)
-      : Stmt(StmtKind::Mbarrier), op(op), barriers(std::move(barriers)), index(std::move(index)),
-        count(count), parity(std::move(parity)) {
-    detail::checkNode(*this);
-  }
-  const MbarrierOp op;
-  const BufferPtr barriers; ///< scope Shared, dtype i64
-  const ExprPtr index;
-  const int64_t count;  ///< Init: arrivals per phase; ArriveExpectTx: bytes; otherwise 0
-  const ExprPtr parity; ///< Wait only
+/// How a TargetInstr operand is written, stored and checked. Int, Bool, Int64 and the enums are
+/// immediates; Index is an i64 scalar expression, OptionalIndex one or none, Predicate a bool
+/// scalar or none; Indices a list of i64 scalars.
+enum class OperandKind {
+  Int, Bool, Int64, MmaShape, WgmmaShape, WgmmaSyncOp, MbarrierOp,
+  Index, OptionalIndex, Predicate, Buffer, Fragment, SharedMatrix, TensorMap, Indices,
 };
 
-/// PTX cp.async.bulk.tensor (tile mode): copies the box of `map` whose first element is at
-/// `coords` (innermost first; may lie outside the tensor, which reads zeros) into shared
-/// `destination` from element `destinationIndex` on, laid out as map->swizzle says. The copy
-/// runs asynchronously and completes its whole box's bytes on barriers[barrierIndex]: the
-/// destination may be read only after a Wait on that barrier's phase, and must not be written
-/// (nor read by an unretired wgmma) while the copy is in flight. Each executing thread issues
-/// its own copy; kernels issue from one thread.
-class TmaLoad final : public Stmt {
+/// One operand's value: an immediate (enums as their value), an expression, a buffer, a
+/// fragment, a shared matrix, a tensor map or a list of expressions, as its kind says.
+using TargetOperand = std::variant<int64_t, ExprPtr, BufferPtr, Fragment, SharedMatrix,
+                                   TensorMapPtr, std::vector<ExprPtr>>;
+
+/// Each target instruction, from ir/kernel/TargetInstrs.def.
+enum class TargetOp {
+#define KILN_TARGET_INSTR(Op, name, what, minSm, orders, operands) Op,
+#include "ir/kernel/TargetInstrs.def"
+};
+
+/// The C++ type of an operand of kind K in a typed view.
+template <OperandKind K> struct OperandTraits { using Type = int64_t; };
+template <> struct OperandTraits<OperandKind::Int> { using Type = int; };
+template <> struct OperandTraits<OperandKind::Bool> { using Type = bool; };
+template <> struct OperandTraits<OperandKind::MmaShape> { using Type = MmaKind; };
+template <> struct OperandTraits<OperandKind::WgmmaShape> { using Type = WgmmaKind; };
+template <> struct OperandTraits<OperandKind::WgmmaSyncOp> { using Type = kir::WgmmaSyncOp; };
+template <> struct OperandTraits<OperandKind::MbarrierOp> { using Type = kir::MbarrierOp; };
+template <> struct OperandTraits<OperandKind::Index> { using Type = ExprPtr; };
+template <> struct OperandTraits<OperandKind::OptionalIndex> { using Type = ExprPtr; };
+template <> struct OperandTraits<OperandKind::Predicate> { using Type = ExprPtr; };
+template <> struct OperandTraits<OperandKind::Buffer> { using Type = BufferPtr; };
+template <> struct OperandTraits<OperandKind::Fragment> { using Type = kir::Fragment; };
+template <> struct OperandTraits<OperandKind::SharedMatrix> { using Type = kir::SharedMatrix; };
+template <> struct OperandTraits<OperandKind::TensorMap> { using Type = TensorMapPtr; };
+template <> struct OperandTraits<OperandKind::Indices> { using Type = std::vector<ExprPtr>; };
+
+/// The typed views: `struct Mma { MmaKind mmaKind; Fragment d, a, b, c; }`, one per op, its
+/// fields the op's operands in order (TargetInstrs.def documents each).
+#define KILN_OPERAND(Kind, field, access) typename OperandTraits<OperandKind::Kind>::Type field{};
+#define KILN_TARGET_INSTR(Op, name, what, minSm, orders, operands)                                 \
+  struct Op {                                                                                      \
+    static constexpr TargetOp kOp = TargetOp::Op;                                                  \
+    operands                                                                                       \
+  };
+#include "ir/kernel/TargetInstrs.def"
+
+/// A view's operands, and back.
+#define KILN_TARGET_INSTR(Op, name, what, minSm, orders, operands)                                 \
+  std::vector<TargetOperand> encodeOperands(const Op &view);                                       \
+  void decodeOperands(TargetOp op, const std::vector<TargetOperand> &in, Op &view);
+#include "ir/kernel/TargetInstrs.def"
+
+/// The view of operands of an op (which must be View's) that match its signature.
+template <typename View> View viewOf(TargetOp op, const std::vector<TargetOperand> &operands) {
+  View result;
+  decodeOperands(op, operands, result);
+  return result;
+}
+
+/// A GPU target instruction: an op of TargetInstrs.def and its operands, which match the op's
+/// signature (targetInstrInfo, ir/kernel/TargetInstr.h) and rules (the checked constructor holds
+/// it to both). Its consumers read it through its typed view: `instr.view<Mma>().d`.
+class TargetInstr final : public Stmt {
 public:
-  static constexpr StmtKind kKind = StmtKind::TmaLoad;
-  TmaLoad(BufferPtr destination, ExprPtr destinationIndex, TensorMapPtr map,
-          std::vector<ExprPtr> coords, BufferPtr barriers, ExprPtr barrierIndex)
-      : Stmt(StmtKind::TmaLoad), destination(std::move(destination)),
-        destinationIndex(std::move(destinationIndex)), map(std::move(map)),
-        coords(std::move(coords)), barriers(std::move(barriers)),
-        barrierIndex(std::move(barrierIndex)) {
+  static constexpr StmtKind kKind = StmtKind::TargetInstr;
+  TargetInstr(TargetOp op, std::vector<TargetOperand> operands)
+      : Stmt(StmtKind::TargetInstr), op(op), operands(std::move(operands)) {
     detail::checkNode(*this);
   }
-  const BufferPtr destination;
-  const ExprPtr destinationIndex;
-  const TensorMapPtr map;
-  const std::vector<ExprPtr> coords; ///< i64, one per dimension of the map
-  const BufferPtr barriers;
-  const ExprPtr barrierIndex;
+  template <typename View>
+  explicit TargetInstr(const View &view) : TargetInstr(View::kOp, encodeOperands(view)) {}
+
+  template <typename View> View view() const { return viewOf<View>(op, operands); }
+
+  const TargetOp op;
+  const std::vector<TargetOperand> operands;
 };
 
 // ---- Kernels ------------------------------------------------------------------------------------

@@ -4,11 +4,10 @@
 // before it constructs anything. Context-dependent rules (scopes, where GPU statements may
 // stand) are the verifier's.
 #include "ir/kernel/KernelIR.h"
-#include "ir/kernel/MmaLayout.h"
 #include "ir/kernel/Printer.h"
 #include "ir/kernel/ScalarOps.h"
-#include "ir/kernel/TensorMap.h"
-#include "ir/kernel/WgmmaLayout.h"
+#include "ir/kernel/TargetInstr.h"
+#include "ir/kernel/VerifierGpuStatements.h"
 
 #include "support/Error.h"
 
@@ -40,17 +39,6 @@ void checkIndex(const ExprPtr &index, std::string_view what) {
 void checkPredicate(const ExprPtr &predicate, std::string_view what) {
   KILN_CHECK(!predicate || predicate->type().dtype == DType::Bool,
              fmt::format("{}: predicate must be bool", what));
-}
-
-void checkFragment(const Fragment &fragment, DType dtype, int64_t count, std::string_view what) {
-  KILN_CHECK(fragment.buffer && fragment.buffer->scope == MemScope::Register,
-             fmt::format("{} must be a register buffer", what));
-  KILN_CHECK(fragment.buffer->dtype == dtype,
-             fmt::format("{} {} is {}, not {}", what, fragment.buffer->name,
-                         dtypeName(fragment.buffer->dtype), dtypeName(dtype)));
-  KILN_CHECK(fragment.offset >= 0 && fragment.offset + count <= fragment.buffer->size,
-             fmt::format("{} {}[{}, {}) is outside its {} elements", what, fragment.buffer->name,
-                         fragment.offset, fragment.offset + count, fragment.buffer->size));
 }
 
 } // namespace
@@ -170,104 +158,53 @@ void checkNode(const Evaluate &node) { checkPresent(node.value.get(), "eval"); }
 
 void checkNode(const Barrier &) {}
 
+// The GPU statements: their operands present and of their signature's kinds, their indices
+// i64 here; their own rules (scopes, dtypes, fragment sizes, counts) in gpuStatementProblem,
+// which the parser and the verifier share.
+
+namespace {
+
+void checkGpuRules(const Stmt &node) {
+  std::optional<std::string> problem = gpuStatementProblem(node);
+  KILN_CHECK(!problem, problem.value_or(""));
+}
+
+} // namespace
+
 void checkNode(const Atomic &node) {
   checkPresent(node.buffer.get(), "atomic");
   checkIndex(node.index, "atomic");
   checkPresent(node.value.get(), "atomic");
-  KILN_CHECK(node.buffer->scope == MemScope::Global || node.buffer->scope == MemScope::Shared,
-             "atomics update global or shared buffers");
-  KILN_CHECK(node.value->type() == Type::scalar(node.buffer->dtype),
-             fmt::format("atomic of {} into {} buffer {}", typeName(node.value->type()),
-                         dtypeName(node.buffer->dtype), node.buffer->name));
-  DType dtype = node.buffer->dtype;
-  bool integer = dtype == DType::I32 || dtype == DType::I64;
-  KILN_CHECK(integer || (node.op == AtomicOp::Add && (dtype == DType::F32 || dtype == DType::F64)),
-             fmt::format("atomic {} is not defined on {}", atomicOpName(node.op), dtypeName(dtype)));
+  checkGpuRules(node);
 }
 
-void checkNode(const Mma &node) {
-  const MmaShapeInfo &info = mmaShapeInfo(node.mmaKind);
-  checkFragment(node.d, DType::F32, info.cElements, "mma d");
-  checkFragment(node.a, info.operandDtype, info.aElements, "mma a");
-  checkFragment(node.b, info.operandDtype, info.bElements, "mma b");
-  checkFragment(node.c, DType::F32, info.cElements, "mma c");
-}
-
-void checkNode(const LdMatrix &node) {
-  KILN_CHECK(node.matrices == 1 || node.matrices == 2 || node.matrices == 4,
-             "ldmatrix loads 1, 2 or 4 matrices");
-  checkPresent(node.source.get(), "ldmatrix");
-  KILN_CHECK(node.source->scope == MemScope::Shared, "ldmatrix reads a shared buffer");
-  int bytes = dtypeByteSize(node.source->dtype);
-  KILN_CHECK(bytes == 2 || (bytes == 1 && !node.transpose),
-             "ldmatrix reads 16-bit elements, or 8-bit ones without .trans");
-  checkFragment(node.destination, node.source->dtype,
-                ldMatrixElementsPerMatrix(bytes) * node.matrices, "ldmatrix destination");
-  checkIndex(node.rowIndex, "ldmatrix row");
-}
-
-void checkNode(const AsyncCopy &node) {
-  checkPresent(node.destination.get(), "async copy");
-  checkPresent(node.source.get(), "async copy");
-  KILN_CHECK(node.destination->scope == MemScope::Shared && node.source->scope == MemScope::Global,
-             "an async copy goes from a global buffer to a shared one");
-  KILN_CHECK(node.destination->dtype == node.source->dtype,
-             fmt::format("async copy from {} {} into {} {}", dtypeName(node.source->dtype),
-                         node.source->name, dtypeName(node.destination->dtype),
-                         node.destination->name));
-  int bytes = node.lanes * dtypeByteSize(node.source->dtype);
-  KILN_CHECK(bytes == 4 || bytes == 8 || bytes == 16,
-             fmt::format("an async copy moves 4, 8 or 16 bytes, not {}", bytes));
-  checkIndex(node.destinationIndex, "async copy destination");
-  checkIndex(node.sourceIndex, "async copy source");
-  KILN_CHECK(!node.predicate || node.predicate->type() == Type::boolean(),
-             "async copy predicate must be a bool scalar");
-}
-
-void checkNode(const AsyncCommit &) {}
-
-void checkNode(const AsyncWait &node) {
-  KILN_CHECK(node.pendingGroups >= 0 && node.pendingGroups <= 7,
-             "async wait allows 0..7 pending groups");
-}
-
-void checkNode(const Wgmma &node) {
-  std::optional<std::string> problem = wgmmaProblem(node);
-  KILN_CHECK(!problem, problem.value_or(""));
-}
-
-void checkNode(const WgmmaSync &node) {
-  KILN_CHECK(node.pendingGroups >= 0 && node.pendingGroups <= 7 &&
-                 (node.op == WgmmaSyncOp::Wait || node.pendingGroups == 0),
-             "a wgmma wait allows 0..7 pending groups; the other syncs take none");
-}
-
-void checkNode(const Mbarrier &node) {
-  KILN_CHECK(node.barriers && node.barriers->scope == MemScope::Shared &&
-                 node.barriers->dtype == DType::I64,
-             "mbarriers live in a shared i64 buffer");
-  checkIndex(node.index, "mbarrier");
-  KILN_CHECK((node.op == MbarrierOp::Wait) == (node.parity != nullptr),
-             "an mbarrier wait, and only a wait, names the parity it waits for");
-  KILN_CHECK(!node.parity || node.parity->type() == Type::index(),
-             "mbarrier: parity must be an i64 scalar");
-  switch (node.op) {
-  case MbarrierOp::Init:
-    KILN_CHECK(node.count >= 1 && node.count < (int64_t{1} << 20),
-               "an mbarrier expects 1 to 2^20-1 arrivals");
-    break;
-  case MbarrierOp::ArriveExpectTx:
-    KILN_CHECK(node.count >= 0 && node.count < (int64_t{1} << 20),
-               "an mbarrier expects 0 to 2^20-1 bytes");
-    break;
-  case MbarrierOp::Arrive:
-  case MbarrierOp::Wait: KILN_CHECK(node.count == 0, "an mbarrier arrive or wait has no count");
+void checkNode(const TargetInstr &node) {
+  const TargetInstrInfo &info = targetInstrInfo(node.op);
+  KILN_CHECK(node.operands.size() == info.operands.size(),
+             fmt::format("{} takes {} operands, not {}", info.name, info.operands.size(),
+                         node.operands.size()));
+  for (size_t i = 0; i < info.operands.size(); ++i) {
+    const OperandSpec &spec = info.operands[i];
+    const TargetOperand &operand = node.operands[i];
+    std::string what = fmt::format("{} {}", info.name, spec.role);
+    KILN_CHECK(holdsKind(operand, spec.kind), fmt::format("{}: wrong kind of operand", what));
+    if (enumSize(spec.kind) > 0) {
+      int64_t value = std::get<int64_t>(operand);
+      KILN_CHECK(value >= 0 && value < enumSize(spec.kind), fmt::format("{}: no such value", what));
+    }
+    if (spec.kind == OperandKind::Predicate) {
+      const ExprPtr &predicate = std::get<ExprPtr>(operand);
+      KILN_CHECK(!predicate || predicate->type() == Type::boolean(),
+                 fmt::format("{} must be a bool scalar", what));
+    } else {
+      forEachExpr(operand, [&](const ExprPtr &e) { checkIndex(e, what); });
+    }
+    if (spec.kind == OperandKind::Index)
+      checkPresent(std::get<ExprPtr>(operand).get(), what);
+    if (spec.kind >= OperandKind::Buffer && spec.kind <= OperandKind::TensorMap)
+      checkPresent(operandBuffer(operand).get(), what);
   }
-}
-
-void checkNode(const TmaLoad &node) {
-  std::optional<std::string> problem = tmaLoadProblem(node);
-  KILN_CHECK(!problem, problem.value_or(""));
+  checkGpuRules(node);
 }
 
 } // namespace kiln::kir::detail

@@ -94,13 +94,11 @@ private:
   Expected<StmtPtr> parseIf();
   Expected<StmtPtr> parseStore();
   Expected<StmtPtr> parseAtomic();
-  Expected<StmtPtr> parseMma(const Token &keyword);
-  Expected<StmtPtr> parseLdMatrix(const Token &keyword);
-  Expected<StmtPtr> parseAsyncCopy();
-  Expected<StmtPtr> parseWgmma(const Token &keyword);
-  Expected<StmtPtr> parseMbarrier(const Token &keyword);
-  Expected<StmtPtr> parseTmaLoad();
-  Expected<Fragment> parseFragment(DType dtype, int64_t count, std::string_view what);
+  /// `keyword role=value, ...` as the op's signature lists its roles.
+  Expected<StmtPtr> parseTargetInstr(TargetOp op);
+  Expected<TargetOperand> parseOperand(OperandKind kind, std::string_view what);
+  /// `buffer[offset:]`; the statement checks its scope, dtype and extent.
+  Expected<Fragment> parseFragment();
   Expected<SharedMatrix> parseSharedMatrix();
   Expected<TensorMapPtr> parseTensorMap();
   Expected<std::vector<int64_t>> parseIntegerList();

@@ -1,10 +1,13 @@
-// Parsing the GPU statements of kernel IR: atomics, mma, ldmatrix, cp.async, wgmma,
-// mbarriers and bulk tensor copies with their tensor maps, each checked with the rules its
-// builder asserts (or the *Problem function it calls), as errors.
+// Parsing the GPU statements of kernel IR: atomics, and the target instructions (mma,
+// ldmatrix, cp.async, wgmma, mbarriers, bulk tensor copies with their tensor maps) from their
+// signatures, each checked before it is built with the rules its checked constructor holds it
+// to (the *Problem functions), as errors.
 #include "ir/kernel/MmaLayout.h"
 #include "ir/kernel/ParserCore.h"
 #include "ir/kernel/Printer.h"
+#include "ir/kernel/TargetInstr.h"
 #include "ir/kernel/TensorMap.h"
+#include "ir/kernel/VerifierGpuStatements.h"
 #include "ir/kernel/WgmmaLayout.h"
 
 #include <fmt/format.h>
@@ -16,13 +19,7 @@ namespace kiln::kir::text {
 
 namespace {
 
-constexpr MmaKind kMmaKinds[] = {MmaKind::F16_M16N8K16, MmaKind::BF16_M16N8K16,
-                                 MmaKind::TF32_M16N8K8, MmaKind::E4M3_M16N8K32};
-constexpr WgmmaKind kWgmmaKinds[] = {WgmmaKind::F16_K16, WgmmaKind::BF16_K16, WgmmaKind::TF32_K8,
-                                     WgmmaKind::E4M3_K32};
 constexpr AtomicOp kAtomicOps[] = {AtomicOp::Add, AtomicOp::Max, AtomicOp::Min};
-constexpr MbarrierOp kMbarrierOps[] = {MbarrierOp::Init, MbarrierOp::Arrive,
-                                       MbarrierOp::ArriveExpectTx, MbarrierOp::Wait};
 
 /// The largest tensor map dimension or stride the parser takes (the hardware's strides stop
 /// below 2^40 bytes).
@@ -62,7 +59,6 @@ Expected<StmtPtr> KernelTextParser::parseAtomic() {
   auto op = std::ranges::find(kAtomicOps, opName, atomicOpName);
   if (op == std::end(kAtomicOps))
     return errorAt(opToken, fmt::format("unknown atomic operation '{}'", opName));
-  const Token &typeToken = peek();
   KILN_TRY(Type type, expectType());
   KILN_TRY(BufferPtr buffer, expectBufferName());
   KILN_TRY(ExprPtr index, parseSubscript("an atomic's index"));
@@ -72,116 +68,18 @@ Expected<StmtPtr> KernelTextParser::parseAtomic() {
     return expected("'<-'");
   advance();
   KILN_TRY(ExprPtr value, parseExprOfType(type, "an atomic's value"));
-  DType dtype = buffer->dtype;
-  if (type != Type::scalar(dtype))
-    return errorAt(typeToken, fmt::format("atomic of {} into buffer '{}' of {}", typeName(type),
-                                          buffer->name, dtypeName(dtype)));
-  if (buffer->scope != MemScope::Global && buffer->scope != MemScope::Shared)
-    return errorAt(keyword, fmt::format("atomics update global or shared buffers; '{}' is {}",
-                                        buffer->name, memScopeName(buffer->scope)));
-  bool integer = dtype == DType::I32 || dtype == DType::I64;
-  if (!integer && !(*op == AtomicOp::Add && (dtype == DType::F32 || dtype == DType::F64)))
-    return errorAt(opToken, fmt::format("atomic {} is not defined on {}", opName, dtypeName(dtype)));
+  if (std::optional<std::string> problem = atomicProblem(*op, *buffer, type))
+    return errorAt(keyword, *problem);
   return std::make_shared<Atomic>(*op, std::move(buffer), std::move(index), std::move(value));
 }
 
-Expected<Fragment> KernelTextParser::parseFragment(DType dtype, int64_t count,
-                                                   std::string_view what) {
-  const Token &nameToken = peek();
+Expected<Fragment> KernelTextParser::parseFragment() {
   KILN_TRY(BufferPtr buffer, expectBufferName());
   KILN_TRY_VOID(expect("["));
   KILN_TRY(int64_t offset, expectInteger("a fragment offset"));
   KILN_TRY_VOID(expect(":"));
   KILN_TRY_VOID(expect("]"));
-  if (buffer->scope != MemScope::Register || buffer->dtype != dtype)
-    return errorAt(nameToken, fmt::format("{} must be a register buffer of {}; '{}' is {}", what,
-                                          dtypeName(dtype), buffer->name, describeBuffer(*buffer)));
-  if (offset < 0 || offset > buffer->size - count)
-    return errorAt(nameToken, fmt::format("{} {}[{}, {}) is outside its {} elements", what,
-                                          buffer->name, offset, offset + count, buffer->size));
   return Fragment{std::move(buffer), offset};
-}
-
-Expected<StmtPtr> KernelTextParser::parseMma(const Token &keyword) {
-  std::string_view kindName = keyword.spelling.substr(std::string_view("mma.").size());
-  auto kind = std::ranges::find(kMmaKinds, kindName, mmaKindName);
-  if (kind == std::end(kMmaKinds))
-    return errorAt(keyword, fmt::format("unknown mma shape '{}'", kindName));
-  const MmaShapeInfo &info = mmaShapeInfo(*kind);
-  KILN_TRY(Fragment d, parseFragment(DType::F32, info.cElements, "mma d"));
-  KILN_TRY_VOID(expect("="));
-  KILN_TRY(Fragment a, parseFragment(info.operandDtype, info.aElements, "mma a"));
-  KILN_TRY_VOID(expect("*"));
-  KILN_TRY(Fragment b, parseFragment(info.operandDtype, info.bElements, "mma b"));
-  KILN_TRY_VOID(expect("+"));
-  KILN_TRY(Fragment c, parseFragment(DType::F32, info.cElements, "mma c"));
-  return std::make_shared<Mma>(*kind, std::move(d), std::move(a), std::move(b), std::move(c));
-}
-
-Expected<StmtPtr> KernelTextParser::parseLdMatrix(const Token &keyword) {
-  std::string_view shape = keyword.spelling.substr(std::string_view("ldmatrix.").size());
-  bool transpose = shape.ends_with(".trans");
-  if (transpose)
-    shape.remove_suffix(std::string_view(".trans").size());
-  int matrices = shape == "x1" ? 1 : shape == "x2" ? 2 : shape == "x4" ? 4 : 0;
-  if (matrices == 0)
-    return errorAt(keyword, fmt::format("ldmatrix loads x1, x2 or x4 matrices, not '{}'", shape));
-  const Token &destinationToken = peek();
-  KILN_TRY(BufferPtr destination, expectBufferName());
-  KILN_TRY_VOID(expect("["));
-  KILN_TRY(int64_t offset, expectInteger("a fragment offset"));
-  KILN_TRY_VOID(expect(":"));
-  KILN_TRY_VOID(expect("]"));
-  KILN_TRY_VOID(expect("="));
-  const Token &sourceToken = peek();
-  KILN_TRY(BufferPtr source, expectBufferName());
-  KILN_TRY(ExprPtr rowIndex, parseSubscript("an ldmatrix row index"));
-  int bytes = dtypeByteSize(source->dtype);
-  if (source->scope != MemScope::Shared || !(bytes == 2 || (bytes == 1 && !transpose)))
-    return errorAt(sourceToken, fmt::format("ldmatrix reads a shared buffer of 16-bit elements "
-                                            "(8-bit without .trans); '{}' is {}",
-                                            source->name, describeBuffer(*source)));
-  int64_t count = int64_t{ldMatrixElementsPerMatrix(bytes)} * matrices;
-  if (destination->scope != MemScope::Register || destination->dtype != source->dtype)
-    return errorAt(destinationToken,
-                   fmt::format("ldmatrix destination must be a register buffer of {}; '{}' is {}",
-                               dtypeName(source->dtype), destination->name,
-                               describeBuffer(*destination)));
-  if (offset < 0 || offset > destination->size - count)
-    return errorAt(destinationToken,
-                   fmt::format("ldmatrix destination {}[{}, {}) is outside its {} elements",
-                               destination->name, offset, offset + count, destination->size));
-  return std::make_shared<LdMatrix>(Fragment{std::move(destination), offset}, matrices, transpose,
-                                    std::move(source), std::move(rowIndex));
-}
-
-Expected<StmtPtr> KernelTextParser::parseAsyncCopy() {
-  const Token &keyword = advance();
-  const Token &typeToken = peek();
-  KILN_TRY(Type type, expectType());
-  KILN_TRY(BufferPtr destination, expectBufferName());
-  KILN_TRY(ExprPtr destinationIndex, parseSubscript("an async copy's destination index"));
-  KILN_TRY_VOID(expect("="));
-  KILN_TRY(BufferPtr source, expectBufferName());
-  KILN_TRY(ExprPtr sourceIndex, parseSubscript("an async copy's source index"));
-  KILN_TRY(ExprPtr predicate, parseTrailingPredicate(keyword, "an async copy's predicate"));
-  if (destination->scope != MemScope::Shared || source->scope != MemScope::Global)
-    return errorAt(keyword, fmt::format("an async copy goes from a global buffer to a shared one, "
-                                        "not from {} to {}",
-                                        memScopeName(source->scope),
-                                        memScopeName(destination->scope)));
-  if (type.dtype != source->dtype || type.dtype != destination->dtype)
-    return errorAt(typeToken, fmt::format("async copy of {} from '{}' ({}) into '{}' ({})",
-                                          typeName(type), source->name, dtypeName(source->dtype),
-                                          destination->name, dtypeName(destination->dtype)));
-  int bytes = type.lanes * dtypeByteSize(type.dtype);
-  if (bytes != 4 && bytes != 8 && bytes != 16)
-    return errorAt(typeToken,
-                   fmt::format("an async copy moves 4, 8 or 16 bytes, not {} ({})", bytes,
-                               typeName(type)));
-  return std::make_shared<AsyncCopy>(std::move(destination), std::move(destinationIndex),
-                                     std::move(source), std::move(sourceIndex), type.lanes,
-                                     std::move(predicate));
 }
 
 Expected<SharedMatrix> KernelTextParser::parseSharedMatrix() {
@@ -201,73 +99,6 @@ Expected<SharedMatrix> KernelTextParser::parseSharedMatrix() {
   KILN_TRY_VOID(expect("="));
   KILN_TRY(matrix.strideBytes, expectInteger("a stride byte offset"));
   return matrix;
-}
-
-Expected<StmtPtr> KernelTextParser::parseWgmma(const Token &keyword) {
-  // wgmma.<kind>.n<N>, the kind itself dotted ("bf16.k16").
-  std::string_view shape = keyword.spelling.substr(std::string_view("wgmma.").size());
-  size_t dot = shape.rfind(".n");
-  std::string_view kindName = shape.substr(0, dot);
-  auto kind = std::ranges::find(kWgmmaKinds, kindName, wgmmaKindName);
-  int n = 0;
-  if (dot != std::string_view::npos) {
-    std::string_view nText = shape.substr(dot + 2);
-    auto [end, error] = std::from_chars(nText.data(), nText.data() + nText.size(), n);
-    if (error != std::errc() || end != nText.data() + nText.size())
-      n = 0;
-  }
-  if (dot == std::string_view::npos || kind == std::end(kWgmmaKinds) || n <= 0)
-    return errorAt(keyword, fmt::format("expected wgmma.<kind>.n<N> (wgmma.bf16.k16.n128), found "
-                                        "'{}'",
-                                        keyword.spelling));
-  const Token &dToken = peek();
-  KILN_TRY(BufferPtr dBuffer, expectBufferName());
-  KILN_TRY_VOID(expect("["));
-  KILN_TRY(int64_t offset, expectInteger("a fragment offset"));
-  KILN_TRY_VOID(expect(":"));
-  KILN_TRY_VOID(expect("]"));
-  bool accumulate = false;
-  if (accept("+="))
-    accumulate = true;
-  else if (!accept("="))
-    return expected("'=' or '+='");
-  KILN_TRY(SharedMatrix a, parseSharedMatrix());
-  KILN_TRY_VOID(expect("*"));
-  KILN_TRY(SharedMatrix b, parseSharedMatrix());
-  Fragment d{std::move(dBuffer), offset};
-  if (std::optional<std::string> problem = wgmmaProblem(*kind, n, d, a, b))
-    return errorAt(dToken, *problem);
-  return std::make_shared<Wgmma>(*kind, n, std::move(d), std::move(a), std::move(b), accumulate);
-}
-
-Expected<StmtPtr> KernelTextParser::parseMbarrier(const Token &keyword) {
-  std::string_view opName = keyword.spelling.substr(std::string_view("mbarrier_").size());
-  auto op = std::ranges::find(kMbarrierOps, opName, mbarrierOpName);
-  if (op == std::end(kMbarrierOps))
-    return errorAt(keyword, fmt::format("unknown mbarrier operation '{}'", opName));
-  const Token &barriersToken = peek();
-  KILN_TRY(BufferPtr barriers, expectBufferName());
-  if (barriers->scope != MemScope::Shared || barriers->dtype != DType::I64)
-    return errorAt(barriersToken, fmt::format("mbarriers live in a shared i64 buffer; '{}' is {}",
-                                              barriers->name, describeBuffer(*barriers)));
-  KILN_TRY(ExprPtr index, parseSubscript("an mbarrier index"));
-  int64_t count = 0;
-  if (*op == MbarrierOp::Init || *op == MbarrierOp::ArriveExpectTx) {
-    const Token &countToken = peek();
-    KILN_TRY(count, expectInteger(*op == MbarrierOp::Init ? "an arrival count" : "a byte count"));
-    int64_t least = *op == MbarrierOp::Init ? 1 : 0;
-    if (count < least || count >= (int64_t{1} << 20))
-      return errorAt(countToken, fmt::format("mbarrier_{} takes {} to 2^20-1, not {}", opName,
-                                             least, count));
-  }
-  ExprPtr parity;
-  if (*op == MbarrierOp::Wait) {
-    if (!accept("parity"))
-      return expected("'parity' (an mbarrier wait names the phase parity it waits for)");
-    KILN_TRY(parity, parseIndex("an mbarrier parity"));
-  }
-  return std::make_shared<Mbarrier>(*op, std::move(barriers), std::move(index), count,
-                                    std::move(parity));
 }
 
 Expected<std::vector<int64_t>> KernelTextParser::parseIntegerList() {
@@ -328,33 +159,76 @@ Expected<TensorMapPtr> KernelTextParser::parseTensorMap() {
   return it->second.map;
 }
 
-Expected<StmtPtr> KernelTextParser::parseTmaLoad() {
-  const Token &keyword = advance();
-  KILN_TRY(BufferPtr destination, expectBufferName());
-  KILN_TRY(ExprPtr destinationIndex, parseSubscript("a bulk copy's destination index"));
-  KILN_TRY_VOID(expect("="));
-  KILN_TRY(TensorMapPtr map, parseTensorMap());
-  KILN_TRY_VOID(expect("["));
-  std::vector<ExprPtr> coords;
-  while (!accept("]")) {
-    if (!coords.empty())
-      KILN_TRY_VOID(expect(","));
-    if (coords.size() >= kTensorMapMaxRank)
-      return errorAt(peek(), fmt::format("a bulk copy has at most {} coordinates",
-                                         kTensorMapMaxRank));
-    KILN_TRY(ExprPtr coord, parseIndex("a bulk copy coordinate"));
-    coords.push_back(std::move(coord));
+Expected<TargetOperand> KernelTextParser::parseOperand(OperandKind kind, std::string_view what) {
+  switch (kind) {
+  case OperandKind::Bool:
+    if (accept("true"))
+      return int64_t{1};
+    if (accept("false"))
+      return int64_t{0};
+    return expected("true or false");
+  case OperandKind::Index:
+  case OperandKind::OptionalIndex: return parseIndex(what);
+  case OperandKind::Predicate: return parseExprOfType(Type::boolean(), what);
+  case OperandKind::Buffer: return expectBufferName();
+  case OperandKind::Fragment: return parseFragment();
+  case OperandKind::SharedMatrix: return parseSharedMatrix();
+  case OperandKind::TensorMap: return parseTensorMap();
+  case OperandKind::Indices: {
+    KILN_TRY_VOID(expect("["));
+    std::vector<ExprPtr> exprs;
+    while (!accept("]")) {
+      if (!exprs.empty())
+        KILN_TRY_VOID(expect(","));
+      if (exprs.size() >= kTensorMapMaxRank)
+        return errorAt(peek(), fmt::format("{} has at most {} indices", what, kTensorMapMaxRank));
+      KILN_TRY(ExprPtr e, parseIndex(what));
+      exprs.push_back(std::move(e));
+    }
+    return exprs;
   }
-  if (!accept("on"))
-    return expected("'on' (the mbarrier the copy completes on)");
-  KILN_TRY(BufferPtr barriers, expectBufferName());
-  KILN_TRY(ExprPtr barrierIndex, parseSubscript("an mbarrier index"));
-  if (std::optional<std::string> problem =
-          tmaLoadProblem(destination, destinationIndex, map, coords, barriers, barrierIndex))
+  default: break;
+  }
+  if (enumSize(kind) == 0)
+    return expectInteger(what);
+  const Token &token = peek();
+  KILN_TRY(std::string name, expectName(what));
+  for (int64_t value = 0; value < enumSize(kind); ++value)
+    if (enumName(kind, value) == name)
+      return value;
+  return errorAt(token, fmt::format("unknown {} '{}'", what, name));
+}
+
+Expected<StmtPtr> KernelTextParser::parseTargetInstr(TargetOp op) {
+  const Token &keyword = advance();
+  const TargetInstrInfo &info = targetInstrInfo(op);
+  std::vector<TargetOperand> operands;
+  bool first = true;
+  for (const OperandSpec &spec : info.operands) {
+    // `role=value`, comma-separated on the keyword's line; an absent optional one is skipped.
+    bool present = peek().line == keyword.line &&
+                   (first ? peek().is(spec.role) : peek().is(",") && peek(1).is(spec.role));
+    if (!present && isOptional(spec.kind)) {
+      operands.emplace_back(ExprPtr());
+      continue;
+    }
+    if (!first)
+      KILN_TRY_VOID(expect(","));
+    if (!accept(spec.role))
+      return expected(fmt::format("'{}=' ({}'s next operand)", spec.role, info.name));
+    KILN_TRY_VOID(expect("="));
+    const Token &valueToken = peek();
+    std::string what = fmt::format("{} {}", info.name, spec.role);
+    KILN_TRY(TargetOperand value, parseOperand(spec.kind, what));
+    if (spec.kind == OperandKind::Int && (std::get<int64_t>(value) < INT32_MIN ||
+                                          std::get<int64_t>(value) > INT32_MAX))
+      return errorAt(valueToken, fmt::format("{} is out of range", what));
+    operands.push_back(std::move(value));
+    first = false;
+  }
+  if (std::optional<std::string> problem = targetInstrProblem(op, operands))
     return errorAt(keyword, *problem);
-  return std::make_shared<TmaLoad>(std::move(destination), std::move(destinationIndex),
-                                   std::move(map), std::move(coords), std::move(barriers),
-                                   std::move(barrierIndex));
+  return std::make_shared<TargetInstr>(op, std::move(operands));
 }
 
 } // namespace kiln::kir::text

@@ -3,6 +3,7 @@
 #include "ir/kernel/Parser.h"
 #include "ir/kernel/ParserCore.h"
 #include "ir/kernel/Printer.h"
+#include "ir/kernel/TargetInstr.h"
 
 #include <fmt/format.h>
 
@@ -18,8 +19,6 @@ constexpr ForKind kForKinds[] = {ForKind::Serial, ForKind::Unrolled, ForKind::Ve
                                  ForKind::ThreadZ};
 constexpr MemScope kScopes[] = {MemScope::Global, MemScope::Local, MemScope::Shared,
                                 MemScope::Register};
-constexpr WgmmaSyncOp kWgmmaSyncOps[] = {WgmmaSyncOp::Fence, WgmmaSyncOp::SharedFence,
-                                         WgmmaSyncOp::Commit};
 
 /// A let or alloc without braces of its own, waiting for the rest of its statement list.
 struct OpenScope {
@@ -159,18 +158,8 @@ Expected<StmtPtr> KernelTextParser::parseStatement() {
     return parseStore();
   if (word == "atomic")
     return parseAtomic();
-  if (word == "async_copy")
-    return parseAsyncCopy();
-  if (word == "tma_load")
-    return parseTmaLoad();
-  if (word.starts_with("mma."))
-    return parseMma(advance());
-  if (word.starts_with("ldmatrix."))
-    return parseLdMatrix(advance());
-  if (word.starts_with("wgmma."))
-    return parseWgmma(advance());
-  if (word.starts_with("mbarrier_"))
-    return parseMbarrier(advance());
+  if (std::optional<TargetOp> op = targetOpNamed(word))
+    return parseTargetInstr(*op);
   advance();
   if (word == "eval") {
     KILN_TRY(ExprPtr value, parseExpr());
@@ -178,21 +167,6 @@ Expected<StmtPtr> KernelTextParser::parseStatement() {
   }
   if (word == "barrier")
     return std::make_shared<Barrier>();
-  if (word == "async_commit")
-    return std::make_shared<AsyncCommit>();
-  if (word == "async_wait" || word == "wgmma_wait") {
-    const Token &countToken = peek();
-    KILN_TRY(int64_t pending, expectInteger("a count of pending groups"));
-    if (pending < 0 || pending > 7)
-      return errorAt(countToken, fmt::format("{} allows 0 to 7 pending groups, not {}", word,
-                                             pending));
-    if (word == "async_wait")
-      return std::make_shared<AsyncWait>(static_cast<int>(pending));
-    return std::make_shared<WgmmaSync>(WgmmaSyncOp::Wait, static_cast<int>(pending));
-  }
-  for (WgmmaSyncOp op : kWgmmaSyncOps)
-    if (word == fmt::format("wgmma_{}", wgmmaSyncOpName(op)))
-      return std::make_shared<WgmmaSync>(op);
   return errorAt(keyword, fmt::format("expected a statement, found {}", describeToken(keyword)));
 }
 

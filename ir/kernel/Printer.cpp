@@ -2,9 +2,8 @@
 // precedence with minimal parentheses, explicit types on loads, stores, casts,
 // lets and non-index constants.
 #include "ir/kernel/Printer.h"
-#include "ir/kernel/MmaLayout.h"
+#include "ir/kernel/TargetInstr.h"
 #include "ir/kernel/TensorMap.h"
-#include "ir/kernel/WgmmaLayout.h"
 
 #include "support/Error.h"
 
@@ -154,6 +153,42 @@ private:
   }
   std::string fragment(const Fragment &fragment) {
     return fmt::format("{}[{}:]", bufferName(*fragment.buffer), fragment.offset);
+  }
+  /// One target instruction operand's value; "" for an absent optional one.
+  std::string operand(OperandKind kind, const TargetOperand &operand) {
+    switch (kind) {
+    case OperandKind::Bool: return std::get<int64_t>(operand) ? "true" : "false";
+    case OperandKind::Index:
+    case OperandKind::OptionalIndex:
+    case OperandKind::Predicate: {
+      const ExprPtr &e = std::get<ExprPtr>(operand);
+      return e ? expr(e) : "";
+    }
+    case OperandKind::Buffer: return bufferName(*std::get<BufferPtr>(operand));
+    case OperandKind::Fragment: return fragment(std::get<Fragment>(operand));
+    case OperandKind::SharedMatrix: {
+      const SharedMatrix &m = std::get<SharedMatrix>(operand);
+      return fmt::format("{}[{}] {} lbo={} sbo={}", bufferName(*m.buffer), expr(m.start),
+                         m.mnMajor ? "mn" : "k", m.leadingBytes, m.strideBytes);
+    }
+    case OperandKind::TensorMap: {
+      const TensorMap &map = *std::get<TensorMapPtr>(operand);
+      return fmt::format("{}({} dims [{}] strides [{}] box [{}] swizzle {})", map.name,
+                         bufferName(*map.global), fmt::join(map.dims, ", "),
+                         fmt::join(map.strides, ", "), fmt::join(map.box, ", "),
+                         tmaSwizzleName(map.swizzle));
+    }
+    case OperandKind::Indices: {
+      std::vector<std::string> exprs;
+      for (const ExprPtr &e : std::get<std::vector<ExprPtr>>(operand))
+        exprs.push_back(expr(e));
+      return fmt::format("[{}]", fmt::join(exprs, ", "));
+    }
+    default: {
+      int64_t value = std::get<int64_t>(operand);
+      return enumSize(kind) > 0 ? std::string(enumName(kind, value)) : std::to_string(value);
+    }
+    }
   }
   static std::string bufferType(const Buffer &buffer) {
     return fmt::format("{}[{}]", dtypeName(buffer.dtype), buffer.size);
@@ -356,77 +391,15 @@ private:
       line(fmt::format("eval {}", expr(static_cast<const Evaluate &>(*s).value)));
       return;
     case StmtKind::Barrier: line("barrier"); return;
-    case StmtKind::Mma: {
-      auto &node = static_cast<const Mma &>(*s);
-      line(fmt::format("mma.{} {} = {} * {} + {}", mmaKindName(node.mmaKind), fragment(node.d),
-                       fragment(node.a), fragment(node.b), fragment(node.c)));
-      return;
-    }
-    case StmtKind::LdMatrix: {
-      auto &node = static_cast<const LdMatrix &>(*s);
-      line(fmt::format("ldmatrix.x{}{} {} = {}[{}]", node.matrices, node.transpose ? ".trans" : "",
-                       fragment(node.destination), bufferName(*node.source),
-                       expr(node.rowIndex)));
-      return;
-    }
-    case StmtKind::AsyncCopy: {
-      auto &node = static_cast<const AsyncCopy &>(*s);
-      std::string text = fmt::format(
-          "async_copy {} {}[{}] = {}[{}]", typeName(Type{node.source->dtype, node.lanes}),
-          bufferName(*node.destination), expr(node.destinationIndex), bufferName(*node.source),
-          expr(node.sourceIndex));
-      if (node.predicate)
-        text += fmt::format(" if {}", expr(node.predicate));
-      line(text);
-      return;
-    }
-    case StmtKind::AsyncCommit: line("async_commit"); return;
-    case StmtKind::AsyncWait:
-      line(fmt::format("async_wait {}", static_cast<const AsyncWait &>(*s).pendingGroups));
-      return;
-    case StmtKind::Wgmma: {
-      auto &node = static_cast<const Wgmma &>(*s);
-      auto matrix = [&](const SharedMatrix &m) {
-        return fmt::format("{}[{}] {} lbo={} sbo={}", bufferName(*m.buffer), expr(m.start),
-                           m.mnMajor ? "mn" : "k", m.leadingBytes, m.strideBytes);
-      };
-      line(fmt::format("wgmma.{}.n{} {} {} {} * {}", wgmmaKindName(node.wgmmaKind), node.n,
-                       fragment(node.d), node.accumulate ? "+=" : "=", matrix(node.a),
-                       matrix(node.b)));
-      return;
-    }
-    case StmtKind::WgmmaSync: {
-      auto &node = static_cast<const WgmmaSync &>(*s);
-      if (node.op == WgmmaSyncOp::Wait)
-        line(fmt::format("wgmma_wait {}", node.pendingGroups));
-      else
-        line(fmt::format("wgmma_{}", wgmmaSyncOpName(node.op)));
-      return;
-    }
-    case StmtKind::Mbarrier: {
-      auto &node = static_cast<const Mbarrier &>(*s);
-      std::string text = fmt::format("mbarrier_{} {}[{}]", mbarrierOpName(node.op),
-                                     bufferName(*node.barriers), expr(node.index));
-      if (node.op == MbarrierOp::Init || node.op == MbarrierOp::ArriveExpectTx)
-        text += fmt::format(" {}", node.count);
-      if (node.parity)
-        text += fmt::format(" parity {}", expr(node.parity));
-      line(text);
-      return;
-    }
-    case StmtKind::TmaLoad: {
-      auto &node = static_cast<const TmaLoad &>(*s);
-      const TensorMap &map = *node.map;
-      std::vector<std::string> coords;
-      for (const ExprPtr &coord : node.coords)
-        coords.push_back(expr(coord));
-      line(fmt::format("tma_load {}[{}] = {}({} dims [{}] strides [{}] box [{}] swizzle {})"
-                       "[{}] on {}[{}]",
-                       bufferName(*node.destination), expr(node.destinationIndex), map.name,
-                       bufferName(*map.global), fmt::join(map.dims, ", "),
-                       fmt::join(map.strides, ", "), fmt::join(map.box, ", "),
-                       tmaSwizzleName(map.swizzle), fmt::join(coords, ", "),
-                       bufferName(*node.barriers), expr(node.barrierIndex)));
+    case StmtKind::TargetInstr: {
+      auto &node = static_cast<const TargetInstr &>(*s);
+      const TargetInstrInfo &info = targetInstrInfo(node.op);
+      std::vector<std::string> operands;
+      for (size_t i = 0; i < info.operands.size(); ++i)
+        if (std::string text = operand(info.operands[i].kind, node.operands[i]); !text.empty())
+          operands.push_back(fmt::format("{}={}", info.operands[i].role, text));
+      line(fmt::format("{}{}{}", info.name, operands.empty() ? "" : " ",
+                       fmt::join(operands, ", ")));
       return;
     }
     case StmtKind::Atomic: {

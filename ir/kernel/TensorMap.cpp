@@ -14,9 +14,12 @@ std::vector<TensorMapPtr> tensorMapsOf(const Kernel &kernel) {
   struct Finder : StmtVisitor {
     std::vector<TensorMapPtr> maps;
     std::unordered_set<const TensorMap *> seen;
-    void visitTmaLoad(const TmaLoad &node) override {
-      if (seen.insert(node.map.get()).second)
-        maps.push_back(node.map);
+    void visitTargetInstr(const TargetInstr &node) override {
+      if (node.op != TargetOp::TmaLoad)
+        return;
+      TensorMapPtr map = node.view<TmaLoad>().map;
+      if (seen.insert(map.get()).second)
+        maps.push_back(map);
     }
   } finder;
   finder.visit(kernel.body);
@@ -79,41 +82,21 @@ std::optional<std::string> tensorMapProblem(const TensorMap &map) {
 }
 
 std::optional<std::string> tmaLoadProblem(const TmaLoad &copy) {
-  return tmaLoadProblem(copy.destination, copy.destinationIndex, copy.map, copy.coords,
-                        copy.barriers, copy.barrierIndex);
-}
-
-std::optional<std::string> tmaLoadProblem(const BufferPtr &destination,
-                                          const ExprPtr &destinationIndex,
-                                          const TensorMapPtr &mapPtr,
-                                          const std::vector<ExprPtr> &coords,
-                                          const BufferPtr &barriers, const ExprPtr &barrierIndex) {
-  if (!mapPtr)
-    return std::string("a bulk tensor copy without a tensor map");
-  if (std::optional<std::string> problem = tensorMapProblem(*mapPtr))
+  const TensorMap &map = *copy.map;
+  if (std::optional<std::string> problem = tensorMapProblem(map))
     return problem;
-  const TensorMap &map = *mapPtr;
-  if (coords.size() != map.dims.size())
+  if (copy.coords.size() != map.dims.size())
     return fmt::format("a bulk tensor copy through {} gives {} coordinates for its {} "
                        "dimensions",
-                       map.name, coords.size(), map.dims.size());
-  for (const ExprPtr &coord : coords)
-    if (!coord || coord->type() != Type::index())
-      return fmt::format("a bulk tensor copy through {}: coordinates must be i64 scalars",
-                         map.name);
-  if (!destination || destination->scope != MemScope::Shared ||
-      destination->dtype != map.global->dtype)
+                       map.name, copy.coords.size(), map.dims.size());
+  const Buffer &destination = *copy.destination, &barriers = *copy.barriers;
+  if (destination.scope != MemScope::Shared || destination.dtype != map.global->dtype)
     return fmt::format("a bulk tensor copy through {} lands in {}, not a shared {} buffer",
-                       map.name, destination ? destination->name : "nothing",
-                       dtypeName(map.global->dtype));
-  if (!destinationIndex || destinationIndex->type() != Type::index() ||
-      !barrierIndex || barrierIndex->type() != Type::index())
-    return fmt::format("a bulk tensor copy through {}: indices must be i64 scalars", map.name);
-  if (!barriers || barriers->scope != MemScope::Shared ||
-      barriers->dtype != DType::I64)
+                       map.name, destination.name, dtypeName(map.global->dtype));
+  if (barriers.scope != MemScope::Shared || barriers.dtype != DType::I64)
     return fmt::format("a bulk tensor copy through {} completes on {}, not a shared i64 "
                        "buffer of mbarriers",
-                       map.name, barriers ? barriers->name : "nothing");
+                       map.name, barriers.name);
   return std::nullopt;
 }
 

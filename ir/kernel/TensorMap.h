@@ -33,13 +33,8 @@ std::optional<std::string> tensorMapProblem(const TensorMap &map);
 
 /// What makes a copy malformed: its map's problems, coordinates of the wrong rank, a
 /// destination that is not a shared buffer of the map's dtype, barriers not a shared i64.
-/// Taking the fields, it is what the parser asks before it builds a node (TmaLoad's constructor
-/// refuses a malformed one).
-std::optional<std::string> tmaLoadProblem(const BufferPtr &destination,
-                                          const ExprPtr &destinationIndex,
-                                          const TensorMapPtr &map,
-                                          const std::vector<ExprPtr> &coords,
-                                          const BufferPtr &barriers, const ExprPtr &barrierIndex);
+/// Its operands are present and typed as TargetInstrs.def says (the node check's, and the
+/// parser's, part).
 std::optional<std::string> tmaLoadProblem(const TmaLoad &copy);
 
 /// The byte a box element lands at, from the destination's first byte (which sits at a

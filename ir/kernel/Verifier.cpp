@@ -5,6 +5,7 @@
 #include "ir/kernel/GpuLaunch.h"
 #include "ir/kernel/Printer.h"
 #include "ir/kernel/ScalarOps.h"
+#include "ir/kernel/TargetInstr.h"
 #include "ir/kernel/VerifierGpuStatements.h"
 #include "ir/kernel/VerifierSummary.h"
 
@@ -230,7 +231,7 @@ private:
     if (isGpuOnly(s->kind()) && threadLoops_ == 0)
       return fail(fmt::format("{} outside the thread loops (GPU statements run inside a "
                               "thread.* loop nest)",
-                              gpuStatementName(s->kind())));
+                              gpuStatementName(*s)));
     switch (s->kind()) {
     case StmtKind::Block:
       for (const StmtPtr &child : static_cast<const Block &>(*s).stmts)
@@ -335,10 +336,6 @@ private:
     return {};
   }
 
-  Expected<void> fragment(const Fragment &f, std::string_view what) {
-    return accessible(f.buffer, fmt::format("{} uses", what));
-  }
-
   /// The GPU statements: their buffers in scope, their indices i64, then their own fields.
   Expected<void> gpuStatement(const Stmt &s) {
     switch (s.kind()) {
@@ -349,65 +346,36 @@ private:
       KILN_TRY_VOID(expr(atomic.value));
       break;
     }
-    case StmtKind::Mma: {
-      auto &mma = static_cast<const Mma &>(s);
-      for (const auto &[f, what] : {std::pair{&mma.d, "mma d"}, std::pair{&mma.a, "mma a"},
-                                    std::pair{&mma.b, "mma b"}, std::pair{&mma.c, "mma c"}})
-        KILN_TRY_VOID(fragment(*f, what));
-      break;
-    }
-    case StmtKind::LdMatrix: {
-      auto &ld = static_cast<const LdMatrix &>(s);
-      KILN_TRY_VOID(fragment(ld.destination, "ldmatrix destination"));
-      KILN_TRY_VOID(accessible(ld.source, "ldmatrix from"));
-      KILN_TRY_VOID(index(ld.rowIndex, "ldmatrix row"));
-      break;
-    }
-    case StmtKind::AsyncCopy: {
-      auto &copy = static_cast<const AsyncCopy &>(s);
-      KILN_TRY_VOID(accessible(copy.destination, "async copy into"));
-      KILN_TRY_VOID(accessible(copy.source, "async copy from"));
-      KILN_TRY_VOID(index(copy.destinationIndex, "async copy destination"));
-      KILN_TRY_VOID(index(copy.sourceIndex, "async copy source"));
-      if (copy.predicate) {
-        KILN_TRY_VOID(expr(copy.predicate));
-        KILN_TRY_VOID(mask(copy.predicate, 1, "async copy predicate"));
+    case StmtKind::TargetInstr: {
+      auto &instr = static_cast<const TargetInstr &>(s);
+      const TargetInstrInfo &info = targetInstrInfo(instr.op);
+      for (size_t i = 0; i < info.operands.size(); ++i) {
+        const OperandSpec &spec = info.operands[i];
+        const TargetOperand &operand = instr.operands[i];
+        std::string what = fmt::format("{} {}", info.name, spec.role);
+        if (auto *map = std::get_if<TensorMapPtr>(&operand);
+            map && std::ranges::none_of(kernel_.params, [&](const BufferPtr &p) {
+              return p.get() == (*map)->global.get();
+            }))
+          return fail(fmt::format("tensor map {} reads {}, which is not a parameter",
+                                  (*map)->name, (*map)->global->name));
+        BufferPtr buffer = operandBuffer(operand);
+        if (buffer && !std::holds_alternative<TensorMapPtr>(operand))
+          KILN_TRY_VOID(accessible(buffer, fmt::format("{} uses", what)));
+        std::vector<ExprPtr> exprs;
+        forEachExpr(operand, [&](const ExprPtr &e) { exprs.push_back(e); });
+        for (const ExprPtr &e : exprs) {
+          if (spec.kind != OperandKind::Predicate) {
+            KILN_TRY_VOID(index(e, what));
+          } else {
+            KILN_TRY_VOID(expr(e));
+            KILN_TRY_VOID(mask(e, 1, what));
+          }
+        }
       }
       break;
     }
-    case StmtKind::Wgmma: {
-      auto &product = static_cast<const Wgmma &>(s);
-      KILN_TRY_VOID(fragment(product.d, "wgmma d"));
-      KILN_TRY_VOID(accessible(product.a.buffer, "wgmma a reads"));
-      KILN_TRY_VOID(accessible(product.b.buffer, "wgmma b reads"));
-      KILN_TRY_VOID(index(product.a.start, "wgmma a start"));
-      KILN_TRY_VOID(index(product.b.start, "wgmma b start"));
-      break;
-    }
-    case StmtKind::Mbarrier: {
-      auto &barrier = static_cast<const Mbarrier &>(s);
-      KILN_TRY_VOID(accessible(barrier.barriers, "mbarrier on"));
-      KILN_TRY_VOID(index(barrier.index, "mbarrier"));
-      if (barrier.parity)
-        KILN_TRY_VOID(index(barrier.parity, "mbarrier parity"));
-      break;
-    }
-    case StmtKind::TmaLoad: {
-      auto &copy = static_cast<const TmaLoad &>(s);
-      if (std::ranges::none_of(kernel_.params, [&](const BufferPtr &p) {
-            return p.get() == copy.map->global.get();
-          }))
-        return fail(fmt::format("tensor map {} reads {}, which is not a parameter",
-                                copy.map->name, copy.map->global->name));
-      KILN_TRY_VOID(accessible(copy.destination, "bulk tensor copy into"));
-      KILN_TRY_VOID(accessible(copy.barriers, "bulk tensor copy completes on"));
-      KILN_TRY_VOID(index(copy.destinationIndex, "bulk tensor copy destination"));
-      KILN_TRY_VOID(index(copy.barrierIndex, "bulk tensor copy mbarrier"));
-      for (const ExprPtr &coord : copy.coords)
-        KILN_TRY_VOID(index(coord, "bulk tensor copy coordinate"));
-      break;
-    }
-    default: break; // AsyncCommit, AsyncWait, WgmmaSync: no operands
+    default: break;
     }
     current_ = &s;
     if (std::optional<std::string> problem = gpuStatementProblem(s))

@@ -3,7 +3,7 @@
 #include "ir/kernel/VerifierSummary.h"
 
 #include "ir/kernel/Printer.h"
-#include "ir/kernel/VerifierGpuStatements.h"
+#include "ir/kernel/TargetInstr.h"
 
 #include <fmt/format.h>
 
@@ -11,24 +11,7 @@
 
 namespace kiln::kir {
 
-namespace {
-
-bool present(const Fragment &f) { return f.buffer != nullptr; }
-
-} // namespace
-
-std::string_view statementKindName(StmtKind kind) {
-  switch (kind) {
-  case StmtKind::Block: return "block";
-  case StmtKind::For: return "for";
-  case StmtKind::Let: return "let";
-  case StmtKind::If: return "if";
-  case StmtKind::Allocate: return "alloc";
-  case StmtKind::Store: return "store";
-  case StmtKind::Evaluate: return "eval";
-  default: return gpuStatementName(kind);
-  }
-}
+std::string_view statementKindName(StmtKind kind) { return kindName(kind); }
 
 /// Whether `e` and every operand below it are present (so that it can be printed).
 bool hasAllOperands(const ExprPtr &e) {
@@ -70,10 +53,7 @@ bool hasAllOperands(const Stmt &s) {
   auto optional = [](const ExprPtr &e) { return !e || hasAllOperands(e); };
   switch (s.kind()) {
   case StmtKind::Block:
-  case StmtKind::Barrier:
-  case StmtKind::AsyncCommit:
-  case StmtKind::AsyncWait:
-  case StmtKind::WgmmaSync: return true;
+  case StmtKind::Barrier: return true;
   case StmtKind::For: {
     auto &f = static_cast<const For &>(s);
     return f.var && hasAllOperands(f.begin) && hasAllOperands(f.extent);
@@ -94,33 +74,19 @@ bool hasAllOperands(const Stmt &s) {
     auto &a = static_cast<const Atomic &>(s);
     return a.buffer && hasAllOperands(a.index) && hasAllOperands(a.value);
   }
-  case StmtKind::Mma: {
-    auto &m = static_cast<const Mma &>(s);
-    return present(m.d) && present(m.a) && present(m.b) && present(m.c);
-  }
-  case StmtKind::LdMatrix: {
-    auto &l = static_cast<const LdMatrix &>(s);
-    return present(l.destination) && l.source && hasAllOperands(l.rowIndex);
-  }
-  case StmtKind::AsyncCopy: {
-    auto &c = static_cast<const AsyncCopy &>(s);
-    return c.destination && c.source && hasAllOperands(c.destinationIndex) &&
-           hasAllOperands(c.sourceIndex) && optional(c.predicate);
-  }
-  case StmtKind::Wgmma: {
-    auto &w = static_cast<const Wgmma &>(s);
-    return present(w.d) && w.a.buffer && w.b.buffer && hasAllOperands(w.a.start) &&
-           hasAllOperands(w.b.start);
-  }
-  case StmtKind::Mbarrier: {
-    auto &m = static_cast<const Mbarrier &>(s);
-    return m.barriers && hasAllOperands(m.index) && optional(m.parity);
-  }
-  case StmtKind::TmaLoad: {
-    auto &t = static_cast<const TmaLoad &>(s);
-    return t.map && t.map->global && t.destination && t.barriers &&
-           hasAllOperands(t.destinationIndex) && hasAllOperands(t.barrierIndex) &&
-           std::ranges::all_of(t.coords, [](const ExprPtr &c) { return hasAllOperands(c); });
+  case StmtKind::TargetInstr: {
+    auto &instr = static_cast<const TargetInstr &>(s);
+    const TargetInstrInfo &info = targetInstrInfo(instr.op);
+    bool present = instr.operands.size() == info.operands.size();
+    for (size_t i = 0; present && i < info.operands.size(); ++i) {
+      OperandKind kind = info.operands[i].kind;
+      const TargetOperand &operand = instr.operands[i];
+      bool names = kind >= OperandKind::Buffer && kind <= OperandKind::TensorMap;
+      present = (!names || operandBuffer(operand)) &&
+                (kind != OperandKind::Index || std::get<ExprPtr>(operand));
+      forEachExpr(operand, [&](const ExprPtr &e) { present = present && hasAllOperands(e); });
+    }
+    return present;
   }
   }
   return false;

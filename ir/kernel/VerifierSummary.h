@@ -9,7 +9,7 @@
 
 namespace kiln::kir {
 
-/// "for", "store", "an mma", ...: how a message names a statement of `kind`.
+/// "for", "store", "target": how a message names a statement of `kind` (its keyword).
 std::string_view statementKindName(StmtKind kind);
 
 /// Whether `e` and every operand below it are present (non-null).

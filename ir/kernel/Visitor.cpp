@@ -2,6 +2,8 @@
 // Mutator, plus the non-folding node rebuilders the Mutator uses.
 #include "ir/kernel/Visitor.h"
 
+#include "ir/kernel/TargetInstr.h"
+
 #include "support/Error.h"
 
 #include <fmt/format.h>
@@ -106,27 +108,10 @@ void StmtVisitor::visitAllocate(const Allocate &node) { visit(node.body); }
 
 // Statements that hold no expressions and no statements.
 void StmtVisitor::visitBarrier(const Barrier &) {}
-void StmtVisitor::visitMma(const Mma &) {}
-void StmtVisitor::visitAsyncCommit(const AsyncCommit &) {}
-void StmtVisitor::visitAsyncWait(const AsyncWait &) {}
-void StmtVisitor::visitWgmmaSync(const WgmmaSync &) {}
 
-void StmtVisitor::visitWgmma(const Wgmma &node) {
-  visitExpr(node.a.start);
-  visitExpr(node.b.start);
-}
-
-void StmtVisitor::visitMbarrier(const Mbarrier &node) {
-  visitExpr(node.index);
-  if (node.parity)
-    visitExpr(node.parity);
-}
-
-void StmtVisitor::visitTmaLoad(const TmaLoad &node) {
-  visitExpr(node.destinationIndex);
-  for (const ExprPtr &coord : node.coords)
-    visitExpr(coord);
-  visitExpr(node.barrierIndex);
+void StmtVisitor::visitTargetInstr(const TargetInstr &node) {
+  for (const TargetOperand &operand : node.operands)
+    forEachExpr(operand, [&](const ExprPtr &e) { visitExpr(e); });
 }
 
 void StmtVisitor::visitStore(const Store &node) {
@@ -143,14 +128,6 @@ void StmtVisitor::visitAtomic(const Atomic &node) {
   visitExpr(node.value);
 }
 
-void StmtVisitor::visitLdMatrix(const LdMatrix &node) { visitExpr(node.rowIndex); }
-
-void StmtVisitor::visitAsyncCopy(const AsyncCopy &node) {
-  visitExpr(node.destinationIndex);
-  visitExpr(node.sourceIndex);
-  if (node.predicate)
-    visitExpr(node.predicate);
-}
 
 // ---- Rebuilders ---------------------------------------------------------------------------------
 
@@ -226,12 +203,6 @@ ExprPtr Mutator::mutateIntImm(const std::shared_ptr<const IntImm> &node) { retur
 ExprPtr Mutator::mutateFloatImm(const std::shared_ptr<const FloatImm> &node) { return node; }
 ExprPtr Mutator::mutateVarRef(const std::shared_ptr<const VarRef> &node) { return node; }
 StmtPtr Mutator::mutateBarrier(const std::shared_ptr<const Barrier> &node) { return node; }
-StmtPtr Mutator::mutateMma(const std::shared_ptr<const Mma> &node) { return node; }
-StmtPtr Mutator::mutateAsyncCommit(const std::shared_ptr<const AsyncCommit> &node) {
-  return node;
-}
-StmtPtr Mutator::mutateAsyncWait(const std::shared_ptr<const AsyncWait> &node) { return node; }
-StmtPtr Mutator::mutateWgmmaSync(const std::shared_ptr<const WgmmaSync> &node) { return node; }
 
 ExprPtr Mutator::mutateUnary(const std::shared_ptr<const Unary> &node) {
   ExprPtr operand = mutate(node->operand);
@@ -374,57 +345,16 @@ StmtPtr Mutator::mutateAtomic(const std::shared_ptr<const Atomic> &node) {
   return std::make_shared<Atomic>(node->op, node->buffer, std::move(index), std::move(value));
 }
 
-StmtPtr Mutator::mutateLdMatrix(const std::shared_ptr<const LdMatrix> &node) {
-  ExprPtr rowIndex = mutate(node->rowIndex);
-  if (rowIndex == node->rowIndex)
-    return node;
-  return std::make_shared<LdMatrix>(node->destination, node->matrices, node->transpose,
-                                    node->source, std::move(rowIndex));
-}
-
-StmtPtr Mutator::mutateWgmma(const std::shared_ptr<const Wgmma> &node) {
-  ExprPtr aStart = mutate(node->a.start), bStart = mutate(node->b.start);
-  if (aStart == node->a.start && bStart == node->b.start)
-    return node;
-  SharedMatrix a = node->a, b = node->b;
-  a.start = std::move(aStart);
-  b.start = std::move(bStart);
-  return std::make_shared<Wgmma>(node->wgmmaKind, node->n, node->d, std::move(a), std::move(b),
-                                 node->accumulate);
-}
-
-StmtPtr Mutator::mutateMbarrier(const std::shared_ptr<const Mbarrier> &node) {
-  ExprPtr index = mutate(node->index), parity = mutate(node->parity);
-  if (index == node->index && parity == node->parity)
-    return node;
-  return std::make_shared<Mbarrier>(node->op, node->barriers, std::move(index), node->count,
-                                    std::move(parity));
-}
-
-StmtPtr Mutator::mutateTmaLoad(const std::shared_ptr<const TmaLoad> &node) {
-  ExprPtr destinationIndex = mutate(node->destinationIndex);
-  ExprPtr barrierIndex = mutate(node->barrierIndex);
-  bool changed = destinationIndex != node->destinationIndex || barrierIndex != node->barrierIndex;
-  std::vector<ExprPtr> coords;
-  for (const ExprPtr &coord : node->coords) {
-    coords.push_back(mutate(coord));
-    changed = changed || coords.back() != coord;
-  }
-  if (!changed)
-    return node;
-  return std::make_shared<TmaLoad>(node->destination, std::move(destinationIndex), node->map,
-                                   std::move(coords), node->barriers, std::move(barrierIndex));
-}
-
-StmtPtr Mutator::mutateAsyncCopy(const std::shared_ptr<const AsyncCopy> &node) {
-  ExprPtr destinationIndex = mutate(node->destinationIndex);
-  ExprPtr sourceIndex = mutate(node->sourceIndex);
-  ExprPtr predicate = mutate(node->predicate);
-  if (destinationIndex == node->destinationIndex && sourceIndex == node->sourceIndex &&
-      predicate == node->predicate)
-    return node;
-  return std::make_shared<AsyncCopy>(node->destination, std::move(destinationIndex), node->source,
-                                     std::move(sourceIndex), node->lanes, std::move(predicate));
+StmtPtr Mutator::mutateTargetInstr(const std::shared_ptr<const TargetInstr> &node) {
+  std::vector<TargetOperand> operands;
+  bool changed = false;
+  for (const TargetOperand &operand : node->operands)
+    operands.push_back(mapExprs(operand, [&](const ExprPtr &e) {
+      ExprPtr result = mutate(e);
+      changed = changed || result != e;
+      return result;
+    }));
+  return changed ? std::make_shared<TargetInstr>(node->op, std::move(operands)) : node;
 }
 
 } // namespace kiln::kir

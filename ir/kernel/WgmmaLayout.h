@@ -67,8 +67,7 @@ uint32_t wgmmaOperandAddress(const WgmmaDescriptor &descriptor, bool mnMajor, in
 /// fragment that is not n/2 f32 registers, an operand that is not a shared buffer of the
 /// product's dtype, an MN-major operand of a product that cannot transpose, strides that are
 /// not multiples of 16 bytes below 2^18.
-/// Taking the fields, it is what the parser asks before it builds a node (Wgmma's constructor
-/// refuses a malformed one).
+/// Taking the fields, tests ask it without building a node.
 std::optional<std::string> wgmmaProblem(WgmmaKind kind, int n, const Fragment &d,
                                         const SharedMatrix &a, const SharedMatrix &b);
 std::optional<std::string> wgmmaProblem(const Wgmma &product);

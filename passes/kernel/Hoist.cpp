@@ -6,6 +6,7 @@
 
 #include "ir/kernel/Builder.h"
 #include "ir/kernel/IRUtils.h"
+#include "ir/kernel/TargetInstr.h"
 #include "ir/kernel/Visitor.h"
 
 #include <unordered_map>
@@ -66,20 +67,13 @@ struct LoopFacts : StmtVisitor {
   }
   void visitStore(const Store &node) override { written.insert(node.buffer.get()); }
   void visitAtomic(const Atomic &node) override { written.insert(node.buffer.get()); }
-  void visitMma(const Mma &node) override { written.insert(node.d.buffer.get()); }
-  void visitLdMatrix(const LdMatrix &node) override {
-    written.insert(node.destination.buffer.get());
+  // A wait orders others' writes, and a bulk copy lands, at no point of the loop a hoist
+  // could see.
+  void visitTargetInstr(const TargetInstr &node) override {
+    for (const Buffer *buffer : writtenBuffers(node))
+      written.insert(buffer);
+    hasEffects = hasEffects || targetInstrInfo(node.op).orders || node.op == TargetOp::TmaLoad;
   }
-  void visitAsyncCopy(const AsyncCopy &node) override { written.insert(node.destination.get()); }
-  void visitAsyncWait(const AsyncWait &) override { hasEffects = true; }
-  void visitWgmma(const Wgmma &node) override { written.insert(node.d.buffer.get()); }
-  void visitWgmmaSync(const WgmmaSync &) override { hasEffects = true; }
-  // A copy lands, and a wait orders others' writes, at no point of the loop a hoist could see.
-  void visitTmaLoad(const TmaLoad &node) override {
-    written.insert(node.destination.get());
-    hasEffects = true;
-  }
-  void visitMbarrier(const Mbarrier &) override { hasEffects = true; }
   void visitEvaluate(const Evaluate &) override { hasEffects = true; }
   // A barrier orders other threads' writes before later reads: nothing loaded
   // may move across it.

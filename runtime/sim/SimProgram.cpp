@@ -195,93 +195,100 @@ private:
       node.exprs[0] = compileExpr(static_cast<const Evaluate &>(*s).value);
       break;
     case StmtKind::Barrier: break;
-    case StmtKind::Mma: {
-      auto &mma = static_cast<const Mma &>(*s);
-      node.op = static_cast<int>(mma.mmaKind);
-      node.fragments[0] = fragment(mma.d);
-      node.fragments[1] = fragment(mma.a);
-      node.fragments[2] = fragment(mma.b);
-      node.fragments[3] = fragment(mma.c);
-      break;
-    }
-    case StmtKind::LdMatrix: {
-      auto &ld = static_cast<const LdMatrix &>(*s);
-      node.buffer = bufferIndex(*ld.source);
-      node.op = ld.matrices;
-      node.transpose = ld.transpose;
-      node.fragments[0] = fragment(ld.destination);
-      node.exprs[0] = compileExpr(ld.rowIndex);
-      break;
-    }
-    case StmtKind::AsyncCopy: {
-      auto &copy = static_cast<const AsyncCopy &>(*s);
-      node.buffer = bufferIndex(*copy.destination);
-      node.source = bufferIndex(*copy.source);
-      node.op = copy.lanes;
-      program_.buffers[static_cast<size_t>(node.buffer)].asyncDestination = true;
-      program_.hasAsyncCopies = true;
-      node.exprs[0] = compileExpr(copy.destinationIndex);
-      node.exprs[1] = compileExpr(copy.sourceIndex);
-      if (copy.predicate)
-        node.exprs[2] = compileExpr(copy.predicate);
-      break;
-    }
-    case StmtKind::AsyncCommit: program_.hasAsyncCopies = true; break;
-    case StmtKind::AsyncWait:
-      program_.hasAsyncCopies = true;
-      node.op = static_cast<const AsyncWait &>(*s).pendingGroups;
-      break;
-    case StmtKind::Wgmma: {
-      auto &product = static_cast<const Wgmma &>(*s);
-      program_.hasWgmma = true;
-      node.wgmma = &product;
-      node.buffer = bufferIndex(*product.a.buffer);
-      node.source = bufferIndex(*product.b.buffer);
-      program_.buffers[static_cast<size_t>(node.buffer)].wgmmaOperand = true;
-      program_.buffers[static_cast<size_t>(node.source)].wgmmaOperand = true;
-      program_.buffers[static_cast<size_t>(bufferIndex(*product.d.buffer))].wgmmaAccumulator =
-          true;
-      node.fragments[0] = fragment(product.d);
-      node.exprs[0] = compileExpr(product.a.start);
-      node.exprs[1] = compileExpr(product.b.start);
-      break;
-    }
-    case StmtKind::WgmmaSync: {
-      auto &sync = static_cast<const WgmmaSync &>(*s);
-      program_.hasWgmma = true;
-      node.op = static_cast<int>(sync.op);
-      node.pending = sync.pendingGroups;
-      break;
-    }
-    case StmtKind::Mbarrier: {
-      auto &barrier = static_cast<const Mbarrier &>(*s);
-      program_.hasMbarriers = true;
-      node.op = static_cast<int>(barrier.op);
-      node.buffer = bufferIndex(*barrier.barriers);
-      node.count = barrier.count;
-      program_.buffers[static_cast<size_t>(node.buffer)].mbarriers = true;
-      node.exprs[0] = compileExpr(barrier.index);
-      if (barrier.op == MbarrierOp::Wait) {
-        ++waits_;
-        node.exprs[1] = compileExpr(barrier.parity);
+    case StmtKind::TargetInstr: {
+      auto &instr = static_cast<const TargetInstr &>(*s);
+      node.target = instr.op;
+      switch (instr.op) {
+      case TargetOp::Mma: {
+        auto mma = instr.view<Mma>();
+        node.op = static_cast<int>(mma.mmaKind);
+        node.fragments[0] = fragment(mma.d);
+        node.fragments[1] = fragment(mma.a);
+        node.fragments[2] = fragment(mma.b);
+        node.fragments[3] = fragment(mma.c);
+        break;
       }
-      break;
-    }
-    case StmtKind::TmaLoad: {
-      auto &copy = static_cast<const TmaLoad &>(*s);
-      program_.hasMbarriers = true;
-      node.tma = &copy;
-      node.buffer = bufferIndex(*copy.destination);
-      node.source = bufferIndex(*copy.map->global);
-      node.barriers = bufferIndex(*copy.barriers);
-      KILN_CHECK(program_.buffers[static_cast<size_t>(node.source)].param != kNoNode,
-                 "the verifier admits tensor maps of parameters only");
-      program_.buffers[static_cast<size_t>(node.buffer)].tmaDestination = true;
-      program_.buffers[static_cast<size_t>(node.barriers)].mbarriers = true;
-      node.exprs[0] = compileExpr(copy.destinationIndex);
-      node.exprs[1] = compileExpr(copy.barrierIndex);
-      for (const ExprPtr &coord : copy.coords)
-        node.coords.push_back(compileExpr(coord));
+      case TargetOp::LdMatrix: {
+        auto ld = instr.view<LdMatrix>();
+        node.buffer = bufferIndex(*ld.source);
+        node.op = ld.matrices;
+        node.transpose = ld.transpose;
+        node.fragments[0] = fragment(ld.destination);
+        node.exprs[0] = compileExpr(ld.rowIndex);
+        break;
+      }
+      case TargetOp::AsyncCopy: {
+        auto copy = instr.view<AsyncCopy>();
+        node.buffer = bufferIndex(*copy.destination);
+        node.source = bufferIndex(*copy.source);
+        node.op = copy.lanes;
+        program_.buffers[static_cast<size_t>(node.buffer)].asyncDestination = true;
+        program_.hasAsyncCopies = true;
+        node.exprs[0] = compileExpr(copy.destinationIndex);
+        node.exprs[1] = compileExpr(copy.sourceIndex);
+        if (copy.predicate)
+          node.exprs[2] = compileExpr(copy.predicate);
+        break;
+      }
+      case TargetOp::AsyncCommit: program_.hasAsyncCopies = true; break;
+      case TargetOp::AsyncWait:
+        program_.hasAsyncCopies = true;
+        node.op = instr.view<AsyncWait>().pendingGroups;
+        break;
+      case TargetOp::Wgmma: {
+        node.wgmma = std::make_shared<Wgmma>(instr.view<Wgmma>());
+        const Wgmma &product = *node.wgmma;
+        program_.hasWgmma = true;
+        node.buffer = bufferIndex(*product.a.buffer);
+        node.source = bufferIndex(*product.b.buffer);
+        program_.buffers[static_cast<size_t>(node.buffer)].wgmmaOperand = true;
+        program_.buffers[static_cast<size_t>(node.source)].wgmmaOperand = true;
+        program_.buffers[static_cast<size_t>(bufferIndex(*product.d.buffer))].wgmmaAccumulator =
+            true;
+        node.fragments[0] = fragment(product.d);
+        node.exprs[0] = compileExpr(product.a.start);
+        node.exprs[1] = compileExpr(product.b.start);
+        break;
+      }
+      case TargetOp::WgmmaSync: {
+        auto sync = instr.view<WgmmaSync>();
+        program_.hasWgmma = true;
+        node.op = static_cast<int>(sync.op);
+        node.pending = sync.pendingGroups;
+        break;
+      }
+      case TargetOp::Mbarrier: {
+        auto barrier = instr.view<Mbarrier>();
+        program_.hasMbarriers = true;
+        node.op = static_cast<int>(barrier.op);
+        node.buffer = bufferIndex(*barrier.barriers);
+        node.count = barrier.count;
+        program_.buffers[static_cast<size_t>(node.buffer)].mbarriers = true;
+        node.exprs[0] = compileExpr(barrier.index);
+        if (barrier.op == MbarrierOp::Wait) {
+          ++waits_;
+          node.exprs[1] = compileExpr(barrier.parity);
+        }
+        break;
+      }
+      case TargetOp::TmaLoad: {
+        node.tma = std::make_shared<TmaLoad>(instr.view<TmaLoad>());
+        const TmaLoad &copy = *node.tma;
+        program_.hasMbarriers = true;
+        node.buffer = bufferIndex(*copy.destination);
+        node.source = bufferIndex(*copy.map->global);
+        node.barriers = bufferIndex(*copy.barriers);
+        KILN_CHECK(program_.buffers[static_cast<size_t>(node.source)].param != kNoNode,
+                   "the verifier admits tensor maps of parameters only");
+        program_.buffers[static_cast<size_t>(node.buffer)].tmaDestination = true;
+        program_.buffers[static_cast<size_t>(node.barriers)].mbarriers = true;
+        node.exprs[0] = compileExpr(copy.destinationIndex);
+        node.exprs[1] = compileExpr(copy.barrierIndex);
+        for (const ExprPtr &coord : copy.coords)
+          node.coords.push_back(compileExpr(coord));
+        break;
+      }
+      }
       break;
     }
     case StmtKind::Atomic: {

@@ -39,6 +39,7 @@ struct SimFragment {
 
 struct SimStmt {
   kir::StmtKind kind = kir::StmtKind::Block;
+  kir::TargetOp target = kir::TargetOp::Mma;    ///< TargetInstr: which
   kir::ForKind loopKind = kir::ForKind::Serial; ///< For
   int var = kNoNode;                            ///< For, Let
   int buffer = kNoNode;                         ///< Allocate, Store, Atomic; LdMatrix: source;
@@ -49,7 +50,7 @@ struct SimStmt {
                                                 ///< pending groups
   bool transpose = false;                       ///< LdMatrix
   int pending = 0;                              ///< WgmmaSync: the Wait's pending groups
-  const kir::Wgmma *wgmma = nullptr;            ///< Wgmma (buffer: a, source: b, fragments[0]:
+  std::shared_ptr<const kir::Wgmma> wgmma;      ///< Wgmma (buffer: a, source: b, fragments[0]:
                                                 ///< d, exprs: the starts of a and b); WgmmaSync:
                                                 ///< op is the WgmmaSyncOp
   int exprs[3] = {kNoNode, kNoNode, kNoNode};   ///< For: begin, extent; Let: value; If: cond;
@@ -64,7 +65,7 @@ struct SimStmt {
   int64_t count = 0;
   int barriers = kNoNode;
   std::vector<int> coords;
-  const kir::TmaLoad *tma = nullptr;
+  std::shared_ptr<const kir::TmaLoad> tma;
   bool forks = false; ///< If: a branch waits on an mbarrier, so its sides may run as fibers
   int body = kNoNode, elseBody = kNoNode;       ///< For/Let/Allocate body; If branches
   std::vector<int> children;                    ///< Block

@@ -28,7 +28,7 @@ bool SimtMachine::wgmma(const SimStmt &node, Active a) {
                                  "product reads one pair of matrices)",
                                  what, byThread(t), threadText(base)));
     PendingWgmma pending;
-    pending.product = &product;
+    pending.product = node.wgmma.get();
     pending.aBuffer = node.buffer;
     pending.bBuffer = node.source;
     pending.dBuffer = node.fragments[0].buffer;

@@ -118,16 +118,19 @@ bool SimtMachine::exec(int s, Active a) {
   case StmtKind::Evaluate: return eval(node.exprs[0], a);
   case StmtKind::Barrier: return barrier(a);
   case StmtKind::Atomic: return atomic(node, a);
+  case StmtKind::TargetInstr: break;
+  }
   // The GPU instructions, each family in its own file.
-  case StmtKind::Mma: return mma(node, a);                  // SimMma.cpp
-  case StmtKind::LdMatrix: return ldMatrix(node, a);        // SimMma.cpp
-  case StmtKind::AsyncCopy: return asyncCopy(node, a);      // SimAsyncCopy.cpp
-  case StmtKind::AsyncCommit: return asyncCommit(a);        // SimAsyncCopy.cpp
-  case StmtKind::AsyncWait: return asyncWait(node, a);      // SimAsyncCopy.cpp
-  case StmtKind::Wgmma: return wgmma(node, a);              // SimWgmma.cpp
-  case StmtKind::WgmmaSync: return wgmmaSync(node, a);      // SimWgmma.cpp
-  case StmtKind::Mbarrier: return mbarrier(node, a);        // SimTma.cpp
-  case StmtKind::TmaLoad: return tmaLoad(node, a);          // SimTma.cpp
+  switch (node.target) {
+  case TargetOp::Mma: return mma(node, a);                  // SimMma.cpp
+  case TargetOp::LdMatrix: return ldMatrix(node, a);        // SimMma.cpp
+  case TargetOp::AsyncCopy: return asyncCopy(node, a);      // SimAsyncCopy.cpp
+  case TargetOp::AsyncCommit: return asyncCommit(a);        // SimAsyncCopy.cpp
+  case TargetOp::AsyncWait: return asyncWait(node, a);      // SimAsyncCopy.cpp
+  case TargetOp::Wgmma: return wgmma(node, a);              // SimWgmma.cpp
+  case TargetOp::WgmmaSync: return wgmmaSync(node, a);      // SimWgmma.cpp
+  case TargetOp::Mbarrier: return mbarrier(node, a);        // SimTma.cpp
+  case TargetOp::TmaLoad: return tmaLoad(node, a);          // SimTma.cpp
   }
   KILN_UNREACHABLE("statement kind");
 }

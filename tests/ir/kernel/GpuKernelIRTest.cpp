@@ -206,22 +206,25 @@ TEST_CASE("GPU kernels print tensor-core statements and async copies", "[kernel]
   auto lane = makeVar("lane");
   ExprPtr l = kir::ref(lane);
   CHECK(printStmt(mma(MmaKind::BF16_M16N8K16, {acc, 4}, {fa, 0}, {fb, 0}, {acc, 4})) ==
-        "mma.bf16.m16n8k16 acc[4:] = fa[0:] * fb[0:] + acc[4:]\n");
+        "mma mmaKind=bf16.m16n8k16, d=acc[4:], a=fa[0:], b=fb[0:], c=acc[4:]\n");
   CHECK(printStmt(ldMatrix({fa, 0}, 4, false, tile, mul(l, index(8)))) ==
-        "ldmatrix.x4 fa[0:] = tile[lane * 8]\n");
+        "ldmatrix destination=fa[0:], matrices=4, transpose=false, source=tile, "
+        "rowIndex=lane * 8\n");
   CHECK(printStmt(ldMatrix({fb, 2}, 1, true, tile, index(16))) ==
-        "ldmatrix.x1.trans fb[2:] = tile[16]\n");
+        "ldmatrix destination=fb[2:], matrices=1, transpose=true, source=tile, rowIndex=16\n");
   CHECK(printStmt(asyncCopy(stage, mul(l, index(4)), in, add(mul(l, index(4)), index(128)), 4)) ==
-        "async_copy f32x4 stage[lane * 4] = in[lane * 4 + 128]\n");
+        "async_copy destination=stage, destinationIndex=lane * 4, source=in, "
+        "sourceIndex=lane * 4 + 128, lanes=4\n");
   CHECK(printStmt(asyncCopy(stage, index(0), in, index(4), 1, lt(l, index(3)))) ==
-        "async_copy f32 stage[0] = in[4] if lane < 3\n");
+        "async_copy destination=stage, destinationIndex=0, source=in, sourceIndex=4, lanes=1, "
+        "predicate=lane < 3\n");
   CHECK(printStmt(asyncCommit()) == "async_commit\n");
-  CHECK(printStmt(asyncWait(1)) == "async_wait 1\n");
+  CHECK(printStmt(asyncWait(1)) == "async_wait pendingGroups=1\n");
   auto ef = makeBuffer("ef", DType::F8E4M3, 16, MemScope::Register);
   auto eb = makeBuffer("eb", DType::F8E4M3, 8, MemScope::Register);
   auto tf = makeBuffer("tf", DType::F32, 4, MemScope::Register);
   CHECK(printStmt(mma(MmaKind::E4M3_M16N8K32, {acc, 0}, {ef, 0}, {eb, 0}, {acc, 4})) ==
-        "mma.e4m3.m16n8k32 acc[0:] = ef[0:] * eb[0:] + acc[4:]\n");
+        "mma mmaKind=e4m3.m16n8k32, d=acc[0:], a=ef[0:], b=eb[0:], c=acc[4:]\n");
   CHECK(printStmt(mma(MmaKind::TF32_M16N8K8, {acc, 0}, {tf, 0}, {tf, 2}, {acc, 0})) ==
-        "mma.tf32.m16n8k8 acc[0:] = tf[0:] * tf[2:] + acc[0:]\n");
+        "mma mmaKind=tf32.m16n8k8, d=acc[0:], a=tf[0:], b=tf[2:], c=acc[0:]\n");
 }

@@ -206,8 +206,8 @@ TEST_CASE("verifier: GPU statements' scopes, dtypes and sizes", "[kernel][verifi
     auto map = std::make_shared<const TensorMap>(
         TensorMap{"t_map", tensor, {64, 64}, {64}, {64, 8}, TmaSwizzle::Bytes128});
     auto copy = [&](const ExprPtr &) {
-      return node<TmaLoad>(dst, index(0), map, std::vector<ExprPtr>{index(0), index(0)}, bars,
-                           index(0));
+      return node<TargetInstr>(
+          TmaLoad{dst, index(0), map, std::vector<ExprPtr>{index(0), index(0)}, bars, index(0)});
     };
     CHECK(verifyError(gpuKernelOf("tma", {tensor, out}, copy, {dst, bars})) == "");
     CHECK_THAT(verifyError(gpuKernelOf("tma", {out}, copy, {dst, bars})),

@@ -3,6 +3,7 @@
 // process (a compiler bug), so each case runs in a child process and reads its message.
 #include "ir/kernel/Builder.h"
 #include "ir/kernel/MmaLayout.h"
+#include "ir/kernel/TargetInstr.h"
 #include "ir/kernel/Visitor.h"
 
 #include <catch2/catch.hpp>
@@ -71,7 +72,7 @@ TEST_CASE("every node kind has a distinct name from the table", "[kernel][nodes]
   names.insert(name);
 #include "ir/kernel/Nodes.def"
   CHECK(exprKinds == 11);
-  CHECK(stmtKinds == 18);
+  CHECK(stmtKinds == 10);
   CHECK(names.size() == size_t(exprKinds + stmtKinds));
 }
 
@@ -80,8 +81,9 @@ TEST_CASE("as<T> answers by kind", "[kernel][nodes]") {
   CHECK(as<Binary>(*sum) == sum.get());
   CHECK(as<Load>(*sum) == nullptr);
   StmtPtr wait = asyncWait(1);
-  CHECK(as<AsyncWait>(*wait) != nullptr);
-  CHECK(as<AsyncCommit>(*wait) == nullptr);
+  CHECK(as<TargetInstr>(*wait) != nullptr);
+  CHECK(as<Barrier>(*wait) == nullptr);
+  CHECK(as<TargetInstr>(*wait)->view<AsyncWait>().pendingGroups == 1);
 }
 
 TEST_CASE("the visitors dispatch every kind through the table", "[kernel][nodes]") {
@@ -92,7 +94,9 @@ TEST_CASE("the visitors dispatch every kind through the table", "[kernel][nodes]
       seen.insert("load");
       IRVisitor::visitLoad(node);
     }
-    void visitAsyncWait(const AsyncWait &) override { seen.insert("async_wait"); }
+    void visitTargetInstr(const TargetInstr &node) override {
+      seen.insert(std::string(targetInstrInfo(node.op).name));
+    }
     void visitBarrier(const Barrier &) override { seen.insert("barrier"); }
   } counter;
   auto in = makeBuffer("in", DType::F32, 8), out = makeBuffer("out", DType::F32, 8);
@@ -102,6 +106,18 @@ TEST_CASE("the visitors dispatch every kind through the table", "[kernel][nodes]
 
 TEST_CASE("expressions check their operand types when built", "[kernel][nodes]") {
   auto x = makeBuffer("x", DType::F32, 16);
+  // A target instruction's operands must match its op's signature.
+  using Operands = std::vector<TargetOperand>;
+  CHECK(abortsWith([] { std::make_shared<TargetInstr>(TargetOp::AsyncWait, Operands{}); },
+                   "async_wait takes 1 operands, not 0"));
+  CHECK(abortsWith([] { std::make_shared<TargetInstr>(TargetOp::AsyncWait, Operands{index(1)}); },
+                   "async_wait pendingGroups: wrong kind of operand"));
+  CHECK(abortsWith(
+      [] {
+        std::make_shared<TargetInstr>(TargetOp::WgmmaSync,
+                                      std::vector<TargetOperand>{int64_t{9}, int64_t{0}});
+      },
+      "wgmma_sync op: no such value"));
   CHECK(abortsWith(
       [] { std::make_shared<Binary>(BinaryOp::Add, index(1), intImm(2, kI32), Type::index()); },
       "binary: operand types differ (i64 vs i32)"));
@@ -136,27 +152,31 @@ TEST_CASE("statements check their invariants when built", "[kernel][nodes]") {
                    "global buffers are kernel parameters"));
   CHECK(abortsWith([] { std::make_shared<If>(index(1), barrier()); },
                    "if condition must be a bool scalar"));
-  CHECK(abortsWith([] { std::make_shared<AsyncWait>(9); }, "async wait allows 0..7"));
+  CHECK(abortsWith([] { std::make_shared<TargetInstr>(AsyncWait{9}); },
+                   "async wait for 9 pending groups (0 .. 7)"));
   CHECK(abortsWith(
-      [&] { std::make_shared<Mbarrier>(MbarrierOp::Arrive, barriers, index(0), 0, index(1)); },
-      "only a wait, names the parity"));
+      [&] {
+        std::make_shared<TargetInstr>(
+            Mbarrier{MbarrierOp::Arrive, barriers, index(0), 0, index(1)});
+      },
+      "mbarrier_arrive has a parity (only a wait has one)"));
   CHECK(abortsWith(
       [&] {
         auto a = makeBuffer("a", DType::F32, 8, MemScope::Register);
         auto c = makeBuffer("c", DType::F32, 4, MemScope::Register);
-        std::make_shared<Mma>(MmaKind::F16_M16N8K16, Fragment{c}, Fragment{a}, Fragment{a},
-                              Fragment{c});
+        std::make_shared<TargetInstr>(
+            Mma{MmaKind::F16_M16N8K16, Fragment{c}, Fragment{a}, Fragment{a}, Fragment{c}});
       },
       "mma a a is f32, not f16"));
   CHECK(abortsWith(
       [&] {
         auto bytes = makeBuffer("bytes", DType::F8E4M3, 256, MemScope::Shared);
         auto fragment = makeBuffer("frag", DType::F8E4M3, 16, MemScope::Register);
-        std::make_shared<LdMatrix>(Fragment{fragment}, 4, true, bytes, index(0));
+        std::make_shared<TargetInstr>(LdMatrix{Fragment{fragment}, 4, true, bytes, index(0)});
       },
-      "ldmatrix reads 16-bit elements, or 8-bit ones without .trans"));
+      "ldmatrix .trans of 8-bit elements would split their pairs"));
   CHECK(abortsWith(
-      [&] { std::make_shared<AsyncCopy>(shared, index(0), x, index(0), 4, nullptr); },
+      [&] { std::make_shared<TargetInstr>(AsyncCopy{shared, index(0), x, index(0), 4, nullptr}); },
       "async copy from f32 x into f16 tile"));
   CHECK(abortsWith(
       [&] { std::make_shared<Atomic>(AtomicOp::Max, x, index(0), floatImm(1, kF32)); },
