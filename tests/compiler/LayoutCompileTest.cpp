@@ -45,7 +45,7 @@ int kernelsUsingMma(const std::string &dump) {
   for (size_t at = dump.find(kHeader); at != std::string::npos;) {
     size_t next = dump.find(kHeader, at + 1);
     std::string_view kernel(dump.data() + at, (next == std::string::npos ? dump.size() : next) - at);
-    count += kernel.find("mma.") != std::string_view::npos;
+    count += kernel.find(" mma mmaKind=") != std::string_view::npos;
     at = next;
   }
   return count;
