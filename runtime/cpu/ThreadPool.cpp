@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -25,6 +26,27 @@ thread_local bool tlsInsideChunk = false;
 constexpr int64_t kChunksPerThread = 4;
 
 constexpr int kMaxThreads = 4096;
+
+/// How long a thread that ran out of work polls before it sleeps. Waking a
+/// sleeping thread costs tens to hundreds of microseconds (more on a VM whose
+/// idle vCPU halts), as long as a whole small kernel: a worker that slept
+/// through a two-chunk job left the caller to run both. A model runs its
+/// parallel loops back to back, so a short poll catches the next one awake.
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(200);
+
+/// Polls `ready` until it holds or kSpinBeforeSleep has passed; says which.
+template <typename Ready> bool spinUntil(Ready ready) {
+  auto deadline = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+  for (int polls = 0;; ++polls) {
+    if (ready())
+      return true;
+    if ((polls & 63) == 63 && std::chrono::steady_clock::now() >= deadline)
+      return false;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
 
 int hardwareThreadCount() {
   // The affinity mask, not the machine's core count: a container or taskset may
@@ -115,19 +137,29 @@ void ThreadPool::runChunks(Job &job) {
 
 void ThreadPool::workerLoop() {
   for (;;) {
+    // Read before looking at the queue: a job pushed after the look changes it.
+    uint64_t pushesSeen = jobsPushed_.load(std::memory_order_acquire);
     std::shared_ptr<Job> job;
     {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty())
-        return; // stopping, and no job left to help with
-      job = queue_.front();
-      if (job->nextChunk.load(std::memory_order_relaxed) >= job->numChunks) {
-        queue_.pop_front(); // every chunk is claimed: nothing left to help with
-        continue;
+      std::lock_guard lock(mutex_);
+      if (queue_.empty() && stopping_)
+        return; // no job left to help with
+      if (!queue_.empty()) {
+        job = queue_.front();
+        if (job->nextChunk.load(std::memory_order_relaxed) >= job->numChunks) {
+          queue_.pop_front(); // every chunk is claimed: nothing left to help with
+          continue;
+        }
       }
     }
-    runChunks(*job);
+    if (job) {
+      runChunks(*job);
+      continue;
+    }
+    if (spinUntil([&] { return jobsPushed_.load(std::memory_order_acquire) != pushesSeen; }))
+      continue;
+    std::unique_lock lock(mutex_);
+    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
   }
 }
 
@@ -147,10 +179,12 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_
   {
     std::lock_guard lock(mutex_);
     queue_.push_back(job);
+    jobsPushed_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
 
   runChunks(*job);
+  spinUntil([&] { return job->doneChunks.load(std::memory_order_acquire) == job->numChunks; });
   {
     std::unique_lock lock(job->mutex);
     job->finished.wait(

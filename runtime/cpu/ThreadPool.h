@@ -2,6 +2,7 @@
 // kiln_cpu_parallel_for, codegen/HostKernelAbi.h, defined in ThreadPool.cpp).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -53,6 +54,8 @@ private:
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_; ///< jobs that may still have chunks to claim
+  /// Counts pushes, so a polling worker sees a new job without taking the mutex.
+  std::atomic<uint64_t> jobsPushed_{0};
   bool stopping_ = false;
 };
 
