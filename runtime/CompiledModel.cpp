@@ -370,7 +370,7 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
     for (const auto &output : plan_.outputs) {
       const PlanBuffer &buffer = plan_.buffers[output.buffer];
       // Each is written in full: by its kernel, or copied below.
-      outputs.push_back(HostTensor::uninitialized(buffer.dtype, buffer.shape));
+      outputs.push_back(takeOutputTensor(options, output.name, buffer.dtype, buffer.shape));
     }
   } catch (const std::bad_alloc &) {
     return makeError(ErrorCode::OutOfMemory,

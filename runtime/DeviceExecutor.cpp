@@ -280,8 +280,9 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
   try {
     for (size_t i = 0; i < plan.outputs.size(); ++i) {
       const PlanBuffer &buffer = plan.buffers[plan.outputs[i].buffer];
-      if (fetched(i))
-        outputs.emplace_back(buffer.dtype, buffer.shape);
+      if (fetched(i)) // written in full by the copy from the device below
+        outputs.push_back(takeOutputTensor(options, plan.outputs[i].name, buffer.dtype,
+                                           buffer.shape));
       else
         outputs.emplace_back();
     }

@@ -6,10 +6,13 @@
 #include "runtime/Device.h"
 #include "runtime/Profile.h"
 #include "support/Error.h"
+#include "support/HostTensor.h"
 
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace kiln {
 
@@ -41,6 +44,18 @@ struct RunOptions {
   /// Device models only: inputs already on the device. Those named here are
   /// not passed as host tensors.
   const DeviceInputs *deviceInputs = nullptr;
+  /// Host tensors of an earlier run to write this run's outputs into: an output
+  /// takes the tensor of its name when its dtype and shape match (moving it out
+  /// of the map), else a new one. A loop that passes each run's results back
+  /// here allocates nothing per run, and a large output pays its first-touch
+  /// page faults once instead of every run.
+  NamedTensors *recycledOutputs = nullptr;
 };
+
+/// The host tensor that output `name` is written into: the recycled one of
+/// `options` when it matches (taken out of the map), else a new one, whose
+/// bytes are uninitialized (every output is written in full).
+HostTensor takeOutputTensor(const RunOptions &options, std::string_view name, DType dtype,
+                            const std::vector<int64_t> &shape);
 
 } // namespace kiln

@@ -82,6 +82,34 @@ TEST_CASE("CompiledModel runs a plan and copies alias and parameter outputs", "[
   }
 }
 
+TEST_CASE("CompiledModel writes a run's outputs into recycled tensors that match",
+          "[runtime]") {
+  CompiledModel model(makePlan(), nullptr);
+  auto first = model.run({{"x", vec({1, 2, 3, 4, 5})}, {"w", vec({10, 20, 30, 40, 50})}});
+  REQUIRE(first.has_value());
+  const uint8_t *yBytes = first->at("y").bytes().data();
+  const uint8_t *zBytes = first->at("z").bytes().data();
+  // A tensor of the wrong shape is not written into: it stays in the map.
+  first->insert_or_assign("w_out", HostTensor(DType::F32, {kN, 1}));
+
+  NamedTensors recycled = std::move(*first);
+  RunOptions options;
+  options.recycledOutputs = &recycled;
+  auto second = model.run({{"x", vec({5, 4, 3, 2, 1})}, {"w", vec({1, 1, 1, 1, 1})}}, options);
+  REQUIRE(second.has_value());
+  CHECK(second->at("y").bytes().data() == yBytes);
+  CHECK(second->at("z").bytes().data() == zBytes);
+  for (int64_t i = 0; i < kN; ++i) {
+    double t = (kN - i) + 1.0;
+    CHECK(second->at("y").getDouble(i) == 2 * t);
+    CHECK(second->at("z").getDouble(i) == t);
+    CHECK(second->at("w_out").getDouble(i) == 1.0);
+  }
+  CHECK(second->at("w_out").shape() == std::vector<int64_t>{kN});
+  REQUIRE(recycled.size() == 1);
+  CHECK(recycled.at("w_out").shape() == std::vector<int64_t>{kN, 1});
+}
+
 TEST_CASE("CompiledModel names a missing, unknown or mistyped tensor", "[runtime]") {
   CompiledModel model(makePlan(), nullptr);
   auto missingInput = model.run({{"w", vec({})}});
