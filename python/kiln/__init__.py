@@ -1,13 +1,17 @@
 """kiln from Python: build graphs with the DSL, compile them, run them on numpy arrays or
 torch tensors, and read every stage's text. A thin skin over kiln's C++ API (docs/python.md)."""
 
+import importlib as _importlib
 import os as _os
 
 from . import _kiln
 from ._kiln import *  # noqa: F401,F403  (Graph, Tensor, Error, parse_ir and the op functions)
 from ._kiln import Error, Graph, Tensor, parse_ir  # noqa: F401
 from . import _tensors
-from . import nn  # noqa: F401
+
+# kiln.nn is nn.py, which wraps the compiled _kiln.nn (the star import above brought that in
+# under the same name; `from . import nn` would keep it).
+nn = _importlib.import_module(".nn", __name__)
 
 # Frames in this package are kiln's, not the user's: errors name the first frame outside it.
 _kiln._set_package_dir(_os.path.dirname(_os.path.abspath(__file__)))
