@@ -1,7 +1,8 @@
 """Tensors in and out of kiln: numpy arrays and torch tensors become kiln HostBuffers (a
 copy: kiln's host tensors own their memory), and a HostBuffer kiln made becomes a numpy
-array or a torch tensor that views its memory through DLPack (no copy), except where the
-dtype forbids it (numpy has no bf16 or f8; DLPack 0.6 no f8): those are converted copies."""
+array (through the buffer protocol: numpy.from_dlpack would make it read-only) or a torch
+tensor (through DLPack) that views its memory without a copy, except where the dtype
+forbids it (numpy has no bf16 or f8; DLPack 0.6 no f8): those are converted copies."""
 
 import numpy as np
 
@@ -41,11 +42,10 @@ def to_buffer(value, what):
 
 
 def to_numpy(buffer):
-    """A numpy array viewing `buffer` (a converted f32 copy for bf16 and f8)."""
+    """A writable numpy array viewing `buffer` (a converted f32 copy for bf16 and f8)."""
     if buffer.dtype in _NUMPY_LACKS:
         buffer = buffer.as_dtype("f32")
-    array = np.from_dlpack(buffer)
-    return array.view(np.bool_) if buffer.dtype == "bool" else array
+    return np.asarray(buffer)
 
 
 def to_torch(buffer):

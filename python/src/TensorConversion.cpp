@@ -126,6 +126,40 @@ void copyStrided(const uint8_t *source, const std::vector<int64_t> &shape,
   }
 }
 
+/// The buffer protocol's format character of `dtype`; nullptr where numpy has none.
+const char *bufferFormat(DType dtype) {
+  switch (dtype) {
+  case DType::F64: return "d";
+  case DType::F32: return "f";
+  case DType::F16: return "e";
+  case DType::I64: return "q";
+  case DType::I32: return "i";
+  case DType::I8: return "b";
+  case DType::Bool: return "?";
+  case DType::BF16:
+  case DType::F8E4M3:
+  case DType::F8E5M2: return nullptr;
+  }
+  return nullptr;
+}
+
+py::buffer_info bufferInfo(HostBuffer &buffer) {
+  HostTensor &tensor = buffer.tensor;
+  const char *format = bufferFormat(tensor.dtype());
+  if (!format)
+    throw KilnError{Error(ErrorCode::Unsupported,
+                          fmt::format("numpy has no {} dtype: convert the tensor with "
+                                      "HostBuffer.as_dtype('f32') first",
+                                      dtypeName(tensor.dtype())))};
+  int64_t elementSize = dtypeByteSize(tensor.dtype());
+  std::vector<py::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
+  std::vector<py::ssize_t> strides(shape.size(), elementSize);
+  for (size_t axis = shape.size(); axis-- > 1;)
+    strides[axis - 1] = strides[axis] * shape[axis];
+  return py::buffer_info(tensor.bytes().data(), elementSize, format,
+                         static_cast<py::ssize_t>(shape.size()), shape, strides);
+}
+
 } // namespace
 
 DType dtypeNamed(const std::string &name) {
@@ -211,8 +245,10 @@ HostTensor hostTensorFromDlpack(const py::capsule &capsule, std::optional<DType>
 void bindTensorConversion(py::module_ &module) {
   py::class_<HostBuffer, std::shared_ptr<HostBuffer>>(
       module, "HostBuffer",
-      "A tensor kiln made (an output, a parameter value). numpy.from_dlpack and "
-      "torch.from_dlpack view its memory without copying.")
+      "A tensor kiln made (an output, a parameter value). numpy.asarray (the buffer "
+      "protocol) and torch.from_dlpack view its memory without copying.",
+      py::buffer_protocol())
+      .def_buffer(bufferInfo)
       .def_property_readonly("dtype",
                              [](const HostBuffer &b) { return std::string(dtypeName(b.tensor.dtype())); })
       .def_property_readonly("shape", [](const HostBuffer &b) { return py::tuple(py::cast(b.tensor.shape())); })

@@ -93,8 +93,12 @@ def test_outputs_view_kiln_memory_without_a_copy(rng):
     assert array.ctypes.data == buffer.address
     assert tensor.data_ptr() == buffer.address
     np.testing.assert_allclose(array, np.exp(value), rtol=2e-6)
-    # The public path converts the same way: its arrays own no memory of their own.
-    assert not model(x=value)["y"].flags.owndata
+    # The public path converts the same way: its arrays own no memory of their own, and
+    # are writable (and write through to the torch view of the same buffer).
+    out = model(x=value)["y"]
+    assert not out.flags.owndata and out.flags.writeable
+    array[0, 0] = 7.0
+    assert tensor[0, 0].item() == 7.0
 
 
 def test_inputs_are_copied(rng):
