@@ -9,9 +9,11 @@ from ._kiln import *  # noqa: F401,F403  (Graph, Tensor, Error, parse_ir and the
 from ._kiln import Error, Graph, Tensor, parse_ir  # noqa: F401
 from . import _tensors
 
-# kiln.nn is nn.py, which wraps the compiled _kiln.nn (the star import above brought that in
-# under the same name; `from . import nn` would keep it).
+# kiln.nn and kiln.onnx are nn.py and onnx.py, which wrap the compiled _kiln.nn and
+# _kiln.onnx (the star import above brought those in under the same names; `from . import nn`
+# would keep them).
 nn = _importlib.import_module(".nn", __name__)
+onnx = _importlib.import_module(".onnx", __name__)
 
 # Frames in this package are kiln's, not the user's: errors name the first frame outside it.
 _kiln._set_package_dir(_os.path.dirname(_os.path.abspath(__file__)))
@@ -39,7 +41,7 @@ Graph.param = _param
 
 def constant(graph, value, shape=(), dtype=None):
     """A literal: an array or tensor copied into the graph, or a number splatted over `shape`."""
-    if isinstance(value, (int, float, bool)) and not isinstance(value, type(None)):
+    if isinstance(value, (int, float, bool)):
         return _kiln._constant_splat(graph, float(value), list(shape), dtype or "f32")
     buffer = _tensors.to_buffer(value, "constant")
     if dtype is not None and dtype != buffer.dtype:

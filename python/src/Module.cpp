@@ -12,6 +12,7 @@ namespace kiln::python {
 void bindOps(py::module_ &module);
 void bindCompile(py::module_ &module);
 void bindNn(py::module_ &module);
+void bindOnnx(py::module_ &module);
 } // namespace kiln::python
 
 PYBIND11_MODULE(_kiln, module) {
@@ -23,4 +24,5 @@ PYBIND11_MODULE(_kiln, module) {
   kiln::python::bindOps(module);
   kiln::python::bindCompile(module);
   kiln::python::bindNn(module);
+  kiln::python::bindOnnx(module);
 }
