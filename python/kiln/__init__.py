@@ -82,9 +82,11 @@ class CompiledModel:
 
     def __init__(self, compiled):
         self._compiled = compiled
+        self._last_inputs = None  # the last run's input copies, for profile()
 
     def __call__(self, **inputs):
-        return _results(self._compiled._run(_buffers(inputs, "input")), _any_torch(inputs))
+        self._last_inputs = _buffers(inputs, "input")
+        return _results(self._compiled._run(self._last_inputs), _any_torch(inputs))
 
     def dump(self, stage):
         """The text of a compile stage: "graph", "fused", "kernel", "llvm", and for GPU
@@ -92,10 +94,16 @@ class CompiledModel:
         return self._compiled.dump(stage)
 
     def profile(self, runs=1, **inputs):
-        """Runs `runs` times with per-kernel timing; returns one dict per kernel (name,
-        calls, total_ms, mean_ms, bytes and flops per call, achieved rates, bound), slowest
-        first."""
-        return self._compiled._profile(_buffers(inputs, "input"), runs)
+        """Runs `runs` times with per-kernel timing, on `inputs` or else the last call's;
+        returns one dict per kernel (name, calls, total_ms, mean_ms, bytes and flops per
+        call, achieved rates, fraction of peak, bound), slowest first."""
+        if inputs:
+            buffers = _buffers(inputs, "input")
+        elif self._last_inputs is not None:
+            buffers = self._last_inputs
+        else:
+            raise Error("profile() needs the model's inputs: pass them, or run the model once first")
+        return self._compiled._profile(buffers, runs)
 
     @property
     def num_kernels(self):

@@ -3,6 +3,8 @@ kernel cache of the test run's own, and the runner that checks a graph's compile
 against kiln's reference interpreter."""
 
 import os
+import shutil
+import tempfile
 import zlib
 
 import numpy as np
@@ -33,9 +35,12 @@ NUMPY_DTYPES = {
 
 def pytest_configure(config):
     # Compiled kernels go to a cache of this run's own, not the user's.
-    import tempfile
+    config._kiln_cache_dir = tempfile.mkdtemp(prefix="kiln-pytest-cache-")
+    os.environ["KILN_CACHE_DIR"] = config._kiln_cache_dir
 
-    os.environ["KILN_CACHE_DIR"] = tempfile.mkdtemp(prefix="kiln-pytest-cache-")
+
+def pytest_unconfigure(config):
+    shutil.rmtree(getattr(config, "_kiln_cache_dir", ""), ignore_errors=True)
 
 
 def assert_close(actual, expected, dtype, what=""):

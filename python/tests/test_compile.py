@@ -94,3 +94,11 @@ def test_profile_rows():
         assert row["flops_per_call"] >= 0 and row["bytes_per_call"] > 0
     assert [r["total_ms"] for r in rows] == sorted((r["total_ms"] for r in rows), reverse=True)
     assert model.report["num_kernels"] == model.num_kernels
+
+
+def test_profile_without_inputs_reuses_the_last_run():
+    model = kiln.compile(_mlp(), target="cpu")
+    with pytest.raises(kiln.Error, match="profile\\(\\) needs the model's inputs"):
+        model.profile()
+    model(x=np.ones((5, 12), np.float32))
+    assert [row["calls"] for row in model.profile(runs=2)] == [2] * model.num_kernels
