@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import kiln
-from conftest import Inputs, assert_close
+from conftest import NUMPY_DTYPES, Inputs, assert_close
 
 SIZES = [7, 16]  # odd (below every vector width) and round
 
@@ -278,3 +278,38 @@ def test_shaped(name, n, rng):
     values = {k: v.astype(np.float64) if v.dtype.kind == "f" else v for k, v in inputs.values.items()}
     expected = reference(values, n)
     assert_close(ref["out"], expected, dtype, "vs numpy")
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dtype", ["f64", "f16", "bf16", "i64", "i32", "i8"])
+def test_elementwise_and_reduction_in_every_dtype(dtype, n, rng):
+    """The same ops in each storage dtype (bf16 inputs come as torch tensors: numpy has no
+    bf16), compiled against the reference with that dtype's tolerance."""
+    import torch
+
+    graph = kiln.Graph(f"dtype_{dtype}")
+    a = graph.input("a", [n, 5], dtype)
+    b = graph.input("b", [5], dtype)
+    graph.output("sum", a + b)
+    graph.output("product", kiln.mul(a, b))
+    graph.output("max", kiln.maximum(a, b))
+    graph.output("row_sum", kiln.reduce_sum(a, [1]))
+    if dtype.startswith("f") or dtype == "bf16":
+        graph.output("tanh", kiln.tanh(a))
+    values = {"a": rng.uniform(-3, 3, (n, 5)), "b": rng.uniform(-3, 3, (5,))}
+    if dtype == "bf16":
+        values = {k: torch.from_numpy(v).to(torch.bfloat16) for k, v in values.items()}
+    elif dtype.startswith("i"):
+        values = {k: np.round(v).astype(NUMPY_DTYPES[dtype]) for k, v in values.items()}
+    else:
+        values = {k: v.astype(NUMPY_DTYPES[dtype]) for k, v in values.items()}
+    got = kiln.compile(graph, target="cpu")(**values)
+    reference = kiln.evaluate(graph, **values)
+    for name in reference:
+        if dtype == "bf16":
+            assert got[name].dtype == torch.bfloat16
+            got_value, ref_value = got[name].float().numpy(), reference[name].float().numpy()
+        else:
+            got_value, ref_value = got[name], reference[name]
+            assert got_value.dtype == NUMPY_DTYPES[dtype]
+        assert_close(got_value, ref_value, dtype, name)
