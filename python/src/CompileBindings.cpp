@@ -55,21 +55,6 @@ GpuBackend backendNamed(const std::string &name) {
                         fmt::format("unknown backend '{}' (use 'llvm' or 'nvrtc')", name))};
 }
 
-NamedTensors namedTensorsOf(const py::dict &buffers) {
-  NamedTensors tensors;
-  for (auto [name, buffer] : buffers)
-    tensors.emplace(name.cast<std::string>(), buffer.cast<const HostBuffer &>().tensor);
-  return tensors;
-}
-
-/// The outputs, moved into HostBuffers: what Python sees is the memory the run wrote.
-py::dict buffersFrom(NamedTensors outputs) {
-  py::dict out;
-  for (auto &[name, tensor] : outputs)
-    out[py::str(name)] = std::make_shared<HostBuffer>(HostBuffer{std::move(tensor)});
-  return out;
-}
-
 py::object optionalFloat(const std::optional<double> &value) {
   return value ? py::object(py::float_(*value)) : py::none();
 }
@@ -109,12 +94,12 @@ void bindCompile(py::module_ &module) {
           "_run",
           [](const PyModel &m, const py::dict &inputs) {
             NamedTensors tensors = namedTensorsOf(inputs);
-            Expected<NamedTensors> outputs;
+            std::optional<Expected<NamedTensors>> outputs;
             {
               py::gil_scoped_release release;
-              outputs = m.model->run(tensors);
+              outputs.emplace(m.model->run(tensors));
             }
-            return buffersFrom(valueOrThrow(std::move(outputs)));
+            return buffersOf(valueOrThrow(std::move(*outputs)));
           },
           "Runs once: HostBuffers by name in, the outputs' HostBuffers by name out.")
       .def(
@@ -122,17 +107,20 @@ void bindCompile(py::module_ &module) {
           [](const PyModel &m, const py::dict &inputs, int runs) {
             NamedTensors tensors = namedTensorsOf(inputs);
             std::vector<runtime::RunProfile> profiles(std::max(runs, 1));
-            Expected<NamedTensors> ran;
+            std::optional<Error> failure;
             {
               py::gil_scoped_release release;
               for (runtime::RunProfile &profile : profiles) {
                 RunOptions options;
                 options.profile = &profile;
-                if (ran = m.model->run(tensors, options); !ran)
+                if (auto ran = m.model->run(tensors, options); !ran) {
+                  failure = std::move(ran).error();
                   break;
+                }
               }
             }
-            valueOrThrow(std::move(ran));
+            if (failure)
+              throw KilnError{std::move(*failure)};
             return profileRows(m, profiles);
           },
           "Runs `runs` times with profiling: one dict per kernel, slowest first.")

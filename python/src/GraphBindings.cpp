@@ -49,21 +49,7 @@ namespace {
 
 py::tuple shapeTuple(const Shape &shape) { return py::tuple(py::cast(shape)); }
 
-/// Named HostTensors as a dict of HostBuffers (copies: the graph keeps its own).
-py::dict buffersOf(const NamedTensors &tensors) {
-  py::dict out;
-  for (const auto &[name, tensor] : tensors)
-    out[py::str(name)] = std::make_shared<HostBuffer>(HostBuffer{tensor});
-  return out;
-}
-
-NamedTensors namedTensorsOf(const py::dict &buffers) {
-  NamedTensors tensors;
-  for (auto [name, buffer] : buffers)
-    tensors.emplace(name.cast<std::string>(), buffer.cast<const HostBuffer &>().tensor);
-  return tensors;
-}
-
+/// `op` on (Tensor, Tensor), (Tensor, number) and, as `reflected`, (number, Tensor).
 template <typename Op> void bindBinaryOperator(py::class_<PyTensor> &cls, const char *name,
                                                const char *reflected, Op op) {
   cls.def(name, [op](const PyTensor &a, const PyTensor &b) {
@@ -121,7 +107,7 @@ void bindGraph(py::module_ &module) {
            "The graph IR as text (kiln.parse_ir reads it back).")
       .def(
           "_param_buffers",
-          [](const PyGraph &g) { return g.dsl ? buffersOf(g.dsl->paramValues()) : py::dict(); },
+          [](const PyGraph &g) { return g.dsl ? buffersOf(NamedTensors(g.dsl->paramValues())) : py::dict(); },
           "Every parameter's value by full name, as HostBuffers (copies).")
       .def(
           "_evaluate",
@@ -130,7 +116,7 @@ void bindGraph(py::module_ &module) {
             NamedTensors tensors = namedTensorsOf(inputs);
             NamedTensors outputs =
                 g.dsl ? valueOrThrow(evaluate(*g.dsl, tensors)) : valueOrThrow(ir::interpret(g.ir(), tensors));
-            return buffersOf(outputs);
+            return buffersOf(std::move(outputs));
           },
           "Runs the reference interpreter: inputs (and, for a parsed graph, parameters) by name.")
       .def("_check", [](const PyGraph &g) { valueOrThrow(g.finalize()); },
@@ -154,25 +140,15 @@ void bindGraph(py::module_ &module) {
                              "The value's name: an input's or parameter's; empty for a node result.")
       .def_property_readonly("graph", [](const PyTensor &t) { return t.graph; })
       .def("__repr__", [](const PyTensor &t) { return "<kiln.Tensor " + t.tensor.str() + ">"; });
-  using T = Tensor;
-  using L = LocatedTensor;
-  struct Add { T operator()(L a, T b) const { return a + b; } T operator()(L a, double b) const { return a + b; } T operator()(double a, L b) const { return a + b; } };
-  struct Sub { T operator()(L a, T b) const { return a - b; } T operator()(L a, double b) const { return a - b; } T operator()(double a, L b) const { return a - b; } };
-  struct Mul { T operator()(L a, T b) const { return a * b; } T operator()(L a, double b) const { return a * b; } T operator()(double a, L b) const { return a * b; } };
-  struct Div { T operator()(L a, T b) const { return a / b; } T operator()(L a, double b) const { return a / b; } T operator()(double a, L b) const { return a / b; } };
-  struct Lt { T operator()(L a, T b) const { return a < b; } T operator()(L a, double b) const { return a < b; } T operator()(double a, L b) const { return a < b; } };
-  struct Le { T operator()(L a, T b) const { return a <= b; } T operator()(L a, double b) const { return a <= b; } T operator()(double a, L b) const { return a <= b; } };
-  struct Gt { T operator()(L a, T b) const { return a > b; } T operator()(L a, double b) const { return a > b; } T operator()(double a, L b) const { return a > b; } };
-  struct Ge { T operator()(L a, T b) const { return a >= b; } T operator()(L a, double b) const { return a >= b; } T operator()(double a, L b) const { return a >= b; } };
-  bindBinaryOperator(tensor, "__add__", "__radd__", Add{});
-  bindBinaryOperator(tensor, "__sub__", "__rsub__", Sub{});
-  bindBinaryOperator(tensor, "__mul__", "__rmul__", Mul{});
-  bindBinaryOperator(tensor, "__truediv__", "__rtruediv__", Div{});
+  bindBinaryOperator(tensor, "__add__", "__radd__", [](auto a, auto b) { return a + b; });
+  bindBinaryOperator(tensor, "__sub__", "__rsub__", [](auto a, auto b) { return a - b; });
+  bindBinaryOperator(tensor, "__mul__", "__rmul__", [](auto a, auto b) { return a * b; });
+  bindBinaryOperator(tensor, "__truediv__", "__rtruediv__", [](auto a, auto b) { return a / b; });
   // Python reflects a comparison with a scalar on the left to the mirrored operator.
-  bindBinaryOperator(tensor, "__lt__", nullptr, Lt{});
-  bindBinaryOperator(tensor, "__le__", nullptr, Le{});
-  bindBinaryOperator(tensor, "__gt__", nullptr, Gt{});
-  bindBinaryOperator(tensor, "__ge__", nullptr, Ge{});
+  bindBinaryOperator(tensor, "__lt__", nullptr, [](auto a, auto b) { return a < b; });
+  bindBinaryOperator(tensor, "__le__", nullptr, [](auto a, auto b) { return a <= b; });
+  bindBinaryOperator(tensor, "__gt__", nullptr, [](auto a, auto b) { return a > b; });
+  bindBinaryOperator(tensor, "__ge__", nullptr, [](auto a, auto b) { return a >= b; });
   tensor.def("__neg__", [](const PyTensor &x) {
     return buildOn(x.graph, [&](Graph &) { return -LocatedTensor(x.tensor); });
   });

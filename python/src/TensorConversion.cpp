@@ -242,6 +242,20 @@ HostTensor hostTensorFromDlpack(const py::capsule &capsule, std::optional<DType>
   return tensor;
 }
 
+py::dict buffersOf(NamedTensors tensors) {
+  py::dict out;
+  for (auto &[name, tensor] : tensors)
+    out[py::str(name)] = std::make_shared<HostBuffer>(HostBuffer{std::move(tensor)});
+  return out;
+}
+
+NamedTensors namedTensorsOf(const py::dict &buffers) {
+  NamedTensors tensors;
+  for (auto [name, buffer] : buffers)
+    tensors.emplace(name.cast<std::string>(), buffer.cast<const HostBuffer &>().tensor);
+  return tensors;
+}
+
 void bindTensorConversion(py::module_ &module) {
   py::class_<HostBuffer, std::shared_ptr<HostBuffer>>(
       module, "HostBuffer",

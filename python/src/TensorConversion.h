@@ -32,6 +32,11 @@ HostTensor hostTensorFromNumpy(const pybind11::handle &array, const std::string 
 HostTensor hostTensorFromDlpack(const pybind11::capsule &capsule, std::optional<DType> dtype,
                                 const std::string &what);
 
+/// Tensors by name as a dict of HostBuffers, moved in: Python sees this memory itself.
+pybind11::dict buffersOf(NamedTensors tensors);
+/// A dict of HostBuffers by name as NamedTensors (copies: a run takes HostTensors).
+NamedTensors namedTensorsOf(const pybind11::dict &buffers);
+
 /// Registers HostBuffer as kiln._kiln.HostBuffer.
 void bindTensorConversion(pybind11::module_ &module);
 
