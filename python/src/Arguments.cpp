@@ -63,10 +63,10 @@ std::array<int64_t, 2> pairOf(const py::object &value) {
     if (sizes.size() == 2)
       return {sizes[0], sizes[1]};
   }
-  throw KilnError{Error(ErrorCode::InvalidArgument,
-                        fmt::format("expected an int or a pair of ints, got {}",
-                                    py::repr(value).cast<std::string>()),
-                        pythonCallerLocation())};
+  throw KilnError{Error(
+      ErrorCode::InvalidArgument,
+      fmt::format("expected an int or a pair of ints, got {}", py::repr(value).cast<std::string>()),
+      pythonCallerLocation())};
 }
 
 } // namespace kiln::python

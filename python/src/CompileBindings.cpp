@@ -163,14 +163,13 @@ void bindCompile(py::module_ &module) {
             return report;
           },
           "What the compile did (CompileReport).")
-      .def_property_readonly(
-          "input_names",
-          [](const PyModel &m) {
-            std::vector<std::string> names;
-            for (const auto &binding : m.model->plan().inputs)
-              names.push_back(binding.name);
-            return names;
-          })
+      .def_property_readonly("input_names",
+                             [](const PyModel &m) {
+                               std::vector<std::string> names;
+                               for (const auto &binding : m.model->plan().inputs)
+                                 names.push_back(binding.name);
+                               return names;
+                             })
       .def_property_readonly("output_names", [](const PyModel &m) {
         std::vector<std::string> names;
         for (const auto &binding : m.model->plan().outputs)

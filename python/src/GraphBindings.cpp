@@ -50,17 +50,20 @@ namespace {
 py::tuple shapeTuple(const Shape &shape) { return py::tuple(py::cast(shape)); }
 
 /// `op` on (Tensor, Tensor), (Tensor, number) and, as `reflected`, (number, Tensor).
-template <typename Op> void bindBinaryOperator(py::class_<PyTensor> &cls, const char *name,
-                                               const char *reflected, Op op) {
+template <typename Op>
+void bindBinaryOperator(py::class_<PyTensor> &cls, const char *name, const char *reflected, Op op) {
   cls.def(name, [op](const PyTensor &a, const PyTensor &b) {
-    return buildOn(a.graph, [&](Graph &) { return op(LocatedTensor(a.tensor), b.tensor); });
+    return buildOn(
+        a.graph, [&](Graph &) { return op(LocatedTensor(a.tensor, kNoSourceLocation), b.tensor); });
   });
   cls.def(name, [op](const PyTensor &a, double b) {
-    return buildOn(a.graph, [&](Graph &) { return op(LocatedTensor(a.tensor), b); });
+    return buildOn(a.graph,
+                   [&](Graph &) { return op(LocatedTensor(a.tensor, kNoSourceLocation), b); });
   });
   if (reflected)
     cls.def(reflected, [op](const PyTensor &b, double a) {
-      return buildOn(b.graph, [&](Graph &) { return op(a, LocatedTensor(b.tensor)); });
+      return buildOn(b.graph,
+                     [&](Graph &) { return op(a, LocatedTensor(b.tensor, kNoSourceLocation)); });
     });
 }
 
@@ -82,7 +85,9 @@ void bindGraph(py::module_ &module) {
           [](const GraphHandle &g, std::string name, std::vector<int64_t> shape,
              const std::string &dtype) {
             DType type = dtypeNamed(dtype);
-            return buildOn(g, [&](Graph &b) { return b.input(std::move(name), shape, type); });
+            return buildOn(g, [&](Graph &b) {
+              return b.input(std::move(name), shape, type, kNoSourceLocation);
+            });
           },
           py::arg("name"), py::arg("shape"), py::arg("dtype") = "f32",
           "A graph input, bound by name when the model runs.")
@@ -90,7 +95,7 @@ void bindGraph(py::module_ &module) {
           "param",
           [](const GraphHandle &g, std::string name, const HostBuffer &value, bool trainable) {
             return buildOn(g, [&](Graph &b) {
-              return b.param(std::move(name), value.tensor, trainable);
+              return b.param(std::move(name), value.tensor, trainable, kNoSourceLocation);
             });
           },
           py::arg("name"), py::arg("value"), py::arg("trainable") = true)
@@ -98,29 +103,33 @@ void bindGraph(py::module_ &module) {
           "output",
           [](const GraphHandle &g, std::string name, const PyTensor &value) {
             buildOn(g, [&](Graph &b) {
-              b.output(std::move(name), value.tensor);
+              b.output(std::move(name), value.tensor, kNoSourceLocation);
               return value.tensor;
             });
           },
           py::arg("name"), py::arg("value"), "Marks `value` as the output `name`.")
-      .def("ir", [](const PyGraph &g) { return ir::printGraph(g.ir()); },
-           "The graph IR as text (kiln.parse_ir reads it back).")
+      .def(
+          "ir", [](const PyGraph &g) { return ir::printGraph(g.ir()); },
+          "The graph IR as text (kiln.parse_ir reads it back).")
       .def(
           "_param_buffers",
-          [](const PyGraph &g) { return g.dsl ? buffersOf(NamedTensors(g.dsl->paramValues())) : py::dict(); },
+          [](const PyGraph &g) {
+            return g.dsl ? buffersOf(NamedTensors(g.dsl->paramValues())) : py::dict();
+          },
           "Every parameter's value by full name, as HostBuffers (copies).")
       .def(
           "_evaluate",
           [](const PyGraph &g, const py::dict &inputs) {
             valueOrThrow(g.finalize());
             NamedTensors tensors = namedTensorsOf(inputs);
-            NamedTensors outputs =
-                g.dsl ? valueOrThrow(evaluate(*g.dsl, tensors)) : valueOrThrow(ir::interpret(g.ir(), tensors));
+            NamedTensors outputs = g.dsl ? valueOrThrow(evaluate(*g.dsl, tensors))
+                                         : valueOrThrow(ir::interpret(g.ir(), tensors));
             return buffersOf(std::move(outputs));
           },
           "Runs the reference interpreter: inputs (and, for a parsed graph, parameters) by name.")
-      .def("_check", [](const PyGraph &g) { valueOrThrow(g.finalize()); },
-           "Raises the graph's first error, if any.");
+      .def(
+          "_check", [](const PyGraph &g) { valueOrThrow(g.finalize()); },
+          "Raises the graph's first error, if any.");
 
   module.def(
       "parse_ir",
@@ -132,12 +141,15 @@ void bindGraph(py::module_ &module) {
       py::arg("text"), "Parses graph IR text (as graph.ir() prints it) into a Graph.");
 
   py::class_<PyTensor> tensor(module, "Tensor", "A value of a Graph, with Python operators.");
-  tensor.def_property_readonly("shape", [](const PyTensor &t) { return shapeTuple(t.tensor.shape()); })
-      .def_property_readonly("dtype",
-                             [](const PyTensor &t) { return std::string(dtypeName(t.tensor.dtype())); })
+  tensor
+      .def_property_readonly("shape",
+                             [](const PyTensor &t) { return shapeTuple(t.tensor.shape()); })
+      .def_property_readonly(
+          "dtype", [](const PyTensor &t) { return std::string(dtypeName(t.tensor.dtype())); })
       .def_property_readonly("rank", [](const PyTensor &t) { return t.tensor.rank(); })
-      .def_property_readonly("name", [](const PyTensor &t) { return t.tensor.value()->name(); },
-                             "The value's name: an input's or parameter's; empty for a node result.")
+      .def_property_readonly(
+          "name", [](const PyTensor &t) { return t.tensor.value()->name(); },
+          "The value's name: an input's or parameter's; empty for a node result.")
       .def_property_readonly("graph", [](const PyTensor &t) { return t.graph; })
       .def("__repr__", [](const PyTensor &t) { return "<kiln.Tensor " + t.tensor.str() + ">"; });
   bindBinaryOperator(tensor, "__add__", "__radd__", [](auto a, auto b) { return a + b; });
@@ -150,10 +162,11 @@ void bindGraph(py::module_ &module) {
   bindBinaryOperator(tensor, "__gt__", nullptr, [](auto a, auto b) { return a > b; });
   bindBinaryOperator(tensor, "__ge__", nullptr, [](auto a, auto b) { return a >= b; });
   tensor.def("__neg__", [](const PyTensor &x) {
-    return buildOn(x.graph, [&](Graph &) { return -LocatedTensor(x.tensor); });
+    return buildOn(x.graph, [&](Graph &) { return -LocatedTensor(x.tensor, kNoSourceLocation); });
   });
   tensor.def("__matmul__", [](const PyTensor &a, const PyTensor &b) {
-    return buildOn(a.graph, [&](Graph &) { return matmul(a.tensor, b.tensor); });
+    return buildOn(a.graph,
+                   [&](Graph &) { return matmul(a.tensor, b.tensor, {}, kNoSourceLocation); });
   });
 }
 

@@ -37,7 +37,7 @@ void bindLayerBase(py::module_ &m) {
       .def(
           "__call__",
           [](nn::Layer &layer, const GraphHandle &graph, const PyTensor &x) {
-            return buildOn(graph, [&](Graph &g) { return layer(g, x.tensor); });
+            return buildOn(graph, [&](Graph &g) { return layer(g, x.tensor, kNoSourceLocation); });
           },
           py::arg("graph"), py::arg("x"),
           "Applies the layer to x, creating its parameters on the first call in a graph.")
@@ -106,25 +106,26 @@ template <typename Pool> void bindPool(py::module_ &m, const char *className, bo
             py::arg("count_include_pad") = true, py::arg("ceil_mode") = false,
             py::arg("name") = py::none());
   else
-    cls.def(py::init([make](py::object poolSize, py::object strides, py::object padding,
-                            const std::string &layout, bool ceilMode,
-                            std::optional<std::string> name) {
-              return make(poolSize, strides, padding, layout, true, ceilMode, name);
-            }),
-            py::arg("pool_size") = 2, py::arg("strides") = py::none(),
-            py::arg("padding") = "valid", py::arg("layout") = "nchw",
-            py::arg("ceil_mode") = false, py::arg("name") = py::none());
+    cls.def(
+        py::init([make](py::object poolSize, py::object strides, py::object padding,
+                        const std::string &layout, bool ceilMode, std::optional<std::string> name) {
+          return make(poolSize, strides, padding, layout, true, ceilMode, name);
+        }),
+        py::arg("pool_size") = 2, py::arg("strides") = py::none(), py::arg("padding") = "valid",
+        py::arg("layout") = "nchw", py::arg("ceil_mode") = false, py::arg("name") = py::none());
 }
 
 void bindNormalizationAndShape(py::module_ &m) {
   LayerClass<nn::BatchNorm>(m, "BatchNorm")
       .def(py::init([](int64_t axis, double epsilon, std::optional<std::string> name) {
-             return std::make_shared<nn::BatchNorm>(nn::BatchNormConfig{axis, epsilon, nameOf(name)});
+             return std::make_shared<nn::BatchNorm>(
+                 nn::BatchNormConfig{axis, epsilon, nameOf(name)});
            }),
            py::arg("axis") = 1, py::arg("epsilon") = 1e-5, py::arg("name") = py::none());
   LayerClass<nn::LayerNorm>(m, "LayerNorm")
       .def(py::init([](int64_t axis, double epsilon, std::optional<std::string> name) {
-             return std::make_shared<nn::LayerNorm>(nn::LayerNormConfig{axis, epsilon, nameOf(name)});
+             return std::make_shared<nn::LayerNorm>(
+                 nn::LayerNormConfig{axis, epsilon, nameOf(name)});
            }),
            py::arg("axis") = -1, py::arg("epsilon") = 1e-5, py::arg("name") = py::none());
   LayerClass<nn::Dropout>(m, "Dropout")
@@ -153,34 +154,34 @@ void bindNormalizationAndShape(py::module_ &m) {
 }
 
 void bindSequenceLayers(py::module_ &m) {
-  LayerClass<nn::LSTM>(m, "LSTM")
-      .def(py::init([](int64_t units, bool returnSequences, int64_t layers, bool bidirectional,
-                       bool unitForgetBias, std::optional<std::string> name) {
-             nn::LSTMConfig config;
-             config.units = units;
-             config.returnSequences = returnSequences;
-             config.layers = layers;
-             config.bidirectional = bidirectional;
-             config.unitForgetBias = unitForgetBias;
-             config.name = nameOf(name);
-             return std::make_shared<nn::LSTM>(config);
-           }),
-           py::arg("units"), py::arg("return_sequences") = false, py::arg("layers") = 1,
-           py::arg("bidirectional") = false, py::arg("unit_forget_bias") = true,
-           py::arg("name") = py::none());
-  LayerClass<nn::GRU>(m, "GRU")
-      .def(py::init([](int64_t units, bool returnSequences, int64_t layers, bool bidirectional,
-                       std::optional<std::string> name) {
-             nn::GRUConfig config;
-             config.units = units;
-             config.returnSequences = returnSequences;
-             config.layers = layers;
-             config.bidirectional = bidirectional;
-             config.name = nameOf(name);
-             return std::make_shared<nn::GRU>(config);
-           }),
-           py::arg("units"), py::arg("return_sequences") = false, py::arg("layers") = 1,
-           py::arg("bidirectional") = false, py::arg("name") = py::none());
+  LayerClass<nn::LSTM>(m, "LSTM").def(
+      py::init([](int64_t units, bool returnSequences, int64_t layers, bool bidirectional,
+                  bool unitForgetBias, std::optional<std::string> name) {
+        nn::LSTMConfig config;
+        config.units = units;
+        config.returnSequences = returnSequences;
+        config.layers = layers;
+        config.bidirectional = bidirectional;
+        config.unitForgetBias = unitForgetBias;
+        config.name = nameOf(name);
+        return std::make_shared<nn::LSTM>(config);
+      }),
+      py::arg("units"), py::arg("return_sequences") = false, py::arg("layers") = 1,
+      py::arg("bidirectional") = false, py::arg("unit_forget_bias") = true,
+      py::arg("name") = py::none());
+  LayerClass<nn::GRU>(m, "GRU").def(
+      py::init([](int64_t units, bool returnSequences, int64_t layers, bool bidirectional,
+                  std::optional<std::string> name) {
+        nn::GRUConfig config;
+        config.units = units;
+        config.returnSequences = returnSequences;
+        config.layers = layers;
+        config.bidirectional = bidirectional;
+        config.name = nameOf(name);
+        return std::make_shared<nn::GRU>(config);
+      }),
+      py::arg("units"), py::arg("return_sequences") = false, py::arg("layers") = 1,
+      py::arg("bidirectional") = false, py::arg("name") = py::none());
   LayerClass<nn::MultiHeadAttention>(m, "MultiHeadAttention")
       .def(py::init([](int64_t numHeads, int64_t keyDim, int64_t valueDim, int64_t outputDim,
                        bool causal, bool useBias, std::optional<std::string> name) {
@@ -203,10 +204,11 @@ void bindSequenceLayers(py::module_ &m) {
              std::optional<PyTensor> value, std::optional<PyTensor> keyPaddingMask) {
             return buildOn(graph, [&](Graph &g) {
               if (!value && !keyPaddingMask)
-                return layer(g, query.tensor);
+                return layer(g, query.tensor, kNoSourceLocation);
               Tensor keys = value ? value->tensor : query.tensor;
-              return keyPaddingMask ? layer(g, query.tensor, keys, keyPaddingMask->tensor)
-                                    : layer(g, query.tensor, keys);
+              return keyPaddingMask
+                         ? layer(g, query.tensor, keys, keyPaddingMask->tensor, kNoSourceLocation)
+                         : layer(g, query.tensor, keys, kNoSourceLocation);
             });
           },
           py::arg("graph"), py::arg("query"), py::arg("value") = py::none(),
@@ -228,7 +230,9 @@ void bindNn(py::module_ &module) {
       "apply_activation",
       [](const PyTensor &x, std::optional<std::string> activation) {
         nn::Activation chosen = activationNamed(activation);
-        return buildOn(x.graph, [&](Graph &) { return nn::applyActivation(x.tensor, chosen); });
+        return buildOn(x.graph, [&](Graph &) {
+          return nn::applyActivation(x.tensor, chosen, kNoSourceLocation);
+        });
       },
       py::arg("x"), py::arg("activation"), "Applies a Keras-named activation (None: identity).");
 }

@@ -10,8 +10,14 @@
 
 #include <memory>
 #include <optional>
+#include <source_location>
 
 namespace kiln::python {
+
+/// What the bindings pass as a DSL call's std::source_location: none. The call that fails is
+/// reported at the Python line (buildOn), and one cannot make a std::source_location of a
+/// Python line, so nodes built from Python name no location rather than the binding's.
+inline constexpr std::source_location kNoSourceLocation{};
 
 struct PyGraph {
   /// Built with the DSL; null for a graph parsed from IR text.

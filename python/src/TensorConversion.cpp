@@ -28,16 +28,25 @@ std::string dtypeList() {
 std::optional<DLDataType> dlpackType(DType dtype) {
   auto type = [](uint8_t code, uint8_t bits) { return DLDataType{code, bits, 1}; };
   switch (dtype) {
-  case DType::F64: return type(kDLFloat, 64);
-  case DType::F32: return type(kDLFloat, 32);
-  case DType::F16: return type(kDLFloat, 16);
-  case DType::BF16: return type(kDLBfloat, 16);
-  case DType::I64: return type(kDLInt, 64);
-  case DType::I32: return type(kDLInt, 32);
-  case DType::I8: return type(kDLInt, 8);
-  case DType::Bool: return type(kDLUInt, 8);
+  case DType::F64:
+    return type(kDLFloat, 64);
+  case DType::F32:
+    return type(kDLFloat, 32);
+  case DType::F16:
+    return type(kDLFloat, 16);
+  case DType::BF16:
+    return type(kDLBfloat, 16);
+  case DType::I64:
+    return type(kDLInt, 64);
+  case DType::I32:
+    return type(kDLInt, 32);
+  case DType::I8:
+    return type(kDLInt, 8);
+  case DType::Bool:
+    return type(kDLUInt, 8);
   case DType::F8E4M3:
-  case DType::F8E5M2: return std::nullopt;
+  case DType::F8E5M2:
+    return std::nullopt;
   }
   return std::nullopt;
 }
@@ -81,10 +90,10 @@ void destroyCapsule(PyObject *capsule) {
 py::capsule exportDlpack(const std::shared_ptr<HostBuffer> &buffer) {
   std::optional<DLDataType> type = dlpackType(buffer->tensor.dtype());
   if (!type)
-    throw KilnError{Error(ErrorCode::Unsupported,
-                          fmt::format("a {} tensor has no DLPack type: convert it with "
-                                      "HostBuffer.as_dtype('f32') first",
-                                      dtypeName(buffer->tensor.dtype())))};
+    throw KilnError{
+        Error(ErrorCode::Unsupported, fmt::format("a {} tensor has no DLPack type: convert it with "
+                                                  "HostBuffer.as_dtype('f32') first",
+                                                  dtypeName(buffer->tensor.dtype())))};
   auto *exported = new DlpackExport{};
   exported->owner = buffer;
   exported->shape = buffer->tensor.shape();
@@ -107,8 +116,8 @@ py::capsule exportDlpack(const std::shared_ptr<HostBuffer> &buffer) {
 }
 
 /// Copies a strided tensor of `elementSize`-byte elements into compact row-major bytes.
-void copyStrided(const uint8_t *source, const std::vector<int64_t> &shape,
-                 const int64_t *strides, int64_t elementSize, uint8_t *destination) {
+void copyStrided(const uint8_t *source, const std::vector<int64_t> &shape, const int64_t *strides,
+                 int64_t elementSize, uint8_t *destination) {
   int64_t count = 1;
   for (int64_t size : shape)
     count *= size;
@@ -129,16 +138,24 @@ void copyStrided(const uint8_t *source, const std::vector<int64_t> &shape,
 /// The buffer protocol's format character of `dtype`; nullptr where numpy has none.
 const char *bufferFormat(DType dtype) {
   switch (dtype) {
-  case DType::F64: return "d";
-  case DType::F32: return "f";
-  case DType::F16: return "e";
-  case DType::I64: return "q";
-  case DType::I32: return "i";
-  case DType::I8: return "b";
-  case DType::Bool: return "?";
+  case DType::F64:
+    return "d";
+  case DType::F32:
+    return "f";
+  case DType::F16:
+    return "e";
+  case DType::I64:
+    return "q";
+  case DType::I32:
+    return "i";
+  case DType::I8:
+    return "b";
+  case DType::Bool:
+    return "?";
   case DType::BF16:
   case DType::F8E4M3:
-  case DType::F8E5M2: return nullptr;
+  case DType::F8E5M2:
+    return nullptr;
   }
   return nullptr;
 }
@@ -147,10 +164,10 @@ py::buffer_info bufferInfo(HostBuffer &buffer) {
   HostTensor &tensor = buffer.tensor;
   const char *format = bufferFormat(tensor.dtype());
   if (!format)
-    throw KilnError{Error(ErrorCode::Unsupported,
-                          fmt::format("numpy has no {} dtype: convert the tensor with "
-                                      "HostBuffer.as_dtype('f32') first",
-                                      dtypeName(tensor.dtype())))};
+    throw KilnError{
+        Error(ErrorCode::Unsupported, fmt::format("numpy has no {} dtype: convert the tensor with "
+                                                  "HostBuffer.as_dtype('f32') first",
+                                                  dtypeName(tensor.dtype())))};
   int64_t elementSize = dtypeByteSize(tensor.dtype());
   std::vector<py::ssize_t> shape(tensor.shape().begin(), tensor.shape().end());
   std::vector<py::ssize_t> strides(shape.size(), elementSize);
@@ -189,8 +206,7 @@ HostTensor hostTensorFromNumpy(const py::handle &object, const std::string &what
     throw KilnError{Error(
         ErrorCode::TypeMismatch,
         fmt::format("{}: numpy dtype {} has no kiln dtype (kiln has {})", what,
-                    py::str(static_cast<py::handle>(numpyType)).cast<std::string>(),
-                    dtypeList()))};
+                    py::str(static_cast<py::handle>(numpyType)).cast<std::string>(), dtypeList()))};
   std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
   HostTensor tensor = valueOrThrow(HostTensor::create(*dtype, shape));
   if (tensor.byteSize() > 0)
@@ -263,9 +279,10 @@ void bindTensorConversion(py::module_ &module) {
       "protocol) and torch.from_dlpack view its memory without copying.",
       py::buffer_protocol())
       .def_buffer(bufferInfo)
-      .def_property_readonly("dtype",
-                             [](const HostBuffer &b) { return std::string(dtypeName(b.tensor.dtype())); })
-      .def_property_readonly("shape", [](const HostBuffer &b) { return py::tuple(py::cast(b.tensor.shape())); })
+      .def_property_readonly(
+          "dtype", [](const HostBuffer &b) { return std::string(dtypeName(b.tensor.dtype())); })
+      .def_property_readonly(
+          "shape", [](const HostBuffer &b) { return py::tuple(py::cast(b.tensor.shape())); })
       .def_property_readonly(
           "address",
           [](const HostBuffer &b) { return reinterpret_cast<uintptr_t>(b.tensor.bytes().data()); },
@@ -278,7 +295,9 @@ void bindTensorConversion(py::module_ &module) {
           "A converted copy (a graph cast's rules), for dtypes numpy or DLPack lack.")
       .def(
           "__dlpack__",
-          [](const std::shared_ptr<HostBuffer> &b, py::object /*stream*/) { return exportDlpack(b); },
+          [](const std::shared_ptr<HostBuffer> &b, py::object /*stream*/) {
+            return exportDlpack(b);
+          },
           py::arg("stream") = py::none())
       .def("__dlpack_device__", [](const HostBuffer &) { return py::make_tuple(int(kDLCPU), 0); });
   module.def(
