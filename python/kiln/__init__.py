@@ -49,6 +49,13 @@ def constant(graph, value, shape=(), dtype=None):
     return _kiln._constant_of(graph, buffer)
 
 
+def _error(message, code="invalid argument"):
+    """A kiln.Error raised by the Python part, with the attributes the C++ errors carry."""
+    error = Error(message)
+    error.code, error.message, error.file, error.line, error.notes = code, message, None, None, []
+    return error
+
+
 def _buffers(tensors, kind):
     return {name: _tensors.to_buffer(value, f"{kind} '{name}'") for name, value in tensors.items()}
 
@@ -102,7 +109,7 @@ class CompiledModel:
         elif self._last_inputs is not None:
             buffers = self._last_inputs
         else:
-            raise Error("profile() needs the model's inputs: pass them, or run the model once first")
+            raise _error("profile() needs the model's inputs: pass them, or run the model once first")
         return self._compiled._profile(buffers, runs)
 
     @property

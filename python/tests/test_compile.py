@@ -98,7 +98,8 @@ def test_profile_rows():
 
 def test_profile_without_inputs_reuses_the_last_run():
     model = kiln.compile(_mlp(), target="cpu")
-    with pytest.raises(kiln.Error, match="profile\\(\\) needs the model's inputs"):
+    with pytest.raises(kiln.Error, match="profile\\(\\) needs the model's inputs") as caught:
         model.profile()
+    assert caught.value.code == "invalid argument" and caught.value.line is None
     model(x=np.ones((5, 12), np.float32))
     assert [row["calls"] for row in model.profile(runs=2)] == [2] * model.num_kernels
