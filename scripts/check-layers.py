@@ -45,10 +45,11 @@ PREFIXES = [
     ("tools/", "tools"),
     ("examples/", "tools"),
     ("bench/", "tools"),
+    ("python/", "tools"),  # the Python bindings sit on top, beside the tools
 ]
 
 SOURCE_DIRS = ["support", "ir", "codegen", "passes", "runtime", "frontend", "compiler", "tools",
-               "examples", "bench"]
+               "examples", "bench", "python"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 

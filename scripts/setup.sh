@@ -9,6 +9,7 @@ packages=(
   libfmt-dev catch2 libsqlite3-dev zlib1g-dev
   libonnx-dev libprotobuf-dev  # the ONNX importer (frontend/onnx)
   python3-numpy python3-torch python3-torchvision python3-onnx  # ONNX tests: PyTorch exports
+  python3-dev pybind11-dev libdlpack-dev python3-pytest  # the kiln Python package (python/)
   dataset-fashion-mnist
   libopenblas-dev libdnnl-dev  # the CPU benchmark's baselines only (bench/CpuBaselines.cpp)
   xz-utils  # the GPU round trip packs its carry (scripts/gpu-roundtrip.sh)

@@ -65,7 +65,22 @@ check_layout() {
   [ -f "$libdir/pkgconfig/kiln.pc" ] && [ -f "$libdir/pkgconfig/kiln-rt.pc" ] || fail "pkg-config files missing"
   "$root/bin/kiln" --help >/dev/null || fail "installed kiln --help"
   "$root/bin/kiln-opt" --help >/dev/null || fail "installed kiln-opt --help"
+  # The Python package (docs/python.md), imported from the install by Debian's python3.
+  PYTHONPATH="$root/lib/python3/dist-packages" KILN_CACHE=off /usr/bin/python3 -c "$python_check" "$root" ||
+    fail "the installed kiln Python package under $root"
 }
+
+# Imports kiln from the install under argv[1], compiles a graph for the CPU and checks it
+# against the reference interpreter.
+python_check='
+import sys, numpy as np, kiln
+assert kiln.__file__.startswith(sys.argv[1]), kiln.__file__
+g = kiln.Graph("installed")
+x = g.input("x", [3, 5])
+g.output("y", kiln.nn.Dense(4, activation="relu")(g, x))
+v = np.linspace(-1, 1, 15, dtype=np.float32).reshape(3, 5)
+np.testing.assert_allclose(kiln.compile(g, target="cpu")(x=v)["y"], kiln.evaluate(g, x=v)["y"], rtol=1e-5, atol=1e-6)
+'
 
 step "cmake --install into a fresh prefix"
 prefix="$scratch/prefix"
