@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <thread>
@@ -84,6 +85,17 @@ TEST_CASE("broadcast copies the root's buffer to every rank, from every root", "
       Buffer expected = seededInput(root, dtype, count, 20 + root);
       CHECK(buffer.bytes == expected.bytes);
     }
+}
+
+TEST_CASE("empty collectives take no buffer and keep the ranks in step", "[dist]") {
+  Communicator &comm = communicator();
+  REQUIRE(comm.allReduce(nullptr, 0, DType::F32, ReduceOp::Sum));
+  REQUIRE(comm.allReduce(nullptr, 0, DType::BF16, ReduceOp::Mean));
+  REQUIRE(comm.broadcast(nullptr, 0, DType::I8, comm.size() - 1));
+  // The next collective still pairs up: the empty ones were counted alike everywhere.
+  int64_t one = 1;
+  REQUIRE(comm.allReduce(&one, 1, DType::I64, ReduceOp::Sum));
+  CHECK(one == comm.size());
 }
 
 TEST_CASE("a barrier returns only once every rank has reached it", "[dist]") {
@@ -162,6 +174,13 @@ TEST_CASE("openHostCommunicator gives MPI under mpirun and a single process othe
   else {
     CHECK(comm.backendName() == "single process");
     CHECK(comm.size() == 1);
+    // Nothing kiln links pulls in MPI: alone, this process has no libmpi mapped.
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    bool sawMpi = false;
+    while (std::getline(maps, line))
+      sawMpi = sawMpi || line.find("libmpi.so") != std::string::npos;
+    CHECK_FALSE(sawMpi);
   }
   CHECK(comm.rank() >= 0);
   CHECK(comm.rank() < comm.size());
