@@ -13,7 +13,7 @@ set(KILN_INSTALL_HEADER_DIR ${CMAKE_INSTALL_INCLUDEDIR}/kiln)
 # they include (codegen/Target.h, say). What no public header reaches stays private: the LLVM
 # glue in codegen/llvm and the driver API tables of runtime/cuda and runtime/cudnn.
 set(KILN_PRIVATE_HEADERS runtime/cuda/CudaDriver.h runtime/cuda/CudaTensorMap.h
-    runtime/cudnn/CudnnApi.h)
+    runtime/cudnn/CudnnApi.h runtime/dist/NcclApi.h)
 # The ONNX importer's public face is frontend/onnx/Import.h; the rest of it speaks protobuf.
 file(GLOB_RECURSE KILN_ONNX_PRIVATE_HEADERS RELATIVE ${CMAKE_SOURCE_DIR}
      ${CMAKE_SOURCE_DIR}/frontend/onnx/*.h)
@@ -22,7 +22,7 @@ list(APPEND KILN_PRIVATE_HEADERS ${KILN_ONNX_PRIVATE_HEADERS})
 # A public header may include none of these: a consumer has no LLVM, and CUDA's headers are
 # only the runtime's business (it loads the libraries with dlopen).
 set(KILN_FORBIDDEN_PUBLIC_INCLUDE
-    "#include[ \t]*[<\"](llvm/|llvm-c/|cuda\\.h|cudnn|nvrtc|sqlite3|onnx/|google/protobuf)")
+    "#include[ \t]*[<\"](llvm/|llvm-c/|cuda\\.h|cudnn|nccl\\.h|mpi\\.h|nvrtc|sqlite3|onnx/|google/protobuf)")
 
 function(kiln_public_headers out)
   set(queue)
@@ -125,6 +125,8 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "libc6 (>= 2.36), libstdc++6 (>= 12), libgcc-s1, zlib1g, libzstd1, libsqlite3-0, libonnx1, libprotobuf32, libfmt-dev (>= 9.1)")
+# The MPI plugin (libkiln_mpi.so, runtime/dist) needs Open MPI; a single process does not.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libopenmpi3")
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
     "Graph IR, passes, LLVM-based code generation and the kiln_rt runtime, with the kiln and
  kiln-opt tools, headers, a CMake package (find_package(kiln)) and pkg-config files.")

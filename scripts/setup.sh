@@ -13,6 +13,7 @@ packages=(
   dataset-fashion-mnist
   libopenblas-dev libdnnl-dev  # the CPU benchmark's baselines only (bench/CpuBaselines.cpp)
   xz-utils  # the GPU round trip packs its carry (scripts/gpu-roundtrip.sh)
+  openmpi-bin libopenmpi-dev  # data parallelism: mpirun and the MPI plugin (runtime/dist)
 )
 
 missing=()

@@ -1,0 +1,124 @@
+// Finding and loading libkiln_mpi.so, and checking that it was built with this kiln.
+#include "runtime/dist/MpiPlugin.h"
+
+#include "support/Version.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+namespace kiln::runtime::dist {
+namespace {
+
+using EntryFunction = const MpiPluginEntry *(*)();
+
+std::string dlerrorText(const std::string &path) {
+  const char *why = dlerror();
+  return why ? std::string(why) : path + ": cannot open";
+}
+
+/// The directory of the library that holds this function: libkiln_rt's.
+std::filesystem::path runtimeLibraryDirectory() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<const void *>(&mpiPluginCandidates), &info) && info.dli_fname)
+    return std::filesystem::path(info.dli_fname).parent_path();
+  return {};
+}
+
+/// Opens one candidate and resolves its entry. RTLD_GLOBAL: Open MPI dlopens its own
+/// components, which expect libmpi's symbols to be global.
+Expected<const MpiPluginEntry *> openCandidate(const std::string &path) {
+  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!library)
+    return makeError(ErrorCode::Unavailable, dlerrorText(path));
+  auto entry = reinterpret_cast<EntryFunction>(dlsym(library, kMpiPluginEntrySymbol));
+  if (!entry)
+    return makeError(ErrorCode::Unavailable,
+                     fmt::format("{} is not kiln's MPI plugin: it lacks {}", path,
+                                 kMpiPluginEntrySymbol));
+  const MpiPluginEntry *plugin = entry();
+  if (!plugin || !plugin->kilnVersion || !plugin->openWorld)
+    return makeError(ErrorCode::Unavailable,
+                     fmt::format("{} is not kiln's MPI plugin: its entry is empty", path));
+  if (std::string_view(plugin->kilnVersion) != kilnVersion())
+    return makeError(ErrorCode::Unavailable,
+                     fmt::format("{} was built with kiln {}, not this kiln {}", path,
+                                 plugin->kilnVersion, kilnVersion()));
+  return plugin;
+}
+
+Expected<const MpiPluginEntry *> loadPlugin(const std::vector<std::string> &candidates,
+                                            bool forced) {
+  std::vector<std::string> reasons;
+  for (const std::string &path : candidates) {
+    auto plugin = openCandidate(path);
+    if (plugin)
+      return plugin;
+    reasons.push_back(plugin.error().message());
+  }
+  if (forced) {
+    Error error(ErrorCode::Unavailable,
+                fmt::format("MPI is unavailable: KILN_MPI_PLUGIN={}: {}", candidates.front(),
+                            reasons.front()));
+    error.withNote(fmt::format("unset KILN_MPI_PLUGIN to look for {} beside libkiln_rt",
+                               kMpiPluginFileName));
+    return std::unexpected(std::move(error));
+  }
+  Error error(ErrorCode::Unavailable,
+              fmt::format("MPI is unavailable: kiln's MPI plugin {} could not be loaded (tried {})",
+                          kMpiPluginFileName, fmt::join(candidates, ", ")));
+  for (const std::string &reason : reasons)
+    error.withNote(reason);
+  error.withNote("the plugin is built where CMake finds MPI (Debian: openmpi-bin and "
+                 "libopenmpi-dev, which scripts/setup.sh installs) and needs that MPI's "
+                 "libmpi at run time; a single process needs neither");
+  return std::unexpected(std::move(error));
+}
+
+} // namespace
+
+std::vector<std::string> mpiPluginCandidates() {
+  if (const char *forced = std::getenv("KILN_MPI_PLUGIN"); forced && *forced)
+    return {forced};
+  std::vector<std::string> candidates;
+  auto add = [&](const std::filesystem::path &directory) {
+    if (directory.empty())
+      return;
+    std::string path = (directory / kMpiPluginFileName).string();
+    if (std::find(candidates.begin(), candidates.end(), path) == candidates.end())
+      candidates.push_back(std::move(path));
+  };
+  add(runtimeLibraryDirectory());
+  std::error_code ignored;
+  add(std::filesystem::read_symlink("/proc/self/exe", ignored).parent_path());
+  candidates.push_back(kMpiPluginFileName);
+  return candidates;
+}
+
+Expected<std::unique_ptr<Communicator>> openMpiCommunicator(const CommunicatorOptions &options) {
+  KILN_TRY(std::chrono::milliseconds timeout, resolveTimeout(options));
+  // Loaded once per value of $KILN_MPI_PLUGIN (tests change it); never unloaded,
+  // as libmpi cannot be.
+  static std::mutex mutex;
+  static std::map<std::string, Expected<const MpiPluginEntry *>> loaded;
+  const char *forced = std::getenv("KILN_MPI_PLUGIN");
+  std::string key = forced ? forced : "";
+  const MpiPluginEntry *plugin = nullptr;
+  {
+    std::lock_guard lock(mutex);
+    auto found = loaded.find(key);
+    if (found == loaded.end())
+      found = loaded.emplace(key, loadPlugin(mpiPluginCandidates(), !key.empty())).first;
+    if (!found->second)
+      return std::unexpected(found->second.error());
+    plugin = *found->second;
+  }
+  return plugin->openWorld(timeout);
+}
+
+} // namespace kiln::runtime::dist
