@@ -20,18 +20,6 @@ namespace {
 /// executor's arenas keep at least 16), so 16-byte vector accesses are legal.
 constexpr uint64_t kParamAlignment = 16;
 
-bool isLaunchLoop(kir::ForKind kind) {
-  switch (kind) {
-  case kir::ForKind::BlockX:
-  case kir::ForKind::BlockY:
-  case kir::ForKind::BlockZ:
-  case kir::ForKind::ThreadX:
-  case kir::ForKind::ThreadY:
-  case kir::ForKind::ThreadZ: return true;
-  default: return false;
-  }
-}
-
 llvm::Intrinsic::ID specialRegister(kir::ForKind kind) {
   switch (kind) {
   case kir::ForKind::BlockX: return llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x;
@@ -133,7 +121,7 @@ Expected<void> NvptxEmitter::emitKernel(const kir::Kernel &kernel) {
 }
 
 Expected<void> NvptxEmitter::emitFor(const kir::For &loop) {
-  if (isLaunchLoop(loop.loopKind)) {
+  if (kir::isLaunchLoop(loop.loopKind)) {
     // A launch dimension, not a loop: the grid has exactly `extent` blocks
     // (threads) along the axis, and gpuLaunchOf checked that it starts at 0.
     llvm::Value *index = builder_.CreateIntrinsic(specialRegister(loop.loopKind), {}, {});
