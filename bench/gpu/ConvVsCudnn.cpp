@@ -208,27 +208,6 @@ std::string checkSampled(const Precision &precision, const SampledReference &ref
   return "ok";
 }
 
-/// How far kiln's output is from cuDNN's, over every element.
-struct Agreement {
-  double maxDifference = 0, maxMagnitude = 0; ///< over the elements finite on both sides
-  int64_t kilnNonFinite = 0, cudnnNonFinite = 0;
-};
-
-Agreement compareOutputs(const HostTensor &kiln, const HostTensor &cudnn) {
-  Agreement total;
-  for (int64_t i = 0; i < kiln.numElements(); ++i) {
-    double got = kiln.getDouble(i), want = cudnn.getDouble(i);
-    // Counted apart: std::max would pass a NaN (an unwritten element) over silently.
-    total.kilnNonFinite += !std::isfinite(got);
-    total.cudnnNonFinite += !std::isfinite(want);
-    if (std::isfinite(got) && std::isfinite(want)) {
-      total.maxDifference = std::max(total.maxDifference, std::abs(got - want));
-      total.maxMagnitude = std::max(total.maxMagnitude, std::abs(want));
-    }
-  }
-  return total;
-}
-
 /// kiln's side of a layer: compiled with `options` (plus the fused dump), run once on
 /// poisoned buffers, its sampled elements checked.
 struct KilnSide {
@@ -343,22 +322,11 @@ Expected<ConvResult> measureConv(BenchContext &context, runtime::cuda::CudaDevic
     return result;
   }
 
-  Agreement agreement = compareOutputs(kiln.y, cudnnY);
-  if (agreement.kilnNonFinite || agreement.cudnnNonFinite) {
-    result.check = fmt::format("NaN or inf in {} elements of kiln's output and {} of cuDNN's",
-                               agreement.kilnNonFinite, agreement.cudnnNonFinite);
+  result.check = compareWithLibrary(kiln.y, cudnnY, "cuDNN", result.cudnnAlgorithm,
+                                    transforms ? precision.transformAgreement : precision.agreement,
+                                    result.relativeDifference);
+  if (result.check != "ok")
     return result;
-  }
-  result.relativeDifference = agreement.maxMagnitude > 0
-                                  ? agreement.maxDifference / agreement.maxMagnitude
-                                  : agreement.maxDifference;
-  double bound = transforms ? precision.transformAgreement : precision.agreement;
-  if (!(result.relativeDifference <= bound)) {
-    result.check = fmt::format("kiln and cuDNN ({}) differ by {:.3g} of the output's "
-                               "magnitude (bound {:.0e})",
-                               result.cudnnAlgorithm, result.relativeDifference, bound);
-    return result;
-  }
 
   int runs = runsFor(layer, context.quick);
   KILN_TRY(result.kiln, timeKernels(*kiln.model, kiln.inputs, runs));

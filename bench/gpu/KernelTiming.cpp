@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace kiln::bench {
 
@@ -89,6 +90,46 @@ std::string formatBytes(int64_t bytes) {
   if (bytes >= (int64_t(1) << 20))
     return fmt::format("{:.0f} MiB", double(bytes) / double(1 << 20));
   return fmt::format("{:.0f} KiB", double(bytes) / 1024.0);
+}
+
+std::string compareWithLibrary(const HostTensor &kiln, const HostTensor &library,
+                               std::string_view name, std::string_view configuration, double bound,
+                               double &relativeDifference) {
+  struct Agreement {
+    double maxDifference = 0, maxMagnitude = 0; ///< over the elements finite on both sides
+    int64_t kilnNonFinite = 0, libraryNonFinite = 0;
+  };
+  std::vector<Agreement> chunks(kChunks);
+  forChunks(kiln.numElements(), [&](int chunk, int64_t begin, int64_t end) {
+    Agreement &part = chunks[chunk];
+    for (int64_t i = begin; i < end; ++i) {
+      double got = kiln.getDouble(i), want = library.getDouble(i);
+      // Counted apart: std::max would pass a NaN (an unwritten element) over silently.
+      part.kilnNonFinite += !std::isfinite(got);
+      part.libraryNonFinite += !std::isfinite(want);
+      if (std::isfinite(got) && std::isfinite(want)) {
+        part.maxDifference = std::max(part.maxDifference, std::abs(got - want));
+        part.maxMagnitude = std::max(part.maxMagnitude, std::abs(want));
+      }
+    }
+  });
+  Agreement total;
+  for (const Agreement &part : chunks) {
+    total.maxDifference = std::max(total.maxDifference, part.maxDifference);
+    total.maxMagnitude = std::max(total.maxMagnitude, part.maxMagnitude);
+    total.kilnNonFinite += part.kilnNonFinite;
+    total.libraryNonFinite += part.libraryNonFinite;
+  }
+  if (total.kilnNonFinite || total.libraryNonFinite)
+    return fmt::format("NaN or inf in {} elements of kiln's output and {} of {}'s",
+                       total.kilnNonFinite, total.libraryNonFinite, name);
+  relativeDifference =
+      total.maxMagnitude > 0 ? total.maxDifference / total.maxMagnitude : total.maxDifference;
+  if (!(relativeDifference <= bound))
+    return fmt::format("kiln and {}{} differ by {:.3g} of the output's magnitude (bound {:.0e})",
+                       name, configuration.empty() ? "" : fmt::format(" ({})", configuration),
+                       relativeDifference, bound);
+  return "ok";
 }
 
 } // namespace kiln::bench

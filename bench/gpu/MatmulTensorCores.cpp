@@ -12,11 +12,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <optional>
 #include <sstream>
-#include <thread>
 #include <utility>
 
 namespace kiln::bench {
@@ -142,24 +140,6 @@ int runsFor(const Workload &workload, bool quick) {
   return flops >= 5e11 ? 5 : flops >= 1e11 ? 10 : 20;
 }
 
-/// Calls body(chunk, begin, end) for kChunks slices of [0, count), on up to 16
-/// threads: the host side of an 8192^2 operand (67M elements) would otherwise
-/// take seconds. The slices do not depend on the number of threads, so a
-/// seeded fill is the same on every machine.
-constexpr int kChunks = 64;
-template <typename Body> void forChunks(int64_t count, const Body &body) {
-  int threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 16u));
-  std::atomic<int> next = 0;
-  auto work = [&] {
-    for (int chunk = next++; chunk < kChunks; chunk = next++)
-      body(chunk, count * chunk / kChunks, count * (chunk + 1) / kChunks);
-  };
-  std::vector<std::jthread> workers;
-  for (int t = 1; t < threads; ++t)
-    workers.emplace_back(work);
-  work();
-}
-
 /// Uniform in [-1, 1) (multiples of 2^-23, exact in f32), rounded to `dtype`
 /// to nearest even.
 HostTensor uniformOperand(DType dtype, std::vector<int64_t> shape, uint64_t seed) {
@@ -180,37 +160,6 @@ HostTensor uniformOperand(DType dtype, std::vector<int64_t> shape, uint64_t seed
     }
   });
   return tensor;
-}
-
-/// How far kiln's output is from cuBLAS's, over every element.
-struct Agreement {
-  double maxDifference = 0, maxMagnitude = 0; ///< over the elements finite on both sides
-  int64_t kilnNonFinite = 0, cublasNonFinite = 0;
-};
-
-Agreement compareOutputs(const HostTensor &kiln, const HostTensor &cublas) {
-  std::vector<Agreement> chunks(kChunks);
-  forChunks(kiln.numElements(), [&](int chunk, int64_t begin, int64_t end) {
-    Agreement &part = chunks[chunk];
-    for (int64_t i = begin; i < end; ++i) {
-      double got = kiln.getDouble(i), want = cublas.getDouble(i);
-      // Counted apart: std::max would pass a NaN (an unwritten element) over silently.
-      part.kilnNonFinite += !std::isfinite(got);
-      part.cublasNonFinite += !std::isfinite(want);
-      if (std::isfinite(got) && std::isfinite(want)) {
-        part.maxDifference = std::max(part.maxDifference, std::abs(got - want));
-        part.maxMagnitude = std::max(part.maxMagnitude, std::abs(want));
-      }
-    }
-  });
-  Agreement total;
-  for (const Agreement &part : chunks) {
-    total.maxDifference = std::max(total.maxDifference, part.maxDifference);
-    total.maxMagnitude = std::max(total.maxMagnitude, part.maxMagnitude);
-    total.kilnNonFinite += part.kilnNonFinite;
-    total.cublasNonFinite += part.cublasNonFinite;
-  }
-  return total;
 }
 
 /// fp64 dot products at a grid of sampled elements of c = a @ b, of the
@@ -354,21 +303,10 @@ Expected<GemmResult> measureGemm(BenchContext &context, Cublas &cublas, runtime:
     return result;
   }
 
-  Agreement agreement = compareOutputs(kilnC, cublasC);
-  if (agreement.kilnNonFinite || agreement.cublasNonFinite) {
-    result.check = fmt::format("NaN or inf in {} elements of kiln's output and {} of cuBLAS's",
-                               agreement.kilnNonFinite, agreement.cublasNonFinite);
+  result.check = compareWithLibrary(kilnC, cublasC, "cuBLAS", "", precision.agreement,
+                                    result.relativeDifference);
+  if (result.check != "ok")
     return result;
-  }
-  result.relativeDifference = agreement.maxMagnitude > 0
-                                  ? agreement.maxDifference / agreement.maxMagnitude
-                                  : agreement.maxDifference;
-  if (!(result.relativeDifference <= precision.agreement)) {
-    result.check = fmt::format("kiln and cuBLAS differ by {:.3g} of the output's magnitude "
-                               "(bound {:.0e})",
-                               result.relativeDifference, precision.agreement);
-    return result;
-  }
 
   int runs = runsFor(workload, context.quick);
   KILN_TRY(result.kiln, timeKernels(model, inputs, runs));

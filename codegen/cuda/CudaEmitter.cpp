@@ -33,24 +33,6 @@ const std::unordered_set<std::string> &reservedNames() {
   return names;
 }
 
-bool isBlockLoop(kir::ForKind kind) {
-  return kind == kir::ForKind::BlockX || kind == kir::ForKind::BlockY ||
-         kind == kir::ForKind::BlockZ;
-}
-bool isThreadLoop(kir::ForKind kind) {
-  return kind == kir::ForKind::ThreadX || kind == kir::ForKind::ThreadY ||
-         kind == kir::ForKind::ThreadZ;
-}
-const char *axisName(kir::ForKind kind) {
-  switch (kind) {
-  case kir::ForKind::BlockX:
-  case kir::ForKind::ThreadX: return "x";
-  case kir::ForKind::BlockY:
-  case kir::ForKind::ThreadY: return "y";
-  default: return "z";
-  }
-}
-
 } // namespace
 
 std::string registerCType(DType dtype) {
@@ -233,7 +215,7 @@ Expected<void> CudaEmitter::emitStmt(const kir::Stmt &stmt) {
 }
 
 Expected<void> CudaEmitter::emitFor(const kir::For &loop) {
-  if (isBlockLoop(loop.loopKind) || isThreadLoop(loop.loopKind)) {
+  if (kir::isLaunchLoop(loop.loopKind)) {
     // Each thread runs the body once: the loop variable is its coordinate.
     // gpuLaunchOf checked the bounds are [0, extent).
     int64_t extent = kir::constIntValue(loop.extent).value_or(1);
@@ -243,8 +225,8 @@ Expected<void> CudaEmitter::emitFor(const kir::For &loop) {
     if (asInt)
       intVars_.insert(loop.var.get());
     line(fmt::format("const {} {} = {}.{};", asInt ? "int" : "long long", bind(*loop.var),
-                     isBlockLoop(loop.loopKind) ? "blockIdx" : "threadIdx",
-                     axisName(loop.loopKind)));
+                     kir::isBlockLoop(loop.loopKind) ? "blockIdx" : "threadIdx",
+                     "xyz"[kir::launchAxis(loop.loopKind)]));
     return emitStmt(*loop.body);
   }
   // begin and extent are evaluated once, before the loop.

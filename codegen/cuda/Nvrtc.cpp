@@ -50,11 +50,6 @@ std::vector<std::string> candidateLibraries() {
   return paths;
 }
 
-template <typename Fn> bool resolve(void *library, const char *symbol, Fn &slot) {
-  slot = reinterpret_cast<Fn>(dlsym(library, symbol));
-  return slot != nullptr;
-}
-
 /// Opens NVRTC and resolves every function. The library is never closed:
 /// dlopen of an open library is cheap and NVRTC does not support unloading.
 Expected<NvrtcApi> loadNvrtc() {
@@ -81,13 +76,11 @@ Expected<NvrtcApi> loadNvrtc() {
   }
   NvrtcApi api;
   api.libraryPath = opened;
-  bool ok = true;
   std::vector<std::string> missing;
   auto need = [&](const char *symbol, auto &slot) {
-    if (!resolve(library, symbol, slot)) {
-      ok = false;
+    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(library, symbol));
+    if (!slot)
       missing.push_back(symbol);
-    }
   };
   need("nvrtcGetErrorString", api.getErrorString);
   need("nvrtcVersion", api.version);
@@ -100,7 +93,7 @@ Expected<NvrtcApi> loadNvrtc() {
   need("nvrtcGetCUBIN", api.getCUBIN);
   need("nvrtcGetProgramLogSize", api.getProgramLogSize);
   need("nvrtcGetProgramLog", api.getProgramLog);
-  if (!ok)
+  if (!missing.empty())
     return makeError(ErrorCode::Unavailable,
                      fmt::format("{} is not a usable NVRTC: missing {}", opened,
                                  fmt::join(missing, ", ")));

@@ -15,7 +15,6 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
-#include <llvm/Passes/PassBuilder.h>
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
@@ -88,29 +87,6 @@ Expected<void> checkDiagnostics(std::span<const kir::Kernel> kernels,
                                kernelNames(kernels), fmt::join(errors, "; ")));
 }
 
-/// The default O3 pipeline with the target's cost model (loop and SLP
-/// vectorization, unrolling), honouring the loops' llvm.loop metadata.
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager sccs;
-  llvm::ModuleAnalysisManager modules;
-  llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = true;
-  tuning.SLPVectorization = true;
-  tuning.LoopInterleaving = true;
-  tuning.LoopUnrolling = true;
-  llvm::PassBuilder builder(&machine, tuning);
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(sccs);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, sccs, modules);
-  llvm::ModulePassManager pipeline =
-      builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  pipeline.run(module, modules);
-}
-
 Error jitError(std::string_view what, std::string_view forWhom, llvm::Error error) {
   return Error(ErrorCode::Unsupported, fmt::format("host backend: {} for {}: {}", what, forWhom,
                                                    llvm::toString(std::move(error))));
@@ -153,7 +129,7 @@ Expected<std::string> emitHostLlvmIr(const kir::Kernel &kernel, const CpuTarget 
   std::span<const kir::Kernel> kernels(&kernel, 1);
   KILN_TRY(auto module, host::buildHostModule(kernels, target, *machine, *context));
   if (optimized)
-    optimizeModule(*module, *machine);
+    host::optimizeModule(*module, *machine, /*slpVectorize=*/true);
   KILN_TRY_VOID(checkDiagnostics(kernels, *errors));
   std::string text;
   llvm::raw_string_ostream stream(text);
@@ -184,7 +160,7 @@ Expected<OptimizedModule> buildOptimizedModule(std::span<const kir::Kernel> kern
   built.errors = std::make_shared<std::vector<std::string>>();
   built.context = createContext(built.errors);
   KILN_TRY(built.module, host::buildHostModule(kernels, target, machine, *built.context));
-  optimizeModule(*built.module, machine);
+  host::optimizeModule(*built.module, machine, /*slpVectorize=*/true);
   KILN_TRY_VOID(checkDiagnostics(kernels, *built.errors));
   return built;
 }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <llvm/ADT/StringMap.h>
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
@@ -187,6 +188,22 @@ bool hasNativeHalfConversions(const CpuTarget &target) {
   if (triple.isX86())
     return hasFeature(target.features, "f16c");
   return triple.isAArch64();
+}
+
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine, bool slpVectorize) {
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager sccs;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PipelineTuningOptions tuning; // loop vectorization, interleaving, unrolling: on
+  tuning.SLPVectorization = slpVectorize;
+  llvm::PassBuilder builder(&machine, tuning);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(sccs);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, sccs, modules);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
 }
 
 } // namespace host

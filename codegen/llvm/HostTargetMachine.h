@@ -1,9 +1,11 @@
-// Internal to codegen/llvm: turning a CpuTarget into an LLVM TargetMachine.
+// Internal to codegen/llvm: turning a CpuTarget into an LLVM TargetMachine, and the O3
+// pipeline both LLVM backends (host and NVPTX) run with one.
 #pragma once
 
 #include "codegen/Target.h"
 #include "support/Error.h"
 
+#include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
 
 #include <memory>
@@ -22,5 +24,9 @@ Expected<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const CpuTarg
 /// Whether f16 <-> f32 conversions are single instructions on `target` (x86
 /// F16C, AArch64), so the emitter can use LLVM's half type instead of a call.
 bool hasNativeHalfConversions(const CpuTarget &target);
+
+/// LLVM's default O3 pipeline with `machine`'s cost model (loop vectorization, interleaving
+/// and unrolling; SLP vectorization when asked), honouring the loops' llvm.loop metadata.
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine, bool slpVectorize);
 
 } // namespace kiln::codegen::host

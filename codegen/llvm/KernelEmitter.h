@@ -15,6 +15,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace kiln::codegen::host {
@@ -75,6 +76,20 @@ protected:
   Expected<void> emitCountedLoop(const kir::For &loop, llvm::Value *begin, llvm::Value *end,
                                  std::vector<llvm::Metadata *> loopProperties);
   Expected<void> emitParallelFor(const kir::For &loop);
+  /// Emits `body` with `key` bound to `value` in `map` (a loop variable, a let, an
+  /// allocation), then restores the binding it shadowed.
+  template <typename Key>
+  Expected<void> emitScoped(std::unordered_map<const Key *, llvm::Value *> &map, const Key *key,
+                            llvm::Value *value, const kir::Stmt &body) {
+    auto [it, inserted] = map.try_emplace(key, value);
+    llvm::Value *shadowed = inserted ? nullptr : std::exchange(it->second, value);
+    Expected<void> emitted = emitStmt(body);
+    if (shadowed)
+      map[key] = shadowed; // `it` may not survive the body's insertions
+    else
+      map.erase(key);
+    return emitted;
+  }
   Expected<void> emitLet(const kir::Let &let);
   Expected<void> emitIf(const kir::If &branch);
   virtual Expected<void> emitAllocate(const kir::Allocate &allocate);

@@ -145,25 +145,6 @@ int widestDataBytes(const kir::Stmt &body) {
   return widest == 0 ? 4 : widest;
 }
 
-template <typename Key>
-llvm::Value *bindScoped(std::unordered_map<const Key *, llvm::Value *> &map, const Key *key,
-                        llvm::Value *value) {
-  auto [it, inserted] = map.try_emplace(key, value);
-  if (inserted)
-    return nullptr;
-  std::swap(it->second, value);
-  return value; // the shadowed binding
-}
-
-template <typename Key>
-void unbindScoped(std::unordered_map<const Key *, llvm::Value *> &map, const Key *key,
-                  llvm::Value *previous) {
-  if (previous)
-    map[key] = previous;
-  else
-    map.erase(key);
-}
-
 llvm::MDNode *loopProperty(llvm::LLVMContext &context, const char *name) {
   return llvm::MDNode::get(context, {llvm::MDString::get(context, name)});
 }
@@ -269,10 +250,7 @@ Expected<void> KernelEmitter::emitCountedLoop(const kir::For &loop, llvm::Value 
   builder_.CreateCondBr(builder_.CreateICmpSLT(var, end), body, exit);
 
   builder_.SetInsertPoint(body);
-  llvm::Value *shadowed = bindScoped(fn_.vars, loop.var.get(), var);
-  auto emitted = emitStmt(*loop.body);
-  unbindScoped(fn_.vars, loop.var.get(), shadowed);
-  KILN_TRY_VOID(std::move(emitted));
+  KILN_TRY_VOID(emitScoped(fn_.vars, loop.var.get(), var, *loop.body));
   // i < end <= INT64_MAX, so the increment cannot wrap.
   llvm::Value *next = builder_.CreateAdd(var, builder_.getInt64(1), name + ".next", false, true);
   llvm::BranchInst *backEdge = builder_.CreateBr(header);
@@ -377,10 +355,7 @@ Expected<void> KernelEmitter::emitParallelFor(const kir::For &loop) {
 Expected<void> KernelEmitter::emitLet(const kir::Let &let) {
   KILN_TRY(llvm::Value * value, emitExpr(*let.value));
   value->setName(let.var->name);
-  llvm::Value *shadowed = bindScoped(fn_.vars, let.var.get(), value);
-  auto emitted = emitStmt(*let.body);
-  unbindScoped(fn_.vars, let.var.get(), shadowed);
-  return emitted;
+  return emitScoped(fn_.vars, let.var.get(), value, *let.body);
 }
 
 Expected<void> KernelEmitter::emitIf(const kir::If &branch) {
@@ -414,10 +389,7 @@ Expected<void> KernelEmitter::emitAllocate(const kir::Allocate &allocate) {
   case kir::MemScope::Global: KILN_UNREACHABLE("global buffers are parameters, not allocations");
   }
   llvm::Value *pointer = allocateScratch(buffer);
-  llvm::Value *shadowed = bindScoped(fn_.buffers, &buffer, pointer);
-  auto emitted = emitStmt(*allocate.body);
-  unbindScoped(fn_.buffers, &buffer, shadowed);
-  return emitted;
+  return emitScoped(fn_.buffers, &buffer, pointer, *allocate.body);
 }
 
 Expected<void> KernelEmitter::emitStore(const kir::Store &store) {

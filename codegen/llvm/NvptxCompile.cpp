@@ -1,6 +1,7 @@
 // compilePtxWithLlvm: GPU kernels -> an NVPTX module -> libdevice linked and
 // internalized -> O3 (with NVVMReflect, FTZ off) -> PTX text.
 #include "codegen/Ptx.h"
+#include "codegen/llvm/HostTargetMachine.h"
 #include "codegen/llvm/NvptxEmitter.h"
 
 #include <fmt/format.h>
@@ -12,7 +13,6 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Linker/Linker.h>
 #include <llvm/MC/TargetRegistry.h>
-#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -109,21 +109,6 @@ Expected<void> linkLibdevice(llvm::Module &module, const std::set<std::string> &
   return {};
 }
 
-/// The default O3 pipeline; the NVPTX target adds NVVMReflect and its own passes.
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
-  llvm::LoopAnalysisManager loops;
-  llvm::FunctionAnalysisManager functions;
-  llvm::CGSCCAnalysisManager sccs;
-  llvm::ModuleAnalysisManager modules;
-  llvm::PassBuilder builder(&machine);
-  builder.registerModuleAnalyses(modules);
-  builder.registerCGSCCAnalyses(sccs);
-  builder.registerFunctionAnalyses(functions);
-  builder.registerLoopAnalyses(loops);
-  builder.crossRegisterProxies(loops, functions, sccs, modules);
-  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
-}
-
 } // namespace
 
 Expected<std::string> compilePtxWithLlvm(std::span<const kir::Kernel> kernels,
@@ -181,7 +166,8 @@ Expected<std::string> compilePtxWithLlvm(std::span<const kir::Kernel> kernels,
                      fmt::format("NVPTX backend: LLVM IR for kernel(s) {} does not verify: {}",
                                  kernelNames(kernels), invalidStream.str()));
   KILN_TRY_VOID(linkLibdevice(*module, kernelSet));
-  optimizeModule(*module, *machine);
+  // The NVPTX target adds NVVMReflect and its own passes to the default pipeline.
+  host::optimizeModule(*module, *machine, /*slpVectorize=*/false);
   if (llvmIr) {
     llvmIr->clear();
     llvm::raw_string_ostream irStream(*llvmIr);

@@ -20,38 +20,6 @@ namespace {
 /// executor's arenas keep at least 16), so 16-byte vector accesses are legal.
 constexpr uint64_t kParamAlignment = 16;
 
-/// Binds `key` to `value` in `map` for a scope; returns the shadowed value.
-template <typename Key>
-llvm::Value *bindScoped(std::unordered_map<const Key *, llvm::Value *> &map, const Key *key,
-                        llvm::Value *value) {
-  auto [it, inserted] = map.try_emplace(key, value);
-  if (inserted)
-    return nullptr;
-  std::swap(it->second, value);
-  return value;
-}
-
-template <typename Key>
-void unbindScoped(std::unordered_map<const Key *, llvm::Value *> &map, const Key *key,
-                  llvm::Value *previous) {
-  if (previous)
-    map[key] = previous;
-  else
-    map.erase(key);
-}
-
-bool isLaunchLoop(kir::ForKind kind) {
-  switch (kind) {
-  case kir::ForKind::BlockX:
-  case kir::ForKind::BlockY:
-  case kir::ForKind::BlockZ:
-  case kir::ForKind::ThreadX:
-  case kir::ForKind::ThreadY:
-  case kir::ForKind::ThreadZ: return true;
-  default: return false;
-  }
-}
-
 llvm::Intrinsic::ID specialRegister(kir::ForKind kind) {
   switch (kind) {
   case kir::ForKind::BlockX: return llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x;
@@ -153,15 +121,12 @@ Expected<void> NvptxEmitter::emitKernel(const kir::Kernel &kernel) {
 }
 
 Expected<void> NvptxEmitter::emitFor(const kir::For &loop) {
-  if (isLaunchLoop(loop.loopKind)) {
+  if (kir::isLaunchLoop(loop.loopKind)) {
     // A launch dimension, not a loop: the grid has exactly `extent` blocks
     // (threads) along the axis, and gpuLaunchOf checked that it starts at 0.
     llvm::Value *index = builder_.CreateIntrinsic(specialRegister(loop.loopKind), {}, {});
     llvm::Value *var = builder_.CreateZExt(index, builder_.getInt64Ty(), loop.var->name);
-    llvm::Value *shadowed = bindScoped(fn_.vars, loop.var.get(), var);
-    auto emitted = emitStmt(*loop.body);
-    unbindScoped(fn_.vars, loop.var.get(), shadowed);
-    return emitted;
+    return emitScoped(fn_.vars, loop.var.get(), var, *loop.body);
   }
   KILN_TRY(llvm::Value * begin, emitExpr(*loop.begin));
   KILN_TRY(llvm::Value * extent, emitExpr(*loop.extent));
@@ -250,10 +215,7 @@ Expected<void> NvptxEmitter::emitAllocate(const kir::Allocate &allocate) {
         ErrorCode::VerifyError,
         fmt::format("buffer '{}': global buffers are parameters, not allocations", buffer.name));
   }
-  llvm::Value *shadowed = bindScoped(fn_.buffers, &buffer, pointer);
-  auto emitted = emitStmt(*allocate.body);
-  unbindScoped(fn_.buffers, &buffer, shadowed);
-  return emitted;
+  return emitScoped(fn_.buffers, &buffer, pointer, *allocate.body);
 }
 
 llvm::Align NvptxEmitter::accessAlignment(const kir::Buffer &buffer, int lanes) {

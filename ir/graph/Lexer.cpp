@@ -19,64 +19,17 @@ int hexValue(char c) {
   return -1;
 }
 
-// A character as an error message shows it: printable ASCII as is, anything
-// else as a hex escape so the message stays one readable line.
-std::string printableChar(char c) {
-  auto byte = static_cast<unsigned char>(c);
-  if (byte >= 0x20 && byte < 0x7f)
-    return std::string(1, c);
-  return fmt::format("\\x{:02x}", byte);
-}
-
 } // namespace
 
 std::string describeToken(const Token &token) {
-  if (token.kind == TokenKind::EndOfInput)
-    return "end of input";
-  constexpr size_t kMaxShown = 40;
-  std::string shown;
-  for (char c : token.spelling.substr(0, kMaxShown))
-    shown += printableChar(c);
-  if (token.spelling.size() > kMaxShown)
-    shown += "...";
-  return "'" + shown + "'";
+  return token.kind == TokenKind::EndOfInput ? "end of input" : quotedSpelling(token.spelling);
 }
 
 Lexer::Lexer(std::string_view text, std::string fileName, unsigned firstLine)
-    : text_(text), fileName_(std::move(fileName)), line_(firstLine) {}
-
-char Lexer::peek(size_t ahead) const {
-  return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0';
-}
-
-void Lexer::advance(size_t count) {
-  for (size_t i = 0; i < count && pos_ < text_.size(); ++i) {
-    if (text_[pos_] == '\n') {
-      ++line_;
-      column_ = 1;
-    } else {
-      ++column_;
-    }
-    ++pos_;
-  }
-}
+    : TextCursor(text, firstLine), fileName_(std::move(fileName)) {}
 
 std::unexpected<Error> Lexer::errorHere(unsigned line, unsigned column, std::string message) const {
   return makeError(ErrorCode::ParseError, std::move(message), locationOf(line, column));
-}
-
-void Lexer::skipWhitespaceAndComments() {
-  while (pos_ < text_.size()) {
-    char c = text_[pos_];
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      advance();
-    } else if (c == '/' && peek(1) == '/') {
-      while (pos_ < text_.size() && text_[pos_] != '\n')
-        advance();
-    } else {
-      return;
-    }
-  }
 }
 
 Expected<Token> Lexer::next() {

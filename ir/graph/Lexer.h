@@ -4,6 +4,7 @@
 
 #include "ir/graph/Identifier.h"
 #include "support/Error.h"
+#include "support/TextCursor.h"
 
 #include <string>
 #include <string_view>
@@ -43,7 +44,7 @@ struct Token {
 std::string describeToken(const Token &token);
 
 /// Splits IR text into tokens. Whitespace and `//` comments separate tokens.
-class Lexer {
+class Lexer : TextCursor {
 public:
   /// `firstLine` is the line number of the text's first line, so a chunk of a
   /// larger file reports lines of that file.
@@ -58,19 +59,12 @@ public:
   }
 
 private:
-  void skipWhitespaceAndComments();
-  char peek(size_t ahead = 0) const;
-  void advance(size_t count = 1);
   std::unexpected<Error> errorHere(unsigned line, unsigned column, std::string message) const;
   Expected<Token> lexNumber(Token token);
   Expected<Token> lexString(Token token);
   Expected<Token> lexName(Token token, TokenKind kind, char sigil);
 
-  std::string_view text_;
   std::string fileName_;
-  size_t pos_ = 0;
-  unsigned line_;
-  unsigned column_ = 1;
 };
 
 } // namespace kiln::ir

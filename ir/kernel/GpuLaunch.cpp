@@ -14,22 +14,6 @@ namespace kiln::kir {
 
 namespace {
 
-bool isBlockLoop(ForKind kind) {
-  return kind == ForKind::BlockX || kind == ForKind::BlockY || kind == ForKind::BlockZ;
-}
-bool isThreadLoop(ForKind kind) {
-  return kind == ForKind::ThreadX || kind == ForKind::ThreadY || kind == ForKind::ThreadZ;
-}
-int axisOf(ForKind kind) {
-  switch (kind) {
-  case ForKind::BlockX:
-  case ForKind::ThreadX: return 0;
-  case ForKind::BlockY:
-  case ForKind::ThreadY: return 1;
-  default: return 2;
-  }
-}
-
 std::string_view statementName(const Stmt &stmt) {
   switch (stmt.kind()) {
   case StmtKind::If: return "conditional";
@@ -113,7 +97,7 @@ private:
       if (!isBlockLoop(loop.loopKind))
         return fail(fmt::format("has a {} loop '{}' outside its thread loops",
                                 forKindName(loop.loopKind), loop.var->name));
-      int axis = axisOf(loop.loopKind);
+      int axis = launchAxis(loop.loopKind);
       if (launch_.blockVars[axis])
         return fail(fmt::format("binds two loops to {}", forKindName(loop.loopKind)));
       KILN_TRY(launch_.grid[axis], gridExtent(loop));
@@ -153,7 +137,7 @@ private:
     while (*cursor && (*cursor)->kind() == StmtKind::For &&
            isThreadLoop(static_cast<const For &>(**cursor).loopKind)) {
       auto &loop = static_cast<const For &>(**cursor);
-      int axis = axisOf(loop.loopKind);
+      int axis = launchAxis(loop.loopKind);
       if (launch_.threadVars[axis])
         return fail(fmt::format("binds two loops to {}", forKindName(loop.loopKind)));
       KILN_TRY(launch_.block[axis], gridExtent(loop));
@@ -168,7 +152,7 @@ private:
     struct Checker : StmtVisitor {
       std::string problem;
       void visitFor(const For &node) override {
-        if (problem.empty() && (isBlockLoop(node.loopKind) || isThreadLoop(node.loopKind)))
+        if (problem.empty() && (isLaunchLoop(node.loopKind)))
           problem = fmt::format("has a {} loop '{}' inside its thread loops",
                                 forKindName(node.loopKind), node.var->name);
         StmtVisitor::visitFor(node);
@@ -189,11 +173,21 @@ private:
 
 } // namespace
 
+int launchAxis(ForKind kind) {
+  switch (kind) {
+  case ForKind::BlockX:
+  case ForKind::ThreadX: return 0;
+  case ForKind::BlockY:
+  case ForKind::ThreadY: return 1;
+  default: return 2;
+  }
+}
+
 bool isGpuKernel(const Kernel &kernel) {
   struct Finder : StmtVisitor {
     bool found = false;
     void visitFor(const For &node) override {
-      found |= isBlockLoop(node.loopKind) || isThreadLoop(node.loopKind);
+      found |= isLaunchLoop(node.loopKind);
       StmtVisitor::visitFor(node);
     }
   } finder;

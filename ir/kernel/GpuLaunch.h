@@ -19,6 +19,17 @@
 
 namespace kiln::kir {
 
+/// Loops over the grid's blocks, over a block's threads, or either (a launch dimension).
+inline bool isBlockLoop(ForKind kind) {
+  return kind == ForKind::BlockX || kind == ForKind::BlockY || kind == ForKind::BlockZ;
+}
+inline bool isThreadLoop(ForKind kind) {
+  return kind == ForKind::ThreadX || kind == ForKind::ThreadY || kind == ForKind::ThreadZ;
+}
+inline bool isLaunchLoop(ForKind kind) { return isBlockLoop(kind) || isThreadLoop(kind); }
+/// The grid axis of a block or thread loop: 0 (x), 1 (y) or 2 (z).
+int launchAxis(ForKind kind);
+
 /// Shared memory a block may declare statically; a kernel needing more takes
 /// all of its shared buffers from dynamic shared memory, launched with that
 /// size (and the opt-in attribute, up to the target's maxSharedBytesPerBlock).

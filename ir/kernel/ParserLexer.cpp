@@ -1,6 +1,8 @@
 // Tokenizing kernel IR text; see docs/kernel-ir.md for the grammar.
 #include "ir/kernel/ParserLexer.h"
 
+#include "support/TextCursor.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,19 +22,10 @@ constexpr std::array<std::string_view, 7> kTwoCharPuncts = {"+=", "==", "!=", "<
                                                             ">=", "&&", "||"};
 constexpr std::string_view kOneCharPuncts = "()[]{},:=<>+-*/%!&|";
 
-/// A character as an error message shows it: printable ASCII as is, anything else as a hex
-/// escape so the message stays one readable line.
-std::string printableChar(char c) {
-  auto byte = static_cast<unsigned char>(c);
-  if (byte >= 0x20 && byte < 0x7f)
-    return std::string(1, c);
-  return fmt::format("\\x{:02x}", byte);
-}
-
-class Lexer {
+class Lexer : TextCursor {
 public:
   Lexer(std::string_view text, const std::string &fileName, unsigned firstLine)
-      : text_(text), fileName_(fileName), line_(firstLine) {}
+      : TextCursor(text, firstLine), fileName_(fileName) {}
 
   Expected<std::vector<Token>> run() {
     std::vector<Token> tokens;
@@ -74,34 +67,6 @@ public:
   }
 
 private:
-  void advance(size_t count = 1) {
-    for (size_t i = 0; i < count && pos_ < text_.size(); ++i, ++pos_) {
-      if (text_[pos_] == '\n') {
-        ++line_;
-        column_ = 1;
-      } else {
-        ++column_;
-      }
-    }
-  }
-
-  char peek(size_t ahead = 0) const {
-    return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0';
-  }
-
-  void skipWhitespaceAndComments() {
-    while (pos_ < text_.size()) {
-      char c = text_[pos_];
-      if (c == ' ' || c == '\t' || c == '\n' || c == '\r')
-        advance();
-      else if (c == '/' && peek(1) == '/')
-        while (pos_ < text_.size() && text_[pos_] != '\n')
-          advance();
-      else
-        return;
-    }
-  }
-
   /// digits ['.' digits] [('e'|'E') ['+'|'-'] digits], then the suffix: a dtype, a vector
   /// type, "B" (128B) or nothing.
   void lexNumber(Token &token) {
@@ -124,25 +89,13 @@ private:
       advance();
   }
 
-  std::string_view text_;
   const std::string &fileName_;
-  size_t pos_ = 0;
-  unsigned line_;
-  unsigned column_ = 1;
 };
 
 } // namespace
 
 std::string describeToken(const Token &token) {
-  if (token.kind == TokenKind::EndOfInput)
-    return "end of input";
-  constexpr size_t kMaxShown = 40;
-  std::string shown;
-  for (char c : token.spelling.substr(0, kMaxShown))
-    shown += printableChar(c);
-  if (token.spelling.size() > kMaxShown)
-    shown += "...";
-  return "'" + shown + "'";
+  return token.kind == TokenKind::EndOfInput ? "end of input" : quotedSpelling(token.spelling);
 }
 
 Expected<std::vector<Token>> tokenize(std::string_view text, const std::string &fileName,

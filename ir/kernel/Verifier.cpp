@@ -20,10 +20,6 @@ namespace kiln::kir {
 
 namespace {
 
-bool isThreadLoop(ForKind kind) {
-  return kind == ForKind::ThreadX || kind == ForKind::ThreadY || kind == ForKind::ThreadZ;
-}
-
 std::string quoted(const ExprPtr &expr) { return fmt::format("`{}`", printExpr(expr)); }
 
 /// Walks a kernel once, keeping the variables and buffers in scope and whether control flow

@@ -7,6 +7,7 @@
 
 #include "ir/kernel/Bounds.h"
 #include "ir/kernel/Builder.h"
+#include "ir/kernel/GpuLaunch.h"
 #include "ir/kernel/IRUtils.h"
 #include "ir/kernel/ScalarOps.h"
 #include "ir/kernel/Visitor.h"
@@ -22,11 +23,6 @@ constexpr int64_t kMinI64 = std::numeric_limits<int64_t>::min();
 
 bool isNarrowFloat(DType dtype) {
   return isFloatingPoint(dtype) && dtype != DType::F32 && dtype != DType::F64;
-}
-
-bool isGpuLoop(ForKind kind) {
-  return kind != ForKind::Serial && kind != ForKind::Unrolled && kind != ForKind::Vectorized &&
-         kind != ForKind::Parallel;
 }
 
 /// The value of every lane of a constant (an immediate or a broadcast one).
@@ -289,7 +285,7 @@ public:
     if (extentBounds && extentBounds->max <= 0)
       return nullptr;
     // A GPU-bound loop of extent 1 still defines the launch shape: keep it.
-    if (!isGpuLoop(node->loopKind) && intConstant(extent) == 1) {
+    if (!isLaunchLoop(node->loopKind) && intConstant(extent) == 1) {
       if (constantLane(begin) || begin->kind() == ExprKind::VarRef)
         return mutate(substitute(node->body, node->var.get(), begin));
       return mutate(let(node->var, begin, node->body));

@@ -73,48 +73,9 @@ Expected<void> resolveTable(const BootstrapApi &boot, const std::string &path,
     }
     slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(function);
   };
-  need("cuGetErrorName", api.getErrorName);
-  need("cuGetErrorString", api.getErrorString);
-  need("cuDeviceGetCount", api.deviceGetCount);
-  need("cuDeviceGet", api.deviceGet);
-  need("cuDeviceGetName", api.deviceGetName);
-  need("cuDeviceGetAttribute", api.deviceGetAttribute);
-  need("cuDeviceTotalMem", api.deviceTotalMem);
-  need("cuDevicePrimaryCtxRetain", api.primaryCtxRetain);
-  need("cuDevicePrimaryCtxRelease", api.primaryCtxRelease);
-  need("cuCtxGetCurrent", api.ctxGetCurrent);
-  need("cuCtxSetCurrent", api.ctxSetCurrent);
-  need("cuMemGetInfo", api.memGetInfo);
-  need("cuMemAlloc", api.memAlloc);
-  need("cuMemFree", api.memFree);
-  need("cuMemHostAlloc", api.memHostAlloc);
-  need("cuMemFreeHost", api.memFreeHost);
-  need("cuMemcpyHtoDAsync", api.memcpyHtoDAsync);
-  need("cuMemcpyDtoHAsync", api.memcpyDtoHAsync);
-  need("cuMemcpyDtoDAsync", api.memcpyDtoDAsync);
-  need("cuMemsetD8Async", api.memsetD8Async);
-  need("cuStreamCreate", api.streamCreate);
-  need("cuStreamDestroy", api.streamDestroy);
-  need("cuStreamSynchronize", api.streamSynchronize);
-  need("cuStreamWaitEvent", api.streamWaitEvent);
-  need("cuEventCreate", api.eventCreate);
-  need("cuEventDestroy", api.eventDestroy);
-  need("cuEventRecord", api.eventRecord);
-  need("cuEventQuery", api.eventQuery);
-  need("cuEventElapsedTime", api.eventElapsedTime);
-  need("cuModuleLoadDataEx", api.moduleLoadDataEx);
-  need("cuModuleUnload", api.moduleUnload);
-  need("cuModuleGetFunction", api.moduleGetFunction);
-  need("cuFuncGetParamInfo", api.funcGetParamInfo);
-  need("cuFuncSetAttribute", api.funcSetAttribute);
-  need("cuLaunchKernel", api.launchKernel);
-  need("cuTensorMapEncodeTiled", api.tensorMapEncodeTiled);
-  need("cuStreamBeginCapture", api.streamBeginCapture);
-  need("cuStreamEndCapture", api.streamEndCapture);
-  need("cuGraphInstantiateWithFlags", api.graphInstantiateWithFlags);
-  need("cuGraphLaunch", api.graphLaunch);
-  need("cuGraphDestroy", api.graphDestroy);
-  need("cuGraphExecDestroy", api.graphExecDestroy);
+#define KILN_CUDA_DRIVER_RESOLVE(member, symbol, version) need(#symbol, api.member);
+  KILN_CUDA_DRIVER_FUNCTIONS(KILN_CUDA_DRIVER_RESOLVE)
+#undef KILN_CUDA_DRIVER_RESOLVE
   if (!missing.empty())
     return makeError(ErrorCode::Unavailable,
                      fmt::format("{} is not a usable CUDA driver: cuGetProcAddress has no {} "

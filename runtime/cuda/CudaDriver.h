@@ -22,51 +22,55 @@ namespace kiln::runtime::cuda {
 /// 12.4 is also the oldest driver kiln accepts: cuFuncGetParamInfo appeared there.
 constexpr int kDriverAbiVersion = 12040;
 
-/// The driver's entry points, each typed by the PFN typedef of the exact
-/// version kDriverAbiVersion resolves to.
+/// The driver's entry points: (member, symbol, PFN version) rows, each slot typed by the PFN
+/// typedef of the exact version kDriverAbiVersion resolves to.
 struct CudaDriverTable {
-  PFN_cuGetErrorName_v6000 getErrorName = nullptr;
-  PFN_cuGetErrorString_v6000 getErrorString = nullptr;
-  PFN_cuDeviceGetCount_v2000 deviceGetCount = nullptr;
-  PFN_cuDeviceGet_v2000 deviceGet = nullptr;
-  PFN_cuDeviceGetName_v2000 deviceGetName = nullptr;
-  PFN_cuDeviceGetAttribute_v2000 deviceGetAttribute = nullptr;
-  PFN_cuDeviceTotalMem_v3020 deviceTotalMem = nullptr;
-  PFN_cuDevicePrimaryCtxRetain_v7000 primaryCtxRetain = nullptr;
-  PFN_cuDevicePrimaryCtxRelease_v11000 primaryCtxRelease = nullptr;
-  PFN_cuCtxGetCurrent_v4000 ctxGetCurrent = nullptr;
-  PFN_cuCtxSetCurrent_v4000 ctxSetCurrent = nullptr;
-  PFN_cuMemGetInfo_v3020 memGetInfo = nullptr;
-  PFN_cuMemAlloc_v3020 memAlloc = nullptr;
-  PFN_cuMemFree_v3020 memFree = nullptr;
-  PFN_cuMemHostAlloc_v2020 memHostAlloc = nullptr;
-  PFN_cuMemFreeHost_v2000 memFreeHost = nullptr;
-  PFN_cuMemcpyHtoDAsync_v3020 memcpyHtoDAsync = nullptr;
-  PFN_cuMemcpyDtoHAsync_v3020 memcpyDtoHAsync = nullptr;
-  PFN_cuMemcpyDtoDAsync_v3020 memcpyDtoDAsync = nullptr;
-  PFN_cuMemsetD8Async_v3020 memsetD8Async = nullptr;
-  PFN_cuStreamCreate_v2000 streamCreate = nullptr;
-  PFN_cuStreamDestroy_v4000 streamDestroy = nullptr;
-  PFN_cuStreamSynchronize_v2000 streamSynchronize = nullptr;
-  PFN_cuStreamWaitEvent_v3020 streamWaitEvent = nullptr;
-  PFN_cuEventCreate_v2000 eventCreate = nullptr;
-  PFN_cuEventDestroy_v4000 eventDestroy = nullptr;
-  PFN_cuEventRecord_v2000 eventRecord = nullptr;
-  PFN_cuEventQuery_v2000 eventQuery = nullptr;
-  PFN_cuEventElapsedTime_v2000 eventElapsedTime = nullptr;
-  PFN_cuModuleLoadDataEx_v2010 moduleLoadDataEx = nullptr;
-  PFN_cuModuleUnload_v2000 moduleUnload = nullptr;
-  PFN_cuModuleGetFunction_v2000 moduleGetFunction = nullptr;
-  PFN_cuFuncGetParamInfo_v12040 funcGetParamInfo = nullptr;
-  PFN_cuFuncSetAttribute_v9000 funcSetAttribute = nullptr;
-  PFN_cuLaunchKernel_v4000 launchKernel = nullptr;
-  PFN_cuTensorMapEncodeTiled_v12000 tensorMapEncodeTiled = nullptr;
-  PFN_cuStreamBeginCapture_v10010 streamBeginCapture = nullptr;
-  PFN_cuStreamEndCapture_v10000 streamEndCapture = nullptr;
-  PFN_cuGraphInstantiateWithFlags_v11040 graphInstantiateWithFlags = nullptr;
-  PFN_cuGraphLaunch_v10000 graphLaunch = nullptr;
-  PFN_cuGraphDestroy_v10000 graphDestroy = nullptr;
-  PFN_cuGraphExecDestroy_v10000 graphExecDestroy = nullptr;
+#define KILN_CUDA_DRIVER_FUNCTIONS(X)                                                              \
+  X(getErrorName, cuGetErrorName, 6000)                                                            \
+  X(getErrorString, cuGetErrorString, 6000)                                                        \
+  X(deviceGetCount, cuDeviceGetCount, 2000)                                                        \
+  X(deviceGet, cuDeviceGet, 2000)                                                                  \
+  X(deviceGetName, cuDeviceGetName, 2000)                                                          \
+  X(deviceGetAttribute, cuDeviceGetAttribute, 2000)                                                \
+  X(deviceTotalMem, cuDeviceTotalMem, 3020)                                                        \
+  X(primaryCtxRetain, cuDevicePrimaryCtxRetain, 7000)                                              \
+  X(primaryCtxRelease, cuDevicePrimaryCtxRelease, 11000)                                           \
+  X(ctxGetCurrent, cuCtxGetCurrent, 4000)                                                          \
+  X(ctxSetCurrent, cuCtxSetCurrent, 4000)                                                          \
+  X(memGetInfo, cuMemGetInfo, 3020)                                                                \
+  X(memAlloc, cuMemAlloc, 3020)                                                                    \
+  X(memFree, cuMemFree, 3020)                                                                      \
+  X(memHostAlloc, cuMemHostAlloc, 2020)                                                            \
+  X(memFreeHost, cuMemFreeHost, 2000)                                                              \
+  X(memcpyHtoDAsync, cuMemcpyHtoDAsync, 3020)                                                      \
+  X(memcpyDtoHAsync, cuMemcpyDtoHAsync, 3020)                                                      \
+  X(memcpyDtoDAsync, cuMemcpyDtoDAsync, 3020)                                                      \
+  X(memsetD8Async, cuMemsetD8Async, 3020)                                                          \
+  X(streamCreate, cuStreamCreate, 2000)                                                            \
+  X(streamDestroy, cuStreamDestroy, 4000)                                                          \
+  X(streamSynchronize, cuStreamSynchronize, 2000)                                                  \
+  X(streamWaitEvent, cuStreamWaitEvent, 3020)                                                      \
+  X(eventCreate, cuEventCreate, 2000)                                                              \
+  X(eventDestroy, cuEventDestroy, 4000)                                                            \
+  X(eventRecord, cuEventRecord, 2000)                                                              \
+  X(eventQuery, cuEventQuery, 2000)                                                                \
+  X(eventElapsedTime, cuEventElapsedTime, 2000)                                                    \
+  X(moduleLoadDataEx, cuModuleLoadDataEx, 2010)                                                    \
+  X(moduleUnload, cuModuleUnload, 2000)                                                            \
+  X(moduleGetFunction, cuModuleGetFunction, 2000)                                                  \
+  X(funcGetParamInfo, cuFuncGetParamInfo, 12040)                                                   \
+  X(funcSetAttribute, cuFuncSetAttribute, 9000)                                                    \
+  X(launchKernel, cuLaunchKernel, 4000)                                                            \
+  X(tensorMapEncodeTiled, cuTensorMapEncodeTiled, 12000)                                           \
+  X(streamBeginCapture, cuStreamBeginCapture, 10010)                                               \
+  X(streamEndCapture, cuStreamEndCapture, 10000)                                                   \
+  X(graphInstantiateWithFlags, cuGraphInstantiateWithFlags, 11040)                                 \
+  X(graphLaunch, cuGraphLaunch, 10000)                                                             \
+  X(graphDestroy, cuGraphDestroy, 10000)                                                           \
+  X(graphExecDestroy, cuGraphExecDestroy, 10000)
+#define KILN_CUDA_DRIVER_SLOT(member, symbol, version) PFN_##symbol##_v##version member = nullptr;
+  KILN_CUDA_DRIVER_FUNCTIONS(KILN_CUDA_DRIVER_SLOT)
+#undef KILN_CUDA_DRIVER_SLOT
 };
 
 /// An opened and initialized driver. Never unloaded: libcuda does not support it.

@@ -16,26 +16,6 @@ namespace kiln::sim {
 
 using namespace kiln::kir;
 
-namespace {
-
-bool isBlockLoop(ForKind kind) {
-  return kind == ForKind::BlockX || kind == ForKind::BlockY || kind == ForKind::BlockZ;
-}
-bool isThreadLoop(ForKind kind) {
-  return kind == ForKind::ThreadX || kind == ForKind::ThreadY || kind == ForKind::ThreadZ;
-}
-int axisOf(ForKind kind) {
-  switch (kind) {
-  case ForKind::BlockX:
-  case ForKind::ThreadX: return 0;
-  case ForKind::BlockY:
-  case ForKind::ThreadY: return 1;
-  default: return 2;
-  }
-}
-
-} // namespace
-
 Expected<SimStats> SimtMachine::run(std::span<const std::span<std::byte>> params) {
   stats_.threadsPerBlock = threads_;
   stats_.sharedBytesPerBlock = launch_.sharedBytes;
@@ -171,7 +151,7 @@ bool SimtMachine::blockLoop(const SimStmt &node, Active a) {
   if (!eval(node.exprs[0], a) || !eval(node.exprs[1], a))
     return false;
   int64_t begin = column(node.exprs[0])[0].i, extent = column(node.exprs[1])[0].i;
-  int axis = axisOf(node.loopKind);
+  int axis = launchAxis(node.loopKind);
   return bind(node.var, nullptr, a, [&](Scalar *storage) {
     for (int64_t i = 0; i < extent; ++i) {
       blockCoord_[static_cast<size_t>(axis)] = begin + i;
@@ -186,7 +166,7 @@ bool SimtMachine::blockLoop(const SimStmt &node, Active a) {
 
 /// A thread.* loop: binds each thread's coordinate; the outermost one starts a block.
 bool SimtMachine::threadLoop(const SimStmt &node, Active a) {
-  int axis = axisOf(node.loopKind);
+  int axis = launchAxis(node.loopKind);
   bool startsBlock = !insideThreads_;
   if (startsBlock) {
     insideThreads_ = true;
