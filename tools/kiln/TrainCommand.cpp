@@ -172,22 +172,18 @@ int trainCommand(const std::vector<std::string> &words) {
                  "--label-smoothing", "--accumulate", "--clip-norm", "--seed", "--limit",
                  "--test-limit", "--data", "--checkpoint", "--resume", "--save-weights",
                  "--image-size", "--width-divisor"});
-  auto args = Args::parse(words, valued,
-                          {"--help", "--nesterov", "--augment", "--quiet", "--allow-nonfinite"});
-  if (!args) {
-    fmt::print(stderr, "kiln train: {}\nrun 'kiln train --help' for usage\n",
-               args.error().message());
+  auto args =
+      parseCommandArgs("train", words, valued,
+                       {"--help", "--nesterov", "--augment", "--quiet", "--allow-nonfinite"});
+  if (!args)
     return kExitUsage;
-  }
   if (args->has("--help")) {
     fmt::print(kTrainHelp, examples::trainingRecipeListing(), kTargetHelp);
     return kExitOk;
   }
-  if (args->positional().size() != 1) {
-    fmt::print(stderr, "kiln train: expected one recipe, got {}\nrun 'kiln train --help'\n",
-               args->positional().size());
-    return kExitUsage;
-  }
+  if (args->positional().size() != 1)
+    return usageErrorWithHelp(
+        "train", fmt::format("expected one recipe, got {}", args->positional().size()));
   const examples::TrainingRecipe *recipe = examples::findTrainingRecipe(args->positional()[0]);
   if (!recipe) {
     fmt::print(stderr, "kiln train: unknown recipe '{}'; the recipes are:\n{}",
@@ -195,10 +191,8 @@ int trainCommand(const std::vector<std::string> &words) {
     return kExitUsage;
   }
   auto options = parseTrainOptions(*args, *recipe);
-  if (!options) {
-    fmt::print(stderr, "kiln train: {}\n", options.error().message());
-    return kExitUsage;
-  }
+  if (!options)
+    return usageError("train", options.error().message());
   options->progress = args->has("--quiet") ? nullptr : stderr;
 
   // A resume is checked before anything compiles: a damaged checkpoint fails
@@ -209,10 +203,8 @@ int trainCommand(const std::vector<std::string> &words) {
     if (!checkpoint)
       return reportError("train", checkpoint.error());
     auto plan = examples::planResume(*recipe, *options, *checkpoint, options->resumePath);
-    if (!plan) {
-      fmt::print(stderr, "kiln train: {}\n", plan.error().message());
-      return kExitUsage;
-    }
+    if (!plan)
+      return usageError("train", plan.error().message());
     resume = std::move(*plan);
   }
 
