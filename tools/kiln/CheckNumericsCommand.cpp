@@ -8,8 +8,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 
 namespace kiln::tool {
 
@@ -38,21 +36,9 @@ exit status: 0 every output within tolerance, 1 an output beyond it or a
 compile/run failure, 2 bad usage
 )";
 
-Expected<double> parseTolerance(const std::string &text) {
-  double value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
-      value < 0)
-    return makeError(ErrorCode::InvalidArgument,
-                     fmt::format("--tolerance expects a number >= 0, got '{}'", text));
-  return value;
-}
-
 /// --tolerance when given, else the policy's own.
 Expected<double> chosenTolerance(const Args &args, const CompileOptions &options) {
-  if (auto text = args.value("--tolerance"))
-    return parseTolerance(*text);
-  return passes::precisionTolerance(options.precision);
+  return args.nonNegativeValue("--tolerance", passes::precisionTolerance(options.precision));
 }
 
 void printTable(const std::vector<OutputNumerics> &outputs) {
