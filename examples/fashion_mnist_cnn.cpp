@@ -24,7 +24,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <string>
 
 using namespace kiln;
@@ -59,11 +58,14 @@ void printUsage(std::FILE *out) {
              data::kFashionMnistDirectory);
 }
 
-template <typename T> std::optional<T> parseNumber(std::string_view text) {
+/// The value of `flag`, an integer of at least `min` (0 or 1).
+template <typename T> Expected<T> parseNumber(std::string_view flag, std::string_view text, T min) {
   T value{};
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size())
-    return std::nullopt;
+  if (error != std::errc() || end != text.data() + text.size() || value < min)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("{} expects a {} integer, got '{}'", flag,
+                                 min > 0 ? "positive" : "non-negative", text));
   return value;
 }
 
@@ -83,23 +85,11 @@ Expected<Options> parseOptions(int argc, char **argv) {
       return makeError(ErrorCode::InvalidArgument, fmt::format("{} needs a value", flag));
     std::string_view value = argv[++i];
     if (flag == "--batch") {
-      auto batch = parseNumber<int64_t>(value);
-      if (!batch || *batch < 1)
-        return makeError(ErrorCode::InvalidArgument,
-                         fmt::format("--batch expects a positive integer, got '{}'", value));
-      options.batch = *batch;
+      KILN_TRY(options.batch, parseNumber<int64_t>(flag, value, 1));
     } else if (flag == "--seed") {
-      auto seed = parseNumber<uint64_t>(value);
-      if (!seed)
-        return makeError(ErrorCode::InvalidArgument,
-                         fmt::format("--seed expects a non-negative integer, got '{}'", value));
-      options.seed = *seed;
+      KILN_TRY(options.seed, parseNumber<uint64_t>(flag, value, 0));
     } else if (flag == "--images") {
-      auto images = parseNumber<int64_t>(value);
-      if (!images || *images < 1)
-        return makeError(ErrorCode::InvalidArgument,
-                         fmt::format("--images expects a positive integer, got '{}'", value));
-      options.images = *images;
+      KILN_TRY(options.images, parseNumber<int64_t>(flag, value, 1));
     } else if (flag == "--target") {
       KILN_TRY(options.target, parseTargetKind(value));
     } else if (flag == "--data") {

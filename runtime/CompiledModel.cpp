@@ -16,18 +16,6 @@ using runtime::LaunchPlan;
 using runtime::PlanBuffer;
 using runtime::Storage;
 
-std::string_view runtime::storageName(Storage storage) {
-  switch (storage) {
-  case Storage::Input: return "input";
-  case Storage::Param: return "param";
-  case Storage::Constant: return "constant";
-  case Storage::Arena: return "arena";
-  case Storage::Output: return "output";
-  case Storage::Alias: return "alias";
-  }
-  KILN_UNREACHABLE("storage");
-}
-
 struct CompiledModel::Arena {
   AlignedBytes bytes; ///< unspecified contents: every kernel writes before it reads
 };

@@ -58,8 +58,6 @@ enum class Storage {
   Alias,    ///< the same bytes as buffer `aliasOf` (a reshape)
 };
 
-std::string_view storageName(Storage storage);
-
 struct PlanBuffer {
   std::string name; ///< the input/param/output name, or a descriptive one
   DType dtype = DType::F32;

@@ -58,6 +58,13 @@ private:
   unsigned column() const { return static_cast<unsigned>(at_ - lineStart_) + 1; }
   bool atEnd() const { return at_ >= text_.size(); }
   char peek() const { return atEnd() ? '\0' : text_[at_]; }
+  /// Steps over the next character when it is `c`.
+  bool take(char c) {
+    if (peek() != c)
+      return false;
+    ++at_;
+    return true;
+  }
 
   void skipSpace() {
     while (!atEnd()) {
@@ -96,10 +103,8 @@ private:
       std::unordered_set<std::string> keys; // Value::member per key would be quadratic
       ++at_;
       skipSpace();
-      if (peek() == '}') {
-        ++at_;
+      if (take('}'))
         return value;
-      }
       while (true) {
         skipSpace();
         if (peek() != '"')
@@ -111,20 +116,15 @@ private:
           return fail(fmt::format("duplicate member \"{}\"", key));
         }
         skipSpace();
-        if (peek() != ':')
+        if (!take(':'))
           return fail(fmt::format("expected ':' after \"{}\", found {}", key, describeNext()));
-        ++at_;
         KILN_TRY(Value member, parseValue(depth + 1));
         value.members.push_back(Member{std::move(key), keyOffset, std::move(member)});
         skipSpace();
-        if (peek() == ',') {
-          ++at_;
+        if (take(','))
           continue;
-        }
-        if (peek() == '}') {
-          ++at_;
+        if (take('}'))
           return value;
-        }
         return fail(fmt::format("expected ',' or '}}' in an object, found {}", describeNext()));
       }
     }
@@ -132,22 +132,16 @@ private:
       value.kind = Value::Kind::Array;
       ++at_;
       skipSpace();
-      if (peek() == ']') {
-        ++at_;
+      if (take(']'))
         return value;
-      }
       while (true) {
         KILN_TRY(Value element, parseValue(depth + 1));
         value.elements.push_back(std::move(element));
         skipSpace();
-        if (peek() == ',') {
-          ++at_;
+        if (take(','))
           continue;
-        }
-        if (peek() == ']') {
-          ++at_;
+        if (take(']'))
           return value;
-        }
         return fail(fmt::format("expected ',' or ']' in an array, found {}", describeNext()));
       }
     }
@@ -180,25 +174,19 @@ private:
         ++at_;
       return at_ - from;
     };
-    if (peek() == '-')
-      ++at_;
-    if (peek() == '0') {
-      ++at_;
-    } else if (digits() == 0) {
+    take('-');
+    if (!take('0') && digits() == 0)
       return fail("a number needs digits");
-    }
     value.integral = true;
-    if (peek() == '.') {
-      ++at_;
+    if (take('.')) {
       value.integral = false;
       if (digits() == 0)
         return fail("a number needs digits after '.'");
     }
-    if (peek() == 'e' || peek() == 'E') {
-      ++at_;
+    if (take('e') || take('E')) {
       value.integral = false;
-      if (peek() == '+' || peek() == '-')
-        ++at_;
+      if (!take('+'))
+        take('-');
       if (digits() == 0)
         return fail("a number needs digits in its exponent");
     }

@@ -7,8 +7,7 @@
 
 namespace kiln::nn {
 
-BatchNorm::BatchNorm(BatchNormConfig config)
-    : Layer("batch_norm", config.name), config_(std::move(config)) {}
+BatchNorm::BatchNorm(BatchNormConfig config) : ConfiguredLayer("batch_norm", std::move(config)) {}
 
 Tensor BatchNorm::forward(Graph &graph, Tensor x, const std::source_location &loc) {
   int64_t axis = config_.axis < 0 ? config_.axis + x.rank() : config_.axis;

@@ -17,16 +17,12 @@ struct BatchNormConfig {
 /// trainable, and "running_mean" (zeros) and "running_var" (ones), frozen:
 /// statistics, not learned by gradient, which is why a folding pass may fold
 /// the whole op into the preceding convolution.
-class BatchNorm : public Layer {
+class BatchNorm : public ConfiguredLayer<BatchNormConfig> {
 public:
   explicit BatchNorm(BatchNormConfig config = {});
-  const BatchNormConfig &config() const { return config_; }
 
 protected:
   Tensor forward(Graph &graph, Tensor x, const std::source_location &loc) override;
-
-private:
-  BatchNormConfig config_;
 };
 
 } // namespace kiln::nn

@@ -7,7 +7,7 @@
 
 namespace kiln::nn {
 
-Conv2D::Conv2D(Conv2DConfig config) : Layer("conv2d", config.name), config_(std::move(config)) {}
+Conv2D::Conv2D(Conv2DConfig config) : ConfiguredLayer("conv2d", std::move(config)) {}
 
 Conv2D::Conv2D(int64_t filters, std::array<int64_t, 2> kernel, Activation activation,
                Padding padding, std::array<int64_t, 2> stride, Layout layout, std::string name)

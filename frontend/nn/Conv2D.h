@@ -26,7 +26,7 @@ struct Conv2DConfig {
 
 /// weight is [filters, C/groups, KH, KW] for nchw and [filters, KH, KW, C/groups]
 /// for nhwc (the conv2d op's layouts); bias is [filters].
-class Conv2D : public Layer {
+class Conv2D : public ConfiguredLayer<Conv2DConfig> {
 public:
   explicit Conv2D(Conv2DConfig config);
   /// Keras's argument order: Conv2D(32, {3, 3}, Activation::Relu).
@@ -34,13 +34,8 @@ public:
          Padding padding = Padding::valid(), std::array<int64_t, 2> stride = {1, 1},
          Layout layout = Layout::NCHW, std::string name = {});
 
-  const Conv2DConfig &config() const { return config_; }
-
 protected:
   Tensor forward(Graph &graph, Tensor x, const std::source_location &loc) override;
-
-private:
-  Conv2DConfig config_;
 };
 
 } // namespace kiln::nn

@@ -7,7 +7,7 @@
 
 namespace kiln::nn {
 
-Dense::Dense(DenseConfig config) : Layer("dense", config.name), config_(std::move(config)) {}
+Dense::Dense(DenseConfig config) : ConfiguredLayer("dense", std::move(config)) {}
 
 Dense::Dense(int64_t units, Activation activation, bool useBias, std::string name)
     : Dense(DenseConfig{

@@ -17,19 +17,14 @@ struct DenseConfig {
 
 /// Maps the last axis of x [..., in] to `units`: weight is [in, units] (the
 /// Keras layout, so no transpose), bias [units].
-class Dense : public Layer {
+class Dense : public ConfiguredLayer<DenseConfig> {
 public:
   explicit Dense(DenseConfig config);
   explicit Dense(int64_t units, Activation activation = Activation::Linear, bool useBias = true,
                  std::string name = {});
 
-  const DenseConfig &config() const { return config_; }
-
 protected:
   Tensor forward(Graph &graph, Tensor x, const std::source_location &loc) override;
-
-private:
-  DenseConfig config_;
 };
 
 } // namespace kiln::nn

@@ -7,8 +7,7 @@
 
 namespace kiln::nn {
 
-Embedding::Embedding(EmbeddingConfig config)
-    : Layer("embedding", config.name), config_(std::move(config)) {}
+Embedding::Embedding(EmbeddingConfig config) : ConfiguredLayer("embedding", std::move(config)) {}
 
 Embedding::Embedding(int64_t vocabularySize, int64_t dim, std::string name)
     : Embedding(

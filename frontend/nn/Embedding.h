@@ -16,17 +16,13 @@ struct EmbeddingConfig {
 
 /// ids of any shape S (an integer dtype) -> S + [dim], a gather on axis 0 of
 /// weight [vocabularySize, dim]. An id out of range fails when the graph runs.
-class Embedding : public Layer {
+class Embedding : public ConfiguredLayer<EmbeddingConfig> {
 public:
   explicit Embedding(EmbeddingConfig config);
   Embedding(int64_t vocabularySize, int64_t dim, std::string name = {});
-  const EmbeddingConfig &config() const { return config_; }
 
 protected:
   Tensor forward(Graph &graph, Tensor ids, const std::source_location &loc) override;
-
-private:
-  EmbeddingConfig config_;
 };
 
 } // namespace kiln::nn

@@ -7,7 +7,7 @@
 
 namespace kiln::nn {
 
-GRU::GRU(GRUConfig config) : Layer("gru", config.name), config_(std::move(config)) {}
+GRU::GRU(GRUConfig config) : ConfiguredLayer("gru", std::move(config)) {}
 
 GRU::GRU(int64_t units, bool returnSequences, std::string name)
     : GRU(GRUConfig{.units = units, .returnSequences = returnSequences, .name = std::move(name)}) {}

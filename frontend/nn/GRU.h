@@ -23,11 +23,10 @@ struct GRUConfig {
 /// recurrent_bias [3U], with the suffixes `_l<k>` and `_reverse` of nn::LSTM. Each step:
 ///   r = sigmoid(x W_r + b_r + h R_r + rb_r), z likewise,
 ///   n = tanh(x W_n + b_n + r * (h R_n + rb_n)),  h = (1 - z) * n + z * h
-class GRU : public Layer {
+class GRU : public ConfiguredLayer<GRUConfig> {
 public:
   explicit GRU(GRUConfig config);
   explicit GRU(int64_t units, bool returnSequences = false, std::string name = {});
-  const GRUConfig &config() const { return config_; }
 
   /// Applies the layer from the initial state h0 ([layers * D, B, units]; empty for zeros)
   /// and returns the final states as well (PyTorch's `gru(x, h0)`).
@@ -40,7 +39,6 @@ protected:
 private:
   RecurrentOutputs run(Graph &graph, Tensor x, Tensor h0, bool wantStates,
                        const std::source_location &loc);
-  GRUConfig config_;
 };
 
 } // namespace kiln::nn

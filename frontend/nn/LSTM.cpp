@@ -7,7 +7,7 @@
 
 namespace kiln::nn {
 
-LSTM::LSTM(LSTMConfig config) : Layer("lstm", config.name), config_(std::move(config)) {}
+LSTM::LSTM(LSTMConfig config) : ConfiguredLayer("lstm", std::move(config)) {}
 
 LSTM::LSTM(int64_t units, bool returnSequences, std::string name)
     : LSTM(

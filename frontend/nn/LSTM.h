@@ -34,11 +34,10 @@ struct LSTMConfig {
 ///   z = x_t @ weight + h @ recurrent_weight + bias
 ///   i = sigmoid(z_i), f = sigmoid(z_f), g = tanh(z_g), o = sigmoid(z_o)
 ///   c = f * c + i * g;  h = o * tanh(c)
-class LSTM : public Layer {
+class LSTM : public ConfiguredLayer<LSTMConfig> {
 public:
   explicit LSTM(LSTMConfig config);
   explicit LSTM(int64_t units, bool returnSequences = false, std::string name = {});
-  const LSTMConfig &config() const { return config_; }
 
   /// Applies the layer from initial states h0 and c0 ([layers * D, B, units]; empty for
   /// zeros) and returns the final states as well (PyTorch's `lstm(x, (h0, c0))`).
@@ -51,7 +50,6 @@ protected:
 private:
   RecurrentOutputs run(Graph &graph, Tensor x, Tensor h0, Tensor c0, bool wantStates,
                        const std::source_location &loc);
-  LSTMConfig config_;
 };
 
 } // namespace kiln::nn

@@ -89,4 +89,16 @@ private:
   std::map<std::string, Tensor> weights_;
 };
 
+/// A layer configured by a `Config` struct, which holds its `name` and which config() returns.
+template <typename Config> class ConfiguredLayer : public Layer {
+public:
+  const Config &config() const { return config_; }
+
+protected:
+  ConfiguredLayer(std::string baseName, Config config)
+      : Layer(std::move(baseName), config.name), config_(std::move(config)) {}
+
+  Config config_;
+};
+
 } // namespace kiln::nn

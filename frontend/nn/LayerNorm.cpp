@@ -7,8 +7,7 @@
 
 namespace kiln::nn {
 
-LayerNorm::LayerNorm(LayerNormConfig config)
-    : Layer("layer_norm", config.name), config_(std::move(config)) {}
+LayerNorm::LayerNorm(LayerNormConfig config) : ConfiguredLayer("layer_norm", std::move(config)) {}
 
 Tensor LayerNorm::forward(Graph &graph, Tensor x, const std::source_location &loc) {
   int64_t axis = config_.axis < 0 ? config_.axis + x.rank() : config_.axis;

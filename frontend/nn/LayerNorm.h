@@ -14,16 +14,12 @@ struct LayerNormConfig {
 };
 
 /// Parameters "weight" (ones) and "bias" (zeros).
-class LayerNorm : public Layer {
+class LayerNorm : public ConfiguredLayer<LayerNormConfig> {
 public:
   explicit LayerNorm(LayerNormConfig config = {});
-  const LayerNormConfig &config() const { return config_; }
 
 protected:
   Tensor forward(Graph &graph, Tensor x, const std::source_location &loc) override;
-
-private:
-  LayerNormConfig config_;
 };
 
 } // namespace kiln::nn

@@ -39,7 +39,7 @@ Tensor mergeHeads(Tensor x, const std::source_location &loc) {
 } // namespace
 
 MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionConfig config)
-    : Layer("multi_head_attention", config.name), config_(std::move(config)),
+    : ConfiguredLayer("multi_head_attention", std::move(config)),
       query_(projectionWidth(config_.numHeads, config_.keyDim), Activation::Linear, config_.useBias,
              "query"),
       key_(projectionWidth(config_.numHeads, config_.keyDim), Activation::Linear, config_.useBias,

@@ -29,11 +29,10 @@ struct MultiHeadAttentionConfig {
 ///   k, v likewise from the key/value input
 ///   a = scaled_dot_product_attention(q, k, v, causal, scale = 1/sqrt(Dk))
 ///   result = output(a -> [B, Lq, H*Dv])
-class MultiHeadAttention : public Layer {
+class MultiHeadAttention : public ConfiguredLayer<MultiHeadAttentionConfig> {
 public:
   explicit MultiHeadAttention(MultiHeadAttentionConfig config);
   MultiHeadAttention(int64_t numHeads, int64_t keyDim, bool causal = false, std::string name = {});
-  const MultiHeadAttentionConfig &config() const { return config_; }
 
   /// Self-attention: layer(graph, x).
   using Layer::operator();
@@ -52,7 +51,6 @@ private:
   Tensor attend(Graph &graph, Tensor query, Tensor value, Tensor keyPaddingMask,
                 const std::source_location &loc);
 
-  MultiHeadAttentionConfig config_;
   Dense query_, key_, value_;
   std::optional<Dense> output_; // its width is the query's, known on the first call
 };

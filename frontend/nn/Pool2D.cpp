@@ -5,8 +5,7 @@ namespace kiln::nn {
 
 template <PoolKind Kind>
 Pool2D<Kind>::Pool2D(Pool2DConfig config)
-    : Layer(Kind == PoolKind::Max ? "max_pool2d" : "avg_pool2d", config.name),
-      config_(std::move(config)) {}
+    : ConfiguredLayer(Kind == PoolKind::Max ? "max_pool2d" : "avg_pool2d", std::move(config)) {}
 
 template <PoolKind Kind>
 Pool2D<Kind>::Pool2D(int64_t pool, int64_t stride, Padding padding, Layout layout,

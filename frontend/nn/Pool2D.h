@@ -33,20 +33,16 @@ struct Pool2DConfig {
 
 enum class PoolKind { Max, Avg };
 
-template <PoolKind Kind> class Pool2D : public Layer {
+template <PoolKind Kind> class Pool2D : public ConfiguredLayer<Pool2DConfig> {
 public:
   explicit Pool2D(Pool2DConfig config);
   /// A square `pool` x `pool` window; stride 0 means `pool`. For other
   /// shapes use the config: MaxPool2D({.pool = {3, 2}, .stride = {1, 1}}).
   explicit Pool2D(int64_t pool = 2, int64_t stride = 0, Padding padding = Padding::valid(),
                   Layout layout = Layout::NCHW, std::string name = {});
-  const Pool2DConfig &config() const { return config_; }
 
 protected:
   Tensor forward(Graph &graph, Tensor x, const std::source_location &loc) override;
-
-private:
-  Pool2DConfig config_;
 };
 
 using MaxPool2D = Pool2D<PoolKind::Max>;

@@ -25,6 +25,7 @@
 #include "passes/graph/GraphPasses.h"
 
 #include "ir/graph/Graph.h"
+#include "passes/graph/ReplaceNodes.h"
 
 #include <algorithm>
 #include <bit>
@@ -148,18 +149,7 @@ public:
   bool runsToFixedPoint() const override { return true; }
 
   Expected<bool> run(ir::Graph &graph) override {
-    bool changed = false;
-    // Only the visited node is erased, so the rest of the snapshot stays valid.
-    for (Node *node : graph.topologicalOrder()) {
-      KILN_TRY(Value * replacement, simplify(graph, *node));
-      if (!replacement)
-        continue;
-      KILN_CHECK(replacement->type() == node->type(), "simplify changed a value's type");
-      graph.replaceAllUsesWith(node->result(), replacement);
-      graph.eraseNode(node);
-      changed = true;
-    }
-    return changed;
+    return replaceNodes(graph, name(), [&](Node &node) { return simplify(graph, node); });
   }
 
 private:

@@ -8,6 +8,8 @@
 // topological order survives, so the result is deterministic.
 #include "passes/graph/GraphPasses.h"
 
+#include "passes/graph/ReplaceNodes.h"
+
 #include <bit>
 #include <unordered_map>
 
@@ -75,24 +77,14 @@ public:
     // deterministic. Walking in topological order means that once a node is
     // merged, its users see the survivor as their operand and merge too.
     std::unordered_map<size_t, std::vector<ir::Node *>> seen;
-    bool changed = false;
-    for (ir::Node *node : graph.topologicalOrder()) {
-      std::vector<ir::Node *> &bucket = seen[hashComputation(*node)];
-      ir::Node *survivor = nullptr;
+    return replaceNodes(graph, name(), [&](ir::Node &node) -> Expected<ir::Value *> {
+      std::vector<ir::Node *> &bucket = seen[hashComputation(node)];
       for (ir::Node *candidate : bucket)
-        if (sameComputation(*candidate, *node)) {
-          survivor = candidate;
-          break;
-        }
-      if (!survivor) {
-        bucket.push_back(node);
-        continue;
-      }
-      graph.replaceAllUsesWith(node->result(), survivor->result());
-      graph.eraseNode(node);
-      changed = true;
-    }
-    return changed;
+        if (sameComputation(*candidate, node))
+          return candidate->result();
+      bucket.push_back(&node);
+      return nullptr;
+    });
   }
 };
 

@@ -15,6 +15,7 @@
 
 #include "ir/graph/Graph.h"
 #include "ir/graph/Interpreter.h"
+#include "passes/graph/ReplaceNodes.h"
 
 #include <algorithm>
 #include <bit>
@@ -54,40 +55,32 @@ public:
   Expected<bool> run(ir::Graph &graph) override {
     // In topological order a folded node's users see the new constant when
     // their turn comes, so a whole constant expression folds in one run.
-    bool changed = false;
-    for (ir::Node *node : graph.topologicalOrder()) {
-      if (!shouldFold(*node))
-        continue;
-      std::vector<ir::RefTensor> operandValues;
-      bool evaluated = true;
-      for (const ir::Value *operand : node->operands()) {
-        auto value = ir::evaluateNode(*operand->definingNode(), {});
-        if (!value) {
-          evaluated = false;
-          break;
-        }
-        operandValues.push_back(std::move(*value));
-      }
-      if (!evaluated)
-        continue;
-      std::vector<const ir::RefTensor *> operandPointers;
-      for (const ir::RefTensor &value : operandValues)
-        operandPointers.push_back(&value);
-      // A reference that fails (an index out of range) is left in place: the
-      // interpreter or the compiled kernel reports it when the graph runs.
-      auto result = ir::evaluateNode(*node, operandPointers);
-      if (!result)
-        continue;
-      KILN_TRY(ir::Value * folded, graph.addNode(ir::OpKind::Constant, {},
-                                                  constantAttrs(*result), node->location()));
-      graph.replaceAllUsesWith(node->result(), folded);
-      graph.eraseNode(node);
-      changed = true;
-    }
-    return changed;
+    return replaceNodes(graph, name(), [&](ir::Node &node) { return fold(graph, node); });
   }
 
 private:
+  /// The constant `node` evaluates to, or nullptr where it is not folded.
+  static Expected<ir::Value *> fold(ir::Graph &graph, const ir::Node &node) {
+    if (!shouldFold(node))
+      return nullptr;
+    std::vector<ir::RefTensor> operandValues;
+    for (const ir::Value *operand : node.operands()) {
+      auto value = ir::evaluateNode(*operand->definingNode(), {});
+      if (!value)
+        return nullptr;
+      operandValues.push_back(std::move(*value));
+    }
+    std::vector<const ir::RefTensor *> operandPointers;
+    for (const ir::RefTensor &value : operandValues)
+      operandPointers.push_back(&value);
+    // A reference that fails (an index out of range) is left in place: the
+    // interpreter or the compiled kernel reports it when the graph runs.
+    auto result = ir::evaluateNode(node, operandPointers);
+    if (!result)
+      return nullptr;
+    return graph.addNode(ir::OpKind::Constant, {}, constantAttrs(*result), node.location());
+  }
+
   static ir::AttrMap constantAttrs(const ir::RefTensor &tensor) {
     std::vector<double> values = tensor.data;
     bool splat = values.empty() || std::all_of(values.begin(), values.end(), [&](double v) {

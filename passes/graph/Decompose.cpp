@@ -11,6 +11,7 @@
 #include "passes/graph/GraphPasses.h"
 
 #include "ir/graph/Graph.h"
+#include "passes/graph/ReplaceNodes.h"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -29,20 +30,12 @@ public:
   }
 
   Expected<bool> run(ir::Graph &graph) override {
-    bool changed = false;
-    for (ir::Node *node : graph.topologicalOrder()) {
-      ir::DecomposeFn decompose = node->info().decompose;
-      if (!decompose || !selected(node->kind()))
-        continue;
-      KILN_TRY(ir::Value * replacement, decompose(graph, *node));
-      KILN_CHECK(replacement->type() == node->type(),
-                 fmt::format("decomposition of {} gives {}, expected {}", node->name(),
-                             replacement->type().str(), node->type().str()));
-      graph.replaceAllUsesWith(node->result(), replacement);
-      graph.eraseNode(node);
-      changed = true;
-    }
-    return changed;
+    return replaceNodes(graph, name(), [&](ir::Node &node) -> Expected<ir::Value *> {
+      ir::DecomposeFn decompose = node.info().decompose;
+      if (!decompose || !selected(node.kind()))
+        return nullptr;
+      return decompose(graph, node);
+    });
   }
 
 private:

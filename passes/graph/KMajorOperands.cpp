@@ -17,6 +17,7 @@
 #include "passes/graph/GraphPasses.h"
 
 #include "ir/graph/Graph.h"
+#include "passes/graph/ReplaceNodes.h"
 
 #include <numeric>
 
@@ -44,37 +45,33 @@ public:
   }
 
   Expected<bool> run(ir::Graph &graph) override {
-    bool rewritten = false;
-    for (Node *node : graph.topologicalOrder()) {
-      if (node->kind() != OpKind::MatMul || node->operand(0)->type().dtype != DType::F8E4M3 ||
-          node->operand(1)->type().dtype != DType::F8E4M3)
-        continue;
-      bool aAcrossK = ir::getBool(node->attrs(), "transpose_a");
-      bool bAcrossK = !ir::getBool(node->attrs(), "transpose_b");
-      if (!aAcrossK && !bAcrossK)
-        continue;
-      const Location &at = node->location();
-      std::vector<Value *> operands = node->operands();
-      ir::AttrMap attrs = node->attrs();
-      if (aAcrossK) {
-        KILN_TRY(operands[0], transposed(graph, operands[0], at));
-        attrs.insert_or_assign("transpose_a", false);
-      }
-      if (bAcrossK) {
-        KILN_TRY(operands[1], transposed(graph, operands[1], at));
-        attrs.insert_or_assign("transpose_b", true);
-      }
-      KILN_TRY(Value * product, graph.addNode(OpKind::MatMul, std::move(operands),
-                                              std::move(attrs), at));
-      KILN_CHECK(product->type() == node->type(), "kmajor changed a matmul's type");
-      graph.replaceAllUsesWith(node->result(), product);
-      graph.eraseNode(node);
-      rewritten = true;
-    }
-    return rewritten;
+    return replaceNodes(graph, name(), [&](Node &node) { return kMajor(graph, node); });
   }
 
 private:
+  /// The matmul `node` with its e4m3 operands K-major, or nullptr when it has them so already.
+  static Expected<Value *> kMajor(ir::Graph &graph, Node &node) {
+    if (node.kind() != OpKind::MatMul || node.operand(0)->type().dtype != DType::F8E4M3 ||
+        node.operand(1)->type().dtype != DType::F8E4M3)
+      return nullptr;
+    bool aAcrossK = ir::getBool(node.attrs(), "transpose_a");
+    bool bAcrossK = !ir::getBool(node.attrs(), "transpose_b");
+    if (!aAcrossK && !bAcrossK)
+      return nullptr;
+    const Location &at = node.location();
+    std::vector<Value *> operands = node.operands();
+    ir::AttrMap attrs = node.attrs();
+    if (aAcrossK) {
+      KILN_TRY(operands[0], transposed(graph, operands[0], at));
+      attrs.insert_or_assign("transpose_a", false);
+    }
+    if (bAcrossK) {
+      KILN_TRY(operands[1], transposed(graph, operands[1], at));
+      attrs.insert_or_assign("transpose_b", true);
+    }
+    return graph.addNode(OpKind::MatMul, std::move(operands), std::move(attrs), at);
+  }
+
   static Expected<Value *> transposed(ir::Graph &graph, Value *value, const Location &at) {
     size_t rank = value->type().shape.size();
     KILN_CHECK(rank >= 2, "a matmul operand of rank below 2");

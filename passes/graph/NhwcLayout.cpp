@@ -30,6 +30,7 @@
 #include "passes/graph/GraphPasses.h"
 
 #include "ir/graph/Graph.h"
+#include "passes/graph/ReplaceNodes.h"
 
 #include <algorithm>
 
@@ -101,16 +102,7 @@ public:
     // Sinking a transpose makes one below it, which the same sweep meets at
     // its next user; a sweep that moves nothing ends it.
     for (bool moved = true; moved;) {
-      moved = false;
-      for (Node *node : graph.topologicalOrder()) {
-        KILN_TRY(Value * replacement, sink(graph, *node));
-        if (!replacement)
-          continue;
-        KILN_CHECK(replacement->type() == node->type(), "layout changed a value's type");
-        graph.replaceAllUsesWith(node->result(), replacement);
-        graph.eraseNode(node);
-        moved = true;
-      }
+      KILN_TRY(moved, replaceNodes(graph, name(), [&](Node &node) { return sink(graph, node); }));
     }
     return true;
   }

@@ -9,6 +9,7 @@
 
 #include "ir/graph/Graph.h"
 #include "passes/graph/Fusion.h"
+#include "passes/graph/ReplaceNodes.h"
 
 #include <algorithm>
 
@@ -24,16 +25,11 @@ public:
   }
 
   Expected<bool> run(ir::Graph &graph) override {
-    bool changed = false;
-    for (ir::Node *node : graph.topologicalOrder()) {
-      if (node->kind() != ir::OpKind::Concat || node->numOperands() <= kMaxKernelInputs)
-        continue;
-      KILN_TRY(ir::Value * tree, buildTree(graph, *node));
-      graph.replaceAllUsesWith(node->result(), tree);
-      graph.eraseNode(node);
-      changed = true;
-    }
-    return changed;
+    return replaceNodes(graph, name(), [&](ir::Node &node) -> Expected<ir::Value *> {
+      if (node.kind() != ir::OpKind::Concat || node.numOperands() <= kMaxKernelInputs)
+        return nullptr;
+      return buildTree(graph, node);
+    });
   }
 
 private:

@@ -104,11 +104,9 @@ int aotCommand(const std::vector<std::string> &rawWords) {
   valued.insert({"--output", "--batch", "--weights", "--seed", "--info"});
   valued.insert("--shape");
   valued.insert(kTuningFlags.begin(), kTuningFlags.end());
-  auto args = Args::parse(words, valued, {"--embed-params", "--help"});
-  if (!args) {
-    fmt::print(stderr, "kiln aot: {}\nrun 'kiln aot --help' for usage\n", args.error().message());
+  auto args = parseCommandArgs("aot", words, valued, {"--embed-params", "--help"});
+  if (!args)
     return kExitUsage;
-  }
   if (args->has("--help")) {
     fmt::print(kAotHelp, exampleListing(), kTuningHelp);
     return kExitOk;
@@ -116,20 +114,13 @@ int aotCommand(const std::vector<std::string> &rawWords) {
   if (auto info = args->value("--info"))
     return bundleInfo(*info);
   auto output = args->value("--output");
-  if (args->positional().size() != 1 || !output) {
-    fmt::print(stderr, "kiln aot: expected one model and -o FILE\nrun 'kiln aot --help'\n");
-    return kExitUsage;
-  }
-  if (args->has("--weights") && args->has("--embed-params")) {
-    fmt::print(stderr, "kiln aot: --weights and --embed-params exclude each other\n");
-    return kExitUsage;
-  }
+  if (args->positional().size() != 1 || !output)
+    return usageErrorWithHelp("aot", "expected one model and -o FILE");
+  if (args->has("--weights") && args->has("--embed-params"))
+    return usageError("aot", "--weights and --embed-params exclude each other");
   // The seed makes the parameters, which only --embed-params stores.
-  if (args->has("--seed") && !args->has("--embed-params")) {
-    fmt::print(stderr, "kiln aot: --seed applies with --embed-params (it seeds the parameters "
-                       "stored)\n");
-    return kExitUsage;
-  }
+  if (args->has("--seed") && !args->has("--embed-params"))
+    return usageError("aot", "--seed applies with --embed-params (it seeds the parameters stored)");
 
   compiler::AotOptions options;
   auto target = args->value("--target").value_or("cpu");
@@ -138,8 +129,7 @@ int aotCommand(const std::vector<std::string> &rawWords) {
   } else if (target == "cuda") {
     options.target = TargetKind::Cuda;
   } else {
-    fmt::print(stderr, "kiln aot: --target is cpu or cuda, not '{}'\n", target);
-    return kExitUsage;
+    return usageError("aot", fmt::format("--target is cpu or cuda, not '{}'", target));
   }
   // The shared flags (backend, precision); --target and --arch mean more here.
   CompileOptions compileOptions;
@@ -152,39 +142,22 @@ int aotCommand(const std::vector<std::string> &rawWords) {
   auto sharedArgs = Args::parse(sharedWords, kTargetFlags, {});
   auto parsed = sharedArgs ? parseTargetOptions(*sharedArgs, compileOptions)
                            : Expected<void>(std::unexpected(sharedArgs.error()));
-  if (!parsed) {
-    fmt::print(stderr, "kiln aot: {}\n", parsed.error().message());
-    return kExitUsage;
-  }
-  if (auto tuning = parseTuningOptions(*args, compileOptions); !tuning) {
-    fmt::print(stderr, "kiln aot: {}\n", tuning.error().message());
-    return kExitUsage;
-  }
+  auto tuning = parseTuningOptions(*args, compileOptions);
+  if (const Error *error = firstError(parsed, tuning))
+    return usageError("aot", error->message());
   options.compile = compileOptions;
   if (auto archs = args->value("--arch")) {
-    if (options.target != TargetKind::Cuda) {
-      fmt::print(stderr, "kiln aot: --arch applies to --target cuda\n");
-      return kExitUsage;
-    }
+    if (options.target != TargetKind::Cuda)
+      return usageError("aot", "--arch applies to --target cuda");
     options.gpuArchs = splitList(*archs);
   }
   auto batch = args->intValue("--batch", 0, 1);
   auto seed = args->intValue("--seed", 0, 0);
-  for (const Error *error : {batch ? nullptr : &batch.error(), seed ? nullptr : &seed.error()})
-    if (error) {
-      fmt::print(stderr, "kiln aot: {}\n", error->message());
-      return kExitUsage;
-    }
-
   auto shapes = parseShapeFlags(*args);
-  if (!shapes) {
-    fmt::print(stderr, "kiln aot: {}\n", shapes.error().message());
-    return kExitUsage;
-  }
-  if (auto usable = checkModelSpec(args->positional()[0], *batch, *shapes); !usable) {
-    fmt::print(stderr, "kiln aot: {}\n", usable.error().message());
-    return kExitUsage;
-  }
+  if (const Error *error = firstError(batch, seed, shapes))
+    return usageError("aot", error->message());
+  if (auto usable = checkModelSpec(args->positional()[0], *batch, *shapes); !usable)
+    return usageError("aot", usable.error().message());
   auto model = loadModel(args->positional()[0], *batch, static_cast<uint64_t>(*seed), *shapes);
   if (!model)
     return reportError("aot", model.error());

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 
 namespace kiln::tool {
 
@@ -69,6 +70,19 @@ Expected<int64_t> Args::intValue(const std::string &flag, int64_t fallback, int6
   if (error != std::errc() || end != text->data() + text->size() || result < min)
     return makeError(ErrorCode::InvalidArgument,
                      fmt::format("{} expects an integer >= {}, got '{}'", flag, min, *text));
+  return result;
+}
+
+Expected<double> Args::nonNegativeValue(const std::string &flag, double fallback) const {
+  auto text = value(flag);
+  if (!text)
+    return fallback;
+  double result = 0;
+  auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), result);
+  if (error != std::errc() || end != text->data() + text->size() || !std::isfinite(result) ||
+      result < 0)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("{} expects a number >= 0, got '{}'", flag, *text));
   return result;
 }
 

@@ -30,6 +30,8 @@ public:
   /// Every value the flag was given, in order ("--shape a=1,2 --shape b=3").
   std::vector<std::string> values(const std::string &flag) const;
   Expected<int64_t> intValue(const std::string &flag, int64_t fallback, int64_t min) const;
+  /// The flag's value as a finite number >= 0, or `fallback` when the flag is absent.
+  Expected<double> nonNegativeValue(const std::string &flag, double fallback) const;
   const std::vector<std::string> &positional() const { return positional_; }
 
 private:

@@ -30,17 +30,13 @@ int runBundle(const std::string &path, const Args &args) {
   for (const char *flag : {"--check", "--batch", "--target", "--arch", "--backend", "--precision",
                            "--profile", "--tuning", "--tuning-db", "--tuned-on", "--wgmma",
                            "--tma", "--persistent", "--shape"})
-    if (args.has(flag)) {
-      fmt::print(stderr, "kiln run: {} does not apply to a bundle (it is compiled already)\n",
-                 flag);
-      return kExitUsage;
-    }
+    if (args.has(flag))
+      return usageError(
+          "run", fmt::format("{} does not apply to a bundle (it is compiled already)", flag));
   auto seed = args.intValue("--seed", 0, 0);
   auto iterations = args.intValue("--iterations", 10, 1);
-  if (!seed || !iterations) {
-    fmt::print(stderr, "kiln run: {}\n", (!seed ? seed.error() : iterations.error()).message());
-    return kExitUsage;
-  }
+  if (const Error *error = firstError(seed, iterations))
+    return usageError("run", error->message());
   auto start = std::chrono::steady_clock::now();
   auto loaded = runtime::bundle::loadBundle(path);
   double loadMs = millisecondsSince(start);

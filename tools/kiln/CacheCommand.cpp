@@ -120,22 +120,17 @@ int clearEntries(const fs::path &root) {
 } // namespace
 
 int cacheCommand(const std::vector<std::string> &words) {
-  auto args = Args::parse(words, {"--dir"}, {"--help"});
-  if (!args) {
-    fmt::print(stderr, "kiln cache: {}\nrun 'kiln cache --help' for usage\n",
-               args.error().message());
+  auto args = parseCommandArgs("cache", words, {"--dir"}, {"--help"});
+  if (!args)
     return kExitUsage;
-  }
   if (args->has("--help")) {
     fmt::print(kCacheHelp);
     return kExitOk;
   }
   const std::vector<std::string> &positional = args->positional();
   if (positional.size() != 1 ||
-      (positional[0] != "ls" && positional[0] != "stats" && positional[0] != "clear")) {
-    fmt::print(stderr, "kiln cache: expected one of ls, stats, clear\nrun 'kiln cache --help'\n");
-    return kExitUsage;
-  }
+      (positional[0] != "ls" && positional[0] != "stats" && positional[0] != "clear"))
+    return usageErrorWithHelp("cache", "expected one of ls, stats, clear");
   runtime::CacheLocation location = runtime::cacheLocationFromEnvironment();
   if (auto dir = args->value("--dir"))
     location = {fs::path(*dir), "--dir"};

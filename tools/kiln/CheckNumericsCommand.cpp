@@ -8,8 +8,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 
 namespace kiln::tool {
 
@@ -38,21 +36,9 @@ exit status: 0 every output within tolerance, 1 an output beyond it or a
 compile/run failure, 2 bad usage
 )";
 
-Expected<double> parseTolerance(const std::string &text) {
-  double value = 0;
-  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
-      value < 0)
-    return makeError(ErrorCode::InvalidArgument,
-                     fmt::format("--tolerance expects a number >= 0, got '{}'", text));
-  return value;
-}
-
 /// --tolerance when given, else the policy's own.
 Expected<double> chosenTolerance(const Args &args, const CompileOptions &options) {
-  if (auto text = args.value("--tolerance"))
-    return parseTolerance(*text);
-  return passes::precisionTolerance(options.precision);
+  return args.nonNegativeValue("--tolerance", passes::precisionTolerance(options.precision));
 }
 
 void printTable(const std::vector<OutputNumerics> &outputs) {
@@ -75,51 +61,33 @@ int checkNumericsCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
   valued.insert({"--batch", "--seed", "--params", "--tolerance"});
   valued.insert("--shape");
-  auto args = Args::parse(words, valued, {"--help"});
-  if (!args) {
-    fmt::print(stderr, "kiln check-numerics: {}\nrun 'kiln check-numerics --help' for usage\n",
-               args.error().message());
+  auto args = parseCommandArgs("check-numerics", words, valued, {"--help"});
+  if (!args)
     return kExitUsage;
-  }
   if (args->has("--help")) {
     fmt::print(kCheckNumericsHelp, exampleListing(), kTargetHelp);
     return kExitOk;
   }
-  if (args->positional().size() != 1) {
-    fmt::print(stderr,
-               "kiln check-numerics: expected one model, got {}\nrun 'kiln check-numerics "
-               "--help'\n",
-               args->positional().size());
-    return kExitUsage;
-  }
-  if (!args->has("--precision")) {
-    fmt::print(stderr, "kiln check-numerics: --precision is required (one of {})\n",
-               passes::precisionPolicyList());
-    return kExitUsage;
-  }
+  if (args->positional().size() != 1)
+    return usageErrorWithHelp("check-numerics",
+                              fmt::format("expected one model, got {}", args->positional().size()));
+  if (!args->has("--precision"))
+    return usageError("check-numerics", fmt::format("--precision is required (one of {})",
+                                                    passes::precisionPolicyList()));
   CompileOptions options;
   auto target = parseTargetOptions(*args, options);
   auto batch = args->intValue("--batch", 0, 1);
   auto seed = args->intValue("--seed", 0, 0);
   Expected<double> tolerance = chosenTolerance(*args, options);
-  for (const Error *error : {target ? nullptr : &target.error(), batch ? nullptr : &batch.error(),
-                             seed ? nullptr : &seed.error(),
-                             tolerance ? nullptr : &tolerance.error()})
-    if (error) {
-      fmt::print(stderr, "kiln check-numerics: {}\n", error->message());
-      return kExitUsage;
-    }
+  if (const Error *error = firstError(target, batch, seed, tolerance))
+    return usageError("check-numerics", error->message());
 
   const std::string &spec = args->positional()[0];
   auto shapes = parseShapeFlags(*args);
-  if (!shapes) {
-    fmt::print(stderr, "kiln check-numerics: {}\n", shapes.error().message());
-    return kExitUsage;
-  }
-  if (auto usable = checkModelSpec(spec, *batch, *shapes); !usable) {
-    fmt::print(stderr, "kiln check-numerics: {}\n", usable.error().message());
-    return kExitUsage;
-  }
+  if (!shapes)
+    return usageError("check-numerics", shapes.error().message());
+  if (auto usable = checkModelSpec(spec, *batch, *shapes); !usable)
+    return usageError("check-numerics", usable.error().message());
   auto model = loadModel(spec, *batch, static_cast<uint64_t>(*seed), *shapes);
   if (!model)
     return reportError("check-numerics", model.error());

@@ -5,6 +5,7 @@
 #include "compiler/Compile.h"
 #include "tools/kiln/Args.h"
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -67,5 +68,23 @@ Expected<unsigned> parseDump(const Args &args);
 extern const char *const kTargetHelp;
 /// Prints `error` as "kiln <command>: error: ..." and returns kExitFailure.
 int reportError(std::string_view command, const Error &error);
+/// Prints "kiln <command>: <message>" to stderr and returns kExitUsage.
+int usageError(std::string_view command, std::string_view message);
+/// As usageError, with the line "run 'kiln <command> --help' for usage" after the message.
+int usageErrorWithHelp(std::string_view command, std::string_view message);
+/// `words` parsed as Args::parse does; a bad flag is printed with usageErrorWithHelp and gives
+/// nullopt (the command returns kExitUsage).
+std::optional<Args> parseCommandArgs(std::string_view command,
+                                     const std::vector<std::string> &words,
+                                     const std::set<std::string> &valueFlags,
+                                     const std::set<std::string> &boolFlags,
+                                     const std::set<std::string> &optionalValueFlags = {});
+/// The error of the first failed of `results` (Expected values), or null: the commands parse
+/// their flags together and report the first bad one.
+template <typename... Results> const Error *firstError(const Results &...results) {
+  const Error *first = nullptr;
+  ((first = (first || results) ? first : &results.error()), ...);
+  return first;
+}
 
 } // namespace kiln::tool

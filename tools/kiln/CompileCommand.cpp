@@ -228,49 +228,56 @@ int reportError(std::string_view command, const Error &error) {
   return kExitFailure;
 }
 
+int usageError(std::string_view command, std::string_view message) {
+  fmt::print(stderr, "kiln {}: {}\n", command, message);
+  return kExitUsage;
+}
+
+int usageErrorWithHelp(std::string_view command, std::string_view message) {
+  fmt::print(stderr, "kiln {}: {}\nrun 'kiln {} --help' for usage\n", command, message, command);
+  return kExitUsage;
+}
+
+std::optional<Args> parseCommandArgs(std::string_view command,
+                                     const std::vector<std::string> &words,
+                                     const std::set<std::string> &valueFlags,
+                                     const std::set<std::string> &boolFlags,
+                                     const std::set<std::string> &optionalValueFlags) {
+  auto args = Args::parse(words, valueFlags, boolFlags, optionalValueFlags);
+  if (!args) {
+    usageErrorWithHelp(command, args.error().message());
+    return std::nullopt;
+  }
+  return std::move(*args);
+}
+
 int compileCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
   valued.insert(kTuningFlags.begin(), kTuningFlags.end());
   valued.insert({"--dump", "--dot", "--batch"});
   valued.insert("--shape");
-  auto args = Args::parse(words, valued,
-                          {"--help", "--wgmma", "--tma", "--persistent", "--verify-kernels"});
-  if (!args) {
-    fmt::print(stderr, "kiln compile: {}\nrun 'kiln compile --help' for usage\n",
-               args.error().message());
+  auto args = parseCommandArgs("compile", words, valued,
+                               {"--help", "--wgmma", "--tma", "--persistent", "--verify-kernels"});
+  if (!args)
     return kExitUsage;
-  }
   if (args->has("--help")) {
     fmt::print(kCompileHelp, exampleListing(), kTargetHelp,
                std::string(kTuningHelp) + kWarpgroupHelp);
     return kExitOk;
   }
-  if (args->positional().size() != 1) {
-    fmt::print(stderr, "kiln compile: expected one model, got {}\nrun 'kiln compile --help'\n",
-               args->positional().size());
-    return kExitUsage;
-  }
+  if (args->positional().size() != 1)
+    return usageErrorWithHelp("compile",
+                              fmt::format("expected one model, got {}", args->positional().size()));
   CompileOptions options;
   auto target = parseTargetOptions(*args, options);
   auto tuning = parseTuningOptions(*args, options);
   auto dump = parseDump(*args);
   auto batch = args->intValue("--batch", 0, 1);
-  for (const Error *error : {target ? nullptr : &target.error(), tuning ? nullptr : &tuning.error(),
-                             dump ? nullptr : &dump.error(), batch ? nullptr : &batch.error()})
-    if (error) {
-      fmt::print(stderr, "kiln compile: {}\n", error->message());
-      return kExitUsage;
-    }
-
   auto shapes = parseShapeFlags(*args);
-  if (!shapes) {
-    fmt::print(stderr, "kiln compile: {}\n", shapes.error().message());
-    return kExitUsage;
-  }
-  if (auto usable = checkModelSpec(args->positional()[0], *batch, *shapes); !usable) {
-    fmt::print(stderr, "kiln compile: {}\n", usable.error().message());
-    return kExitUsage;
-  }
+  if (const Error *error = firstError(target, tuning, dump, batch, shapes))
+    return usageError("compile", error->message());
+  if (auto usable = checkModelSpec(args->positional()[0], *batch, *shapes); !usable)
+    return usageError("compile", usable.error().message());
   auto model = loadModel(args->positional()[0], *batch, 0, *shapes);
   if (!model)
     return reportError("compile", model.error());

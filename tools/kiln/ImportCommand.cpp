@@ -44,13 +44,10 @@ int importCommand(const std::vector<std::string> &words) {
   for (std::string &word : normalized)
     if (word == "-o")
       word = "--output";
-  auto args = Args::parse(normalized, {"--output", "--params-out", "--shape"},
-                          {"--list-ops", "--help"});
-  if (!args) {
-    fmt::print(stderr, "kiln import: {}\nrun 'kiln import --help' for usage\n",
-               args.error().message());
+  auto args = parseCommandArgs("import", normalized, {"--output", "--params-out", "--shape"},
+                               {"--list-ops", "--help"});
+  if (!args)
     return kExitUsage;
-  }
   if (args->has("--help")) {
     fmt::print(kImportHelp, kShapeHelp);
     return kExitOk;
@@ -60,15 +57,11 @@ int importCommand(const std::vector<std::string> &words) {
     return kExitOk;
   }
   auto output = args->value("--output");
-  if (args->positional().size() != 1 || !output) {
-    fmt::print(stderr, "kiln import: expected one model and -o FILE\nrun 'kiln import --help'\n");
-    return kExitUsage;
-  }
+  if (args->positional().size() != 1 || !output)
+    return usageErrorWithHelp("import", "expected one model and -o FILE");
   auto shapes = parseShapeFlags(*args);
-  if (!shapes) {
-    fmt::print(stderr, "kiln import: {}\n", shapes.error().message());
-    return kExitUsage;
-  }
+  if (!shapes)
+    return usageError("import", shapes.error().message());
   onnx::ImportOptions options;
   options.inputShapes = *shapes;
   auto graph = onnx::importModel(args->positional()[0], options);

@@ -93,21 +93,19 @@ int runCommand(const std::vector<std::string> &words) {
   valued.insert(kTuningFlags.begin(), kTuningFlags.end());
   valued.insert({"--batch", "--inputs", "--params", "--seed", "--iterations", "--output",
                  "--shape"});
-  auto args = Args::parse(words, valued, {"--check", "--help", "--wgmma", "--tma", "--persistent"}, {"--profile"});
-  if (!args) {
-    fmt::print(stderr, "kiln run: {}\nrun 'kiln run --help' for usage\n", args.error().message());
+  auto args =
+      parseCommandArgs("run", words, valued,
+                       {"--check", "--help", "--wgmma", "--tma", "--persistent"}, {"--profile"});
+  if (!args)
     return kExitUsage;
-  }
   if (args->has("--help")) {
     fmt::print(kRunHelp, exampleListing(), kTargetHelp, std::string(kTuningHelp) + kWarpgroupHelp,
                kShapeHelp);
     return kExitOk;
   }
-  if (args->positional().size() != 1) {
-    fmt::print(stderr, "kiln run: expected one model, got {}\nrun 'kiln run --help'\n",
-               args->positional().size());
-    return kExitUsage;
-  }
+  if (args->positional().size() != 1)
+    return usageErrorWithHelp("run",
+                              fmt::format("expected one model, got {}", args->positional().size()));
   if (isBundlePath(args->positional()[0]))
     return runBundle(args->positional()[0], *args);
   CompileOptions options;
@@ -117,18 +115,10 @@ int runCommand(const std::vector<std::string> &words) {
   auto seed = args->intValue("--seed", 0, 0);
   auto iterations = args->intValue("--iterations", 10, 1);
   auto shapes = parseShapeFlags(*args);
-  for (const Error *error : {target ? nullptr : &target.error(), shapes ? nullptr : &shapes.error(),
-                             tuning ? nullptr : &tuning.error(), batch ? nullptr : &batch.error(),
-                             seed ? nullptr : &seed.error(),
-                             iterations ? nullptr : &iterations.error()})
-    if (error) {
-      fmt::print(stderr, "kiln run: {}\n", error->message());
-      return kExitUsage;
-    }
-  if (auto usable = checkModelSpec(args->positional()[0], *batch, *shapes); !usable) {
-    fmt::print(stderr, "kiln run: {}\n", usable.error().message());
-    return kExitUsage;
-  }
+  if (const Error *error = firstError(target, shapes, tuning, batch, seed, iterations))
+    return usageError("run", error->message());
+  if (auto usable = checkModelSpec(args->positional()[0], *batch, *shapes); !usable)
+    return usageError("run", usable.error().message());
 
   auto model = loadModel(args->positional()[0], *batch, static_cast<uint64_t>(*seed), *shapes);
   if (!model)

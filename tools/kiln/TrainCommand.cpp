@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cmath>
 
 namespace kiln::tool {
@@ -53,19 +52,6 @@ options:
 exit status: 0 trained, 1 a failure (data, compile, a step, a checkpoint), 2 bad usage
 )";
 
-Expected<double> doubleValue(const Args &args, const std::string &flag, double fallback) {
-  std::optional<std::string> text = args.value(flag);
-  if (!text)
-    return fallback;
-  double value = 0;
-  auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
-  if (error != std::errc() || end != text->data() + text->size() || !std::isfinite(value) ||
-      value < 0)
-    return makeError(ErrorCode::InvalidArgument,
-                     fmt::format("{} expects a number >= 0, got '{}'", flag, *text));
-  return value;
-}
-
 Expected<training::OptimizerOptions> parseOptimizer(const Args &args,
                                                     const examples::TrainingRecipe &recipe) {
   training::OptimizerOptions optimizer = recipe.defaultOptimizer;
@@ -87,9 +73,9 @@ Expected<training::OptimizerOptions> parseOptimizer(const Args &args,
                        fmt::format("{} applies to --optimizer sgd; this run uses {}{}", flag,
                                    training::optimizerKindName(optimizer.kind),
                                    args.has("--optimizer") ? "" : " (the recipe's default)"));
-  KILN_TRY(optimizer.learningRate, doubleValue(args, "--lr", optimizer.learningRate));
-  KILN_TRY(optimizer.momentum, doubleValue(args, "--momentum", optimizer.momentum));
-  KILN_TRY(optimizer.weightDecay, doubleValue(args, "--weight-decay", optimizer.weightDecay));
+  KILN_TRY(optimizer.learningRate, args.nonNegativeValue("--lr", optimizer.learningRate));
+  KILN_TRY(optimizer.momentum, args.nonNegativeValue("--momentum", optimizer.momentum));
+  KILN_TRY(optimizer.weightDecay, args.nonNegativeValue("--weight-decay", optimizer.weightDecay));
   optimizer.nesterov = optimizer.nesterov || args.has("--nesterov");
   KILN_TRY_VOID(training::validateOptimizer(optimizer));
   return optimizer;
@@ -111,7 +97,7 @@ Expected<examples::RecipeTrainingOptions> parseTrainOptions(const Args &args,
   KILN_TRY_VOID(parseTargetOptions(args, options.training.compile));
   KILN_TRY(options.model.batch, args.intValue("--batch", recipe.defaultBatch, 1));
   KILN_TRY(options.epochs, args.intValue("--epochs", recipe.defaultEpochs, 1));
-  KILN_TRY(options.model.labelSmoothing, doubleValue(args, "--label-smoothing", 0.0));
+  KILN_TRY(options.model.labelSmoothing, args.nonNegativeValue("--label-smoothing", 0.0));
   // Checked here, before anything compiles: the loss would refuse it later.
   if (options.model.labelSmoothing > 1.0)
     return makeError(ErrorCode::InvalidArgument,
@@ -126,7 +112,7 @@ Expected<examples::RecipeTrainingOptions> parseTrainOptions(const Args &args,
   KILN_TRY(options.training.optimizer, parseOptimizer(args, recipe));
   KILN_TRY(options.training.accumulationSteps, args.intValue("--accumulate", 1, 1));
   if (args.has("--clip-norm")) {
-    KILN_TRY(double clip, doubleValue(args, "--clip-norm", 0.0));
+    KILN_TRY(double clip, args.nonNegativeValue("--clip-norm", 0.0));
     options.training.clipGlobalNorm = clip;
   }
   KILN_TRY(int64_t seed, args.intValue("--seed", 0, 0));
@@ -172,22 +158,18 @@ int trainCommand(const std::vector<std::string> &words) {
                  "--label-smoothing", "--accumulate", "--clip-norm", "--seed", "--limit",
                  "--test-limit", "--data", "--checkpoint", "--resume", "--save-weights",
                  "--image-size", "--width-divisor"});
-  auto args = Args::parse(words, valued,
-                          {"--help", "--nesterov", "--augment", "--quiet", "--allow-nonfinite"});
-  if (!args) {
-    fmt::print(stderr, "kiln train: {}\nrun 'kiln train --help' for usage\n",
-               args.error().message());
+  auto args =
+      parseCommandArgs("train", words, valued,
+                       {"--help", "--nesterov", "--augment", "--quiet", "--allow-nonfinite"});
+  if (!args)
     return kExitUsage;
-  }
   if (args->has("--help")) {
     fmt::print(kTrainHelp, examples::trainingRecipeListing(), kTargetHelp);
     return kExitOk;
   }
-  if (args->positional().size() != 1) {
-    fmt::print(stderr, "kiln train: expected one recipe, got {}\nrun 'kiln train --help'\n",
-               args->positional().size());
-    return kExitUsage;
-  }
+  if (args->positional().size() != 1)
+    return usageErrorWithHelp(
+        "train", fmt::format("expected one recipe, got {}", args->positional().size()));
   const examples::TrainingRecipe *recipe = examples::findTrainingRecipe(args->positional()[0]);
   if (!recipe) {
     fmt::print(stderr, "kiln train: unknown recipe '{}'; the recipes are:\n{}",
@@ -195,10 +177,8 @@ int trainCommand(const std::vector<std::string> &words) {
     return kExitUsage;
   }
   auto options = parseTrainOptions(*args, *recipe);
-  if (!options) {
-    fmt::print(stderr, "kiln train: {}\n", options.error().message());
-    return kExitUsage;
-  }
+  if (!options)
+    return usageError("train", options.error().message());
   options->progress = args->has("--quiet") ? nullptr : stderr;
 
   // A resume is checked before anything compiles: a damaged checkpoint fails
@@ -209,10 +189,8 @@ int trainCommand(const std::vector<std::string> &words) {
     if (!checkpoint)
       return reportError("train", checkpoint.error());
     auto plan = examples::planResume(*recipe, *options, *checkpoint, options->resumePath);
-    if (!plan) {
-      fmt::print(stderr, "kiln train: {}\n", plan.error().message());
-      return kExitUsage;
-    }
+    if (!plan)
+      return usageError("train", plan.error().message());
     resume = std::move(*plan);
   }
 

@@ -161,20 +161,16 @@ int tuneCommand(const std::vector<std::string> &words) {
   valued.insert({"--budget", "--trials", "--runs", "--csv", "--json", "--svg", "--sort-by",
                  "--db", "--batch", "--seed"});
   valued.insert("--shape");
-  auto args = Args::parse(words, valued, {"--help", "--sweep", "--dry-run"});
-  if (!args) {
-    fmt::print(stderr, "kiln tune: {}\nrun 'kiln tune --help' for usage\n", args.error().message());
+  auto args = parseCommandArgs("tune", words, valued, {"--help", "--sweep", "--dry-run"});
+  if (!args)
     return kExitUsage;
-  }
   if (args->has("--help")) {
     fmt::print(kTuneHelp, exampleListing(), kTargetHelp);
     return kExitOk;
   }
-  if (args->positional().size() != 1) {
-    fmt::print(stderr, "kiln tune: expected one model, got {}\nrun 'kiln tune --help'\n",
-               args->positional().size());
-    return kExitUsage;
-  }
+  if (args->positional().size() != 1)
+    return usageErrorWithHelp("tune",
+                              fmt::format("expected one model, got {}", args->positional().size()));
   CompileOptions options;
   tuning::TunerOptions tuner;
   auto target = parseTargetOptions(*args, options);
@@ -183,18 +179,10 @@ int tuneCommand(const std::vector<std::string> &words) {
   auto runs = args->intValue("--runs", 5, 1);
   auto batch = args->intValue("--batch", 0, 1);
   auto seed = args->intValue("--seed", 1, 0);
-  for (const Error *error :
-       {target ? nullptr : &target.error(), budget ? nullptr : &budget.error(),
-        trials ? nullptr : &trials.error(), runs ? nullptr : &runs.error(),
-        batch ? nullptr : &batch.error(), seed ? nullptr : &seed.error()})
-    if (error) {
-      fmt::print(stderr, "kiln tune: {}\n", error->message());
-      return kExitUsage;
-    }
-  if (auto sortBy = args->value("--sort-by"); sortBy && !args->has("--svg")) {
-    fmt::print(stderr, "kiln tune: --sort-by orders the --svg plot: give --svg too\n");
-    return kExitUsage;
-  }
+  if (const Error *error = firstError(target, budget, trials, runs, batch, seed))
+    return usageError("tune", error->message());
+  if (auto sortBy = args->value("--sort-by"); sortBy && !args->has("--svg"))
+    return usageError("tune", "--sort-by orders the --svg plot: give --svg too");
   // A tuning run measures the heuristic defaults against the space: records
   // already in the database must not choose the schedules it starts from.
   options.tuning = TuningMode::Off;
@@ -210,14 +198,10 @@ int tuneCommand(const std::vector<std::string> &words) {
 
   const std::string &spec = args->positional()[0];
   auto shapes = parseShapeFlags(*args);
-  if (!shapes) {
-    fmt::print(stderr, "kiln tune: {}\n", shapes.error().message());
-    return kExitUsage;
-  }
-  if (auto usable = checkModelSpec(spec, *batch, *shapes); !usable) {
-    fmt::print(stderr, "kiln tune: {}\n", usable.error().message());
-    return kExitUsage;
-  }
+  if (!shapes)
+    return usageError("tune", shapes.error().message());
+  if (auto usable = checkModelSpec(spec, *batch, *shapes); !usable)
+    return usageError("tune", usable.error().message());
   auto model = loadModel(spec, *batch, 0, *shapes);
   if (!model)
     return reportError("tune", model.error());

@@ -50,10 +50,7 @@ options:
   --help      print this help and exit
 )";
 
-int usageError(const std::string &message) {
-  fmt::print(stderr, "kiln tune-db: {}\nrun 'kiln tune-db --help' for usage\n", message);
-  return kExitUsage;
-}
+int usageError(std::string_view message) { return usageErrorWithHelp("tune-db", message); }
 
 int failure(const Error &error) { return reportError("tune-db", error); }
 
@@ -225,10 +222,10 @@ int prune(tuning::TuningDatabase &db, const Args &args) {
 } // namespace
 
 int tuneDbCommand(const std::vector<std::string> &words) {
-  auto args = Args::parse(words, {"--db", "--older-than", "--match"},
-                          {"--help", "--other-versions", "--other-targets", "--all"});
+  auto args = parseCommandArgs("tune-db", words, {"--db", "--older-than", "--match"},
+                               {"--help", "--other-versions", "--other-targets", "--all"});
   if (!args)
-    return usageError(args.error().message());
+    return kExitUsage;
   if (args->has("--help")) {
     fmt::print(kTuneDbHelp, kilnVersion());
     return kExitOk;
