@@ -121,11 +121,14 @@ struct Measured {
   std::string schedules; ///< the kernels' schedules, "; "-separated
 };
 
+/// Where a timed run's outputs go: new tensors every run (as PyTorch allocates its results),
+/// or the previous run's tensors (as OpenBLAS and oneDNN write into the caller's C and dst).
+enum class Outputs { AllocatedPerRun, Recycled };
+
 /// Compiles `graph`, binds `params`, times run() on random inputs and checks
-/// the last outputs. The output tensors are allocated by every run, as
-/// PyTorch allocates its results.
+/// the last outputs.
 Expected<Measured> compileAndTime(Graph &graph, const NamedTensors &params,
-                                  const OutputCheck &check) {
+                                  const OutputCheck &check, Outputs outputPolicy) {
   KILN_TRY_VOID(graph.finalize());
   std::ostringstream dump;
   CompileOptions options;
@@ -137,8 +140,12 @@ Expected<Measured> compileAndTime(Graph &graph, const NamedTensors &params,
   Rng rng(1);
   NamedTensors inputs = randomInputs(graph.ir(), rng);
   NamedTensors outputs;
+  RunOptions runOptions;
+  if (outputPolicy == Outputs::Recycled)
+    runOptions.recycledOutputs = &outputs;
   KILN_TRY(std::vector<double> seconds, bench::timeCpuRuns([&]() -> Expected<void> {
-             KILN_TRY(outputs, model.run(inputs));
+             KILN_TRY(NamedTensors results, model.run(inputs, runOptions));
+             outputs = std::move(results);
              return {};
            }));
   std::string verdict = check(inputs, outputs);
@@ -146,13 +153,14 @@ Expected<Measured> compileAndTime(Graph &graph, const NamedTensors &params,
 }
 
 /// Times kiln on the workload `build` makes, then returns what its runs read (nothing when it
-/// failed), for the baselines.
+/// failed), for the baselines. Its outputs are recycled across runs, as the baselines write
+/// into one preallocated result.
 std::optional<NamedTensors> benchWorkload(std::string_view name, double flops,
                                           const std::function<void(Graph &)> &build,
                                           const OutputCheck &check) {
   Graph graph{std::string(name)};
   build(graph);
-  auto measured = compileAndTime(graph, {}, check);
+  auto measured = compileAndTime(graph, {}, check, Outputs::Recycled);
   if (!measured) {
     printError(name, measured.error());
     return std::nullopt;
@@ -318,7 +326,8 @@ void benchModels(const std::function<bool(std::string_view)> &selected) {
         return std::string("ok");
       };
       // The parameters are bound once, as PyTorch's module holds its weights.
-      auto measured = compileAndTime(graph, graph.paramValues(), check);
+      auto measured =
+          compileAndTime(graph, graph.paramValues(), check, Outputs::AllocatedPerRun);
       if (!measured) {
         printError(name, measured.error());
         continue;
