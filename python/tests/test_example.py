@@ -6,13 +6,17 @@ import pathlib
 import subprocess
 import sys
 
+import kiln
+
 EXAMPLE = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python" / "notebook.py"
 
 
 def test_notebook_example_runs(tmp_path):
     plot = tmp_path / "sweep.svg"
+    # The package this suite imports, wherever PYTHONPATH pointed (it may be relative).
+    env = dict(os.environ, PYTHONPATH=str(pathlib.Path(kiln.__file__).resolve().parents[1]))
     done = subprocess.run([sys.executable, str(EXAMPLE), str(plot)], capture_output=True,
-                          text=True, timeout=120, env=dict(os.environ), cwd=tmp_path)
+                          text=True, timeout=120, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert ".target sm_90a" in out
