@@ -120,9 +120,6 @@ def plot_sweep(records, sort_by="time", path=None):
     prints the table (kiln.sweep_table) and writes kiln's own SVG to `path` if given."""
     rows = _rows(records)
     try:
-        import matplotlib
-
-        matplotlib.use("Agg") if path else None
         import matplotlib.pyplot as plt
     except ImportError:
         print(sweep_table(rows))

@@ -20,8 +20,9 @@ training::OptimizerKind optimizerNamed(const std::string &name) {
                     training::OptimizerKind::AdamW})
     if (name == training::optimizerKindName(kind))
       return kind;
-  throw KilnError{Error(ErrorCode::InvalidArgument,
-                        fmt::format("unknown optimizer '{}' (use 'sgd', 'adam' or 'adamw')", name))};
+  throw KilnError{Error(
+      ErrorCode::InvalidArgument,
+      fmt::format("unknown optimizer '{}' (use 'sgd', 'adam' or 'adamw')", name))};
 }
 
 } // namespace

@@ -50,7 +50,8 @@ def test_forced_schedule_changes_the_kernel_ir_and_is_named(x_value):
     assert kernel.split("\n", 1)[1] != default.dump("kernel")
     # The compiler's own schedule listing (indented, after the fusion plan) shows it.
     assert f"//   group {gemm.id} schedule: {forced}\n" in chosen.dump("fused")
-    np.testing.assert_allclose(chosen(x=x_value)["y"], default(x=x_value)["y"], rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(chosen(x=x_value)["y"], default(x=x_value)["y"],
+                               rtol=2e-5, atol=2e-6)
 
 
 def test_every_schedule_of_a_space_compiles_and_agrees(x_value):
