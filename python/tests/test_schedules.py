@@ -62,6 +62,7 @@ def test_every_schedule_of_a_space_compiles_and_agrees(x_value):
     expected = kiln.evaluate(g, x=x_value)["y"]
     for text in space:
         model = kiln.compile(g, target="cpu", schedules={rownorm.id: text})
+        assert f"//   group {rownorm.id} schedule: {text}\n" in model.dump("fused")
         np.testing.assert_allclose(model(x=x_value)["y"], expected, rtol=2e-5, atol=2e-6,
                                    err_msg=text)
 
