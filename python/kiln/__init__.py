@@ -8,6 +8,10 @@ from . import _kiln
 from ._kiln import *  # noqa: F401,F403  (Graph, Tensor, Error, parse_ir and the op functions)
 from ._kiln import Error, Graph, Tensor, parse_ir  # noqa: F401
 from . import _tensors
+from .schedules import (  # noqa: F401
+    Group, TuningDatabase, groups, plot_sweep, schedule_space, sweep, sweep_svg, sweep_table, tune)
+from .training import Trainer, train  # noqa: F401
+from . import schedules as _schedules
 
 # kiln.nn and kiln.onnx are nn.py and onnx.py, which wrap the compiled _kiln.nn and
 # _kiln.onnx (the star import above brought those in under the same names; `from . import nn`
@@ -133,8 +137,13 @@ class CompiledModel:
         return self._compiled.output_names
 
 
-def compile(graph, target="auto", precision="fp32", backend="llvm", gpu_arch="", kernel_cache=True):
+def compile(graph, target="auto", precision="fp32", backend="llvm", gpu_arch="", kernel_cache=True,
+            schedules=None):
     """Compiles `graph` for target "cpu", "sim" (GPU kernels on the SIMT simulator), "cuda"
     or "auto", with a precision policy ("fp32", "tf32", "bf16-mixed", "fp16-mixed", "fp8")
-    and, for GPU code, backend "llvm" (NVPTX) or "nvrtc" (CUDA C)."""
-    return CompiledModel(_kiln._compile(graph, target, precision, backend, gpu_arch, kernel_cache))
+    and, for GPU code, backend "llvm" (NVPTX) or "nvrtc" (CUDA C). `schedules` forces a
+    schedule on groups: {group (a kiln.Group or its id): schedule text}; it wins over the
+    heuristic and the tuning database, and every dump names it."""
+    forced = {_schedules.group_id(group): text for group, text in (schedules or {}).items()}
+    return CompiledModel(_kiln._compile(graph, target, precision, backend, gpu_arch, kernel_cache,
+                                        forced))

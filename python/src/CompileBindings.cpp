@@ -1,5 +1,6 @@
 // kiln.compile and the compiled model: runs on HostBuffers, each stage's text (dump), and
 // the per-kernel profile table.
+#include "CompileOptionsArgs.h"
 #include "PyGraph.h"
 #include "TensorConversion.h"
 
@@ -26,8 +27,19 @@ struct PyModel {
   std::string graphText;
   CompileOptions options;
   CompileReport report;
+  /// The schedules forced per group (kiln.compile's `schedules`): every dump names them.
+  ForcedSchedules forced;
   std::map<std::string, std::string, std::less<>> dumps;
 };
+
+/// The lines every dump of a model with forced schedules starts with, so that the kernel
+/// dump (which prints kernels, not schedules) says which schedule made them.
+std::string forcedScheduleHeader(const ForcedSchedules &forced) {
+  std::string header;
+  for (const auto &[groupId, text] : forced)
+    header += fmt::format("// group {} schedule: {} (forced)\n", groupId, text);
+  return header;
+}
 
 /// The stages model.dump names, in pipeline order.
 const std::pair<const char *, DumpFlags> kDumpStages[] = {
@@ -44,15 +56,6 @@ DumpFlags dumpFlagNamed(const std::string &stage) {
   }
   throw KilnError{Error(ErrorCode::InvalidArgument,
                         fmt::format("unknown stage '{}' (model.dump knows {})", stage, names))};
-}
-
-GpuBackend backendNamed(const std::string &name) {
-  if (name == "llvm")
-    return GpuBackend::Llvm;
-  if (name == "nvrtc")
-    return GpuBackend::Nvrtc;
-  throw KilnError{Error(ErrorCode::InvalidArgument,
-                        fmt::format("unknown backend '{}' (use 'llvm' or 'nvrtc')", name))};
 }
 
 py::object optionalFloat(const std::optional<double> &value) {
@@ -141,7 +144,7 @@ void bindCompile(py::module_ &module) {
               recompiled.emplace(compile(*graph, options));
             }
             valueOrThrow(std::move(*recompiled));
-            return m.dumps[stage] = text.str();
+            return m.dumps[stage] = forcedScheduleHeader(m.forced) + text.str();
           },
           py::arg("stage"),
           "The text of one compile stage: graph, fused, kernel, llvm, and for GPU targets "
@@ -180,14 +183,15 @@ void bindCompile(py::module_ &module) {
   module.def(
       "_compile",
       [](const GraphHandle &graph, const std::string &target, const std::string &precision,
-         const std::string &backend, const std::string &gpuArch, bool kernelCache) {
+         const std::string &backend, const std::string &gpuArch, bool kernelCache,
+         const ForcedSchedules &schedules) {
         valueOrThrow(graph->finalize());
         auto m = std::make_shared<PyModel>();
-        m->options.target = valueOrThrow(parseTargetKind(target));
-        m->options.precision = valueOrThrow(passes::parsePrecisionPolicy(precision));
-        m->options.gpuBackend = backendNamed(backend);
-        m->options.gpuArch = gpuArch;
+        m->options = compileOptionsOf(target, precision, backend, gpuArch);
         m->options.useKernelCache = kernelCache;
+        m->forced = schedules;
+        auto forcedUse = std::make_shared<ForcedScheduleUse>();
+        forceSchedules(m->options, schedules, forcedUse);
         m->graphText = ir::printGraph(graph->ir());
         std::optional<Expected<CompiledModel>> compiled;
         {
@@ -195,13 +199,14 @@ void bindCompile(py::module_ &module) {
           compiled.emplace(compile(graph->ir(), m->options, &m->report));
         }
         m->model = std::make_shared<CompiledModel>(valueOrThrow(std::move(*compiled)));
+        checkForcedSchedulesUsed(schedules, *forcedUse);
         // A DSL graph's parameters are bound now; a parsed graph's are passed to each run.
         if (graph->dsl)
           valueOrThrow(m->model->bindParams(graph->dsl->paramValues()));
         return m;
       },
       py::arg("graph"), py::arg("target"), py::arg("precision"), py::arg("backend"),
-      py::arg("gpu_arch"), py::arg("kernel_cache"));
+      py::arg("gpu_arch"), py::arg("kernel_cache"), py::arg("schedules"));
 }
 
 } // namespace kiln::python

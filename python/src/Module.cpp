@@ -13,6 +13,9 @@ void bindOps(py::module_ &module);
 void bindCompile(py::module_ &module);
 void bindNn(py::module_ &module);
 void bindOnnx(py::module_ &module);
+void bindSchedules(py::module_ &module);
+void bindTuningDatabase(py::module_ &module);
+void bindTraining(py::module_ &module);
 } // namespace kiln::python
 
 PYBIND11_MODULE(_kiln, module) {
@@ -25,4 +28,7 @@ PYBIND11_MODULE(_kiln, module) {
   kiln::python::bindCompile(module);
   kiln::python::bindNn(module);
   kiln::python::bindOnnx(module);
+  kiln::python::bindSchedules(module);
+  kiln::python::bindTuningDatabase(module);
+  kiln::python::bindTraining(module);
 }
