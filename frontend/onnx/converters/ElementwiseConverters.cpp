@@ -9,40 +9,6 @@
 
 namespace kiln::onnx {
 
-namespace {
-
-template <typename Fn> Expected<void> convertBinary(OnnxNode &node, Fn fn) {
-  KILN_TRY(Tensor a, node.input(0));
-  KILN_TRY(Tensor b, node.input(1));
-  node.setOutput(0, fn(a, b));
-  return {};
-}
-
-// Max, Min and Sum take one or more operands.
-template <typename Fn> Expected<void> convertVariadic(OnnxNode &node, Fn fn) {
-  KILN_TRY(Tensor result, node.input(0));
-  for (size_t i = 1; i < node.numInputs(); ++i) {
-    KILN_TRY(Tensor next, node.input(i));
-    result = fn(result, next);
-  }
-  node.setOutput(0, result);
-  return {};
-}
-
-} // namespace
-
-Expected<void> convertAbs(OnnxNode &node) { return convertUnary(node, [](Tensor x) { return abs(x); }); }
-Expected<void> convertCos(OnnxNode &node) { return convertUnary(node, [](Tensor x) { return cos(x); }); }
-Expected<void> convertErf(OnnxNode &node) { return convertUnary(node, [](Tensor x) { return erf(x); }); }
-Expected<void> convertExp(OnnxNode &node) { return convertUnary(node, [](Tensor x) { return exp(x); }); }
-Expected<void> convertLog(OnnxNode &node) { return convertUnary(node, [](Tensor x) { return log(x); }); }
-Expected<void> convertNeg(OnnxNode &node) { return convertUnary(node, [](Tensor x) { return neg(x); }); }
-Expected<void> convertNot(OnnxNode &node) { return convertUnary(node, [](Tensor x) { return logicalNot(x); }); }
-Expected<void> convertRelu(OnnxNode &node) { return convertUnary(node, [](Tensor x) { return relu(x); }); }
-Expected<void> convertSigmoid(OnnxNode &node) { return convertUnary(node, [](Tensor x) { return sigmoid(x); }); }
-Expected<void> convertSin(OnnxNode &node) { return convertUnary(node, [](Tensor x) { return sin(x); }); }
-Expected<void> convertSqrt(OnnxNode &node) { return convertUnary(node, [](Tensor x) { return sqrt(x); }); }
-Expected<void> convertTanh(OnnxNode &node) { return convertUnary(node, [](Tensor x) { return tanh(x); }); }
 Expected<void> convertIdentity(OnnxNode &node) { return convertUnary(node, [](Tensor x) { return x; }); }
 
 Expected<void> convertReciprocal(OnnxNode &node) {
@@ -62,10 +28,6 @@ Expected<void> convertHardSigmoid(OnnxNode &node) {
   return convertUnary(node, [&](Tensor x) { return hardSigmoid(x, alpha, beta); });
 }
 
-Expected<void> convertHardSwish(OnnxNode &node) {
-  return convertUnary(node, [](Tensor x) { return hardSwish(x); });
-}
-
 Expected<void> convertLeakyRelu(OnnxNode &node) {
   double alpha = node.floatAttr("alpha", 0.01);
   return convertUnary(node, [&](Tensor x) { return leakyRelu(x, alpha); });
@@ -75,21 +37,6 @@ Expected<void> convertElu(OnnxNode &node) {
   double alpha = node.floatAttr("alpha", 1.0);
   return convertUnary(node, [&](Tensor x) { return elu(x, alpha); });
 }
-
-Expected<void> convertAdd(OnnxNode &node) { return convertBinary(node, [](Tensor a, Tensor b) { return add(a, b); }); }
-Expected<void> convertSub(OnnxNode &node) { return convertBinary(node, [](Tensor a, Tensor b) { return sub(a, b); }); }
-Expected<void> convertMul(OnnxNode &node) { return convertBinary(node, [](Tensor a, Tensor b) { return mul(a, b); }); }
-Expected<void> convertDiv(OnnxNode &node) { return convertBinary(node, [](Tensor a, Tensor b) { return div(a, b); }); }
-Expected<void> convertAnd(OnnxNode &node) { return convertBinary(node, [](Tensor a, Tensor b) { return logicalAnd(a, b); }); }
-Expected<void> convertOr(OnnxNode &node) { return convertBinary(node, [](Tensor a, Tensor b) { return logicalOr(a, b); }); }
-Expected<void> convertEqual(OnnxNode &node) { return convertBinary(node, [](Tensor a, Tensor b) { return eq(a, b); }); }
-Expected<void> convertLess(OnnxNode &node) { return convertBinary(node, [](Tensor a, Tensor b) { return lt(a, b); }); }
-Expected<void> convertLessOrEqual(OnnxNode &node) { return convertBinary(node, [](Tensor a, Tensor b) { return le(a, b); }); }
-Expected<void> convertGreater(OnnxNode &node) { return convertBinary(node, [](Tensor a, Tensor b) { return gt(a, b); }); }
-Expected<void> convertGreaterOrEqual(OnnxNode &node) { return convertBinary(node, [](Tensor a, Tensor b) { return ge(a, b); }); }
-Expected<void> convertMax(OnnxNode &node) { return convertVariadic(node, [](Tensor a, Tensor b) { return maximum(a, b); }); }
-Expected<void> convertMin(OnnxNode &node) { return convertVariadic(node, [](Tensor a, Tensor b) { return minimum(a, b); }); }
-Expected<void> convertSum(OnnxNode &node) { return convertVariadic(node, [](Tensor a, Tensor b) { return add(a, b); }); }
 
 Expected<void> convertWhere(OnnxNode &node) {
   KILN_TRY(Tensor condition, node.input(0));
