@@ -398,15 +398,7 @@ private:
                      std::string_view access) {
     const Buffer &buffer = *memory.buffer;
     if (first < 0 || first >= memory.size || lane >= memory.size - first) {
-      // first + lane can exceed i64 only when first is already out of bounds.
-      __int128 index = static_cast<__int128>(first) + lane;
-      std::string elementText = index <= std::numeric_limits<int64_t>::max()
-                                    ? fmt::format("{}", static_cast<int64_t>(index))
-                                    : fmt::format("{} + {}", first, lane);
-      std::string vector =
-          lanes > 1 ? fmt::format("; {}-lane access at {}[{}]", lanes, buffer.name, first) : "";
-      raise(fmt::format("out-of-bounds {} {}[{}] ({} has {} elements{})", access, buffer.name,
-                        elementText, buffer.name, memory.size, vector));
+      raise(outOfBoundsText(access, buffer.name, memory.size, first, lane, lanes));
       return nullptr;
     }
     return memory.data + (first + lane) * dtypeByteSize(buffer.dtype);
@@ -573,6 +565,19 @@ Expected<void> evaluateKernel(const Kernel &kernel, std::span<HostTensor> params
     memory.push_back(std::as_writable_bytes(params[i].bytes()));
   }
   return evaluateKernel(kernel, memory, options);
+}
+
+std::string outOfBoundsText(std::string_view access, std::string_view buffer, int64_t size,
+                            int64_t first, int lane, int lanes) {
+  // first + lane can exceed i64 only when first is already out of bounds.
+  __int128 index = static_cast<__int128>(first) + lane;
+  std::string element = index <= std::numeric_limits<int64_t>::max()
+                            ? fmt::format("{}", static_cast<int64_t>(index))
+                            : fmt::format("{} + {}", first, lane);
+  std::string vector =
+      lanes > 1 ? fmt::format("; {}-lane access at {}[{}]", lanes, buffer, first) : "";
+  return fmt::format("out-of-bounds {} {}[{}] ({} has {} elements{})", access, buffer, element,
+                     buffer, size, vector);
 }
 
 } // namespace kiln::kir
