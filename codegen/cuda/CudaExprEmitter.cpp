@@ -5,6 +5,7 @@
 #include "codegen/cuda/CudaEmitter.h"
 
 #include "ir/kernel/Builder.h"
+#include "ir/kernel/ScalarOps.h"
 
 #include <fmt/format.h>
 
@@ -51,11 +52,6 @@ const char *integerSuffix(DType dtype) {
   case DType::I8: return "i8";
   default: KILN_UNREACHABLE("not an integer dtype");
   }
-}
-
-bool isNarrowFloat(DType dtype) {
-  return dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F8E4M3 ||
-         dtype == DType::F8E5M2;
 }
 
 const char *narrowName(DType dtype) {
@@ -226,7 +222,7 @@ Expected<std::vector<CCode>> CudaEmitter::emitLanes(const kir::ExprPtr &expr) {
   auto splat = [&](CCode code) { return std::vector<CCode>(lanes, code); };
   switch (expr->kind()) {
   case kir::ExprKind::IntImm:
-    if (isNarrowFloat(type.dtype))
+    if (kir::isNarrowFloat(type.dtype))
       return fail(ErrorCode::Unsupported, "an integer constant of a narrow float type");
   {
     int64_t value = static_cast<const kir::IntImm &>(*expr).value;
@@ -325,7 +321,7 @@ Expected<std::vector<CCode>> CudaEmitter::emitLanes(const kir::ExprPtr &expr) {
 Expected<std::vector<CCode>> CudaEmitter::emitBinary(const kir::Binary &binary,
                                                      const kir::ExprPtr &self) {
   DType dtype = binary.lhs->type().dtype;
-  if (isNarrowFloat(dtype))
+  if (kir::isNarrowFloat(dtype))
     return fail(ErrorCode::Unsupported,
                 fmt::format("{} on {} (narrow floats are storage types: cast to f32 first)",
                             static_cast<int>(binary.op), dtypeName(dtype)));
@@ -564,13 +560,13 @@ Expected<CCode> CudaEmitter::emitCast(CCode value, DType from, DType to) {
   if (from == to)
     return value;
   // Narrow floats widen to f32 exactly; what follows rounds once.
-  if (isNarrowFloat(from)) {
+  if (kir::isNarrowFloat(from)) {
     value = callOf(fmt::format("kiln_{}_to_f32", narrowName(from)), {&value});
     from = DType::F32;
     if (to == DType::F32)
       return value;
   }
-  if (isNarrowFloat(to)) {
+  if (kir::isNarrowFloat(to)) {
     if (isInteger(from)) {
       // Through f64, as the reference holds values: one rounding to the narrow type.
       value = castTo("double", value);

@@ -101,13 +101,13 @@ Expected<llvm::Value *> KernelEmitter::emitCast(llvm::Value *value, kir::Type fr
   llvm::Type *result = registerType(to);
 
   // Narrow sources widen to f32 exactly; everything after is one rounding.
-  if (isNarrowFloat(source)) {
+  if (kir::isNarrowFloat(source)) {
     value = decodeNarrowFloat(value, source, lanes);
     source = DType::F32;
     if (target == DType::F32)
       return value;
   }
-  if (isNarrowFloat(target)) {
+  if (kir::isNarrowFloat(target)) {
     if (isInteger(source)) {
       // Through f64, as the reference holds every value: i8/i32 exactly, i64
       // rounded once, then one rounding to the narrow format.

@@ -8,6 +8,7 @@
 
 #include "codegen/Target.h"
 #include "ir/kernel/KernelIR.h"
+#include "ir/kernel/ScalarOps.h"
 #include "support/Error.h"
 
 #include <llvm/IR/IRBuilder.h>
@@ -144,8 +145,5 @@ protected:
   FunctionState fn_;
   int outlinedBodies_ = 0;
 };
-
-/// True for the dtypes that live only in memory (f16, bf16, f8e4m3, f8e5m2).
-bool isNarrowFloat(DType dtype);
 
 } // namespace kiln::codegen::host

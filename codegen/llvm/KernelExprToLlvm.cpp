@@ -111,7 +111,7 @@ Expected<llvm::Value *> KernelEmitter::emitUnary(const kir::Unary &unary) {
 
 Expected<llvm::Value *> KernelEmitter::emitBinary(const kir::Binary &binary) {
   kir::Type type = binary.lhs->type();
-  if (isNarrowFloat(type.dtype))
+  if (kir::isNarrowFloat(type.dtype))
     return fail(ErrorCode::Unsupported,
                 fmt::format("arithmetic on {}: narrow floats appear only in loads, stores and "
                             "casts (compute in f32)",
@@ -278,7 +278,7 @@ llvm::Value *KernelEmitter::callPerLane(llvm::Function *function, llvm::Value *v
 Expected<llvm::Value *> KernelEmitter::emitCall(const kir::Call &call) {
   kir::Type type = call.type();
   // The verifier admits intrinsics of floats and abs of integers.
-  if (isNarrowFloat(type.dtype))
+  if (kir::isNarrowFloat(type.dtype))
     return fail(ErrorCode::Unsupported,
                 fmt::format("{} of {}: narrow floats appear only in loads, stores and casts "
                             "(compute in f32)",

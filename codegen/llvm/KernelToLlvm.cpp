@@ -27,11 +27,6 @@ constexpr uint64_t kParamAlignment = 64;
 
 } // namespace
 
-bool isNarrowFloat(DType dtype) {
-  return dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F8E4M3 ||
-         dtype == DType::F8E5M2;
-}
-
 KernelEmitter::KernelEmitter(llvm::Module &module, const CpuTarget &target)
     : module_(module), context_(module.getContext()), builder_(module.getContext()),
       target_(&target), backendName_("host backend"),

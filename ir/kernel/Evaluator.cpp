@@ -7,6 +7,7 @@
 // a serial run cannot give their meaning.
 #include "ir/kernel/Evaluator.h"
 
+#include "ir/kernel/FlatExpr.h"
 #include "ir/kernel/ScalarOps.h"
 #include "ir/kernel/TargetInstr.h"
 #include "ir/kernel/Verifier.h"
@@ -26,19 +27,7 @@ namespace {
 constexpr int kNone = -1;
 
 /// One expression node; its value lives at scalars[slot .. slot + lanes).
-struct ExprNode {
-  ExprKind kind;
-  Type type;
-  DType operandDtype = DType::F32; ///< Unary, Binary, Cast, Call: the operands' dtype
-  int op = 0;                      ///< BinaryOp, UnaryOp or Intrinsic
-  int slot = 0;
-  int args[3] = {kNone, kNone, kNone}; ///< children (Select: cond, onTrue, onFalse;
-                                       ///< Load: index, predicate)
-  int argCount = 0;
-  int var = kNone;    ///< VarRef
-  int buffer = kNone; ///< Load
-  bool constant = false;
-};
+using ExprNode = FlatExpr;
 
 struct StmtNode {
   StmtKind kind;
@@ -152,78 +141,17 @@ private:
   Expected<int> compileExpr(const ExprPtr &e) {
     if (auto it = exprIndex_.find(e.get()); it != exprIndex_.end())
       return it->second;
-    ExprNode node{e->kind(), e->type()};
-    switch (e->kind()) {
-    case ExprKind::IntImm:
-    case ExprKind::FloatImm: node.constant = true; break;
-    case ExprKind::VarRef: {
-      const Var &var = *static_cast<const VarRef &>(*e).var;
-      node.var = varIndex(var);
-      break;
-    }
-    case ExprKind::Unary: {
-      auto &unary = static_cast<const Unary &>(*e);
-      KILN_TRY(node.args[0], compileExpr(unary.operand));
-      node.op = static_cast<int>(unary.op);
-      node.operandDtype = exprs_[node.args[0]].type.dtype;
-      break;
-    }
-    case ExprKind::Binary: {
-      auto &binary = static_cast<const Binary &>(*e);
-      KILN_TRY(node.args[0], compileExpr(binary.lhs));
-      KILN_TRY(node.args[1], compileExpr(binary.rhs));
-      node.op = static_cast<int>(binary.op);
-      node.operandDtype = exprs_[node.args[0]].type.dtype;
-      break;
-    }
-    case ExprKind::Select: {
-      auto &select = static_cast<const Select &>(*e);
-      KILN_TRY(node.args[0], compileExpr(select.cond));
-      KILN_TRY(node.args[1], compileExpr(select.onTrue));
-      KILN_TRY(node.args[2], compileExpr(select.onFalse));
-      break;
-    }
-    case ExprKind::Cast: {
-      KILN_TRY(node.args[0], compileExpr(static_cast<const Cast &>(*e).value));
-      node.operandDtype = exprs_[node.args[0]].type.dtype;
-      break;
-    }
-    case ExprKind::Load: {
-      auto &load = static_cast<const Load &>(*e);
-      node.buffer = bufferIndex(*load.buffer);
-      KILN_TRY(node.args[0], compileExpr(load.index));
-      if (load.predicate) {
-        KILN_TRY(node.args[1], compileExpr(load.predicate));
-      }
-      break;
-    }
-    case ExprKind::Call: {
-      auto &call = static_cast<const Call &>(*e);
-      KILN_CHECK(call.args.size() <= 3, "the verifier admits intrinsics of at most 3 arguments");
-      for (size_t i = 0; i < call.args.size(); ++i) {
-        KILN_TRY(node.args[i], compileExpr(call.args[i]));
-      }
-      node.argCount = static_cast<int>(call.args.size());
-      node.op = static_cast<int>(call.fn);
-      node.operandDtype = node.type.dtype;
-      break;
-    }
-    case ExprKind::Broadcast: {
-      KILN_TRY(node.args[0], compileExpr(static_cast<const Broadcast &>(*e).value));
-      break;
-    }
-    case ExprKind::Shuffle: return gpuOnly(kindName(e->kind()));
-    }
+    if (e->kind() == ExprKind::Shuffle)
+      return gpuOnly(kindName(e->kind()));
+    KILN_TRY(ExprNode node, flattenExpr(
+                                *e, [&](const ExprPtr &child) { return compileExpr(child); },
+                                [&](const Var &var) { return varIndex(var); },
+                                [&](const Buffer &buffer) { return bufferIndex(buffer); }));
     node.slot = static_cast<int>(scalars_.size());
     scalars_.resize(scalars_.size() + static_cast<size_t>(node.type.lanes));
-    if (node.constant) {
-      Scalar value =
-          e->kind() == ExprKind::IntImm
-              ? Scalar::ofInt(wrapInteger(static_cast<const IntImm &>(*e).value, node.type.dtype))
-              : Scalar::ofFloat(static_cast<const FloatImm &>(*e).value);
+    if (node.constant)
       for (int l = 0; l < node.type.lanes; ++l)
-        scalars_[static_cast<size_t>(node.slot + l)] = value;
-    }
+        scalars_[static_cast<size_t>(node.slot + l)] = node.constantValue;
     int index = static_cast<int>(exprs_.size());
     exprs_.push_back(node);
     exprIndex_.emplace(e.get(), index);
@@ -398,15 +326,7 @@ private:
                      std::string_view access) {
     const Buffer &buffer = *memory.buffer;
     if (first < 0 || first >= memory.size || lane >= memory.size - first) {
-      // first + lane can exceed i64 only when first is already out of bounds.
-      __int128 index = static_cast<__int128>(first) + lane;
-      std::string elementText = index <= std::numeric_limits<int64_t>::max()
-                                    ? fmt::format("{}", static_cast<int64_t>(index))
-                                    : fmt::format("{} + {}", first, lane);
-      std::string vector =
-          lanes > 1 ? fmt::format("; {}-lane access at {}[{}]", lanes, buffer.name, first) : "";
-      raise(fmt::format("out-of-bounds {} {}[{}] ({} has {} elements{})", access, buffer.name,
-                        elementText, buffer.name, memory.size, vector));
+      raise(outOfBoundsText(access, buffer.name, memory.size, first, lane, lanes));
       return nullptr;
     }
     return memory.data + (first + lane) * dtypeByteSize(buffer.dtype);
@@ -573,6 +493,19 @@ Expected<void> evaluateKernel(const Kernel &kernel, std::span<HostTensor> params
     memory.push_back(std::as_writable_bytes(params[i].bytes()));
   }
   return evaluateKernel(kernel, memory, options);
+}
+
+std::string outOfBoundsText(std::string_view access, std::string_view buffer, int64_t size,
+                            int64_t first, int lane, int lanes) {
+  // first + lane can exceed i64 only when first is already out of bounds.
+  __int128 index = static_cast<__int128>(first) + lane;
+  std::string element = index <= std::numeric_limits<int64_t>::max()
+                            ? fmt::format("{}", static_cast<int64_t>(index))
+                            : fmt::format("{} + {}", first, lane);
+  std::string vector =
+      lanes > 1 ? fmt::format("; {}-lane access at {}[{}]", lanes, buffer, first) : "";
+  return fmt::format("out-of-bounds {} {}[{}] ({} has {} elements{})", access, buffer, element,
+                     buffer, size, vector);
 }
 
 } // namespace kiln::kir

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 
 namespace kiln::kir {
 
@@ -45,5 +47,10 @@ Expected<void> evaluateKernel(const Kernel &kernel, std::span<const std::span<st
 /// its number of elements (any shape).
 Expected<void> evaluateKernel(const Kernel &kernel, std::span<HostTensor> params,
                               const EvaluateOptions &options = {});
+
+/// "out-of-bounds load a[70] (a has 64 elements; 4-lane access at a[68])" for lane `lane` of
+/// an access of `lanes` elements at `first`: the evaluator's and the simulator's message.
+std::string outOfBoundsText(std::string_view access, std::string_view buffer, int64_t size,
+                            int64_t first, int lane, int lanes);
 
 } // namespace kiln::kir

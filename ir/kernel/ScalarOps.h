@@ -24,6 +24,12 @@ struct Scalar {
   static Scalar ofFloat(double v) { return {0, v}; }
 };
 
+/// The floats that live only in memory (f16, bf16, f8e4m3, f8e5m2): registers hold them
+/// widened to f32, and each store rounds once.
+inline bool isNarrowFloat(DType dtype) {
+  return isFloatingPoint(dtype) && dtype != DType::F32 && dtype != DType::F64;
+}
+
 /// Wraps `value` to the two's-complement width of integer dtype `dtype`
 /// (i64, i32, i8); a bool becomes `value != 0`.
 int64_t wrapInteger(int64_t value, DType dtype);

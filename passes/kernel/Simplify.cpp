@@ -21,10 +21,6 @@ namespace {
 
 constexpr int64_t kMinI64 = std::numeric_limits<int64_t>::min();
 
-bool isNarrowFloat(DType dtype) {
-  return isFloatingPoint(dtype) && dtype != DType::F32 && dtype != DType::F64;
-}
-
 /// The value of every lane of a constant (an immediate or a broadcast one).
 std::optional<Scalar> constantLane(const ExprPtr &e) {
   switch (e->kind()) {

@@ -2,6 +2,7 @@
 // poison, race and in-flight checks.
 #include "runtime/sim/SimtMachine.h"
 
+#include "ir/kernel/Evaluator.h"
 #include "ir/kernel/ScalarOps.h"
 
 namespace kiln::sim {

@@ -3,8 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <limits>
-
 namespace kiln::sim {
 
 std::string coordText(const std::array<int64_t, 3> &coord) {
@@ -14,19 +12,6 @@ std::string coordText(const std::array<int64_t, 3> &coord) {
 std::string threadCoordText(int64_t thread, const std::array<int64_t, 3> &block) {
   int64_t bx = block[0], by = block[1];
   return coordText({thread % bx, (thread / bx) % by, thread / (bx * by)});
-}
-
-std::string outOfBoundsText(std::string_view access, std::string_view buffer, int64_t size,
-                            int64_t first, int lane, int lanes) {
-  // first + lane can exceed i64 only when first is already out of bounds.
-  __int128 index = static_cast<__int128>(first) + lane;
-  std::string element = index <= std::numeric_limits<int64_t>::max()
-                            ? fmt::format("{}", static_cast<int64_t>(index))
-                            : fmt::format("{} + {}", first, lane);
-  std::string vector =
-      lanes > 1 ? fmt::format("; {}-lane access at {}[{}]", lanes, buffer, first) : "";
-  return fmt::format("out-of-bounds {} {}[{}] ({} has {} elements{})", access, buffer, element,
-                     buffer, size, vector);
 }
 
 std::string raceText(std::string_view buffer, int64_t element, const SharedRace &race,

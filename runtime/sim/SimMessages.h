@@ -17,11 +17,6 @@ std::string coordText(const std::array<int64_t, 3> &coord);
 /// "(x,y,z)" of linear thread `thread` (x fastest) in a block of shape `block`.
 std::string threadCoordText(int64_t thread, const std::array<int64_t, 3> &block);
 
-/// "out-of-bounds load a[70] (a has 64 elements; 4-lane access at a[68])" for
-/// lane `lane` of an access of `lanes` elements at `first`.
-std::string outOfBoundsText(std::string_view access, std::string_view buffer, int64_t size,
-                            int64_t first, int lane, int lanes);
-
 /// "read/write race on shared s[3] in block (0,0,0): thread (4,0,0) writes it
 /// and thread (3,0,0) reads it with no barrier between". `access` is what the
 /// current thread `me` does ("read", "write" or "atomic"); `other` did the

@@ -59,75 +59,10 @@ private:
   int compileExpr(const ExprPtr &e) {
     if (auto it = exprIndex_.find(e.get()); it != exprIndex_.end())
       return it->second;
-    SimExpr node;
-    node.kind = e->kind();
-    node.type = e->type();
-    switch (e->kind()) {
-    case ExprKind::IntImm:
-      node.constant = true;
-      node.constantValue =
-          Scalar::ofInt(wrapInteger(static_cast<const IntImm &>(*e).value, node.type.dtype));
-      break;
-    case ExprKind::FloatImm:
-      node.constant = true;
-      node.constantValue = Scalar::ofFloat(static_cast<const FloatImm &>(*e).value);
-      break;
-    case ExprKind::VarRef: node.var = varIndex(*static_cast<const VarRef &>(*e).var); break;
-    case ExprKind::Unary: {
-      auto &unary = static_cast<const Unary &>(*e);
-      node.args[0] = compileExpr(unary.operand);
-      node.op = static_cast<int>(unary.op);
-      node.operandDtype = node.type.dtype;
-      break;
-    }
-    case ExprKind::Binary: {
-      auto &binary = static_cast<const Binary &>(*e);
-      node.args[0] = compileExpr(binary.lhs);
-      node.args[1] = compileExpr(binary.rhs);
-      node.op = static_cast<int>(binary.op);
-      node.operandDtype = typeOf(node.args[0]).dtype;
-      break;
-    }
-    case ExprKind::Select: {
-      auto &select = static_cast<const Select &>(*e);
-      node.args[0] = compileExpr(select.cond);
-      node.args[1] = compileExpr(select.onTrue);
-      node.args[2] = compileExpr(select.onFalse);
-      break;
-    }
-    case ExprKind::Cast:
-      node.args[0] = compileExpr(static_cast<const Cast &>(*e).value);
-      node.operandDtype = typeOf(node.args[0]).dtype;
-      break;
-    case ExprKind::Load: {
-      auto &load = static_cast<const Load &>(*e);
-      node.buffer = bufferIndex(*load.buffer);
-      node.args[0] = compileExpr(load.index);
-      if (load.predicate)
-        node.args[1] = compileExpr(load.predicate);
-      break;
-    }
-    case ExprKind::Call: {
-      auto &call = static_cast<const Call &>(*e);
-      KILN_CHECK(call.args.size() <= 3, "the verifier admits intrinsics of at most 3 arguments");
-      for (size_t i = 0; i < call.args.size(); ++i)
-        node.args[i] = compileExpr(call.args[i]);
-      node.argCount = static_cast<int>(call.args.size());
-      node.op = static_cast<int>(call.fn);
-      node.operandDtype = node.type.dtype;
-      break;
-    }
-    case ExprKind::Broadcast:
-      node.args[0] = compileExpr(static_cast<const Broadcast &>(*e).value);
-      break;
-    case ExprKind::Shuffle: {
-      auto &shuffle = static_cast<const Shuffle &>(*e);
-      node.args[0] = compileExpr(shuffle.value);
-      node.args[1] = compileExpr(shuffle.lane);
-      node.op = static_cast<int>(shuffle.mode);
-      break;
-    }
-    }
+    SimExpr node = *flattenExpr(
+        *e, [&](const ExprPtr &child) -> Expected<int> { return compileExpr(child); },
+        [&](const Var &var) { return varIndex(var); },
+        [&](const Buffer &buffer) { return bufferIndex(buffer); });
     // A variable reference reads the variable's own column: it needs no slot.
     if (node.kind != ExprKind::VarRef) {
       node.slot = program_.totalLanes;

@@ -3,6 +3,7 @@
 // kernel-IR verifier accepted, so the lockstep machine never allocates or hashes per operation.
 #pragma once
 
+#include "ir/kernel/FlatExpr.h"
 #include "ir/kernel/KernelIR.h"
 #include "ir/kernel/ScalarOps.h"
 #include "support/Error.h"
@@ -12,24 +13,11 @@
 
 namespace kiln::sim {
 
-inline constexpr int kNoNode = -1;
+inline constexpr int kNoNode = kir::kNoFlatNode;
 
 /// One expression node. Its value for thread t, lane l lives in the machine's
 /// value table at (slot + l) * threads + t (a VarRef's in its variable's column).
-struct SimExpr {
-  kir::ExprKind kind = kir::ExprKind::IntImm;
-  kir::Type type;
-  DType operandDtype = DType::F32; ///< Unary, Binary, Cast, Call: the operands' dtype
-  int op = 0;                      ///< BinaryOp, UnaryOp, Intrinsic or ShuffleMode
-  int slot = 0;
-  int args[3] = {kNoNode, kNoNode, kNoNode}; ///< Select: cond, onTrue, onFalse; Load: index,
-                                             ///< predicate; Shuffle: value, lane
-  int argCount = 0;
-  int var = kNoNode;    ///< VarRef
-  int buffer = kNoNode; ///< Load
-  bool constant = false;
-  kir::Scalar constantValue; ///< IntImm, FloatImm
-};
+using SimExpr = kir::FlatExpr;
 
 /// A run of a register buffer (kir::Fragment): `buffer` is a program buffer index.
 struct SimFragment {
