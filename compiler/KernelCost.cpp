@@ -112,6 +112,7 @@ int64_t nodeFlops(const ir::Node &node) {
   case ir::OpCategory::Reduction: return flopsOfReduction(node);
   case ir::OpCategory::Contraction: return flopsOfContraction(node);
   case ir::OpCategory::DataMovement: return flopsOfDataMovement(node);
+  case ir::OpCategory::Collective: return 0; // communication, not arithmetic
   }
   KILN_UNREACHABLE("unknown op category");
 }

@@ -63,7 +63,8 @@ constexpr std::optional<FlopRule> flopRuleOf(ir::OpKind kind, ir::OpCategory cat
   switch (category) {
   case ir::OpCategory::Elementwise: return FlopRule::PerOutputElement;
   case ir::OpCategory::Reduction: return FlopRule::PerInputElement;
-  case ir::OpCategory::DataMovement: return FlopRule::Free;
+  case ir::OpCategory::DataMovement:
+  case ir::OpCategory::Collective: return FlopRule::Free;
   case ir::OpCategory::Contraction: return std::nullopt;
   }
   return std::nullopt;

@@ -80,6 +80,21 @@ private:
     lifetimes_[root].last = std::max(lifetimes_[root].last, step);
   }
 
+  /// A collective is no kernel: a step that calls the run's communicator on
+  /// the result, after copying the operand into it.
+  void addCollectiveStep(const FusionGroup &group, int step, int result) {
+    KILN_CHECK(group.root->kind() == ir::OpKind::AllReduce && group.inputs.size() == 1,
+               fmt::format("collective group {} must be one all_reduce of one value", group.id));
+    int source = bufferOf_.at(group.inputs[0]);
+    markUse(source, step);
+    runtime::PlanStep reduce{plan_.buffers[result].name, {}, {source, result}};
+    reduce.kind = runtime::StepKind::AllReduce;
+    reduce.reduceOp = ir::getString(group.root->attrs(), "op") == "mean" ? runtime::dist::ReduceOp::Mean
+                                                                         : runtime::dist::ReduceOp::Sum;
+    reduce.bytesMoved = 2 * plan_.buffers[result].bytes;
+    plan_.steps.push_back(std::move(reduce));
+  }
+
   const ir::Graph &graph_;
   const passes::FusionPlan &fusion_;
   LaunchPlan plan_;
@@ -136,6 +151,10 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
       lifetimes_[id] = {plan_.buffers[id].bytes, step, step, -1};
       return id;
     };
+    if (group.root->info().category == ir::OpCategory::Collective) {
+      addCollectiveStep(group, step, addResultBuffer());
+      continue;
+    }
     if (!passes::needsKernel(group)) {
       addResultBuffer(); // no elements: nothing to launch
       continue;

@@ -1,6 +1,7 @@
 // Running a launch plan on the host: binding checks, arenas, kernel calls.
 #include "runtime/CompiledModel.h"
 
+#include "runtime/CollectiveStep.h"
 #include "runtime/DeviceExecutor.h"
 
 #include <fmt/format.h>
@@ -399,7 +400,14 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
     for (int id : step.args)
       args.push_back(addresses[id]);
     auto stepStart = Clock::now();
-    if (step.entry.fn) {
+    if (step.kind == runtime::StepKind::AllReduce) {
+      if (auto done = runtime::runHostAllReduce(step, plan_.buffers[step.args[1]], args[0],
+                                                args[1], options.communicator);
+          !done) {
+        releaseArena(std::move(arena));
+        return std::unexpected(std::move(done).error());
+      }
+    } else if (step.entry.fn) {
       step.entry.fn(args.data());
     } else if (auto done = step.entry.invoker->invoke(args.data()); !done) {
       releaseArena(std::move(arena));

@@ -2,6 +2,8 @@
 // (stream, arena, I/O block, pinned staging, launch graph), timed launches.
 #include "runtime/DeviceExecutor.h"
 
+#include "runtime/CollectiveStep.h"
+
 #include <fmt/format.h>
 
 #include <chrono>
@@ -59,8 +61,8 @@ Expected<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(
     const LaunchPlan &plan, std::shared_ptr<Device> device,
     std::shared_ptr<DeviceMemoryPool> pool) {
   for (const PlanStep &step : plan.steps)
-    KILN_CHECK(step.entry.deviceKernel, "device plan step " + step.kernelName +
-                                            " has no device kernel");
+    KILN_CHECK(step.kind != StepKind::Kernel || step.entry.deviceKernel,
+               "device plan step " + step.kernelName + " has no device kernel");
   std::unique_ptr<DeviceExecutor> executor(new DeviceExecutor(std::move(device), std::move(pool)));
   IoLayout &io = executor->io_;
   for (const PlanBinding &input : plan.inputs) {
@@ -223,14 +225,19 @@ void DeviceExecutor::releaseContext(std::unique_ptr<RunContext> context) const {
 
 Expected<void> DeviceExecutor::launchSteps(const LaunchPlan &plan,
                                            const std::vector<DevicePtr> &addresses,
-                                           RunContext &context, bool timed) const {
+                                           RunContext &context, bool timed,
+                                           dist::Communicator *communicator) const {
   std::vector<DevicePtr> args;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep &step = plan.steps[i];
     args.clear();
     for (int id : step.args)
       args.push_back(addresses[id]);
-    KILN_TRY_VOID(step.entry.deviceKernel->launch(args.data(), context.stream));
+    if (step.kind == StepKind::AllReduce)
+      KILN_TRY_VOID(runDeviceAllReduce(step, plan.buffers[step.args[1]], args[0], args[1],
+                                       *device_, communicator, context.stream));
+    else
+      KILN_TRY_VOID(step.entry.deviceKernel->launch(args.data(), context.stream));
     if (timed)
       KILN_TRY_VOID(device_->record(context.events[2 + i], context.stream));
   }
@@ -247,7 +254,7 @@ Expected<void> DeviceExecutor::launchThroughGraph(const LaunchPlan &plan,
     if (step.entry.deviceKernel)
       KILN_TRY_VOID(step.entry.deviceKernel->prepare(context.stream));
   KILN_TRY_VOID(device_->beginCapture(context.stream));
-  Expected<void> launched = launchSteps(plan, addresses, context, false);
+  Expected<void> launched = launchSteps(plan, addresses, context, false, nullptr);
   Expected<GraphExec> graph = device_->endCapture(context.stream);
   if (!launched) {
     if (graph)
@@ -392,9 +399,10 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
   if (extras.beforeKernels)
     if (auto done = extras.beforeKernels(ctx.stream); !done)
       return fail(std::move(done).error());
-  bool useGraph = options.launchGraph && !timed;
+  // A collective runs the communicator on every run: it is never replayed from a graph.
+  bool useGraph = options.launchGraph && !timed && !hasCollectiveSteps(plan);
   if (auto done = useGraph ? launchThroughGraph(plan, addresses, ctx)
-                           : launchSteps(plan, addresses, ctx, timed);
+                           : launchSteps(plan, addresses, ctx, timed, options.communicator);
       !done)
     return fail(std::move(done).error());
   if (extras.afterKernels)

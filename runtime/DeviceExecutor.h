@@ -86,7 +86,8 @@ private:
   Expected<std::unique_ptr<RunContext>> acquireContext(const LaunchPlan &plan) const;
   void releaseContext(std::unique_ptr<RunContext> context) const;
   Expected<void> launchSteps(const LaunchPlan &plan, const std::vector<DevicePtr> &addresses,
-                             RunContext &context, bool timed) const;
+                             RunContext &context, bool timed,
+                             dist::Communicator *communicator) const;
   /// Replays the context's launch graph for `addresses`, capturing one first
   /// when it has none for them.
   Expected<void> launchThroughGraph(const LaunchPlan &plan,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "runtime/Device.h"
+#include "runtime/dist/Communicator.h"
 #include "support/DType.h"
 #include "support/Error.h"
 #include "support/HostTensor.h"
@@ -69,7 +70,16 @@ struct PlanBuffer {
   int aliasOf = -1;        ///< Alias only
 };
 
-/// One kernel call.
+/// What a step does.
+enum class StepKind : uint8_t {
+  Kernel,    ///< launches `entry` on `args`
+  AllReduce, ///< args {source, result}: copies source into result (unless the same bytes),
+             ///< then all-reduces result in place with RunOptions::communicator
+};
+
+std::string_view stepKindName(StepKind kind);
+
+/// One kernel call, or one collective (then `entry` is empty).
 struct PlanStep {
   std::string kernelName;
   KernelEntry entry;
@@ -79,6 +89,8 @@ struct PlanStep {
   /// global memory, each buffer element counted once.
   int64_t flops = 0;
   int64_t bytesMoved = 0;
+  StepKind kind = StepKind::Kernel;
+  dist::ReduceOp reduceOp = dist::ReduceOp::Sum; ///< AllReduce only
 };
 
 /// A named input, parameter or output and its buffer.

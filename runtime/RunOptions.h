@@ -16,6 +16,10 @@
 
 namespace kiln {
 
+namespace runtime::dist {
+class Communicator;
+}
+
 /// Inputs a device model reads where they already are on its device (a batch
 /// uploaded on a copy stream, docs/training.md), instead of copying them from
 /// host tensors.
@@ -50,6 +54,10 @@ struct RunOptions {
   /// here allocates nothing per run, and a large output pays its first-touch
   /// page faults once instead of every run.
   NamedTensors *recycledOutputs = nullptr;
+  /// The ranks an all_reduce step combines its tensor across (docs/distributed.md):
+  /// a host communicator for host models, a device one (NCCL) for device models.
+  /// None, or one of size 1: all_reduce is the identity.
+  runtime::dist::Communicator *communicator = nullptr;
 };
 
 /// The host tensor that output `name` is written into: the recycled one of

@@ -133,7 +133,9 @@ Expected<void> addGpuCode(const ir::Graph &graph, const AotOptions &options,
       dimsByKernel.emplace(kernel.name, dims);
     }
     for (const runtime::PlanStep &step : code.plan.steps)
-      code.stepDims.push_back(dimsByKernel.at(step.kernelName));
+      code.stepDims.push_back(step.kind == runtime::StepKind::Kernel
+                                  ? dimsByKernel.at(step.kernelName)
+                                  : runtime::LaunchDims{}); // a collective: not encoded
     if (contents.gpu.empty())
       report.numKernels = static_cast<int>(program.kernels.size());
     contents.meta.gpuArchs.push_back(code.arch);

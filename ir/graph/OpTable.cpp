@@ -64,6 +64,7 @@ std::string_view opCategoryName(OpCategory category) {
   case OpCategory::Reduction: return "reduction";
   case OpCategory::Contraction: return "contraction";
   case OpCategory::DataMovement: return "data movement";
+  case OpCategory::Collective: return "collective";
   }
   return "?";
 }

@@ -28,7 +28,9 @@ inline constexpr int kNumOps = 0
     ;
 
 /// How an op computes, which decides the fusion group it can join.
-enum class OpCategory : uint8_t { Elementwise, Reduction, Contraction, DataMovement };
+/// Collective: communication across the ranks of a data-parallel run; no
+/// kernel, a plan step that calls the run's communicator (docs/distributed.md).
+enum class OpCategory : uint8_t { Elementwise, Reduction, Contraction, DataMovement, Collective };
 
 std::string_view opCategoryName(OpCategory category);
 

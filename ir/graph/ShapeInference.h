@@ -40,6 +40,7 @@ KILN_DECLARE_INFER(inferSqueeze)
 KILN_DECLARE_INFER(inferUnsqueeze)
 KILN_DECLARE_INFER(inferIota)
 KILN_DECLARE_INFER(inferConstant)
+KILN_DECLARE_INFER(inferAllReduce)
 #undef KILN_DECLARE_INFER
 
 /// NumPy broadcast of two shapes, or nullopt when they are incompatible.

@@ -32,6 +32,8 @@ bool isFoldableLeaf(const ir::Value *value) {
 bool shouldFold(const ir::Node &node) {
   if (node.numOperands() == 0) // constant and iota themselves
     return false;
+  if (node.info().category == ir::OpCategory::Collective) // its value comes from the other ranks
+    return false;
   if (node.type().numElements() > kMaxFoldedElements)
     return false;
   bool leaves =

@@ -383,7 +383,9 @@ Expected<FusionPlan> FusionPlanner::plan() {
 } // namespace
 
 bool needsKernel(const FusionGroup &group) {
+  // A collective is a plan step that calls the communicator, not a kernel.
   return group.kind != GroupKind::Alias && group.kind != GroupKind::Constant &&
+         group.root->info().category != ir::OpCategory::Collective &&
          group.root->type().numElements() > 0;
 }
 

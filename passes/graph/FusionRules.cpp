@@ -46,7 +46,8 @@ FusionRole fusionRole(const ir::Node &node) {
   case OpCategory::Elementwise:
   case OpCategory::DataMovement: return FusionRole::Free;
   case OpCategory::Reduction:
-  case OpCategory::Contraction: return FusionRole::Anchor;
+  case OpCategory::Contraction:
+  case OpCategory::Collective: return FusionRole::Anchor; // alone: anchorKind gives Opaque
   }
   KILN_UNREACHABLE("unknown op category");
 }

@@ -18,7 +18,7 @@ namespace kiln::runtime::bundle {
 
 inline constexpr std::string_view kBundleMagic = "KILNAOT\n";
 /// Bumped whenever a section's layout changes; a bundle of another version is rejected.
-inline constexpr uint32_t kBundleFormatVersion = 2; ///< 2: launch dims carry tensor maps
+inline constexpr uint32_t kBundleFormatVersion = 3; ///< 2: launch dims carry tensor maps; 3: step kinds (all_reduce)
 inline constexpr SectionFileFormat kBundleFormat{kBundleMagic, kBundleFormatVersion,
                                                  "kiln bundle"};
 

@@ -113,6 +113,8 @@ Expected<CompiledModel> loadHost(ParsedBundle &parsed, const BundleLoadOptions &
            SharedObject::load(parsed.hostCode, "the bundle's host code"));
   LaunchPlan plan = std::move(parsed.hostPlan->plan);
   for (PlanStep &step : plan.steps) {
+    if (step.kind != StepKind::Kernel)
+      continue; // a collective calls the run's communicator
     auto fn = reinterpret_cast<CpuKernelFn>(object->symbol(step.kernelName));
     if (!fn)
       return makeError(ErrorCode::FormatError,
@@ -164,6 +166,8 @@ Expected<CompiledModel> loadGpu(ParsedBundle &parsed, std::string &code) {
   }
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     PlanStep &step = plan.steps[i];
+    if (step.kind != StepKind::Kernel)
+      continue; // a collective calls the run's communicator
     KILN_TRY(std::shared_ptr<const DeviceKernel> kernel,
              module->kernel(step.kernelName, *arch.plan.stepDims[i]));
     step.entry = KernelEntry::device(std::move(kernel));

@@ -146,8 +146,13 @@ std::string encodePlan(const LaunchPlan &plan, const std::vector<LaunchDims> &st
       out.i32(arg);
     out.i64(step.flops);
     out.i64(step.bytesMoved);
-    out.u8(stepDims.empty() ? 0 : 1);
-    if (!stepDims.empty()) {
+    out.u8(static_cast<uint8_t>(step.kind));
+    if (step.kind == StepKind::AllReduce)
+      out.u8(static_cast<uint8_t>(step.reduceOp));
+    // A collective launches no kernel: it has no launch dims.
+    bool withDims = !stepDims.empty() && step.kind == StepKind::Kernel;
+    out.u8(withDims ? 1 : 0);
+    if (withDims) {
       const LaunchDims &dims = stepDims[i];
       for (int axis = 0; axis < 3; ++axis)
         out.u32(dims.grid[axis]);
@@ -205,6 +210,18 @@ Expected<StoredPlan> decodePlan(std::string_view bytes, std::string_view section
       arg = in.i32("a kernel argument");
     step.flops = in.i64("a step's flops");
     step.bytesMoved = in.i64("a step's bytes moved");
+    uint8_t kind = in.u8("a step kind");
+    if (kind > static_cast<uint8_t>(StepKind::AllReduce))
+      in.fail(fmt::format("step kind code {} is unknown", kind));
+    else
+      step.kind = static_cast<StepKind>(kind);
+    if (step.kind == StepKind::AllReduce) {
+      uint8_t op = in.u8("an all-reduce op");
+      if (op > static_cast<uint8_t>(dist::ReduceOp::Mean))
+        in.fail(fmt::format("all-reduce op code {} is unknown", op));
+      else
+        step.reduceOp = static_cast<dist::ReduceOp>(op);
+    }
     if (in.u8("a launch-dims flag") != 0) {
       LaunchDims dims;
       for (int axis = 0; axis < 3; ++axis)
@@ -240,7 +257,12 @@ Expected<StoredPlan> decodePlan(std::string_view bytes, std::string_view section
 
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const std::optional<LaunchDims> &dims = stored.stepDims[i];
-    if (requireDims && !dims)
+    bool collective = plan.steps[i].kind != StepKind::Kernel;
+    if (collective && dims)
+      return makeError(ErrorCode::FormatError,
+                       fmt::format("section '{}': collective step {} ('{}') has launch dims",
+                                   section, i, plan.steps[i].kernelName));
+    if (requireDims && !dims && !collective)
       return makeError(ErrorCode::FormatError,
                        fmt::format("section '{}': step {} ('{}') has no launch dims", section, i,
                                    plan.steps[i].kernelName));
@@ -342,6 +364,9 @@ Expected<void> validatePlan(const LaunchPlan &plan) {
     const PlanStep &step = plan.steps[s];
     if (step.kernelName.empty())
       return std::unexpected(invalid(fmt::format("step {} has no kernel name", s)));
+    if (step.kind == StepKind::AllReduce && step.args.size() != 2)
+      return std::unexpected(invalid(fmt::format("all_reduce step {} ('{}') passes {} buffers, not 2",
+                                                 s, step.kernelName, step.args.size())));
     for (int arg : step.args)
       if (arg < 0 || static_cast<size_t>(arg) >= plan.buffers.size())
         return std::unexpected(invalid(fmt::format("step {} ('{}') passes buffer {} of {}", s,

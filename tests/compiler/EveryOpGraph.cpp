@@ -67,6 +67,10 @@ void buildEveryOpGraph(CompileCase &c, int64_t batch) {
                                 constant(c.graph(), HostTensor::fromDoubles(
                                                         DType::F32, {4}, std::vector<double>{
                                                                              1, 2, 3, 4})));
+  // A collective: with no communicator the compiled model's all_reduce step is a copy.
+  c.output("all_reduce", c.graph().apply(ir::OpKind::AllReduce, {e * 2.0},
+                                         {{"op", std::string("mean")}},
+                                         std::source_location::current()));
 }
 
 } // namespace kiln::test

@@ -172,7 +172,8 @@ TEST_CASE("every op in the table has a FLOP rule that fits its category", "[cost
       CHECK((*rule == FlopRule::MatMul || *rule == FlopRule::Conv2D ||
              *rule == FlopRule::Attention));
       break;
-    case ir::OpCategory::DataMovement: CHECK(*rule == FlopRule::Free); break;
+    case ir::OpCategory::DataMovement:
+    case ir::OpCategory::Collective: CHECK(*rule == FlopRule::Free); break;
     }
   }
 }

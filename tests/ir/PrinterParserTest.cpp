@@ -144,6 +144,7 @@ std::vector<OpCase> opCases() {
       {OpKind::Constant,
        {},
        {{"dtype", D::F16}, {"shape", I{2, 2}}, {"value", F{0.5, -2.0, 1e-3, 65504.0}}}},
+      {OpKind::AllReduce, {f32x23}, {{"op", std::string("mean")}}},
   };
   return cases;
 }

@@ -806,6 +806,20 @@ void addMovementRows(Rows &rows) {
   rows.push_back(wrongCount(Constant, 1, "constant: expects 0 operands, got 1"));
 }
 
+// ---- Collective -------------------------------------------------------------------------------
+void addCollectiveRows(Rows &rows) {
+  using enum OpKind;
+  rows.push_back(valid(AllReduce, {f32({3, 5})}, {}, f32({3, 5})));
+  rows.push_back(valid(AllReduce, {i32({7})}, {{"op", std::string("sum")}}, i32({7})));
+  rows.push_back(valid(AllReduce, {f16({2})}, {{"op", std::string("mean")}}, f16({2})));
+  rows.push_back(invalid(AllReduce, {f32({3})}, {{"op", std::string("max")}},
+                         "all_reduce: op must be \"sum\" or \"mean\", got \"max\""));
+  rows.push_back(invalid(AllReduce, {i32({3})}, {{"op", std::string("mean")}},
+                         "all_reduce: op \"mean\" needs a floating-point operand, got i32"));
+  rows.push_back(invalid(AllReduce, {boolean({3})}, {}, "all_reduce: operand 0 must be numeric, got bool"));
+  rows.push_back(wrongCount(AllReduce, 2, "all_reduce: expects 1 operand, got 2"));
+}
+
 const Rows &allRows() {
   static const Rows rows = [] {
     Rows built;
@@ -816,6 +830,7 @@ const Rows &allRows() {
     addContractionRows(built);
     addCompositeRows(built);
     addMovementRows(built);
+    addCollectiveRows(built);
     return built;
   }();
   return rows;

@@ -160,6 +160,39 @@ TEST_CASE("a launch plan survives encoding and decoding field for field", "[bund
                                                 Catch::Contains("no launch dims"));
 }
 
+TEST_CASE("an all_reduce step keeps its kind and op and carries no launch dims", "[bundle]") {
+  LaunchPlan plan = samplePlan();
+  PlanStep reduce{"t_all_reduce", {}, {3, 3}, 0, 120};
+  reduce.kind = StepKind::AllReduce;
+  reduce.reduceOp = dist::ReduceOp::Mean;
+  plan.steps.insert(plan.steps.begin() + 1, reduce);
+  LaunchDims dims;
+  dims.grid = {1, 1, 1};
+  dims.block = {32, 1, 1};
+  // A device plan: kernels need launch dims, the collective has none.
+  auto decoded = decodePlan(encodePlan(plan, {dims, dims, dims}), "plan", /*requireDims=*/true);
+  REQUIRE(decoded);
+  REQUIRE(decoded->plan.steps.size() == 3);
+  const PlanStep &back = decoded->plan.steps[1];
+  CHECK(back.kind == StepKind::AllReduce);
+  CHECK(back.reduceOp == dist::ReduceOp::Mean);
+  CHECK(back.kernelName == "t_all_reduce");
+  CHECK(back.args == std::vector<int>{3, 3});
+  CHECK_FALSE(decoded->stepDims[1]);
+  CHECK(decoded->plan.steps[0].kind == StepKind::Kernel);
+  CHECK(decoded->stepDims[2]);
+  // A host plan round-trips the same way.
+  auto host = decodePlan(encodePlan(plan), "plan", /*requireDims=*/false);
+  REQUIRE(host);
+  CHECK(host->plan.steps[1].kind == StepKind::AllReduce);
+  CHECK(host->plan.steps[2].kind == StepKind::Kernel);
+
+  plan.steps[1].args = {3};
+  auto invalid = validatePlan(plan);
+  REQUIRE_FALSE(invalid);
+  CHECK_THAT(invalid.error().message(), Catch::Contains("all_reduce step 1 ('t_all_reduce') passes 1 buffers, not 2"));
+}
+
 TEST_CASE("a plan that indexes outside itself is rejected with what is wrong", "[bundle]") {
   auto rejects = [](LaunchPlan plan, const std::string &expected) {
     auto decoded = decodePlan(encodePlan(plan), "plan", false);
