@@ -2,7 +2,8 @@
 // kiln calls, and turning every nvrtcResult and compile log into an Error.
 #include "codegen/cuda/Nvrtc.h"
 
-#include <dlfcn.h>
+#include "support/SharedLibrary.h"
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -57,13 +58,13 @@ Expected<NvrtcApi> loadNvrtc() {
   void *library = nullptr;
   std::string opened;
   for (const std::string &path : candidateLibraries()) {
-    library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (library) {
+    auto handle = openSharedLibrary(path);
+    if (handle) {
+      library = *handle;
       opened = path;
       break;
     }
-    const char *why = dlerror();
-    tried.push_back(why ? std::string(why) : path);
+    tried.push_back(handle.error().message());
   }
   if (!library) {
     Error error(ErrorCode::Unavailable,
@@ -77,11 +78,7 @@ Expected<NvrtcApi> loadNvrtc() {
   NvrtcApi api;
   api.libraryPath = opened;
   std::vector<std::string> missing;
-  auto need = [&](const char *symbol, auto &slot) {
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(library, symbol));
-    if (!slot)
-      missing.push_back(symbol);
-  };
+  auto need = [&](const char *symbol, auto &slot) { resolveSymbol(library, symbol, slot, missing); };
   need("nvrtcGetErrorString", api.getErrorString);
   need("nvrtcVersion", api.version);
   need("nvrtcCreateProgram", api.createProgram);

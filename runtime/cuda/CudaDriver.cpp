@@ -2,7 +2,8 @@
 // through cuGetProcAddress, and turning every CUresult into an Error.
 #include "runtime/cuda/CudaDriver.h"
 
-#include <dlfcn.h>
+#include "support/SharedLibrary.h"
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -21,11 +22,6 @@ std::vector<std::string> toolkitStubPaths() {
     paths.push_back(fmt::format("{}/lib64/stubs/libcuda.so", cudaHome));
   paths.push_back("/usr/local/cuda/lib64/stubs/libcuda.so");
   return paths;
-}
-
-std::string dlerrorText(const std::string &path) {
-  const char *why = dlerror();
-  return why ? std::string(why) : path + ": cannot open";
 }
 
 /// The four functions needed before the driver is known to be real and
@@ -53,7 +49,7 @@ std::string resultName(const BootstrapApi &api, CUresult result) {
 }
 
 template <typename Fn> bool resolveExported(void *library, const char *symbol, Fn &slot) {
-  slot = reinterpret_cast<Fn>(dlsym(library, symbol));
+  slot = reinterpret_cast<Fn>(findSymbol(library, symbol));
   return slot != nullptr;
 }
 
@@ -88,9 +84,10 @@ Expected<void> resolveTable(const BootstrapApi &boot, const std::string &path,
 /// Opens one candidate and initializes it. On failure says why, in a sentence
 /// that names the library.
 std::expected<std::unique_ptr<CudaDriver>, Rejection> openCandidate(const std::string &path) {
-  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!library)
-    return std::unexpected(Rejection{dlerrorText(path), Rejection::Missing});
+  auto opened = openSharedLibrary(path);
+  if (!opened)
+    return std::unexpected(Rejection{opened.error().message(), Rejection::Missing});
+  void *library = *opened;
   BootstrapApi boot;
   resolveExported(library, "cuGetErrorName", boot.getErrorName);
   if (!resolveExported(library, "cuInit", boot.init) ||

@@ -2,7 +2,8 @@
 // turning every cudnnStatus_t into an Error.
 #include "runtime/cudnn/CudnnApi.h"
 
-#include <dlfcn.h>
+#include "support/SharedLibrary.h"
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -21,24 +22,12 @@ constexpr const char *kOptionalNote =
 /// cuDNN 9's versions are major * 10000 + minor * 100 + patch.
 constexpr size_t kMajorScale = 10000;
 
-std::string dlerrorText(const std::string &path) {
-  const char *why = dlerror();
-  return why ? std::string(why) : path + ": cannot open";
-}
-
 /// Opens one candidate: the library, every entry point, and a version check.
 Expected<std::unique_ptr<CudnnLibrary>> openCandidate(const std::string &path) {
-  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle)
-    return makeError(ErrorCode::Unavailable, dlerrorText(path));
+  KILN_TRY(void *handle, openSharedLibrary(path));
   auto api = std::make_unique<CudnnApi>();
   std::vector<std::string> missing;
-  auto resolve = [&](const char *symbol, auto &slot) {
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(handle, symbol));
-    if (!slot)
-      missing.push_back(symbol);
-  };
-#define KILN_CUDNN_RESOLVE(name) resolve(#name, api->name);
+#define KILN_CUDNN_RESOLVE(name) resolveSymbol(handle, #name, api->name, missing);
   KILN_CUDNN_FUNCTIONS(KILN_CUDNN_RESOLVE)
 #undef KILN_CUDNN_RESOLVE
   if (!missing.empty())

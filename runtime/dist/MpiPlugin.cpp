@@ -1,9 +1,10 @@
 // Finding and loading libkiln_mpi.so, and checking that it was built with this kiln.
 #include "runtime/dist/MpiPlugin.h"
 
+#include "support/SharedLibrary.h"
 #include "support/Version.h"
 
-#include <dlfcn.h>
+#include <dlfcn.h> // dladdr
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,11 +18,6 @@ namespace {
 
 using EntryFunction = const MpiPluginEntry *(*)();
 
-std::string dlerrorText(const std::string &path) {
-  const char *why = dlerror();
-  return why ? std::string(why) : path + ": cannot open";
-}
-
 /// The directory of the library that holds this function: libkiln_rt's.
 std::filesystem::path runtimeLibraryDirectory() {
   Dl_info info{};
@@ -33,10 +29,8 @@ std::filesystem::path runtimeLibraryDirectory() {
 /// Opens one candidate and resolves its entry. RTLD_GLOBAL: Open MPI dlopens its own
 /// components, which expect libmpi's symbols to be global.
 Expected<const MpiPluginEntry *> openCandidate(const std::string &path) {
-  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (!library)
-    return makeError(ErrorCode::Unavailable, dlerrorText(path));
-  auto entry = reinterpret_cast<EntryFunction>(dlsym(library, kMpiPluginEntrySymbol));
+  KILN_TRY(void *library, openSharedLibrary(path, /*global=*/true));
+  auto entry = reinterpret_cast<EntryFunction>(findSymbol(library, kMpiPluginEntrySymbol));
   if (!entry)
     return makeError(ErrorCode::Unavailable,
                      fmt::format("{} is not kiln's MPI plugin: it lacks {}", path,

@@ -3,8 +3,8 @@
 #include "runtime/dist/NcclApi.h"
 
 #include "runtime/dist/Communicator.h"
+#include "support/SharedLibrary.h"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -14,23 +14,11 @@
 namespace kiln::runtime::dist {
 namespace {
 
-std::string dlerrorText(const std::string &path) {
-  const char *why = dlerror();
-  return why ? std::string(why) : path + ": cannot open";
-}
-
 Expected<std::unique_ptr<NcclLibrary>> openCandidate(const std::string &path) {
-  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle)
-    return makeError(ErrorCode::Unavailable, dlerrorText(path));
+  KILN_TRY(void *handle, openSharedLibrary(path));
   auto api = std::make_unique<NcclApi>();
   std::vector<std::string> missing;
-  auto resolve = [&](const char *symbol, auto &slot) {
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(handle, symbol));
-    if (!slot)
-      missing.push_back(symbol);
-  };
-#define KILN_NCCL_RESOLVE(name) resolve(#name, api->name);
+#define KILN_NCCL_RESOLVE(name) resolveSymbol(handle, #name, api->name, missing);
   KILN_NCCL_FUNCTIONS(KILN_NCCL_RESOLVE)
 #undef KILN_NCCL_RESOLVE
   if (!missing.empty())
