@@ -5,7 +5,9 @@
 
 #include "support/Error.h"
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln {
@@ -25,6 +27,37 @@ void resolveSymbol(void *library, const char *symbol, Fn &slot,
   slot = reinterpret_cast<Fn>(findSymbol(library, symbol));
   if (!slot)
     missing.push_back(symbol);
+}
+
+/// How a loader names an optional library in its errors.
+struct LibraryDescription {
+  std::string_view name;      ///< "cuDNN"
+  std::string_view soname;    ///< "libcudnn.so.9"
+  std::string_view envVar;    ///< "KILN_CUDNN": a path that replaces the search
+  std::string_view neededFor; ///< a note: what kiln needs it for
+  std::string_view install;   ///< "cuDNN 9": what to install
+};
+
+/// The error when no candidate was usable: one sentence naming the library and either the
+/// forced path (`forced`: the candidates are $envVar alone) or every path tried, each
+/// candidate's reason as a note, then what it is needed for and how to get it.
+Error unavailableLibrary(const LibraryDescription &library,
+                         const std::vector<std::string> &candidates,
+                         const std::vector<std::string> &reasons, bool forced);
+
+/// The first of `candidates` that `open` accepts, else unavailableLibrary's error.
+template <typename T>
+Expected<T> openFirstUsable(const LibraryDescription &library,
+                            const std::vector<std::string> &candidates, bool forced,
+                            const std::function<Expected<T>(const std::string &)> &open) {
+  std::vector<std::string> reasons;
+  for (const std::string &path : candidates) {
+    auto opened = open(path);
+    if (opened)
+      return opened;
+    reasons.push_back(opened.error().message());
+  }
+  return std::unexpected(unavailableLibrary(library, candidates, reasons, forced));
 }
 
 } // namespace kiln

@@ -46,26 +46,10 @@ Expected<std::unique_ptr<CudnnLibrary>> openCandidate(const std::string &path) {
 
 Expected<std::unique_ptr<CudnnLibrary>> loadLibrary(const std::vector<std::string> &candidates,
                                                     bool forced) {
-  std::vector<std::string> reasons;
-  for (const std::string &path : candidates) {
-    auto opened = openCandidate(path);
-    if (opened)
-      return std::move(*opened);
-    reasons.push_back(opened.error().message());
-  }
-  Error error(ErrorCode::Unavailable,
-              forced ? fmt::format("cuDNN is unavailable: KILN_CUDNN={}: {}", candidates.front(),
-                                   reasons.front())
-                     : fmt::format("cuDNN is unavailable: libcudnn.so.9 was not found or not "
-                                   "usable (tried {})",
-                                   fmt::join(candidates, ", ")));
-  if (!forced)
-    for (const std::string &reason : reasons)
-      error.withNote(reason);
-  error.withNote(kOptionalNote);
-  error.withNote(forced ? "unset KILN_CUDNN to search the usual places for libcudnn.so.9"
-                        : "install cuDNN 9, or set KILN_CUDNN to the path of libcudnn.so.9");
-  return std::unexpected(std::move(error));
+  static constexpr LibraryDescription kCudnn{"cuDNN", "libcudnn.so.9", "KILN_CUDNN",
+                                             kOptionalNote, "cuDNN 9"};
+  return openFirstUsable<std::unique_ptr<CudnnLibrary>>(kCudnn, candidates, forced,
+                                                        openCandidate);
 }
 
 ErrorCode errorCodeFor(cudnnStatus_t status) {

@@ -38,27 +38,11 @@ Expected<std::unique_ptr<NcclLibrary>> openCandidate(const std::string &path) {
 
 Expected<std::unique_ptr<NcclLibrary>> loadLibrary(const std::vector<std::string> &candidates,
                                                    bool forced) {
-  std::vector<std::string> reasons;
-  for (const std::string &path : candidates) {
-    auto opened = openCandidate(path);
-    if (opened)
-      return std::move(*opened);
-    reasons.push_back(opened.error().message());
-  }
-  Error error(ErrorCode::Unavailable,
-              forced ? fmt::format("NCCL is unavailable: KILN_LIBNCCL={}: {}", candidates.front(),
-                                   reasons.front())
-                     : fmt::format("NCCL is unavailable: libnccl.so.2 was not found or not "
-                                   "usable (tried {})",
-                                   fmt::join(candidates, ", ")));
-  if (!forced)
-    for (const std::string &reason : reasons)
-      error.withNote(reason);
-  error.withNote("NCCL is needed for collectives on GPU buffers only; MPI reduces host buffers");
-  error.withNote(forced ? "unset KILN_LIBNCCL to search the usual places for libnccl.so.2"
-                        : "install NCCL 2 (the CUDA toolkit's libnccl), or set KILN_LIBNCCL to "
-                          "the path of libnccl.so.2");
-  return std::unexpected(std::move(error));
+  static constexpr LibraryDescription kNccl{
+      "NCCL", "libnccl.so.2", "KILN_LIBNCCL",
+      "NCCL is needed for collectives on GPU buffers only; MPI reduces host buffers",
+      "NCCL 2 (the CUDA toolkit's libnccl)"};
+  return openFirstUsable<std::unique_ptr<NcclLibrary>>(kNccl, candidates, forced, openCandidate);
 }
 
 ErrorCode errorCodeFor(ncclResult_t result) {
