@@ -489,3 +489,37 @@ TEST_CASE("a bucket costs a concat, the collective and a copy out per gradient",
   CHECK(split - alone <= 2 * kGradients);
   CHECK(splitBytes - aloneBytes <= 2 * kGradientBytes);
 }
+
+TEST_CASE("data-parallel training refuses what it cannot shard or reduce", "[dist][training]") {
+  TrainingOptions options = cpuOptions(OptimizerOptions::sgd(0.1));
+  // An input that is not batch-major: the rows of a shard are unknown.
+  auto model = std::make_unique<Graph>("unbatched", 3);
+  Tensor x = model->input("x", {4, 5});
+  Tensor labels = model->input("labels", {4}, DType::I32);
+  Tensor temperature = model->input("temperature", {1});
+  nn::Dense dense(3);
+  Tensor logits = dense(*model, x) * temperature;
+  model->output("loss", nn::softmaxCrossEntropy(logits, labels));
+  auto group = test::ThreadedRanks::create(2);
+  auto refused = group->run([&](int, auto communicator) {
+    TrainingOptions ranked = options;
+    ranked.communicator = std::move(communicator);
+    return Trainer::create(*model, ranked);
+  });
+  for (auto &result : refused) {
+    REQUIRE_FALSE(result);
+    CHECK(result.error().code() == ErrorCode::ShapeMismatch);
+    CHECK_THAT(result.error().message(),
+               Catch::Contains("every model input must be batch-major with the same rows") &&
+                   Catch::Contains("'temperature' is f32[1]"));
+  }
+  // A device communicator: the Trainer's own collectives need host buffers.
+  auto device = test::ThreadedRanks::create(2, std::chrono::seconds(30),
+                                            runtime::dist::MemorySpace::Device);
+  options.communicator = device->communicator(0);
+  auto onDevice = Trainer::create(*test::buildMlp({.batch = 4}), options);
+  REQUIRE_FALSE(onDevice);
+  CHECK(onDevice.error().code() == ErrorCode::Unsupported);
+  CHECK_THAT(onDevice.error().message(), Catch::Contains("needs a host communicator"));
+  CHECK(device->calls(0).empty());
+}
