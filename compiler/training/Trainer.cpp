@@ -49,15 +49,15 @@ Trainer::Trainer(TrainingOptions options, TrainingProgram program)
 
 Expected<Trainer> Trainer::create(const Graph &model, TrainingOptions options) {
   bool dataParallel = options.dataParallel();
-  if (dataParallel && options.communicator->memorySpace() != runtime::dist::MemorySpace::Host)
-    return makeError(ErrorCode::Unsupported,
-                     fmt::format("data-parallel training on {}: the Trainer needs a host "
-                                 "communicator and a host (CPU) program; device programs with "
-                                 "NCCL are not supported yet",
+  if (dataParallel &&
+      options.communicator->hostCommunicator().memorySpace() != runtime::dist::MemorySpace::Host)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("data-parallel training on {}: the communicator has no host "
+                                 "communicator beside it for the trainer's own exchanges",
                                  runtime::dist::describeRank(*options.communicator)));
   Expected<TrainingProgram> program = buildTrainingProgram(model, options);
   if (dataParallel)
-    KILN_TRY_VOID(agreeOnOutcome(*options.communicator, outcomeOf(program),
+    KILN_TRY_VOID(agreeOnOutcome(options.communicator->hostCommunicator(), outcomeOf(program),
                                  "building the training program"));
   if (!program)
     return std::unexpected(program.error());
@@ -68,17 +68,35 @@ Expected<Trainer> Trainer::create(const Graph &model, TrainingOptions options) {
   if (dataParallel)
     KILN_TRY_VOID(trainer.joinRanks(initial));
   Expected<void> compiled = trainer.compilePrograms(initial);
-  if (compiled && dataParallel && trainer.stateModel().device())
-    compiled = makeError(ErrorCode::Unsupported,
-                         "data-parallel training: the program was compiled for a device, but "
-                         "the Trainer reduces gradients with a host communicator (device "
-                         "programs with NCCL are not supported yet); use the CPU target");
+  if (compiled && dataParallel)
+    compiled = trainer.checkMemorySpace();
   KILN_TRY_VOID(trainer.agreeAcrossRanks(compiled, "compiling the training program"));
   return trainer;
 }
 
+Expected<void> Trainer::checkMemorySpace() const {
+  // The program's all_reduce steps call the communicator with its own buffers.
+  bool onDevice = stateModel().device() != nullptr;
+  const runtime::dist::Communicator &communicator = *options_.communicator;
+  if ((communicator.memorySpace() == runtime::dist::MemorySpace::Device) == onDevice)
+    return {};
+  return makeError(ErrorCode::InvalidArgument,
+                   fmt::format("data-parallel training: the program keeps its tensors on the "
+                               "{}, but the communicator ({}) reduces {} buffers; {}",
+                               onDevice ? "device" : "host",
+                               runtime::dist::describeRank(communicator),
+                               onDevice ? "host" : "device",
+                               onDevice ? "open an NCCL communicator over the host one "
+                                          "(openNcclCommunicator)"
+                                        : "train a host program with the host communicator"));
+}
+
+runtime::dist::Communicator &Trainer::hostCommunicator() const {
+  return options_.communicator->hostCommunicator();
+}
+
 Expected<void> Trainer::joinRanks(NamedTensors &initial) {
-  runtime::dist::Communicator &communicator = *options_.communicator;
+  runtime::dist::Communicator &communicator = hostCommunicator();
   Expected<int64_t> rows = batchRows(batchInputs_);
   KILN_TRY_VOID(agreeOnOutcome(communicator, outcomeOf(rows), "finding the batch's rows"));
   KILN_TRY(shards_, agreeOnShards(communicator, *rows));
@@ -92,7 +110,7 @@ Expected<void> Trainer::agreeAcrossRanks(const Expected<void> &local,
                                          std::string_view what) const {
   if (!options_.dataParallel())
     return local;
-  return agreeOnOutcome(*options_.communicator, local, what);
+  return agreeOnOutcome(hostCommunicator(), local, what);
 }
 
 RunOptions Trainer::runOptions() const {
@@ -330,7 +348,7 @@ Expected<double> Trainer::globalLoss(double shardLoss) {
   // Each rank's loss is its shard's mean: weighted like the gradients, the
   // sum is the global batch's mean, so every rank reports (and checks for
   // divergence) the same loss.
-  return sumAcrossRanks(*options_.communicator, shardLoss * shards_->weight());
+  return sumAcrossRanks(hostCommunicator(), shardLoss * shards_->weight());
 }
 
 Expected<StepResult> Trainer::finishStep(const NamedTensors &outputs, StepResult result) {
@@ -380,7 +398,7 @@ Expected<void> Trainer::saveCheckpoint(const std::string &path,
   if (!options_.dataParallel())
     return write();
   // Every rank holds the same state: rank 0 writes it, the others wait here.
-  Expected<void> written = options_.communicator->rank() == 0 ? write() : Expected<void>{};
+  Expected<void> written = hostCommunicator().rank() == 0 ? write() : Expected<void>{};
   return agreeAcrossRanks(written, fmt::format("writing checkpoint {}", path));
 }
 

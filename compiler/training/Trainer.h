@@ -47,8 +47,9 @@ struct StepResult {
 /// they stay there, and a step moves only the batch in and the loss, the
 /// model's outputs and the flags out. Frozen parameters never change.
 ///
-/// Data parallel (options.communicator with several ranks, a host program):
-/// every rank creates a Trainer of the same model whose inputs have its
+/// Data parallel (options.communicator with several ranks: a host one for a
+/// host program, a device one (NCCL) for a device program): every rank creates
+/// a Trainer of the same model whose inputs have its
 /// shard's rows, and steps on its shard of each global batch; the program sums
 /// the weighted gradients across the ranks, so every rank applies the global
 /// batch's update. Every rank must call create, step, saveCheckpoint,
@@ -121,6 +122,11 @@ private:
   Expected<void> compilePrograms(const NamedTensors &initial);
   /// Data parallel: the shards, the program check and rank 0's parameters.
   Expected<void> joinRanks(NamedTensors &initial);
+  /// Data parallel: the program's memory space is the communicator's.
+  Expected<void> checkMemorySpace() const;
+  /// Data parallel: where the trainer's own exchanges run (the communicator,
+  /// or for a device one the host communicator it was opened over).
+  runtime::dist::Communicator &hostCommunicator() const;
   /// `local` as every rank's outcome (one process: `local` itself).
   Expected<void> agreeAcrossRanks(const Expected<void> &local, std::string_view what) const;
   /// The checks of restore(), before anything changes.

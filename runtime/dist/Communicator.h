@@ -61,6 +61,10 @@ public:
   /// fails. Idempotent; the other ranks learn of it through their own timeouts.
   virtual void abort() = 0;
   virtual bool aborted() const = 0;
+  /// The host communicator of the same ranks, for the small host-side exchanges around
+  /// device collectives (a trainer's agreement on shards, program and outcomes): a host
+  /// communicator is its own; a device one returns the host communicator it was opened over.
+  virtual Communicator &hostCommunicator() { return *this; }
 };
 
 /// "rank 1 of 3 (MPI)": how messages name the calling process.

@@ -45,6 +45,8 @@ public:
   Expected<void> barrier() override;
   void abort() override;
   bool aborted() const override { return aborted_; }
+  /// The host communicator this one was opened over.
+  Communicator &hostCommunicator() override { return host_; }
 
   /// Waits until the work enqueued on `stream` so far has finished, polling NCCL's
   /// asynchronous error. When a peer never joins, it fails after the timeout, aborts

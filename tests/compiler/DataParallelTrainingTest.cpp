@@ -36,15 +36,16 @@ struct Workload {
   BatchMaker batch;
 };
 
+/// The MLP with `rows` rows. A builder must not change what it captured: the
+/// ranks' threads call it at once.
+test::MlpShape mlpShape(int64_t rows) {
+  return {.batch = rows, .features = 5, .hidden = 7, .classes = 3};
+}
+
 Workload mlpWorkload() {
-  test::MlpShape shape{.batch = 0, .features = 5, .hidden = 7, .classes = 3};
-  return {[shape](int64_t rows) mutable {
-            shape.batch = rows;
-            return test::buildMlp(shape);
-          },
-          [shape](int64_t rows, uint64_t index) mutable {
-            shape.batch = rows;
-            return test::separableBatch(shape, 1000 + index);
+  return {[](int64_t rows) { return test::buildMlp(mlpShape(rows)); },
+          [](int64_t rows, uint64_t index) {
+            return test::separableBatch(mlpShape(rows), 1000 + index);
           }};
 }
 
@@ -285,10 +286,8 @@ TEST_CASE("2 and 3 ranks on shards of the global batches end where one trainer e
 
 TEST_CASE("data parallel composes with gradient accumulation and frozen parameters",
           "[dist][training]") {
-  test::MlpShape shape{.batch = 0, .features = 5, .hidden = 7, .classes = 3};
-  Workload frozenMlp{[shape](int64_t rows) mutable {
-                       shape.batch = rows;
-                       return test::buildMlp(shape, /*freezeFirstLayer=*/true);
+  Workload frozenMlp{[](int64_t rows) {
+                       return test::buildMlp(mlpShape(rows), /*freezeFirstLayer=*/true);
                      },
                      mlpWorkload().batch};
   TrainingOptions options = cpuOptions(OptimizerOptions::adam(0.05));
@@ -300,7 +299,8 @@ TEST_CASE("data parallel composes with gradient accumulation and frozen paramete
   });
   std::vector<RunResult> ranks;
   for (auto &result : results) {
-    REQUIRE(result);
+    if (!result)
+      FAIL(result.error().str());
     ranks.push_back(std::move(*result));
   }
   checkRanksMatch(single, ranks);
@@ -352,7 +352,8 @@ TEST_CASE("an overflow on one rank makes every rank skip the step", "[dist][trai
   });
   for (int rank = 0; rank < 3; ++rank) {
     CAPTURE(rank);
-    REQUIRE(results[rank]);
+    if (!results[rank])
+      FAIL(results[rank].error().str());
     const RunResult &run = *results[rank];
     CHECK_FALSE(run.steps[0].skipped);
     CHECK(run.steps[kOverflowStep].skipped);
@@ -415,7 +416,8 @@ TEST_CASE("a checkpoint written by 2 ranks resumes on 3 where one trainer goes o
     return trainRank(work, options, 10, 3, 2, rank, std::move(communicator), 0, save);
   });
   for (auto &result : saved)
-    REQUIRE(result);
+    if (!result)
+      FAIL(result.error().str());
   CHECK(dir.entries() == std::set<std::string>{"ranks.safetensors"});
 
   auto three = test::ThreadedRanks::create(3);
@@ -427,7 +429,8 @@ TEST_CASE("a checkpoint written by 2 ranks resumes on 3 where one trainer goes o
   });
   std::vector<RunResult> ranks;
   for (auto &result : resumed) {
-    REQUIRE(result);
+    if (!result)
+      FAIL(result.error().str());
     ranks.push_back(std::move(*result));
   }
   for (const RunResult &rank : ranks) {
@@ -513,13 +516,72 @@ TEST_CASE("data-parallel training refuses what it cannot shard or reduce", "[dis
                Catch::Contains("every model input must be batch-major with the same rows") &&
                    Catch::Contains("'temperature' is f32[1]"));
   }
-  // A device communicator: the Trainer's own collectives need host buffers.
+  // A device communicator with no host one beneath it: the Trainer's own
+  // exchanges need host buffers.
   auto device = test::ThreadedRanks::create(2, std::chrono::seconds(30),
                                             runtime::dist::MemorySpace::Device);
   options.communicator = device->communicator(0);
-  auto onDevice = Trainer::create(*test::buildMlp({.batch = 4}), options);
-  REQUIRE_FALSE(onDevice);
-  CHECK(onDevice.error().code() == ErrorCode::Unsupported);
-  CHECK_THAT(onDevice.error().message(), Catch::Contains("needs a host communicator"));
+  auto alone = Trainer::create(*test::buildMlp({.batch = 4}), options);
+  REQUIRE_FALSE(alone);
+  CHECK_THAT(alone.error().message(), Catch::Contains("has no host communicator beside it"));
   CHECK(device->calls(0).empty());
+
+  // The program's memory space and the communicator's must agree.
+  for (TargetKind target : {TargetKind::Cpu, TargetKind::Sim}) {
+    bool onDevice = target == TargetKind::Sim;
+    CAPTURE(onDevice);
+    auto host = test::ThreadedRanks::create(2);
+    auto wrong = test::ThreadedRanks::create(2, std::chrono::seconds(30),
+                                             runtime::dist::MemorySpace::Device);
+    auto results = host->run([&](int rank, auto hostCommunicator) {
+      TrainingOptions ranked = options;
+      ranked.compile.target = target;
+      ranked.communicator = onDevice ? hostCommunicator : wrong->communicator(rank, hostCommunicator);
+      return Trainer::create(*test::buildMlp({.batch = 4}), ranked);
+    });
+    for (auto &result : results) {
+      REQUIRE_FALSE(result);
+      CHECK_THAT(result.error().message(),
+                 Catch::Contains(onDevice ? "keeps its tensors on the device, but the "
+                                            "communicator (rank"
+                                          : "keeps its tensors on the host, but the "
+                                            "communicator (rank"));
+    }
+  }
+}
+
+TEST_CASE("data parallel on the simulator device: a device communicator beside a host one",
+          "[dist][training][sim]") {
+  // As with NCCL over MPI: the program's all_reduce steps get the device
+  // communicator (simulator memory, reduced in place), the trainer's own
+  // exchanges its host communicator.
+  Workload work = mlpWorkload();
+  TrainingOptions options = cpuOptions(OptimizerOptions::sgd(0.3, 0.9));
+  options.compile.target = TargetKind::Sim;
+  options.clipGlobalNorm = 0.05;
+  RunResult single = trainSingle(work, options, 9, 2);
+  auto host = test::ThreadedRanks::create(2);
+  auto device = test::ThreadedRanks::create(2, std::chrono::seconds(30),
+                                            runtime::dist::MemorySpace::Device);
+  auto results = host->run([&](int rank, auto hostCommunicator) {
+    return trainRank(work, options, 9, 2, 2, rank,
+                     device->communicator(rank, std::move(hostCommunicator)));
+  });
+  std::vector<RunResult> ranks;
+  for (auto &result : results) {
+    if (!result)
+      FAIL(result.error().str());
+    ranks.push_back(std::move(*result));
+  }
+  checkRanksMatch(single, ranks);
+  // The gradients went through the device communicator, once per step.
+  int64_t gradientReductions = 0;
+  for (const auto &call : device->calls(0))
+    gradientReductions += call.collective == "allReduce" ? 1 : 0;
+  CHECK(gradientReductions == 2);
+  // The host one carried the rest: rows, hash and outcomes (i64), the loss
+  // (f64), and the parameters' broadcast; no f32 reduction.
+  for (const auto &call : host->calls(0))
+    if (call.collective == "allReduce")
+      CHECK(call.dtype != DType::F32);
 }

@@ -37,8 +37,8 @@ public:
     }
   };
 
-  /// `space` Device only for tests of its refusal: the collectives always
-  /// touch the buffers as host memory.
+  /// `space` Device: buffers are the simulator's device memory, which is host
+  /// memory, so the collectives combine them in place all the same.
   static std::shared_ptr<ThreadedRanks>
   create(int size, std::chrono::milliseconds timeout = std::chrono::seconds(30),
          runtime::dist::MemorySpace space = runtime::dist::MemorySpace::Host) {
@@ -47,7 +47,10 @@ public:
 
   int size() const { return size_; }
   runtime::dist::MemorySpace memorySpace() const { return space_; }
-  std::shared_ptr<runtime::dist::Communicator> communicator(int rank);
+  /// Rank `rank`'s communicator; `host` is what its hostCommunicator() returns
+  /// (none: itself), as an NCCL communicator returns the host one beneath it.
+  std::shared_ptr<runtime::dist::Communicator>
+  communicator(int rank, std::shared_ptr<runtime::dist::Communicator> host = nullptr);
 
   /// Every collective `rank` has joined, in order.
   std::vector<Call> calls(int rank) {
@@ -188,8 +191,9 @@ private:
 /// One rank's handle on a ThreadedRanks group.
 class ThreadedCommunicator final : public runtime::dist::Communicator {
 public:
-  ThreadedCommunicator(std::shared_ptr<ThreadedRanks> group, int rank)
-      : group_(std::move(group)), rank_(rank) {}
+  ThreadedCommunicator(std::shared_ptr<ThreadedRanks> group, int rank,
+                       std::shared_ptr<runtime::dist::Communicator> host)
+      : group_(std::move(group)), rank_(rank), host_(std::move(host)) {}
   int rank() const override { return rank_; }
   int size() const override { return group_->size(); }
   runtime::dist::MemorySpace memorySpace() const override { return group_->memorySpace(); }
@@ -213,14 +217,17 @@ public:
   }
   void abort() override { group_->abort(); }
   bool aborted() const override { return false; }
+  Communicator &hostCommunicator() override { return host_ ? *host_ : *this; }
 
 private:
   std::shared_ptr<ThreadedRanks> group_;
   int rank_;
+  std::shared_ptr<runtime::dist::Communicator> host_;
 };
 
-inline std::shared_ptr<runtime::dist::Communicator> ThreadedRanks::communicator(int rank) {
-  return std::make_shared<ThreadedCommunicator>(shared_from_this(), rank);
+inline std::shared_ptr<runtime::dist::Communicator>
+ThreadedRanks::communicator(int rank, std::shared_ptr<runtime::dist::Communicator> host) {
+  return std::make_shared<ThreadedCommunicator>(shared_from_this(), rank, std::move(host));
 }
 
 } // namespace kiln::test
