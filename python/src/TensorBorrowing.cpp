@@ -103,7 +103,8 @@ std::optional<std::string> reasonToCopy(const ForeignTensor &tensor) {
 /// `value`, or its error with `what` in front ("input 'x': cannot make tensor ...").
 template <typename T> T valueFor(const std::string &what, Expected<T> value) {
   if (!value)
-    throw KilnError{Error(value.error().code(), fmt::format("{}: {}", what, value.error().message()))};
+    throw KilnError{
+        Error(value.error().code(), fmt::format("{}: {}", what, value.error().message()))};
   return std::move(*value);
 }
 
@@ -120,8 +121,8 @@ BorrowedOrCopied borrowOrCopy(const ForeignTensor &tensor, std::shared_ptr<const
   std::optional<std::string> reason = *count == 0 ? std::nullopt : reasonToCopy(tensor);
   if (!reason) {
     auto bytes = static_cast<size_t>(*count * dtypeByteSize(tensor.dtype));
-    buffer->tensor = valueFor(
-        what, HostTensor::borrow(tensor.dtype, tensor.shape, {tensor.data, bytes}, std::move(owner)));
+    buffer->tensor = valueFor(what, HostTensor::borrow(tensor.dtype, tensor.shape,
+                                                       {tensor.data, bytes}, std::move(owner)));
     return {buffer, std::nullopt};
   }
   buffer->tensor = valueFor(what, HostTensor::create(tensor.dtype, tensor.shape));
@@ -131,12 +132,21 @@ BorrowedOrCopied borrowOrCopy(const ForeignTensor &tensor, std::shared_ptr<const
 }
 
 std::optional<DType> dtypeOfNumpy(const py::dtype &type) {
-  int64_t size = type.itemsize();
   switch (type.kind()) {
   case 'f':
-    return size == 8 ? DType::F64 : size == 4 ? DType::F32 : size == 2 ? DType::F16 : std::optional<DType>();
+    switch (type.itemsize()) {
+    case 8: return DType::F64;
+    case 4: return DType::F32;
+    case 2: return DType::F16;
+    }
+    return std::nullopt;
   case 'i':
-    return size == 8 ? DType::I64 : size == 4 ? DType::I32 : size == 1 ? DType::I8 : std::optional<DType>();
+    switch (type.itemsize()) {
+    case 8: return DType::I64;
+    case 4: return DType::I32;
+    case 1: return DType::I8;
+    }
+    return std::nullopt;
   case 'b':
     return DType::Bool;
   default:
