@@ -110,8 +110,9 @@ class CompiledModel:
     copied: each numpy array or torch tensor views the memory the run wrote, and never an
     input's."""
 
-    def __init__(self, compiled):
+    def __init__(self, compiled, options):
         self._compiled = compiled
+        self._options = options  # kiln.compile's precision, backend and gpu_arch, for kiln.tune
         self._last_inputs = None  # the last run's input buffers (views or copies), for profile()
         self._last_call_copies = {}
 
@@ -173,4 +174,5 @@ def compile(graph, target="auto", precision="fp32", backend="llvm", gpu_arch="",
     heuristic and the tuning database, and every dump names it."""
     forced = {_schedules.group_id(group): text for group, text in (schedules or {}).items()}
     return CompiledModel(_kiln._compile(graph, target, precision, backend, gpu_arch, kernel_cache,
-                                        forced))
+                                        forced),
+                         {"precision": precision, "backend": backend, "gpu_arch": gpu_arch})
