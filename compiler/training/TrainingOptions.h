@@ -5,7 +5,9 @@
 
 #include "compiler/Compile.h"
 #include "compiler/training/Optimizer.h"
+#include "runtime/dist/Communicator.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -49,6 +51,9 @@ struct TrainingOptions {
   /// fp16-mixed; parameters and optimizer state stay f32 master copies, the
   /// policy lowers the contractions of forward and backward alike).
   CompileOptions compile;
+  /// Data parallel: the ranks whose gradients this trainer averages (null: one
+  /// process). Each step's batch is this rank's shard of the global batch.
+  std::shared_ptr<runtime::dist::Communicator> communicator;
 
   /// Whether dynamic loss scaling is on for these options.
   bool lossScaling() const {
