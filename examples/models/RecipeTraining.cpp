@@ -70,16 +70,14 @@ BatchScore scoreBatch(const HostTensor &logits, const HostTensor &labels, int64_
 
 /// Data parallel: each rank scored its shard; every rank gets the sum over the
 /// ranks (counts stay exact in f64). Nothing to do without a communicator.
-Expected<void> sumOverRanks(runtime::dist::Communicator *ranks, BatchScore &score,
-                            double &lossSum) {
+Expected<void> sumOverRanks(runtime::dist::Communicator *ranks, BatchScore &score) {
   if (!ranks || ranks->size() == 1)
     return {};
   double values[] = {score.lossSum, static_cast<double>(score.correct),
-                     static_cast<double>(score.count), lossSum};
+                     static_cast<double>(score.count)};
   KILN_TRY_VOID(ranks->allReduce(values, std::size(values), DType::F64,
                                  runtime::dist::ReduceOp::Sum));
   score = {values[0], static_cast<int64_t>(values[1]), static_cast<int64_t>(values[2])};
-  lossSum = values[3];
   return {};
 }
 
@@ -142,8 +140,7 @@ Expected<BatchScore> evaluate(CompiledModel &model, const TrainingRecipe &recipe
     total.correct += score.correct;
     total.count += score.count;
   }
-  double unused = 0;
-  KILN_TRY_VOID(sumOverRanks(ranks, total, unused));
+  KILN_TRY_VOID(sumOverRanks(ranks, total));
   return total;
 }
 
@@ -296,9 +293,6 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
   // an epoch's last partial batch is dropped).
   RecipeOptions modelOptions = options.model;
   modelOptions.batch = trainLoader.shardBatchSize();
-  // A step's loss is its shard's mean; weighted by the shard's share of the
-  // global batch, the ranks' losses sum to the global batch's mean.
-  double shardShare = static_cast<double>(modelOptions.batch) / options.model.batch;
   Graph graph(recipe.name, options.seed);
   recipe.build(graph, modelOptions);
   KILN_TRY_VOID(graph.finalize());
@@ -344,7 +338,7 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
       if (batch)
         KILN_TRY_VOID(trainer.prefetch(*batch));
       KILN_TRY(training::StepResult step, trainer.step(microBatches));
-      lossSum += step.loss * shardShare;
+      lossSum += step.loss; // the global batch's (the Trainer sums it over the ranks)
       ++steps;
       epoch.skippedSteps += step.skipped;
       for (size_t i = 0; i < microBatches.size(); ++i) {
@@ -361,13 +355,12 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
       epoch.trainMetric = metricOf(recipe.metric, trainScore);
       epoch.samplesPerSecond =
           steps * accumulation * options.model.batch / std::max(epoch.seconds, 1e-9);
-      // Mid-epoch lines show this rank's shards; the last one the global batches.
+      // Mid-epoch lines show this rank's accuracy; the last one the global batches'.
       if (interactive && steps % 10 == 0 && steps < report.stepsPerEpoch)
         drawProgress(options.progress, epoch, options.epochs, steps, report.stepsPerEpoch,
                      recipe.metric);
     }
-    KILN_TRY_VOID(sumOverRanks(ranks, trainScore, lossSum));
-    epoch.trainLoss = lossSum / steps;
+    KILN_TRY_VOID(sumOverRanks(ranks, trainScore));
     epoch.trainMetric = metricOf(recipe.metric, trainScore);
     drawProgress(options.progress, epoch, options.epochs, steps, report.stepsPerEpoch,
                  recipe.metric);

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <charconv>
-#include <csignal>
 #include <cstdlib>
 #include <limits>
 #include <string_view>
@@ -19,7 +18,7 @@ Expected<std::optional<TrainFault>> trainFaultFromEnvironment() {
   auto malformed = [&] {
     return makeError(ErrorCode::InvalidArgument,
                      fmt::format("$KILN_TRAIN_FAULT is '{}', expected overflow:RANK:STEP or "
-                                 "kill:RANK:STEP (a test hook)",
+                                 "exit:RANK:STEP (a test hook)",
                                  text));
   };
   size_t first = text.find(':');
@@ -30,8 +29,8 @@ Expected<std::optional<TrainFault>> trainFaultFromEnvironment() {
   std::string_view kind = text.substr(0, first);
   if (kind == "overflow")
     fault.kind = TrainFault::Kind::Overflow;
-  else if (kind == "kill")
-    fault.kind = TrainFault::Kind::Kill;
+  else if (kind == "exit")
+    fault.kind = TrainFault::Kind::Exit;
   else
     return malformed();
   auto number = [](std::string_view digits, int64_t &out) {
@@ -49,10 +48,8 @@ faultInjectionHook(TrainFault fault, int64_t rank) {
   return [fault, rank](int64_t step, std::vector<NamedTensors> &microBatches) -> Expected<void> {
     if (rank != fault.rank || step != fault.step)
       return {};
-    if (fault.kind == TrainFault::Kind::Kill) {
-      std::raise(SIGKILL);
-      return {};
-    }
+    if (fault.kind == TrainFault::Kind::Exit)
+      std::_Exit(137);
     for (NamedTensors &batch : microBatches)
       for (auto &[name, tensor] : batch)
         if (isFloatingPoint(tensor.dtype()) && tensor.numElements() > 0)

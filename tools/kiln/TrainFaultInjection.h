@@ -18,10 +18,13 @@ namespace kiln::tool {
 ///             micro-batches to +inf, as an fp16 overflow would, so that rank's
 ///             gradients are not finite (loss scaling must skip the step on every
 ///             rank);
-///   kill      ends the rank with SIGKILL, as a crashed node would (the others
-///             must fail within the collective timeout, naming it).
+///   exit      ends the rank at once (_Exit(137): no destructors, no MPI_Finalize),
+///             as a crashed or killed process vanishes (the others must fail
+///             within the collective timeout, naming it). Not SIGKILL itself:
+///             Open MPI 4.1's mpirun then never returns when told to keep the
+///             survivors alive (orte_abort_on_non_zero_status 0).
 struct TrainFault {
-  enum class Kind { Overflow, Kill };
+  enum class Kind { Overflow, Exit };
   Kind kind;
   int64_t rank = 0;
   int64_t step = 0;
