@@ -43,6 +43,13 @@ struct TrainingOptions {
   /// clipping).
   std::optional<double> clipGlobalNorm;
   LossScaleOptions lossScale;
+  /// Data parallel (a communicator of several ranks): gradients are summed
+  /// across the ranks in buckets, filled in the order the backward pass
+  /// produces them; a bucket closes once it holds this many bytes. The first
+  /// is small, so the first all-reduce can start early (PyTorch DDP's 1 MiB and
+  /// 25 MiB).
+  int64_t firstBucketBytes = int64_t{1} << 20;
+  int64_t bucketBytes = int64_t{25} << 20;
   /// Keep going when a step's loss or gradient norm is not finite (by default
   /// such a step is an error naming it). Steps the loss scaler skips are
   /// never errors: they changed nothing.
@@ -61,6 +68,8 @@ struct TrainingOptions {
            (lossScale.mode == LossScaleOptions::Mode::Auto &&
             compile.precision == passes::PrecisionPolicy::Fp16Mixed);
   }
+  /// Whether gradients are summed across several ranks.
+  bool dataParallel() const { return communicator && communicator->size() > 1; }
 };
 
 /// Checks the options' ranges; errors name the option.
