@@ -325,10 +325,26 @@ def scenario_nproc(runner):
     expect_in(result.stderr, "mpirun, which is not on PATH", "--nproc without mpirun")
 
 
+def scenario_gpu_choice(runner):
+    # --target cuda under a launcher: each rank sees only its local rank's entry of the
+    # GPUs it was given (7 and 9 here, which no machine's driver offers), as GPU 0. Without
+    # a usable GPU every rank fails, and its error says which GPU it was on.
+    command = runner.kiln_train([*MLP, "--epochs", "1", "--target", "cuda"])
+    result, _ = runner.run(["mpirun", *MPIRUN_FLAGS, *FAULT_FLAGS, "-x", "CUDA_VISIBLE_DEVICES",
+                            "-np", "2", *command], expect_status=None,
+                           env={"CUDA_VISIBLE_DEVICES": "7,9", "KILN_DIST_TIMEOUT": "10"})
+    print(result.stdout + result.stderr)
+    for rank, gpu in ((0, 7), (1, 9)):
+        note = f"note: this rank runs on GPU {gpu} (local rank {rank}, as CUDA_VISIBLE_DEVICES={gpu})"
+        if note not in result.stderr:
+            raise Failure(f"rank {rank}: expected {note!r}")
+
+
 SCENARIOS = {
     "mlp": scenario_mlp, "cnn": scenario_cnn, "accumulate": scenario_accumulate,
     "frozen": scenario_frozen, "overflow": scenario_overflow, "resume": scenario_resume,
     "rank-exit": scenario_rank_exit, "mismatch": scenario_mismatch, "nproc": scenario_nproc,
+    "gpu-choice": scenario_gpu_choice,
 }
 
 

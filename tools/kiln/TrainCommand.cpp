@@ -171,17 +171,20 @@ void printSummary(const Report &out, const examples::TrainingRecipe &recipe,
                last.testMetric, last.epoch, std::log(1000.0), last.samplesPerSecond);
 }
 
-/// Data parallel under an MPI launcher: each rank on its local rank's GPU. Set
-/// before anything starts CUDA (or MPI, which may).
-Expected<void> selectRankGpu(const Args &args) {
+/// Data parallel under an MPI launcher: each rank on its local rank's GPU, set
+/// before anything starts CUDA (or MPI, which may). Returns which, for errors
+/// ("GPU 3 (local rank 1)"), or "" when no GPU was chosen.
+Expected<std::string> selectRankGpu(const Args &args) {
   std::string target = args.value("--target").value_or("auto");
-  if (target != "cuda" && target != "auto")
-    return {};
+  if ((target != "cuda" && target != "auto") || !runtime::dist::launchedByMpi())
+    return std::string();
   KILN_TRY(std::optional<int> localRank, localRankFromLauncher());
   if (!localRank)
-    return {};
+    return std::string();
   KILN_TRY(std::string gpu, selectLocalRankGpu(*localRank));
-  return {};
+  if (gpu.empty())
+    return std::string();
+  return fmt::format("GPU {} (local rank {}, as CUDA_VISIBLE_DEVICES={})", gpu, *localRank, gpu);
 }
 
 } // namespace
@@ -232,8 +235,9 @@ int trainCommand(const std::vector<std::string> &words) {
     return *status;
   }
 
-  if (auto selected = selectRankGpu(*args); !selected)
-    return reportError("train", selected.error());
+  auto gpu = selectRankGpu(*args);
+  if (!gpu)
+    return reportError("train", gpu.error());
   auto opened = runtime::dist::openHostCommunicator();
   if (!opened)
     return reportError("train", opened.error());
@@ -285,8 +289,12 @@ int trainCommand(const std::vector<std::string> &words) {
   }
   std::fflush(stdout);
   auto report = examples::trainRecipe(*recipe, *options);
-  if (!report)
-    return reportError(command, report.error());
+  if (!report) {
+    Error error = report.error();
+    if (!gpu->empty())
+      error.withNote(fmt::format("this rank runs on {}", *gpu));
+    return reportError(command, error);
+  }
   out.print("data:      {} ({} training, {} held-out examples, {} steps per epoch)\n",
             report->dataDescription, report->trainExamples, report->testExamples,
             report->stepsPerEpoch);
