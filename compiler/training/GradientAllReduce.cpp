@@ -42,9 +42,11 @@ Expected<std::vector<Value *>> reduceBucket(IrBuilder &b, const std::vector<Valu
   }
   std::vector<Value *> flat;
   for (Value *grad : weighted) {
-    KILN_TRY(Value * row,
-             b.op(OpKind::Reshape, {grad}, {{"shape", ir::Shape{grad->type().numElements()}}}));
-    flat.push_back(row);
+    if (grad->type().rank() != 1) {
+      KILN_TRY(grad, b.op(OpKind::Reshape, {grad},
+                          {{"shape", ir::Shape{grad->type().numElements()}}}));
+    }
+    flat.push_back(grad);
   }
   KILN_TRY(Value * joined, b.op(OpKind::Concat, flat, {{"axis", int64_t{0}}}));
   KILN_TRY(Value * reduced, allReduce(joined));
@@ -56,8 +58,10 @@ Expected<std::vector<Value *>> reduceBucket(IrBuilder &b, const std::vector<Valu
                                 {{"starts", std::vector<int64_t>{start}},
                                  {"steps", std::vector<int64_t>{1}},
                                  {"stops", std::vector<int64_t>{stop}}}));
-    KILN_TRY(Value * shaped, b.op(OpKind::Reshape, {part}, {{"shape", grad->type().shape}}));
-    parts.push_back(shaped);
+    if (grad->type().rank() != 1) {
+      KILN_TRY(part, b.op(OpKind::Reshape, {part}, {{"shape", grad->type().shape}}));
+    }
+    parts.push_back(part);
     start = stop;
   }
   return parts;

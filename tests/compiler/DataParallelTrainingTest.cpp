@@ -451,3 +451,75 @@ TEST_CASE("a checkpoint written by 2 ranks resumes on 3 where one trainer goes o
              Catch::Contains("writing checkpoint") && Catch::Contains("failed on rank 0"));
   CHECK_THAT(refused[0].error().message(), !Catch::Contains("failed on rank 0"));
 }
+
+TEST_CASE("a bucket costs a concat, the collective and a copy out per gradient", "[dist][training]") {
+  // The MLP's 4 gradients (66 f32): one bucket, or one bucket per gradient.
+  test::MlpShape shape{.batch = 4, .features = 5, .hidden = 7, .classes = 3};
+  auto model = test::buildMlp(shape);
+  TrainingOptions options = cpuOptions(OptimizerOptions::adam(0.01));
+  options.clipGlobalNorm = 1.0;
+  auto plan = [&](int variant) {
+    if (variant >= 1)
+      options.communicator = test::ThreadedRanks::create(2)->communicator(0);
+    if (variant == 2)
+      options.firstBucketBytes = options.bucketBytes = 1;
+    auto program = buildTrainingProgram(*model, options);
+    REQUIRE(program);
+    auto compiled = compile(*program->step, options.compile);
+    REQUIRE(compiled);
+    int64_t bytes = 0, collectives = 0;
+    for (const auto &buffer : compiled->plan().buffers)
+      bytes += buffer.bytes;
+    for (const auto &step : compiled->plan().steps)
+      collectives += step.kind == runtime::StepKind::AllReduce ? 1 : 0;
+    return std::tuple{static_cast<int64_t>(compiled->numKernels()), bytes, collectives};
+  };
+  auto [alone, aloneBytes, none] = plan(0);
+  auto [bucket, bucketBytes, one] = plan(1);
+  auto [split, splitBytes, four] = plan(2);
+  CAPTURE(alone, bucket, split, aloneBytes, bucketBytes, splitBytes);
+  CHECK(none == 0);
+  CHECK(one == 1);
+  CHECK(four == 4);
+  constexpr int64_t kGradients = 4, kGradientBytes = 66 * 4;
+  // The weight multiplies fuse into the gradients' kernels or the concat; out
+  // of the bucket, one copy per gradient (a slice, with its reshape fused).
+  CHECK(bucket - alone <= 2 + kGradients);
+  CHECK(bucketBytes - aloneBytes <= 3 * kGradientBytes);
+  CHECK(split - alone <= 2 * kGradients);
+  CHECK(splitBytes - aloneBytes <= 2 * kGradientBytes);
+}
+
+TEST_CASE("data-parallel training refuses what it cannot shard or reduce", "[dist][training]") {
+  TrainingOptions options = cpuOptions(OptimizerOptions::sgd(0.1));
+  // An input that is not batch-major: the rows of a shard are unknown.
+  auto model = std::make_unique<Graph>("unbatched", 3);
+  Tensor x = model->input("x", {4, 5});
+  Tensor labels = model->input("labels", {4}, DType::I32);
+  Tensor temperature = model->input("temperature", {1});
+  nn::Dense dense(3);
+  Tensor logits = dense(*model, x) * temperature;
+  model->output("loss", nn::softmaxCrossEntropy(logits, labels));
+  auto group = test::ThreadedRanks::create(2);
+  auto refused = group->run([&](int, auto communicator) {
+    TrainingOptions ranked = options;
+    ranked.communicator = std::move(communicator);
+    return Trainer::create(*model, ranked);
+  });
+  for (auto &result : refused) {
+    REQUIRE_FALSE(result);
+    CHECK(result.error().code() == ErrorCode::ShapeMismatch);
+    CHECK_THAT(result.error().message(),
+               Catch::Contains("every model input must be batch-major with the same rows") &&
+                   Catch::Contains("'temperature' is f32[1]"));
+  }
+  // A device communicator: the Trainer's own collectives need host buffers.
+  auto device = test::ThreadedRanks::create(2, std::chrono::seconds(30),
+                                            runtime::dist::MemorySpace::Device);
+  options.communicator = device->communicator(0);
+  auto onDevice = Trainer::create(*test::buildMlp({.batch = 4}), options);
+  REQUIRE_FALSE(onDevice);
+  CHECK(onDevice.error().code() == ErrorCode::Unsupported);
+  CHECK_THAT(onDevice.error().message(), Catch::Contains("needs a host communicator"));
+  CHECK(device->calls(0).empty());
+}

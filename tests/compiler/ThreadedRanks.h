@@ -37,12 +37,16 @@ public:
     }
   };
 
-  static std::shared_ptr<ThreadedRanks> create(int size, std::chrono::milliseconds timeout =
-                                                             std::chrono::seconds(30)) {
-    return std::shared_ptr<ThreadedRanks>(new ThreadedRanks(size, timeout));
+  /// `space` Device only for tests of its refusal: the collectives always
+  /// touch the buffers as host memory.
+  static std::shared_ptr<ThreadedRanks>
+  create(int size, std::chrono::milliseconds timeout = std::chrono::seconds(30),
+         runtime::dist::MemorySpace space = runtime::dist::MemorySpace::Host) {
+    return std::shared_ptr<ThreadedRanks>(new ThreadedRanks(size, timeout, space));
   }
 
   int size() const { return size_; }
+  runtime::dist::MemorySpace memorySpace() const { return space_; }
   std::shared_ptr<runtime::dist::Communicator> communicator(int rank);
 
   /// Every collective `rank` has joined, in order.
@@ -116,8 +120,8 @@ private:
     void *data = nullptr;
   };
 
-  ThreadedRanks(int size, std::chrono::milliseconds timeout)
-      : size_(size), timeout_(timeout), pending_(static_cast<size_t>(size)),
+  ThreadedRanks(int size, std::chrono::milliseconds timeout, runtime::dist::MemorySpace space)
+      : size_(size), timeout_(timeout), space_(space), pending_(static_cast<size_t>(size)),
         history_(static_cast<size_t>(size)) {}
 
   std::unexpected<Error> failure(int rank, const Call &call, const std::string &why) const {
@@ -170,6 +174,7 @@ private:
 
   int size_;
   std::chrono::milliseconds timeout_;
+  runtime::dist::MemorySpace space_;
   std::mutex mutex_;
   std::condition_variable changed_;
   uint64_t generation_ = 0;
@@ -187,9 +192,7 @@ public:
       : group_(std::move(group)), rank_(rank) {}
   int rank() const override { return rank_; }
   int size() const override { return group_->size(); }
-  runtime::dist::MemorySpace memorySpace() const override {
-    return runtime::dist::MemorySpace::Host;
-  }
+  runtime::dist::MemorySpace memorySpace() const override { return group_->memorySpace(); }
   std::string_view backendName() const override { return "threaded test ranks"; }
   Expected<void> allReduce(void *data, int64_t count, DType dtype, runtime::dist::ReduceOp op,
                            runtime::Stream) override {
