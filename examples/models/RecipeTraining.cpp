@@ -332,8 +332,9 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
       KILN_TRY(batch, prefetcher->next());
       if (static_cast<int64_t>(microBatches.size()) < accumulation)
         continue;
+      int64_t stepIndex = epochIndex * report.stepsPerEpoch + steps;
       if (options.beforeStep)
-        KILN_TRY_VOID(options.beforeStep(epochIndex * report.stepsPerEpoch + steps, microBatches));
+        KILN_TRY_VOID(options.beforeStep(stepIndex, microBatches));
       // On a device the next batch's copy overlaps this step.
       if (batch)
         KILN_TRY_VOID(trainer.prefetch(*batch));

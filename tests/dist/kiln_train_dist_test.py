@@ -41,8 +41,8 @@ FAULT_FLAGS = ["--mca", "orte_abort_on_non_zero_status", "0",
 TRAIN_IMAGES, TEST_IMAGES = 392, 64
 MLP = ["mlp", "--batch", "49", "--target", "cpu", "--seed", "3", "--quiet"]
 CNN = ["cnn", "--batch", "49", "--limit", "196", "--target", "cpu", "--seed", "5", "--quiet"]
-VGG = ["vgg-transfer", "--width-divisor", "16", "--optimizer", "sgd", "--batch", "49", "--limit", "98",
-       "--test-limit", "49", "--target", "cpu", "--seed", "7", "--quiet"]
+VGG = ["vgg-transfer", "--width-divisor", "16", "--optimizer", "sgd", "--batch", "49",
+       "--limit", "98", "--test-limit", "49", "--target", "cpu", "--seed", "7", "--quiet"]
 
 
 class Failure(Exception):
@@ -335,7 +335,8 @@ def scenario_gpu_choice(runner):
                            env={"CUDA_VISIBLE_DEVICES": "7,9", "KILN_DIST_TIMEOUT": "10"})
     print(result.stdout + result.stderr)
     for rank, gpu in ((0, 7), (1, 9)):
-        note = f"note: this rank runs on GPU {gpu} (local rank {rank}, as CUDA_VISIBLE_DEVICES={gpu})"
+        note = (f"note: this rank runs on GPU {gpu} (local rank {rank}, as "
+                f"CUDA_VISIBLE_DEVICES={gpu})")
         if note not in result.stderr:
             raise Failure(f"rank {rank}: expected {note!r}")
 

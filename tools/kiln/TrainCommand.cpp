@@ -163,12 +163,12 @@ void printSummary(const Report &out, const examples::TrainingRecipe &recipe,
   const examples::EpochReport &last = report.epochs.back();
   if (recipe.metric == examples::TrainingMetric::Accuracy)
     out.print("test accuracy: {:.2f}% on {} images after {} epochs ({:.0f} samples/s in the "
-               "last epoch)\n",
-               100 * last.testMetric, report.testExamples, last.epoch, last.samplesPerSecond);
+              "last epoch)\n",
+              100 * last.testMetric, report.testExamples, last.epoch, last.samplesPerSecond);
   else
     out.print("validation loss: {:.3f} nats/word after {} epochs (uniform: {:.3f}; {:.0f} "
-               "samples/s in the last epoch)\n",
-               last.testMetric, last.epoch, std::log(1000.0), last.samplesPerSecond);
+              "samples/s in the last epoch)\n",
+              last.testMetric, last.epoch, std::log(1000.0), last.samplesPerSecond);
 }
 
 /// Data parallel under an MPI launcher: each rank on its local rank's GPU, set
@@ -185,6 +185,22 @@ Expected<std::string> selectRankGpu(const Args &args) {
   if (gpu.empty())
     return std::string();
   return fmt::format("GPU {} (local rank {}, as CUDA_VISIBLE_DEVICES={})", gpu, *localRank, gpu);
+}
+
+/// kiln train --nproc N: this command again, as N ranks under mpirun, once the
+/// usage has been checked here (each rank checks it again, cheaply).
+int launchRanks(const Args &args, const std::vector<std::string> &words) {
+  auto ranks = args.intValue("--nproc", 1, 1);
+  if (!ranks)
+    return usageError("train", ranks.error().message());
+  // The ranks would each start N more.
+  if (runtime::dist::launchedByMpi())
+    return usageError("train", "--nproc starts mpirun itself, but this process already runs "
+                               "under an MPI launcher: drop --nproc or the launcher");
+  auto status = runUnderMpirun(*ranks, "train", withoutNproc(words));
+  if (!status)
+    return reportError("train", status.error());
+  return *status;
 }
 
 } // namespace
@@ -220,20 +236,8 @@ int trainCommand(const std::vector<std::string> &words) {
   if (!fault)
     return usageError("train", fault.error().message());
 
-  if (args->has("--nproc")) {
-    auto ranks = args->intValue("--nproc", 1, 1);
-    if (!ranks)
-      return usageError("train", ranks.error().message());
-    // The ranks would each start N more.
-    if (runtime::dist::launchedByMpi())
-      return usageError("train", "--nproc starts mpirun itself, but this process already runs "
-                                 "under an MPI launcher: drop --nproc or the launcher");
-    // Usage was checked once, here; the ranks check it again, cheaply.
-    auto status = runUnderMpirun(*ranks, "train", withoutNproc(words));
-    if (!status)
-      return reportError("train", status.error());
-    return *status;
-  }
+  if (args->has("--nproc"))
+    return launchRanks(*args, words);
 
   auto gpu = selectRankGpu(*args);
   if (!gpu)
