@@ -21,7 +21,12 @@ import subprocess
 import sys
 import time
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:  # the weights are compared with numpy
+    print("SKIPPED: numpy is not installed (Debian: python3-numpy, which scripts/setup.sh "
+          "installs)")
+    sys.exit(77)
 
 # |N ranks - one process| <= TOLERANCE * (1 + |one process|), per element, after a few dozen
 # steps: each step's gradients are summed in another order (f32, about 1e-7 relative), and the
