@@ -189,10 +189,14 @@ Expected<std::string> selectRankGpu(const Args &args) {
 
 /// kiln train --nproc N: this command again, as N ranks under mpirun, once the
 /// usage has been checked here (each rank checks it again, cheaply).
-int launchRanks(const Args &args, const std::vector<std::string> &words) {
+int launchRanks(const Args &args, const std::vector<std::string> &words, int64_t batch) {
   auto ranks = args.intValue("--nproc", 1, 1);
   if (!ranks)
     return usageError("train", ranks.error().message());
+  if (batch < *ranks)
+    return usageError("train", fmt::format("--batch {} is the global batch, shared by {} ranks: "
+                                           "each needs at least one row",
+                                           batch, *ranks));
   // The ranks would each start N more.
   if (runtime::dist::launchedByMpi())
     return usageError("train", "--nproc starts mpirun itself, but this process already runs "
@@ -237,7 +241,7 @@ int trainCommand(const std::vector<std::string> &words) {
     return usageError("train", fault.error().message());
 
   if (args->has("--nproc"))
-    return launchRanks(*args, words);
+    return launchRanks(*args, words, options->model.batch);
 
   auto gpu = selectRankGpu(*args);
   if (!gpu)
