@@ -144,7 +144,7 @@ Expected<examples::RecipeTrainingOptions> parseTrainOptions(const Args &args,
 
 /// Where this process's report goes: stdout on rank 0 (or alone), nowhere on
 /// the other ranks, which print only their errors.
-struct Report {
+struct RankZeroOutput {
   std::FILE *out = stdout;
   template <typename... Values> void print(fmt::format_string<Values...> format,
                                            Values &&...values) const {
@@ -153,7 +153,7 @@ struct Report {
   }
 };
 
-void printSummary(const Report &out, const examples::TrainingRecipe &recipe,
+void printSummary(const RankZeroOutput &out, const examples::TrainingRecipe &recipe,
                   const examples::RecipeTrainingReport &report) {
   if (report.epochs.empty()) {
     out.print("nothing to train: the checkpoint had completed {} epochs\n",
@@ -262,7 +262,7 @@ int trainCommand(const std::vector<std::string> &words) {
     options->training.communicator = ranks;
   }
   bool leader = ranks->rank() == 0;
-  Report out{leader ? stdout : nullptr};
+  RankZeroOutput out{leader ? stdout : nullptr};
   options->progress = args->has("--quiet") || !leader ? nullptr : stderr;
   if (*fault)
     options->beforeStep = faultInjectionHook(**fault, ranks->rank());
