@@ -34,6 +34,12 @@ NamedTensors modelOutputs(const NamedTensors &outputs) {
 
 std::string typeOf(const HostTensor &tensor) { return tensor.typeStr(); }
 
+template <typename T> Expected<void> outcomeOf(const Expected<T> &value) {
+  if (value)
+    return {};
+  return std::unexpected(value.error());
+}
+
 } // namespace
 
 Trainer::Trainer(TrainingOptions options, TrainingProgram program)
@@ -42,12 +48,57 @@ Trainer::Trainer(TrainingOptions options, TrainingProgram program)
       scaler_(options_.lossScale, program_.lossScaling) {}
 
 Expected<Trainer> Trainer::create(const Graph &model, TrainingOptions options) {
-  KILN_TRY(TrainingProgram program, buildTrainingProgram(model, options));
-  Trainer trainer(std::move(options), std::move(program));
+  bool dataParallel = options.dataParallel();
+  if (dataParallel && options.communicator->memorySpace() != runtime::dist::MemorySpace::Host)
+    return makeError(ErrorCode::Unsupported,
+                     fmt::format("data-parallel training on {}: the Trainer needs a host "
+                                 "communicator and a host (CPU) program; device programs with "
+                                 "NCCL are not supported yet",
+                                 runtime::dist::describeRank(*options.communicator)));
+  Expected<TrainingProgram> program = buildTrainingProgram(model, options);
+  if (dataParallel)
+    KILN_TRY_VOID(agreeOnOutcome(*options.communicator, outcomeOf(program),
+                                 "building the training program"));
+  if (!program)
+    return std::unexpected(program.error());
+  Trainer trainer(std::move(options), std::move(*program));
   for (const ir::Value *input : model.ir().inputs())
     trainer.batchInputs_.emplace_back(input->name(), input->type());
-  KILN_TRY_VOID(trainer.compilePrograms(model.paramValues()));
+  NamedTensors initial = model.paramValues();
+  if (dataParallel)
+    KILN_TRY_VOID(trainer.joinRanks(initial));
+  Expected<void> compiled = trainer.compilePrograms(initial);
+  if (compiled && dataParallel && trainer.stateModel().device())
+    compiled = makeError(ErrorCode::Unsupported,
+                         "data-parallel training: the program was compiled for a device, but "
+                         "the Trainer reduces gradients with a host communicator (device "
+                         "programs with NCCL are not supported yet); use the CPU target");
+  KILN_TRY_VOID(trainer.agreeAcrossRanks(compiled, "compiling the training program"));
   return trainer;
+}
+
+Expected<void> Trainer::joinRanks(NamedTensors &initial) {
+  runtime::dist::Communicator &communicator = *options_.communicator;
+  Expected<int64_t> rows = batchRows(batchInputs_);
+  KILN_TRY_VOID(agreeOnOutcome(communicator, outcomeOf(rows), "finding the batch's rows"));
+  KILN_TRY(shards_, agreeOnShards(communicator, *rows));
+  KILN_TRY_VOID(verifyTrainingProgram(communicator, *shards_, program_, options_));
+  // The optimizer state starts at zero and the scalars come from the (same)
+  // options: the parameters are all that can differ, frozen ones included.
+  return broadcastFromRankZero(communicator, initial);
+}
+
+Expected<void> Trainer::agreeAcrossRanks(const Expected<void> &local,
+                                         std::string_view what) const {
+  if (!options_.dataParallel())
+    return local;
+  return agreeOnOutcome(*options_.communicator, local, what);
+}
+
+RunOptions Trainer::runOptions() const {
+  RunOptions options;
+  options.communicator = options_.communicator.get();
+  return options;
 }
 
 Expected<void> Trainer::compilePrograms(const NamedTensors &initial) {
@@ -133,6 +184,10 @@ NamedTensors Trainer::updateInputs(bool withLossScale) const {
                     HostTensor::fromDoubles(scale->type().dtype, scale->type().shape,
                                             std::vector<double>{scaler_.scale()}));
   }
+  if (program_.dataParallel)
+    tensors.emplace(kShardWeightInput,
+                    HostTensor::fromDoubles(program_.paramDType, {},
+                                            std::vector<double>{shards_->weight()}));
   return tensors;
 }
 
@@ -190,7 +245,7 @@ Expected<NamedTensors> Trainer::runOnBatch(CompiledModel &model, NamedTensors te
   if (!model.device()) {
     for (const auto &[name, value] : batch)
       tensors.emplace(name, value);
-    return model.runUpdating(tensors);
+    return model.runUpdating(tensors, runOptions());
   }
   KILN_TRY(data::DeviceBatch uploaded, deviceBatch(model, batch));
   DeviceInputs inputs;
@@ -201,7 +256,7 @@ Expected<NamedTensors> Trainer::runOnBatch(CompiledModel &model, NamedTensors te
   inputs.afterKernels = [&](runtime::Stream stream) {
     return uploader_->release(uploaded, stream);
   };
-  RunOptions options;
+  RunOptions options = runOptions();
   options.deviceInputs = &inputs;
   options.launchGraph = true;
   Expected<NamedTensors> outputs = model.runUpdating(tensors, options);
@@ -238,6 +293,7 @@ Expected<StepResult> Trainer::step(std::span<const NamedTensors> microBatches) {
     KILN_TRY(NamedTensors outputs, runOnBatch(*stepModel_, updateInputs(true), microBatches[0]));
     result.loss = outputs.at(options_.lossOutput).getDouble(0);
     result.outputs.push_back(modelOutputs(outputs));
+    KILN_TRY(result.loss, globalLoss(result.loss));
     return finishStep(outputs, std::move(result));
   }
 
@@ -262,9 +318,19 @@ Expected<StepResult> Trainer::step(std::span<const NamedTensors> microBatches) {
   for (const auto &[name, zero] : zeroSums_)
     sums.push_back(name);
   KILN_TRY_VOID(updateModel_->copyParamsFrom(*gradientModel_, sums));
-  KILN_TRY(NamedTensors outputs, updateModel_->runUpdating(updateInputs(false)));
+  KILN_TRY(NamedTensors outputs, updateModel_->runUpdating(updateInputs(false), runOptions()));
   KILN_TRY_VOID(gradientModel_->copyParamsFrom(*updateModel_, program_.trainable));
+  KILN_TRY(result.loss, globalLoss(result.loss));
   return finishStep(outputs, std::move(result));
+}
+
+Expected<double> Trainer::globalLoss(double shardLoss) {
+  if (!program_.dataParallel)
+    return shardLoss;
+  // Each rank's loss is its shard's mean: weighted like the gradients, the
+  // sum is the global batch's mean, so every rank reports (and checks for
+  // divergence) the same loss.
+  return sumAcrossRanks(*options_.communicator, shardLoss * shards_->weight());
 }
 
 Expected<StepResult> Trainer::finishStep(const NamedTensors &outputs, StepResult result) {
@@ -306,19 +372,38 @@ Expected<CheckpointState> Trainer::checkpointState() const {
 
 Expected<void> Trainer::saveCheckpoint(const std::string &path,
                                        const io::SafetensorsMetadata &run) const {
-  KILN_TRY(CheckpointState state, checkpointState());
-  state.run = run;
-  return writeCheckpoint(path, state);
+  auto write = [&]() -> Expected<void> {
+    KILN_TRY(CheckpointState state, checkpointState());
+    state.run = run;
+    return writeCheckpoint(path, state);
+  };
+  if (!options_.dataParallel())
+    return write();
+  // Every rank holds the same state: rank 0 writes it, the others wait here.
+  Expected<void> written = options_.communicator->rank() == 0 ? write() : Expected<void>{};
+  return agreeAcrossRanks(written, fmt::format("writing checkpoint {}", path));
 }
 
 Expected<void> Trainer::loadCheckpoint(const std::string &path) {
-  KILN_TRY(CheckpointState state, readCheckpoint(path, &stateTypes_));
-  return restore(state, path);
+  Expected<CheckpointState> state = readCheckpoint(path, &stateTypes_);
+  Expected<void> usable = state ? checkRestorable(*state, path) : outcomeOf(state);
+  KILN_TRY_VOID(agreeAcrossRanks(usable, fmt::format("loading checkpoint {}", path)));
+  return bindState(*state);
 }
 
 Expected<void> Trainer::restore(const CheckpointState &state, std::string_view where) {
+  KILN_TRY_VOID(agreeAcrossRanks(checkRestorable(state, where),
+                                 fmt::format("restoring the state of {}", where)));
+  return bindState(state);
+}
+
+Expected<void> Trainer::checkRestorable(const CheckpointState &state,
+                                        std::string_view where) const {
   KILN_TRY_VOID(checkCheckpointValues(state, where));
-  KILN_TRY_VOID(checkCheckpointLayout(state, stateTypes_, where));
+  return checkCheckpointLayout(state, stateTypes_, where);
+}
+
+Expected<void> Trainer::bindState(const CheckpointState &state) {
   KILN_TRY_VOID(stateModel().bindParams(state.tensors));
   if (gradientModel_) {
     NamedTensors trainable;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "compiler/training/Checkpoint.h"
+#include "compiler/training/DataParallel.h"
 #include "compiler/training/LossScaler.h"
 #include "compiler/training/TrainingProgram.h"
 #include "frontend/data/DeviceBatchUploader.h"
@@ -21,9 +22,11 @@ namespace kiln::training {
 
 /// What one training step did.
 struct StepResult {
-  /// The loss, averaged over the micro-batches.
+  /// The loss, averaged over the micro-batches (data parallel: over the
+  /// global batch, the same on every rank).
   double loss = 0;
-  /// The model's outputs (the loss included), one entry per micro-batch.
+  /// The model's outputs (the loss included), one entry per micro-batch
+  /// (data parallel: of this rank's shard).
   std::vector<NamedTensors> outputs;
   /// True when the gradients were not all finite (loss scaling only): the
   /// parameters, optimizer state and step count did not change.
@@ -43,10 +46,20 @@ struct StepResult {
 /// and updated in place by each step (CompiledModel::runUpdating): on a device
 /// they stay there, and a step moves only the batch in and the loss, the
 /// model's outputs and the flags out. Frozen parameters never change.
+///
+/// Data parallel (options.communicator with several ranks, a host program):
+/// every rank creates a Trainer of the same model whose inputs have its
+/// shard's rows, and steps on its shard of each global batch; the program sums
+/// the weighted gradients across the ranks, so every rank applies the global
+/// batch's update. Every rank must call create, step, saveCheckpoint,
+/// loadCheckpoint and restore in the same order: each is collective.
 class Trainer {
 public:
   /// Builds and compiles the training program of `model`, starting from the
-  /// model's current parameter values and zero optimizer state.
+  /// model's current parameter values and zero optimizer state. Data
+  /// parallel: the ranks agree on their shards, check that they built the
+  /// same program (runtime::dist::verifySameProgram), and start from rank 0's
+  /// parameters; a rank that fails makes create fail on every rank.
   static Expected<Trainer> create(const Graph &model, TrainingOptions options);
 
   /// One step on one batch (accumulationSteps must be 1).
@@ -84,22 +97,37 @@ public:
   /// Writes checkpointState() and `run` (what the caller records about the
   /// run) to a sealed safetensors file (Checkpoint.h; a temporary file renamed
   /// into place: an interrupted save leaves the previous checkpoint intact).
-  /// A state that is not finite is refused, and nothing is written.
+  /// A state that is not finite is refused, and nothing is written. Data
+  /// parallel: rank 0 writes (the state is the same on every rank), the others
+  /// wait for it, and its failure is an error on every rank.
   Expected<void> saveCheckpoint(const std::string &path,
                                 const io::SafetensorsMetadata &run = {}) const;
   /// Restores what saveCheckpoint wrote, after every check of
   /// decodeCheckpoint: the checksum, the values' ranges, and every tensor
   /// present with the type this trainer expects. On error nothing changes.
+  /// Data parallel: every rank reads the file (any number of ranks, whatever
+  /// number wrote it), and a rank that cannot makes it fail on every rank.
   Expected<void> loadCheckpoint(const std::string &path);
   /// Restores a decoded state, with the same checks (`where` names it in errors).
   Expected<void> restore(const CheckpointState &state, std::string_view where);
   /// The tensors a checkpoint of this trainer holds, with their types.
   const CheckpointLayout &checkpointLayout() const { return stateTypes_; }
+  /// Data parallel: every rank's rows of the global batch (null: one process).
+  const ShardPlan *shards() const { return shards_ ? &*shards_ : nullptr; }
 
 private:
   Trainer(TrainingOptions options, TrainingProgram program);
 
   Expected<void> compilePrograms(const NamedTensors &initial);
+  /// Data parallel: the shards, the program check and rank 0's parameters.
+  Expected<void> joinRanks(NamedTensors &initial);
+  /// `local` as every rank's outcome (one process: `local` itself).
+  Expected<void> agreeAcrossRanks(const Expected<void> &local, std::string_view what) const;
+  /// The checks of restore(), before anything changes.
+  Expected<void> checkRestorable(const CheckpointState &state, std::string_view where) const;
+  Expected<void> bindState(const CheckpointState &state);
+  /// The run options of a program that reads the communicator.
+  RunOptions runOptions() const;
   Expected<void> checkBatch(const NamedTensors &batch, size_t index) const;
   /// The optimizer scalars and, for the one-graph program, the loss scale.
   NamedTensors updateInputs(bool withLossScale) const;
@@ -113,6 +141,8 @@ private:
   /// finite in a step that was not skipped is an error naming the step
   /// (unless options.allowNonFinite).
   Expected<StepResult> finishStep(const NamedTensors &outputs, StepResult result);
+  /// Data parallel: the global batch's loss from this shard's (collective).
+  Expected<double> globalLoss(double shardLoss);
   /// The program that holds the trainable parameters and optimizer state,
   /// and the one that reads batches (and holds the frozen parameters).
   CompiledModel &stateModel() { return stepModel_ ? *stepModel_ : *updateModel_; }
@@ -133,6 +163,7 @@ private:
   int64_t stepCount_ = 0;
   double learningRate_ = 0;
   LossScaler scaler_;
+  std::optional<ShardPlan> shards_; ///< data parallel only
   /// Device programs: the batch copies, and those made ahead by prefetch(),
   /// oldest first.
   std::unique_ptr<data::DeviceBatchUploader> uploader_;

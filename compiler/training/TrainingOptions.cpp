@@ -15,6 +15,9 @@ Expected<void> validateTrainingOptions(const TrainingOptions &options) {
     return bad(fmt::format("accumulationSteps must be >= 1, got {}", options.accumulationSteps));
   if (options.clipGlobalNorm && !(*options.clipGlobalNorm > 0))
     return bad(fmt::format("clipGlobalNorm must be > 0, got {}", *options.clipGlobalNorm));
+  if (options.firstBucketBytes < 1 || options.bucketBytes < 1)
+    return bad(fmt::format("firstBucketBytes and bucketBytes must be >= 1, got {} and {}",
+                           options.firstBucketBytes, options.bucketBytes));
   if (options.compile.precision == passes::PrecisionPolicy::Fp8)
     return bad("the fp8 precision policy is for inference; train with fp32, tf32, bf16-mixed "
                "or fp16-mixed");

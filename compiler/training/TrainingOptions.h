@@ -5,7 +5,9 @@
 
 #include "compiler/Compile.h"
 #include "compiler/training/Optimizer.h"
+#include "runtime/dist/Communicator.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -41,6 +43,13 @@ struct TrainingOptions {
   /// clipping).
   std::optional<double> clipGlobalNorm;
   LossScaleOptions lossScale;
+  /// Data parallel (a communicator of several ranks): gradients are summed
+  /// across the ranks in buckets, filled in the order the backward pass
+  /// produces them; a bucket closes once it holds this many bytes. The first
+  /// is small, so the first all-reduce can start early (PyTorch DDP's 1 MiB and
+  /// 25 MiB).
+  int64_t firstBucketBytes = int64_t{1} << 20;
+  int64_t bucketBytes = int64_t{25} << 20;
   /// Keep going when a step's loss or gradient norm is not finite (by default
   /// such a step is an error naming it). Steps the loss scaler skips are
   /// never errors: they changed nothing.
@@ -49,6 +58,9 @@ struct TrainingOptions {
   /// fp16-mixed; parameters and optimizer state stay f32 master copies, the
   /// policy lowers the contractions of forward and backward alike).
   CompileOptions compile;
+  /// Data parallel: the ranks whose gradients this trainer averages (null: one
+  /// process). Each step's batch is this rank's shard of the global batch.
+  std::shared_ptr<runtime::dist::Communicator> communicator;
 
   /// Whether dynamic loss scaling is on for these options.
   bool lossScaling() const {
@@ -56,6 +68,8 @@ struct TrainingOptions {
            (lossScale.mode == LossScaleOptions::Mode::Auto &&
             compile.precision == passes::PrecisionPolicy::Fp16Mixed);
   }
+  /// Whether gradients are summed across several ranks.
+  bool dataParallel() const { return communicator && communicator->size() > 1; }
 };
 
 /// Checks the options' ranges; errors name the option.

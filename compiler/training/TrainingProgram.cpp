@@ -2,6 +2,7 @@
 // the loss scale, check finiteness, clip, and add the optimizer updates.
 #include "compiler/training/TrainingProgram.h"
 
+#include "compiler/training/GradientAllReduce.h"
 #include "compiler/training/IrBuilder.h"
 #include "ir/graph/Clone.h"
 #include "passes/graph/Autodiff.h"
@@ -9,7 +10,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <limits>
+#include <numeric>
 
 namespace kiln::training {
 
@@ -106,29 +109,68 @@ Expected<std::vector<Value *>> trainableParams(const ir::Graph &graph,
   return params;
 }
 
+/// The gradients of the trainable parameters and the order the backward pass
+/// produces them in.
+struct Gradients {
+  std::vector<Value *> values; ///< in the parameters' order
+  /// Indices into `values`, first produced first (the order of their nodes,
+  /// which is the backward pass's: autodiff appends it from the loss back).
+  std::vector<size_t> productionOrder;
+};
+
 /// The gradients of `loss` for `params`, without the loss scale: with loss
 /// scaling the backward pass is seeded with the kLossScaleInput and each
 /// gradient divided by it again (exact for the power-of-two scales the host
 /// keeps, unless a gradient overflowed: that is what the finite check sees).
-Expected<std::vector<Value *>> unscaledGradients(ir::Graph &graph, Value *loss,
-                                                 const std::vector<Value *> &params,
-                                                 bool lossScaling) {
+Expected<Gradients> unscaledGradients(ir::Graph &graph, Value *loss,
+                                      const std::vector<Value *> &params, bool lossScaling) {
   Value *seed = nullptr;
   if (lossScaling) {
     KILN_TRY(seed, graph.addInput(std::string(kLossScaleInput), loss->type()));
   }
-  KILN_TRY(std::vector<Value *> grads, passes::appendGradients(graph, loss, params, seed));
-  KILN_CHECK(grads.size() == params.size(), "one gradient per parameter");
+  Gradients grads;
+  KILN_TRY(grads.values, passes::appendGradients(graph, loss, params, seed));
+  KILN_CHECK(grads.values.size() == params.size(), "one gradient per parameter");
+  auto position = [&](size_t i) -> int64_t {
+    const ir::Node *node = grads.values[i]->definingNode();
+    return node ? static_cast<int64_t>(node->id()) : -1; // a parameter or input: at once
+  };
+  grads.productionOrder.resize(params.size());
+  std::iota(grads.productionOrder.begin(), grads.productionOrder.end(), size_t{0});
+  std::stable_sort(grads.productionOrder.begin(), grads.productionOrder.end(),
+                   [&](size_t a, size_t b) { return position(a) < position(b); });
   if (!lossScaling)
     return grads;
   IrBuilder b(graph);
   KILN_TRY(Value * scale, b.op(OpKind::Reshape, {seed}, {{"shape", ir::Shape{}}}));
-  for (Value *&grad : grads) {
+  for (Value *&grad : grads.values) {
     KILN_TRY(Value * typedScale, b.castTo(scale, grad->type().dtype));
     KILN_TRY(Value * unscaled, b.div(grad, typedScale));
     grad = unscaled;
   }
   return grads;
+}
+
+/// Data parallel: the gradients summed across the ranks, each weighted by the
+/// kShardWeightInput, before anything reads them (the finite check, the norm
+/// and clipping, the update), so every rank sees the global batch's gradients.
+Expected<std::vector<Value *>> reduceAcrossRanks(ir::Graph &graph, const TrainingOptions &options,
+                                                 TrainingProgram &program,
+                                                 const std::vector<Value *> &grads,
+                                                 const std::vector<size_t> &productionOrder) {
+  KILN_TRY(Value * weight,
+           graph.addInput(std::string(kShardWeightInput), ir::TensorType{program.paramDType, {}}));
+  std::vector<std::vector<size_t>> buckets;
+  KILN_TRY(std::vector<Value *> reduced,
+           appendGradientAllReduce(graph, grads, productionOrder, weight,
+                                   options.firstBucketBytes, options.bucketBytes, buckets));
+  for (const std::vector<size_t> &bucket : buckets) {
+    std::vector<std::string> names;
+    for (size_t index : bucket)
+      names.push_back(program.trainable[index]);
+    program.gradientBuckets.push_back(std::move(names));
+  }
+  return reduced;
 }
 
 /// After the (unscaled) gradients: the global norm and the finite flag as
@@ -233,12 +275,18 @@ Expected<TrainingProgram> buildTrainingProgram(const Graph &model,
   program.stateSlots = optimizerStateSlots(options.optimizer);
   program.lossScaling = options.lossScaling();
   program.computesGradNorm = program.lossScaling || options.clipGlobalNorm.has_value();
+  program.dataParallel = options.dataParallel();
 
   KILN_TRY(ModelCopy copy, copyModel(model, options, program));
-  KILN_TRY(std::vector<Value *> grads,
+  KILN_TRY(Gradients gradients,
            unscaledGradients(*copy.graph, copy.loss, copy.params, program.lossScaling));
+  std::vector<Value *> grads = std::move(gradients.values);
 
   if (options.accumulationSteps == 1) {
+    if (program.dataParallel) {
+      KILN_TRY(grads, reduceAcrossRanks(*copy.graph, options, program, grads,
+                                        gradients.productionOrder));
+    }
     KILN_TRY_VOID(appendUpdates(*copy.graph, options, program, copy.params, std::move(grads)));
     program.step = std::move(copy.graph);
     return program;
@@ -256,7 +304,9 @@ Expected<TrainingProgram> buildTrainingProgram(const Graph &model,
   }
   program.gradient = std::move(copy.graph);
 
-  // Update program: the mean gradient sum / k, then the common tail.
+  // Update program: the mean gradient sum / k, summed across the ranks once
+  // per step (data parallel, in the gradient program's order of production),
+  // then the common tail.
   auto update = std::make_unique<ir::Graph>("train_update");
   IrBuilder u(*update);
   std::vector<Value *> params, means;
@@ -267,6 +317,10 @@ Expected<TrainingProgram> buildTrainingProgram(const Graph &model,
     KILN_TRY(Value * mean, u.scale(sum, 1.0 / static_cast<double>(options.accumulationSteps)));
     params.push_back(param);
     means.push_back(mean);
+  }
+  if (program.dataParallel) {
+    KILN_TRY(means, reduceAcrossRanks(*update, options, program, means,
+                                      gradients.productionOrder));
   }
   KILN_TRY_VOID(appendUpdates(*update, options, program, params, std::move(means)));
   program.update = std::move(update);

@@ -25,6 +25,11 @@ inline constexpr std::string_view kGradNormOutput = "train.grad_norm";
 /// Output: a bool scalar, true when every gradient is finite (loss scaling only).
 inline constexpr std::string_view kGradsFiniteOutput = "train.grads_finite";
 
+/// Input (data parallel only): a scalar of the parameters' dtype, this rank's
+/// rows / the global batch's rows. A rank's gradients are means over its
+/// shard; weighted by it, their sum across the ranks is the global batch's.
+inline constexpr std::string_view kShardWeightInput = "train.shard_weight";
+
 /// Parameter of the program holding optimizer state `slot` of parameter `param`.
 std::string stateName(std::string_view slot, std::string_view param);
 /// Output: `param`'s update packed as [1 + slots, ...] (see packParamUpdate).
@@ -59,11 +64,19 @@ struct TrainingProgram {
   DType paramDType = DType::F32;
   bool lossScaling = false;
   bool computesGradNorm = false;
+  /// Data parallel (options.dataParallel()): the gradients are all-reduced
+  /// before the finite check, clipping and the update, in `step` or (with
+  /// accumulation) in `update`, which then read kShardWeightInput.
+  bool dataParallel = false;
+  /// The all_reduce buckets, each a list of trainable parameters, in the
+  /// order they are reduced (the backward pass's order of production).
+  std::vector<std::vector<std::string>> gradientBuckets;
 };
 
 /// Builds the training program of `model`, which must have a scalar float
 /// output named options.lossOutput and at least one trainable parameter.
-/// `model` is left unchanged.
+/// `model` is left unchanged. Without options.dataParallel() the program has
+/// no all_reduce and does not depend on the communicator at all.
 Expected<TrainingProgram> buildTrainingProgram(const Graph &model,
                                                const TrainingOptions &options);
 
