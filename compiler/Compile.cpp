@@ -126,14 +126,14 @@ Expected<TuningMode> tuningModeFromEnvironment() {
 
 TuningMode defaultTuningMode() { return tuningModeFromEnvironment().value_or(TuningMode::Use); }
 
-Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions &options,
-                                CompileReport *report) {
-  auto start = Clock::now();
-  std::ostream &dump = options.dumpStream ? *options.dumpStream : std::cerr;
-  CompileReport localReport;
-  CompileReport &r = report ? *report : localReport;
-  r = {};
-
+Expected<TargetChoice> chooseTarget(const CompileOptions &options) {
+  if (options.target == TargetKind::Sim) {
+    KILN_TRY(codegen::GpuTarget gpu, codegen::gpuTargetNamed(
+                                      options.gpuArch.empty() ? kDefaultGpuArch : options.gpuArch));
+    // Simulated timings say nothing about a real GPU: sim records are their own target.
+    return TargetChoice{TargetKind::Sim, gpu, std::nullopt, "", compiler::simGpuFingerprint(gpu)};
+  }
+  std::string fallbackReason;
   if (options.target == TargetKind::Cuda || options.target == TargetKind::Auto) {
     // A GPU is usable when the driver opens one kiln can generate code for.
     auto gpu = compiler::cudaDevice();
@@ -141,9 +141,11 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
         gpu ? compiler::gpuTargetFor(gpu->device->properties(), options.gpuArch)
             : std::unexpected(gpu.error());
     if (gpuTarget) {
-      KILN_TRY(CompiledModel model, compiler::compileForCuda(userGraph, options, *gpu, dump, r));
-      r.totalSeconds = secondsSince(start);
-      return model;
+      auto fingerprint = compiler::LazyFingerprint::deferred(
+          [target = *gpuTarget, device = gpu->device->properties()] {
+            return compiler::deviceGpuFingerprint(target, device);
+          });
+      return TargetChoice{TargetKind::Cuda, *gpuTarget, *gpu, "", std::move(fingerprint)};
     }
     if (options.target == TargetKind::Cuda) {
       Error error(ErrorCode::Unavailable,
@@ -154,18 +156,37 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
           "run with --target cpu, or --target sim for the GPU kernels on the SIMT simulator; "
           "`kiln compile --target cuda` generates GPU code without a GPU"));
     }
-    r.fallbackReason =
+    fallbackReason =
         fmt::format("no usable GPU ({}); running on the CPU", gpuTarget.error().message());
   }
+  codegen::CpuTarget cpu = codegen::hostCpuTarget();
+  return TargetChoice{TargetKind::Cpu, cpu, std::nullopt, std::move(fallbackReason),
+                      tuning::targetFingerprint(cpu)};
+}
 
-  if (options.target == TargetKind::Sim) {
-    KILN_TRY(codegen::GpuTarget gpu, codegen::gpuTargetNamed(
-                                      options.gpuArch.empty() ? kDefaultGpuArch : options.gpuArch));
+Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions &options,
+                                CompileReport *report) {
+  auto start = Clock::now();
+  std::ostream &dump = options.dumpStream ? *options.dumpStream : std::cerr;
+  CompileReport localReport;
+  CompileReport &r = report ? *report : localReport;
+  r = {};
+
+  KILN_TRY(TargetChoice choice, chooseTarget(options));
+  r.fallbackReason = choice.fallbackReason;
+
+  if (choice.kind == TargetKind::Cuda) {
+    KILN_TRY(CompiledModel model,
+             compiler::compileForCuda(userGraph, options, *choice.cudaDevice, dump, r));
+    r.totalSeconds = secondsSince(start);
+    return model;
+  }
+
+  if (choice.kind == TargetKind::Sim) {
+    const auto &gpu = std::get<codegen::GpuTarget>(choice.target);
     r.target = fmt::format("sim {} (SIMT simulator)", gpu.archName());
-    // Simulated timings say nothing about a real GPU: sim records are their own target.
-    std::string fingerprint = compiler::simGpuFingerprint(gpu);
     KILN_TRY(compiler::LoweredProgram program,
-             compiler::lowerProgram(userGraph, options, gpu, fingerprint, dump, r));
+             compiler::lowerProgram(userGraph, options, gpu, choice.fingerprint, dump, r));
     // The simulator runs kernel IR; PTX is made only when a dump asks for it.
     if (options.dump & (kDumpLlvm | kDumpPtx | kDumpCuda)) {
       auto codegenStart = Clock::now();
@@ -181,11 +202,10 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
   if (options.dump & (kDumpPtx | kDumpCuda))
     return makeError(ErrorCode::InvalidArgument,
                      "the ptx and cuda dumps show GPU code: compile with the cuda or sim target");
-  codegen::CpuTarget target = codegen::hostCpuTarget();
+  const auto &target = std::get<codegen::CpuTarget>(choice.target);
   r.target = describeTarget(target);
   KILN_TRY(compiler::LoweredProgram program,
-           compiler::lowerProgram(userGraph, options, target, tuning::targetFingerprint(target),
-                                  dump, r));
+           compiler::lowerProgram(userGraph, options, target, choice.fingerprint, dump, r));
   KILN_TRY(CompiledModel model, finishForCpu(program, target, options, dump, r));
   r.totalSeconds = secondsSince(start);
   return model;

@@ -3,11 +3,14 @@
 // planning and the launch plan.
 #pragma once
 
+#include "compiler/Devices.h"
+#include "compiler/tuning/LazyFingerprint.h"
 #include "ir/graph/Graph.h"
 #include "ir/kernel/KernelIR.h"
 #include "passes/graph/Fusion.h"
 #include "passes/graph/PrecisionPolicy.h"
 #include "passes/kernel/Passes.h"
+#include "passes/lower/Lower.h"
 #include "passes/lower/Schedule.h"
 #include "runtime/CompiledModel.h"
 #include "support/Error.h"
@@ -135,6 +138,24 @@ struct CompileReport {
   /// record whose schedule could not be used).
   std::vector<std::string> warnings;
 };
+
+/// The machine compile() makes a model for, decided from the options alone: Sim lowers for
+/// options.gpuArch (kDefaultGpuArch when empty); Cuda and Auto for GPU 0 when the driver
+/// opens one kiln can generate code for; Auto falls back to the CPU, saying why. Tools that
+/// lower as compile() does without compiling (kiln.groups in Python) take the same choice.
+struct TargetChoice {
+  TargetKind kind = TargetKind::Cpu; ///< Cpu, Sim or Cuda: never Auto
+  lower::LoweringTarget target;      ///< what the kernels are lowered for
+  /// Cuda: the device that runs the model.
+  std::optional<compiler::DeviceHandle<runtime::cuda::CudaDevice>> cudaDevice;
+  std::string fallbackReason; ///< why Auto did not pick a GPU, or empty
+  /// The target's tuning fingerprint (a GPU's names its device), made on first use.
+  compiler::LazyFingerprint fingerprint{std::string()};
+};
+
+/// compile()'s choice of machine. An Unavailable error saying why when options.target is
+/// Cuda and no usable GPU is there; an error for an unknown options.gpuArch.
+Expected<TargetChoice> chooseTarget(const CompileOptions &options);
 
 /// Compiles `graph` (left unchanged). Errors name the node, group or kernel at fault.
 Expected<CompiledModel> compile(const ir::Graph &graph, const CompileOptions &options = {},

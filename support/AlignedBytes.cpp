@@ -1,6 +1,9 @@
 #include "support/AlignedBytes.h"
 
+#include "support/Error.h"
+
 #include <cstring>
+#include <utility>
 
 #ifdef __linux__
 #include <sys/mman.h>
@@ -36,9 +39,9 @@ AlignedBytes AlignedBytes::uninitialized(size_t size) {
   AlignedBytes bytes;
   if (size == 0)
     return bytes;
-  bytes.data_.reset(AlignedAllocator<uint8_t>().allocate(size));
+  bytes.owned_.reset(AlignedAllocator<uint8_t>().allocate(size));
   bytes.size_ = size;
-  adviseHugePages(bytes.data_.get(), size);
+  adviseHugePages(bytes.owned_.get(), size);
   return bytes;
 }
 
@@ -49,15 +52,50 @@ AlignedBytes AlignedBytes::zeroed(size_t size) {
   return bytes;
 }
 
+AlignedBytes AlignedBytes::borrowed(const uint8_t *data, size_t size,
+                                    std::shared_ptr<const void> owner) {
+  AlignedBytes bytes;
+  if (size == 0)
+    return bytes; // nothing to view: an empty buffer of its own
+  KILN_CHECK(data != nullptr && isBorrowable(data),
+             "AlignedBytes::borrowed needs non-null memory with kBufferAlignment alignment "
+             "(callers check isBorrowable and copy otherwise)");
+  bytes.borrowed_ = data;
+  bytes.owner_ = std::move(owner);
+  bytes.size_ = size;
+  return bytes;
+}
+
 AlignedBytes::AlignedBytes(const AlignedBytes &other) : AlignedBytes(uninitialized(other.size_)) {
   if (size_ > 0)
-    std::memcpy(data(), other.data(), size_);
+    std::memcpy(owned_.get(), other.data(), size_);
 }
 
 AlignedBytes &AlignedBytes::operator=(const AlignedBytes &other) {
   if (this != &other)
     *this = AlignedBytes(other);
   return *this;
+}
+
+// Written out so that a moved-from buffer is empty (size 0), not a size without memory.
+AlignedBytes::AlignedBytes(AlignedBytes &&other) noexcept
+    : owned_(std::move(other.owned_)), borrowed_(std::exchange(other.borrowed_, nullptr)),
+      owner_(std::move(other.owner_)), size_(std::exchange(other.size_, 0)) {}
+
+AlignedBytes &AlignedBytes::operator=(AlignedBytes &&other) noexcept {
+  if (this != &other) {
+    owned_ = std::move(other.owned_);
+    borrowed_ = std::exchange(other.borrowed_, nullptr);
+    owner_ = std::move(other.owner_);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+void AlignedBytes::ownBytes() {
+  if (!borrowed_)
+    return;
+  *this = AlignedBytes(*this);
 }
 
 } // namespace kiln

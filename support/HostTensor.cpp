@@ -136,6 +136,39 @@ Expected<HostTensor> HostTensor::create(DType dtype, std::vector<int64_t> shape)
   return tensor;
 }
 
+Expected<HostTensor> HostTensor::borrow(DType dtype, std::vector<int64_t> shape,
+                                        std::span<const uint8_t> bytes,
+                                        std::shared_ptr<const void> owner) {
+  // Not checkedByteSize: memory that already exists needs no check against physical memory
+  // (a memory-mapped file may be larger).
+  for (int64_t dim : shape)
+    if (dim < 0)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("cannot borrow tensor {}: dimension {} is negative",
+                                   typeText(dtype, shape), dim));
+  std::optional<int64_t> count = checkedNumElements(shape);
+  if (!count)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("cannot borrow tensor {}: it has more than 2^53 elements",
+                                 typeText(dtype, shape)));
+  auto expected = static_cast<uint64_t>(*count * dtypeByteSize(dtype));
+  if (bytes.size() != expected)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("cannot borrow tensor {}: it needs {} bytes, the memory has {}",
+                                 typeText(dtype, shape), expected, bytes.size()));
+  if (!bytes.empty() && !AlignedBytes::isBorrowable(bytes.data()))
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("cannot borrow tensor {}: its address {} is not {}-byte aligned, "
+                                 "as kernels assume (copy it instead)",
+                                 typeText(dtype, shape), static_cast<const void *>(bytes.data()),
+                                 kBufferAlignment));
+  HostTensor tensor;
+  tensor.dtype_ = dtype;
+  tensor.shape_ = std::move(shape);
+  tensor.bytes_ = AlignedBytes::borrowed(bytes.data(), bytes.size(), std::move(owner));
+  return tensor;
+}
+
 int64_t HostTensor::numElements() const { return countElements(shape_); }
 
 HostTensor HostTensor::fromDoubles(DType dtype, std::vector<int64_t> shape,

@@ -9,6 +9,7 @@
 #include "support/ShapeLimits.h"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -73,6 +74,16 @@ public:
   /// ShapeMismatch when the number of values is not the element count.
   static Expected<HostTensor> fromValues(DType dtype, std::vector<int64_t> shape,
                                          std::span<const double> values);
+  /// A tensor that reads `bytes`, memory someone else owns (a numpy array, a torch tensor),
+  /// in place: `owner` lives as long as the tensor (null when the caller keeps the memory
+  /// alive itself). kiln never writes borrowed memory: mutable access (bytes(), as(),
+  /// setDouble()) first gives the tensor a copy of its own, and copies of the tensor own
+  /// their bytes. InvalidArgument when a dimension is negative, when the shape has more than
+  /// kMaxElements elements, when `bytes` is not the shape's byte size, or when its address
+  /// lacks the alignment kernels assume (AlignedBytes::isBorrowable: copy such memory).
+  static Expected<HostTensor> borrow(DType dtype, std::vector<int64_t> shape,
+                                     std::span<const uint8_t> bytes,
+                                     std::shared_ptr<const void> owner);
   /// Uniform in [low, high), then rounded to dtype.
   static HostTensor randomUniform(DType dtype, std::vector<int64_t> shape, Rng &rng,
                                   double low = -1.0, double high = 1.0);
@@ -87,6 +98,8 @@ public:
   size_t byteSize() const { return bytes_.size(); }
   std::span<uint8_t> bytes() { return bytes_.span(); }
   std::span<const uint8_t> bytes() const { return bytes_.span(); }
+  /// Whether the bytes are borrowed memory (borrow()), read in place.
+  bool isBorrowed() const { return bytes_.isBorrowed(); }
 
   /// Element `index` (row-major) converted exactly to fp64.
   double getDouble(int64_t index) const;
@@ -113,7 +126,7 @@ public:
 private:
   DType dtype_ = DType::F32;
   std::vector<int64_t> shape_;
-  /// 64-byte aligned, so kernels can read a tensor in place.
+  /// 64-byte aligned, so kernels can read a tensor in place; owned or borrowed.
   AlignedBytes bytes_;
 };
 

@@ -2,6 +2,7 @@
 #include "examples/models/RecipeTraining.h"
 
 #include "frontend/data/Prefetcher.h"
+#include "runtime/dist/Communicator.h"
 #include "support/Elapsed.h"
 
 #include <fmt/ranges.h>
@@ -67,6 +68,19 @@ BatchScore scoreBatch(const HostTensor &logits, const HostTensor &labels, int64_
   return score;
 }
 
+/// Data parallel: each rank scored its shard; every rank gets the sum over the
+/// ranks (counts stay exact in f64). Nothing to do without a communicator.
+Expected<void> sumOverRanks(runtime::dist::Communicator *ranks, BatchScore &score) {
+  if (!ranks || ranks->size() == 1)
+    return {};
+  double values[] = {score.lossSum, static_cast<double>(score.correct),
+                     static_cast<double>(score.count)};
+  KILN_TRY_VOID(ranks->allReduce(values, std::size(values), DType::F64,
+                                 runtime::dist::ReduceOp::Sum));
+  score = {values[0], static_cast<int64_t>(values[1]), static_cast<int64_t>(values[2])};
+  return {};
+}
+
 double metricOf(TrainingMetric metric, const BatchScore &score) {
   if (score.count == 0)
     return 0;
@@ -93,17 +107,22 @@ void drawProgress(std::FILE *out, const EpochReport &epoch, int64_t epochs, int6
 
 /// The held-out split through the inference program with `params`: every
 /// example once, the last partial batch padded with copies of its first row
-/// and scored on its real rows only.
+/// and scored on its real rows only. Data parallel: each rank runs its shard
+/// and the scores are summed over the ranks.
 Expected<BatchScore> evaluate(CompiledModel &model, const TrainingRecipe &recipe,
-                              const data::DataLoader &loader, const NamedTensors &params) {
+                              const data::DataLoader &loader, const NamedTensors &params,
+                              runtime::dist::Communicator *ranks) {
   // Bound once per evaluation, so each batch's run takes only the batch.
   KILN_TRY_VOID(model.bindParams(params));
   BatchScore total;
   data::EpochBatches batches = loader.epoch(0);
-  int64_t batchSize = loader.options().batchSize;
+  int64_t batchSize = loader.shardBatchSize();
   for (int64_t index = 0; index < batches.size(); ++index) {
     KILN_TRY(NamedTensors batch, batches.batch(index));
     int64_t valid = batch.begin()->second.shape()[0];
+    // A rank can be left no rows of the last partial batch.
+    if (valid == 0)
+      continue;
     if (valid < batchSize)
       for (auto &[name, tensor] : batch) {
         std::vector<int64_t> shape = tensor.shape();
@@ -121,6 +140,7 @@ Expected<BatchScore> evaluate(CompiledModel &model, const TrainingRecipe &recipe
     total.correct += score.correct;
     total.count += score.count;
   }
+  KILN_TRY_VOID(sumOverRanks(ranks, total));
   return total;
 }
 
@@ -238,6 +258,10 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
     data = std::make_shared<const TrainingData>(std::move(loaded));
   }
   report.dataDescription = data->description;
+  runtime::dist::Communicator *ranks = options.training.communicator.get();
+  data::DataShard shard;
+  if (ranks)
+    shard = {ranks->rank(), ranks->size()};
   NamedTensors trainExamples = firstRows(data->train, options.trainLimit);
   NamedTensors testExamples = firstRows(data->test, options.testLimit);
 
@@ -245,11 +269,13 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
   trainLoading.batchSize = options.model.batch;
   trainLoading.seed = options.seed;
   trainLoading.augmentation = options.augmentation;
+  trainLoading.shard = shard;
   KILN_TRY(data::DataLoader trainLoader, data::DataLoader::create(trainExamples, trainLoading));
   data::DataLoaderOptions testLoading = recipe.loader;
   testLoading.batchSize = options.model.batch;
   testLoading.shuffle = false;
   testLoading.dropLast = false;
+  testLoading.shard = shard;
   KILN_TRY(data::DataLoader testLoader, data::DataLoader::create(testExamples, testLoading));
   report.trainExamples = trainLoader.numExamples();
   report.testExamples = testLoader.numExamples();
@@ -263,8 +289,12 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
                                  options.model.batch));
 
   Clock::time_point compileStart = Clock::now();
+  // Each rank compiles for its share of the global batch (the same every step:
+  // an epoch's last partial batch is dropped).
+  RecipeOptions modelOptions = options.model;
+  modelOptions.batch = trainLoader.shardBatchSize();
   Graph graph(recipe.name, options.seed);
-  recipe.build(graph, options.model);
+  recipe.build(graph, modelOptions);
   KILN_TRY_VOID(graph.finalize());
   KILN_TRY(training::Trainer trainer, training::Trainer::create(graph, options.training));
   CompileReport evalReport;
@@ -302,16 +332,20 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
       KILN_TRY(batch, prefetcher->next());
       if (static_cast<int64_t>(microBatches.size()) < accumulation)
         continue;
+      int64_t stepIndex = epochIndex * report.stepsPerEpoch + steps;
+      if (options.beforeStep)
+        KILN_TRY_VOID(options.beforeStep(stepIndex, microBatches));
       // On a device the next batch's copy overlaps this step.
       if (batch)
         KILN_TRY_VOID(trainer.prefetch(*batch));
       KILN_TRY(training::StepResult step, trainer.step(microBatches));
-      lossSum += step.loss;
+      lossSum += step.loss; // the global batch's (the Trainer sums it over the ranks)
       ++steps;
       epoch.skippedSteps += step.skipped;
       for (size_t i = 0; i < microBatches.size(); ++i) {
-        BatchScore score = scoreBatch(step.outputs.at(i).at("logits"),
-                                      microBatches[i].at(recipe.labelInput), options.model.batch);
+        const HostTensor &labels = microBatches[i].at(recipe.labelInput);
+        BatchScore score =
+            scoreBatch(step.outputs.at(i).at("logits"), labels, labels.shape()[0]);
         trainScore.correct += score.correct;
         trainScore.count += score.count;
         trainScore.lossSum += score.lossSum;
@@ -322,11 +356,15 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
       epoch.trainMetric = metricOf(recipe.metric, trainScore);
       epoch.samplesPerSecond =
           steps * accumulation * options.model.batch / std::max(epoch.seconds, 1e-9);
-      bool redraw = interactive && steps % 10 == 0;
-      if (redraw || steps == report.stepsPerEpoch)
+      // Mid-epoch lines show this rank's accuracy; the last one the global batches'.
+      if (interactive && steps % 10 == 0 && steps < report.stepsPerEpoch)
         drawProgress(options.progress, epoch, options.epochs, steps, report.stepsPerEpoch,
                      recipe.metric);
     }
+    KILN_TRY_VOID(sumOverRanks(ranks, trainScore));
+    epoch.trainMetric = metricOf(recipe.metric, trainScore);
+    drawProgress(options.progress, epoch, options.epochs, steps, report.stepsPerEpoch,
+                 recipe.metric);
     KILN_TRY(NamedTensors params, trainer.params());
     // A step's loss catches divergence as it happens; this catches the last
     // update of the epoch, before it is evaluated or checkpointed.
@@ -336,7 +374,7 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
                          fmt::format("epoch {}, after training step {}: parameter {}: training "
                                      "diverged (a learning rate too large?)",
                                      epoch.epoch, trainer.stepCount(), *bad));
-    KILN_TRY(BatchScore testScore, evaluate(evalModel, recipe, testLoader, params));
+    KILN_TRY(BatchScore testScore, evaluate(evalModel, recipe, testLoader, params, ranks));
     epoch.testLoss = testScore.count ? testScore.lossSum / testScore.count : 0;
     epoch.testMetric = metricOf(recipe.metric, testScore);
     if (options.progress)

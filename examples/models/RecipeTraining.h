@@ -7,6 +7,7 @@
 #include "examples/models/TrainingRecipes.h"
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,12 @@ struct RecipeTrainingOptions {
   bool overrideLearningRate = false;
   /// Progress lines (one redrawn line per epoch); nullptr: silent.
   std::FILE *progress = stderr;
+  /// Called before each training step with the step's index in the run
+  /// (0-based, counting the epochs a resume skipped) and its micro-batches,
+  /// which it may change; an error stops the run. kiln train's fault-injection
+  /// hooks for the data-parallel tests use it (docs/distributed.md).
+  std::function<Expected<void>(int64_t step, std::vector<NamedTensors> &microBatches)>
+      beforeStep;
 };
 
 struct EpochReport {
@@ -85,6 +92,10 @@ Expected<ResumePlan> planResume(const TrainingRecipe &recipe,
                                 std::string_view where);
 
 /// Trains `recipe`. Errors name what failed (data, compile, a step, a checkpoint).
+/// With training.communicator, this process is one rank of data-parallel
+/// training: options.model.batch is the global batch, of which the rank trains
+/// and evaluates its shard (data::DataShard); the reported losses and metrics
+/// are the global ones, summed over the ranks.
 Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
                                            const RecipeTrainingOptions &options);
 

@@ -108,6 +108,15 @@ Expected<DataLoader> DataLoader::create(NamedTensors examples, DataLoaderOptions
   int64_t count = examples.begin()->second.shape()[0];
   if (options.batchSize < 1)
     return invalid(fmt::format("data loader: batch size {} must be at least 1", options.batchSize));
+  if (options.shard.count < 1 || options.shard.rank < 0 ||
+      options.shard.rank >= options.shard.count)
+    return invalid(fmt::format("data loader: shard rank {} of {} ranks; expected a rank in [0, "
+                               "count) and a count of at least 1",
+                               options.shard.rank, options.shard.count));
+  if (options.batchSize < options.shard.count)
+    return invalid(fmt::format("data loader: batch size {} is smaller than the {} ranks that "
+                               "share each batch: every rank needs at least one row",
+                               options.batchSize, options.shard.count));
   if (options.dropLast && options.batchSize > count)
     return invalid(fmt::format("data loader: batch size {} exceeds the {} examples and dropLast "
                                "is set, so an epoch would have no batch",
@@ -131,6 +140,9 @@ Expected<DataLoader> DataLoader::create(NamedTensors examples, DataLoaderOptions
 
 int64_t DataLoader::numExamples() const { return state_->numExamples; }
 int64_t DataLoader::numBatches() const { return state_->numBatches; }
+int64_t DataLoader::shardBatchSize() const {
+  return shardRows(state_->options.batchSize, state_->options.shard).size();
+}
 const DataLoaderOptions &DataLoader::options() const { return state_->options; }
 
 EpochBatches DataLoader::epoch(int64_t epoch) const {
@@ -146,8 +158,10 @@ std::span<const int64_t> EpochBatches::batchExamples(int64_t index) const {
     return {};
   int64_t begin = index * state_->options.batchSize;
   int64_t end = std::min(begin + state_->options.batchSize, state_->numExamples);
-  return std::span<const int64_t>(*order_).subspan(static_cast<size_t>(begin),
-                                                   static_cast<size_t>(end - begin));
+  // The last partial batch is split like a full one, over the rows it has.
+  RowRange rows = shardRows(end - begin, state_->options.shard);
+  return std::span<const int64_t>(*order_).subspan(static_cast<size_t>(begin + rows.begin),
+                                                   static_cast<size_t>(rows.size()));
 }
 
 Expected<NamedTensors> EpochBatches::batch(int64_t index) const {

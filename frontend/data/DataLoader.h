@@ -4,6 +4,7 @@
 // CompiledModel::run.
 #pragma once
 
+#include "frontend/data/DataShard.h"
 #include "frontend/data/ImageAugmentation.h"
 #include "frontend/data/Normalization.h"
 #include "support/Error.h"
@@ -17,7 +18,7 @@
 namespace kiln::data {
 
 struct DataLoaderOptions {
-  /// Examples per batch.
+  /// Examples per batch: the global batch, which `shard` splits among ranks.
   int64_t batchSize = 32;
   /// Visit the examples in a fresh seeded order each epoch (else in order).
   bool shuffle = true;
@@ -36,6 +37,11 @@ struct DataLoaderOptions {
   AugmentationOptions augmentation;
   /// Applied per sample last: (x - mean[c]) / stddev[c].
   Normalization normalization;
+  /// Data-parallel training: each batch holds only this rank's rows of the
+  /// global batch (shardRows), in the epoch order, augmentation and
+  /// normalization one process would use, so the ranks' batches together are
+  /// one process's batch, row for row.
+  DataShard shard;
 };
 
 class EpochBatches;
@@ -46,7 +52,9 @@ public:
   /// each batch holds the same names. InvalidArgument (naming the tensor or
   /// the option) for no tensors, an empty name, a rank-0 tensor, first axes
   /// that differ, a batch size below 1 or (with dropLast) above N, an image
-  /// tensor that is not f32 [N, C, H, W], a normalization without one finite
+  /// tensor that is not f32 [N, C, H, W], a shard whose rank is outside
+  /// [0, count) or a batch size below the shard count (a rank with no rows of
+  /// a full batch could not train), a normalization without one finite
   /// mean and one positive stddev per channel, a flip probability outside
   /// [0, 1], a negative crop padding or one larger than the image; NotFound
   /// when imageName names no tensor.
@@ -55,6 +63,8 @@ public:
   int64_t numExamples() const;
   /// Batches in one epoch (the same for every epoch).
   int64_t numBatches() const;
+  /// The rows this rank reads of a full batch: batchSize without a shard.
+  int64_t shardBatchSize() const;
   const DataLoaderOptions &options() const;
   /// Epoch `epoch`'s order and batches. The order depends only on (seed,
   /// epoch): resuming at epoch e gives the batches an uninterrupted run would.
@@ -76,8 +86,9 @@ public:
   int64_t size() const;
   /// Every example index, in the order the epoch visits them.
   const std::vector<int64_t> &order() const { return *order_; }
-  /// The example indices batch `index` holds (a slice of order()); empty for
-  /// an index outside [0, size()).
+  /// The example indices batch `index` holds (a slice of order(): this rank's
+  /// rows of the global batch); empty for an index outside [0, size()), and
+  /// for a rank left no rows of a last partial batch.
   std::span<const int64_t> batchExamples(int64_t index) const;
   /// Batch `index` of the epoch: each example tensor's rows for
   /// batchExamples(index), under the same name, the image tensor augmented

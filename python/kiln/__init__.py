@@ -53,6 +53,15 @@ def constant(graph, value, shape=(), dtype=None):
     return _kiln._constant_of(graph, buffer)
 
 
+def zeros(shape, dtype="f32"):
+    """A zero-filled numpy array in kiln's own memory, 64-byte aligned: fill it and pass it
+    as an input, and kiln reads it in place (numpy's own arrays are only 16-byte aligned, and
+    kiln copies those). `dtype` is a kiln dtype numpy has (not bf16 or f8)."""
+    if dtype in _tensors.NUMPY_LACKS:
+        raise _error(f"numpy has no {dtype} dtype: kiln.zeros makes numpy arrays")
+    return _tensors.to_numpy(_kiln._zeros([int(size) for size in shape], dtype))
+
+
 def _error(message, code="invalid argument"):
     """A kiln.Error raised by the Python part, with the attributes the C++ errors carry."""
     error = Error(message)
@@ -62,6 +71,17 @@ def _error(message, code="invalid argument"):
 
 def _buffers(tensors, kind):
     return {name: _tensors.to_buffer(value, f"{kind} '{name}'") for name, value in tensors.items()}
+
+
+def _input_buffers(inputs):
+    """A run's inputs as HostBuffers by name, and {name: why it was copied} for those that
+    could not be read in place."""
+    buffers, copies = {}, {}
+    for name, value in inputs.items():
+        buffers[name], reason = _tensors.borrow_or_copy(value, f"input '{name}'")
+        if reason:
+            copies[name] = reason
+    return buffers, copies
 
 
 def _results(buffers, like_torch):
@@ -84,20 +104,27 @@ class CompiledModel:
     """A compiled graph. `model(x=...)` runs it: numpy arrays or torch tensors in, a dict of
     outputs by name out, of the same kind as the inputs.
 
-    Inputs are copied into kiln's host tensors (kiln's runtime owns the memory it runs on:
-    `copies_inputs` is True); outputs are not copied: each numpy array or torch tensor views
-    the memory the run wrote, through DLPack."""
+    Inputs are read in place where kiln's kernels can (a C-contiguous, 64-byte aligned host
+    array or tensor of a kiln dtype; kiln never writes it) and copied once otherwise:
+    `last_call_copies` names the inputs the last call copied, and why. Outputs are not
+    copied: each numpy array or torch tensor views the memory the run wrote, and never an
+    input's."""
 
-    #: Every run copies its inputs into kiln-owned host tensors (see the class docstring).
-    copies_inputs = True
-
-    def __init__(self, compiled):
+    def __init__(self, compiled, options):
         self._compiled = compiled
-        self._last_inputs = None  # the last run's input copies, for profile()
+        self._options = options  # kiln.compile's precision, backend and gpu_arch, for kiln.tune
+        self._last_inputs = None  # the last run's input buffers (views or copies), for profile()
+        self._last_call_copies = {}
 
     def __call__(self, **inputs):
-        self._last_inputs = _buffers(inputs, "input")
+        self._last_inputs, self._last_call_copies = _input_buffers(inputs)
         return _results(self._compiled._run(self._last_inputs), _any_torch(inputs))
+
+    @property
+    def last_call_copies(self):
+        """{input name: why kiln copied it} for the last call's (or profile's) inputs; an
+        input not named was read in place."""
+        return dict(self._last_call_copies)
 
     def dump(self, stage):
         """The text of a compile stage: "graph", "fused", "kernel", "llvm", and for GPU
@@ -105,11 +132,12 @@ class CompiledModel:
         return self._compiled.dump(stage)
 
     def profile(self, runs=1, **inputs):
-        """Runs `runs` times with per-kernel timing, on `inputs` or else the last call's;
+        """Runs `runs` times with per-kernel timing, on `inputs` or else the last call's (the
+        same arrays, kept alive, as they are now: inputs read in place are not snapshots);
         returns one dict per kernel (name, calls, total_ms, mean_ms, bytes and flops per
         call, achieved rates, fraction of peak, bound), slowest first."""
         if inputs:
-            buffers = _buffers(inputs, "input")
+            buffers, self._last_call_copies = _input_buffers(inputs)
         elif self._last_inputs is not None:
             buffers = self._last_inputs
         else:
@@ -146,4 +174,5 @@ def compile(graph, target="auto", precision="fp32", backend="llvm", gpu_arch="",
     heuristic and the tuning database, and every dump names it."""
     forced = {_schedules.group_id(group): text for group, text in (schedules or {}).items()}
     return CompiledModel(_kiln._compile(graph, target, precision, backend, gpu_arch, kernel_cache,
-                                        forced))
+                                        forced),
+                         {"precision": precision, "backend": backend, "gpu_arch": gpu_arch})

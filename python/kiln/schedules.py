@@ -29,10 +29,25 @@ class Group:
         return f"<kiln.Group {self.id}: {self.summary} ({len(self.space)} schedules)>"
 
 
-def groups(graph, target="cpu", precision="fp32", backend="llvm", gpu_arch=""):
-    """The fusion groups of `graph` that become kernels when compiled with these options,
-    in launch order (a list of Group)."""
-    return [Group(entry) for entry in _kiln._groups(graph, target, precision, backend, gpu_arch)]
+def _subject(graph, target, precision, backend, gpu_arch):
+    """What groups, tune and sweep work on: (graph, target, precision, backend, gpu_arch). A
+    kiln.Graph as given, on target "cpu" unless named. A compiled model (kiln.compile's) is
+    its graph as it was compiled, on the machine it runs on ("cpu", "sim" or "cuda": where
+    its "auto" went), with its precision, backend and GPU architecture unless named."""
+    compiled = getattr(graph, "_compiled", None)
+    if compiled is None:
+        return graph, target or "cpu", precision or "fp32", backend or "llvm", gpu_arch or ""
+    options = graph._options
+    return (_kiln.parse_ir(compiled.graph_text), target or compiled.target.split()[0],
+            precision or options["precision"], backend or options["backend"],
+            gpu_arch or options["gpu_arch"])
+
+
+def groups(graph, target=None, precision=None, backend=None, gpu_arch=None):
+    """The fusion groups of `graph` (a Graph, or a compiled model: see tune) that become
+    kernels when compiled with these options, in launch order (a list of Group)."""
+    return [Group(entry)
+            for entry in _kiln._groups(*_subject(graph, target, precision, backend, gpu_arch))]
 
 
 def schedule_space(group):
@@ -68,29 +83,33 @@ def _rows(records):
 
 def _run_tuner(graph, group, exhaustive, budget, trials, target, precision, backend, gpu_arch,
                runs, seed, db, label, frame):
-    result = _kiln._tune(graph, target, precision, backend, gpu_arch,
+    result = _kiln._tune(*_subject(graph, target, precision, backend, gpu_arch),
                          -1 if group is None else group_id(group), exhaustive,
                          float(budget or 0), int(trials or 0), int(runs or 0), int(seed),
                          db or "", label)
     return _records(result["rows"], frame)
 
 
-def tune(graph, budget=None, trials=None, target="cpu", precision="fp32", backend="llvm",
-         gpu_arch="", group=None, runs=None, seed=1, db=None, frame=None):
+def tune(graph, budget=None, trials=None, target=None, precision=None, backend=None,
+         gpu_arch=None, group=None, runs=None, seed=1, db=None, frame=None):
     """Runs kiln's autotuner on every group of `graph` (or only `group`) for `budget` seconds
     and/or `trials` candidates; returns one record per timed candidate: group, summary,
     kind, signature, shapes, target, kiln_version, candidate, space_index, space_size,
     schedule, backend, median_s, min_s, runs, valid, note, default, winner. With `db` (a
-    path), the winners are stored there as tuning records, as `kiln tune --db` stores them."""
+    path), the winners are stored there as tuning records, as `kiln tune --db` stores them.
+    `graph` is a Graph (target "cpu" unless named) or a compiled model: its graph as
+    compiled, on the machine it runs on, with its precision, backend and GPU architecture
+    unless named (the model itself is unchanged: compile again to use stored records)."""
     return _run_tuner(graph, group, False, budget, trials, target, precision, backend, gpu_arch,
                       runs, seed, db, "", frame)
 
 
-def sweep(graph, group=None, target="cpu", precision="fp32", backend="llvm", gpu_arch="",
+def sweep(graph, group=None, target=None, precision=None, backend=None, gpu_arch=None,
           runs=None, seed=1, db=None, label="python sweep", frame=None):
-    """Times every schedule of every group of `graph` (or only `group`, a Group or its id),
-    as `kiln tune --sweep` does; returns one record per candidate (as kiln.tune). With `db`,
-    the winners and the whole sweep (under `label`) are stored there."""
+    """Times every schedule of every group of `graph` (a Graph or a compiled model, as
+    kiln.tune takes) or only `group` (a Group or its id), as `kiln tune --sweep` does;
+    returns one record per candidate (as kiln.tune). With `db`, the winners and the whole
+    sweep (under `label`) are stored there."""
     return _run_tuner(graph, group, True, None, None, target, precision, backend, gpu_arch,
                       runs, seed, db, label, frame)
 

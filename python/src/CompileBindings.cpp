@@ -149,6 +149,8 @@ void bindCompile(py::module_ &module) {
           py::arg("stage"),
           "The text of one compile stage: graph, fused, kernel, llvm, and for GPU targets "
           "ptx and cuda (Triton's .asm). Compiles the model again with that dump on, once.")
+      .def_property_readonly("graph_text", [](const PyModel &m) { return m.graphText; },
+                             "The graph IR text as it was compiled (kiln.parse_ir reads it).")
       .def_property_readonly("num_kernels", [](const PyModel &m) { return m.model->numKernels(); })
       .def_property_readonly("target", [](const PyModel &m) { return m.report.target; })
       .def_property_readonly(

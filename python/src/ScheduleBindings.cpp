@@ -7,9 +7,7 @@
 #include "PythonErrors.h"
 #include "SweepRows.h"
 
-#include "compiler/CudaCompile.h"
-#include "compiler/Devices.h"
-#include "compiler/GpuCompile.h"
+#include "compiler/Compile.h"
 #include "compiler/Pipeline.h"
 #include "compiler/tuner/GroupProblem.h"
 #include "compiler/tuner/SweepExport.h"
@@ -29,36 +27,9 @@ namespace py = pybind11;
 namespace kiln::python {
 namespace {
 
-/// The machine compile() lowers for with `options` (the same choice: auto is the GPU when
-/// one is usable, else the CPU) and its tuning fingerprint.
-struct LoweringChoice {
-  compiler::LoweringTarget target;
-  std::string fingerprint;
-};
-
-LoweringChoice loweringChoiceOf(const CompileOptions &options) {
-  if (options.target == TargetKind::Sim) {
-    codegen::GpuTarget gpu = valueOrThrow(codegen::gpuTargetNamed(
-        options.gpuArch.empty() ? kDefaultGpuArch : options.gpuArch));
-    return {gpu, compiler::simGpuFingerprint(gpu)};
-  }
-  if (options.target == TargetKind::Cuda || options.target == TargetKind::Auto) {
-    auto device = compiler::cudaDevice();
-    Expected<codegen::GpuTarget> gpu =
-        device ? compiler::gpuTargetFor(device->device->properties(), options.gpuArch)
-               : std::unexpected(device.error());
-    if (gpu)
-      return {*gpu, compiler::deviceGpuFingerprint(*gpu, device->device->properties())};
-    if (options.target == TargetKind::Cuda)
-      throw KilnError{std::move(gpu).error()};
-  }
-  codegen::CpuTarget cpu = codegen::hostCpuTarget();
-  return {cpu, tuning::targetFingerprint(cpu)};
-}
-
 /// The graph passes, fusion and lowering a compile runs, with heuristic schedules.
 compiler::LoweredProgram lowerWithDefaults(const GraphHandle &graph, CompileOptions options,
-                                           const LoweringChoice &choice) {
+                                           const TargetChoice &choice) {
   valueOrThrow(graph->finalize());
   options.tuning = TuningMode::Off;
   options.dump = 0;
@@ -92,7 +63,7 @@ const passes::FusionGroup &kernelGroup(const compiler::LoweredProgram &program, 
 /// One dict per fusion group that becomes a kernel: what the fused dump and the tuner call
 /// it, and its whole schedule space as text (the default first).
 py::list groupsOf(const GraphHandle &graph, const CompileOptions &options) {
-  LoweringChoice choice = loweringChoiceOf(options);
+  TargetChoice choice = valueOrThrow(chooseTarget(options));
   compiler::LoweredProgram program = lowerWithDefaults(graph, options, choice);
   py::list groups;
   for (const passes::FusionGroup &group : program.fusion.groups) {
@@ -109,7 +80,7 @@ py::list groupsOf(const GraphHandle &graph, const CompileOptions &options) {
     entry["summary"] = identity.summary;
     entry["signature"] = identity.signature;
     entry["shapes"] = identity.shapes;
-    entry["target"] = choice.fingerprint;
+    entry["target"] = choice.fingerprint.get();
     entry["space"] = space;
     groups.append(std::move(entry));
   }
@@ -125,7 +96,7 @@ py::dict tune(const GraphHandle &graph, const CompileOptions &options, int group
               const std::string &label) {
   std::unique_ptr<ir::Graph> extracted;
   if (groupId >= 0) {
-    LoweringChoice choice = loweringChoiceOf(options);
+    TargetChoice choice = valueOrThrow(chooseTarget(options));
     compiler::LoweredProgram program = lowerWithDefaults(graph, options, choice);
     extracted = valueOrThrow(
         tuning::extractGroupGraph(*program.graph, kernelGroup(program, groupId)));

@@ -37,6 +37,8 @@ def pytest_configure(config):
     # Compiled kernels go to a cache of this run's own, not the user's.
     config._kiln_cache_dir = tempfile.mkdtemp(prefix="kiln-pytest-cache-")
     os.environ["KILN_CACHE_DIR"] = config._kiln_cache_dir
+    # Where matplotlib is installed, plots are drawn off screen.
+    os.environ.setdefault("MPLBACKEND", "Agg")
 
 
 def pytest_unconfigure(config):

@@ -143,3 +143,18 @@ def test_tuning_database_queries(tmp_path, monkeypatch, x_value):
     monkeypatch.setenv("KILN_TUNING_DB", path)
     assert kiln.compile(g, target="cpu").report["tuning"].startswith("1 of 1 groups from")
     assert db.prune(match=group.signature) == 1 and len(db) == 0
+
+
+def test_tune_takes_a_compiled_model_on_the_machine_it_runs_on(tmp_path, monkeypatch):
+    g = reduction_graph()
+    simulated = kiln.compile(g, target="sim")
+    (group,) = kiln.groups(simulated)  # the model's graph, on its target
+    assert "driver=sim" in group.target
+    assert group.signature == kiln.groups(g, target="sim")[0].signature
+    model = kiln.compile(g, target="cpu")
+    path = str(tmp_path / "tuning.sqlite")
+    records = kiln.tune(model, trials=2, runs=1, db=path, frame=False)
+    assert len(records) == 2 and records[0]["target"].startswith("cpu")
+    # The records serve a later compile of the same graph (the model itself is unchanged).
+    monkeypatch.setenv("KILN_TUNING_DB", path)
+    assert kiln.compile(g, target="cpu").report["tuning"].startswith("1 of 1 groups from")

@@ -1,5 +1,5 @@
 // CompiledModel on hand-written launch plans: binding checks, storage kinds,
-// output copies, poisoning and concurrent runs (no compiler involved).
+// output copies, poisoning, concurrent runs and borrowed inputs (no compiler involved).
 #include "runtime/CompiledModel.h"
 
 #include <catch2/catch.hpp>
@@ -7,6 +7,7 @@
 #include <atomic>
 #include <memory>
 #include <thread>
+#include <utility>
 
 using namespace kiln;
 using runtime::LaunchPlan;
@@ -220,4 +221,42 @@ TEST_CASE("CompiledModel calls invoker kernels and passes on their errors", "[ru
   REQUIRE(again.has_value());
   CHECK(again->at("y").getDouble(4) == 4.0);
   CHECK(invoker->calls == 3);
+}
+
+namespace {
+
+/// The input address the last recordingAddKernel call read.
+const void *gAddressRead = nullptr;
+
+void recordingAddKernel(void *const *args) {
+  gAddressRead = args[0];
+  addKernel(args);
+}
+
+} // namespace
+
+TEST_CASE("CompiledModel reads a borrowed input in place and returns outputs of their own",
+          "[runtime]") {
+  LaunchPlan plan = makePlan();
+  plan.steps[0].entry = runtime::KernelEntry::host(recordingAddKernel);
+  plan.outputs.push_back({"x_out", 0}); // the input itself as an output
+  CompiledModel model(std::move(plan), nullptr);
+  // The caller's memory (a numpy array's, say), aligned as kernels assume.
+  auto memory = std::make_shared<HostTensor>(vec({1, 2, 3, 4, 5}));
+  std::span<const uint8_t> bytes = std::as_const(*memory).bytes();
+  NamedTensors in{{"w", vec({10, 20, 30, 40, 50})}};
+  // emplace, not an initializer list: that would copy the view (and copies own their bytes).
+  in.emplace("x", HostTensor::borrow(DType::F32, {kN}, bytes, memory).value());
+  REQUIRE(in.at("x").isBorrowed());
+  auto out = model.run(in, {.poisonBuffers = true});
+  REQUIRE(out.has_value());
+  CHECK(gAddressRead == bytes.data()); // the kernel read the caller's bytes, not a copy
+  CHECK(in.at("x").isBorrowed());      // and nothing made the view copy them
+  const HostTensor &xOut = out->at("x_out");
+  CHECK(std::as_const(xOut).bytes().data() != bytes.data());
+  CHECK(!xOut.isBorrowed());
+  for (int64_t i = 0; i < kN; ++i) {
+    CHECK(xOut.getDouble(i) == i + 1.0);
+    CHECK(out->at("y").getDouble(i) == 2 * (i + 1) * 11.0);
+  }
 }

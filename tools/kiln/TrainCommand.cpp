@@ -1,10 +1,15 @@
 // kiln train: trains one of the example recipes (model + loss + data) with a
 // compiled training program, printing per-epoch progress and test results,
-// with atomic checkpoints and resume (docs/training.md).
+// with atomic checkpoints and resume (docs/training.md); under an MPI launcher
+// (or --nproc) as one rank of data-parallel training (docs/distributed.md).
 #include "examples/models/RecipeTraining.h"
 #include "compiler/training/Checkpoint.h"
 #include "frontend/io/Safetensors.h"
+#include "runtime/dist/HostCommunicator.h"
 #include "tools/kiln/Commands.h"
+#include "tools/kiln/MpirunLauncher.h"
+#include "tools/kiln/RankGpu.h"
+#include "tools/kiln/TrainFaultInjection.h"
 
 #include <fmt/format.h>
 
@@ -22,7 +27,8 @@ epoch. The recipes:
 {}
 options:
 {}  --epochs N          epochs to train (default: the recipe's)
-  --batch N           examples per step (default: the recipe's)
+  --batch N           examples per step (default: the recipe's); with several
+                      ranks the global batch, each rank training its shard
   --optimizer NAME    sgd, adam or adamw (default: the recipe's)
   --lr X              learning rate (default: the recipe's)
   --momentum X        sgd: momentum (default 0.9 when --optimizer sgd is given)
@@ -48,6 +54,10 @@ options:
   --image-size N      vgg-transfer: input size, a multiple of 32 (default 32)
   --width-divisor N   vgg-transfer: divide the base's widths (default 1)
   --quiet             no progress line
+  --nproc N           run N ranks of data-parallel training on this machine:
+                      mpirun -np N (from PATH) with the other options; under
+                      an MPI launcher (mpirun -np N kiln train ...) each
+                      process is one rank, and rank 0 alone prints and writes
   --help              print this help and exit
 exit status: 0 trained, 1 a failure (data, compile, a step, a checkpoint), 2 bad usage
 )";
@@ -132,22 +142,69 @@ Expected<examples::RecipeTrainingOptions> parseTrainOptions(const Args &args,
   return options;
 }
 
-void printSummary(const examples::TrainingRecipe &recipe,
+/// Where this process's report goes: stdout on rank 0 (or alone), nowhere on
+/// the other ranks, which print only their errors.
+struct RankZeroOutput {
+  std::FILE *out = stdout;
+  template <typename... Values> void print(fmt::format_string<Values...> format,
+                                           Values &&...values) const {
+    if (out)
+      fmt::print(out, format, std::forward<Values>(values)...);
+  }
+};
+
+void printSummary(const RankZeroOutput &out, const examples::TrainingRecipe &recipe,
                   const examples::RecipeTrainingReport &report) {
   if (report.epochs.empty()) {
-    fmt::print("nothing to train: the checkpoint had completed {} epochs\n",
-               report.resumedEpochs);
+    out.print("nothing to train: the checkpoint had completed {} epochs\n",
+              report.resumedEpochs);
     return;
   }
   const examples::EpochReport &last = report.epochs.back();
   if (recipe.metric == examples::TrainingMetric::Accuracy)
-    fmt::print("test accuracy: {:.2f}% on {} images after {} epochs ({:.0f} samples/s in the "
-               "last epoch)\n",
-               100 * last.testMetric, report.testExamples, last.epoch, last.samplesPerSecond);
+    out.print("test accuracy: {:.2f}% on {} images after {} epochs ({:.0f} samples/s in the "
+              "last epoch)\n",
+              100 * last.testMetric, report.testExamples, last.epoch, last.samplesPerSecond);
   else
-    fmt::print("validation loss: {:.3f} nats/word after {} epochs (uniform: {:.3f}; {:.0f} "
-               "samples/s in the last epoch)\n",
-               last.testMetric, last.epoch, std::log(1000.0), last.samplesPerSecond);
+    out.print("validation loss: {:.3f} nats/word after {} epochs (uniform: {:.3f}; {:.0f} "
+              "samples/s in the last epoch)\n",
+              last.testMetric, last.epoch, std::log(1000.0), last.samplesPerSecond);
+}
+
+/// Data parallel under an MPI launcher: each rank on its local rank's GPU, set
+/// before anything starts CUDA (or MPI, which may). Returns which, for errors
+/// ("GPU 3 (local rank 1)"), or "" when no GPU was chosen.
+Expected<std::string> selectRankGpu(const Args &args) {
+  std::string target = args.value("--target").value_or("auto");
+  if ((target != "cuda" && target != "auto") || !runtime::dist::launchedByMpi())
+    return std::string();
+  KILN_TRY(std::optional<int> localRank, localRankFromLauncher());
+  if (!localRank)
+    return std::string();
+  KILN_TRY(std::string gpu, selectLocalRankGpu(*localRank));
+  if (gpu.empty())
+    return std::string();
+  return fmt::format("GPU {} (local rank {}, as CUDA_VISIBLE_DEVICES={})", gpu, *localRank, gpu);
+}
+
+/// kiln train --nproc N: this command again, as N ranks under mpirun, once the
+/// usage has been checked here (each rank checks it again, cheaply).
+int launchRanks(const Args &args, const std::vector<std::string> &words, int64_t batch) {
+  auto ranks = args.intValue("--nproc", 1, 1);
+  if (!ranks)
+    return usageError("train", ranks.error().message());
+  if (batch < *ranks)
+    return usageError("train", fmt::format("--batch {} is the global batch, shared by {} ranks: "
+                                           "each needs at least one row",
+                                           batch, *ranks));
+  // The ranks would each start N more.
+  if (runtime::dist::launchedByMpi())
+    return usageError("train", "--nproc starts mpirun itself, but this process already runs "
+                               "under an MPI launcher: drop --nproc or the launcher");
+  auto status = runUnderMpirun(*ranks, "train", withoutNproc(words));
+  if (!status)
+    return reportError("train", status.error());
+  return *status;
 }
 
 } // namespace
@@ -157,7 +214,7 @@ int trainCommand(const std::vector<std::string> &words) {
   valued.insert({"--epochs", "--batch", "--optimizer", "--lr", "--momentum", "--weight-decay",
                  "--label-smoothing", "--accumulate", "--clip-norm", "--seed", "--limit",
                  "--test-limit", "--data", "--checkpoint", "--resume", "--save-weights",
-                 "--image-size", "--width-divisor"});
+                 "--image-size", "--width-divisor", "--nproc"});
   auto args =
       parseCommandArgs("train", words, valued,
                        {"--help", "--nesterov", "--augment", "--quiet", "--allow-nonfinite"});
@@ -179,48 +236,85 @@ int trainCommand(const std::vector<std::string> &words) {
   auto options = parseTrainOptions(*args, *recipe);
   if (!options)
     return usageError("train", options.error().message());
-  options->progress = args->has("--quiet") ? nullptr : stderr;
+  auto fault = trainFaultFromEnvironment();
+  if (!fault)
+    return usageError("train", fault.error().message());
+
+  if (args->has("--nproc"))
+    return launchRanks(*args, words, options->model.batch);
+
+  auto gpu = selectRankGpu(*args);
+  if (!gpu)
+    return reportError("train", gpu.error());
+  auto opened = runtime::dist::openHostCommunicator();
+  if (!opened)
+    return reportError("train", opened.error());
+  std::shared_ptr<runtime::dist::Communicator> ranks = std::move(*opened);
+  // Errors name the rank that reports them; a single process stays "kiln train".
+  std::string command = ranks->size() > 1
+                            ? fmt::format("train [{}]", runtime::dist::describeRank(*ranks))
+                            : "train";
+  if (ranks->size() > 1) {
+    if (options->model.batch < ranks->size())
+      return usageError(command, fmt::format("--batch {} is the global batch, shared by {} "
+                                             "ranks: each needs at least one row",
+                                             options->model.batch, ranks->size()));
+    options->training.communicator = ranks;
+  }
+  bool leader = ranks->rank() == 0;
+  RankZeroOutput out{leader ? stdout : nullptr};
+  options->progress = args->has("--quiet") || !leader ? nullptr : stderr;
+  if (*fault)
+    options->beforeStep = faultInjectionHook(**fault, ranks->rank());
 
   // A resume is checked before anything compiles: a damaged checkpoint fails
-  // (1), options it cannot continue with are bad usage (2).
+  // (1), options it cannot continue with are bad usage (2). Every rank reads it.
   std::optional<examples::ResumePlan> resume;
   if (!options->resumePath.empty()) {
     auto checkpoint = training::readCheckpoint(options->resumePath);
     if (!checkpoint)
-      return reportError("train", checkpoint.error());
+      return reportError(command, checkpoint.error());
     auto plan = examples::planResume(*recipe, *options, *checkpoint, options->resumePath);
     if (!plan)
-      return usageError("train", plan.error().message());
+      return usageError(command, plan.error().message());
     resume = std::move(*plan);
   }
 
-  fmt::print("recipe:    {} — {}\n", recipe->name, recipe->description);
-  fmt::print("training:  {} epochs, batch {}, {} lr {}{}, precision {}\n", options->epochs,
-             options->model.batch, training::optimizerKindName(options->training.optimizer.kind),
-             resume ? resume->learningRate : options->training.optimizer.learningRate,
-             resume && !options->overrideLearningRate ? " (the checkpoint's)" : "",
-             passes::precisionPolicyName(options->training.compile.precision));
+  out.print("recipe:    {} — {}\n", recipe->name, recipe->description);
+  out.print("training:  {} epochs, batch {}, {} lr {}{}, precision {}\n", options->epochs,
+            options->model.batch, training::optimizerKindName(options->training.optimizer.kind),
+            resume ? resume->learningRate : options->training.optimizer.learningRate,
+            resume && !options->overrideLearningRate ? " (the checkpoint's)" : "",
+            passes::precisionPolicyName(options->training.compile.precision));
+  if (ranks->size() > 1)
+    out.print("ranks:     {} ({}), each training its shard of every batch of {}\n",
+              ranks->size(), ranks->backendName(), options->model.batch);
   if (resume) {
-    fmt::print("resuming:  {} ({} epochs completed)\n", options->resumePath,
-               resume->epochsCompleted);
+    out.print("resuming:  {} ({} epochs completed)\n", options->resumePath,
+              resume->epochsCompleted);
     for (const std::string &note : resume->notes)
-      fmt::print("note:      {}\n", note);
+      out.print("note:      {}\n", note);
   }
   std::fflush(stdout);
   auto report = examples::trainRecipe(*recipe, *options);
-  if (!report)
-    return reportError("train", report.error());
-  fmt::print("data:      {} ({} training, {} held-out examples, {} steps per epoch)\n",
-             report->dataDescription, report->trainExamples, report->testExamples,
-             report->stepsPerEpoch);
-  fmt::print("target:    {} (compiled in {:.2f} s)\n", report->target, report->compileSeconds);
+  if (!report) {
+    Error error = report.error();
+    if (!gpu->empty())
+      error.withNote(fmt::format("this rank runs on {}", *gpu));
+    return reportError(command, error);
+  }
+  out.print("data:      {} ({} training, {} held-out examples, {} steps per epoch)\n",
+            report->dataDescription, report->trainExamples, report->testExamples,
+            report->stepsPerEpoch);
+  out.print("target:    {} (compiled in {:.2f} s)\n", report->target, report->compileSeconds);
   if (report->resumedEpochs)
-    fmt::print("resumed:   {} epochs from {}\n", report->resumedEpochs, options->resumePath);
-  printSummary(*recipe, *report);
-  if (std::optional<std::string> path = args->value("--save-weights")) {
+    out.print("resumed:   {} epochs from {}\n", report->resumedEpochs, options->resumePath);
+  printSummary(out, *recipe, *report);
+  // Every rank holds the same parameters; rank 0 alone writes them.
+  if (std::optional<std::string> path = args->value("--save-weights"); path && leader) {
     if (auto saved = io::saveSafetensors(*path, report->params); !saved)
-      return reportError("train", saved.error());
-    fmt::print("weights:   {}\n", *path);
+      return reportError(command, saved.error());
+    out.print("weights:   {}\n", *path);
   }
   return kExitOk;
 }
