@@ -7,12 +7,13 @@
 // batched matmul over the alpha x alpha transform points (alpha = m + 2):
 //
 //   U[ab, o, c]  = sum_ij (G ⊗ G)[ab, ij] w[o, c, i, j]       matmul with a constant
-//   V[ab, n, c, t] = sum_ij (BT ⊗ BT)[ab, ij] d_t[ij]       one pointwise kernel
-//   M[ab, n, o, t] = U[ab] @ V[ab, n]                        the batched matmul
-//   y[n, o, h, w]  = sum_ab (AT ⊗ AT)[pq, ab] M[ab, n, o, t]  one pointwise kernel
+//   V[ab, c, t]  = sum_ij (BT ⊗ BT)[ab, ij] d_t[ij]         one pointwise kernel
+//   M[ab, o, t]  = U[ab] @ V[ab]                             the batched matmul
+//   y[n, o, h, w] = sum_ab (AT ⊗ AT)[pq, ab] M[ab, o, t]      one pointwise kernel
 //
-// d_t is tile t's alpha x alpha input patch (padding reads zero), and the output
-// pixel (h, w) is point (p, q) = (h mod m, w mod m) of tile t = (h / m, w / m).
+// t runs over every image's tiles, d_t is tile t's alpha x alpha input patch
+// (padding reads zero), and the output pixel (h, w) of image n is point
+// (p, q) = (h mod m, w mod m) of its tile (n, h / m, w / m).
 // Each transform is a sum of a few terms (the nonzeros of the Kronecker
 // product), each term a gather of the tile's column and a take_along_axis of
 // its row, scaled by a coefficient (zero where the patch leaves the image).
@@ -178,7 +179,7 @@ private:
     const int64_t tilesH = ceilDiv(hOut, m), tilesW = ceilDiv(wOut, m), tiles = tilesH * tilesW;
     const DType f32 = DType::F32;
 
-    // U [points, 1, O, C]: the filter transform, one small matmul per run (a
+    // U [points, O, C]: the filter transform, one small matmul per run (a
     // constant filter folds).
     std::vector<double> filterKron(static_cast<size_t>(points * 9));
     for (int64_t a = 0; a < alpha; ++a)
@@ -190,9 +191,9 @@ private:
     KILN_TRY(Value * gg, b.constant(f32, {points, 9}, std::move(filterKron)));
     KILN_TRY(Value * taps, b.reshape(w, {o * c, 9}));
     KILN_TRY(Value * u, b.op(OpKind::MatMul, {gg, taps}, {{"transpose_b", true}}));
-    KILN_TRY(Value * u4, b.reshape(u, {points, 1, o, c}));
+    KILN_TRY(Value * u3, b.reshape(u, {points, o, c}));
 
-    // V [points, N, C, tiles]: point (a, b) of tile (th, tw) sums, over the
+    // V [points, C, N tiles]: point (a, b) of tile (th, tw) sums, over the
     // nonzeros i of BT's row a and j of its row b, BT[a, i] BT[b, j] times the
     // image at row m th + i - top and column m tw + j - left (the factors are 0
     // outside the image, and the clamped indices stay inside it).
@@ -251,12 +252,14 @@ private:
     KILN_TRY(Value * vSum, b.sum(std::move(inputTerms)));
     KILN_TRY(Value * vGrid, b.reshape(vSum, {n, c, points, tilesH, tilesW}));
     KILN_TRY(Value * vTiles, b.op(OpKind::Transpose, {vGrid},
-                                  {{"perm", std::vector<int64_t>{2, 0, 1, 3, 4}}}));
+                                  {{"perm", std::vector<int64_t>{2, 1, 0, 3, 4}}}));
     // An alias: the transform's kernel writes the tile grid, no index division.
-    KILN_TRY(Value * v, b.reshape(vTiles, {points, n, c, tiles}));
+    KILN_TRY(Value * v, b.reshape(vTiles, {points, c, n * tiles}));
 
-    // M [points, N, O, tiles]: the batched matmul, U broadcast over the images.
-    KILN_TRY(Value * product, b.op(OpKind::MatMul, {u4, v}));
+    // M [points, O, N tiles]: the batched matmul, every image's tiles side by side (wide
+    // panels for the GEMM at any batch).
+    KILN_TRY(Value * product, b.op(OpKind::MatMul, {u3, v}));
+    KILN_TRY(Value * productGrid, b.reshape(product, {points, o, n, tiles}));
 
     // y [N, O, H', W']: output pixel (h, w), point (p, q) = (h mod m, w mod m)
     // of tile (h / m, w / m), sums over the nonzeros a of AT's row p and b of
@@ -293,8 +296,8 @@ private:
     KILN_TRY(Value * pointColTable, b.constant(DType::I32, {outK, 1, wOut}, std::move(pointCol)));
     KILN_TRY(Value * colCoefOut, b.constant(f32, {outK, 1, wOut}, std::move(outColCoef)));
     KILN_TRY(Value * tileOf, b.op(OpKind::Add, {tileRowTable, tileColTable}));
-    // [points, N, O, H', W']: every point of each pixel's tile.
-    KILN_TRY(Value * atTiles, b.op(OpKind::Gather, {product, tileOf}, {{"axis", int64_t{3}}}));
+    // [points, O, N, H', W']: every point of each pixel's tile.
+    KILN_TRY(Value * atTiles, b.op(OpKind::Gather, {productGrid, tileOf}, {{"axis", int64_t{3}}}));
     std::vector<Value *> outputTerms;
     for (int64_t ka = 0; ka < outK; ++ka) {
       KILN_TRY(Value * pointA, b.row(pointRowTable, ka, {hOut, 1}));
@@ -304,7 +307,7 @@ private:
         KILN_TRY(Value * point, b.op(OpKind::Add, {pointA, pointB}));
         KILN_TRY(Value * point5, b.reshape(point, {1, 1, 1, hOut, wOut}));
         KILN_TRY(Value * pointFull, b.op(OpKind::BroadcastTo, {point5},
-                                         {{"shape", Shape{1, n, o, hOut, wOut}}}));
+                                         {{"shape", Shape{1, o, n, hOut, wOut}}}));
         KILN_TRY(Value * picked,
                  b.op(OpKind::TakeAlongAxis, {atTiles, pointFull}, {{"axis", int64_t{0}}}));
         KILN_TRY(Value * factorB, b.row(colCoefOut, kb, {1, wOut}));
@@ -314,7 +317,9 @@ private:
       }
     }
     KILN_TRY(Value * ySum, b.sum(std::move(outputTerms)));
-    KILN_TRY(Value * y, b.reshape(ySum, out));
+    KILN_TRY(Value * yByChannel, b.reshape(ySum, {o, n, hOut, wOut}));
+    KILN_TRY(Value * y, b.op(OpKind::Transpose, {yByChannel},
+                             {{"perm", std::vector<int64_t>{1, 0, 2, 3}}}));
     KILN_CHECK(y->type() == conv.type(), "the Winograd convolution has the convolution's type");
     return y;
   }
