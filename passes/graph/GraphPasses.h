@@ -76,8 +76,8 @@ struct WinogradOptions {
   /// 128 do not).
   int64_t minChannelMean = 160;
   /// Output pixels over the batch, N H' W', at least this: the filter transform (16 O C values
-  /// per run) must be shared by enough of them.
-  int64_t minOutputPixels = 196;
+  /// per run) must be shared by enough of them (one 14 x 14 image breaks even, one 28 x 28 wins).
+  int64_t minOutputPixels = 400;
 };
 /// Whether "winograd" rewrites `node`: an f32 nchw conv2d, 3x3 filter, stride
 /// 1, dilation 1, one group, f32 accumulation without tf32, within `options`'

@@ -70,14 +70,14 @@ void checkSameValues(const std::function<std::unique_ptr<Graph>()> &build,
 
 TEST_CASE("winograd takes f32 3x3 stride-1 convolutions with enough channels",
           "[passes][winograd]") {
-  // 160 channels in and out, 14 x 14 outputs: at the default bounds (docs/winograd.md).
-  const Shape deep = {1, 160, 16, 16};
+  // 160 channels in and out, 20 x 20 outputs: at the default bounds (docs/winograd.md).
+  const Shape deep = {1, 160, 22, 22};
   const DType f32 = DType::F32;
   CHECK(rewrites(convGraph(f32, deep, 160, 3)));
   CHECK(rewrites(convGraph(f32, deep, 160, 3, {{"padding", Ints{1, 1, 1, 1}}})));
   CHECK(rewrites(convGraph(f32, deep, 512, 3, {{"padding", Ints{2, 0, 1, 3}}})));
-  CHECK(rewrites(convGraph(f32, {1, 128, 16, 16}, 256, 3))); // mean 170.7
-  CHECK(rewrites(convGraph(f32, {4, 256, 9, 9}, 256, 3)));   // 4 x 7 x 7 pixels
+  CHECK(rewrites(convGraph(f32, {1, 128, 22, 22}, 256, 3))); // mean 170.7
+  CHECK(rewrites(convGraph(f32, {9, 256, 9, 9}, 256, 3)));   // 9 x 7 x 7 pixels
   // Not: other strides, dilations, groups, filter sizes, other dtypes and layouts, tf32.
   CHECK_FALSE(rewrites(convGraph(f32, deep, 160, 3, {{"stride", Ints{2, 2}}})));
   CHECK_FALSE(rewrites(convGraph(f32, deep, 160, 3, {{"stride", Ints{1, 2}}})));
@@ -89,11 +89,13 @@ TEST_CASE("winograd takes f32 3x3 stride-1 convolutions with enough channels",
   CHECK_FALSE(rewrites(convGraph(DType::F64, deep, 160, 3, {{"accumulate", DType::F64}})));
   CHECK_FALSE(rewrites(convGraph(f32, deep, 160, 3, {{"accumulate", DType::F64}})));
   CHECK_FALSE(rewrites(convGraph(f32, deep, 160, 3, {{"allow_tf32", true}})));
-  CHECK_FALSE(rewrites(convGraph(f32, {1, 16, 16, 160}, 160, 3, {{"layout", std::string("nhwc")}})));
-  // Not: few channels (the mean of 128 and 128, of 64 and 4096), few pixels (1 x 7 x 7).
-  CHECK_FALSE(rewrites(convGraph(f32, {1, 128, 16, 16}, 128, 3)));
-  CHECK_FALSE(rewrites(convGraph(f32, {1, 64, 16, 16}, 4096, 3)));
-  CHECK_FALSE(rewrites(convGraph(f32, {1, 512, 9, 9}, 512, 3)));
+  CHECK_FALSE(rewrites(convGraph(f32, {1, 22, 22, 160}, 160, 3, {{"layout", std::string("nhwc")}})));
+  // Not: few channels (the mean of 128 and 128, of 64 and 4096), few pixels (1 x 14 x 14,
+  // 8 x 7 x 7).
+  CHECK_FALSE(rewrites(convGraph(f32, {1, 128, 22, 22}, 128, 3)));
+  CHECK_FALSE(rewrites(convGraph(f32, {1, 64, 22, 22}, 4096, 3)));
+  CHECK_FALSE(rewrites(convGraph(f32, {1, 512, 14, 14}, 512, 3, {{"padding", Ints{1, 1, 1, 1}}})));
+  CHECK_FALSE(rewrites(convGraph(f32, {8, 512, 9, 9}, 512, 3)));
   // An output smaller than one tile each way.
   CHECK_FALSE(rewrites(convGraph(f32, {1, 5, 3, 9}, 7, 3), {.minChannelMean = 0, .minOutputPixels = 0}));
   CHECK_FALSE(rewrites(convGraph(f32, {1, 5, 5, 5}, 7, 3),
