@@ -72,9 +72,9 @@ struct WinogradOptions {
   /// m of F(m x m, 3 x 3): 2 or 4.
   int outputTile = 2;
   /// The harmonic mean of the input and output channels, 2 C O / (C + O), at least this:
-  /// the matmul's work per transformed value grows with it (128 in and 256 out pass, 128 and
-  /// 128 do not).
-  int64_t minChannelMean = 160;
+  /// the matmul's work per transformed value grows with it (256 in and out pass, 128 in and
+  /// 256 out do not).
+  int64_t minChannelMean = 256;
   /// Output pixels over the batch, N H' W', at least this: the filter transform (16 O C values
   /// per run) must be shared by enough of them (one 14 x 14 image breaks even, one 28 x 28 wins).
   int64_t minOutputPixels = 400;

@@ -7,11 +7,13 @@
 namespace kiln::test {
 namespace {
 
-/// conv2d(x, w) + b, relu on 160 channels in and out, 23 x 19 outputs (odd: partial tiles).
+/// conv2d(x, w) + b, relu on 256 channels in and out, odd sizes (partial tiles), at least 400
+/// output pixels (docs/winograd.md).
 void buildDeepConv(CompileCase &c, int64_t batch) {
-  Tensor x = c.input("x", {batch, 160, 23, 19});
-  Tensor w = c.param("w", {160, 160, 3, 3});
-  Tensor b = c.param("b", {160, 1, 1});
+  Tensor x = c.input("x", batch == 1 ? std::vector<int64_t>{1, 256, 23, 19}
+                                     : std::vector<int64_t>{batch, 256, 17, 13});
+  Tensor w = c.param("w", {256, 256, 3, 3});
+  Tensor b = c.param("b", {256, 1, 1});
   Conv2DOptions options;
   options.padding = Padding::symmetric(1, 1);
   c.output("y", relu(conv2d(x, w, options) + b));
