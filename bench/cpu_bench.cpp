@@ -128,10 +128,12 @@ enum class Outputs { AllocatedPerRun, Recycled };
 /// Compiles `graph`, binds `params`, times run() on random inputs and checks
 /// the last outputs.
 Expected<Measured> compileAndTime(Graph &graph, const NamedTensors &params,
-                                  const OutputCheck &check, Outputs outputPolicy) {
+                                  const OutputCheck &check, Outputs outputPolicy,
+                                  bool winograd = true) {
   KILN_TRY_VOID(graph.finalize());
   std::ostringstream dump;
   CompileOptions options;
+  options.winograd = winograd;
   options.dump = kDumpFused;
   options.dumpStream = &dump;
   KILN_TRY(CompiledModel model, compile(graph.ir(), options));
@@ -154,18 +156,20 @@ Expected<Measured> compileAndTime(Graph &graph, const NamedTensors &params,
 
 /// Times kiln on the workload `build` makes, then returns what its runs read (nothing when it
 /// failed), for the baselines. Its outputs are recycled across runs, as the baselines write
-/// into one preallocated result.
+/// into one preallocated result. `impl` names the row's side: "kiln", or "kiln_direct" for
+/// the same graph compiled without the Winograd rewrite (CompileOptions::winograd).
 std::optional<NamedTensors> benchWorkload(std::string_view name, double flops,
                                           const std::function<void(Graph &)> &build,
-                                          const OutputCheck &check) {
+                                          const OutputCheck &check,
+                                          std::string_view impl = "kiln") {
   Graph graph{std::string(name)};
   build(graph);
-  auto measured = compileAndTime(graph, {}, check, Outputs::Recycled);
+  auto measured = compileAndTime(graph, {}, check, Outputs::Recycled, impl != "kiln_direct");
   if (!measured) {
-    printError(name, measured.error());
+    bench::printError(impl, name, measured.error().message());
     return std::nullopt;
   }
-  printTime("kiln", name, std::move(measured->seconds), flops, measured->check,
+  printTime(impl, name, std::move(measured->seconds), flops, measured->check,
             measured->schedules);
   return std::move(measured->inputs);
 }
@@ -278,21 +282,23 @@ void benchConv(const std::function<bool(std::string_view)> &selected) {
     const bench::ConvProblem &p = shape.problem;
     double flops = 2.0 * p.batch * p.outChannels * p.outSize() * p.outSize() * p.inChannels *
                    p.kernel * p.kernel;
-    auto inputs = benchWorkload(
-        shape.name, flops,
-        [&p](Graph &g) {
-          Tensor x = g.input("x", {p.batch, p.inChannels, p.size, p.size});
-          Tensor w = g.input("w", {p.outChannels, p.inChannels, p.kernel, p.kernel});
-          Conv2DOptions options;
-          options.stride = {p.stride, p.stride};
-          options.padding = Padding::symmetric(p.pad, p.pad);
-          g.output("y", conv2d(x, w, options));
-        },
-        [&p](const NamedTensors &in, const NamedTensors &out) {
-          return checkConv(p, in.at("x"), in.at("w"), out.at("y"));
-        });
+    auto build = [&p](Graph &g) {
+      Tensor x = g.input("x", {p.batch, p.inChannels, p.size, p.size});
+      Tensor w = g.input("w", {p.outChannels, p.inChannels, p.kernel, p.kernel});
+      Conv2DOptions options;
+      options.stride = {p.stride, p.stride};
+      options.padding = Padding::symmetric(p.pad, p.pad);
+      g.output("y", conv2d(x, w, options));
+    };
+    auto check = [&p](const NamedTensors &in, const NamedTensors &out) {
+      return checkConv(p, in.at("x"), in.at("w"), out.at("y"));
+    };
+    auto inputs = benchWorkload(shape.name, flops, build, check);
     if (!inputs)
       continue;
+    // The layers Winograd may take: the direct (or im2col) kernel beside it, in the same run.
+    if (p.kernel == 3 && p.stride == 1)
+      benchWorkload(shape.name, flops, build, check, "kiln_direct");
     const HostTensor &x = inputs->at("x"), &w = inputs->at("w");
     bench::benchConvBaselines(shape.name, p, x, w, flops, [&](const HostTensor &y) {
       return checkConv(p, x, w, y);

@@ -104,11 +104,13 @@ def library_table(records):
              and r["workload"].startswith(("matmul", "conv"))]
     lines = [
         "| workload | kiln ms | OpenBLAS ms | kiln/OpenBLAS | oneDNN ms | oneDNN reorders ms "
-        "| kiln/oneDNN | kiln/(oneDNN+reorders) | kiln GFLOP/s | kiln % of peak | goal |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
+        "| kiln/oneDNN | kiln/(oneDNN+reorders) | kiln GFLOP/s | kiln % of peak | goal "
+        "| kiln direct ms | kiln direct/oneDNN |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|---:|---:|",
     ]
     for name in order:
         kiln = times.get(("kiln", name))
+        direct = times.get(("kiln_direct", name))
         blas = times.get(("openblas", name))
         dnn = times.get(("onednn", name))
         reorders = times.get(("onednn_reorders", name))
@@ -125,7 +127,8 @@ def library_table(records):
             checks = [ratio(kiln, dnn)]
         verdict = ("n/a" if any(c is None for c in checks)
                    else "ok" if all(c >= GOAL for c in checks) else "**MISSED**")
-        bad = [r["impl"] for r in (kiln, blas, dnn) if r and r.get("check") not in ("ok", None)]
+        bad = [r["impl"] for r in (kiln, blas, dnn, direct)
+               if r and r.get("check") not in ("ok", None)]
         if bad:
             verdict += f" (wrong output: {', '.join(bad)})"
 
@@ -136,7 +139,8 @@ def library_table(records):
             f"| {name} | {cell(kiln)} | {cell(blas)} | {fmt_ratio(ratio(kiln, blas))} "
             f"| {cell(dnn)} | {cell(reorders)} | {fmt_ratio(ratio(kiln, dnn))} "
             f"| {fmt_ratio(ratio(kiln, with_reorders))} | {fmt_gflops(gflops(kiln))} "
-            f"| {'—' if share is None else f'{share:.0%}'} | {verdict} |")
+            f"| {'—' if share is None else f'{share:.0%}'} | {verdict} "
+            f"| {cell(direct)} | {fmt_ratio(ratio(direct, dnn))} |")
     return "\n".join(lines)
 
 
@@ -191,7 +195,9 @@ def main():
         print()
         print("kiln/X is X's median time over kiln's (above 1.00x kiln is faster). Goals: "
               "matmul >= 1.0x OpenBLAS, and >= 85% of peak at 1024 and above; conv2d >= 1.0x "
-              "oneDNN (without its reorders).")
+              "oneDNN (without its reorders). \"kiln direct\" is the same 3x3 stride-1 "
+              "convolution compiled without the Winograd rewrite (the direct or im2col kernel), "
+              "in the same run.")
         print()
         print(library_table(records))
         print()

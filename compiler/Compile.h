@@ -87,6 +87,10 @@ struct CompileOptions {
   /// How contractions compute (docs/precision.md): applied by the "precision"
   /// pass after the graph passes have decomposed attention, before fusion.
   passes::PrecisionPolicy precision = passes::PrecisionPolicy::Fp32;
+  /// CPU, fp32 policy: run f32 3x3 stride-1 convolutions with many channels as
+  /// Winograd F(2x2, 3x3) (the "winograd" pass, docs/winograd.md). Off: every
+  /// convolution takes the direct or im2col kernel.
+  bool winograd = true;
   /// Verify the graph after every graph pass.
   bool verifyEach = true;
   /// Run the kernel-IR verifier on each lowered kernel and after every kernel pass

@@ -29,7 +29,8 @@ using Clock = std::chrono::steady_clock;
 /// precision policy to every contraction, those matmuls included, on a GPU
 /// with tensor cores for the policy's operands run the convolutions that then
 /// suit them as NHWC (`layout`) and, under fp8, give matmuls K-contiguous
-/// operands (`kmajor`), and clean up again (`fold` narrows cast constants,
+/// operands (`kmajor`), on the CPU run the deep f32 3x3 convolutions as
+/// Winograd (`winograd`), and clean up again (`fold` narrows cast constants,
 /// `cse` merges casts and transposes, `simplify` cancels transpose pairs).
 Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options,
                               const LoweringTarget &target) {
@@ -49,6 +50,10 @@ Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options,
     if (fp8)
       pm.add(passes::createKMajorOperandsPass());
   }
+  // The CPU runs f32 3x3 convolutions with many channels as Winograd (docs/winograd.md).
+  if (std::holds_alternative<codegen::CpuTarget>(target) &&
+      options.precision == passes::PrecisionPolicy::Fp32 && options.winograd)
+    pm.add(passes::createWinogradPass());
   KILN_TRY_VOID(pm.addPipeline("simplify,fold,cse,dce"));
   KILN_TRY_VOID(pm.run(graph));
   return {};

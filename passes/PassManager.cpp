@@ -34,6 +34,7 @@ constexpr PassEntry kRegistry[] = {
     {"precision", [](const PassOptions &o) { return createPrecisionPass(o.precision); }},
     {"simplify", [](const PassOptions &) { return createAlgebraicSimplifyPass(); }},
     {"split-concat", [](const PassOptions &) { return createSplitWideConcatPass(); }},
+    {"winograd", [](const PassOptions &) { return createWinogradPass(); }},
 };
 
 std::string knownPassList() {

@@ -104,6 +104,8 @@ protected:
   virtual llvm::Align accessAlignment(const kir::Buffer &buffer, int lanes);
   Expected<void> emitStore(const kir::Store &store);
   std::vector<llvm::Metadata *> vectorizeProperties(const kir::For &loop);
+  /// Puts a memory access in the access group of every vectorized loop around it.
+  void markParallelAccess(llvm::Instruction *access);
 
   // ---- KernelExprToLlvm.cpp
   Expected<llvm::Value *> emitExpr(const kir::Expr &expr);
@@ -138,6 +140,11 @@ protected:
   llvm::Module &module_;
   llvm::LLVMContext &context_;
   llvm::IRBuilder<> builder_;
+  /// The access groups of the vectorized loops being emitted, outermost first: a
+  /// vectorized loop's iterations are independent (docs/kernel-ir.md), which its
+  /// llvm.loop.parallel_accesses tells the loop vectorizer, so gathers and
+  /// data-dependent reads need no run-time overlap checks it cannot build.
+  std::vector<llvm::MDNode *> accessGroups_;
   const CpuTarget *target_; ///< nullptr in a derived GPU emitter
   std::string backendName_;
   bool nativeHalf_;

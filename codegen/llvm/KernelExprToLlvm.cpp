@@ -237,13 +237,17 @@ Expected<llvm::Value *> KernelEmitter::emitLoad(const kir::Load &load) {
   llvm::Align align = accessAlignment(*load.buffer, type.lanes);
   if (!load.predicate) {
     KILN_TRY(llvm::Value * pointer, elementPointer(*load.buffer, *load.index));
-    return fromMemory(builder_.CreateAlignedLoad(loaded, pointer, align), type);
+    llvm::LoadInst *value = builder_.CreateAlignedLoad(loaded, pointer, align);
+    markParallelAccess(value);
+    return fromMemory(value, type);
   }
   llvm::Value *zero = llvm::Constant::getNullValue(loaded);
   if (type.lanes > 1) {
     KILN_TRY(llvm::Value * mask, laneMask(*load.predicate, type.lanes));
     KILN_TRY(llvm::Value * pointer, elementPointer(*load.buffer, *load.index));
-    return fromMemory(builder_.CreateMaskedLoad(loaded, pointer, align, mask, zero), type);
+    llvm::CallInst *value = builder_.CreateMaskedLoad(loaded, pointer, align, mask, zero);
+    markParallelAccess(value);
+    return fromMemory(value, type);
   }
   // A branch, so that not even the address is computed when the predicate is false.
   KILN_TRY(llvm::Value * predicate, emitExpr(*load.predicate));
@@ -253,7 +257,8 @@ Expected<llvm::Value *> KernelEmitter::emitLoad(const kir::Load &load) {
   builder_.CreateCondBr(predicate, read, done);
   builder_.SetInsertPoint(read);
   KILN_TRY(llvm::Value * pointer, elementPointer(*load.buffer, *load.index));
-  llvm::Value *value = builder_.CreateAlignedLoad(loaded, pointer, align);
+  llvm::LoadInst *value = builder_.CreateAlignedLoad(loaded, pointer, align);
+  markParallelAccess(value);
   llvm::BasicBlock *readEnd = builder_.GetInsertBlock();
   builder_.CreateBr(done);
   builder_.SetInsertPoint(done);

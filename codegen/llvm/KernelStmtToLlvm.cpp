@@ -228,9 +228,27 @@ Expected<void> KernelEmitter::emitFor(const kir::For &loop) {
   std::vector<llvm::Metadata *> properties;
   if (loop.loopKind == kir::ForKind::Unrolled)
     properties.push_back(loopProperty(context_, "llvm.loop.unroll.full"));
-  else if (loop.loopKind == kir::ForKind::Vectorized)
-    properties = vectorizeProperties(loop);
-  return emitCountedLoop(loop, begin, end, std::move(properties));
+  if (loop.loopKind != kir::ForKind::Vectorized)
+    return emitCountedLoop(loop, begin, end, std::move(properties));
+  properties = vectorizeProperties(loop);
+  llvm::MDNode *group = llvm::MDNode::getDistinct(context_, {});
+  properties.push_back(llvm::MDNode::get(
+      context_, {llvm::MDString::get(context_, "llvm.loop.parallel_accesses"), group}));
+  accessGroups_.push_back(group);
+  Expected<void> emitted = emitCountedLoop(loop, begin, end, std::move(properties));
+  accessGroups_.pop_back();
+  return emitted;
+}
+
+void KernelEmitter::markParallelAccess(llvm::Instruction *access) {
+  if (accessGroups_.empty())
+    return;
+  if (accessGroups_.size() == 1) {
+    access->setMetadata(llvm::LLVMContext::MD_access_group, accessGroups_.front());
+    return;
+  }
+  std::vector<llvm::Metadata *> groups(accessGroups_.begin(), accessGroups_.end());
+  access->setMetadata(llvm::LLVMContext::MD_access_group, llvm::MDNode::get(context_, groups));
 }
 
 Expected<void> KernelEmitter::emitCountedLoop(const kir::For &loop, llvm::Value *begin,
@@ -402,9 +420,9 @@ Expected<void> KernelEmitter::emitStore(const kir::Store &store) {
     value = toMemory(value, type);
     if (store.predicate && type.lanes > 1) {
       KILN_TRY(llvm::Value * mask, laneMask(*store.predicate, type.lanes));
-      builder_.CreateMaskedStore(value, pointer, align, mask);
+      markParallelAccess(builder_.CreateMaskedStore(value, pointer, align, mask));
     } else {
-      builder_.CreateAlignedStore(value, pointer, align);
+      markParallelAccess(builder_.CreateAlignedStore(value, pointer, align));
     }
     return {};
   };

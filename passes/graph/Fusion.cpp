@@ -187,7 +187,13 @@ int FusionPlanner::newDraft(int root) {
     feedsAnchor_[root] = true;
     draft.closed = anchorKind(node(root)) == GroupKind::Opaque;
   }
-  draft.closed = draft.closed || role_[root] == FusionRole::Constant;
+  // A reshape of a contraction's operand stays an alias (rule 4): its producer's
+  // kernel then writes the same bytes in its own shape, with no index division.
+  bool reshapesOperand = isAliasOp(node(root)) && !users_[root].empty() &&
+                         std::all_of(users_[root].begin(), users_[root].end(), [&](int user) {
+                           return isAnchor(user) && takesNoPrologue(anchorKind(node(user)));
+                         });
+  draft.closed = draft.closed || role_[root] == FusionRole::Constant || reshapesOperand;
   for (const ir::Value *operand : node(root).operands())
     if (isKernelArgument(operand))
       draft.inputs.insert(operand);

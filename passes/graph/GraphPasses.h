@@ -65,6 +65,29 @@ std::unique_ptr<Pass> createPrecisionPass(PrecisionPolicy policy);
 /// through elementwise ops, batch norms and pools ("simplify" then cancels
 /// the pairs between convolutions). GPU pipelines run it after "precision".
 std::unique_ptr<Pass> createNhwcLayoutPass();
+/// Which convolutions "winograd" rewrites, and with which output tile. The bounds are the CPU's
+/// measurements (docs/winograd.md): below them the transforms, which move each value through
+/// memory with gathers, and the per-run filter transform cost more than the multiplies saved.
+struct WinogradOptions {
+  /// m of F(m x m, 3 x 3): 2 or 4.
+  int outputTile = 2;
+  /// The harmonic mean of the input and output channels, 2 C O / (C + O), at least this:
+  /// the matmul's work per transformed value grows with it (256 in and out pass, 128 in and
+  /// 256 out do not).
+  int64_t minChannelMean = 256;
+  /// Output pixels over the batch, N H' W', at least this: the filter transform (16 O C values
+  /// per run) must be shared by enough of them (one 14 x 14 image breaks even, one 28 x 28 wins).
+  int64_t minOutputPixels = 400;
+};
+/// Whether "winograd" rewrites `node`: an f32 nchw conv2d, 3x3 filter, stride
+/// 1, dilation 1, one group, f32 accumulation without tf32, within `options`'
+/// bounds, at least one whole output tile each way.
+bool winogradApplies(const ir::Node &node, const WinogradOptions &options);
+/// "winograd": rewrites the convolutions winogradApplies to as Winograd
+/// F(m x m, 3 x 3) from existing ops (a filter-transform matmul, an input
+/// transform, one batched matmul, an output transform that takes the
+/// convolution's epilogue). CPU pipelines run it under the fp32 policy.
+std::unique_ptr<Pass> createWinogradPass(WinogradOptions options = {});
 /// "kmajor": e4m3 matmuls read both operands with K contiguous: a B read
 /// [K, N] becomes transpose(B) read with transpose_b (an A read transposed
 /// likewise). GPU pipelines with e4m3 tensor cores run it under fp8.

@@ -106,6 +106,31 @@ TEST_CASE("LLVM IR dump after O3 is vectorized for the target", "[codegen][host]
   CHECK(!contains(*ir, "fmul fast"));
 }
 
+TEST_CASE("a vectorized loop's reads through an index table become gathers",
+          "[codegen][host][dump]") {
+  // out[i] = in[table[i]]: the loop vectorizer cannot bound the gathered addresses to check
+  // them against the store at run time, so only the loop's parallel_accesses (a vectorized
+  // loop's iterations are independent) lets it vectorize.
+  const int64_t n = 64;
+  auto in = makeBuffer("in", DType::F32, n);
+  auto table = makeBuffer("table", DType::I64, n);
+  auto out = makeBuffer("out", DType::F32, n);
+  auto i = makeVar("i");
+  Kernel gather{"gather",
+                {in, table, out},
+                forRange(i, n, ForKind::Vectorized,
+                         store(out, kir::ref(i), load(in, load(table, kir::ref(i)))))};
+  auto before = codegen::emitHostLlvmIr(gather, codegen::referenceCpuTarget(), false);
+  REQUIRE(before.has_value());
+  CHECK(contains(*before, "llvm.loop.parallel_accesses"));
+  CHECK(contains(*before, "!llvm.access.group"));
+  auto after = codegen::emitHostLlvmIr(gather, codegen::referenceCpuTarget(), true);
+  REQUIRE(after.has_value());
+  INFO(*after);
+  CHECK(contains(*after, "vector.body")); // AVX2 gathers the lanes; AVX-512 with vgatherqps
+  CHECK(contains(*after, "<8 x float>"));
+}
+
 TEST_CASE("GPU loop kinds are an error naming the kernel", "[codegen][host][errors]") {
   auto out = makeBuffer("out", DType::F32, 32);
   auto t = makeVar("tid");

@@ -95,7 +95,7 @@ TEST_CASE("the registry lists every pass in a stable order", "[passes][manager]"
   std::vector<std::string_view> names = registeredPassNames();
   CHECK(names == std::vector<std::string_view>{"autodiff", "cse", "dce", "decompose", "fold",
                                                    "kmajor", "layout", "precision", "simplify",
-                                                   "split-concat"});
+                                                   "split-concat", "winograd"});
   for (std::string_view name : names) {
     auto pass = createPass(name);
     REQUIRE(pass);
@@ -111,7 +111,7 @@ TEST_CASE("an unknown pass name lists the known ones", "[passes][manager]") {
   REQUIRE_FALSE(pass);
   CHECK(pass.error().code() == ErrorCode::NotFound);
   CHECK(pass.error().message() ==
-        "unknown pass 'cs'; known passes: autodiff, cse, dce, decompose, fold, kmajor, layout, precision, simplify, split-concat");
+        "unknown pass 'cs'; known passes: autodiff, cse, dce, decompose, fold, kmajor, layout, precision, simplify, split-concat, winograd");
 }
 
 TEST_CASE("addPipeline parses names and rejects bad ones without adding any", "[passes][manager]") {
@@ -119,7 +119,7 @@ TEST_CASE("addPipeline parses names and rejects bad ones without adding any", "[
   auto bad = manager.addPipeline("cse,bogus,dce");
   REQUIRE_FALSE(bad);
   CHECK(bad.error().message() ==
-        "unknown pass 'bogus'; known passes: autodiff, cse, dce, decompose, fold, kmajor, layout, precision, simplify, split-concat");
+        "unknown pass 'bogus'; known passes: autodiff, cse, dce, decompose, fold, kmajor, layout, precision, simplify, split-concat, winograd");
 
   for (std::string_view pipeline : {"", "cse,,dce", "cse,", ",dce", " , "}) {
     INFO("pipeline '" << pipeline << "'");

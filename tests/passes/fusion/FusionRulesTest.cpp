@@ -342,6 +342,18 @@ TEST_CASE("fusion: reshapes of a materialized value are aliases", "[passes][fusi
   %1: f32[24] = reshape(%0) {shape = [24]}
   output "y" = %1
 })") == Lines{"group 0 pointwise root=%1 nodes=[%0, %1] inputs=[%x] ops=[exp, reshape]"});
+  // ...unless a contraction reads it: the producer's kernel writes its own shape (no index
+  // division) and the reshape is an alias of that.
+  CHECK(fuse(R"(graph @g {
+  input %x: f32[6,4]
+  param %w: f32[12,5]
+  %0: f32[6,4] = exp(%x)
+  %1: f32[2,12] = reshape(%0) {shape = [2, 12]}
+  %2: f32[2,5] = matmul(%1, %w)
+  output "y" = %2
+})") == Lines{"group 0 pointwise root=%0 nodes=[%0] inputs=[%x] ops=[exp]",
+              "group 1 alias root=%1 nodes=[%1] inputs=[%0] ops=[reshape]",
+              "group 2 contraction root=%2 anchor=%2 nodes=[%2] inputs=[%1, %w] ops=[matmul]"});
 }
 
 TEST_CASE("fusion: graph inputs used as outputs need no group", "[passes][fusion]") {
