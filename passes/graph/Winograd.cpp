@@ -203,26 +203,25 @@ private:
     std::vector<double> rowCoef(rowIdx.size(), 0.0);
     std::vector<double> colIdx(static_cast<size_t>(inK * points * tilesW), 0.0);
     std::vector<double> colCoef(colIdx.size(), 0.0);
+    // One axis's table: for term k of transform point `ab` along this axis (row `which` of
+    // B^T), the clamped source index and its coefficient (0 where the tile reads padding).
+    auto fillAxis = [&](int64_t which, int64_t k, int64_t ab, int64_t tiles, int64_t pad,
+                        int64_t extent, std::vector<double> &idx, std::vector<double> &coef) {
+      const auto &list = inTerms.rows[static_cast<size_t>(which)];
+      if (k >= static_cast<int64_t>(list.size()))
+        return;
+      for (int64_t t = 0; t < tiles; ++t) {
+        int64_t source = t * m + list[static_cast<size_t>(k)].col - pad;
+        size_t at = static_cast<size_t>((k * points + ab) * tiles + t);
+        idx[at] = static_cast<double>(std::clamp<int64_t>(source, 0, extent - 1));
+        coef[at] = source >= 0 && source < extent ? list[static_cast<size_t>(k)].value : 0.0;
+      }
+    };
     for (int64_t k = 0; k < inK; ++k)
       for (int64_t a = 0; a < alpha; ++a)
         for (int64_t bb = 0; bb < alpha; ++bb) {
-          const int64_t ab = a * alpha + bb;
-          if (const auto &list = inTerms.rows[static_cast<size_t>(a)];
-              k < static_cast<int64_t>(list.size()))
-            for (int64_t th = 0; th < tilesH; ++th) {
-              int64_t r = th * m + list[static_cast<size_t>(k)].col - padding[0];
-              size_t at = static_cast<size_t>((k * points + ab) * tilesH + th);
-              rowIdx[at] = static_cast<double>(std::clamp<int64_t>(r, 0, h - 1));
-              rowCoef[at] = r >= 0 && r < h ? list[static_cast<size_t>(k)].value : 0.0;
-            }
-          if (const auto &list = inTerms.rows[static_cast<size_t>(bb)];
-              k < static_cast<int64_t>(list.size()))
-            for (int64_t tw = 0; tw < tilesW; ++tw) {
-              int64_t col = tw * m + list[static_cast<size_t>(k)].col - padding[2];
-              size_t at = static_cast<size_t>((k * points + ab) * tilesW + tw);
-              colIdx[at] = static_cast<double>(std::clamp<int64_t>(col, 0, wIn - 1));
-              colCoef[at] = col >= 0 && col < wIn ? list[static_cast<size_t>(k)].value : 0.0;
-            }
+          fillAxis(a, k, a * alpha + bb, tilesH, padding[0], h, rowIdx, rowCoef);
+          fillAxis(bb, k, a * alpha + bb, tilesW, padding[2], wIn, colIdx, colCoef);
         }
     KILN_TRY(Value * rowIdxTable, b.constant(DType::I32, {inK, points, tilesH, 1}, std::move(rowIdx)));
     KILN_TRY(Value * rowCoefTable, b.constant(f32, {inK, points, tilesH, 1}, std::move(rowCoef)));
