@@ -134,12 +134,8 @@ RunResult trainSingle(const Workload &work, const TrainingOptions &options, int6
   return std::move(*result);
 }
 
-std::vector<RunResult> trainRanks(const Workload &work, const TrainingOptions &options,
-                                  int64_t rows, int steps, int ranks) {
-  auto group = test::ThreadedRanks::create(ranks);
-  auto results = group->run([&](int rank, auto communicator) {
-    return trainRank(work, options, rows, steps, ranks, rank, std::move(communicator));
-  });
+/// Every rank's result, failing the test with the first rank's error.
+std::vector<RunResult> succeeded(std::vector<Expected<RunResult>> results) {
   std::vector<RunResult> out;
   for (auto &result : results) {
     if (!result)
@@ -147,6 +143,15 @@ std::vector<RunResult> trainRanks(const Workload &work, const TrainingOptions &o
     out.push_back(std::move(*result));
   }
   return out;
+}
+
+std::vector<RunResult> trainRanks(const Workload &work, const TrainingOptions &options,
+                                  int64_t rows, int steps, int ranks) {
+  auto group = test::ThreadedRanks::create(ranks);
+  auto results = group->run([&](int rank, auto communicator) {
+    return trainRank(work, options, rows, steps, ranks, rank, std::move(communicator));
+  });
+  return succeeded(std::move(results));
 }
 
 bool sameBits(const HostTensor &a, const HostTensor &b) {
@@ -297,12 +302,7 @@ TEST_CASE("data parallel composes with gradient accumulation and frozen paramete
   auto results = group->run([&](int rank, auto communicator) {
     return trainRank(frozenMlp, options, 8, 2, 3, rank, std::move(communicator));
   });
-  std::vector<RunResult> ranks;
-  for (auto &result : results) {
-    if (!result)
-      FAIL(result.error().str());
-    ranks.push_back(std::move(*result));
-  }
+  std::vector<RunResult> ranks = succeeded(std::move(results));
   checkRanksMatch(single, ranks);
   // Frozen parameters: rank 0's everywhere (broadcast at start, though the
   // other ranks' models started elsewhere) and never changed.
@@ -427,12 +427,7 @@ TEST_CASE("a checkpoint written by 2 ranks resumes on 3 where one trainer goes o
     };
     return trainRank(work, options, 10, 2, 3, rank, std::move(communicator), 2, load);
   });
-  std::vector<RunResult> ranks;
-  for (auto &result : resumed) {
-    if (!result)
-      FAIL(result.error().str());
-    ranks.push_back(std::move(*result));
-  }
+  std::vector<RunResult> ranks = succeeded(std::move(resumed));
   for (const RunResult &rank : ranks) {
     CHECK(rank.steps.back().stepCount == 4);
     for (const auto &[name, value] : ranks[0].params)
@@ -567,12 +562,7 @@ TEST_CASE("data parallel on the simulator device: a device communicator beside a
     return trainRank(work, options, 9, 2, 2, rank,
                      device->communicator(rank, std::move(hostCommunicator)));
   });
-  std::vector<RunResult> ranks;
-  for (auto &result : results) {
-    if (!result)
-      FAIL(result.error().str());
-    ranks.push_back(std::move(*result));
-  }
+  std::vector<RunResult> ranks = succeeded(std::move(results));
   checkRanksMatch(single, ranks);
   // The gradients went through the device communicator, once per step.
   int64_t gradientReductions = 0;
