@@ -48,30 +48,12 @@ Expected<const MpiPluginEntry *> openCandidate(const std::string &path) {
 
 Expected<const MpiPluginEntry *> loadPlugin(const std::vector<std::string> &candidates,
                                             bool forced) {
-  std::vector<std::string> reasons;
-  for (const std::string &path : candidates) {
-    auto plugin = openCandidate(path);
-    if (plugin)
-      return plugin;
-    reasons.push_back(plugin.error().message());
-  }
-  if (forced) {
-    Error error(ErrorCode::Unavailable,
-                fmt::format("MPI is unavailable: KILN_MPI_PLUGIN={}: {}", candidates.front(),
-                            reasons.front()));
-    error.withNote(fmt::format("unset KILN_MPI_PLUGIN to look for {} beside libkiln_rt",
-                               kMpiPluginFileName));
-    return std::unexpected(std::move(error));
-  }
-  Error error(ErrorCode::Unavailable,
-              fmt::format("MPI is unavailable: kiln's MPI plugin {} could not be loaded (tried {})",
-                          kMpiPluginFileName, fmt::join(candidates, ", ")));
-  for (const std::string &reason : reasons)
-    error.withNote(reason);
-  error.withNote("the plugin is built where CMake finds MPI (Debian: openmpi-bin and "
-                 "libopenmpi-dev, which scripts/setup.sh installs) and needs that MPI's "
-                 "libmpi at run time; a single process needs neither");
-  return std::unexpected(std::move(error));
+  static constexpr LibraryDescription kPlugin{
+      "MPI", kMpiPluginFileName, "KILN_MPI_PLUGIN",
+      "kiln's MPI plugin is built where CMake finds MPI and needs that MPI's libmpi at run "
+      "time; a single process needs neither",
+      "openmpi-bin and libopenmpi-dev (scripts/setup.sh installs them) and rebuild kiln"};
+  return openFirstUsable<const MpiPluginEntry *>(kPlugin, candidates, forced, openCandidate);
 }
 
 } // namespace
