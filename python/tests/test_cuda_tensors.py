@@ -5,7 +5,6 @@ misaligned or another GPU's tensor is copied on the device once, with the reason
 the simulator copies CUDA inputs to the host and says so. Run on the GPU machine by
 scripts/gpu-roundtrip.sh's `python` step."""
 
-import numpy as np
 import pytest
 import torch
 
@@ -22,7 +21,8 @@ def _graph():
     that is the input itself, copied on the device)."""
     graph = kiln.Graph("cuda-tensors", seed=3)
     x = graph.input("x", [ROWS, COLS])
-    w = graph.param("w", np.linspace(-1, 1, ROWS * COLS, dtype=np.float32).reshape(ROWS, COLS))
+    # torch, not numpy: the GPU machine's numpy may be 2.x, which Debian's pybind11 predates.
+    w = graph.param("w", torch.linspace(-1, 1, ROWS * COLS).reshape(ROWS, COLS))
     graph.output("y", x * 2.0 + w)
     graph.output("positive", x > 0.0)
     graph.output("same", x)
