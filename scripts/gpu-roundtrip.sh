@@ -368,7 +368,8 @@ except ImportError as error:
   fi
   local path="$build/python"
   "$py" -c 'import pytest' 2>/dev/null || path="$path:$build/python-fallback"
-  echo "---- $py ($("$py" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__)'))"
+  # numpy 2 is worth knowing of: Debian's pybind11 (2.10), which _kiln is built with, predates it.
+  echo "---- $py ($("$py" -c 'import sys, torch, numpy; print(sys.version.split()[0], "torch", torch.__version__, "numpy", numpy.__version__)' 2>&1 | tail -1))"
   PYTHONPATH="$path" PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -v -rs -p no:cacheprovider \
     python/tests/test_cuda_tensors.py python/tests/test_device_tensors.py
 }
