@@ -8,7 +8,7 @@
 #        scripts/gpu-roundtrip.sh remote [--plan first-look|full] [--budget SECONDS]
 #                                        [--quick] [--steps a,b]
 #                                                  there, from the repository root; steps
-#                                                  (default all): smi,libs,tests,examples,bench,profile,torch,train,tuning,tunebench
+#                                                  (default all): smi,libs,tests,examples,bench,profile,torch,train,tuning,tunebench,python
 #        scripts/gpu-roundtrip.sh collect DIR      here: unpack DIR's results into bench/results
 #   OUT                 remote: what comes back -- at most four files: roundtrip.log, the
 #                       summary, kiln-gpu-results.tar.gz (every log and result, repacked after
@@ -94,6 +94,7 @@ prepare() {
   commit="$(git rev-parse --short HEAD)"
   git diff --quiet HEAD -- . 2>/dev/null || commit="$commit-dirty"
   echo "$commit" >"$stage/commit.txt"
+  stage_python
 
   echo "gpu-roundtrip: staged in $stage (commit $commit):"
   (cd "$stage" && du -ab . | sort -k2 | awk '$2 != "." && !/CTestTestfile/ {printf "  %8.2f MiB  %s\n", $1 / 1048576, $2}')
@@ -313,7 +314,67 @@ torch.cuda.synchronize()' >"$OUT/ncu-cublas.txt" 2>&1 || { echo "exit $?"; statu
   return $status
 }
 
-all_steps="smi,libs,tests,examples,bench,profile,torch,train,tuning,tunebench"
+# ---- python: the kiln module's GPU tests ------------------------------------
+# prepare stages the Python package (build/release/python/kiln: the pure-Python files and
+# _kiln, which finds libkiln.so by its run path, $ORIGIN/../..) in $stage/python, and Debian's
+# pytest with what it imports (pure Python) in $stage/python-fallback for a GPU machine whose
+# Python has none. remote's `python` step runs python/tests/test_cuda_tensors.py (CUDA torch
+# tensors read and written in place, checked by data_ptr) with a Python that has torch with
+# CUDA and can load _kiln, which is built for Debian's /usr/bin/python3 (its version's ABI).
+stage_python() {
+  scripts/build.sh release kiln_python >/dev/null
+  mkdir -p "$stage/python" "$stage/python-fallback"
+  cp -rL build/release/python/kiln "$stage/python/"
+  rm -rf "$stage/python/kiln/__pycache__"
+  strip --strip-unneeded "$stage"/python/kiln/_kiln*.so
+  local module
+  for module in pytest _pytest pluggy iniconfig packaging py py.py attr; do
+    cp -rL "/usr/lib/python3/dist-packages/$module" "$stage/python-fallback/"
+  done
+  find "$stage/python-fallback" -name __pycache__ -prune -exec rm -rf {} +
+}
+
+run_python_tests() {
+  local modules abi candidate py=""
+  modules=("$build"/python/kiln/_kiln*.so)
+  local module="${modules[0]}"
+  if [ ! -f "$module" ]; then
+    echo "no python/kiln/_kiln*.so was carried: prepare this tree again"
+    return 1
+  fi
+  abi="$(basename "$module" | cut -d. -f2)" # cpython-311-x86_64-linux-gnu
+  local why check='import sys
+try:
+    import torch
+except ImportError as error:
+    sys.exit(f"Python {sys.version.split()[0]}: no torch ({error})")
+if not torch.cuda.is_available():
+    sys.exit(f"Python {sys.version.split()[0]}: torch {torch.__version__} sees no CUDA GPU")
+try:
+    import kiln
+except ImportError as error:
+    sys.exit(f"Python {sys.version.split()[0]}: cannot load kiln ({error})")'
+  for candidate in "$python" python3 /usr/bin/python3 "python3.$(echo "$abi" | cut -d- -f2 | cut -c2-)"; do
+    command -v "$candidate" >/dev/null || continue
+    if why="$(PYTHONPATH="$build/python" "$candidate" -c "$check" 2>&1)"; then
+      py="$candidate"
+      break
+    fi
+    echo "$candidate: $why"
+  done
+  if [ -z "$py" ]; then
+    echo "no python here has torch with a usable GPU and loads kiln's module, built for $abi"
+    return 1
+  fi
+  local path="$build/python"
+  "$py" -c 'import pytest' 2>/dev/null || path="$path:$build/python-fallback"
+  # numpy 2 is worth knowing of: Debian's pybind11 (2.10), which _kiln is built with, predates it.
+  echo "---- $py ($("$py" -c 'import sys, torch, numpy; print(sys.version.split()[0], "torch", torch.__version__, "numpy", numpy.__version__)' 2>&1 | tail -1))"
+  PYTHONPATH="$path" PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -v -rs -p no:cacheprovider \
+    python/tests/test_cuda_tensors.py python/tests/test_device_tensors.py
+}
+
+all_steps="smi,libs,tests,examples,bench,profile,torch,train,tuning,tunebench,python"
 
 # The first look of a short device lease (minutes, not an hour): the warpgroup
 # kernels' gpu tests, then section (f)'s bf16 convolutions on wgmma and section
@@ -393,6 +454,7 @@ run_named_step() {
     tuning) run_step "kiln tune / aot on cuda" tuning.log run_tuning ;;
     tunebench) run_step "kiln_tune_bench --target cuda" tune-bench.log \
       env KILN_QUICK="$quick" bash -c run_tune_bench ;;
+    python) run_step "python GPU tests" python-gpu.log run_python_tests ;;
   esac
 }
 
@@ -467,7 +529,7 @@ remote() {
   OUT="$work"
   export build OUT python KILN_GPU_TEST_FILTER KILN_GPU_TEST_PART_TIMEOUT KILN_EXAMPLE_ARGS \
     KILN_EXAMPLE_TIMEOUT KILN_PROFILE_FLAGS
-  export -f run_gpu_tests run_examples run_tuning run_tune_bench run_profile
+  export -f run_gpu_tests run_examples run_tuning run_tune_bench run_profile run_python_tests
   : >"$results/roundtrip.log"
 
   bench_args=(--out "$OUT")
