@@ -452,6 +452,12 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
   }
   if (auto done = record(plan.steps.size() + 2); !done)
     return fail(std::move(done).error());
+  // A peer that never joins a collective would hold the stream forever: the
+  // communicator's wait is bounded, names the collective and aborts it (which
+  // ends its kernels, so the stream's own wait below returns).
+  if (options.communicator && hasCollectiveSteps(plan))
+    if (auto synced = options.communicator->synchronize(ctx.stream); !synced)
+      return fail(std::move(synced).error());
   if (auto synced = device_->synchronize(ctx.stream); !synced)
     return fail(std::move(synced).error());
   for (size_t i = 0; i < outputs.size(); ++i)
