@@ -43,10 +43,6 @@ Expected<void> withStepName(const PlanStep &step, Expected<void> done) {
                                done.error().message()));
 }
 
-} // namespace
-
-namespace {
-
 double millisecondsBetween(HostCollectives::Clock::time_point from,
                            HostCollectives::Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
