@@ -1,6 +1,7 @@
 // Launch plan construction: buffers, storage, lifetimes and the arena.
 #include "compiler/LaunchPlanBuilder.h"
 
+#include "compiler/CollectiveLaunchOrder.h"
 #include "compiler/KernelCost.h"
 #include "ir/graph/OpTable.h"
 #include "passes/graph/ArenaPlanner.h"
@@ -123,7 +124,9 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
     firstOutput.emplace(graph_.outputs()[i].value, static_cast<int>(i));
 
   std::vector<std::pair<int, int>> inPlaceCandidates; // (output buffer, input buffer)
-  for (size_t g = 0; g < fusion_.groups.size(); ++g) {
+  // Collectives as early as their operands allow: the communication thread
+  // (or stream) reduces a bucket while the kernels after it run.
+  for (size_t g : collectiveLaunchOrder(fusion_)) {
     const FusionGroup &group = fusion_.groups[g];
     const ir::Value *result = group.root->result();
     std::string name = fmt::format("g{}_{}", group.id, group.root->name());

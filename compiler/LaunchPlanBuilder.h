@@ -15,7 +15,8 @@
 namespace kiln::compiler {
 
 /// `kernels[i]` is group i's kernel (nullopt for Alias and Constant groups);
-/// `lookup` finds a compiled kernel's entry by name.
+/// `lookup` finds a compiled kernel's entry by name. Steps follow
+/// collectiveLaunchOrder: the plan's order unless the graph has collectives.
 Expected<runtime::LaunchPlan>
 buildLaunchPlan(const ir::Graph &graph, const passes::FusionPlan &plan,
                 const std::vector<std::optional<lower::LoweredKernel>> &kernels,

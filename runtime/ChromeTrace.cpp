@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace kiln::runtime {
@@ -14,11 +15,15 @@ namespace kiln::runtime {
 namespace {
 
 /// The trace's threads: one lane for whole runs, one for kernels (and
-/// launch-graph replays), one for copies.
+/// launch-graph replays), one for copies, one for the communication thread's
+/// collectives. The last one's name and events ("communication", cat "comm",
+/// "all_reduce bucket K" with bytes and elements) are a contract: tools that
+/// measure overlap read them (docs/profiling.md).
 constexpr int kProcessId = 1;
 constexpr int kRunsThread = 0;
 constexpr int kKernelsThread = 1;
 constexpr int kCopiesThread = 2;
+constexpr int kCommunicationThread = 3;
 
 /// Microseconds with nanosecond digits: a CPU kernel can take under 1 us.
 std::string microseconds(double ms) { return fmt::format("{:.3f}", ms * 1e3); }
@@ -38,8 +43,20 @@ std::string_view categoryName(ProfileCategory category) {
   case ProfileCategory::CopyToDevice: return "copy_to_device";
   case ProfileCategory::CopyToHost: return "copy_to_host";
   case ProfileCategory::Graph: return "graph";
+  case ProfileCategory::Communication: return "comm";
   }
   return "event";
+}
+
+int threadOf(ProfileCategory category) {
+  switch (category) {
+  case ProfileCategory::CopyToDevice:
+  case ProfileCategory::CopyToHost: return kCopiesThread;
+  case ProfileCategory::Communication: return kCommunicationThread;
+  case ProfileCategory::Kernel:
+  case ProfileCategory::Graph: return kKernelsThread;
+  }
+  return kKernelsThread;
 }
 
 std::string metadataEvent(const char *what, int thread, std::string_view name) {
@@ -74,6 +91,9 @@ std::string eventArgs(const ProfileEvent &event, std::span<const PlanStep> steps
       bytes += step.bytesMoved;
     }
   }
+  if (event.category == ProfileCategory::Communication)
+    return fmt::format("\"step\":{},\"bytes\":{},\"elements\":{}", event.step, event.bytes,
+                       event.elements);
   if (!args.empty())
     args += ",";
   args += fmt::format("\"bytes\":{}", bytes);
@@ -95,6 +115,13 @@ std::string chromeTraceJson(std::span<const RunProfile> runs, std::span<const Pl
   events.push_back(metadataEvent("thread_name", kRunsThread, "runs"));
   events.push_back(metadataEvent("thread_name", kKernelsThread, "kernels"));
   events.push_back(metadataEvent("thread_name", kCopiesThread, "copies"));
+  bool communicates = std::ranges::any_of(runs, [](const RunProfile &run) {
+    return std::ranges::any_of(run.events, [](const ProfileEvent &event) {
+      return event.category == ProfileCategory::Communication;
+    });
+  });
+  if (communicates)
+    events.push_back(metadataEvent("thread_name", kCommunicationThread, "communication"));
   // Each run's events are timed from its own start; runs follow one another.
   double runStartMs = 0;
   for (size_t r = 0; r < runs.size(); ++r) {
@@ -105,12 +132,9 @@ std::string chromeTraceJson(std::span<const RunProfile> runs, std::span<const Pl
     events.push_back(completeEvent(fmt::format("run {}", r), "run", runStartMs, runEndMs,
                                    kRunsThread, fmt::format("\"events\":{}", run.events.size())));
     for (const ProfileEvent &event : run.events) {
-      bool copy = event.category == ProfileCategory::CopyToDevice ||
-                  event.category == ProfileCategory::CopyToHost;
       events.push_back(completeEvent(event.name, categoryName(event.category),
                                      runStartMs + event.startMs, event.durationMs,
-                                     copy ? kCopiesThread : kKernelsThread,
-                                     eventArgs(event, steps)));
+                                     threadOf(event.category), eventArgs(event, steps)));
     }
     runStartMs += runEndMs;
   }

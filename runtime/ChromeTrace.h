@@ -14,7 +14,9 @@ namespace kiln::runtime {
 
 /// The runs as Chrome trace-event JSON: one complete ("X") event per kernel,
 /// copy and launch-graph replay, with its work and achieved rates as args,
-/// runs laid end to end on a shared clock in microseconds.
+/// and one per collective on a "communication" thread (cat "comm", args
+/// step, bytes, elements), runs laid end to end on a shared clock in
+/// microseconds.
 std::string chromeTraceJson(std::span<const RunProfile> runs, std::span<const PlanStep> steps);
 
 /// Writes chromeTraceJson to `path` through a temporary file in the same

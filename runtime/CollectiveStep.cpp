@@ -1,5 +1,7 @@
 #include "runtime/CollectiveStep.h"
 
+#include "runtime/CommunicationThread.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -41,21 +43,139 @@ Expected<void> withStepName(const PlanStep &step, Expected<void> done) {
                                done.error().message()));
 }
 
+double millisecondsBetween(HostCollectives::Clock::time_point from,
+                           HostCollectives::Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+bool overlaps(const ByteRange &a, const ByteRange &b) {
+  return a.bytes > 0 && b.bytes > 0 && a.begin < b.begin + b.bytes && b.begin < a.begin + a.bytes;
+}
+
 } // namespace
 
-Expected<void> runHostAllReduce(const PlanStep &step, const PlanBuffer &resultBuffer,
-                                const void *source, void *result,
-                                dist::Communicator *communicator) {
+std::string collectiveEventName(int ordinal) {
+  return fmt::format("all_reduce bucket {}", ordinal);
+}
+
+bool HostCollectives::needsThread(const LaunchPlan &plan, const dist::Communicator *communicator) {
+  return reducesAcrossRanks(communicator) && hasCollectiveSteps(plan);
+}
+
+HostCollectives::HostCollectives(const LaunchPlan &plan, dist::Communicator *communicator,
+                                 CommunicationThread *thread, RunProfile *profile,
+                                 Clock::time_point runStart)
+    : plan_(plan), communicator_(communicator), thread_(thread), profile_(profile),
+      runStart_(runStart), ordinals_(plan.steps.size(), -1),
+      flight_(std::make_shared<Flight>()) {
+  KILN_CHECK(thread_ || !needsThread(plan, communicator),
+             "a run that reduces across ranks needs its model's communication thread");
+  int ordinal = 0;
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    if (plan.steps[i].kind == StepKind::AllReduce)
+      ordinals_[i] = ordinal++;
+}
+
+HostCollectives::~HostCollectives() {
+  std::unique_lock lock(flight_->mutex);
+  for (size_t i = 0; i < flight_->buckets.size(); ++i)
+    waitUntil(lock, i);
+}
+
+Expected<void> HostCollectives::start(int stepIndex, const void *source, void *result) {
+  const PlanStep &step = plan_.steps[static_cast<size_t>(stepIndex)];
   KILN_CHECK(step.kind == StepKind::AllReduce && step.args.size() == 2,
              "an all_reduce step takes a source and a result buffer");
+  const PlanBuffer &resultBuffer = plan_.buffers[static_cast<size_t>(step.args[1])];
+  // The copy runs here: the operand's bytes may be reused by the next kernel.
   if (source != result && resultBuffer.bytes > 0)
     std::memcpy(result, source, static_cast<size_t>(resultBuffer.bytes));
-  if (!reducesAcrossRanks(communicator))
+  if (!reducesAcrossRanks(communicator_))
     return {};
-  KILN_TRY_VOID(requireSpace(step, *communicator, dist::MemorySpace::Host));
-  int64_t count = resultBuffer.bytes / dtypeByteSize(resultBuffer.dtype);
-  return withStepName(step, communicator->allReduce(result, count, resultBuffer.dtype,
-                                                    step.reduceOp));
+  KILN_TRY_VOID(requireSpace(step, *communicator_, dist::MemorySpace::Host));
+  size_t index;
+  {
+    std::lock_guard lock(flight_->mutex);
+    if (flight_->failure)
+      return std::unexpected(*flight_->failure);
+    index = flight_->buckets.size();
+    flight_->buckets.push_back({stepIndex, ordinals_[static_cast<size_t>(stepIndex)],
+                                {static_cast<const std::byte *>(result), resultBuffer.bytes},
+                                resultBuffer.bytes / dtypeByteSize(resultBuffer.dtype)});
+  }
+  // The job holds the flight: it unlocks the flight's mutex after the run may
+  // have seen its bucket done and returned.
+  thread_->enqueue([this, flight = flight_, index, communicator = communicator_] {
+    reduce(*flight, index, communicator);
+  });
+  return {};
+}
+
+void HostCollectives::reduce(Flight &flight, size_t index, dist::Communicator *communicator) {
+  // `this` is used only until the bucket is marked done: the run may end then.
+  const PlanStep *step;
+  void *data;
+  int64_t count;
+  Clock::time_point runStart = runStart_;
+  {
+    std::lock_guard lock(flight.mutex);
+    Bucket &bucket = flight.buckets[index];
+    step = &plan_.steps[static_cast<size_t>(bucket.step)];
+    data = const_cast<std::byte *>(bucket.result.begin);
+    count = bucket.elements;
+    if (flight.failure) { // an earlier bucket failed: the run is over
+      bucket.done = true;
+      flight.changed.notify_all();
+      return;
+    }
+  }
+  DType dtype = plan_.buffers[static_cast<size_t>(step->args[1])].dtype;
+  auto begin = Clock::now();
+  Expected<void> done =
+      withStepName(*step, communicator->allReduce(data, count, dtype, step->reduceOp));
+  auto end = Clock::now();
+  std::lock_guard lock(flight.mutex);
+  Bucket &bucket = flight.buckets[index];
+  bucket.done = true;
+  bucket.startMs = millisecondsBetween(runStart, begin);
+  bucket.durationMs = millisecondsBetween(begin, end);
+  if (!done && !flight.failure)
+    flight.failure = std::move(done).error();
+  flight.changed.notify_all();
+}
+
+void HostCollectives::waitUntil(std::unique_lock<std::mutex> &lock, size_t index) {
+  flight_->changed.wait(lock, [&] { return flight_->buckets[index].done; });
+}
+
+Expected<void> HostCollectives::waitForOverlap(std::span<const ByteRange> ranges) {
+  std::unique_lock lock(flight_->mutex);
+  for (size_t i = 0; i < flight_->buckets.size(); ++i) {
+    if (flight_->buckets[i].done)
+      continue;
+    for (const ByteRange &range : ranges)
+      if (overlaps(flight_->buckets[i].result, range)) {
+        waitUntil(lock, i);
+        break;
+      }
+  }
+  if (flight_->failure)
+    return std::unexpected(*flight_->failure);
+  return {};
+}
+
+Expected<void> HostCollectives::finish() {
+  std::unique_lock lock(flight_->mutex);
+  for (size_t i = 0; i < flight_->buckets.size(); ++i)
+    waitUntil(lock, i);
+  if (flight_->failure)
+    return std::unexpected(*flight_->failure);
+  if (profile_)
+    for (const Bucket &bucket : flight_->buckets)
+      profile_->events.push_back({collectiveEventName(bucket.ordinal),
+                                  ProfileCategory::Communication, bucket.step, bucket.startMs,
+                                  bucket.durationMs, bucket.result.bytes, bucket.elements});
+  return {};
 }
 
 Expected<void> runDeviceAllReduce(const PlanStep &step, const PlanBuffer &resultBuffer,

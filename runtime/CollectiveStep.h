@@ -1,17 +1,93 @@
-// Running an all_reduce step of a launch plan: the one place a plan calls a
+// Running the all_reduce steps of a launch plan: the one place a plan calls a
 // communicator (docs/distributed.md). No communicator, or one of size 1, makes
 // the step a copy: one rank's all-reduce is the identity.
 #pragma once
 
 #include "runtime/LaunchPlan.h"
+#include "runtime/Profile.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <vector>
 
 namespace kiln::runtime {
 
-/// Host plans: copies `source` into `result` (unless they are the same bytes),
-/// then all-reduces `result` in place, blocking until every rank has joined.
-Expected<void> runHostAllReduce(const PlanStep &step, const PlanBuffer &resultBuffer,
-                                const void *source, void *result,
-                                dist::Communicator *communicator);
+class CommunicationThread;
+
+/// Bytes a step reads or writes on the host.
+struct ByteRange {
+  const std::byte *begin = nullptr;
+  int64_t bytes = 0;
+};
+
+/// The all_reduce steps of one host run. Each copies its operand into its
+/// result on the calling (compute) thread, then all-reduces the result on the
+/// model's communication thread while the caller runs the kernels after it:
+/// a kernel whose buffers share bytes with a bucket in flight waits for that
+/// bucket first (waitForOverlap), and finish() waits for all of them. Without
+/// a communicator of several ranks the step is the copy alone, and no thread
+/// is needed. Errors name the step and keep the communicator's text (the
+/// rank, the collective); after one, the run's later buckets are not started.
+class HostCollectives {
+public:
+  using Clock = std::chrono::steady_clock;
+
+  /// `thread` may be null only when needsThread() is false. Collectives are
+  /// timed into `profile` (when set) from `runStart`.
+  HostCollectives(const LaunchPlan &plan, dist::Communicator *communicator,
+                  CommunicationThread *thread, RunProfile *profile, Clock::time_point runStart);
+  /// Waits for the buckets still in flight: they write the run's buffers.
+  ~HostCollectives();
+  HostCollectives(const HostCollectives &) = delete;
+  HostCollectives &operator=(const HostCollectives &) = delete;
+
+  /// Whether running `plan` with `communicator` reduces across ranks, and so
+  /// needs a communication thread.
+  static bool needsThread(const LaunchPlan &plan, const dist::Communicator *communicator);
+
+  /// Step `stepIndex` (an AllReduce): the copy here, the reduction enqueued.
+  Expected<void> start(int stepIndex, const void *source, void *result);
+  /// Waits for every bucket in flight whose result shares bytes with one of
+  /// `ranges`; fails with the first failed bucket's error, if any has failed.
+  Expected<void> waitForOverlap(std::span<const ByteRange> ranges);
+  /// Waits for every bucket; the first failure's error. Records the
+  /// collectives into the profile.
+  Expected<void> finish();
+
+private:
+  struct Bucket {
+    int step = -1;
+    int ordinal = 0; ///< K of "all_reduce bucket K"
+    ByteRange result;
+    int64_t elements = 0;
+    bool done = false;
+    double startMs = 0, durationMs = 0;
+  };
+  /// What the compute and the communication thread share.
+  struct Flight {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::vector<Bucket> buckets;
+    std::optional<Error> failure; ///< the first bucket that failed
+  };
+
+  /// On the communication thread.
+  void reduce(Flight &flight, size_t bucket, dist::Communicator *communicator);
+  void waitUntil(std::unique_lock<std::mutex> &lock, size_t bucket);
+
+  const LaunchPlan &plan_;
+  dist::Communicator *communicator_;
+  CommunicationThread *thread_;
+  RunProfile *profile_;
+  Clock::time_point runStart_;
+  std::vector<int> ordinals_; ///< by step: the step's collective ordinal
+  std::shared_ptr<Flight> flight_;
+};
 
 /// Device plans: the copy and the all-reduce are enqueued on `stream`; the
 /// communicator must reduce device buffers (NCCL).
@@ -22,5 +98,9 @@ Expected<void> runDeviceAllReduce(const PlanStep &step, const PlanBuffer &result
 /// Whether a plan has a collective step (a launch graph cannot replay one: the
 /// communicator's calls must happen on every run).
 bool hasCollectiveSteps(const LaunchPlan &plan);
+
+/// "all_reduce bucket K": a collective step's name in profiles and traces, K
+/// counting the plan's collective steps from 0 (bucket 0 is the first reduced).
+std::string collectiveEventName(int ordinal);
 
 } // namespace kiln::runtime

@@ -2,6 +2,7 @@
 #include "runtime/CompiledModel.h"
 
 #include "runtime/CollectiveStep.h"
+#include "runtime/CommunicationThread.h"
 #include "runtime/DeviceExecutor.h"
 
 #include <fmt/format.h>
@@ -151,6 +152,13 @@ std::unique_ptr<CompiledModel::Arena> CompiledModel::acquireArena() const {
 void CompiledModel::releaseArena(std::unique_ptr<Arena> arena) const {
   std::lock_guard lock(*arenaMutex_);
   freeArenas_.push_back(std::move(arena));
+}
+
+runtime::CommunicationThread &CompiledModel::communicationThread() const {
+  std::lock_guard lock(*arenaMutex_);
+  if (!communicationThread_)
+    communicationThread_ = std::make_unique<runtime::CommunicationThread>();
+  return *communicationThread_;
 }
 
 Expected<NamedTensors> CompiledModel::run(const NamedTensors &tensors,
@@ -403,6 +411,44 @@ Expected<void> CompiledModel::copyParamsFrom(const CompiledModel &source,
   return {};
 }
 
+Expected<void> CompiledModel::runSteps(const std::vector<void *> &addresses,
+                                       const RunOptions &options,
+                                       std::chrono::steady_clock::time_point runStart) const {
+  using runtime::StepKind;
+  runtime::CommunicationThread *thread =
+      runtime::HostCollectives::needsThread(plan_, options.communicator) ? &communicationThread()
+                                                                         : nullptr;
+  runtime::HostCollectives collectives(plan_, options.communicator, thread, options.profile,
+                                       runStart);
+  std::vector<void *> args;
+  std::vector<runtime::ByteRange> touched;
+  for (size_t stepIndex = 0; stepIndex < plan_.steps.size(); ++stepIndex) {
+    const runtime::PlanStep &step = plan_.steps[stepIndex];
+    args.clear();
+    touched.clear();
+    for (int id : step.args) {
+      args.push_back(addresses[id]);
+      touched.push_back({static_cast<const std::byte *>(addresses[id]), plan_.buffers[id].bytes});
+    }
+    // A step that shares bytes with a bucket in flight (reads its sum, or
+    // reuses its memory) runs after it.
+    KILN_TRY_VOID(collectives.waitForOverlap(touched));
+    auto stepStart = Clock::now();
+    if (step.kind == StepKind::AllReduce)
+      KILN_TRY_VOID(collectives.start(static_cast<int>(stepIndex), args[0], args[1]));
+    else if (step.entry.fn)
+      step.entry.fn(args.data());
+    else
+      KILN_TRY_VOID(step.entry.invoker->invoke(args.data()));
+    if (options.profile)
+      options.profile->events.push_back({step.kernelName, runtime::ProfileCategory::Kernel,
+                                         static_cast<int>(stepIndex),
+                                         millisecondsBetween(runStart, stepStart),
+                                         millisecondsBetween(stepStart, Clock::now()), 0});
+  }
+  return collectives.finish();
+}
+
 Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTensor *> &inputTensors,
                                                 const std::vector<const HostTensor *> &paramTensors,
                                                 const RunOptions &options) const {
@@ -449,31 +495,12 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
       std::ranges::fill(output.bytes(), 0xFF);
   }
 
-  std::vector<void *> args;
-  for (size_t stepIndex = 0; stepIndex < plan_.steps.size(); ++stepIndex) {
-    const runtime::PlanStep &step = plan_.steps[stepIndex];
-    args.clear();
-    for (int id : step.args)
-      args.push_back(addresses[id]);
-    auto stepStart = Clock::now();
-    if (step.kind == runtime::StepKind::AllReduce) {
-      if (auto done = runtime::runHostAllReduce(step, plan_.buffers[step.args[1]], args[0],
-                                                args[1], options.communicator);
-          !done) {
-        releaseArena(std::move(arena));
-        return std::unexpected(std::move(done).error());
-      }
-    } else if (step.entry.fn) {
-      step.entry.fn(args.data());
-    } else if (auto done = step.entry.invoker->invoke(args.data()); !done) {
-      releaseArena(std::move(arena));
-      return std::unexpected(std::move(done).error());
-    }
-    if (options.profile)
-      options.profile->events.push_back({step.kernelName, runtime::ProfileCategory::Kernel,
-                                         static_cast<int>(stepIndex),
-                                         millisecondsBetween(runStart, stepStart),
-                                         millisecondsBetween(stepStart, Clock::now()), 0});
+  // The steps, then every bucket's all-reduce: both write the arena, which
+  // goes back to the pool only once neither can.
+  auto done = runSteps(addresses, options, runStart);
+  if (!done) {
+    releaseArena(std::move(arena));
+    return std::unexpected(std::move(done).error());
   }
 
   // Outputs no kernel wrote in place (an input, a parameter, a constant, an

@@ -10,6 +10,7 @@
 #include "support/Error.h"
 #include "support/HostTensor.h"
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -21,8 +22,9 @@
 namespace kiln {
 
 namespace runtime {
+class CommunicationThread;
 class DeviceExecutor;
-}
+} // namespace runtime
 
 /// State a model keeps between runs: after runUpdating(), the bytes of output
 /// `output` from `byteOffset` on become the value of bound parameter `param`
@@ -108,9 +110,15 @@ private:
   Expected<NamedTensors> runOnHost(const std::vector<const HostTensor *> &inputTensors,
                                    const std::vector<const HostTensor *> &paramTensors,
                                    const RunOptions &options) const;
+  /// The plan's steps on resolved buffer addresses; returns once every
+  /// collective has finished, whatever the outcome.
+  Expected<void> runSteps(const std::vector<void *> &addresses, const RunOptions &options,
+                          std::chrono::steady_clock::time_point runStart) const;
   const runtime::PlanBinding *boundParam(std::string_view name) const;
   /// options.deviceOutputs per plan output (0: to a host tensor), checked; empty when none.
   Expected<std::vector<runtime::DevicePtr>> deviceOutputAddresses(const RunOptions &options) const;
+  /// The host model's communication thread, started on first use.
+  runtime::CommunicationThread &communicationThread() const;
 
   runtime::LaunchPlan plan_;
   std::shared_ptr<const void> codeOwner_;
@@ -121,6 +129,10 @@ private:
   std::vector<runtime::PlanStateCopy> stateCopies_;
   mutable std::unique_ptr<std::mutex> arenaMutex_;
   mutable std::vector<std::unique_ptr<Arena>> freeArenas_;
+  /// Host models whose all_reduce steps reduce across ranks: the one thread
+  /// that calls the communicator (under arenaMutex_; none until a run needs
+  /// it). Joined on destruction, before the plan it reads goes.
+  mutable std::unique_ptr<runtime::CommunicationThread> communicationThread_;
 };
 
 } // namespace kiln

@@ -204,6 +204,7 @@ ProfileSummary summarizeProfiles(std::span<const RunProfile> runs,
         summary.copyMs += event.durationMs;
         break;
       }
+      case ProfileCategory::Communication: break; // beside the kernels: measured below
       }
     }
   }
@@ -222,7 +223,17 @@ ProfileSummary summarizeProfiles(std::span<const RunProfile> runs,
     finishCopyRow(row, peak, summary.totalMs);
     summary.copies.push_back(std::move(row));
   }
+  summary.communication = measureCommunicationOverlap(runs);
   return summary;
+}
+
+std::string formatCommunicationLine(const CommunicationOverlap &overlap) {
+  double fraction = overlap.hiddenFraction().value_or(0);
+  return fmt::format("comm:    {:.3f} ms in {} all-reduce{}, {:.1f}% hidden behind kernels "
+                     "({:.3f} ms exposed)\n",
+                     overlap.communicationMs, overlap.collectives,
+                     overlap.collectives == 1 ? "" : "s", fraction * 100,
+                     overlap.communicationMs - overlap.hiddenMs);
 }
 
 std::string formatProfileTable(const ProfileSummary &summary) {
@@ -288,6 +299,8 @@ std::string formatProfileTable(const ProfileSummary &summary) {
                       "{:.3f} ms ({:.1f}%)\n",
                       summary.totalMs, summary.runs, summary.runs == 1 ? "" : "s",
                       summary.kernelMs, share(summary.kernelMs), copies, otherMs, share(otherMs));
+  if (summary.communication.hiddenFraction())
+    text += formatCommunicationLine(summary.communication);
   return text;
 }
 

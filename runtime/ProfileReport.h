@@ -2,6 +2,7 @@
 // the launch plan's counted work and a device's peak, and formatted as a table.
 #pragma once
 
+#include "runtime/CommunicationOverlap.h"
 #include "runtime/Device.h"
 #include "runtime/LaunchPlan.h"
 #include "runtime/Profile.h"
@@ -66,6 +67,9 @@ struct ProfileSummary {
   double copyMs = 0;
   std::vector<KernelProfileRow> kernels;
   std::vector<CopyProfileRow> copies;
+  /// The collectives (host runs of a program with all_reduce across ranks)
+  /// and how much of their time the kernels hid.
+  CommunicationOverlap communication;
 };
 
 /// Aggregates `runs` (of one model) per kernel. `steps` are the model's launch
@@ -75,8 +79,13 @@ ProfileSummary summarizeProfiles(std::span<const RunProfile> runs,
                                  std::span<const PlanStep> steps, const DevicePeak &peak);
 
 /// A fixed-width table of the summary: a header with the device and its peak,
-/// one line per kernel, the copies, and a total line. Deterministic for a
-/// given summary.
+/// one line per kernel, the copies, a total line, and with collectives a
+/// communication line (their time and the fraction hidden behind kernels).
+/// Deterministic for a given summary.
 std::string formatProfileTable(const ProfileSummary &summary);
+
+/// "comm:    12.000 ms in 4 all-reduces, 75.0% hidden behind kernels (3.000 ms
+/// exposed)": the line the table and `kiln train --profile` print.
+std::string formatCommunicationLine(const CommunicationOverlap &overlap);
 
 } // namespace kiln::runtime

@@ -116,6 +116,8 @@ Expected<void> Trainer::agreeAcrossRanks(const Expected<void> &local,
 RunOptions Trainer::runOptions() const {
   RunOptions options;
   options.communicator = options_.communicator.get();
+  if (options_.profiles) // one run at a time: the pointer is used before the next
+    options.profile = &options_.profiles->emplace_back();
   return options;
 }
 

@@ -5,11 +5,13 @@
 
 #include "compiler/Compile.h"
 #include "compiler/training/Optimizer.h"
+#include "runtime/Profile.h"
 #include "runtime/dist/Communicator.h"
 
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kiln::training {
 
@@ -61,6 +63,10 @@ struct TrainingOptions {
   /// Data parallel: the ranks whose gradients this trainer averages (null: one
   /// process). Each step's batch is this rank's shard of the global batch.
   std::shared_ptr<runtime::dist::Communicator> communicator;
+  /// When set, every run of a training program (the step, or the gradient
+  /// and update programs) appends its profile here: kernels and, on the
+  /// host, the all-reduces on the communication thread (docs/profiling.md).
+  std::vector<runtime::RunProfile> *profiles = nullptr;
 
   /// Whether dynamic loss scaling is on for these options.
   bool lossScaling() const {

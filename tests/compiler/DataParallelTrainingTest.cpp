@@ -575,3 +575,37 @@ TEST_CASE("data parallel on the simulator device: a device communicator beside a
     if (call.collective == "allReduce")
       CHECK(call.dtype != DType::F32);
 }
+
+TEST_CASE("with overlapped buckets, ranks still equal one trainer and profile every bucket",
+          "[dist][training]") {
+  // One bucket per gradient: 4 buckets, the last layer's first, each started
+  // before the backward pass the next one needs (CollectiveLaunchOrderTest).
+  Workload work = mlpWorkload();
+  TrainingOptions options = cpuOptions(OptimizerOptions::sgd(0.3, 0.9));
+  options.clipGlobalNorm = 0.05;
+  options.firstBucketBytes = options.bucketBytes = 1;
+
+  // Training: the same result as one trainer, and every step's profile has
+  // one collective per bucket, in bucket order, on the communication thread.
+  constexpr int kSteps = 2;
+  RunResult single = trainSingle(work, options, 10, kSteps);
+  std::vector<std::vector<runtime::RunProfile>> profiles(2);
+  auto group = test::ThreadedRanks::create(2);
+  auto results = group->run([&](int rank, auto communicator) {
+    TrainingOptions ranked = options;
+    ranked.profiles = &profiles[static_cast<size_t>(rank)];
+    return trainRank(work, ranked, 10, kSteps, 2, rank, std::move(communicator));
+  });
+  checkRanksMatch(single, succeeded(std::move(results)));
+  for (const auto &rankProfiles : profiles) {
+    REQUIRE(rankProfiles.size() == kSteps);
+    for (const runtime::RunProfile &run : rankProfiles) {
+      std::vector<std::string> names;
+      for (const runtime::ProfileEvent &event : run.events)
+        if (event.category == runtime::ProfileCategory::Communication)
+          names.push_back(event.name);
+      CHECK(names == std::vector<std::string>{"all_reduce bucket 0", "all_reduce bucket 1",
+                                              "all_reduce bucket 2", "all_reduce bucket 3"});
+    }
+  }
+}

@@ -11,6 +11,7 @@
 #include "tools/kiln/RankCommunicator.h"
 #include "tools/kiln/RankGpu.h"
 #include "tools/kiln/TrainFaultInjection.h"
+#include "tools/kiln/TrainProfile.h"
 
 #include <fmt/format.h>
 
@@ -55,6 +56,9 @@ options:
   --image-size N      vgg-transfer: input size, a multiple of 32 (default 32)
   --width-divisor N   vgg-transfer: divide the base's widths (default 1)
   --quiet             no progress line
+  --profile[=FILE]    time every kernel and all-reduce of the training steps;
+                      print the kernel time and the fraction of all-reduce time
+                      hidden behind kernels, and with =FILE write a Chrome trace
   --nproc N           run N ranks of data-parallel training on this machine:
                       mpirun -np N (from PATH) with the other options; under
                       an MPI launcher (mpirun -np N kiln train ...) each
@@ -220,7 +224,8 @@ int trainCommand(const std::vector<std::string> &words) {
                  "--image-size", "--width-divisor", "--nproc"});
   auto args =
       parseCommandArgs("train", words, valued,
-                       {"--help", "--nesterov", "--augment", "--quiet", "--allow-nonfinite"});
+                       {"--help", "--nesterov", "--augment", "--quiet", "--allow-nonfinite"},
+                       {"--profile"});
   if (!args)
     return kExitUsage;
   if (args->has("--help")) {
@@ -279,6 +284,9 @@ int trainCommand(const std::vector<std::string> &words) {
   options->progress = args->has("--quiet") || !leader ? nullptr : stderr;
   if (*fault)
     options->beforeStep = faultInjectionHook(**fault, ranks->rank());
+  std::vector<runtime::RunProfile> profiles;
+  if (args->has("--profile"))
+    options->training.profiles = &profiles;
 
   // A resume is checked before anything compiles: a damaged checkpoint fails
   // (1), options it cannot continue with are bad usage (2). Every rank reads it.
@@ -323,6 +331,14 @@ int trainCommand(const std::vector<std::string> &words) {
   if (report->resumedEpochs)
     out.print("resumed:   {} epochs from {}\n", report->resumedEpochs, options->resumePath);
   printSummary(out, *recipe, *report);
+  if (args->has("--profile") && leader) {
+    std::string path = args->value("--profile").value_or("");
+    auto profile = trainingProfileReport(
+        profiles, path.empty() ? std::nullopt : std::optional<std::string>(path));
+    if (!profile)
+      return reportError(command, profile.error());
+    out.print("{}", *profile);
+  }
   // Every rank holds the same parameters; rank 0 alone writes them.
   if (std::optional<std::string> path = args->value("--save-weights"); path && leader) {
     if (auto saved = io::saveSafetensors(*path, report->params); !saved)

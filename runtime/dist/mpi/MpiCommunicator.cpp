@@ -11,8 +11,13 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -335,6 +340,49 @@ MpiCommunicator::~MpiCommunicator() {
   }
 }
 
+/// MPI_Init_thread waits, unbounded, for every process the launcher started
+/// (Open MPI's start-up exchange), so one that never joins hangs it; it cannot
+/// be interrupted and returns no error then. A watchdog ends the process when
+/// it has not returned within the collective timeout, saying so, which makes
+/// the launcher end the others. Start-up may take longer than a collective on a
+/// loaded machine (the tests' timeout is 2 s), hence a floor.
+constexpr std::chrono::milliseconds kMinimumInitTimeout{10'000};
+
+class InitWatchdog {
+public:
+  explicit InitWatchdog(std::chrono::milliseconds timeout)
+      : thread_([this, timeout] { watch(timeout); }) {}
+  ~InitWatchdog() {
+    {
+      std::lock_guard lock(mutex_);
+      returned_ = true;
+    }
+    returnedChanged_.notify_all();
+    thread_.join();
+  }
+  InitWatchdog(const InitWatchdog &) = delete;
+  InitWatchdog &operator=(const InitWatchdog &) = delete;
+
+private:
+  void watch(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    if (returnedChanged_.wait_for(lock, timeout, [&] { return returned_; }))
+      return;
+    std::fprintf(stderr,
+                 "kiln: error: MPI_Init_thread did not return within %s (the collective "
+                 "timeout, $KILN_DIST_TIMEOUT, and at least 10 s): a process the launcher "
+                 "started has not joined MPI; ending this process\n",
+                 formatSeconds(timeout).c_str());
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+
+  std::mutex mutex_;
+  std::condition_variable returnedChanged_;
+  bool returned_ = false;
+  std::thread thread_; ///< last: started once the rest exists
+};
+
 Expected<std::unique_ptr<Communicator>> openWorld(std::chrono::milliseconds timeout) {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -345,8 +393,10 @@ Expected<std::unique_ptr<Communicator>> openWorld(std::chrono::milliseconds time
                      "keep one MPI communicator for the whole run");
   if (!initialized) {
     int provided = 0;
-    if (int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
-        code != MPI_SUCCESS)
+    std::optional<InitWatchdog> watchdog(std::in_place, std::max(timeout, kMinimumInitTimeout));
+    int code = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    watchdog.reset();
+    if (code != MPI_SUCCESS)
       return makeError(ErrorCode::Unavailable,
                        fmt::format("MPI_Init_thread failed: {}", mpiErrorString(code)));
     kilnInitializedMpi = true;
