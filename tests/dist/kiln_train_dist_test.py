@@ -313,8 +313,8 @@ def scenario_mismatch(runner):
 
 
 def scenario_buckets(runner):
-    # --first-bucket-mib and --bucket-mib reach the training program: caps of about 1 KiB give
-    # each of the MLP's gradients a bucket of its own (the default caps: one bucket of all six),
+    # --first-bucket-mib and --bucket-mib reach the training program: caps of about 1 KiB split
+    # the MLP's gradients into a bucket about every layer (the default caps: one of all six),
     # 2 ranks still train what one process trains, and ranks given other caps than each other
     # compiled other programs and refuse.
     tiny = ["--first-bucket-mib", "0.001", "--bucket-mib", "0.001"]
