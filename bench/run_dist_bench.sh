@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --note) note="$2"; shift ;;
     --out) out_dir="$2"; shift ;;
-    *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,15p' "$0" >&2; exit 2 ;;
   esac
   shift
 done
@@ -72,7 +72,7 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # The libraries' own threads stay out of the count: kiln's pool is the only one.
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 trace_flag=0
-"$kiln" train --help | grep -q -- '--trace' && trace_flag=1
+case "$("$kiln" train --help)" in *--trace*) trace_flag=1 ;; esac
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
