@@ -16,6 +16,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+. bench/machine_info.sh
 
 build=1
 recipes="mlp cnn"
@@ -136,7 +137,7 @@ print(json.dumps({"role": e["ROLE"], "recipe": e["RECIPE"], "ranks": int(e["RANK
                   "trace_reason": e["REASON"] or None}))' >>"$work/runs.jsonl"
 }
 
-load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+load_before="$(bench_load)"
 for recipe in $recipes; do
   [ -n "${limit[$recipe]:-}" ] ||
     { echo "run_dist_bench.sh: no window size for recipe '$recipe' (mlp, cnn)" >&2; exit 2; }
@@ -150,7 +151,7 @@ for recipe in $recipes; do
     run sweep "$recipe" 2 1 "$cap" "$cap"
   done
 done
-load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
+load_after="$(bench_load)"
 
 commit="$(git rev-parse --short HEAD)"
 dirty=""
@@ -164,7 +165,7 @@ settings+=" core each where there are enough cores (1 rank x 1 thread pinned wit
 settings+=" unbound when oversubscribed"
 [ "$quick" = 1 ] && settings+="; --quick: too short to measure anything"
 WHEN="$(date -u '+%Y-%m-%d %H:%M UTC')" DATE="$date" CORES="$cores" \
-  MACHINE="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $cores cores online, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(mpirun --version | head -1)" \
+  MACHINE="$(bench_machine), $(mpirun --version | head -1)" \
   COMMIT="commit $commit$dirty, release build" LOAD="$load_before before, $load_after after" \
   SETTINGS="$settings" NOTE="$note" "$python" -c '
 import json, os
