@@ -66,7 +66,12 @@ def hidden(run):
 def hidden_text(h):
     if h.get("hidden") is None:
         return "—" if h["reason"].startswith("one rank") else f"n/a ({h['reason']})"
-    return f"{100 * h['hidden']:.0f}% of {h['comm_ms']:.1f} ms ({h['collectives']} all-reduces)"
+    text = f"{100 * h['hidden']:.0f}% of {h['comm_ms']:.1f} ms ({h['collectives']} all-reduces)"
+    buckets = h.get("buckets", {})
+    if len(buckets) > 1:  # the bucket that hides least: the one to look at
+        name, least = min(buckets.items(), key=lambda item: item[1]["hidden"])
+        text += f"; least hidden: {name.removeprefix('all_reduce ')} at {100 * least['hidden']:.0f}%"
+    return text
 
 
 def mib(value, default):

@@ -2,7 +2,8 @@
 """How much of the gradient all-reduce time a data-parallel run hid behind compute, read from
 kiln's Chrome traces (bench/README.md, "Data parallel").
 
-usage: dist_trace.py TRACE.json [TRACE.json ...]     prints one JSON object
+usage: dist_trace.py TRACE.json [TRACE.json ...]     prints one JSON object: the figures over
+                                                      all traces, and per bucket
 
 The trace's contract (runtime/ChromeTrace): a thread named "communication" holds one complete
 ("X") event per bucket all-reduce, "cat": "comm", named "all_reduce bucket K", args {bytes,
@@ -17,7 +18,7 @@ trace without comm events has no communication track: the answer says so instead
 """
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 COMM_CATEGORY = "comm"
 COMPUTE_CATEGORIES = ("kernel", "graph")
@@ -30,6 +31,8 @@ class CommOverlap:
     hidden_us: float = 0.0  # the part of it during which compute ran
     collectives: int = 0    # all-reduce events
     bytes: int = 0          # their args' bytes, summed
+    # The same per bucket (the event's name, "all_reduce bucket K"): which buckets are exposed.
+    buckets: dict = field(default_factory=dict)
 
     @property
     def hidden_fraction(self):
@@ -40,6 +43,15 @@ class CommOverlap:
         self.hidden_us += other.hidden_us
         self.collectives += other.collectives
         self.bytes += other.bytes
+        for name, bucket in other.buckets.items():
+            self.buckets.setdefault(name, CommOverlap()).add(bucket)
+
+    def add_event(self, name, comm_us, hidden_us, size):
+        for total in (self, self.buckets.setdefault(name, CommOverlap())):
+            total.comm_us += comm_us
+            total.hidden_us += hidden_us
+            total.collectives += 1
+            total.bytes += size
 
 
 class TraceError(Exception):
@@ -107,11 +119,10 @@ def comm_overlap(events, path="trace"):
     result = CommOverlap()
     for e in comm:
         start, end = _interval(e, path)
-        result.comm_us += end - start
-        result.hidden_us += covered(unions.get(e.get("pid"), []), start, end)
-        result.collectives += 1
-        args = e.get("args") or {}
-        result.bytes += int(args.get("bytes", 0)) if isinstance(args, dict) else 0
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        result.add_event(str(e.get("name")), end - start,
+                         covered(unions.get(e.get("pid"), []), start, end),
+                         int(args.get("bytes", 0)))
     return result
 
 
@@ -128,9 +139,16 @@ def summarize(paths):
             total.add(overlap)
     if total is None:
         return {"hidden": None, "reason": NO_COMM_TRACK, "traces": len(paths)}
-    return {"hidden": total.hidden_fraction, "comm_ms": total.comm_us / 1e3,
-            "hidden_ms": total.hidden_us / 1e3, "collectives": total.collectives,
-            "bytes": total.bytes, "traces": len(paths)}
+    summary = figures(total)
+    summary["traces"] = len(paths)
+    summary["buckets"] = {name: figures(bucket) for name, bucket in sorted(total.buckets.items())}
+    return summary
+
+
+def figures(overlap):
+    return {"hidden": overlap.hidden_fraction, "comm_ms": overlap.comm_us / 1e3,
+            "hidden_ms": overlap.hidden_us / 1e3, "collectives": overlap.collectives,
+            "bytes": overlap.bytes}
 
 
 def main():

@@ -35,11 +35,27 @@ class HiddenFraction(unittest.TestCase):
         self.assertAlmostEqual(overlap.hidden_fraction, 0.45)
         self.assertEqual(overlap.bytes, 4096 + 1024)
 
+    def test_per_bucket(self):
+        # Bucket 0 is mostly exposed (30 of 100 us hidden), bucket 1 mostly hidden (60 of 100).
+        buckets = dist_trace.summarize([EXAMPLE])["buckets"]
+        self.assertEqual(sorted(buckets), ["all_reduce bucket 0", "all_reduce bucket 1"])
+        self.assertAlmostEqual(buckets["all_reduce bucket 0"]["hidden"], 0.3)
+        self.assertAlmostEqual(buckets["all_reduce bucket 1"]["hidden"], 0.6)
+        self.assertEqual(buckets["all_reduce bucket 1"]["bytes"], 1024)
+
+    def test_report_cell(self):
+        cell = dist_report.hidden_text(dist_trace.summarize([EXAMPLE]))
+        self.assertEqual(cell, "45% of 0.2 ms (2 all-reduces); least hidden: bucket 0 at 30%")
+        self.assertEqual(dist_report.hidden_text({"hidden": None,
+                                                  "reason": dist_trace.NO_COMM_TRACK}),
+                         "n/a (no communication track in the trace)")
+
     def test_ranks_sum(self):
         summary = dist_trace.summarize([EXAMPLE, EXAMPLE])
         self.assertAlmostEqual(summary["hidden"], 0.45)
         self.assertEqual(summary["collectives"], 4)
         self.assertAlmostEqual(summary["comm_ms"], 0.4)
+        self.assertEqual(summary["buckets"]["all_reduce bucket 0"]["collectives"], 2)
 
     def test_without_communication_track(self):
         # Today's traces: kernels and copies, no comm events. Not 0% hidden: no answer.
