@@ -37,6 +37,13 @@ options:
   --label-smoothing X cross-entropy label smoothing (default 0)
   --accumulate K      sum gradients over K micro-batches per update (default 1)
   --clip-norm X       clip the gradients' global L2 norm to X
+  --bucket-mib X      several ranks: the gradients are all-reduced in buckets
+                      of at least X MiB (default 25; fractions allowed); one
+                      rank reduces nothing and ignores it
+  --first-bucket-mib X
+                      several ranks: the first bucket's cap (default 1): the
+                      last layers' gradients, small so that their all-reduce
+                      starts early in backward
   --augment           random horizontal flips and crops (pad 2) of training images
   --seed S            initial weights, shuffling and augmentation (default 0)
   --limit N           train on the first N training examples only
@@ -58,13 +65,6 @@ options:
                       mpirun -np N (from PATH) with the other options; under
                       an MPI launcher (mpirun -np N kiln train ...) each
                       process is one rank, and rank 0 alone prints and writes
-  --bucket-mib X      several ranks: the gradients are all-reduced in buckets
-                      of at least X MiB (default 25; fractions allowed); one
-                      rank reduces nothing and ignores it
-  --first-bucket-mib X
-                      several ranks: the first bucket's cap (default 1): the
-                      last layers' gradients, small so that their all-reduce
-                      starts early in backward
   --help              print this help and exit
 exit status: 0 trained, 1 a failure (data, compile, a step, a checkpoint), 2 bad usage
 )";
