@@ -112,6 +112,8 @@ def recipe_section(recipe, runs, warmup, cores):
             note.append(f"oversubscribed: {workers} workers on {cores} cores")
         if run["ranks"] > 1:
             note.append("bound to one core each" if run.get("bound") else "not bound to cores")
+        elif run.get("bound"):
+            note.append("pinned to one core (taskset)")
         lines.append(f"| {config_name(run)} | {value} | {spread} | {efficiency} | "
                      f"{hidden_text(hidden(run))} | {'; '.join(note)} |")
     two_ranks, two_threads = measured.get((2, 1), {}), measured.get((1, 2), {})
