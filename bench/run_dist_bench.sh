@@ -7,10 +7,14 @@
 # ("Data parallel").
 #
 # usage: bench/run_dist_bench.sh [--no-build] [--recipes "mlp cnn"] [--windows N]
-#                                [--buckets "0.001 0.01 0.05 0.25"] [--quick] [--note TEXT] [--out DIR]
+#                                [--buckets "0.001 0.01 0.05 0.25"] [--bind] [--quick]
+#                                [--note TEXT] [--out DIR]
 #   --windows N   measured windows (epochs) after one warm-up epoch (default 5)
 #   --buckets L   bucket caps in MiB swept on 2 ranks, each as both --first-bucket-mib and
 #                 --bucket-mib ("" for none)
+#   --bind        bind each rank to a core (mpirun --bind-to core; taskset for 1 rank x 1
+#                 thread) where there are enough cores: steadier on a quiet machine; on a shared
+#                 one a bound rank cannot move away from another job, so the default is unbound
 #   --quick       small epochs, 2 windows, one bucket cap: checks the script, measures nothing
 #   KILN_BENCH_BUILD  build directory (default: build/release, built with scripts/build.sh)
 set -euo pipefail
@@ -23,6 +27,7 @@ recipes="mlp cnn"
 windows=5
 buckets="0.001 0.01 0.05 0.25"
 quick=0
+bind=0
 note=""
 out_dir="bench/results"
 while [ $# -gt 0 ]; do
@@ -32,9 +37,10 @@ while [ $# -gt 0 ]; do
     --windows) windows="$2"; shift ;;
     --buckets) buckets="$2"; shift ;;
     --quick) quick=1 ;;
+    --bind) bind=1 ;;
     --note) note="$2"; shift ;;
     --out) out_dir="$2"; shift ;;
-    *) sed -n '2,15p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,19p' "$0" >&2; exit 2 ;;
   esac
   shift
 done
@@ -63,9 +69,10 @@ command -v mpirun >/dev/null ||
 # Examples a window (an epoch): about a second of 1 rank x 1 thread on this machine's cores.
 declare -A limit=([mlp]=60000 [cnn]=2560)
 [ "$quick" = 1 ] && limit=([mlp]=3200 [cnn]=320)
-cores="$(nproc)"
-# Each process's first core, for pinning 1 rank x 1 thread as mpirun binds a rank.
-first_cpu="$(taskset -pc $$ 2>/dev/null | sed 's/.*: *//; s/[-,].*//')"
+cores="$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)"
+# --bind: this process's first core, for pinning 1 rank x 1 thread as mpirun binds a rank.
+first_cpu=""
+[ "$bind" = 1 ] && first_cpu="$(taskset -pc $$ 2>/dev/null | sed 's/.*: *//; s/[-,].*//')"
 mpirun_flags=(--oversubscribe)
 [ "$(id -u)" = 0 ] && mpirun_flags+=(--allow-run-as-root) # Open MPI refuses root without it
 # No single-copy (CMA) transfers: containers without ptrace rights refuse them.
@@ -95,10 +102,10 @@ launch() {
       KILN_NUM_THREADS="$threads" "$kiln" "$@" >"$log" 2>&1 || rc=$?
     fi
   else
-    local bind=(--bind-to none)
-    if [ "$ranks" -le "$cores" ]; then bind=(--bind-to core --map-by core); fi
-    [ "${bind[1]}" = core ] && echo true || echo false
-    mpirun "${mpirun_flags[@]}" "${bind[@]}" -x KILN_NUM_THREADS="$threads" -x OMP_NUM_THREADS \
+    local binding=(--bind-to none)
+    if [ "$bind" = 1 ] && [ "$ranks" -le "$cores" ]; then binding=(--bind-to core --map-by core); fi
+    [ "${binding[1]}" = core ] && echo true || echo false
+    mpirun "${mpirun_flags[@]}" "${binding[@]}" -x KILN_NUM_THREADS="$threads" -x OMP_NUM_THREADS \
       -x OPENBLAS_NUM_THREADS -np "$ranks" "$kiln" "$@" >"$log" 2>&1 || rc=$?
   fi
   return "$rc"
@@ -160,9 +167,13 @@ date="$(date +%Y-%m-%d)"
 settings="global batch 64 (each recipe's default; 3 ranks: shards of 21, 21 and 22), one warm-up"
 settings+=" window then $windows measured, a window = one epoch of the first examples (mlp"
 settings+=" ${limit[mlp]}, cnn ${limit[cnn]}), --target cpu, fp32, each recipe's optimizer;"
-settings+=" KILN_NUM_THREADS per rank as the configuration says; ranks under mpirun, bound to a"
-settings+=" core each where there are enough cores (1 rank x 1 thread pinned with taskset),"
-settings+=" unbound when oversubscribed"
+settings+=" KILN_NUM_THREADS per rank as the configuration says, ranks under mpirun; "
+if [ "$bind" = 1 ]; then
+  settings+="--bind: each rank bound to a core where there are enough cores (1 rank x 1 thread"
+  settings+=" pinned with taskset), unbound when oversubscribed"
+else
+  settings+="no rank or thread bound to a core (the scheduler places them around other load)"
+fi
 [ "$quick" = 1 ] && settings+="; --quick: too short to measure anything"
 WHEN="$(date -u '+%Y-%m-%d %H:%M UTC')" DATE="$date" CORES="$cores" \
   MACHINE="$(bench_machine), $(mpirun --version | head -1)" \
