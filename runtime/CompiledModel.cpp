@@ -33,15 +33,34 @@ std::string shapeStr(const std::vector<int64_t> &shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
-/// The tensor bound to a plan binding must have its buffer's dtype and shape.
-Expected<void> checkTensor(const char *what, const std::string &name, const HostTensor &tensor,
-                           const PlanBuffer &buffer) {
-  if (tensor.dtype() == buffer.dtype && tensor.shape() == buffer.shape)
+/// A tensor bound to a plan binding must have its buffer's dtype and shape.
+Expected<void> checkType(const char *what, std::string_view name, DType dtype,
+                         const std::vector<int64_t> &shape, const PlanBuffer &buffer) {
+  if (dtype == buffer.dtype && shape == buffer.shape)
     return {};
   return makeError(ErrorCode::InvalidArgument,
                    fmt::format("{} '{}' must be {}{}, got {}{}", what, name,
-                               dtypeName(buffer.dtype), shapeStr(buffer.shape),
-                               dtypeName(tensor.dtype()), shapeStr(tensor.shape())));
+                               dtypeName(buffer.dtype), shapeStr(buffer.shape), dtypeName(dtype),
+                               shapeStr(shape)));
+}
+
+Expected<void> checkTensor(const char *what, const std::string &name, const HostTensor &tensor,
+                           const PlanBuffer &buffer) {
+  return checkType(what, name, tensor.dtype(), tensor.shape(), buffer);
+}
+
+/// A buffer passed by device address must be one, aligned as kernels assume.
+Expected<void> checkDeviceAddress(const char *what, std::string_view name,
+                                  runtime::DevicePtr address) {
+  if (address == 0)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("device {} '{}' has a null address", what, name));
+  if (address % kDeviceAddressAlignment != 0)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("device {} '{}' at {:#x} is not {}-byte aligned, as kernels "
+                                 "assume",
+                                 what, name, address, kDeviceAddressAlignment));
+  return {};
 }
 
 const runtime::PlanBinding *findBinding(const std::vector<runtime::PlanBinding> &bindings,
@@ -82,6 +101,18 @@ Expected<void> CompiledModel::bindParams(const NamedTensors &params) {
     boundParams_.insert_or_assign(name, tensor);
   }
   return {};
+}
+
+Expected<void> CompiledModel::checkBindingType(std::string_view name, DType dtype,
+                                               const std::vector<int64_t> &shape) const {
+  if (const auto *input = findBinding(plan_.inputs, name))
+    return checkType("input", name, dtype, shape, plan_.buffers[input->buffer]);
+  if (const auto *output = findBinding(plan_.outputs, name))
+    return checkType("output", name, dtype, shape, plan_.buffers[output->buffer]);
+  if (const auto *param = findBinding(plan_.params, name))
+    return checkType("parameter", name, dtype, shape, plan_.buffers[param->buffer]);
+  return makeError(ErrorCode::InvalidArgument,
+                   fmt::format("'{}' is not an input, output or parameter of the model", name));
 }
 
 runtime::Device *CompiledModel::device() const {
@@ -134,6 +165,7 @@ Expected<NamedTensors> CompiledModel::runWith(const NamedTensors &tensors,
   if (deviceInputs && !executor_)
     return makeError(ErrorCode::InvalidArgument,
                      "device inputs were passed to a model that runs on the host");
+  KILN_TRY(std::vector<runtime::DevicePtr> outputAddresses, deviceOutputAddresses(options));
   // Every name must be an input or a parameter, with the declared type.
   for (const auto &[name, tensor] : tensors) {
     if (const auto *input = findBinding(plan_.inputs, name)) {
@@ -156,9 +188,7 @@ Expected<NamedTensors> CompiledModel::runWith(const NamedTensors &tensors,
       if (!findBinding(plan_.inputs, name))
         return makeError(ErrorCode::InvalidArgument,
                          fmt::format("device input '{}' is not an input of the model", name));
-      if (address == 0)
-        return makeError(ErrorCode::InvalidArgument,
-                         fmt::format("device input '{}' has a null address", name));
+      KILN_TRY_VOID(checkDeviceAddress("input", name, address));
     }
     for (const auto &input : plan_.inputs) {
       auto it = deviceInputs->addresses.find(input.name);
@@ -199,11 +229,15 @@ Expected<NamedTensors> CompiledModel::runWith(const NamedTensors &tensors,
     }
     runtime::DeviceRunExtras extras;
     extras.inputAddresses = inputAddresses;
+    extras.outputAddresses = outputAddresses;
     extras.stateCopies = stateCopies;
-    if (!stateCopies.empty()) {
+    if (!stateCopies.empty() || !outputAddresses.empty()) {
       extras.fetchOutputs.assign(plan_.outputs.size(), true);
       for (const auto &copy : stateCopies)
         extras.fetchOutputs[copy.output] = false;
+      for (size_t i = 0; i < outputAddresses.size(); ++i)
+        if (outputAddresses[i] != 0)
+          extras.fetchOutputs[i] = false;
     }
     if (deviceInputs) {
       extras.beforeKernels = deviceInputs->beforeKernels;
@@ -218,6 +252,28 @@ Expected<NamedTensors> CompiledModel::runWith(const NamedTensors &tensors,
     return results;
   }
   return runOnHost(inputTensors, paramTensors, options);
+}
+
+Expected<std::vector<runtime::DevicePtr>> CompiledModel::deviceOutputAddresses(
+    const RunOptions &options) const {
+  const DeviceOutputs *deviceOutputs = options.deviceOutputs;
+  if (!deviceOutputs)
+    return std::vector<runtime::DevicePtr>{};
+  if (!executor_)
+    return makeError(ErrorCode::InvalidArgument,
+                     "device outputs were passed to a model that runs on the host");
+  for (const auto &[name, address] : deviceOutputs->addresses) {
+    if (!findBinding(plan_.outputs, name))
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("device output '{}' is not an output of the model", name));
+    KILN_TRY_VOID(checkDeviceAddress("output", name, address));
+  }
+  std::vector<runtime::DevicePtr> addresses;
+  for (const auto &output : plan_.outputs) {
+    auto it = deviceOutputs->addresses.find(output.name);
+    addresses.push_back(it == deviceOutputs->addresses.end() ? 0 : it->second);
+  }
+  return addresses;
 }
 
 const runtime::PlanBinding *CompiledModel::boundParam(std::string_view name) const {

@@ -58,8 +58,15 @@ public:
 
   /// Runs the model. `tensors` holds every graph input and any parameters not
   /// bound (they override bound ones); a missing, unknown or mistyped name is
-  /// an error naming it. Returns the outputs by name.
+  /// an error naming it. Returns the outputs by name (but those options.deviceOutputs
+  /// places on the device).
   Expected<NamedTensors> run(const NamedTensors &tensors, const RunOptions &options = {}) const;
+
+  /// Whether input, output or parameter `name` is `dtype` of `shape`: an error naming it
+  /// and both types otherwise, as run() says of a host tensor (for a caller that passes
+  /// device addresses, which carry no type).
+  Expected<void> checkBindingType(std::string_view name, DType dtype,
+                                  const std::vector<int64_t> &shape) const;
 
   /// Declares the model's state updates (replacing earlier ones). Each output
   /// and parameter must exist with the same dtype, the parameter must be bound
@@ -102,6 +109,8 @@ private:
                                    const std::vector<const HostTensor *> &paramTensors,
                                    const RunOptions &options) const;
   const runtime::PlanBinding *boundParam(std::string_view name) const;
+  /// options.deviceOutputs per plan output (0: to a host tensor), checked; empty when none.
+  Expected<std::vector<runtime::DevicePtr>> deviceOutputAddresses(const RunOptions &options) const;
 
   runtime::LaunchPlan plan_;
   std::shared_ptr<const void> codeOwner_;

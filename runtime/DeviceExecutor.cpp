@@ -279,6 +279,9 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
   auto inputOnDevice = [&](size_t input) {
     return input < extras.inputAddresses.size() && extras.inputAddresses[input] != 0;
   };
+  auto outputOnDevice = [&](size_t output) {
+    return output < extras.outputAddresses.size() && extras.outputAddresses[output] != 0;
+  };
   auto fetched = [&](size_t output) {
     return output >= extras.fetchOutputs.size() || extras.fetchOutputs[output];
   };
@@ -335,7 +338,10 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
       addresses[id] = inputOnDevice(buffer.binding) ? extras.inputAddresses[buffer.binding]
                                                     : ctx.io + io_.inputOffsets[buffer.binding];
       break;
-    case Storage::Output: addresses[id] = ctx.io + io_.outputOffsets[buffer.binding]; break;
+    case Storage::Output:
+      addresses[id] = outputOnDevice(buffer.binding) ? extras.outputAddresses[buffer.binding]
+                                                     : ctx.io + io_.outputOffsets[buffer.binding];
+      break;
     case Storage::Constant: addresses[id] = constants_[buffer.binding]; break;
     case Storage::Arena: addresses[id] = ctx.arena + buffer.arenaOffset; break;
     case Storage::Alias: addresses[id] = addresses[buffer.aliasOf]; break;
@@ -389,8 +395,9 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
         plan.arenaBytes > 0 ? device_->fill(ctx.arena, 0xFF, plan.arenaBytes, ctx.stream)
                             : Expected<void>{};
     for (size_t i = 0; poisoned && i < plan.outputs.size(); ++i)
-      poisoned = device_->fill(ctx.io + io_.outputOffsets[i], 0xFF,
-                               plan.buffers[plan.outputs[i].buffer].bytes, ctx.stream);
+      poisoned = device_->fill(outputOnDevice(i) ? extras.outputAddresses[i]
+                                                 : ctx.io + io_.outputOffsets[i],
+                               0xFF, plan.buffers[plan.outputs[i].buffer].bytes, ctx.stream);
     if (!poisoned)
       return fail(std::move(poisoned).error());
   }
@@ -405,6 +412,17 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
                            : launchSteps(plan, addresses, ctx, timed, options.communicator);
       !done)
     return fail(std::move(done).error());
+  // Outputs the caller placed on the device that no kernel wrote there (before
+  // afterKernels, which may release a device input they copy).
+  for (size_t i = 0; i < plan.outputs.size(); ++i) {
+    int buffer = plan.outputs[i].buffer;
+    int64_t bytes = plan.buffers[buffer].bytes;
+    if (outputOnDevice(i) && bytes > 0 && addresses[buffer] != extras.outputAddresses[i])
+      if (auto done = device_->copyOnDevice(extras.outputAddresses[i], addresses[buffer], bytes,
+                                            ctx.stream);
+          !done)
+        return fail(std::move(done).error());
+  }
   if (extras.afterKernels)
     if (auto done = extras.afterKernels(ctx.stream); !done)
       return fail(std::move(done).error());
@@ -434,6 +452,12 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
   }
   if (auto done = record(plan.steps.size() + 2); !done)
     return fail(std::move(done).error());
+  // A peer that never joins a collective would hold the stream forever: the
+  // communicator's wait is bounded, names the collective and aborts it (which
+  // ends its kernels, so the stream's own wait below returns).
+  if (options.communicator && hasCollectiveSteps(plan))
+    if (auto synced = options.communicator->synchronize(ctx.stream); !synced)
+      return fail(std::move(synced).error());
   if (auto synced = device_->synchronize(ctx.stream); !synced)
     return fail(std::move(synced).error());
   for (size_t i = 0; i < outputs.size(); ++i)

@@ -24,6 +24,9 @@ struct DeviceRunExtras {
   /// Per plan input: the device address to read it from in place, or 0 to
   /// copy the host tensor (empty: every input is a host tensor).
   std::span<const DevicePtr> inputAddresses;
+  /// Per plan output: the device address to write it to, or 0 for the run's own
+  /// output block (empty: none). Give such an output fetchOutputs false.
+  std::span<const DevicePtr> outputAddresses;
   /// Applied on the device after the kernels.
   std::span<const PlanStateCopy> stateCopies;
   /// Per plan output: false leaves it on the device (its host tensor is

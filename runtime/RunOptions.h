@@ -1,6 +1,7 @@
 // How one run of a compiled model goes: poisoned buffers, profiling, launch
-// graphs, inputs already on the device. Its own header, so the executor and
-// CompiledModel, which both take it, need not include each other.
+// graphs, inputs already on the device, outputs written there. Its own header,
+// so the executor and CompiledModel, which both take it, need not include each
+// other.
 #pragma once
 
 #include "runtime/Device.h"
@@ -20,6 +21,11 @@ namespace runtime::dist {
 class Communicator;
 }
 
+/// The alignment of a device buffer passed by address (DeviceInputs, DeviceOutputs): GPU
+/// kernels make 16-byte vector accesses to every buffer (codegen/llvm/NvptxEmitter.cpp),
+/// as the executor's own allocations allow.
+inline constexpr int64_t kDeviceAddressAlignment = 16;
+
 /// Inputs a device model reads where they already are on its device (a batch
 /// uploaded on a copy stream, docs/training.md), instead of copying them from
 /// host tensors.
@@ -29,6 +35,16 @@ struct DeviceInputs {
   /// Enqueued on the run's stream just before its kernels (a wait for the
   /// upload's event) and just after them (releasing the upload's buffer).
   std::function<Expected<void>(runtime::Stream)> beforeKernels, afterKernels;
+};
+
+/// Outputs a device model writes where the caller wants them on its device (a CUDA
+/// torch tensor's memory, docs/python.md) instead of copying them to host tensors.
+struct DeviceOutputs {
+  /// By output name: the device address of a buffer of that output's type, shared with
+  /// no input. The kernel that makes the output writes it there; an output no kernel
+  /// writes in place (an input, a parameter, a value two outputs name) is copied there
+  /// on the device.
+  std::map<std::string, runtime::DevicePtr, std::less<>> addresses;
 };
 
 /// Options of one run of a CompiledModel (or of a device executor).
@@ -48,6 +64,9 @@ struct RunOptions {
   /// Device models only: inputs already on the device. Those named here are
   /// not passed as host tensors.
   const DeviceInputs *deviceInputs = nullptr;
+  /// Device models only: outputs written to device buffers. Those named here are not
+  /// returned as host tensors.
+  const DeviceOutputs *deviceOutputs = nullptr;
   /// Host tensors of an earlier run to write this run's outputs into: an output
   /// takes the tensor of its name when its dtype and shape match (moving it out
   /// of the map), else a new one. A loop that passes each run's results back

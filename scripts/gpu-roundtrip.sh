@@ -8,7 +8,7 @@
 #        scripts/gpu-roundtrip.sh remote [--plan first-look|full] [--budget SECONDS]
 #                                        [--quick] [--steps a,b]
 #                                                  there, from the repository root; steps
-#                                                  (default all): smi,libs,tests,examples,bench,profile,torch,train,tuning,tunebench
+#                                                  (default all): smi,libs,tests,examples,bench,profile,torch,train,tuning,tunebench,python,dist
 #        scripts/gpu-roundtrip.sh collect DIR      here: unpack DIR's results into bench/results
 #   OUT                 remote: what comes back -- at most four files: roundtrip.log, the
 #                       summary, kiln-gpu-results.tar.gz (every log and result, repacked after
@@ -41,7 +41,7 @@ carry_limit_mib=56
 stage=build/gpu-stage
 # What runs on the GPU machine, relative to the build directory (and to $stage).
 carried_files=(libkiln.so libkiln_rt.so libkiln_onnx.so kiln kiln-run-bundle bench/kiln_gpu_bench
-  bench/kiln_train_bench bench/kiln_tune_bench tests/test_gpu)
+  bench/kiln_train_bench bench/kiln_tune_bench tests/test_gpu libkiln_mpi.so)
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' >&2; exit 2; }
 
@@ -57,6 +57,8 @@ prepare() {
   else
     echo "gpu-roundtrip: note: no test_gpu target in this tree; the remote runs no gpu tests" >&2
   fi
+  # The MPI plugin for the dist step's ranks, where CMake found MPI here.
+  ninja -C build/release -t targets all 2>/dev/null | grep -q '^kiln_mpi:' && targets+=(kiln_mpi)
   scripts/build.sh release "${targets[@]}"
 
   rm -rf "$stage" "$carry"
@@ -84,6 +86,7 @@ prepare() {
                    awk '/libsqlite3|libonnx|libprotobuf/ {print $3}' | sort -u); do
     cp -L "$library" "$stage/$(basename "$library")"
   done
+  stage_dist_data
   # ctest's files name the build directory by its absolute path; remote
   # rewrites them for wherever the checkout lives there.
   (cd build/release && find . -name CTestTestfile.cmake -print0 |
@@ -94,6 +97,7 @@ prepare() {
   commit="$(git rev-parse --short HEAD)"
   git diff --quiet HEAD -- . 2>/dev/null || commit="$commit-dirty"
   echo "$commit" >"$stage/commit.txt"
+  stage_python
 
   echo "gpu-roundtrip: staged in $stage (commit $commit):"
   (cd "$stage" && du -ab . | sort -k2 | awk '$2 != "." && !/CTestTestfile/ {printf "  %8.2f MiB  %s\n", $1 / 1048576, $2}')
@@ -313,7 +317,135 @@ torch.cuda.synchronize()' >"$OUT/ncu-cublas.txt" 2>&1 || { echo "exit $?"; statu
   return $status
 }
 
-all_steps="smi,libs,tests,examples,bench,profile,torch,train,tuning,tunebench"
+# ---- python: the kiln module's GPU tests ------------------------------------
+# prepare stages the Python package (build/release/python/kiln: the pure-Python files and
+# _kiln, which finds libkiln.so by its run path, $ORIGIN/../..) in $stage/python, and Debian's
+# pytest with what it imports (pure Python) in $stage/python-fallback for a GPU machine whose
+# Python has none. remote's `python` step runs python/tests/test_cuda_tensors.py (CUDA torch
+# tensors read and written in place, checked by data_ptr) with a Python that has torch with
+# CUDA and can load _kiln, which is built for Debian's /usr/bin/python3 (its version's ABI).
+stage_python() {
+  scripts/build.sh release kiln_python >/dev/null
+  mkdir -p "$stage/python" "$stage/python-fallback"
+  cp -rL build/release/python/kiln "$stage/python/"
+  rm -rf "$stage/python/kiln/__pycache__"
+  strip --strip-unneeded "$stage"/python/kiln/_kiln*.so
+  local module
+  for module in pytest _pytest pluggy iniconfig packaging py py.py attr; do
+    cp -rL "/usr/lib/python3/dist-packages/$module" "$stage/python-fallback/"
+  done
+  find "$stage/python-fallback" -name __pycache__ -prune -exec rm -rf {} +
+}
+
+run_python_tests() {
+  local modules abi candidate py=""
+  modules=("$build"/python/kiln/_kiln*.so)
+  local module="${modules[0]}"
+  if [ ! -f "$module" ]; then
+    echo "no python/kiln/_kiln*.so was carried: prepare this tree again"
+    return 1
+  fi
+  abi="$(basename "$module" | cut -d. -f2)" # cpython-311-x86_64-linux-gnu
+  local why check='import sys
+try:
+    import torch
+except ImportError as error:
+    sys.exit(f"Python {sys.version.split()[0]}: no torch ({error})")
+if not torch.cuda.is_available():
+    sys.exit(f"Python {sys.version.split()[0]}: torch {torch.__version__} sees no CUDA GPU")
+try:
+    import kiln
+except ImportError as error:
+    sys.exit(f"Python {sys.version.split()[0]}: cannot load kiln ({error})")'
+  for candidate in "$python" python3 /usr/bin/python3 "python3.$(echo "$abi" | cut -d- -f2 | cut -c2-)"; do
+    command -v "$candidate" >/dev/null || continue
+    if why="$(PYTHONPATH="$build/python" "$candidate" -c "$check" 2>&1)"; then
+      py="$candidate"
+      break
+    fi
+    echo "$candidate: $why"
+  done
+  if [ -z "$py" ]; then
+    echo "no python here has torch with a usable GPU and loads kiln's module, built for $abi"
+    return 1
+  fi
+  local path="$build/python"
+  "$py" -c 'import pytest' 2>/dev/null || path="$path:$build/python-fallback"
+  # numpy 2 is worth knowing of: Debian's pybind11 (2.10), which _kiln is built with, predates it.
+  echo "---- $py ($("$py" -c 'import sys, torch, numpy; print(sys.version.split()[0], "torch", torch.__version__, "numpy", numpy.__version__)' 2>&1 | tail -1))"
+  PYTHONPATH="$path" PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -v -rs -p no:cacheprovider \
+    python/tests/test_cuda_tensors.py python/tests/test_device_tensors.py
+}
+
+# ---- data parallel on GPUs (the dist step) ----------------------------------
+
+# prepare: the first images of Fashion-MNIST (as tests/dist makes them) for kiln train there.
+stage_dist_data() {
+  local data=/usr/share/datasets/fashion-mnist
+  if [ ! -e "$data/train-images-idx3-ubyte.gz" ]; then
+    echo "gpu-roundtrip: note: no Fashion-MNIST in $data: the dist step will not train" >&2
+    return 0
+  fi
+  /usr/bin/python3 -c 'import sys; sys.path.insert(0, "tests/dist")
+from kiln_train_dist_test import small_fashion_mnist
+small_fashion_mnist(sys.argv[1])' "$stage/data"
+}
+
+# remote: NCCL as kiln's search finds it (the loader, the toolkit's lib64), else the
+# nvidia-nccl wheel PyTorch brings, through KILN_LIBNCCL.
+find_nccl() {
+  [ -n "${KILN_LIBNCCL:-}" ] && return 0
+  ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 ' && return 0
+  [ -e "${CUDA_HOME:-/usr/local/cuda}/lib64/libnccl.so.2" ] && return 0
+  local wheel
+  wheel="$("$python" -c 'import os, nvidia.nccl
+print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null)"
+  [ -n "$wheel" ] && [ -e "$wheel" ] && export KILN_LIBNCCL="$wheel"
+  return 0
+}
+
+# NCCL on GPUs (docs/distributed.md): test_gpu's [nccl] cases (a 1-rank communicator and a
+# trainer given it; 2 ranks under mpirun where there are 2 GPUs), then, with 2 GPUs and
+# mpirun, kiln train --nproc 2 --target cuda on the MLP recipe against one GPU's weights.
+# Open MPI may be missing there: the 2-rank parts then say so and are skipped.
+run_dist() {
+  local status=0 gpus data="$build/data/fashion-mnist-small"
+  find_nccl
+  gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')"
+  echo "---- ${gpus:-0} GPU(s); NCCL: ${KILN_LIBNCCL:-found by the default search}; mpirun: $(command -v mpirun || echo 'not installed')"
+  echo "---- tests/test_gpu [nccl]"
+  "$build/tests/test_gpu" "[nccl]" || { echo "exit $?"; status=1; }
+  local why=""
+  if [ "${gpus:-0}" -lt 2 ]; then
+    why="${gpus:-0} GPU(s) here; NCCL needs a GPU per rank"
+  elif ! command -v mpirun >/dev/null; then
+    why="mpirun is not installed here (Debian: openmpi-bin)"
+  elif [ ! -f "$build/libkiln_mpi.so" ]; then
+    why="no libkiln_mpi.so was carried (prepare builds it where CMake finds MPI)"
+  elif [ ! -d "$data" ]; then
+    why="no Fashion-MNIST subset was carried ($data)"
+  fi
+  if [ -n "$why" ]; then
+    echo "SKIPPED: kiln train --nproc 2 --target cuda: $why"
+    return $status
+  fi
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none
+  local args=(train mlp --batch 48 --epochs 2 --target cuda --seed 3 --quiet --data "$data")
+  local one="$OUT/dist-gpu1.safetensors" two="$OUT/dist-gpu2.safetensors"
+  echo "---- kiln ${args[*]}"
+  "$build/kiln" "${args[@]}" --save-weights "$one" || return 1
+  echo "---- kiln ${args[*]} --nproc 2"
+  "$build/kiln" "${args[@]}" --nproc 2 --save-weights "$two" || return 1
+  # GPU kernels for a batch of 48 and for shards of 24 sum in other orders: 1e-4, as test_gpu.
+  "$python" -c 'import sys; sys.path.insert(0, "tests/dist")
+import kiln_train_dist_test as t
+t.compare(sys.argv[1], sys.argv[2], "2 GPUs against one", tolerance=1e-4)' "$one" "$two" ||
+    status=1
+  rm -f "$one" "$two"
+  return $status
+}
+
+all_steps="smi,libs,tests,examples,bench,profile,torch,train,tuning,tunebench,python,dist"
 
 # The first look of a short device lease (minutes, not an hour): the warpgroup
 # kernels' gpu tests, then section (f)'s bf16 convolutions on wgmma and section
@@ -393,6 +525,9 @@ run_named_step() {
     tuning) run_step "kiln tune / aot on cuda" tuning.log run_tuning ;;
     tunebench) run_step "kiln_tune_bench --target cuda" tune-bench.log \
       env KILN_QUICK="$quick" bash -c run_tune_bench ;;
+    python) run_step "python GPU tests" python-gpu.log run_python_tests ;;
+    dist) : "${step_cap[dist]:=300}"
+      run_step "NCCL on GPUs" dist.log run_dist ;;
   esac
 }
 
@@ -467,7 +602,8 @@ remote() {
   OUT="$work"
   export build OUT python KILN_GPU_TEST_FILTER KILN_GPU_TEST_PART_TIMEOUT KILN_EXAMPLE_ARGS \
     KILN_EXAMPLE_TIMEOUT KILN_PROFILE_FLAGS
-  export -f run_gpu_tests run_examples run_tuning run_tune_bench run_profile
+  export -f run_gpu_tests run_examples run_tuning run_tune_bench run_profile run_python_tests \
+    run_dist find_nccl
   : >"$results/roundtrip.log"
 
   bench_args=(--out "$OUT")

@@ -75,8 +75,9 @@ Expected<void> sumOverRanks(runtime::dist::Communicator *ranks, BatchScore &scor
     return {};
   double values[] = {score.lossSum, static_cast<double>(score.correct),
                      static_cast<double>(score.count)};
-  KILN_TRY_VOID(ranks->allReduce(values, std::size(values), DType::F64,
-                                 runtime::dist::ReduceOp::Sum));
+  // Host buffers: through the host communicator, which NCCL's is opened over.
+  KILN_TRY_VOID(ranks->hostCommunicator().allReduce(values, std::size(values), DType::F64,
+                                                    runtime::dist::ReduceOp::Sum));
   score = {values[0], static_cast<int64_t>(values[1]), static_cast<int64_t>(values[2])};
   return {};
 }

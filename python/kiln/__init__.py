@@ -62,26 +62,41 @@ def zeros(shape, dtype="f32"):
     return _tensors.to_numpy(_kiln._zeros([int(size) for size in shape], dtype))
 
 
-def _error(message, code="invalid argument"):
-    """A kiln.Error raised by the Python part, with the attributes the C++ errors carry."""
-    error = Error(message)
-    error.code, error.message, error.file, error.line, error.notes = code, message, None, None, []
-    return error
+def _error(message):
+    """A kiln.Error raised by the Python part, located at the user's line as the C++ errors."""
+    return _kiln._error(message)
 
 
 def _buffers(tensors, kind):
     return {name: _tensors.to_buffer(value, f"{kind} '{name}'") for name, value in tensors.items()}
 
 
-def _input_buffers(inputs):
-    """A run's inputs as HostBuffers by name, and {name: why it was copied} for those that
-    could not be read in place."""
-    buffers, copies = {}, {}
+def _input_buffers(inputs, model_device, on_device=False):
+    """A run's inputs for a model on `model_device`: HostBuffers by name, DeviceTensors by name
+    (with `on_device`: the CUDA tensors, which a cuda model reads on its GPU), and {name: why
+    it was copied} for those that could not be read in place."""
+    buffers, views, copies = {}, {}, {}
     for name, value in inputs.items():
-        buffers[name], reason = _tensors.borrow_or_copy(value, f"input '{name}'")
+        what = f"input '{name}'"
+        if on_device and _tensors.is_cuda_tensor(value) and value.numel() > 0:
+            views[name], reason = _tensors.device_tensor(value, _torch_device(model_device), what)
+        else:
+            buffers[name], reason = _tensors.borrow_or_copy(value, what, model_device)
         if reason:
             copies[name] = reason
-    return buffers, copies
+    return buffers, views, copies
+
+
+def _torch_device(name):
+    return _tensors._torch().device(name)
+
+
+def _finish_torch_work(model_device):
+    """Waits for the work torch queued on its current stream of the model's GPU (the inputs'
+    producers, copies made for kiln, earlier users of the outputs' memory): kiln's run goes
+    on a stream of its own, and the legacy DLPack capsule carries no stream to wait on."""
+    torch = _tensors._torch()
+    torch.cuda.current_stream(_torch_device(model_device)).synchronize()
 
 
 def _results(buffers, like_torch):
@@ -105,20 +120,44 @@ class CompiledModel:
     outputs by name out, of the same kind as the inputs.
 
     Inputs are read in place where kiln's kernels can (a C-contiguous, 64-byte aligned host
-    array or tensor of a kiln dtype; kiln never writes it) and copied once otherwise:
-    `last_call_copies` names the inputs the last call copied, and why. Outputs are not
-    copied: each numpy array or torch tensor views the memory the run wrote, and never an
-    input's."""
+    array or tensor of a kiln dtype, or on the cuda target a CUDA tensor on the model's GPU;
+    kiln never writes it) and copied once otherwise: `last_call_copies` names the inputs the
+    last call copied, and why. Outputs are not copied: each numpy array or torch tensor
+    views the memory the run wrote (on the cuda target with CUDA inputs, CUDA tensors the
+    kernels wrote), and never an input's."""
 
     def __init__(self, compiled, options):
         self._compiled = compiled
         self._options = options  # kiln.compile's precision, backend and gpu_arch, for kiln.tune
         self._last_inputs = None  # the last run's input buffers (views or copies), for profile()
+        self._last_device_inputs = {}  # and its CUDA inputs (DeviceTensors) on a cuda model
         self._last_call_copies = {}
 
+    def _on_device(self, inputs):
+        """Whether a call runs on the GPU's memory from end to end: a model on a GPU given
+        CUDA tensors reads them there and writes CUDA outputs."""
+        return self._compiled.device.startswith("cuda:") and any(
+            _tensors.is_cuda_tensor(value) for value in inputs.values())
+
+    def _inputs_for(self, inputs):
+        """A call's (HostBuffers, DeviceTensors, copies)."""
+        return _input_buffers(inputs, self._compiled.device, self._on_device(inputs))
+
     def __call__(self, **inputs):
-        self._last_inputs, self._last_call_copies = _input_buffers(inputs)
-        return _results(self._compiled._run(self._last_inputs), _any_torch(inputs))
+        self._last_inputs, self._last_device_inputs, self._last_call_copies = (
+            self._inputs_for(inputs))
+        if not self._on_device(inputs):
+            return _results(self._compiled._run(self._last_inputs), _any_torch(inputs))
+        # CUDA in, CUDA out: the kernels read the inputs and write the outputs in torch's memory.
+        device = self._compiled.device
+        gpu = _torch_device(device)
+        outputs, views = _tensors.device_outputs(self._compiled.output_types, gpu)
+        _finish_torch_work(device)
+        fetched = self._compiled._run_on_device(self._last_inputs, self._last_device_inputs,
+                                                views)
+        for name, buffer in fetched.items():  # an f8 or empty output: through the host
+            outputs[name] = _tensors.to_torch(buffer).to(gpu)
+        return {name: outputs[name] for name in self._compiled.output_names}
 
     @property
     def last_call_copies(self):
@@ -137,12 +176,14 @@ class CompiledModel:
         returns one dict per kernel (name, calls, total_ms, mean_ms, bytes and flops per
         call, achieved rates, fraction of peak, bound), slowest first."""
         if inputs:
-            buffers, self._last_call_copies = _input_buffers(inputs)
+            buffers, views, self._last_call_copies = self._inputs_for(inputs)
         elif self._last_inputs is not None:
-            buffers = self._last_inputs
+            buffers, views = self._last_inputs, self._last_device_inputs
         else:
             raise _error("profile() needs the model's inputs: pass them, or run the model once first")
-        return self._compiled._profile(buffers, runs)
+        if views:
+            _finish_torch_work(self._compiled.device)
+        return self._compiled._profile(buffers, runs, views)
 
     @property
     def num_kernels(self):
@@ -151,6 +192,11 @@ class CompiledModel:
     @property
     def target(self):
         return self._compiled.target
+
+    @property
+    def device(self):
+        """Where the kernels run: "cpu", "sim" or "cuda:N" (torch's name for that GPU)."""
+        return self._compiled.device
 
     @property
     def report(self):

@@ -3,6 +3,9 @@ model's fusion groups and their schedule spaces, the autotuner and sweeps as rec
 sweep plot, and the tuning database as a query API. Each calls kiln's own C++ (the
 compiler's lowering, compiler/tuner, runtime/tuning); nothing here chooses or times."""
 
+import math
+import numbers
+
 from . import _kiln
 
 
@@ -81,12 +84,27 @@ def _rows(records):
     return list(records)
 
 
+def _limit(value, name, whole, caller):
+    """A tuner limit: None is 0 (none); else a positive finite number (a whole one when
+    `whole`). Anything else is a kiln.Error naming `caller`'s keyword and the value."""
+    if value is None:
+        return 0
+    usable = (isinstance(value, numbers.Real) and not isinstance(value, bool)
+              and math.isfinite(value) and value > 0 and (not whole or value == int(value)))
+    if not usable:
+        expected = "a positive whole number" if whole else "a positive number of seconds"
+        raise _kiln._error(f"kiln.{caller}: {name} must be {expected} or None, got {value!r}")
+    return int(value) if whole else float(value)
+
+
 def _run_tuner(graph, group, exhaustive, budget, trials, target, precision, backend, gpu_arch,
                runs, seed, db, label, frame):
+    caller = "sweep" if exhaustive else "tune"
     result = _kiln._tune(*_subject(graph, target, precision, backend, gpu_arch),
                          -1 if group is None else group_id(group), exhaustive,
-                         float(budget or 0), int(trials or 0), int(runs or 0), int(seed),
-                         db or "", label)
+                         _limit(budget, "budget", False, caller),
+                         _limit(trials, "trials", True, caller),
+                         _limit(runs, "runs", True, caller), int(seed), db or "", label)
     return _records(result["rows"], frame)
 
 

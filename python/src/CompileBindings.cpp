@@ -1,13 +1,15 @@
-// kiln.compile and the compiled model: runs on HostBuffers, each stage's text (dump), and
-// the per-kernel profile table.
+// kiln.compile and the compiled model: runs on HostBuffers (and, on the cuda target, CUDA
+// tensors in place), each stage's text (dump), and the per-kernel profile table.
 #include "CompileOptionsArgs.h"
 #include "PyGraph.h"
+#include "TensorBorrowing.h"
 #include "TensorConversion.h"
 
 #include "compiler/Compile.h"
 #include "ir/graph/Parser.h"
 #include "ir/graph/Printer.h"
 #include "runtime/ProfileReport.h"
+#include "runtime/cuda/CudaDevice.h"
 
 #include <fmt/format.h>
 #include <pybind11/stl.h>
@@ -89,6 +91,34 @@ py::list profileRows(const PyModel &m, const std::vector<runtime::RunProfile> &p
   return rows;
 }
 
+/// Where the model's kernels run: "cpu", "sim", or "cuda:N" (the GPU's ordinal).
+std::string deviceName(const PyModel &m) {
+  if (auto *gpu = dynamic_cast<runtime::cuda::CudaDevice *>(m.model->device()))
+    return fmt::format("cuda:{}", gpu->properties().ordinal);
+  return m.model->device() ? "sim" : "cpu";
+}
+
+using DeviceTensors = std::map<std::string, std::shared_ptr<DeviceTensor>>;
+
+/// `tensors` as the addresses a run takes, after checking each is on the model's GPU with
+/// the type of the binding it names (`what`: "input" or "output").
+std::map<std::string, runtime::DevicePtr, std::less<>>
+addressesOf(const PyModel &m, const DeviceTensors &tensors, const char *what) {
+  std::string device = deviceName(m);
+  std::map<std::string, runtime::DevicePtr, std::less<>> addresses;
+  for (const auto &[name, tensor] : tensors) {
+    std::string on = fmt::format("cuda:{}", tensor->ordinal);
+    if (on != device)
+      throw KilnError{Error(ErrorCode::InvalidArgument,
+                            fmt::format("{} '{}' is on {}, and the model runs on {}: its kernels "
+                                        "cannot use it in place",
+                                        what, name, on, device))};
+    valueOrThrow(m.model->checkBindingType(name, tensor->dtype, tensor->shape));
+    addresses.emplace(name, tensor->address);
+  }
+  return addresses;
+}
+
 } // namespace
 
 void bindCompile(py::module_ &module) {
@@ -106,9 +136,35 @@ void bindCompile(py::module_ &module) {
           },
           "Runs once: HostBuffers by name in, the outputs' HostBuffers by name out.")
       .def(
-          "_profile",
-          [](const PyModel &m, const py::dict &inputs, int runs) {
+          "_run_on_device",
+          [](const PyModel &m, const py::dict &inputs, const DeviceTensors &deviceInputs,
+             const DeviceTensors &deviceOutputs) {
             NamedTensors tensors = namedTensorsOf(inputs);
+            DeviceInputs onDevice;
+            onDevice.addresses = addressesOf(m, deviceInputs, "input");
+            DeviceOutputs toDevice;
+            toDevice.addresses = addressesOf(m, deviceOutputs, "output");
+            RunOptions options;
+            options.deviceInputs = &onDevice;
+            options.deviceOutputs = &toDevice;
+            std::optional<Expected<NamedTensors>> outputs;
+            {
+              py::gil_scoped_release release;
+              outputs.emplace(m.model->run(tensors, options));
+            }
+            return buffersOf(valueOrThrow(std::move(*outputs)));
+          },
+          py::arg("inputs"), py::arg("device_inputs"), py::arg("device_outputs"),
+          "Runs once on a cuda model: host inputs (HostBuffers) and CUDA inputs (DeviceTensors) "
+          "by name; the outputs named in device_outputs are written there, the others come "
+          "back as HostBuffers by name.")
+      .def(
+          "_profile",
+          [](const PyModel &m, const py::dict &inputs, int runs,
+             const DeviceTensors &deviceInputs) {
+            NamedTensors tensors = namedTensorsOf(inputs);
+            DeviceInputs onDevice;
+            onDevice.addresses = addressesOf(m, deviceInputs, "input");
             std::vector<runtime::RunProfile> profiles(std::max(runs, 1));
             std::optional<Error> failure;
             {
@@ -116,6 +172,8 @@ void bindCompile(py::module_ &module) {
               for (runtime::RunProfile &profile : profiles) {
                 RunOptions options;
                 options.profile = &profile;
+                if (!onDevice.addresses.empty())
+                  options.deviceInputs = &onDevice;
                 if (auto ran = m.model->run(tensors, options); !ran) {
                   failure = std::move(ran).error();
                   break;
@@ -126,6 +184,7 @@ void bindCompile(py::module_ &module) {
               throw KilnError{std::move(*failure)};
             return profileRows(m, profiles);
           },
+          py::arg("inputs"), py::arg("runs"), py::arg("device_inputs") = DeviceTensors{},
           "Runs `runs` times with profiling: one dict per kernel, slowest first.")
       .def(
           "dump",
@@ -153,6 +212,20 @@ void bindCompile(py::module_ &module) {
                              "The graph IR text as it was compiled (kiln.parse_ir reads it).")
       .def_property_readonly("num_kernels", [](const PyModel &m) { return m.model->numKernels(); })
       .def_property_readonly("target", [](const PyModel &m) { return m.report.target; })
+      .def_property_readonly("device", &deviceName,
+                             "Where the kernels run: \"cpu\", \"sim\" or \"cuda:N\".")
+      .def_property_readonly(
+          "output_types",
+          [](const PyModel &m) {
+            py::dict types;
+            for (const auto &binding : m.model->plan().outputs) {
+              const runtime::PlanBuffer &buffer = m.model->plan().buffers[binding.buffer];
+              types[py::str(binding.name)] =
+                  py::make_tuple(std::string(dtypeName(buffer.dtype)), buffer.shape);
+            }
+            return types;
+          },
+          "{output name: (dtype, shape)}, in the model's output order.")
       .def_property_readonly(
           "report",
           [](const PyModel &m) {

@@ -35,6 +35,21 @@ bool insidePackage(const std::string &file) {
   return !directory.empty() && file.starts_with(directory + "/");
 }
 
+/// The kiln.Error instance that carries `error`.
+py::object errorObject(const Error &error) {
+  py::object instance = py::handle(errorType)(error.str());
+  instance.attr("code") = errorCodeName(error.code());
+  instance.attr("message") = error.message();
+  bool known = error.location() && error.location()->known();
+  instance.attr("file") = known ? py::object(py::str(error.location()->file)) : py::none();
+  instance.attr("line") = known ? py::object(py::int_(error.location()->line)) : py::none();
+  py::list notes;
+  for (const std::string &note : error.notes())
+    notes.append(note);
+  instance.attr("notes") = notes;
+  return instance;
+}
+
 } // namespace
 
 Location pythonCallerLocation() {
@@ -67,20 +82,22 @@ void bindErrors(py::module_ &module) {
       if (pointer)
         std::rethrow_exception(pointer);
     } catch (const KilnError &thrown) {
-      const Error &error = thrown.error;
-      py::object instance = py::handle(errorType)(error.str());
-      instance.attr("code") = errorCodeName(error.code());
-      instance.attr("message") = error.message();
-      bool known = error.location() && error.location()->known();
-      instance.attr("file") = known ? py::object(py::str(error.location()->file)) : py::none();
-      instance.attr("line") = known ? py::object(py::int_(error.location()->line)) : py::none();
-      py::list notes;
-      for (const std::string &note : error.notes())
-        notes.append(note);
-      instance.attr("notes") = notes;
-      PyErr_SetObject(errorType, instance.ptr());
+      // An error with no place of its own (a bad keyword, a failed compile or run) is
+      // located at the user's line that made the call: the translator runs inside it.
+      Error error = thrown.error;
+      if (!error.location() || !error.location()->known())
+        error.at(pythonCallerLocation());
+      PyErr_SetObject(errorType, errorObject(error).ptr());
     }
   });
+  module.def(
+      "_error",
+      [](const std::string &message) {
+        return errorObject(Error(ErrorCode::InvalidArgument, message, pythonCallerLocation()));
+      },
+      py::arg("message"),
+      "A kiln.Error (invalid argument) for the package's Python part to raise, located at the "
+      "caller's line as the bindings' errors are.");
   module.def(
       "_set_package_dir", [](std::string directory) { packageDirectory() = std::move(directory); },
       "Names the kiln package's directory (called once by kiln/__init__.py).");

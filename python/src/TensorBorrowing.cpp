@@ -2,8 +2,10 @@
 // place, else copied once (see TensorBorrowing.h).
 #include "TensorBorrowing.h"
 
+#include "Arguments.h"
 #include "PythonErrors.h"
 
+#include "runtime/RunOptions.h"
 #include "support/ShapeLimits.h"
 
 #include <dlpack/dlpack.h>
@@ -88,15 +90,15 @@ struct ForeignTensor {
   bool bigEndian = false;
 };
 
-/// Why `tensor` cannot be read in place; nullopt when it can.
-std::optional<std::string> reasonToCopy(const ForeignTensor &tensor) {
+/// Why `tensor` cannot be read in place by kernels that assume `alignment`; nullopt when
+/// it can.
+std::optional<std::string> reasonToCopy(const ForeignTensor &tensor, int64_t alignment) {
   if (tensor.bigEndian)
     return "big-endian (kiln's tensors are little-endian)";
   if (!isCompactRowMajor(tensor.shape, tensor.byteStrides, dtypeByteSize(tensor.dtype)))
     return fmt::format("not C-contiguous (byte strides [{}])", fmt::join(tensor.byteStrides, ", "));
-  if (!AlignedBytes::isBorrowable(tensor.data))
-    return fmt::format("its address is not {}-byte aligned, as kiln's kernels assume",
-                       kBufferAlignment);
+  if (reinterpret_cast<uintptr_t>(tensor.data) % static_cast<uintptr_t>(alignment) != 0)
+    return fmt::format("its address is not {}-byte aligned, as kiln's kernels assume", alignment);
   return std::nullopt;
 }
 
@@ -118,7 +120,8 @@ BorrowedOrCopied borrowOrCopy(const ForeignTensor &tensor, std::shared_ptr<const
                                       "elements",
                                       what, fmt::join(tensor.shape, ", ")))};
   auto buffer = std::make_shared<HostBuffer>();
-  std::optional<std::string> reason = *count == 0 ? std::nullopt : reasonToCopy(tensor);
+  std::optional<std::string> reason =
+      *count == 0 ? std::nullopt : reasonToCopy(tensor, kBufferAlignment);
   if (!reason) {
     auto bytes = static_cast<size_t>(*count * dtypeByteSize(tensor.dtype));
     buffer->tensor = valueFor(what, HostTensor::borrow(tensor.dtype, tensor.shape,
@@ -173,21 +176,28 @@ BorrowedOrCopied bufferOfNumpy(const py::array &array, const std::string &what) 
   return borrowOrCopy(tensor, keepAlive(array), what);
 }
 
-BorrowedOrCopied bufferOfDlpack(const py::capsule &capsule, std::optional<DType> dtypeOverride,
-                                const std::string &what) {
+namespace {
+
+/// A consumed legacy DLPack capsule: its tensor as a ForeignTensor, where it lives, and the
+/// DLPack tensor kept alive (its deleter runs when the last holder lets go).
+struct ConsumedDlpack {
+  ForeignTensor tensor;
+  DLDevice device{};
+  std::shared_ptr<const void> owner;
+};
+
+ConsumedDlpack consumeDlpack(const py::capsule &capsule, std::optional<DType> dtypeOverride,
+                             const std::string &what) {
   if (!PyCapsule_IsValid(capsule.ptr(), "dltensor"))
     throw KilnError{Error(ErrorCode::InvalidArgument,
                           fmt::format("{}: not an unconsumed DLPack capsule", what))};
   auto *managed = static_cast<DLManagedTensor *>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
   // The capsule is consumed (ours to free) from here on, whatever happens.
   PyCapsule_SetName(capsule.ptr(), "used_dltensor");
-  std::shared_ptr<const void> owner = keepAlive(managed);
+  ConsumedDlpack consumed;
+  consumed.owner = keepAlive(managed);
   const DLTensor &source = managed->dl_tensor;
-  if (source.device.device_type != kDLCPU)
-    throw KilnError{Error(ErrorCode::InvalidArgument,
-                          fmt::format("{}: a DLPack tensor on device type {} (kiln reads host "
-                                      "tensors only; move it to the CPU first)",
-                                      what, static_cast<int>(source.device.device_type)))};
+  consumed.device = source.device;
   std::optional<DType> dtype = dtypeOfDlpack(source.dtype);
   if (dtypeOverride && (!dtype || dtypeByteSize(*dtype) == dtypeByteSize(*dtypeOverride)))
     dtype = dtypeOverride;
@@ -197,7 +207,7 @@ BorrowedOrCopied bufferOfDlpack(const py::capsule &capsule, std::optional<DType>
                                       "dtype (kiln has {})",
                                       what, source.dtype.code, source.dtype.bits,
                                       source.dtype.lanes, dtypeList()))};
-  ForeignTensor tensor;
+  ForeignTensor &tensor = consumed.tensor;
   tensor.data = static_cast<const uint8_t *>(source.data) + source.byte_offset;
   tensor.dtype = *dtype;
   tensor.shape.assign(source.shape, source.shape + source.ndim);
@@ -209,7 +219,48 @@ BorrowedOrCopied bufferOfDlpack(const py::capsule &capsule, std::optional<DType>
     tensor.byteStrides[axis] = source.strides ? source.strides[axis] * elementSize : compact;
     compact *= tensor.shape[axis];
   }
-  return borrowOrCopy(tensor, std::move(owner), what);
+  return consumed;
+}
+
+} // namespace
+
+BorrowedOrCopied bufferOfDlpack(const py::capsule &capsule, std::optional<DType> dtypeOverride,
+                                const std::string &what) {
+  ConsumedDlpack consumed = consumeDlpack(capsule, dtypeOverride, what);
+  if (consumed.device.device_type != kDLCPU)
+    throw KilnError{Error(ErrorCode::InvalidArgument,
+                          fmt::format("{}: a DLPack tensor on device type {} (kiln reads host "
+                                      "tensors only; move it to the CPU first)",
+                                      what, static_cast<int>(consumed.device.device_type)))};
+  return borrowOrCopy(consumed.tensor, std::move(consumed.owner), what);
+}
+
+DeviceTensorOrReason deviceTensorOfDlpack(const py::capsule &capsule,
+                                          std::optional<DType> dtypeOverride,
+                                          const std::string &what) {
+  ConsumedDlpack consumed = consumeDlpack(capsule, dtypeOverride, what);
+  if (consumed.device.device_type != kDLCUDA)
+    throw KilnError{Error(ErrorCode::InvalidArgument,
+                          fmt::format("{}: a DLPack tensor on device type {}, not a CUDA "
+                                      "device ({})",
+                                      what, static_cast<int>(consumed.device.device_type),
+                                      static_cast<int>(kDLCUDA)))};
+  const ForeignTensor &tensor = consumed.tensor;
+  std::optional<int64_t> count = checkedNumElements(tensor.shape);
+  if (!count || *count == 0)
+    throw KilnError{Error(ErrorCode::InvalidArgument,
+                          fmt::format("{}: a CUDA tensor of shape [{}] has no elements to read "
+                                      "in place",
+                                      what, fmt::join(tensor.shape, ", ")))};
+  if (std::optional<std::string> reason = reasonToCopy(tensor, kDeviceAddressAlignment))
+    return {nullptr, reason};
+  auto device = std::make_shared<DeviceTensor>();
+  device->address = reinterpret_cast<runtime::DevicePtr>(tensor.data);
+  device->dtype = tensor.dtype;
+  device->shape = tensor.shape;
+  device->ordinal = consumed.device.device_id;
+  device->owner = std::move(consumed.owner);
+  return {device, std::nullopt};
 }
 
 void bindTensorBorrowing(py::module_ &module) {
@@ -234,6 +285,23 @@ void bindTensorBorrowing(py::module_ &module) {
         return result(bufferOfDlpack(capsule, override, what));
       },
       "(HostBuffer, None) borrowing a legacy DLPack capsule's tensor, or (a copy, why).");
+  py::class_<DeviceTensor, std::shared_ptr<DeviceTensor>>(
+      module, "DeviceTensor",
+      "A CUDA tensor kiln's kernels read or write in place (from a legacy DLPack capsule).")
+      .def_property_readonly("address", [](const DeviceTensor &t) { return t.address; })
+      .def_property_readonly("dtype", [](const DeviceTensor &t) { return dtypeName(t.dtype); })
+      .def_property_readonly("shape", [](const DeviceTensor &t) { return t.shape; })
+      .def_property_readonly("ordinal", [](const DeviceTensor &t) { return t.ordinal; });
+  module.def(
+      "_device_tensor_of_dlpack",
+      [](const py::capsule &capsule, std::optional<std::string> dtype, const std::string &what) {
+        DeviceTensorOrReason value = deviceTensorOfDlpack(capsule, optionalDtype(dtype), what);
+        return py::make_tuple(value.tensor ? py::cast(value.tensor) : py::object(py::none()),
+                              value.copyReason ? py::object(py::str(*value.copyReason))
+                                               : py::object(py::none()));
+      },
+      "(DeviceTensor, None) for a CUDA DLPack capsule kernels can use in place, or (None, why "
+      "not).");
 }
 
 } // namespace kiln::python

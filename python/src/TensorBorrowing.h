@@ -1,9 +1,12 @@
-// Tensors coming into kiln from Python: a numpy array or a DLPack tensor becomes a HostBuffer
-// that borrows its memory when kiln's kernels can read it in place, and a copy (made once,
-// by its strides) when they cannot, with the reason.
+// Tensors coming into kiln from Python: a numpy array or a host DLPack tensor becomes a
+// HostBuffer that borrows its memory when kiln's kernels can read it in place, and a copy
+// (made once, by its strides) when they cannot, with the reason; a CUDA DLPack tensor
+// becomes a DeviceTensor that a cuda model's kernels use in place.
 #pragma once
 
 #include "TensorConversion.h"
+
+#include "runtime/Device.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -11,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kiln::python {
 
@@ -35,7 +39,32 @@ BorrowedOrCopied bufferOfNumpy(const pybind11::array &array, const std::string &
 BorrowedOrCopied bufferOfDlpack(const pybind11::capsule &capsule, std::optional<DType> dtype,
                                 const std::string &what);
 
-/// Registers kiln._kiln._buffer_of_numpy and _buffer_of_dlpack.
+/// A CUDA tensor kiln's kernels read (an input) or write (an output) where it is: its
+/// device address, type and GPU, and the DLPack tensor kept alive while kiln holds it.
+struct DeviceTensor {
+  runtime::DevicePtr address = 0;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  int ordinal = 0; ///< the CUDA device number
+  std::shared_ptr<const void> owner;
+};
+
+/// `tensor` when kernels can use it in place; else null and why not.
+struct DeviceTensorOrReason {
+  std::shared_ptr<DeviceTensor> tensor;
+  std::optional<std::string> copyReason;
+};
+
+/// The CUDA tensor behind a legacy DLPack capsule (kDLCUDA), which it consumes: usable in
+/// place when compact row-major, non-empty and kDeviceAddressAlignment aligned, else the
+/// reason ("not C-contiguous ...": the caller copies it on the device). A kiln.Error for a
+/// capsule on another device type, an empty tensor or a type kiln lacks. `dtype` as for
+/// bufferOfDlpack.
+DeviceTensorOrReason deviceTensorOfDlpack(const pybind11::capsule &capsule,
+                                          std::optional<DType> dtype, const std::string &what);
+
+/// Registers kiln._kiln._buffer_of_numpy, _buffer_of_dlpack, DeviceTensor and
+/// _device_tensor_of_dlpack.
 void bindTensorBorrowing(pybind11::module_ &module);
 
 } // namespace kiln::python

@@ -1,6 +1,7 @@
 """parse_ir and graph.ir(), the compile targets, each stage's text (model.dump) and the
 per-kernel profile table."""
 
+import inspect
 import re
 
 import numpy as np
@@ -42,6 +43,24 @@ def test_targets_match_the_reference(target, rng):
     model = kiln.compile(graph, target=target)
     assert model.target.startswith(target)
     assert model.input_names == ["x"] and model.output_names == ["y"]
+    assert_close(model(x=x)["y"], kiln.evaluate(graph, x=x)["y"], "f32")
+
+
+def test_auto_target_runs_on_the_gpu_when_usable_else_on_the_cpu_saying_why(rng):
+    graph = _mlp()
+    try:
+        kiln.compile(graph, target="cuda")
+        gpu_usable = True
+    except kiln.Error:
+        gpu_usable = False
+    model = kiln.compile(graph, target="auto")
+    if gpu_usable:
+        assert model.device == "cuda:0" and model.report["fallback_reason"] == ""
+    else:
+        assert model.device == "cpu" and model.target.startswith("cpu")
+        assert model.report["fallback_reason"].startswith("no usable GPU (")
+        assert model.report["fallback_reason"].endswith("running on the CPU")
+    x = rng.uniform(-1, 1, (5, 12)).astype(np.float32)
     assert_close(model(x=x)["y"], kiln.evaluate(graph, x=x)["y"], "f32")
 
 
@@ -100,6 +119,8 @@ def test_profile_without_inputs_reuses_the_last_run():
     model = kiln.compile(_mlp(), target="cpu")
     with pytest.raises(kiln.Error, match="profile\\(\\) needs the model's inputs") as caught:
         model.profile()
-    assert caught.value.code == "invalid argument" and caught.value.line is None
+    # Raised by the package's Python part, and located at the call like the C++ errors.
+    assert caught.value.code == "invalid argument"
+    assert (caught.value.file, caught.value.line) == (__file__, inspect.currentframe().f_lineno - 3)
     model(x=np.ones((5, 12), np.float32))
     assert [row["calls"] for row in model.profile(runs=2)] == [2] * model.num_kernels

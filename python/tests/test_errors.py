@@ -66,6 +66,22 @@ def test_compile_and_evaluate_report_the_located_error_after_it_was_caught():
         assert "reshape" in str(caught.value)
 
 
+def test_errors_of_a_call_without_a_place_of_their_own_name_the_calling_line():
+    graph = kiln.Graph("located")
+    graph.output("y", graph.input("x", [3]) * 2.0)
+    line = _next_line()
+    with pytest.raises(kiln.Error) as bad_target:
+        kiln.compile(graph, target="tpu")
+    model = kiln.compile(graph, target="cpu")
+    with pytest.raises(kiln.Error) as bad_input:
+        model(x=np.ones(3))  # f64 for an f32 input
+    assert (bad_target.value.file, bad_target.value.line) == (__file__, line + 1)
+    assert str(bad_target.value) == (
+        f"{__file__}:{line + 1}: unknown target 'tpu': expected cpu, sim, cuda or auto")
+    assert (bad_input.value.file, bad_input.value.line) == (__file__, line + 4)
+    assert "input 'x' must be f32[3], got f64[3]" in str(bad_input.value)
+
+
 def test_bad_arguments_are_kiln_errors():
     graph = kiln.Graph("bad")
     x = graph.input("x", [1, 3, 8, 8])

@@ -1,6 +1,9 @@
 """The research hooks: fusion groups and their schedule spaces, schedules forced per group,
 the tuner and sweeps as records, the sweep plot, and the tuning database's query API."""
 
+import inspect
+import time
+
 import numpy as np
 import pytest
 
@@ -115,6 +118,47 @@ def test_tune_with_a_trial_budget_times_that_many():
     assert len(records) == 3
     assert records[0]["default"] and sum(row["winner"] for row in records) == 1
     assert all(row["space_size"] == 9 and 0 <= row["space_index"] < 9 for row in records)
+
+
+def test_tune_of_a_compiled_model_stops_at_its_budget():
+    g = dense_softmax_graph()
+    model = kiln.compile(g, target="cpu")
+    spaces = {group.id: len(group.space) for group in kiln.groups(model)}
+    budget = 0.5
+    start = time.perf_counter()
+    records = kiln.tune(model, budget=budget, runs=1, frame=False)
+    elapsed = time.perf_counter() - start
+    for group, size in spaces.items():
+        mine = [row for row in records if row["group"] == group]
+        assert mine and mine[0]["default"] and len(mine) <= size
+        assert sum(row["winner"] for row in mine) == 1
+    # 25 candidates in all, which take about 3 s here: the budget, not the space, ended it.
+    assert len(records) < sum(spaces.values())
+    # The budget bounds the search (compiles, checks, timed runs); each group's setup (inputs,
+    # the fp64 reference) and the candidates already started when it ran out come on top.
+    assert elapsed < budget + 10
+
+
+@pytest.mark.parametrize("budget", [0, -2.5, float("nan"), float("inf"), "30s", True])
+def test_tune_refuses_a_bad_budget_at_the_callers_line(budget):
+    model = kiln.compile(reduction_graph(), target="cpu")
+    with pytest.raises(kiln.Error) as error:
+        line = inspect.currentframe().f_lineno + 1
+        kiln.tune(model, budget=budget)
+    assert error.value.message == (
+        f"kiln.tune: budget must be a positive number of seconds or None, got {budget!r}")
+    assert (error.value.file, error.value.line) == (__file__, line)
+    assert error.value.code == "invalid argument"
+
+
+def test_tune_and_sweep_refuse_bad_trials_and_runs():
+    g = reduction_graph()
+    with pytest.raises(kiln.Error, match=r"kiln.tune: trials must be a positive whole number "
+                                         r"or None, got 2.5"):
+        kiln.tune(g, trials=2.5)
+    with pytest.raises(kiln.Error, match=r"kiln.sweep: runs must be a positive whole number "
+                                         r"or None, got 0"):
+        kiln.sweep(g, runs=0)
 
 
 def test_tuning_database_queries(tmp_path, monkeypatch, x_value):

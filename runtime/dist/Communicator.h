@@ -61,6 +61,14 @@ public:
   /// fails. Idempotent; the other ranks learn of it through their own timeouts.
   virtual void abort() = 0;
   virtual bool aborted() const = 0;
+  /// Waits until the collectives this communicator enqueued on `stream` (and what
+  /// came before them there) have finished, at most the timeout; a failure names the
+  /// collectives and aborts the communicator. Host collectives have finished when
+  /// they return, so a host communicator has nothing to wait for.
+  virtual Expected<void> synchronize(Stream stream) {
+    (void)stream;
+    return {};
+  }
   /// The host communicator of the same ranks, for the small host-side exchanges around
   /// device collectives (a trainer's agreement on shards, program and outcomes): a host
   /// communicator is its own; a device one returns the host communicator it was opened over.

@@ -7,8 +7,6 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-#include <thread>
 #include <vector>
 
 namespace kiln::runtime::dist {
@@ -36,17 +34,55 @@ enum StartupStatus : int32_t { kReady = 0, kNoNccl = 1, kNoDevice = 2 };
 
 NcclCommunicator::NcclCommunicator(const NcclLibrary &library,
                                    std::shared_ptr<cuda::CudaDevice> device, Communicator &host,
-                                   ncclComm *comm, std::chrono::milliseconds timeout)
+                                   ncclComm *comm, bool nonblocking,
+                                   std::chrono::milliseconds timeout)
     : library_(library), device_(std::move(device)), host_(host), comm_(comm),
-      timeout_(timeout) {}
+      nonblocking_(nonblocking), timeout_(timeout) {}
 
 NcclCommunicator::~NcclCommunicator() {
-  if (!aborted_ && comm_ && device_->makeCurrent())
-    library_.api->ncclCommDestroy(comm_);
+  if (aborted_ || !comm_ || !device_->makeCurrent())
+    return;
+  // A nonblocking communicator is finalized (its last operations flushed) before it
+  // is destroyed; a wait that fails has aborted it, which frees it.
+  if (nonblocking_ && library_.api->ncclCommFinalize) {
+    ncclResult_t finalizing = library_.api->ncclCommFinalize(comm_);
+    if (finalizing != ncclSuccess && finalizing != ncclInProgress) {
+      library_.api->ncclCommAbort(comm_);
+      return;
+    }
+    if (!waitForNccl(library_, comm_, *this, nullptr, timeout_, {"ncclCommFinalize", "shut-down"}))
+      return;
+  }
+  library_.api->ncclCommDestroy(comm_);
 }
 
 int NcclCommunicator::rank() const { return host_.rank(); }
 int NcclCommunicator::size() const { return host_.size(); }
+
+Expected<void> NcclCommunicator::enqueued(int result, std::string_view call,
+                                          std::string collective) {
+  auto code = static_cast<ncclResult_t>(result);
+  if (code == ncclInProgress && nonblocking_) {
+    if (auto waited = waitForNccl(library_, comm_, *this, &host_, timeout_, {call, collective});
+        !waited) {
+      aborted_ = true;
+      return waited;
+    }
+  } else {
+    KILN_TRY_VOID(checkNccl(library_, code, call, collective, *this, comm_));
+  }
+  if (pendingCount_++ == 0)
+    firstPending_ = std::move(collective);
+  return {};
+}
+
+std::string NcclCommunicator::pendingCollectives() const {
+  if (pendingCount_ == 0)
+    return "the work on the stream";
+  if (pendingCount_ == 1)
+    return firstPending_;
+  return fmt::format("{} and the {} collectives after it", firstPending_, pendingCount_ - 1);
+}
 
 Expected<void> NcclCommunicator::allReduce(void *data, int64_t count, DType dtype, ReduceOp op,
                                            Stream stream) {
@@ -56,29 +92,33 @@ Expected<void> NcclCommunicator::allReduce(void *data, int64_t count, DType dtyp
     return makeError(ErrorCode::Unsupported,
                      fmt::format("allReduce on {}: {} buffers are not supported", describeRank(*this),
                                  dtypeName(dtype)));
+  if (aborted_)
+    return makeError(ErrorCode::Unavailable,
+                     fmt::format("allReduce on {}: the communicator was aborted", describeRank(*this)));
   KILN_TRY_VOID(device_->makeCurrent());
-  std::string collective = fmt::format("allReduce ({} {}, {})", count, dtypeName(dtype),
-                                       reduceOpName(op));
-  return checkNccl(library_,
-                   library_.api->ncclAllReduce(data, data, static_cast<size_t>(count), *type,
-                                               op == ReduceOp::Mean ? ncclAvg : ncclSum, comm_,
-                                               cudaStreamOf(stream)),
-                   "ncclAllReduce", collective, *this, comm_);
+  std::string collective = fmt::format("allReduce #{} ({} {}, {})", ++sequence_, count,
+                                       dtypeName(dtype), reduceOpName(op));
+  return enqueued(library_.api->ncclAllReduce(data, data, static_cast<size_t>(count), *type,
+                                              op == ReduceOp::Mean ? ncclAvg : ncclSum, comm_,
+                                              cudaStreamOf(stream)),
+                  "ncclAllReduce", std::move(collective));
 }
 
 Expected<void> NcclCommunicator::broadcast(void *data, int64_t count, DType dtype, int root,
                                            Stream stream) {
   KILN_TRY_VOID(
       checkCollectiveArguments(*this, "broadcast", data, count, dtype, ReduceOp::Sum, root));
+  if (aborted_)
+    return makeError(ErrorCode::Unavailable,
+                     fmt::format("broadcast on {}: the communicator was aborted", describeRank(*this)));
   // Bytes, whatever the element type: a broadcast only copies.
   KILN_TRY_VOID(device_->makeCurrent());
-  std::string collective =
-      fmt::format("broadcast ({} {} from rank {})", count, dtypeName(dtype), root);
-  return checkNccl(library_,
-                   library_.api->ncclBroadcast(data, data,
-                                               static_cast<size_t>(count * dtypeByteSize(dtype)),
-                                               ncclInt8, root, comm_, cudaStreamOf(stream)),
-                   "ncclBroadcast", collective, *this, comm_);
+  std::string collective = fmt::format("broadcast #{} ({} {} from rank {})", ++sequence_, count,
+                                       dtypeName(dtype), root);
+  return enqueued(library_.api->ncclBroadcast(data, data,
+                                              static_cast<size_t>(count * dtypeByteSize(dtype)),
+                                              ncclInt8, root, comm_, cudaStreamOf(stream)),
+                  "ncclBroadcast", std::move(collective));
 }
 
 Expected<void> NcclCommunicator::barrier() { return host_.barrier(); }
@@ -92,45 +132,25 @@ void NcclCommunicator::abort() {
 }
 
 Expected<void> NcclCommunicator::synchronize(Stream stream) {
+  if (aborted_)
+    return makeError(ErrorCode::Unavailable,
+                     fmt::format("synchronize on {}: the communicator was aborted",
+                                 describeRank(*this)));
   KILN_TRY(Event event, device_->createEvent());
-  auto destroy = [&] { device_->destroyEvent(event); };
-  if (auto recorded = device_->record(event, stream); !recorded) {
-    destroy();
-    return recorded;
+  Expected<void> recorded = device_->record(event, stream);
+  Expected<void> waited = recorded ? waitForNccl(library_, comm_, *this, &host_, timeout_,
+                                                 {"synchronize", pendingCollectives()},
+                                                 [&] { return device_->eventDone(event); })
+                                   : recorded;
+  device_->destroyEvent(event);
+  if (!waited) {
+    // A failed wait has aborted NCCL's communicator; a failed record has not.
+    aborted_ = aborted_ || recorded.has_value();
+    return waited;
   }
-  auto deadline = std::chrono::steady_clock::now() + timeout_;
-  for (;;) {
-    auto done = device_->eventDone(event);
-    if (!done || *done) {
-      destroy();
-      if (!done)
-        return std::unexpected(done.error());
-      return {};
-    }
-    ncclResult_t asyncError = ncclSuccess;
-    library_.api->ncclCommGetAsyncError(comm_, &asyncError);
-    if (asyncError != ncclSuccess && asyncError != ncclInProgress) {
-      destroy();
-      auto failed = checkNccl(library_, asyncError, "a collective", "synchronize", *this, comm_);
-      abort();
-      return failed;
-    }
-    if (std::chrono::steady_clock::now() > deadline)
-      break;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  destroy();
-  Error error(ErrorCode::Unavailable,
-              fmt::format("synchronize on {}: the collectives enqueued on the stream did not "
-                          "finish within {:g} s",
-                          describeRank(*this), timeout_.count() / 1000.0));
-  // The ranks whose hosts still answer reach the barrier; the missing ones are named.
-  abort();
-  if (auto met = host_.barrier(); !met)
-    error.withNote(met.error().message());
-  else
-    error.withNote("every rank's host reached a barrier: a device, not a process, is stuck");
-  return std::unexpected(std::move(error));
+  pendingCount_ = 0;
+  firstPending_.clear();
+  return {};
 }
 
 Expected<std::unique_ptr<NcclCommunicator>> openNcclCommunicator(Communicator &host,
@@ -204,11 +224,9 @@ Expected<std::unique_ptr<NcclCommunicator>> openNcclCommunicator(Communicator &h
     return makeError(ErrorCode::Unavailable,
                      fmt::format("{}: rank 0 could not create NCCL's unique id", where));
 
-  ncclComm_t comm = nullptr;
-  KILN_TRY_VOID(checkNccl(nccl,
-                          nccl.api->ncclCommInitRank(&comm, host.size(), message.id, host.rank()),
-                          "ncclCommInitRank", "start-up", host));
-  return std::make_unique<NcclCommunicator>(nccl, std::move(device), host, comm, timeout);
+  KILN_TRY(JoinedNccl joined, joinNcclCommunicator(nccl, host, message.id, timeout));
+  return std::make_unique<NcclCommunicator>(nccl, std::move(device), host, joined.comm,
+                                            joined.nonblocking, timeout);
 }
 
 } // namespace kiln::runtime::dist

@@ -25,8 +25,11 @@ struct NcclLibrary;
 /// synchronize() waits for them, bounded by the timeout.
 class NcclCommunicator final : public Communicator {
 public:
+  /// `nonblocking`: `comm` was created with config.blocking = 0, so any call may
+  /// return ncclInProgress and is then waited for, bounded by `timeout`.
   NcclCommunicator(const NcclLibrary &library, std::shared_ptr<cuda::CudaDevice> device,
-                   Communicator &host, ncclComm *comm, std::chrono::milliseconds timeout);
+                   Communicator &host, ncclComm *comm, bool nonblocking,
+                   std::chrono::milliseconds timeout);
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator &) = delete;
   NcclCommunicator &operator=(const NcclCommunicator &) = delete;
@@ -49,20 +52,33 @@ public:
   Communicator &hostCommunicator() override { return host_; }
 
   /// Waits until the work enqueued on `stream` so far has finished, polling NCCL's
-  /// asynchronous error. When a peer never joins, it fails after the timeout, aborts
-  /// the communicator, and adds the host communicator's view (which ranks do not
-  /// reach a barrier) as a note.
-  Expected<void> synchronize(Stream stream);
+  /// asynchronous error. When a peer never joins, it fails after the timeout naming
+  /// the collectives enqueued since the last synchronize, aborts the communicator,
+  /// and adds the host communicator's view (which ranks do not reach a barrier) as
+  /// a note. The device executor calls it after a step with collectives.
+  Expected<void> synchronize(Stream stream) override;
 
   cuda::CudaDevice &device() const { return *device_; }
 
 private:
+  /// Checks the ncclResult_t (an int here: nccl.h stays out of this header) that
+  /// NCCL returned for a collective just enqueued, waiting (bounded) when a
+  /// nonblocking communicator says it is still in progress, and remembers the
+  /// collective for synchronize()'s messages.
+  Expected<void> enqueued(int result, std::string_view call, std::string collective);
+  /// "allReduce #3 (1001 f32, sum)", or the first and how many follow it.
+  std::string pendingCollectives() const;
+
   const NcclLibrary &library_;
   std::shared_ptr<cuda::CudaDevice> device_;
   Communicator &host_;
   ncclComm *comm_;
+  bool nonblocking_;
   std::chrono::milliseconds timeout_;
   bool aborted_ = false;
+  int64_t sequence_ = 0;         ///< collectives enqueued so far, for "#n" in messages
+  std::string firstPending_;     ///< the first collective since the last synchronize
+  int64_t pendingCount_ = 0;     ///< how many were enqueued since then
 };
 
 /// Opens NCCL over the ranks of `host` (a host communicator that outlives the result),

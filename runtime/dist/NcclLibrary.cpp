@@ -20,6 +20,11 @@ Expected<std::unique_ptr<NcclLibrary>> openCandidate(const std::string &path) {
   std::vector<std::string> missing;
 #define KILN_NCCL_RESOLVE(name) resolveSymbol(handle, #name, api->name, missing);
   KILN_NCCL_FUNCTIONS(KILN_NCCL_RESOLVE)
+  // Older NCCLs lack these; start-up then blocks (docs/distributed.md, "Faults").
+  std::vector<std::string> optionalMissing;
+#define KILN_NCCL_RESOLVE_OPTIONAL(name) resolveSymbol(handle, #name, api->name, optionalMissing);
+  KILN_NCCL_OPTIONAL_FUNCTIONS(KILN_NCCL_RESOLVE_OPTIONAL)
+#undef KILN_NCCL_RESOLVE_OPTIONAL
 #undef KILN_NCCL_RESOLVE
   if (!missing.empty())
     return makeError(ErrorCode::Unavailable, fmt::format("{} is not a usable NCCL 2: it lacks {}",

@@ -42,8 +42,18 @@ public:
   Expected<void> barrier() override { return {}; }
   void abort() override {}
   bool aborted() const override { return false; }
+  /// Counts the waits; fails them, as a peer that never came would, when told to.
+  Expected<void> synchronize(runtime::Stream) override {
+    ++synchronized;
+    if (failSynchronize)
+      return makeError(ErrorCode::Unavailable, "allReduce #1 (20 f32, sum) on rank 0 of 2 "
+                                               "(mirrored test ranks) timed out after 2 s");
+    return {};
+  }
 
   std::vector<Call> calls;
+  int synchronized = 0;
+  bool failSynchronize = false;
 
 private:
   int size_;
@@ -162,6 +172,41 @@ TEST_CASE("all_reduce is never folded, even of a constant", "[compiler][dist]") 
   for (int64_t i = 0; i < 3; ++i)
     CHECK(result->at("y").getDouble(i) ==
           static_cast<double>(static_cast<float>(tensors.at("x").getDouble(i)) + 2.0f));
+}
+
+TEST_CASE("the device executor waits for a step's collectives through the communicator",
+          "[compiler][dist]") {
+  ReduceModel sum("sum");
+  CompiledModel compiled = compileFor(sum, TargetKind::Sim);
+  NamedTensors tensors = sum.c.tensors();
+  MirroredCommunicator two(2, MemorySpace::Device);
+  RunOptions options;
+  options.communicator = &two;
+  REQUIRE(compiled.run(tensors, options));
+  CHECK(two.synchronized == 1);
+  // A bounded wait that fails (NCCL's: a peer never joined) is the run's error.
+  two.failSynchronize = true;
+  auto failed = compiled.run(tensors, options);
+  REQUIRE_FALSE(failed);
+  CHECK(failed.error().message() ==
+        "allReduce #1 (20 f32, sum) on rank 0 of 2 (mirrored test ranks) timed out after 2 s");
+  CHECK(two.synchronized == 2);
+  two.failSynchronize = false;
+  auto again = compiled.run(tensors, options);
+  REQUIRE(again);
+  checkResults(*again, tensors.at("x"), 2.0f);
+
+  // A plan without collectives has nothing of the communicator's to wait for.
+  CompileCase plain{"no-collective"};
+  Tensor x = plain.input("x", {4, 5});
+  plain.output("z", x * 3.0);
+  REQUIRE(plain.graph().finalize());
+  CompileOptions sim;
+  sim.target = TargetKind::Sim;
+  sim.gpuArch = "sm_80";
+  CompiledModel plainCompiled = compileOrFail(plain.graph().ir(), sim);
+  REQUIRE(plainCompiled.run(plain.tensors(), options));
+  CHECK(two.synchronized == 3);
 }
 
 } // namespace

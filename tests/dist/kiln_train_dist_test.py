@@ -364,11 +364,50 @@ def scenario_gpu_choice(runner):
             raise Failure(f"rank {rank}: expected {note!r}")
 
 
+def scenario_cuda_unavailable(runner):
+    # --target cuda on 2 ranks opens NCCL over MPI before anything compiles. Without NCCL, or
+    # without the CUDA driver NCCL needs (this machine has NCCL but no libcuda), every rank
+    # fails at once naming what is missing: the ranks compare what they could open, so none
+    # waits for another until the timeout.
+    command = runner.kiln_train([*MLP, "--epochs", "1", "--target", "cuda"])
+    timeout = 20
+    for what, env, needle in (
+            ("NCCL missing", {"KILN_LIBNCCL": "/nonexistent/libnccl.so.2"},
+             "NCCL is unavailable: KILN_LIBNCCL=/nonexistent/libnccl.so.2"),
+            ("this machine's NCCL and driver", {}, None)):
+        started = time.monotonic()
+        result, _ = runner.run(["mpirun", *MPIRUN_FLAGS, *FAULT_FLAGS, "-np", "2", *command],
+                               expect_status=None, env={**env, "KILN_DIST_TIMEOUT": str(timeout)})
+        elapsed = time.monotonic() - started
+        print(result.stdout + result.stderr)
+        if needle is None and "test accuracy:" in result.stdout:
+            print(f"{what}: both ranks trained on GPUs with NCCL: nothing is missing here")
+            continue
+        for rank in (0, 1):
+            prefix = (f"kiln train [rank {rank} of 2 (MPI)]: error: opening NCCL on rank {rank} "
+                      f"of 2 (MPI): ")
+            lines = [line for line in result.stderr.splitlines() if line.startswith(prefix)]
+            if not lines:
+                raise Failure(f"{what}: rank {rank} did not report why NCCL could not open")
+            reason = lines[0][len(prefix):]
+            if needle is not None and not reason.startswith(needle):
+                raise Failure(f"{what}: rank {rank}: expected {needle!r}, got {reason!r}")
+            if needle is None and not (reason.startswith("NCCL is unavailable") or
+                                       reason.startswith("NCCL needs GPU 0: ")):
+                raise Failure(f"{what}: rank {rank} does not say which library is missing: "
+                              f"{reason!r}")
+        # No collective timed out: every rank knew at once.
+        if elapsed > timeout / 2:
+            raise Failure(f"{what}: the ranks took {elapsed:.1f} s to fail")
+        print(f"{what}: both ranks failed in {elapsed:.1f} s, saying why")
+
+
 SCENARIOS = {
     "mlp": scenario_mlp, "cnn": scenario_cnn, "accumulate": scenario_accumulate,
     "frozen": scenario_frozen, "overflow": scenario_overflow, "resume": scenario_resume,
     "rank-exit": scenario_rank_exit, "mismatch": scenario_mismatch, "nproc": scenario_nproc,
-    "gpu-choice": scenario_gpu_choice, "buckets": scenario_buckets,
+    "gpu-choice": scenario_gpu_choice, "cuda-unavailable": scenario_cuda_unavailable,
+    "buckets": scenario_buckets,
 }
 
 

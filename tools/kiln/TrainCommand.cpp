@@ -8,6 +8,7 @@
 #include "runtime/dist/HostCommunicator.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/MpirunLauncher.h"
+#include "tools/kiln/RankCommunicator.h"
 #include "tools/kiln/RankGpu.h"
 #include "tools/kiln/TrainFaultInjection.h"
 
@@ -64,7 +65,9 @@ options:
   --nproc N           run N ranks of data-parallel training on this machine:
                       mpirun -np N (from PATH) with the other options; under
                       an MPI launcher (mpirun -np N kiln train ...) each
-                      process is one rank, and rank 0 alone prints and writes
+                      process is one rank, and rank 0 alone prints and writes;
+                      with --target cuda each rank trains on its local rank's
+                      GPU and NCCL sums the gradients
   --help              print this help and exit
 exit status: 0 trained, 1 a failure (data, compile, a step, a checkpoint), 2 bad usage
 )";
@@ -274,6 +277,12 @@ int trainCommand(const std::vector<std::string> &words) {
   auto gpu = selectRankGpu(*args);
   if (!gpu)
     return reportError("train", gpu.error());
+  // A rank's errors say which GPU it was given.
+  auto onRankGpu = [&](Error error) {
+    if (!gpu->empty())
+      error.withNote(fmt::format("this rank runs on {}", *gpu));
+    return error;
+  };
   auto opened = runtime::dist::openHostCommunicator();
   if (!opened)
     return reportError("train", opened.error());
@@ -287,7 +296,11 @@ int trainCommand(const std::vector<std::string> &words) {
       return usageError(command, fmt::format("--batch {} is the global batch, shared by {} "
                                              "ranks: each needs at least one row",
                                              options->model.batch, ranks->size()));
-    options->training.communicator = ranks;
+    // The host communicator, or NCCL over it when the program runs on the GPU.
+    auto communicator = openRankCommunicator(ranks, options->training.compile);
+    if (!communicator)
+      return reportError(command, onRankGpu(communicator.error()));
+    options->training.communicator = std::move(*communicator);
   }
   bool leader = ranks->rank() == 0;
   RankZeroOutput out{leader ? stdout : nullptr};
@@ -314,9 +327,13 @@ int trainCommand(const std::vector<std::string> &words) {
             resume ? resume->learningRate : options->training.optimizer.learningRate,
             resume && !options->overrideLearningRate ? " (the checkpoint's)" : "",
             passes::precisionPolicyName(options->training.compile.precision));
-  if (ranks->size() > 1)
-    out.print("ranks:     {} ({}), each training its shard of every batch of {}\n",
-              ranks->size(), ranks->backendName(), options->model.batch);
+  if (ranks->size() > 1) {
+    const runtime::dist::Communicator &reducer = *options->training.communicator;
+    out.print("ranks:     {} ({}{}), each training its shard of every batch of {}\n",
+              ranks->size(), reducer.backendName(),
+              &reducer == ranks.get() ? "" : fmt::format(" over {}", ranks->backendName()),
+              options->model.batch);
+  }
   if (resume) {
     out.print("resuming:  {} ({} epochs completed)\n", options->resumePath,
               resume->epochsCompleted);
@@ -325,12 +342,8 @@ int trainCommand(const std::vector<std::string> &words) {
   }
   std::fflush(stdout);
   auto report = examples::trainRecipe(*recipe, *options);
-  if (!report) {
-    Error error = report.error();
-    if (!gpu->empty())
-      error.withNote(fmt::format("this rank runs on {}", *gpu));
-    return reportError(command, error);
-  }
+  if (!report)
+    return reportError(command, onRankGpu(report.error()));
   out.print("data:      {} ({} training, {} held-out examples, {} steps per epoch)\n",
             report->dataDescription, report->trainExamples, report->testExamples,
             report->stepsPerEpoch);
