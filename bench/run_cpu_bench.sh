@@ -12,6 +12,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+. bench/machine_info.sh
 
 build=1
 filter=""
@@ -55,7 +56,7 @@ export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 # OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE exist for old OpenBLAS builds and slow 0.3.21 down:
 # the baselines run with OpenBLAS's own choice, which the info record names.
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
-load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+load_before="$(bench_load)"
 "$bench" --list-json >"$work/workloads.jsonl"
 
 # One workload at a time, kiln then PyTorch, so a change in the machine's load
@@ -74,7 +75,7 @@ for workload in $("$bench" --list); do
 done
 echo "run_cpu_bench.sh: compile time and memory of the example models" >&2
 "$bench" --sections compile --filter "$filter" | grep -v '"kind": "info"' >>"$work/kiln.jsonl" || true
-load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
+load_after="$(bench_load)"
 
 commit="$(git rev-parse --short HEAD)"
 dirty=""
@@ -82,12 +83,11 @@ git diff --quiet HEAD -- . 2>/dev/null || dirty=" (with uncommitted changes)"
 date="$(date +%Y-%m-%d)"
 torch_version="$("$python" -c 'import torch; print(torch.__version__)')"
 kiln_target="$(grep -o '"target": "[^"]*"' "$work/kiln.jsonl" | head -1 | cut -d'"' -f4)"
-cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 {
   echo "# kiln vs PyTorch on the CPU, $date"
   echo
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "- machine: $cpu, $(nproc) cores online ($(grep -c ^processor /proc/cpuinfo) logical CPUs), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+  echo "- machine: $(bench_machine)"
   echo "- threads: $threads for both (KILN_NUM_THREADS, torch.set_num_threads)"
   echo "- load average (1/5/15 min): $load_before before, $load_after after"
   echo "- kiln: commit $commit$dirty, release build, target $kiln_target"

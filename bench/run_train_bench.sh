@@ -17,6 +17,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+. bench/machine_info.sh
 
 build=1
 device=cpu
@@ -64,7 +65,7 @@ trap 'rm -rf "$work"' EXIT
 export KILN_NUM_THREADS="$threads" OMP_NUM_THREADS="$threads"
 # As run_cpu_bench.sh: kiln's idle workers sleep; OpenMP's spin unless passive.
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
-load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
+load_before="$(bench_load)"
 
 kiln_args=(--precision "$precision" --target "$device")
 : >"$work/kiln.jsonl"
@@ -85,7 +86,7 @@ for workload in $("$bench" --list); do
   "$python" bench/torch_train.py --device "$device" --threads "$threads" --only "$workload" \
     >>"$work/torch.jsonl" || status=1
 done
-load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
+load_after="$(bench_load)"
 
 dirty=""
 if [ -n "${KILN_BENCH_COMMIT:-}" ]; then
@@ -99,7 +100,6 @@ torch_info="$(grep -m1 '"kind": "info"' "$work/torch.jsonl" || true)"
 torch_version="$(echo "$torch_info" | grep -o '"version": "[^"]*"' | cut -d'"' -f4 || true)"
 torch_device="$(echo "$torch_info" | grep -o '"device": "[^"]*"' | cut -d'"' -f4 || true)"
 kiln_target="$(grep -m1 -o '"target": "[^"]*"' "$work/kiln.jsonl" | cut -d'"' -f4 || true)"
-cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 device_label=cpu
 if [ "$device" = cuda ]; then
   device_label="$(echo "${torch_device:-cuda}" | tr 'A-Z ' 'a-z-' | tr -cd 'a-z0-9-')"
@@ -108,7 +108,7 @@ fi
   echo "# Training step: kiln vs PyTorch on $([ "$device" = cuda ] && echo "${torch_device:-the GPU}" || echo "the CPU"), $date"
   echo
   echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
-  echo "- machine: $cpu, $(nproc) cores online, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
+  echo "- machine: $(bench_machine)"
   [ "$device" = cuda ] && echo "- GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "${torch_device:-unknown}")"
   echo "- CPU threads: $threads for both (KILN_NUM_THREADS, torch.set_num_threads)"
   echo "- load average (1/5/15 min): $load_before before, $load_after after"

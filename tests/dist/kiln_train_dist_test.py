@@ -290,13 +290,12 @@ def scenario_rank_exit(runner):
     print(f"the survivors named rank 2; the job ended in {elapsed:.1f} s")
 
 
-def scenario_mismatch(runner):
-    # Two ranks started with different models (mpirun's MPMD form): --label-smoothing changes the
-    # loss's constants, so the programs differ and both ranks refuse to train. A batch of 48
-    # gives equal shards, whose programs are compared as printed, constants included.
-    command = runner.kiln_train([*MLP, "--batch", "48", "--epochs", "1"])
+def expect_program_mismatch(runner, args, *rank1_args):
+    """Two ranks started with `args`, rank 1 adding `rank1_args` (mpirun's MPMD form): both
+    must refuse to train, their programs differing."""
+    command = runner.kiln_train(args)
     result, _ = runner.run(["mpirun", *MPIRUN_FLAGS, *FAULT_FLAGS, "-np", "1", *command, ":",
-                            "-np", "1", *command, "--label-smoothing", "0.1"],
+                            "-np", "1", *command, *rank1_args],
                            expect_status=None, env={"KILN_DIST_TIMEOUT": "10"})
     print(result.stdout + result.stderr)
     for rank in (0, 1):
@@ -304,6 +303,25 @@ def scenario_mismatch(runner):
         lines = [line for line in result.stderr.splitlines() if line.startswith(prefix)]
         if not lines or "compiled different programs" not in lines[0]:
             raise Failure(f"rank {rank} did not refuse the mismatch: {lines}")
+
+
+def scenario_mismatch(runner):
+    # --label-smoothing changes the loss's constants, so the programs differ. A batch of 48
+    # gives equal shards, whose programs are compared as printed, constants included.
+    expect_program_mismatch(runner, [*MLP, "--batch", "48", "--epochs", "1"],
+                            "--label-smoothing", "0.1")
+
+
+def scenario_buckets(runner):
+    # --first-bucket-mib and --bucket-mib reach the training program: caps of about 1 KiB split
+    # the MLP's gradients into a bucket about every layer (the default caps: one of all six),
+    # 2 ranks still train what one process trains, and ranks given other caps than each other
+    # compiled other programs and refuse.
+    tiny = ["--first-bucket-mib", "0.001", "--bucket-mib", "0.001"]
+    _, one = runner.train(0, [*MLP, "--epochs", "1"], "one-process")
+    _, two = runner.train(2, [*MLP, "--epochs", "1", *tiny], "np2-1kib-buckets")
+    compare(one, two, "2 ranks with 1 KiB buckets against one process")
+    expect_program_mismatch(runner, [*MLP, "--batch", "48", "--epochs", "1"], *tiny)
 
 
 def scenario_nproc(runner):
@@ -389,6 +407,7 @@ SCENARIOS = {
     "frozen": scenario_frozen, "overflow": scenario_overflow, "resume": scenario_resume,
     "rank-exit": scenario_rank_exit, "mismatch": scenario_mismatch, "nproc": scenario_nproc,
     "gpu-choice": scenario_gpu_choice, "cuda-unavailable": scenario_cuda_unavailable,
+    "buckets": scenario_buckets,
 }
 
 

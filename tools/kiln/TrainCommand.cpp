@@ -39,6 +39,13 @@ options:
   --label-smoothing X cross-entropy label smoothing (default 0)
   --accumulate K      sum gradients over K micro-batches per update (default 1)
   --clip-norm X       clip the gradients' global L2 norm to X
+  --bucket-mib X      several ranks: the gradients are all-reduced in buckets
+                      of at least X MiB (default 25; fractions allowed); one
+                      rank reduces nothing and ignores it
+  --first-bucket-mib X
+                      several ranks: the first bucket's cap (default 1): the
+                      last layers' gradients, small so that their all-reduce
+                      starts early in backward
   --augment           random horizontal flips and crops (pad 2) of training images
   --seed S            initial weights, shuffling and augmentation (default 0)
   --limit N           train on the first N training examples only
@@ -98,6 +105,22 @@ Expected<training::OptimizerOptions> parseOptimizer(const Args &args,
   return optimizer;
 }
 
+/// --bucket-mib, --first-bucket-mib: a gradient bucket's cap in MiB, as bytes.
+/// Fractions are allowed (the example models' gradients are under a MiB, and a
+/// benchmark sweeps caps below that); from one byte to 64 GiB.
+Expected<int64_t> bucketBytes(const Args &args, const char *flag, int64_t fallback) {
+  if (!args.has(flag))
+    return fallback;
+  constexpr double kMaxMiB = 65536;
+  KILN_TRY(double mib, args.nonNegativeValue(flag, 0.0));
+  double bytes = std::round(mib * 1048576.0);
+  if (bytes < 1 || mib > kMaxMiB)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("{} expects a number of MiB from one byte ({:.3g}) to {}, got {}",
+                                 flag, 1 / 1048576.0, kMaxMiB, *args.value(flag)));
+  return static_cast<int64_t>(bytes);
+}
+
 Expected<examples::RecipeTrainingOptions> parseTrainOptions(const Args &args,
                                                             const examples::TrainingRecipe &recipe) {
   examples::RecipeTrainingOptions options;
@@ -140,6 +163,10 @@ Expected<examples::RecipeTrainingOptions> parseTrainOptions(const Args &args,
     options.augmentation.flipProbability = 0.5;
     options.augmentation.cropPadding = 2;
   }
+  KILN_TRY(options.training.firstBucketBytes,
+           bucketBytes(args, "--first-bucket-mib", options.training.firstBucketBytes));
+  KILN_TRY(options.training.bucketBytes,
+           bucketBytes(args, "--bucket-mib", options.training.bucketBytes));
   options.training.allowNonFinite = args.has("--allow-nonfinite");
   options.dataDir = args.value("--data").value_or("");
   options.checkpointPath = args.value("--checkpoint").value_or("");
@@ -221,7 +248,8 @@ int trainCommand(const std::vector<std::string> &words) {
   valued.insert({"--epochs", "--batch", "--optimizer", "--lr", "--momentum", "--weight-decay",
                  "--label-smoothing", "--accumulate", "--clip-norm", "--seed", "--limit",
                  "--test-limit", "--data", "--checkpoint", "--resume", "--save-weights",
-                 "--image-size", "--width-divisor", "--nproc"});
+                 "--image-size", "--width-divisor", "--nproc", "--bucket-mib",
+                 "--first-bucket-mib"});
   auto args =
       parseCommandArgs("train", words, valued,
                        {"--help", "--nesterov", "--augment", "--quiet", "--allow-nonfinite"},
