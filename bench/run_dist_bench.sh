@@ -80,7 +80,8 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 # The libraries' own threads stay out of the count: kiln's pool is the only one.
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 trace_flag=0
-case "$("$kiln" train --help)" in *--trace*) trace_flag=1 ;; esac
+# kiln train --profile=FILE writes rank 0's Chrome trace, with the communication track.
+case "$("$kiln" train --help)" in *"--profile[=FILE]"*) trace_flag=1 ;; esac
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -112,7 +113,7 @@ launch() {
 }
 
 # run ROLE RECIPE RANKS THREADS [FIRST_MIB BUCKET_MIB]: the timed run, then (several ranks,
-# where kiln train has --trace) a short traced one: profiling every kernel would slow the
+# where kiln train has --profile=FILE) a short traced one: profiling every kernel would slow the
 # timed windows down.
 run() {
   local role="$1" recipe="$2" ranks="$3" threads="$4" first="${5:-}" rest="${6:-}"
@@ -126,10 +127,10 @@ run() {
   [ "$rc" = 0 ] || { status=1; echo "run_dist_bench.sh: $name failed (exit $rc):" >&2; tail -3 "$work/$name.log" >&2; }
   local traces="" reason=""
   if [ "$trace_flag" = 0 ]; then
-    reason="kiln train writes no trace at this commit (no --trace)"
+    reason="kiln train writes no trace at this commit (no --profile=FILE)"
   elif [ "$ranks" -gt 1 ] && [ "$rc" = 0 ]; then
     launch "$ranks" "$threads" "$work/$name.trace.log" "${args[@]}" --epochs 2 \
-      --trace "$work/$name.trace.json" >/dev/null || reason="the traced run failed (exit $?)"
+      --profile="$work/$name.trace.json" >/dev/null || reason="the traced run failed (exit $?)"
     traces="$(ls "$work/$name".trace*.json 2>/dev/null | tr '\n' ' ')"
   fi
   ROLE="$role" RECIPE="$recipe" RANKS="$ranks" THREADS="$threads" FIRST="$first" REST="$rest" \
