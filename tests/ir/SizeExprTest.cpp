@@ -1,6 +1,7 @@
 // SizeExpr: canonical form, arithmetic, floor division, bounds, evaluation,
 // the text form and overflow errors.
 #include "ir/graph/SizeExpr.h"
+#include "ir/graph/TensorType.h"
 
 #include <catch2/catch.hpp>
 
@@ -162,4 +163,29 @@ TEST_CASE("overflow is an error, not a wrapped size", "[ir][size]") {
   CHECK(bounds.error().message().find("overflows 64 bits") != std::string::npos);
   CHECK_FALSE(hh.evaluate({{"H", int64_t{1} << 40}}).has_value());
   CHECK(*hh.evaluate({{"H", 3}}) == 9);
+}
+
+TEST_CASE("symbols, bare symbols and types built from sizes", "[ir][size]") {
+  SizeExpr mixed = sum(product(t(), n()), quotient(t(), 2));
+  std::vector<SizeSymbol> symbols = mixed.symbols();
+  REQUIRE(symbols.size() == 2);
+  CHECK(symbols[0] == kN);
+  CHECK(symbols[1] == kT);
+  CHECK(n().asSymbol() == kN);
+  CHECK_FALSE(product(n(), SizeExpr(2)).asSymbol().has_value());
+  CHECK_FALSE(SizeExpr(3).asSymbol().has_value());
+
+  auto type = makeTensorType(DType::F32, {n(), SizeExpr(784)});
+  REQUIRE(type.has_value());
+  CHECK(type->shape == Shape{256, 784});
+  CHECK(type->str() == "f32[N,784]");
+  CHECK(type->size(0) == n());
+  auto staticType = makeTensorType(DType::F32, {SizeExpr(2), SizeExpr(3)});
+  REQUIRE(staticType.has_value());
+  CHECK_FALSE(staticType->isSymbolic());
+  CHECK(*staticType == (TensorType{DType::F32, {2, 3}}));
+  auto negative = makeTensorType(DType::F32, {difference(n(), SizeExpr(2))});
+  REQUIRE_FALSE(negative.has_value());
+  CHECK(negative.error().message() ==
+        "size N-2 can be negative: its least value over the symbols' ranges is -1");
 }
