@@ -172,6 +172,19 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
   CompileReport &r = report ? *report : localReport;
   r = {};
 
+  // Kernels with runtime sizes are part 2 of docs/dynamic-shapes.md; until
+  // then a symbolic graph must not compile at its upper bounds by accident.
+  if (userGraph.isSymbolic()) {
+    std::string symbols;
+    for (const ir::SizeSymbol &symbol : userGraph.symbols())
+      symbols += (symbols.empty() ? "" : ", ") + symbol.str();
+    return makeError(ErrorCode::Unsupported,
+                     fmt::format("graph @{} has symbolic dims ({}): compile the graph "
+                                 "specialized with ir::specialize at the sizes to run "
+                                 "(dynamic compile not built yet, docs/dynamic-shapes.md)",
+                                 userGraph.name(), symbols));
+  }
+
   KILN_TRY(TargetChoice choice, chooseTarget(options));
   r.fallbackReason = choice.fallbackReason;
 

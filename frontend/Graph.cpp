@@ -1,6 +1,8 @@
 // kiln::Graph: building, error recording, name scopes and parameter values.
 #include "frontend/Graph.h"
 
+#include <algorithm>
+
 #include "frontend/io/TorchStateDict.h"
 
 #include "ir/graph/Verifier.h"
@@ -49,8 +51,36 @@ Tensor Graph::fail(Error error, const std::source_location &loc) {
   return Tensor(this, nullptr);
 }
 
-Tensor Graph::input(std::string name, Shape shape, DType dtype, std::source_location loc) {
-  auto value = ir_->addInput(name, ir::TensorType{dtype, std::move(shape)});
+Tensor Graph::input(std::string name, ShapeSpec shape, DType dtype, std::source_location loc) {
+  std::vector<ir::SizeExpr> sizes;
+  for (const Dim &dim : shape.dims()) {
+    if (!dim.isSymbol()) {
+      sizes.push_back(ir::SizeExpr(dim.size()));
+      continue;
+    }
+    const ir::SizeSymbol &symbol = dim.symbol();
+    const ir::SizeSymbol *declared = ir_->findSymbol(symbol.name);
+    if (!declared) {
+      auto added = ir_->declareSymbol(symbol);
+      if (!added)
+        return fail(Error(added.error().code(),
+                          fmt::format("input '{}': {}", name, added.error().message())),
+                    loc);
+    } else if (*declared != symbol) {
+      return fail(Error(ErrorCode::InvalidArgument,
+                        fmt::format("input '{}': size symbol {} is declared twice: {} and {}",
+                                    name, symbol.name, declared->str(), symbol.str())),
+                  loc);
+    }
+    sizes.push_back(ir::SizeExpr::symbol(symbol));
+  }
+  // A negative static size is refused by addInput, naming the input.
+  ir::TensorType type{dtype, {}};
+  for (const ir::SizeExpr &size : sizes)
+    type.shape.push_back(size.upperBound());
+  if (std::any_of(sizes.begin(), sizes.end(), [](const ir::SizeExpr &s) { return !s.isConstant(); }))
+    type.symbolicDims = std::move(sizes);
+  auto value = ir_->addInput(name, std::move(type));
   if (!value)
     return fail(std::move(value).error(), loc);
   return Tensor(this, *value);

@@ -3,6 +3,7 @@
 // of any DSL call.
 #pragma once
 
+#include "frontend/ShapeSpec.h"
 #include "frontend/Tensor.h"
 #include "ir/graph/Graph.h"
 #include "ir/graph/Interpreter.h"
@@ -36,7 +37,9 @@ public:
   // ---- Building -------------------------------------------------------------------------------
 
   /// A graph input, bound by `name` at run time. Input names are not scoped.
-  Tensor input(std::string name, Shape shape, DType dtype = DType::F32,
+  /// A dim may be a size symbol, kiln::dim("N", 1, 256): the graph declares it
+  /// on first use, and every use of the name is the same symbol.
+  Tensor input(std::string name, ShapeSpec shape, DType dtype = DType::F32,
                std::source_location loc = std::source_location::current());
 
   /// A parameter named `<scope>.<name>` with its initial value. A frozen

@@ -11,7 +11,67 @@ using detail::buildOp;
 using detail::failOn;
 using ir::OpKind;
 
+namespace {
+
+/// A reshape to symbolic sizes: `shape` holds their upper bounds, `sizes` the
+/// sizes themselves (docs/dynamic-shapes.md).
+Tensor reshapeToSizes(Tensor x, std::vector<ir::SizeExpr> sizes, std::source_location loc) {
+  std::vector<int64_t> shape;
+  for (const ir::SizeExpr &size : sizes) {
+    auto range = size.bounds();
+    if (!range)
+      return failOn(x, range.error().code(), "reshape: " + range.error().message(), loc);
+    shape.push_back(range->high);
+  }
+  return buildOp(OpKind::Reshape, {x}, {{"shape", std::move(shape)}, {"sizes", std::move(sizes)}},
+                 loc);
+}
+
+/// reshape of a symbolic operand: the -1 is its element count divided by the
+/// other sizes, which must divide it for every value of its symbols.
+Tensor reshapeSymbolic(Tensor x, const std::vector<int64_t> &shape, std::source_location loc) {
+  std::optional<size_t> inferred;
+  std::vector<ir::SizeExpr> sizes;
+  ir::SizeExpr known(1), total(1);
+  for (const ir::SizeExpr &size : x.type().sizes())
+    if (auto next = ir::multiply(total, size))
+      total = *next;
+    else
+      return failOn(x, next.error().code(), "reshape: " + next.error().message(), loc);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < -1 || (shape[i] == -1 && inferred))
+      return failOn(x, ErrorCode::InvalidArgument,
+                    fmt::format("reshape: {} is not a shape (sizes >= 0 and at most one -1) for {}",
+                                ir::shapeStr(shape), x.str()),
+                    loc);
+    if (shape[i] == -1)
+      inferred = i;
+    else if (auto next = ir::multiply(known, ir::SizeExpr(shape[i])))
+      known = *next;
+    else
+      return failOn(x, next.error().code(), "reshape: " + next.error().message(), loc);
+    sizes.push_back(ir::SizeExpr(shape[i]));
+  }
+  if (inferred) {
+    int64_t divisor = known.constant();
+    auto quotient = divisor > 0 ? ir::floorDiv(total, divisor) : Expected<ir::SizeExpr>(ir::SizeExpr(0));
+    auto back = quotient ? ir::multiply(*quotient, known) : quotient;
+    if (divisor <= 0 || !back || *back != total)
+      return failOn(x, ErrorCode::ShapeMismatch,
+                    fmt::format("reshape: cannot infer the -1 in {}: {} has {} elements, not a "
+                                "multiple of {} for every value of its symbols",
+                                ir::shapeStr(shape), x.str(), total.str(), known.str()),
+                    loc);
+    sizes[*inferred] = *quotient;
+  }
+  return reshapeToSizes(x, std::move(sizes), loc);
+}
+
+} // namespace
+
 Tensor reshape(Tensor x, std::vector<int64_t> shape, std::source_location loc) {
+  if (x.ok() && x.type().isSymbolic())
+    return reshapeSymbolic(x, shape, loc);
   if (!x.ok())
     return buildOp(OpKind::Reshape, {x}, {{"shape", shape}}, loc);
   std::optional<size_t> inferred;
@@ -71,6 +131,18 @@ Tensor flatten(Tensor x, int64_t startAxis, std::source_location loc) {
     return failOn(x, ErrorCode::InvalidArgument,
                   fmt::format("flatten: start axis {} is out of range for {}", startAxis, x.str()),
                   loc);
+  if (x.type().isSymbolic()) {
+    std::vector<ir::SizeExpr> sizes = x.type().sizes();
+    ir::SizeExpr rest(1);
+    for (int64_t axis = start; axis < rank; ++axis)
+      if (auto next = ir::multiply(rest, sizes[axis]))
+        rest = *next;
+      else
+        return failOn(x, next.error().code(), "flatten: " + next.error().message(), loc);
+    sizes.resize(static_cast<size_t>(start));
+    sizes.push_back(rest);
+    return reshapeToSizes(x, std::move(sizes), loc);
+  }
   std::vector<int64_t> shape(x.shape().begin(), x.shape().begin() + start);
   int64_t rest = 1;
   for (int64_t axis = start; axis < rank; ++axis)

@@ -16,6 +16,7 @@ std::string_view attrKindName(AttrKind kind) {
   case AttrKind::Ints: return "ints";
   case AttrKind::Floats: return "floats";
   case AttrKind::Type: return "dtype";
+  case AttrKind::Sizes: return "sizes";
   }
   return "?";
 }
@@ -82,6 +83,9 @@ std::string attrStr(const Attr &attr) {
                    [](int64_t v) { return std::to_string(v); });
   case AttrKind::Floats: return listStr(std::get<std::vector<double>>(attr), floatStr);
   case AttrKind::Type: return std::string(dtypeName(std::get<DType>(attr)));
+  case AttrKind::Sizes:
+    return listStr(std::get<std::vector<SizeExpr>>(attr),
+                   [](const SizeExpr &size) { return size.str(); });
   }
   return "?";
 }
@@ -109,5 +113,8 @@ const std::vector<double> &getFloats(const AttrMap &attrs, std::string_view name
   return getAs<std::vector<double>>(attrs, name);
 }
 DType getType(const AttrMap &attrs, std::string_view name) { return getAs<DType>(attrs, name); }
+const std::vector<SizeExpr> &getSizes(const AttrMap &attrs, std::string_view name) {
+  return getAs<std::vector<SizeExpr>>(attrs, name);
+}
 
 } // namespace kiln::ir

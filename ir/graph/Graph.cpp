@@ -53,8 +53,52 @@ Value *Graph::addLeaf(Value::Kind kind, std::string name, TensorType type) {
   return leaves_.back().get();
 }
 
+const SizeSymbol *Graph::findSymbol(std::string_view name) const {
+  for (const SizeSymbol &symbol : symbols_)
+    if (symbol.name == name)
+      return &symbol;
+  return nullptr;
+}
+
+Expected<void> Graph::declareSymbol(SizeSymbol symbol) {
+  if (!isIdentifier(symbol.name))
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("size symbol name '{}' is not an identifier", symbol.name));
+  if (symbol.min < 0 || symbol.min > symbol.max || symbol.max > kMaxElements)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("size symbol {} has a bad range [{}, {}]: need 0 <= min <= max "
+                                 "<= 2^53",
+                                 symbol.name, symbol.min, symbol.max));
+  if (const SizeSymbol *existing = findSymbol(symbol.name))
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("size symbol {} is declared twice: {} and {}", symbol.name,
+                                 existing->str(), symbol.str()));
+  symbols_.push_back(std::move(symbol));
+  return {};
+}
+
+/// Every symbol `type` mentions is declared on `graph` with the same range.
+static Expected<void> checkSymbolsDeclared(const Graph &graph, std::string_view what,
+                                           const TensorType &type) {
+  for (const SizeExpr &size : type.symbolicDims)
+    for (const SizeSymbol &symbol : size.symbols()) {
+      const SizeSymbol *declared = graph.findSymbol(symbol.name);
+      if (!declared)
+        return makeError(ErrorCode::InvalidArgument,
+                         fmt::format("{} {} uses the size symbol {}, which graph @{} does not "
+                                     "declare",
+                                     what, type.str(), symbol.name, graph.name()));
+      if (*declared != symbol)
+        return makeError(ErrorCode::InvalidArgument,
+                         fmt::format("{} {} uses {}, but graph @{} declares {}", what, type.str(),
+                                     symbol.str(), graph.name(), declared->str()));
+    }
+  return {};
+}
+
 static Expected<void> checkLeaf(const Graph &graph, std::string_view what, std::string_view name,
                                 const TensorType &type) {
+  KILN_TRY_VOID(checkSymbolsDeclared(graph, fmt::format("{} '{}'", what, name), type));
   if (!isIdentifier(name))
     return makeError(ErrorCode::InvalidArgument,
                      fmt::format("{} name '{}' is not an identifier ([A-Za-z_][A-Za-z0-9_.]*)",
@@ -107,6 +151,7 @@ Expected<Value *> Graph::addNode(OpKind kind, std::vector<Value *> operands, Att
                                  operandTypesStr(operandTypes)));
     return std::unexpected(std::move(error));
   }
+  KILN_TRY_VOID(checkSymbolsDeclared(*this, fmt::format("the result of {}", opName(kind)), *type));
   uint64_t id = nextId_++;
   auto node = std::unique_ptr<Node>(
       new Node(kind, std::move(operands), std::move(attrs), std::move(*type), std::move(location), id));

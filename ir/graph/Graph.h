@@ -104,7 +104,18 @@ public:
 
   const std::string &name() const { return name_; }
 
-  /// Input and parameter names share one namespace and must be unique.
+  /// Declares a size symbol with its inclusive range (docs/dynamic-shapes.md).
+  /// Fails for a name that is not an identifier, a bad range (min < 0 or
+  /// min > max) or a name declared before (the error shows both ranges).
+  Expected<void> declareSymbol(SizeSymbol symbol);
+  /// The declared symbols, in declaration order.
+  const std::vector<SizeSymbol> &symbols() const { return symbols_; }
+  const SizeSymbol *findSymbol(std::string_view name) const;
+  /// Whether the graph declares any size symbol.
+  bool isSymbolic() const { return !symbols_.empty(); }
+
+  /// Input and parameter names share one namespace and must be unique. Every
+  /// symbol a type mentions must be declared on the graph, with its range.
   Expected<Value *> addInput(std::string name, TensorType type);
   Expected<Value *> addParam(std::string name, TensorType type);
 
@@ -142,6 +153,7 @@ private:
   Value *addLeaf(Value::Kind kind, std::string name, TensorType type);
 
   std::string name_;
+  std::vector<SizeSymbol> symbols_;
   std::vector<std::unique_ptr<Value>> leaves_; // inputs and params
   std::vector<Value *> inputs_;
   std::vector<Value *> params_;

@@ -4,6 +4,8 @@
 // intermediates after their last use.
 #include "ir/graph/Interpreter.h"
 
+#include "ir/graph/Specialize.h"
+
 #include <fmt/format.h>
 
 #include <new>
@@ -142,6 +144,15 @@ Expected<RefTensor> evaluateNode(const Node &node, std::span<const RefTensor *co
 }
 
 Expected<NamedTensors> interpret(const Graph &graph, const NamedTensors &inputsAndParams) {
+  if (graph.isSymbolic()) {
+    // The sizes come from the inputs; the specialized graph is then as static as any.
+    LeafShapes shapes;
+    for (const auto &[name, tensor] : inputsAndParams)
+      shapes.emplace(name, tensor.shape());
+    KILN_TRY(SymbolBindings bindings, bindSymbols(graph, shapes));
+    KILN_TRY(std::unique_ptr<Graph> specialized, specialize(graph, bindings));
+    return interpret(*specialized, inputsAndParams);
+  }
   KILN_TRY(auto values, bindLeaves(graph, inputsAndParams));
   std::vector<Node *> order = graph.topologicalOrder();
   std::unordered_map<const Value *, size_t> last = lastUses(graph, order);

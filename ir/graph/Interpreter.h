@@ -19,7 +19,8 @@ using kiln::NamedTensors;
 
 /// Runs `graph` on `inputsAndParams` (every input and parameter by name, no
 /// other names, each with its declared dtype and shape) and returns each graph
-/// output by name, as a HostTensor of the output's dtype.
+/// output by name, as a HostTensor of the output's dtype. A symbolic graph
+/// runs at the sizes its inputs give (bindSymbols, then specialize).
 Expected<NamedTensors> interpret(const Graph &graph, const NamedTensors &inputsAndParams);
 
 /// One node's value as `interpret` computes it from its operands' values: the

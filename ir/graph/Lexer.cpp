@@ -61,6 +61,9 @@ Expected<Token> Lexer::next() {
   case '"': return lexString(std::move(token));
   case '%': return lexName(std::move(token), TokenKind::ValueName, '%');
   case '@': return lexName(std::move(token), TokenKind::GraphName, '@');
+  case '+': return single(TokenKind::Plus);
+  case '*': return single(TokenKind::Star);
+  case '/': return single(TokenKind::Slash); // "//" was skipped as a comment
   default: break;
   }
   if (isDigit(c) || c == '-')
@@ -74,8 +77,6 @@ Expected<Token> Lexer::next() {
     token.text = std::string(token.spelling);
     return token;
   }
-  if (c == '/')
-    return errorHere(line_, column_, "unexpected character '/' (comments start with '//')");
   return errorHere(line_, column_, fmt::format("unexpected character '{}'", printableChar(c)));
 }
 
@@ -83,7 +84,7 @@ Expected<Token> Lexer::lexNumber(Token token) {
   size_t start = pos_;
   if (peek() == '-') {
     advance();
-    // -inf and -nan are float literals; a bare '-' is not a token.
+    // -inf and -nan are float literals; any other '-' not before a digit is a minus.
     for (std::string_view word : {"inf", "nan"}) {
       if (text_.substr(pos_, 3) == word && !isIdentifierChar(peek(3))) {
         advance(3);
@@ -92,9 +93,11 @@ Expected<Token> Lexer::lexNumber(Token token) {
         return token;
       }
     }
-    if (!isDigit(peek()))
-      return errorHere(token.line, token.column,
-                       "expected a digit, 'inf' or 'nan' after '-'");
+    if (!isDigit(peek())) {
+      token.kind = TokenKind::Minus;
+      token.spelling = text_.substr(start, 1);
+      return token;
+    }
   }
   token.kind = TokenKind::Integer;
   while (isDigit(peek()))

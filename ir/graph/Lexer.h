@@ -28,6 +28,10 @@ enum class TokenKind : uint8_t {
   Comma,
   Colon,
   Equals,
+  Plus,  ///< '+', '-', '*', '/': the operators of size expressions (SizeExprParser.h).
+  Minus, ///< A '-' not starting a number.
+  Star,
+  Slash,
 };
 
 /// One token. `spelling` views the source text; `text` is the decoded value of

@@ -32,7 +32,8 @@ std::string attributeTable(const OpInfo &op) {
   std::string out = "| attribute | kind | default | meaning |\n|---|---|---|---|\n";
   for (const AttrSpec &spec : op.attrs) {
     std::string defaultText =
-        spec.defaultValue ? "`" + attrStr(*spec.defaultValue) + "`" : "required";
+        spec.defaultValue ? "`" + attrStr(*spec.defaultValue) + "`"
+                          : (spec.mayBeAbsent ? "absent" : "required");
     out += fmt::format("| `{}` | {} | {} | {} |\n", spec.name, attrKindName(spec.kind),
                        defaultText, cell(spec.doc));
   }

@@ -27,6 +27,7 @@ Attr type(DType value) { return Attr(value); }
 
 #define REQ(name, Kind, doc) AttrSpec{name, AttrKind::Kind, std::nullopt, doc}
 #define OPT(name, Kind, value, doc) AttrSpec{name, AttrKind::Kind, value, doc}
+#define ABSENT_OK(name, Kind, doc) AttrSpec{name, AttrKind::Kind, std::nullopt, doc, true}
 
 std::vector<OpInfo> buildTable() {
   std::vector<OpInfo> table;
@@ -48,6 +49,7 @@ std::vector<OpInfo> buildTable() {
 
 #undef REQ
 #undef OPT
+#undef ABSENT_OK
 
 const std::vector<OpInfo> &table() {
   static const std::vector<OpInfo> instance = buildTable();
@@ -111,6 +113,8 @@ Expected<AttrMap> normalizeAttrs(OpKind kind, AttrMap attrs) {
   for (const AttrSpec &spec : info.attrs) {
     if (attrs.contains(spec.name))
       continue;
+    if (spec.mayBeAbsent)
+      continue;
     if (!spec.defaultValue)
       return makeError(ErrorCode::InvalidArgument,
                        fmt::format("{}: missing required attribute '{}' ({})", info.name,
@@ -118,6 +122,17 @@ Expected<AttrMap> normalizeAttrs(OpKind kind, AttrMap attrs) {
     attrs.emplace(spec.name, *spec.defaultValue);
   }
   return attrs;
+}
+
+bool inferenceTakesSymbolicSizes(OpKind kind) {
+  switch (kind) {
+  // Part 2 of docs/dynamic-shapes.md: symbolic slice bounds, gathers and attention.
+  case OpKind::Slice:
+  case OpKind::Gather:
+  case OpKind::TakeAlongAxis:
+  case OpKind::ScaledDotProductAttention: return false;
+  default: return true;
+  }
 }
 
 Expected<TensorType> inferResultType(OpKind kind, std::span<const TensorType> operands,
@@ -136,7 +151,23 @@ Expected<TensorType> inferResultType(OpKind kind, std::span<const TensorType> op
                                  count));
   }
   KILN_TRY(attrs, normalizeAttrs(kind, std::move(attrs)));
+  for (size_t i = 0; i < operands.size(); ++i)
+    if (operands[i].isSymbolic() && !inferenceTakesSymbolicSizes(kind))
+      return makeError(ErrorCode::ShapeMismatch,
+                       fmt::format("{}: symbolic sizes are not supported by this op yet "
+                                   "(operand {} is {}); specialize the graph first "
+                                   "(docs/dynamic-shapes.md)",
+                                   info.name, i, operands[i].str()));
   KILN_TRY(TensorType result, info.infer(InferContext{kind, operands, attrs}));
+  if (result.isSymbolic()) {
+    KILN_CHECK(result.symbolicDims.size() == result.shape.size(),
+               fmt::format("{} inferred {} symbolic sizes for rank {}", info.name,
+                           result.symbolicDims.size(), result.shape.size()));
+    for (size_t i = 0; i < result.shape.size(); ++i)
+      KILN_CHECK(result.shape[i] == result.symbolicDims[i].upperBound(),
+                 fmt::format("{} inferred {} with shape {} (not the upper bounds)", info.name,
+                             result.str(), shapeStr(result.shape)));
+  }
   // One check here keeps every consumer (interpreter, codegen) free of
   // overflow in element counts and flat indices.
   if (!checkedNumElements(result.shape))

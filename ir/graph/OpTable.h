@@ -112,6 +112,10 @@ std::span<const OpInfo> allOps();
 /// attributes, wrong kinds. Fills in defaults for omitted optional attributes.
 Expected<AttrMap> normalizeAttrs(OpKind kind, AttrMap attrs);
 
+/// Whether the op's shape inference computes symbolic sizes; inferResultType
+/// refuses a symbolic operand of any other op with an error naming it.
+bool inferenceTakesSymbolicSizes(OpKind kind);
+
 /// Checks the operand count, normalizes attributes and runs shape inference.
 Expected<TensorType> inferResultType(OpKind kind, std::span<const TensorType> operands,
                                      AttrMap &attrs);

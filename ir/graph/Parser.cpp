@@ -3,6 +3,7 @@
 #include "ir/graph/Parser.h"
 
 #include "ir/graph/Lexer.h"
+#include "ir/graph/SizeExprParser.h"
 
 #include <algorithm>
 #include <charconv>
@@ -19,7 +20,8 @@ namespace {
 std::string kindPhrase(AttrKind kind) {
   switch (kind) {
   case AttrKind::Ints:
-  case AttrKind::Floats: return std::string(attrKindName(kind));
+  case AttrKind::Floats:
+  case AttrKind::Sizes: return std::string(attrKindName(kind));
   case AttrKind::Int: return "an int";
   default: return "a " + std::string(attrKindName(kind));
   }
@@ -53,6 +55,8 @@ public:
                               describe(token_));
     graph_ = std::make_unique<Graph>(token_.text);
     KILN_TRY_VOID(advance());
+    if (token_.kind == TokenKind::LeftParen)
+      KILN_TRY_VOID(parseSymbolDeclarations());
     KILN_TRY_VOID(expect(TokenKind::LeftBrace, "'{' after the graph name"));
     while (token_.kind != TokenKind::RightBrace)
       KILN_TRY_VOID(parseStatement());
@@ -99,6 +103,61 @@ private:
       return fail(token_, fmt::format("expected {}, got {}", what, describe(token_)));
     return advance();
   }
+
+  // ---- Size symbols ----------------------------------------------------------------------------
+
+  // '(' name 'in' '[' min ',' max ']' (',' ...)* ')'
+  Expected<void> parseSymbolDeclarations() {
+    KILN_TRY_VOID(advance()); // '('
+    while (true) {
+      if (token_.kind != TokenKind::Identifier)
+        return fail(token_, "expected a size symbol such as N in [1, 256], got " +
+                                describe(token_));
+      Token name = token_;
+      KILN_TRY_VOID(advance());
+      if (!isKeyword("in"))
+        return fail(token_, fmt::format("expected 'in' after the size symbol {}, got {}",
+                                        name.spelling, describe(token_)));
+      KILN_TRY_VOID(advance());
+      KILN_TRY_VOID(expect(TokenKind::LeftBracket,
+                           fmt::format("'[' starting the range of {}", name.spelling)));
+      KILN_TRY(int64_t min, parseRangeBound(name));
+      KILN_TRY_VOID(expect(TokenKind::Comma, fmt::format("',' in the range of {}", name.spelling)));
+      KILN_TRY(int64_t max, parseRangeBound(name));
+      KILN_TRY_VOID(expect(TokenKind::RightBracket,
+                           fmt::format("']' ending the range of {}", name.spelling)));
+      auto declared = graph_->declareSymbol(SizeSymbol{name.text.empty() ? std::string(name.spelling)
+                                                                         : name.text,
+                                                       min, max});
+      if (!declared)
+        return failWith(name, declared.error());
+      if (token_.kind == TokenKind::RightParen)
+        return advance();
+      if (token_.kind != TokenKind::Comma)
+        return fail(token_, "expected ',' or ')' after a size symbol's range, got " +
+                                describe(token_));
+      KILN_TRY_VOID(advance());
+    }
+  }
+
+  Expected<int64_t> parseRangeBound(const Token &name) {
+    if (token_.kind != TokenKind::Integer)
+      return fail(token_, fmt::format("expected an integer bound in the range of {}, got {}",
+                                      name.spelling, describe(token_)));
+    KILN_TRY(int64_t value, parseInt());
+    KILN_TRY_VOID(advance());
+    return value;
+  }
+
+  SymbolLookup symbolLookup() const {
+    return [this](std::string_view name) -> std::optional<SizeSymbol> {
+      const SizeSymbol *symbol = graph_->findSymbol(name);
+      return symbol ? std::optional<SizeSymbol>(*symbol) : std::nullopt;
+    };
+  }
+
+  /// One size expression (a symbolic dim or a `sizes` entry).
+  Expected<SizeExpr> parseSize() { return parseSizeExprTokens(lexer_, token_, symbolLookup()); }
 
   // ---- Statements -------------------------------------------------------------------------------
 
@@ -239,20 +298,32 @@ private:
     KILN_TRY_VOID(expect(TokenKind::LeftBracket,
                          fmt::format("'[' after '{}' in a tensor type", dtypeToken.spelling)));
     int64_t product = 1;
+    std::vector<SizeExpr> sizes;
+    bool symbolic = false;
     if (token_.kind != TokenKind::RightBracket) {
       while (true) {
-        if (token_.kind != TokenKind::Integer)
+        Token sizeToken = token_;
+        if (token_.kind != TokenKind::Integer && token_.kind != TokenKind::Identifier &&
+            token_.kind != TokenKind::LeftParen && token_.kind != TokenKind::Minus)
           return fail(token_, "expected a dimension size in the tensor type, got " +
                                   describe(token_));
-        KILN_TRY(int64_t size, parseInt());
-        if (size < 0)
-          return fail(token_, fmt::format("dimension size must be >= 0, got {}", size));
-        if (size != 0 && (__builtin_mul_overflow(product, size, &product) ||
-                          product > kMaxElements))
-          return fail(token_, fmt::format("tensor type is too large: more than 2^53 elements "
-                                          "(zero-size dimensions aside)"));
-        type.shape.push_back(size);
-        KILN_TRY_VOID(advance());
+        KILN_TRY(SizeExpr size, parseSize());
+        auto range = size.bounds();
+        if (!range)
+          return fail(sizeToken, range.error().message());
+        if (size.isConstant() && range->low < 0)
+          return fail(sizeToken, fmt::format("dimension size must be >= 0, got {}", range->low));
+        if (range->low < 0)
+          return fail(sizeToken, fmt::format("size {} can be negative: its least value over "
+                                             "the symbols' ranges is {}",
+                                             size.str(), range->low));
+        if (range->high != 0 &&
+            (__builtin_mul_overflow(product, range->high, &product) || product > kMaxElements))
+          return fail(sizeToken, "tensor type is too large: more than 2^53 elements "
+                                 "(zero-size dimensions aside)");
+        type.shape.push_back(range->high);
+        symbolic = symbolic || !size.isConstant();
+        sizes.push_back(std::move(size));
         if (token_.kind == TokenKind::RightBracket)
           break;
         if (token_.kind != TokenKind::Comma)
@@ -262,6 +333,8 @@ private:
       }
     }
     KILN_TRY_VOID(advance()); // ']'
+    if (symbolic)
+      type.symbolicDims = std::move(sizes);
     return type;
   }
 
@@ -419,6 +492,23 @@ private:
         values.push_back(value);
         return {};
       }));
+      return Attr(std::move(values));
+    }
+    case AttrKind::Sizes: {
+      std::vector<SizeExpr> values;
+      if (token_.kind != TokenKind::LeftBracket)
+        return kindMismatch(op, spec);
+      KILN_TRY_VOID(advance());
+      while (token_.kind != TokenKind::RightBracket) {
+        if (!values.empty()) {
+          if (token_.kind != TokenKind::Comma)
+            return fail(token_, "expected ',' or ']' in list, got " + describe(token_));
+          KILN_TRY_VOID(advance());
+        }
+        KILN_TRY(SizeExpr value, parseSize());
+        values.push_back(std::move(value));
+      }
+      KILN_TRY_VOID(advance()); // ']'
       return Attr(std::move(values));
     }
     case AttrKind::Floats: {

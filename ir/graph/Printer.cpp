@@ -80,7 +80,14 @@ void printNode(std::string &out, const Node &node, const ValueNames &names) {
 std::string printGraph(const Graph &graph) {
   std::vector<Node *> order = printOrder(graph);
   ValueNames names(graph, order);
-  std::string out = "graph @" + graphNameStr(graph.name()) + " {\n";
+  std::string out = "graph @" + graphNameStr(graph.name());
+  if (graph.isSymbolic()) {
+    out += "(";
+    for (size_t i = 0; i < graph.symbols().size(); ++i)
+      out += (i == 0 ? "" : ", ") + graph.symbols()[i].str();
+    out += ")";
+  }
+  out += " {\n";
   for (const Value *input : graph.inputs())
     out += "  input " + names(input) + ": " + input->type().str() + "\n";
   for (const Value *param : graph.params())

@@ -1,5 +1,7 @@
-// TensorType helpers: element counts, strides and the canonical text form.
+// TensorType helpers: element counts, strides, symbolic sizes and the canonical text form.
 #include "ir/graph/TensorType.h"
+
+#include <fmt/format.h>
 
 namespace kiln::ir {
 
@@ -8,6 +10,35 @@ int64_t TensorType::numElements() const {
   for (int64_t size : shape)
     count *= size;
   return count;
+}
+
+SizeExpr TensorType::size(int64_t axis) const {
+  return isSymbolic() ? symbolicDims.at(static_cast<size_t>(axis))
+                      : SizeExpr(shape.at(static_cast<size_t>(axis)));
+}
+
+std::vector<SizeExpr> TensorType::sizes() const {
+  if (isSymbolic())
+    return symbolicDims;
+  return std::vector<SizeExpr>(shape.begin(), shape.end());
+}
+
+Expected<TensorType> makeTensorType(DType dtype, std::vector<SizeExpr> sizes) {
+  TensorType type{dtype, {}, {}};
+  bool symbolic = false;
+  for (const SizeExpr &size : sizes) {
+    KILN_TRY(SizeInterval range, size.bounds());
+    if (range.low < 0)
+      return makeError(ErrorCode::ShapeMismatch,
+                       fmt::format("size {} can be negative: its least value over the symbols' "
+                                   "ranges is {}",
+                                   size.str(), range.low));
+    type.shape.push_back(range.high);
+    symbolic = symbolic || !size.isConstant();
+  }
+  if (symbolic)
+    type.symbolicDims = std::move(sizes);
+  return type;
 }
 
 std::string shapeStr(const Shape &shape) {
@@ -20,7 +51,16 @@ std::string shapeStr(const Shape &shape) {
   return out + "]";
 }
 
-std::string TensorType::str() const { return std::string(dtypeName(dtype)) + shapeStr(shape); }
+std::string sizesStr(const std::vector<SizeExpr> &sizes) {
+  std::string out = "[";
+  for (size_t i = 0; i < sizes.size(); ++i)
+    out += (i == 0 ? "" : ",") + sizes[i].str();
+  return out + "]";
+}
+
+std::string TensorType::str() const {
+  return std::string(dtypeName(dtype)) + (isSymbolic() ? sizesStr(symbolicDims) : shapeStr(shape));
+}
 
 std::vector<int64_t> rowMajorStrides(const Shape &shape) {
   std::vector<int64_t> strides(shape.size(), 1);

@@ -73,6 +73,35 @@ Expected<void> verifyNode(const Node &node, const std::unordered_set<const Value
   return {};
 }
 
+// A symbolic type has one size per dim, each dim's shape entry is that size's
+// upper bound, and every symbol it mentions is the graph's (same range).
+Expected<void> verifySymbolicType(const Graph &graph, const Value &value) {
+  const TensorType &type = value.type();
+  if (!type.isSymbolic())
+    return {};
+  std::string what = value.name().empty() ? "a node result" : "'" + value.name() + "'";
+  if (type.symbolicDims.size() != type.shape.size())
+    return verifyError(nullptr, fmt::format("{} has {} symbolic sizes for rank {}", what,
+                                            type.symbolicDims.size(), type.shape.size()));
+  for (size_t i = 0; i < type.shape.size(); ++i) {
+    const SizeExpr &size = type.symbolicDims[i];
+    for (const SizeSymbol &symbol : size.symbols()) {
+      const SizeSymbol *declared = graph.findSymbol(symbol.name);
+      if (!declared || *declared != symbol)
+        return verifyError(nullptr, fmt::format("{} {} uses {}, which the graph does not declare "
+                                                "with that range",
+                                                what, type.str(), symbol.str()));
+    }
+    auto range = size.bounds();
+    if (!range || range->high != type.shape[i] || range->low < 0)
+      return verifyError(nullptr, fmt::format("{} {}: dim {} has shape {} but its size {} "
+                                              "ranges over [{}, {}]",
+                                              what, type.str(), i, type.shape[i], size.str(),
+                                              range ? range->low : 0, range ? range->high : 0));
+  }
+  return {};
+}
+
 } // namespace
 
 Expected<void> verifyGraph(const Graph &graph) {
@@ -82,6 +111,7 @@ Expected<void> verifyGraph(const Graph &graph) {
     for (const Value *value : *leaves) {
       if (!names.insert(value->name()).second)
         return verifyError(nullptr, fmt::format("name '{}' is defined twice", value->name()));
+      KILN_TRY_VOID(verifySymbolicType(graph, *value));
       live.insert(value);
     }
   std::vector<Node *> nodes = graph.nodes();

@@ -515,9 +515,10 @@ TEST_CASE("parse errors say what was expected, at the offending token", "[ir][pa
   CHECK(parseError("graph @g {\n  input %x: f32[2]\n  %0: f32[2] = clamp(%x) {min = 1., max = "
                    "2}\n}") == "3:35: expected a digit after '.' in a number");
   CHECK(parseError("graph @g {\n  input %x: f32[2]\n  %0: f32[2] = clamp(%x) {min = -x}\n}") ==
-        "3:33: expected a digit, 'inf' or 'nan' after '-'");
+        "3:33: attribute 'min' of clamp expects a float, got '-'");
   CHECK(parseError("graph @g {\n  input %x: f32[2] / comment\n}") ==
-        "2:20: unexpected character '/' (comments start with '//')");
+        "2:20: expected 'input', 'param', 'output', a value definition such as %0 or '}', got "
+        "'/'");
 }
 
 TEST_CASE("errors from shape inference keep their notes", "[ir][parser]") {

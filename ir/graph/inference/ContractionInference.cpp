@@ -40,12 +40,13 @@ DType contractionResultType(const InferContext &context, DType operandType) {
 
 // Broadcasts the batch dims (all but the last two) of the operands; the error
 // names every operand in full, not a partially broadcast shape.
-Expected<Shape> broadcastBatch(const InferContext &context, std::vector<std::string_view> names) {
-  Shape shape;
+Expected<std::vector<SizeExpr>> broadcastBatch(const InferContext &context,
+                                               std::vector<std::string_view> names) {
+  std::vector<SizeExpr> shape;
   for (size_t index = 0; index < names.size(); ++index) {
-    const TensorType &type = operand(context, index);
-    Shape batch(type.shape.begin(), type.shape.end() - 2);
-    auto next = broadcastShapes(shape, batch);
+    std::vector<SizeExpr> batch = operand(context, index).sizes();
+    batch.resize(batch.size() - 2);
+    auto next = broadcastSizes(shape, batch);
     if (!next) {
       std::string operands;
       for (size_t i = 0; i < names.size(); ++i)
@@ -59,14 +60,31 @@ Expected<Shape> broadcastBatch(const InferContext &context, std::vector<std::str
   return shape;
 }
 
-// Window sizes are clamped to kMaxElements + 1 by windowOutputSize; say so
-// plainly rather than printing the clamp value.
-Expected<void> checkOutputFits(const InferContext &context, int64_t outH, int64_t outW) {
-  if (outH > kMaxElements || outW > kMaxElements)
-    return fail(context, ErrorCode::ShapeMismatch,
-                "the output size overflows (padding {})",
+// One spatial axis of a window op: (input + pads - span) / stride + 1, where
+// span = (kernel - 1) * dilation + 1. The window must fit for every value of
+// the input's symbols, so the fit is checked at the input's least value.
+Expected<SizeExpr> windowOutputSize(const InferContext &context, const SizeExpr &input,
+                                    int64_t kernel, int64_t stride, int64_t padBefore,
+                                    int64_t padAfter, int64_t dilation, std::string_view fits) {
+  // Attributes are <= 2^53 (requireInts), so the 128-bit span and padding fit.
+  __int128 span = static_cast<__int128>(kernel - 1) * dilation + 1;
+  __int128 pads = static_cast<__int128>(padBefore) + padAfter;
+  if (span > kMaxElements * 4 || pads - span < -kMaxElements * 4)
+    return fail(context, ErrorCode::ShapeMismatch, "{}", fits);
+  auto overflow = [&]() {
+    return fail(context, ErrorCode::ShapeMismatch, "the output size overflows (padding {})",
                 shapeStr(getInts(context.attrs, "padding")));
-  return {};
+  };
+  auto padded = add(input, SizeExpr(static_cast<int64_t>(pads)));
+  if (!padded)
+    return overflow();
+  KILN_TRY_VOID(requireAtLeast(context, *padded, static_cast<int64_t>(span), fits));
+  auto shifted = add(*padded, SizeExpr(static_cast<int64_t>(-span)));
+  auto divided = shifted ? floorDiv(*shifted, stride) : shifted;
+  auto size = divided ? add(*divided, SizeExpr(1)) : divided;
+  if (!size || size->upperBound() > kMaxElements)
+    return overflow();
+  return *size;
 }
 
 
@@ -83,18 +101,18 @@ Expected<TensorType> inferMatMul(const InferContext &context) {
                 "operands need rank >= 2, got {} and {} (unsqueeze vectors)", a.str(), b.str());
   bool transposeA = getBool(context.attrs, "transpose_a");
   bool transposeB = getBool(context.attrs, "transpose_b");
-  int64_t m = a.shape[a.rank() - (transposeA ? 1 : 2)];
-  int64_t ka = a.shape[a.rank() - (transposeA ? 2 : 1)];
-  int64_t kb = b.shape[b.rank() - (transposeB ? 1 : 2)];
-  int64_t n = b.shape[b.rank() - (transposeB ? 2 : 1)];
+  SizeExpr m = a.size(a.rank() - (transposeA ? 1 : 2));
+  SizeExpr ka = a.size(a.rank() - (transposeA ? 2 : 1));
+  SizeExpr kb = b.size(b.rank() - (transposeB ? 1 : 2));
+  SizeExpr n = b.size(b.rank() - (transposeB ? 2 : 1));
   if (ka != kb)
     return fail(context, ErrorCode::ShapeMismatch,
-                "contraction dims differ: a {} has K = {}, b {} has K = {}", a.str(), ka, b.str(),
-                kb);
-  KILN_TRY(Shape shape, broadcastBatch(context, {"a", "b"}));
+                "contraction dims differ: a {} has K = {}, b {} has K = {}", a.str(), ka.str(),
+                b.str(), kb.str());
+  KILN_TRY(std::vector<SizeExpr> shape, broadcastBatch(context, {"a", "b"}));
   shape.push_back(m);
   shape.push_back(n);
-  return TensorType{contractionResultType(context, a.dtype), shape};
+  return resultType(context, contractionResultType(context, a.dtype), std::move(shape));
 }
 
 Expected<TensorType> inferConv2D(const InferContext &context) {
@@ -113,9 +131,14 @@ Expected<TensorType> inferConv2D(const InferContext &context) {
   if (groups < 1)
     return fail(context, ErrorCode::InvalidArgument, "groups must be >= 1, got {}", groups);
 
-  int64_t batch = input.shape[0];
+  // Only the batch and spatial axes may be symbolic: channels and the filter
+  // decide the weights and the kernel.
+  KILN_TRY_VOID(requireStaticAxis(context, 0, nhwc ? 3 : 1, "the channel axis"));
+  for (int64_t axis = 0; axis < 4; ++axis)
+    KILN_TRY_VOID(requireStaticAxis(context, 1, axis, "the filter"));
+  SizeExpr batch = input.size(0);
   int64_t channels = input.shape[nhwc ? 3 : 1];
-  int64_t height = input.shape[nhwc ? 1 : 2], width = input.shape[nhwc ? 2 : 3];
+  SizeExpr height = input.size(nhwc ? 1 : 2), width = input.size(nhwc ? 2 : 3);
   int64_t outChannels = filter.shape[0];
   int64_t filterChannels = filter.shape[nhwc ? 3 : 1];
   int64_t kernelH = filter.shape[nhwc ? 1 : 2], kernelW = filter.shape[nhwc ? 2 : 3];
@@ -133,15 +156,16 @@ Expected<TensorType> inferConv2D(const InferContext &context) {
   const auto &stride = getInts(context.attrs, "stride");
   const auto &dilation = getInts(context.attrs, "dilation");
   const auto &padding = getInts(context.attrs, "padding");
-  int64_t outH = windowOutputSize(height, kernelH, stride[0], padding[0], padding[1], dilation[0]);
-  int64_t outW = windowOutputSize(width, kernelW, stride[1], padding[2], padding[3], dilation[1]);
-  if (outH < 1 || outW < 1)
-    return fail(context, ErrorCode::ShapeMismatch,
-                "the {}x{} filter (dilation {}x{}) does not fit the {}x{} input with padding {}",
-                kernelH, kernelW, dilation[0], dilation[1], height, width, shapeStr(padding));
-  KILN_TRY_VOID(checkOutputFits(context, outH, outW));
-  Shape shape = nhwc ? Shape{batch, outH, outW, outChannels} : Shape{batch, outChannels, outH, outW};
-  return TensorType{contractionResultType(context, input.dtype), shape};
+  std::string fits = fmt::format(
+      "the {}x{} filter (dilation {}x{}) does not fit the {}x{} input with padding {}", kernelH,
+      kernelW, dilation[0], dilation[1], height.str(), width.str(), shapeStr(padding));
+  KILN_TRY(SizeExpr outH, windowOutputSize(context, height, kernelH, stride[0], padding[0],
+                                           padding[1], dilation[0], fits));
+  KILN_TRY(SizeExpr outW, windowOutputSize(context, width, kernelW, stride[1], padding[2],
+                                           padding[3], dilation[1], fits));
+  std::vector<SizeExpr> shape = nhwc ? std::vector<SizeExpr>{batch, outH, outW, outChannels}
+                                     : std::vector<SizeExpr>{batch, outChannels, outH, outW};
+  return resultType(context, contractionResultType(context, input.dtype), std::move(shape));
 }
 
 Expected<TensorType> inferPool2D(const InferContext &context) {
@@ -165,34 +189,39 @@ Expected<TensorType> inferPool2D(const InferContext &context) {
       return fail(context, ErrorCode::InvalidArgument,
                   "padding {} must be smaller than the kernel {} on every side", shapeStr(padding),
                   shapeStr(kernel));
-  int64_t height = input.shape[nhwc ? 1 : 2], width = input.shape[nhwc ? 2 : 3];
+  SizeExpr height = input.size(nhwc ? 1 : 2), width = input.size(nhwc ? 2 : 3);
   // Every window must cover some input, or max pooling would return padding.
-  if (height == 0 || width == 0)
-    return fail(context, ErrorCode::ShapeMismatch, "input {} has an empty spatial axis",
-                input.str());
-  int64_t outH = windowOutputSize(height, kernel[0], stride[0], padding[0], padding[1], 1);
-  int64_t outW = windowOutputSize(width, kernel[1], stride[1], padding[2], padding[3], 1);
-  if (outH < 1 || outW < 1)
-    return fail(context, ErrorCode::ShapeMismatch,
-                "the {}x{} window does not fit the {}x{} input with padding {}", kernel[0],
-                kernel[1], height, width, shapeStr(padding));
-  KILN_TRY_VOID(checkOutputFits(context, outH, outW));
-  Shape shape = input.shape;
+  std::string empty = fmt::format("input {} has an empty spatial axis", input.str());
+  KILN_TRY_VOID(requireAtLeast(context, height, 1, empty));
+  KILN_TRY_VOID(requireAtLeast(context, width, 1, empty));
+  std::string fits = fmt::format("the {}x{} window does not fit the {}x{} input with padding {}",
+                                 kernel[0], kernel[1], height.str(), width.str(),
+                                 shapeStr(padding));
+  KILN_TRY(SizeExpr outH, windowOutputSize(context, height, kernel[0], stride[0], padding[0],
+                                           padding[1], 1, fits));
+  KILN_TRY(SizeExpr outW, windowOutputSize(context, width, kernel[1], stride[1], padding[2],
+                                           padding[3], 1, fits));
+  std::vector<SizeExpr> shape = input.sizes();
   shape[nhwc ? 1 : 2] = outH;
   shape[nhwc ? 2 : 3] = outW;
-  return TensorType{input.dtype, shape};
+  return resultType(context, input.dtype, std::move(shape));
 }
 
 Expected<TensorType> inferGlobalAvgPool(const InferContext &context) {
   KILN_TRY_VOID(requireFloat(context, 0));
   KILN_TRY(bool nhwc, layoutIsNhwc(context));
   KILN_TRY_VOID(requireRank(context, 0, 4, nhwc ? "input [N,H,W,C]" : "input [N,C,H,W]"));
-  TensorType type = operand(context, 0);
-  if (type.shape[nhwc ? 1 : 2] == 0 || type.shape[nhwc ? 2 : 3] == 0)
-    return fail(context, ErrorCode::ShapeMismatch, "H and W of {} must be non-empty", type.str());
-  type.shape[nhwc ? 1 : 2] = 1;
-  type.shape[nhwc ? 2 : 3] = 1;
-  return type;
+  const TensorType &input = operand(context, 0);
+  std::string empty = fmt::format("H and W of {} must be non-empty", input.str());
+  KILN_TRY_VOID(requireAtLeast(context, input.size(nhwc ? 1 : 2), 1, empty));
+  KILN_TRY_VOID(requireAtLeast(context, input.size(nhwc ? 2 : 3), 1, empty));
+  // The mean divides by H*W: a symbolic spatial size would need it at run time.
+  KILN_TRY_VOID(requireStaticAxis(context, 0, nhwc ? 1 : 2, "the pooled height"));
+  KILN_TRY_VOID(requireStaticAxis(context, 0, nhwc ? 2 : 3, "the pooled width"));
+  std::vector<SizeExpr> shape = input.sizes();
+  shape[nhwc ? 1 : 2] = SizeExpr(1);
+  shape[nhwc ? 2 : 3] = SizeExpr(1);
+  return resultType(context, input.dtype, std::move(shape));
 }
 
 Expected<TensorType> inferAttention(const InferContext &context) {
@@ -224,7 +253,11 @@ Expected<TensorType> inferAttention(const InferContext &context) {
     return fail(context, ErrorCode::ShapeMismatch,
                 "causal attention needs at least as many keys as queries, got Lq = {} > Lk = {}",
                 queries, keys);
-  KILN_TRY(Shape shape, broadcastBatch(context, {"q", "k", "v"}));
+  // Attention takes no symbolic operand (inferenceTakesSymbolicSizes), so the batch is static.
+  KILN_TRY(std::vector<SizeExpr> batch, broadcastBatch(context, {"q", "k", "v"}));
+  Shape shape;
+  for (const SizeExpr &size : batch)
+    shape.push_back(size.constant());
   if (context.operands.size() == 4) {
     // The mask broadcasts to the scores [..., Lq, Lk]; it does not widen them.
     const TensorType &mask = operand(context, 3);

@@ -10,10 +10,12 @@ using namespace inference;
 
 namespace {
 
-Expected<Shape> broadcastOperands(const InferContext &context) {
-  Shape shape = operand(context, 0).shape;
+// Symbolic sizes broadcast when equal or 1 (InferenceUtil.h): N against 256
+// fails even when 256 is N's upper bound.
+Expected<std::vector<SizeExpr>> broadcastOperands(const InferContext &context) {
+  std::vector<SizeExpr> shape = operand(context, 0).sizes();
   for (size_t i = 1; i < context.operands.size(); ++i) {
-    auto next = broadcastShapes(shape, operand(context, i).shape);
+    auto next = broadcastSizes(shape, operand(context, i).sizes());
     if (!next) {
       std::string shapes;
       for (const TensorType &type : context.operands)
@@ -61,21 +63,23 @@ Expected<TensorType> inferGelu(const InferContext &context) {
 }
 
 Expected<TensorType> inferCast(const InferContext &context) {
-  return TensorType{getType(context.attrs, "dtype"), operand(context, 0).shape};
+  TensorType type = operand(context, 0);
+  type.dtype = getType(context.attrs, "dtype");
+  return type;
 }
 
 Expected<TensorType> inferBinaryNumeric(const InferContext &context) {
   KILN_TRY_VOID(requireSameDType(context));
   KILN_TRY_VOID(requireNumeric(context, 0));
-  KILN_TRY(Shape shape, broadcastOperands(context));
-  return TensorType{operand(context, 0).dtype, shape};
+  KILN_TRY(std::vector<SizeExpr> shape, broadcastOperands(context));
+  return resultType(context, operand(context, 0).dtype, std::move(shape));
 }
 
 Expected<TensorType> inferBinaryFloat(const InferContext &context) {
   KILN_TRY_VOID(requireSameDType(context));
   KILN_TRY_VOID(requireFloat(context, 0));
-  KILN_TRY(Shape shape, broadcastOperands(context));
-  return TensorType{operand(context, 0).dtype, shape};
+  KILN_TRY(std::vector<SizeExpr> shape, broadcastOperands(context));
+  return resultType(context, operand(context, 0).dtype, std::move(shape));
 }
 
 Expected<TensorType> inferBinaryBool(const InferContext &context) {
@@ -83,14 +87,14 @@ Expected<TensorType> inferBinaryBool(const InferContext &context) {
     if (!isBool(operand(context, i).dtype))
       return fail(context, ErrorCode::TypeMismatch, "operands must be bool, got {} and {}",
                   dtypeName(operand(context, 0).dtype), dtypeName(operand(context, 1).dtype));
-  KILN_TRY(Shape shape, broadcastOperands(context));
-  return TensorType{DType::Bool, shape};
+  KILN_TRY(std::vector<SizeExpr> shape, broadcastOperands(context));
+  return resultType(context, DType::Bool, std::move(shape));
 }
 
 Expected<TensorType> inferCompare(const InferContext &context) {
   KILN_TRY_VOID(requireSameDType(context));
-  KILN_TRY(Shape shape, broadcastOperands(context));
-  return TensorType{DType::Bool, shape};
+  KILN_TRY(std::vector<SizeExpr> shape, broadcastOperands(context));
+  return resultType(context, DType::Bool, std::move(shape));
 }
 
 Expected<TensorType> inferWhere(const InferContext &context) {
@@ -101,8 +105,8 @@ Expected<TensorType> inferWhere(const InferContext &context) {
     return fail(context, ErrorCode::TypeMismatch,
                 "both branches must have the same dtype, got {} and {}",
                 dtypeName(operand(context, 1).dtype), dtypeName(operand(context, 2).dtype));
-  KILN_TRY(Shape shape, broadcastOperands(context));
-  return TensorType{operand(context, 1).dtype, shape};
+  KILN_TRY(std::vector<SizeExpr> shape, broadcastOperands(context));
+  return resultType(context, operand(context, 1).dtype, std::move(shape));
 }
 
 } // namespace kiln::ir

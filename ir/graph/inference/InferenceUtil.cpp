@@ -2,6 +2,7 @@
 #include "ir/graph/inference/InferenceUtil.h"
 
 #include <algorithm>
+#include <fmt/format.h>
 
 namespace kiln::ir {
 
@@ -36,6 +37,68 @@ int64_t windowOutputSize(int64_t input, int64_t kernel, int64_t stride, int64_t 
 }
 
 namespace inference {
+
+std::optional<std::vector<SizeExpr>> broadcastSizes(const std::vector<SizeExpr> &a,
+                                                    const std::vector<SizeExpr> &b) {
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<SizeExpr> out(rank);
+  const SizeExpr one(1);
+  for (size_t i = 0; i < rank; ++i) {
+    const SizeExpr &da = i < rank - a.size() ? one : a[i - (rank - a.size())];
+    const SizeExpr &db = i < rank - b.size() ? one : b[i - (rank - b.size())];
+    if (da == db || db == one)
+      out[i] = da;
+    else if (da == one)
+      out[i] = db;
+    else
+      return std::nullopt;
+  }
+  return out;
+}
+
+Expected<TensorType> resultType(const InferContext &context, DType dtype,
+                                std::vector<SizeExpr> sizes) {
+  auto type = makeTensorType(dtype, std::move(sizes));
+  if (!type)
+    return fail(context, type.error().code(), "{}", type.error().message());
+  return type;
+}
+
+std::string describeSize(const SizeExpr &size) {
+  if (size.isConstant())
+    return size.str();
+  std::string ranges;
+  for (const SizeSymbol &symbol : size.symbols())
+    ranges += (ranges.empty() ? "" : ", ") + symbol.str();
+  return size.str() + " (" + ranges + ")";
+}
+
+Expected<void> requireStaticAxis(const InferContext &context, size_t operandIndex, int64_t axis,
+                                 std::string_view what) {
+  const TensorType &type = operand(context, operandIndex);
+  SizeExpr size = type.size(axis);
+  if (size.isConstant())
+    return {};
+  return fail(context, ErrorCode::ShapeMismatch,
+              "{} (axis {} of operand {} {}) is the symbolic size {}; it must be static",
+              what, axis, operandIndex, type.str(), describeSize(size));
+}
+
+Expected<void> requireAtLeast(const InferContext &context, const SizeExpr &size, int64_t needed,
+                              std::string_view what) {
+  KILN_TRY(SizeInterval range, size.bounds());
+  if (range.low >= needed)
+    return {};
+  if (size.isConstant())
+    return fail(context, ErrorCode::ShapeMismatch, "{}", what);
+  // The least value comes from the symbols' least values (shapes are monotone).
+  std::string at;
+  for (const SizeSymbol &symbol : size.symbols())
+    at += fmt::format("{}{} = {} (of {})", at.empty() ? "" : ", ", symbol.name, symbol.min,
+                      symbol.str());
+  return fail(context, ErrorCode::ShapeMismatch, "{}: {} is {} < {} at {}", what, size.str(),
+              range.low, needed, at);
+}
 
 Expected<void> requireSameDType(const InferContext &context) {
   return requireSameDType(context, context.operands.size());

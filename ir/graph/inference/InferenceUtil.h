@@ -40,6 +40,26 @@ Expected<std::vector<int64_t>> axesAttr(const InferContext &context, std::string
 /// [minValue, kMaxElements].
 Expected<void> requireInts(const InferContext &context, std::string_view name, size_t count,
                            int64_t minValue);
+// ---- Symbolic sizes (docs/dynamic-shapes.md) ----
+
+/// NumPy broadcast of symbolic sizes: two sizes combine when they are equal
+/// expressions or one is the constant 1; nullopt otherwise.
+std::optional<std::vector<SizeExpr>> broadcastSizes(const std::vector<SizeExpr> &a,
+                                                    const std::vector<SizeExpr> &b);
+/// makeTensorType with the op's name on an error.
+Expected<TensorType> resultType(const InferContext &context, DType dtype,
+                                std::vector<SizeExpr> sizes);
+/// Fails unless `axis` of the operand is a static size; the error names the
+/// op, the operand, the axis and the symbol.
+Expected<void> requireStaticAxis(const InferContext &context, size_t operandIndex, int64_t axis,
+                                 std::string_view what);
+/// Fails unless size >= needed for every value of its symbols, checked at the
+/// size's least value; the error names the symbols' values that break it.
+Expected<void> requireAtLeast(const InferContext &context, const SizeExpr &size, int64_t needed,
+                              std::string_view what);
+/// An operand's size as text for errors: "784" or "N (in [1, 256])".
+std::string describeSize(const SizeExpr &size);
+
 /// Fails unless the string attribute `layout` is "nchw" or "nhwc"; returns whether nhwc.
 Expected<bool> layoutIsNhwc(const InferContext &context);
 

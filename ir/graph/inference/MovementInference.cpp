@@ -49,8 +49,59 @@ int64_t sliceLength(int64_t size, int64_t start, int64_t stop, int64_t step) {
   return end <= begin ? 0 : 1 + (end - begin - 1) / step;
 }
 
+namespace {
+
+/// The product of sizes, overflow-checked.
+Expected<SizeExpr> productOf(const InferContext &context, const std::vector<SizeExpr> &sizes) {
+  SizeExpr product(1);
+  for (const SizeExpr &size : sizes) {
+    auto next = multiply(product, size);
+    if (!next)
+      return fail(context, ErrorCode::InvalidArgument, "{}", next.error().message());
+    product = *next;
+  }
+  return product;
+}
+
+/// The result type of an op whose target shape is an attribute: the symbolic
+/// `sizes` when present (`shape` must hold their upper bounds), else `shape`.
+/// A symbolic operand needs symbolic sizes.
+Expected<std::optional<TensorType>> symbolicTarget(const InferContext &context) {
+  const TensorType &input = operand(context, 0);
+  const Shape &shape = getInts(context.attrs, "shape");
+  if (!context.attrs.contains("sizes")) {
+    if (input.isSymbolic())
+      return fail(context, ErrorCode::ShapeMismatch,
+                  "the operand {} is symbolic: give the target as symbolic sizes (attribute "
+                  "'sizes'), not the static shape {}",
+                  input.str(), shapeStr(shape));
+    return std::optional<TensorType>();
+  }
+  const std::vector<SizeExpr> &sizes = getSizes(context.attrs, "sizes");
+  KILN_TRY(TensorType type, resultType(context, input.dtype, sizes));
+  if (type.shape != shape)
+    return fail(context, ErrorCode::InvalidArgument,
+                "shape {} must hold the upper bounds {} of sizes {}", shapeStr(shape),
+                shapeStr(type.shape), sizesStr(sizes));
+  // Static sizes keep the type static, as a static graph writes it.
+  return std::optional<TensorType>(std::move(type));
+}
+
+
+} // namespace
+
 Expected<TensorType> inferReshape(const InferContext &context) {
   const TensorType &input = operand(context, 0);
+  KILN_TRY(std::optional<TensorType> target, symbolicTarget(context));
+  if (target) {
+    KILN_TRY(SizeExpr from, productOf(context, input.sizes()));
+    KILN_TRY(SizeExpr to, productOf(context, target->sizes()));
+    if (from != to)
+      return fail(context, ErrorCode::ShapeMismatch,
+                  "cannot reshape {} ({} elements) to {} ({} elements)", input.str(), from.str(),
+                  target->str(), to.str());
+    return *target;
+  }
   const Shape &shape = getInts(context.attrs, "shape");
   KILN_TRY_VOID(requireNonNegativeShape(context, shape));
   KILN_TRY(int64_t count, numElementsOf(context, shape));
@@ -72,14 +123,22 @@ Expected<TensorType> inferTranspose(const InferContext &context) {
   if (!isPermutation)
     return fail(context, ErrorCode::InvalidArgument, "perm {} is not a permutation of rank {}",
                 shapeStr(perm), input.rank());
-  Shape shape;
+  std::vector<SizeExpr> shape;
   for (int64_t axis : perm)
-    shape.push_back(input.shape[axis]);
-  return TensorType{input.dtype, shape};
+    shape.push_back(input.size(axis));
+  return resultType(context, input.dtype, std::move(shape));
 }
 
 Expected<TensorType> inferBroadcastTo(const InferContext &context) {
   const TensorType &input = operand(context, 0);
+  KILN_TRY(std::optional<TensorType> target, symbolicTarget(context));
+  if (target) {
+    auto broadcast = broadcastSizes(input.sizes(), target->sizes());
+    if (!broadcast || *broadcast != target->sizes())
+      return fail(context, ErrorCode::ShapeMismatch, "cannot broadcast {} to {}", input.str(),
+                  target->str());
+    return *target;
+  }
   const Shape &shape = getInts(context.attrs, "shape");
   KILN_TRY_VOID(requireNonNegativeShape(context, shape));
   auto broadcast = broadcastShapes(input.shape, shape);
@@ -110,32 +169,38 @@ Expected<TensorType> inferConcat(const InferContext &context) {
   KILN_TRY_VOID(requireSameDType(context));
   const TensorType &first = operand(context, 0);
   KILN_TRY(int64_t axis, axisAttr(context, "axis", first.rank()));
-  Shape shape = first.shape;
+  std::vector<SizeExpr> shape = first.sizes();
   for (size_t i = 1; i < context.operands.size(); ++i) {
     const TensorType &next = operand(context, i);
     bool compatible = next.rank() == first.rank();
     for (int64_t d = 0; compatible && d < first.rank(); ++d)
-      compatible = d == axis || next.shape[d] == first.shape[d];
+      compatible = d == axis || next.size(d) == first.size(d);
     if (!compatible)
       return fail(context, ErrorCode::ShapeMismatch,
                   "operand {} {} does not match operand 0 {} outside axis {}", i, next.str(),
                   first.str(), axis);
-    if (__builtin_add_overflow(shape[axis], next.shape[axis], &shape[axis]))
+    auto sum = add(shape[axis], next.size(axis));
+    if (!sum || sum->upperBound() > kMaxElements * 2)
       return fail(context, ErrorCode::ShapeMismatch, "concatenated axis {} overflows", axis);
+    shape[axis] = *sum;
   }
-  return TensorType{first.dtype, shape};
+  return resultType(context, first.dtype, std::move(shape));
 }
 
 Expected<TensorType> inferPad(const InferContext &context) {
   const TensorType &input = operand(context, 0);
   KILN_TRY_VOID(requireInts(context, "low", input.shape.size(), 0));
   KILN_TRY_VOID(requireInts(context, "high", input.shape.size(), 0));
-  Shape shape = input.shape;
+  std::vector<SizeExpr> shape = input.sizes();
   // Each term is at most 2^53 (requireInts, TensorType's cap), so the sum fits;
   // inferResultType rejects a result beyond the cap.
-  for (size_t i = 0; i < shape.size(); ++i)
-    shape[i] += getInts(context.attrs, "low")[i] + getInts(context.attrs, "high")[i];
-  return TensorType{input.dtype, shape};
+  for (size_t i = 0; i < shape.size(); ++i) {
+    auto padded = add(shape[i], SizeExpr(getInts(context.attrs, "low")[i] +
+                                         getInts(context.attrs, "high")[i]));
+    KILN_CHECK(padded.has_value(), "pad sizes are capped at 2^53");
+    shape[i] = *padded;
+  }
+  return resultType(context, input.dtype, std::move(shape));
 }
 
 Expected<TensorType> inferGather(const InferContext &context) {
@@ -178,16 +243,16 @@ Expected<TensorType> inferTakeAlongAxis(const InferContext &context) {
 Expected<TensorType> inferSqueeze(const InferContext &context) {
   const TensorType &input = operand(context, 0);
   KILN_TRY(auto axes, axesAttr(context, "axes", input.rank()));
-  Shape shape;
+  std::vector<SizeExpr> shape;
   for (int64_t d = 0; d < input.rank(); ++d) {
     bool removed = std::find(axes.begin(), axes.end(), d) != axes.end();
-    if (removed && input.shape[d] != 1)
+    if (removed && input.size(d) != SizeExpr(1))
       return fail(context, ErrorCode::ShapeMismatch, "axis {} of {} has size {}, not 1", d,
-                  input.str(), input.shape[d]);
+                  input.str(), input.size(d).str());
     if (!removed)
-      shape.push_back(input.shape[d]);
+      shape.push_back(input.size(d));
   }
-  return TensorType{input.dtype, shape};
+  return resultType(context, input.dtype, std::move(shape));
 }
 
 Expected<TensorType> inferUnsqueeze(const InferContext &context) {
@@ -199,12 +264,13 @@ Expected<TensorType> inferUnsqueeze(const InferContext &context) {
                                  fmt::format("{} (axes are positions in the result: {} plus {} new axes)",
                                              axes.error().message(), input.str(),
                                              rank - input.rank())));
-  Shape shape;
+  std::vector<SizeExpr> shape;
   size_t next = 0;
   for (int64_t d = 0; d < rank; ++d)
-    shape.push_back(std::find(axes->begin(), axes->end(), d) != axes->end() ? 1
-                                                                          : input.shape[next++]);
-  return TensorType{input.dtype, shape};
+    shape.push_back(std::find(axes->begin(), axes->end(), d) != axes->end()
+                        ? SizeExpr(1)
+                        : input.size(static_cast<int64_t>(next++)));
+  return resultType(context, input.dtype, std::move(shape));
 }
 
 Expected<TensorType> inferIota(const InferContext &context) {

@@ -31,12 +31,13 @@ Expected<TensorType> inferLayerNorm(const InferContext &context) {
   KILN_TRY_VOID(checkEpsilon(context));
   const TensorType &input = operand(context, 0);
   KILN_TRY(int64_t axis, axisAttr(context, "axis", input.rank()));
-  Shape normalized(input.shape.begin() + axis, input.shape.end());
+  std::vector<SizeExpr> sizes = input.sizes();
+  std::vector<SizeExpr> normalized(sizes.begin() + axis, sizes.end());
   for (size_t i = 1; i < 3; ++i)
-    if (operand(context, i).shape != normalized)
+    if (operand(context, i).sizes() != normalized)
       return fail(context, ErrorCode::ShapeMismatch, "{} must have shape {} (x[{}:]), got {}",
-                  i == 1 ? "scale" : "bias", shapeStr(normalized), axis,
-                  shapeStr(operand(context, i).shape));
+                  i == 1 ? "scale" : "bias", sizesStr(normalized), axis,
+                  sizesStr(operand(context, i).sizes()));
   return input;
 }
 
@@ -47,12 +48,12 @@ Expected<TensorType> inferBatchNorm(const InferContext &context) {
   const TensorType &input = operand(context, 0);
   KILN_TRY(int64_t axis, axisAttr(context, "axis", input.rank()));
   static constexpr const char *kNames[] = {"x", "scale", "bias", "mean", "var"};
-  Shape channels{input.shape[axis]};
+  std::vector<SizeExpr> channels{input.size(axis)};
   for (size_t i = 1; i < 5; ++i)
-    if (operand(context, i).shape != channels)
+    if (operand(context, i).sizes() != channels)
       return fail(context, ErrorCode::ShapeMismatch,
                   "{} must have shape {} (the channel axis {} of x {}), got {}", kNames[i],
-                  shapeStr(channels), axis, input.str(), shapeStr(operand(context, i).shape));
+                  sizesStr(channels), axis, input.str(), sizesStr(operand(context, i).sizes()));
   return input;
 }
 

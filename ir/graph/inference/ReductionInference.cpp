@@ -9,14 +9,15 @@ using namespace inference;
 
 namespace {
 
-Shape reducedShape(const Shape &shape, const std::vector<int64_t> &axes, bool keepDims) {
-  Shape out;
+std::vector<SizeExpr> reducedShape(const std::vector<SizeExpr> &shape,
+                                   const std::vector<int64_t> &axes, bool keepDims) {
+  std::vector<SizeExpr> out;
   for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) {
     bool reduced = std::find(axes.begin(), axes.end(), i) != axes.end();
     if (!reduced)
       out.push_back(shape[i]);
     else if (keepDims)
-      out.push_back(1);
+      out.push_back(SizeExpr(1));
   }
   return out;
 }
@@ -32,10 +33,11 @@ Expected<TensorType> inferReduce(const InferContext &context) {
                 "axes is empty; list the axes to reduce (all of them for a full reduction)");
   if (context.kind == OpKind::ReduceMax || context.kind == OpKind::ReduceMin)
     for (int64_t axis : axes)
-      if (input.shape[axis] == 0)
-        return fail(context, ErrorCode::ShapeMismatch, "cannot reduce empty axis {} of {}", axis,
-                    input.str());
-  return TensorType{input.dtype, reducedShape(input.shape, axes, getBool(context.attrs, "keepdims"))};
+      KILN_TRY_VOID(requireAtLeast(context, input.size(axis), 1,
+                                   fmt::format("cannot reduce empty axis {} of {}", axis,
+                                               input.str())));
+  return resultType(context, input.dtype,
+                    reducedShape(input.sizes(), axes, getBool(context.attrs, "keepdims")));
 }
 
 Expected<TensorType> inferReduceFloat(const InferContext &context) {
@@ -47,10 +49,10 @@ Expected<TensorType> inferArgReduce(const InferContext &context) {
   const TensorType &input = operand(context, 0);
   KILN_TRY_VOID(requireNumeric(context, 0));
   KILN_TRY(int64_t axis, axisAttr(context, "axis", input.rank()));
-  if (input.shape[axis] == 0)
-    return fail(context, ErrorCode::ShapeMismatch, "cannot search empty axis {} of {}", axis,
-                input.str());
-  return TensorType{DType::I64, reducedShape(input.shape, {axis}, getBool(context.attrs, "keepdims"))};
+  KILN_TRY_VOID(requireAtLeast(context, input.size(axis), 1,
+                               fmt::format("cannot search empty axis {} of {}", axis, input.str())));
+  return resultType(context, DType::I64,
+                    reducedShape(input.sizes(), {axis}, getBool(context.attrs, "keepdims")));
 }
 
 } // namespace kiln::ir

@@ -1,0 +1,190 @@
+// bindSymbols and specialize: a symbolic graph at concrete sizes.
+#include "ir/graph/Specialize.h"
+
+#include "ir/graph/Verifier.h"
+
+#include <fmt/format.h>
+#include <unordered_map>
+
+namespace kiln::ir {
+
+namespace {
+
+// Where a symbol got its value, for the "inputs disagree" error.
+struct Binding {
+  int64_t value;
+  std::string leaf;
+  size_t dim;
+};
+
+std::string leafKind(const Value &leaf) {
+  return leaf.kind() == Value::Kind::Param ? "parameter" : "input";
+}
+
+Expected<void> checkRank(const Value &leaf, const Shape &shape) {
+  if (static_cast<int64_t>(shape.size()) == leaf.type().rank())
+    return {};
+  return makeError(ErrorCode::ShapeMismatch,
+                   fmt::format("{} '{}' is {} (rank {}), got shape {}", leafKind(leaf),
+                               leaf.name(), leaf.type().str(), leaf.type().rank(),
+                               shapeStr(shape)));
+}
+
+/// The unique value of `symbol` in its range that makes `size` equal `actual`.
+/// Sizes grow with their symbols, so a binary search finds the least one.
+std::optional<int64_t> solveFor(const SizeExpr &size, const SizeSymbol &symbol, int64_t actual,
+                                SymbolBindings bindings) {
+  auto at = [&](int64_t value) -> std::optional<int64_t> {
+    bindings[symbol.name] = value;
+    auto result = size.evaluate(bindings);
+    return result ? std::optional<int64_t>(*result) : std::nullopt;
+  };
+  int64_t low = symbol.min, high = symbol.max;
+  while (low < high) {
+    int64_t mid = low + (high - low) / 2;
+    auto value = at(mid);
+    if (!value)
+      return std::nullopt;
+    if (*value < actual)
+      low = mid + 1;
+    else
+      high = mid;
+  }
+  if (at(low) != actual || (low < symbol.max && at(low + 1) == actual))
+    return std::nullopt; // no solution, or not a unique one
+  return low;
+}
+
+} // namespace
+
+Expected<SymbolBindings> bindSymbols(const Graph &graph, const LeafShapes &shapes) {
+  std::map<std::string, Binding, std::less<>> bound;
+  std::vector<const Value *> leaves(graph.inputs().begin(), graph.inputs().end());
+  leaves.insert(leaves.end(), graph.params().begin(), graph.params().end());
+  // First the dims that are a bare symbol: they bind it.
+  for (const Value *leaf : leaves) {
+    auto found = shapes.find(leaf->name());
+    if (found == shapes.end() || !leaf->type().isSymbolic())
+      continue;
+    KILN_TRY_VOID(checkRank(*leaf, found->second));
+    for (size_t dim = 0; dim < found->second.size(); ++dim) {
+      std::optional<SizeSymbol> symbol = leaf->type().symbolicDims[dim].asSymbol();
+      if (!symbol)
+        continue;
+      int64_t actual = found->second[dim];
+      if (actual < symbol->min || actual > symbol->max)
+        return makeError(ErrorCode::ShapeMismatch,
+                         fmt::format("{} '{}' dim {} is the size symbol {}, but the actual size "
+                                     "{} is outside its range",
+                                     leafKind(*leaf), leaf->name(), dim, symbol->str(), actual));
+      auto [it, inserted] = bound.emplace(symbol->name, Binding{actual, leaf->name(), dim});
+      if (!inserted && it->second.value != actual)
+        return makeError(ErrorCode::ShapeMismatch,
+                         fmt::format("the inputs disagree on {}: '{}' dim {} gives {} = {}, '{}' "
+                                     "dim {} gives {} = {}",
+                                     symbol->name, it->second.leaf, it->second.dim, symbol->name,
+                                     it->second.value, leaf->name(), dim, symbol->name, actual));
+    }
+  }
+  SymbolBindings bindings;
+  for (const auto &[name, binding] : bound)
+    bindings.emplace(name, binding.value);
+  // Then every other dim: static sizes and expressions must match.
+  for (const Value *leaf : leaves) {
+    auto found = shapes.find(leaf->name());
+    if (found == shapes.end())
+      continue;
+    KILN_TRY_VOID(checkRank(*leaf, found->second));
+    for (size_t dim = 0; dim < found->second.size(); ++dim) {
+      SizeExpr size = leaf->type().size(static_cast<int64_t>(dim));
+      int64_t actual = found->second[dim];
+      std::vector<SizeSymbol> unbound;
+      for (const SizeSymbol &symbol : size.symbols())
+        if (!bindings.contains(symbol.name))
+          unbound.push_back(symbol);
+      if (unbound.size() == 1) {
+        std::optional<int64_t> value = solveFor(size, unbound[0], actual, bindings);
+        if (!value)
+          return makeError(ErrorCode::ShapeMismatch,
+                           fmt::format("{} '{}' dim {} is {}: no single value of {} gives the "
+                                       "actual size {}",
+                                       leafKind(*leaf), leaf->name(), dim, size.str(),
+                                       unbound[0].str(), actual));
+        bindings.emplace(unbound[0].name, *value);
+        continue;
+      }
+      if (unbound.size() > 1)
+        continue; // perhaps bound by a later dim; specialize names any left unbound
+      KILN_TRY(int64_t expected, size.evaluate(bindings));
+      if (expected != actual)
+        return makeError(ErrorCode::ShapeMismatch,
+                         fmt::format("{} '{}' dim {} is {}{}, got {}", leafKind(*leaf),
+                                     leaf->name(), dim, size.str(),
+                                     size.isConstant() ? "" : fmt::format(" = {} here", expected),
+                                     actual));
+    }
+  }
+  return bindings;
+}
+
+namespace {
+
+Expected<TensorType> specializeType(const TensorType &type, const SymbolBindings &bindings) {
+  if (!type.isSymbolic())
+    return type;
+  TensorType out{type.dtype, {}};
+  for (const SizeExpr &size : type.symbolicDims) {
+    KILN_TRY(int64_t value, size.evaluate(bindings));
+    out.shape.push_back(value);
+  }
+  return out;
+}
+
+} // namespace
+
+Expected<std::unique_ptr<Graph>> specialize(const Graph &graph, const SymbolBindings &bindings) {
+  for (const SizeSymbol &symbol : graph.symbols()) {
+    auto found = bindings.find(symbol.name);
+    if (found == bindings.end())
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("specialize @{}: no value for the size symbol {}",
+                                   graph.name(), symbol.str()));
+    if (found->second < symbol.min || found->second > symbol.max)
+      return makeError(ErrorCode::ShapeMismatch,
+                       fmt::format("specialize @{}: {} = {} is outside its range {}",
+                                   graph.name(), symbol.name, found->second, symbol.str()));
+  }
+  auto copy = std::make_unique<Graph>(graph.name());
+  std::unordered_map<const Value *, Value *> mapped;
+  for (Value *input : graph.inputs()) {
+    KILN_TRY(TensorType type, specializeType(input->type(), bindings));
+    KILN_TRY(mapped[input], copy->addInput(input->name(), std::move(type)));
+  }
+  for (Value *param : graph.params()) {
+    KILN_TRY(TensorType type, specializeType(param->type(), bindings));
+    KILN_TRY(mapped[param], copy->addParam(param->name(), std::move(type)));
+  }
+  for (Node *node : graph.topologicalOrder()) {
+    std::vector<Value *> operands;
+    for (Value *operand : node->operands())
+      operands.push_back(mapped.at(operand));
+    AttrMap attrs = node->attrs();
+    if (auto sizes = attrs.find("sizes"); sizes != attrs.end()) {
+      std::vector<int64_t> shape;
+      for (const SizeExpr &size : std::get<std::vector<SizeExpr>>(sizes->second)) {
+        KILN_TRY(int64_t value, size.evaluate(bindings));
+        shape.push_back(value);
+      }
+      attrs.erase(sizes);
+      attrs.insert_or_assign("shape", Attr(std::move(shape)));
+    }
+    KILN_TRY(mapped[node->result()],
+             copy->addNode(node->kind(), std::move(operands), std::move(attrs), node->location()));
+  }
+  for (const GraphOutput &output : graph.outputs())
+    KILN_TRY_VOID(copy->addOutput(output.name, mapped.at(output.value)));
+  KILN_TRY_VOID(verifyGraph(*copy));
+  return copy;
+}
+
+} // namespace kiln::ir

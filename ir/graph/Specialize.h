@@ -1,0 +1,28 @@
+// From a symbolic graph to a static one: the symbols' values implied by actual
+// input shapes (bindSymbols), and the graph with those values put in (specialize).
+#pragma once
+
+#include "ir/graph/Graph.h"
+
+#include <map>
+#include <memory>
+
+namespace kiln::ir {
+
+/// Actual shapes of a graph's inputs (and parameters), by name.
+using LeafShapes = std::map<std::string, Shape, std::less<>>;
+
+/// The value of every symbol of `graph`, read from the leaves' actual shapes.
+/// A dim that is a bare symbol binds it; any other symbolic dim must then
+/// evaluate to the actual size (or, with one unbound symbol, determine it
+/// uniquely). Errors name the input, the dim, the symbol, its range and the
+/// actual size; two inputs that disagree on a symbol are both named. A leaf
+/// missing from `shapes` is skipped (its caller reports it).
+Expected<SymbolBindings> bindSymbols(const Graph &graph, const LeafShapes &shapes);
+
+/// A static copy of `graph` with every symbol replaced by its value in
+/// `bindings` (each in its range), verified. Reshape and broadcast_to targets
+/// become their `shape` at those values.
+Expected<std::unique_ptr<Graph>> specialize(const Graph &graph, const SymbolBindings &bindings);
+
+} // namespace kiln::ir
