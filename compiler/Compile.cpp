@@ -10,6 +10,7 @@
 #include "compiler/CudaCompile.h"
 #include "compiler/Devices.h"
 #include "compiler/tuning/TuningKeys.h"
+#include "ir/graph/Specialize.h"
 #include "runtime/DeviceExecutor.h"
 #include "runtime/sim/SimDevice.h"
 #include "support/Elapsed.h"
@@ -172,18 +173,8 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
   CompileReport &r = report ? *report : localReport;
   r = {};
 
-  // Kernels with runtime sizes are part 2 of docs/dynamic-shapes.md; until
-  // then a symbolic graph must not compile at its upper bounds by accident.
-  if (userGraph.isSymbolic()) {
-    std::string symbols;
-    for (const ir::SizeSymbol &symbol : userGraph.symbols())
-      symbols += (symbols.empty() ? "" : ", ") + symbol.str();
-    return makeError(ErrorCode::Unsupported,
-                     fmt::format("graph @{} has symbolic dims ({}): compile the graph "
-                                 "specialized with ir::specialize at the sizes to run "
-                                 "(dynamic compile not built yet, docs/dynamic-shapes.md)",
-                                 userGraph.name(), symbols));
-  }
+  // Kernels with runtime sizes are part 2 of docs/dynamic-shapes.md.
+  KILN_TRY_VOID(ir::requireStaticSizes(userGraph, "compiler"));
 
   KILN_TRY(TargetChoice choice, chooseTarget(options));
   r.fallbackReason = choice.fallbackReason;

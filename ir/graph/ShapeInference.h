@@ -49,11 +49,6 @@ std::optional<Shape> broadcastShapes(const Shape &a, const Shape &b);
 /// Maps a possibly negative axis into [0, rank), or nullopt when out of range.
 std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 
-/// Output spatial size of a convolution or pooling window along one axis.
-/// Returns a value <= 0 when the window does not fit.
-int64_t windowOutputSize(int64_t input, int64_t kernel, int64_t stride, int64_t padBefore,
-                         int64_t padAfter, int64_t dilation);
-
 } // namespace kiln::ir
 
 namespace kiln::ir {

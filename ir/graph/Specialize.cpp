@@ -187,4 +187,17 @@ Expected<std::unique_ptr<Graph>> specialize(const Graph &graph, const SymbolBind
   return copy;
 }
 
+Expected<void> requireStaticSizes(const Graph &graph, std::string_view consumer) {
+  if (!graph.isSymbolic())
+    return {};
+  std::string symbols;
+  for (const SizeSymbol &symbol : graph.symbols())
+    symbols += (symbols.empty() ? "" : ", ") + symbol.str();
+  return makeError(ErrorCode::Unsupported,
+                   fmt::format("graph @{} has symbolic dims ({}): the {} takes static sizes; "
+                               "specialize the graph at the sizes to run (ir::specialize) "
+                               "(dynamic compile not built yet, docs/dynamic-shapes.md)",
+                               graph.name(), symbols, consumer));
+}
+
 } // namespace kiln::ir

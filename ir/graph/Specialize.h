@@ -25,4 +25,9 @@ Expected<SymbolBindings> bindSymbols(const Graph &graph, const LeafShapes &shape
 /// become their `shape` at those values.
 Expected<std::unique_ptr<Graph>> specialize(const Graph &graph, const SymbolBindings &bindings);
 
+/// An error when `graph` has symbols: `consumer` (e.g. "compile", "pass pipeline") works on
+/// static sizes only until kernels take runtime sizes (docs/dynamic-shapes.md, part 2), and
+/// must never run a symbolic graph at its upper bounds by accident.
+Expected<void> requireStaticSizes(const Graph &graph, std::string_view consumer);
+
 } // namespace kiln::ir

@@ -19,9 +19,9 @@ TEST_CASE("compile refuses a symbolic graph and compiles it specialized", "[comp
   REQUIRE_FALSE(refused.has_value());
   CHECK(refused.error().code() == ErrorCode::Unsupported);
   CHECK(refused.error().message() ==
-        "graph @mlp has symbolic dims (N in [1, 64]): compile the graph specialized with "
-        "ir::specialize at the sizes to run (dynamic compile not built yet, "
-        "docs/dynamic-shapes.md)");
+        "graph @mlp has symbolic dims (N in [1, 64]): the compiler takes static sizes; "
+        "specialize the graph at the sizes to run (ir::specialize) (dynamic compile not built "
+        "yet, docs/dynamic-shapes.md)");
 
   auto specialized = ir::specialize(graph.ir(), {{"N", 3}});
   REQUIRE(specialized.has_value());

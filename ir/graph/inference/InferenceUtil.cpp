@@ -25,17 +25,6 @@ std::optional<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
   return axis < 0 ? axis + rank : axis;
 }
 
-int64_t windowOutputSize(int64_t input, int64_t kernel, int64_t stride, int64_t padBefore,
-                         int64_t padAfter, int64_t dilation) {
-  // 128-bit arithmetic: attributes come from user text and may be huge.
-  __int128 span = static_cast<__int128>(kernel - 1) * dilation + 1;
-  __int128 padded = static_cast<__int128>(input) + padBefore + padAfter;
-  if (padded < span)
-    return 0;
-  __int128 size = (padded - span) / stride + 1;
-  return size > kMaxElements ? kMaxElements + 1 : static_cast<int64_t>(size);
-}
-
 namespace inference {
 
 std::optional<std::vector<SizeExpr>> broadcastSizes(const std::vector<SizeExpr> &a,
