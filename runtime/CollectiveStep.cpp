@@ -196,18 +196,23 @@ bool DeviceCollectives::needsStream(const LaunchPlan &plan,
 }
 
 size_t DeviceCollectives::eventsNeeded(const LaunchPlan &plan) {
-  return 1 + static_cast<size_t>(std::ranges::count_if(
+  return 1 + 2 * static_cast<size_t>(std::ranges::count_if(
                  plan.steps, [](const PlanStep &step) { return step.kind == StepKind::AllReduce; }));
 }
 
 DeviceCollectives::DeviceCollectives(const LaunchPlan &plan, dist::Communicator *communicator,
                                      Device &device, Stream compute, Stream communication,
-                                     std::span<const Event> events)
+                                     std::span<const Event> events, bool timed)
     : plan_(plan), communicator_(communicator), device_(device), compute_(compute),
-      communication_(communication), events_(events) {
+      communication_(communication), events_(events), timed_(timed),
+      ordinals_(plan.steps.size(), -1) {
   KILN_CHECK(!needsStream(plan, communicator) ||
                  (communication.handle != compute.handle && events.size() >= eventsNeeded(plan)),
              "a device run that reduces across ranks needs a communication stream and its events");
+  int ordinal = 0;
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    if (plan.steps[i].kind == StepKind::AllReduce)
+      ordinals_[i] = ordinal++;
 }
 
 Expected<void> DeviceCollectives::start(int stepIndex, DevicePtr source, DevicePtr result) {
@@ -226,14 +231,17 @@ Expected<void> DeviceCollectives::start(int stepIndex, DevicePtr source, DeviceP
   Event ready = events_[0];
   KILN_TRY_VOID(withStepName(step, device_.record(ready, compute_)));
   KILN_TRY_VOID(withStepName(step, device_.waitEvent(communication_, ready)));
-  int64_t count = resultBuffer.bytes / dtypeByteSize(resultBuffer.dtype);
+  Bucket bucket{stepIndex, {result, resultBuffer.bytes},
+                resultBuffer.bytes / dtypeByteSize(resultBuffer.dtype),
+                events_[1 + 2 * buckets_.size()], events_[2 + 2 * buckets_.size()]};
+  if (timed_)
+    KILN_TRY_VOID(withStepName(step, device_.record(bucket.started, communication_)));
   // A device address as the communicator's buffer: NCCL takes device pointers.
   KILN_TRY_VOID(withStepName(step, communicator_->allReduce(reinterpret_cast<void *>(result),
-                                                            count, resultBuffer.dtype,
+                                                            bucket.elements, resultBuffer.dtype,
                                                             step.reduceOp, communication_)));
-  Event done = events_[1 + buckets_.size()];
-  KILN_TRY_VOID(withStepName(step, device_.record(done, communication_)));
-  buckets_.push_back({{result, resultBuffer.bytes}, done});
+  KILN_TRY_VOID(withStepName(step, device_.record(bucket.done, communication_)));
+  buckets_.push_back(bucket);
   return {};
 }
 
@@ -255,6 +263,18 @@ Expected<void> DeviceCollectives::waitForOverlap(std::span<const DeviceRange> ra
 
 Expected<void> DeviceCollectives::finish() {
   return inFlight() ? joinThrough(buckets_.size() - 1) : Expected<void>{};
+}
+
+Expected<void> DeviceCollectives::profile(RunProfile &profile, Event runStart) const {
+  KILN_CHECK(timed_, "DeviceCollectives::profile of a run that was not timed");
+  for (const Bucket &bucket : buckets_) {
+    KILN_TRY(double startMs, device_.elapsedMs(runStart, bucket.started));
+    KILN_TRY(double endMs, device_.elapsedMs(runStart, bucket.done));
+    profile.events.push_back({collectiveEventName(ordinals_[static_cast<size_t>(bucket.step)]),
+                              ProfileCategory::Communication, bucket.step, startMs,
+                              endMs - startMs, bucket.result.bytes, bucket.elements});
+  }
+  return {};
 }
 
 bool hasCollectiveSteps(const LaunchPlan &plan) {

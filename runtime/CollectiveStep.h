@@ -113,14 +113,16 @@ public:
   /// Whether running `plan` with `communicator` reduces across ranks, and so
   /// needs a communication stream and eventsNeeded(plan) events.
   static bool needsStream(const LaunchPlan &plan, const dist::Communicator *communicator);
-  /// One event per collective step, and one the compute stream records for
-  /// the communication stream to wait on.
+  /// Two events per collective step (its start and end on the communication
+  /// stream), and one the compute stream records for it to wait on.
   static size_t eventsNeeded(const LaunchPlan &plan);
 
   /// `communication` and `events` are unused (may be empty) when needsStream()
-  /// is false; `events` are the run context's, reused by every run.
+  /// is false; `events` are the run context's, reused by every run. With
+  /// `timed`, each bucket's start is recorded too, for profile().
   DeviceCollectives(const LaunchPlan &plan, dist::Communicator *communicator, Device &device,
-                    Stream compute, Stream communication, std::span<const Event> events);
+                    Stream compute, Stream communication, std::span<const Event> events,
+                    bool timed = false);
 
   /// Step `stepIndex` (an AllReduce): the copy on the compute stream, the
   /// collective on the communication stream.
@@ -132,11 +134,17 @@ public:
   Expected<void> finish();
   /// Whether a bucket was enqueued that the compute stream has not waited for.
   bool inFlight() const { return joined_ < buckets_.size(); }
+  /// A timed run, once its streams have finished: one Communication event per
+  /// bucket, timed by the device from `runStart` (an event of the run's).
+  Expected<void> profile(RunProfile &profile, Event runStart) const;
 
 private:
   struct Bucket {
+    int step = -1;
     DeviceRange result;
-    Event done; ///< recorded on the communication stream after the collective
+    int64_t elements = 0;
+    Event started; ///< recorded on the communication stream before the collective (timed)
+    Event done;    ///< recorded on the communication stream after the collective
   };
   /// The compute stream waits for buckets [joined_, last].
   Expected<void> joinThrough(size_t last);
@@ -146,6 +154,8 @@ private:
   Device &device_;
   Stream compute_, communication_;
   std::span<const Event> events_;
+  bool timed_;
+  std::vector<int> ordinals_; ///< by step: the step's collective ordinal
   std::vector<Bucket> buckets_;
   size_t joined_ = 0; ///< buckets before this one the compute stream has waited for
 };

@@ -466,7 +466,7 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
     if (auto made = prepareCollectives(plan, options.communicator, ctx); !made)
       return fail(std::move(made).error());
     collectives.emplace(plan, options.communicator, *device_, ctx.stream,
-                        ctx.communication.value_or(Stream{}), ctx.collectiveEvents);
+                        ctx.communication.value_or(Stream{}), ctx.collectiveEvents, timed);
     Expected<void> done = launchSteps(plan, addresses, ctx, timed, *collectives);
     // The join: what follows (outputs, state copies, the next run's reuse of
     // the arena) reads or writes the buckets.
@@ -546,6 +546,10 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
     size_t last = plan.steps.size() + 1;
     profile.events.push_back({"outputs", ProfileCategory::CopyToHost, -1, at[last],
                               at[last + 1] - at[last], outputBytes});
+    // The buckets, on the communication stream (as the host's on its thread).
+    if (collectives)
+      if (auto done = collectives->profile(profile, ctx.events[0]); !done)
+        return fail(std::move(done).error());
     profile.totalMs = std::chrono::duration<double, std::milli>(
                           std::chrono::steady_clock::now() - wallStart)
                           .count();

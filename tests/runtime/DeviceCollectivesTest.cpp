@@ -331,11 +331,13 @@ struct Harness {
     REQUIRE(made);
     executor = std::move(*made);
   }
-  Expected<std::vector<HostTensor>> run(runtime::dist::Communicator *communicator) {
+  Expected<std::vector<HostTensor>> run(runtime::dist::Communicator *communicator,
+                                        runtime::RunProfile *profile = nullptr) {
     device->clearLog();
     std::vector<const HostTensor *> inputs{&x};
     RunOptions options;
     options.communicator = communicator;
+    options.profile = profile;
     return executor->run(plan, inputs, {}, options);
   }
   /// The position of the first log entry that starts with `prefix`.
@@ -447,6 +449,34 @@ TEST_CASE("a failed device all-reduce is run()'s error", "[runtime][dist]") {
   auto again = h.run(&working);
   REQUIRE(again);
   CHECK(again->at(0).getDouble(1) == 15);
+}
+
+TEST_CASE("a profiled device run times each bucket on the communication stream",
+          "[runtime][dist]") {
+  Harness h;
+  h.build(makePlan(*h.device, 2));
+  LazyCommunicator communicator(*h.device);
+  runtime::RunProfile profile;
+  auto out = h.run(&communicator, &profile);
+  REQUIRE(out);
+  CHECK(out->at(0).getDouble(0) == 5); // 2 * 2x + 2 * 3x at x = 0.5
+  std::vector<const runtime::ProfileEvent *> buckets;
+  for (const runtime::ProfileEvent &event : profile.events)
+    if (event.category == runtime::ProfileCategory::Communication)
+      buckets.push_back(&event);
+  REQUIRE(buckets.size() == 2);
+  CHECK(buckets[0]->name == "all_reduce bucket 0");
+  CHECK(buckets[0]->step == 1);
+  CHECK(buckets[1]->name == "all_reduce bucket 1");
+  CHECK(buckets[1]->step == 3);
+  for (const runtime::ProfileEvent *bucket : buckets) {
+    CHECK(bucket->bytes == kN * 4);
+    CHECK(bucket->elements == kN);
+    CHECK(bucket->startMs >= 0);
+    CHECK(bucket->durationMs >= 0);
+  }
+  // Bucket 1 starts after bucket 0 ends: one communication stream, in order.
+  CHECK(buckets[1]->startMs >= buckets[0]->startMs + buckets[0]->durationMs);
 }
 
 TEST_CASE("a device run without several ranks copies on the compute stream alone",
