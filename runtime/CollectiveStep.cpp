@@ -48,8 +48,20 @@ double millisecondsBetween(HostCollectives::Clock::time_point from,
   return std::chrono::duration<double, std::milli>(to - from).count();
 }
 
+/// Whether two byte ranges share a byte: host pointers and device addresses
+/// alike, compared as numbers, so aliases and arena reuse need no marks.
+bool rangesOverlap(uint64_t aBegin, int64_t aBytes, uint64_t bBegin, int64_t bBytes) {
+  return aBytes > 0 && bBytes > 0 && aBegin < bBegin + static_cast<uint64_t>(bBytes) &&
+         bBegin < aBegin + static_cast<uint64_t>(aBytes);
+}
+
 bool overlaps(const ByteRange &a, const ByteRange &b) {
-  return a.bytes > 0 && b.bytes > 0 && a.begin < b.begin + b.bytes && b.begin < a.begin + a.bytes;
+  return rangesOverlap(reinterpret_cast<uintptr_t>(a.begin), a.bytes,
+                       reinterpret_cast<uintptr_t>(b.begin), b.bytes);
+}
+
+bool overlaps(const DeviceRange &a, const DeviceRange &b) {
+  return rangesOverlap(a.begin, a.bytes, b.begin, b.bytes);
 }
 
 } // namespace
@@ -178,20 +190,91 @@ Expected<void> HostCollectives::finish() {
   return {};
 }
 
-Expected<void> runDeviceAllReduce(const PlanStep &step, const PlanBuffer &resultBuffer,
-                                  DevicePtr source, DevicePtr result, Device &device,
-                                  dist::Communicator *communicator, Stream stream) {
+bool DeviceCollectives::needsStream(const LaunchPlan &plan,
+                                    const dist::Communicator *communicator) {
+  return reducesAcrossRanks(communicator) && hasCollectiveSteps(plan);
+}
+
+size_t DeviceCollectives::eventsNeeded(const LaunchPlan &plan) {
+  return 1 + 2 * static_cast<size_t>(std::ranges::count_if(
+                 plan.steps, [](const PlanStep &step) { return step.kind == StepKind::AllReduce; }));
+}
+
+DeviceCollectives::DeviceCollectives(const LaunchPlan &plan, dist::Communicator *communicator,
+                                     Device &device, Stream compute, Stream communication,
+                                     std::span<const Event> events, bool timed)
+    : plan_(plan), communicator_(communicator), device_(device), compute_(compute),
+      communication_(communication), events_(events), timed_(timed),
+      ordinals_(plan.steps.size(), -1) {
+  KILN_CHECK(!needsStream(plan, communicator) ||
+                 (communication.handle != compute.handle && events.size() >= eventsNeeded(plan)),
+             "a device run that reduces across ranks needs a communication stream and its events");
+  int ordinal = 0;
+  for (size_t i = 0; i < plan.steps.size(); ++i)
+    if (plan.steps[i].kind == StepKind::AllReduce)
+      ordinals_[i] = ordinal++;
+}
+
+Expected<void> DeviceCollectives::start(int stepIndex, DevicePtr source, DevicePtr result) {
+  const PlanStep &step = plan_.steps[static_cast<size_t>(stepIndex)];
   KILN_CHECK(step.kind == StepKind::AllReduce && step.args.size() == 2,
              "an all_reduce step takes a source and a result buffer");
+  const PlanBuffer &resultBuffer = plan_.buffers[static_cast<size_t>(step.args[1])];
   if (source != result && resultBuffer.bytes > 0)
-    KILN_TRY_VOID(device.copyOnDevice(result, source, resultBuffer.bytes, stream));
-  if (!reducesAcrossRanks(communicator))
+    KILN_TRY_VOID(device_.copyOnDevice(result, source, resultBuffer.bytes, compute_));
+  if (!reducesAcrossRanks(communicator_))
     return {};
-  KILN_TRY_VOID(requireSpace(step, *communicator, dist::MemorySpace::Device));
-  int64_t count = resultBuffer.bytes / dtypeByteSize(resultBuffer.dtype);
+  KILN_TRY_VOID(requireSpace(step, *communicator_, dist::MemorySpace::Device));
+  // The fork: the communication stream starts once the compute stream has
+  // written the bucket. One event serves every bucket: a wait takes the
+  // event's state when it is enqueued, so re-recording it later is safe.
+  Event ready = events_[0];
+  KILN_TRY_VOID(withStepName(step, device_.record(ready, compute_)));
+  KILN_TRY_VOID(withStepName(step, device_.waitEvent(communication_, ready)));
+  Bucket bucket{stepIndex, {result, resultBuffer.bytes},
+                resultBuffer.bytes / dtypeByteSize(resultBuffer.dtype),
+                events_[1 + 2 * buckets_.size()], events_[2 + 2 * buckets_.size()]};
+  if (timed_)
+    KILN_TRY_VOID(withStepName(step, device_.record(bucket.started, communication_)));
   // A device address as the communicator's buffer: NCCL takes device pointers.
-  return withStepName(step, communicator->allReduce(reinterpret_cast<void *>(result), count,
-                                                    resultBuffer.dtype, step.reduceOp, stream));
+  KILN_TRY_VOID(withStepName(step, communicator_->allReduce(reinterpret_cast<void *>(result),
+                                                            bucket.elements, resultBuffer.dtype,
+                                                            step.reduceOp, communication_)));
+  KILN_TRY_VOID(withStepName(step, device_.record(bucket.done, communication_)));
+  buckets_.push_back(bucket);
+  return {};
+}
+
+Expected<void> DeviceCollectives::joinThrough(size_t last) {
+  // The communication stream runs its buckets in order: the last one's event
+  // stands for every one before it.
+  KILN_TRY_VOID(device_.waitEvent(compute_, buckets_[last].done));
+  joined_ = last + 1;
+  return {};
+}
+
+Expected<void> DeviceCollectives::waitForOverlap(std::span<const DeviceRange> ranges) {
+  for (size_t i = buckets_.size(); i-- > joined_;)
+    for (const DeviceRange &range : ranges)
+      if (overlaps(buckets_[i].result, range))
+        return joinThrough(i);
+  return {};
+}
+
+Expected<void> DeviceCollectives::finish() {
+  return inFlight() ? joinThrough(buckets_.size() - 1) : Expected<void>{};
+}
+
+Expected<void> DeviceCollectives::profile(RunProfile &profile, Event runStart) const {
+  KILN_CHECK(timed_, "DeviceCollectives::profile of a run that was not timed");
+  for (const Bucket &bucket : buckets_) {
+    KILN_TRY(double startMs, device_.elapsedMs(runStart, bucket.started));
+    KILN_TRY(double endMs, device_.elapsedMs(runStart, bucket.done));
+    profile.events.push_back({collectiveEventName(ordinals_[static_cast<size_t>(bucket.step)]),
+                              ProfileCategory::Communication, bucket.step, startMs,
+                              endMs - startMs, bucket.result.bytes, bucket.elements});
+  }
+  return {};
 }
 
 bool hasCollectiveSteps(const LaunchPlan &plan) {

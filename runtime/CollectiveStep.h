@@ -3,6 +3,7 @@
 // the step a copy: one rank's all-reduce is the identity.
 #pragma once
 
+#include "runtime/Device.h"
 #include "runtime/LaunchPlan.h"
 #include "runtime/Profile.h"
 
@@ -89,11 +90,75 @@ private:
   std::shared_ptr<Flight> flight_;
 };
 
-/// Device plans: the copy and the all-reduce are enqueued on `stream`; the
-/// communicator must reduce device buffers (NCCL).
-Expected<void> runDeviceAllReduce(const PlanStep &step, const PlanBuffer &resultBuffer,
-                                  DevicePtr source, DevicePtr result, Device &device,
-                                  dist::Communicator *communicator, Stream stream);
+/// Bytes a step reads or writes on a device.
+struct DeviceRange {
+  DevicePtr begin = 0;
+  int64_t bytes = 0;
+};
+
+/// The all_reduce steps of one device run, the device form of HostCollectives'
+/// rules with streams and events in place of a thread. Each copies its operand
+/// into its result on the compute stream (the operand's bytes may be reused by
+/// the next kernel), records an event there, makes the communication stream
+/// wait on it and enqueues the collective on the communication stream, then an
+/// event after it; the compute stream goes on. Before a step whose buffers
+/// share bytes with a bucket in flight (waitForOverlap: the slices back, the
+/// update, arena reuse) the compute stream waits on that bucket's event, and
+/// finish() makes it wait for every bucket. The communication stream runs its
+/// buckets in order, so waiting for one joins every earlier one too. Without a
+/// communicator of several ranks the step is the copy alone and no second
+/// stream is needed. The communicator must reduce device buffers (NCCL).
+class DeviceCollectives {
+public:
+  /// Whether running `plan` with `communicator` reduces across ranks, and so
+  /// needs a communication stream and eventsNeeded(plan) events.
+  static bool needsStream(const LaunchPlan &plan, const dist::Communicator *communicator);
+  /// Two events per collective step (its start and end on the communication
+  /// stream), and one the compute stream records for it to wait on.
+  static size_t eventsNeeded(const LaunchPlan &plan);
+
+  /// `communication` and `events` are unused (may be empty) when needsStream()
+  /// is false; `events` are the run context's, reused by every run. With
+  /// `timed`, each bucket's start is recorded too, for profile().
+  DeviceCollectives(const LaunchPlan &plan, dist::Communicator *communicator, Device &device,
+                    Stream compute, Stream communication, std::span<const Event> events,
+                    bool timed = false);
+
+  /// Step `stepIndex` (an AllReduce): the copy on the compute stream, the
+  /// collective on the communication stream.
+  Expected<void> start(int stepIndex, DevicePtr source, DevicePtr result);
+  /// Makes the compute stream wait for the buckets in flight whose result
+  /// shares bytes with one of `ranges`.
+  Expected<void> waitForOverlap(std::span<const DeviceRange> ranges);
+  /// Makes the compute stream wait for every bucket in flight.
+  Expected<void> finish();
+  /// Whether a bucket was enqueued that the compute stream has not waited for.
+  bool inFlight() const { return joined_ < buckets_.size(); }
+  /// A timed run, once its streams have finished: one Communication event per
+  /// bucket, timed by the device from `runStart` (an event of the run's).
+  Expected<void> profile(RunProfile &profile, Event runStart) const;
+
+private:
+  struct Bucket {
+    int step = -1;
+    DeviceRange result;
+    int64_t elements = 0;
+    Event started; ///< recorded on the communication stream before the collective (timed)
+    Event done;    ///< recorded on the communication stream after the collective
+  };
+  /// The compute stream waits for buckets [joined_, last].
+  Expected<void> joinThrough(size_t last);
+
+  const LaunchPlan &plan_;
+  dist::Communicator *communicator_;
+  Device &device_;
+  Stream compute_, communication_;
+  std::span<const Event> events_;
+  bool timed_;
+  std::vector<int> ordinals_; ///< by step: the step's collective ordinal
+  std::vector<Bucket> buckets_;
+  size_t joined_ = 0; ///< buckets before this one the compute stream has waited for
+};
 
 /// Whether a plan has a collective step (a launch graph cannot replay one: the
 /// communicator's calls must happen on every run).

@@ -1,5 +1,6 @@
 // The device executor: resident constants and parameters, per-run contexts
-// (stream, arena, I/O block, pinned staging, launch graph), timed launches.
+// (stream, arena, I/O block, pinned staging, launch graph), timed launches,
+// and the communication stream a data-parallel run's all-reduces overlap on.
 #include "runtime/DeviceExecutor.h"
 
 #include "runtime/CollectiveStep.h"
@@ -8,6 +9,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 namespace kiln::runtime {
 
@@ -47,6 +49,11 @@ struct DeviceExecutor::RunContext {
     GraphExec graph;
   };
   std::vector<CapturedGraph> graphs; ///< oldest first
+  /// Data parallel: the stream the all_reduce steps run on beside `stream`,
+  /// and their events (DeviceCollectives), made by the context's first run
+  /// that reduces across ranks.
+  std::optional<Stream> communication;
+  std::vector<Event> collectiveEvents;
 };
 
 /// A context keeps this many launch graphs (two upload slots, with and
@@ -190,6 +197,12 @@ void DeviceExecutor::destroyContext(RunContext &context) const {
     device_->destroyGraph(captured.graph);
   for (Event event : context.events)
     device_->destroyEvent(event);
+  for (Event event : context.collectiveEvents)
+    device_->destroyEvent(event);
+  if (context.communication) {
+    (void)device_->synchronize(*context.communication);
+    device_->destroyStream(*context.communication);
+  }
   if (context.staging)
     device_->freePinned(context.staging);
   for (DevicePtr slot : context.paramSlots)
@@ -223,19 +236,41 @@ void DeviceExecutor::releaseContext(std::unique_ptr<RunContext> context) const {
   freeContexts_.push_back(std::move(context));
 }
 
+Expected<void> DeviceExecutor::prepareCollectives(const LaunchPlan &plan,
+                                                  const dist::Communicator *communicator,
+                                                  RunContext &context) const {
+  if (!DeviceCollectives::needsStream(plan, communicator))
+    return {};
+  if (!context.communication) {
+    KILN_TRY(Stream stream, device_->createStream());
+    context.communication = stream; // owned from here, destroyed with the context
+  }
+  while (context.collectiveEvents.size() < DeviceCollectives::eventsNeeded(plan)) {
+    KILN_TRY(Event event, device_->createEvent());
+    context.collectiveEvents.push_back(event);
+  }
+  return {};
+}
+
 Expected<void> DeviceExecutor::launchSteps(const LaunchPlan &plan,
                                            const std::vector<DevicePtr> &addresses,
                                            RunContext &context, bool timed,
-                                           dist::Communicator *communicator) const {
+                                           DeviceCollectives &collectives) const {
   std::vector<DevicePtr> args;
+  std::vector<DeviceRange> touched;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep &step = plan.steps[i];
     args.clear();
-    for (int id : step.args)
+    touched.clear();
+    for (int id : step.args) {
       args.push_back(addresses[id]);
+      touched.push_back({addresses[id], plan.buffers[id].bytes});
+    }
+    // A step that shares bytes with a bucket in flight (reads its sum, or
+    // reuses its memory) is ordered after it on the compute stream.
+    KILN_TRY_VOID(collectives.waitForOverlap(touched));
     if (step.kind == StepKind::AllReduce)
-      KILN_TRY_VOID(runDeviceAllReduce(step, plan.buffers[step.args[1]], args[0], args[1],
-                                       *device_, communicator, context.stream));
+      KILN_TRY_VOID(collectives.start(static_cast<int>(i), args[0], args[1]));
     else
       KILN_TRY_VOID(step.entry.deviceKernel->launch(args.data(), context.stream));
     if (timed)
@@ -254,7 +289,10 @@ Expected<void> DeviceExecutor::launchThroughGraph(const LaunchPlan &plan,
     if (step.entry.deviceKernel)
       KILN_TRY_VOID(step.entry.deviceKernel->prepare(context.stream));
   KILN_TRY_VOID(device_->beginCapture(context.stream));
-  Expected<void> launched = launchSteps(plan, addresses, context, false, nullptr);
+  // Plans with collectives are never captured (run()): all_reduce steps here
+  // are the copy alone.
+  DeviceCollectives copiesOnly(plan, nullptr, *device_, context.stream, {}, {});
+  Expected<void> launched = launchSteps(plan, addresses, context, false, copiesOnly);
   Expected<GraphExec> graph = device_->endCapture(context.stream);
   if (!launched) {
     if (graph)
@@ -302,9 +340,21 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
 
   KILN_TRY(std::unique_ptr<RunContext> context, acquireContext(plan));
   RunContext &ctx = *context;
+  std::optional<DeviceCollectives> collectives;
   // Every exit after this point waits for the stream, then returns the context.
   auto finish = [&](Expected<void> status) -> Expected<void> {
-    Expected<void> synced = device_->synchronize(ctx.stream);
+    // Buckets still in flight (a step failed after them) write this
+    // context's memory: the compute stream waits for them before the context
+    // is reused, and the communicator's bounded wait comes first, so a peer
+    // that never joins cannot hold the stream forever.
+    Expected<void> synced;
+    if (collectives && collectives->inFlight()) {
+      synced = collectives->finish();
+      if (synced)
+        synced = options.communicator->synchronize(ctx.stream);
+    }
+    if (synced)
+      synced = device_->synchronize(ctx.stream);
     if (!synced) {
       // A faulting kernel may leave the context unusable: drop it, never reuse it.
       destroyContext(ctx);
@@ -406,12 +456,25 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
   if (extras.beforeKernels)
     if (auto done = extras.beforeKernels(ctx.stream); !done)
       return fail(std::move(done).error());
-  // A collective runs the communicator on every run: it is never replayed from a graph.
+  // A collective runs the communicator on every run: it is never replayed from
+  // a graph (docs/gpu-runtime.md, "Launch graphs").
   bool useGraph = options.launchGraph && !timed && !hasCollectiveSteps(plan);
-  if (auto done = useGraph ? launchThroughGraph(plan, addresses, ctx)
-                           : launchSteps(plan, addresses, ctx, timed, options.communicator);
-      !done)
-    return fail(std::move(done).error());
+  if (useGraph) {
+    if (auto done = launchThroughGraph(plan, addresses, ctx); !done)
+      return fail(std::move(done).error());
+  } else {
+    if (auto made = prepareCollectives(plan, options.communicator, ctx); !made)
+      return fail(std::move(made).error());
+    collectives.emplace(plan, options.communicator, *device_, ctx.stream,
+                        ctx.communication.value_or(Stream{}), ctx.collectiveEvents, timed);
+    Expected<void> done = launchSteps(plan, addresses, ctx, timed, *collectives);
+    // The join: what follows (outputs, state copies, the next run's reuse of
+    // the arena) reads or writes the buckets.
+    if (done)
+      done = collectives->finish();
+    if (!done)
+      return fail(std::move(done).error());
+  }
   // Outputs the caller placed on the device that no kernel wrote there (before
   // afterKernels, which may release a device input they copy).
   for (size_t i = 0; i < plan.outputs.size(); ++i) {
@@ -454,7 +517,8 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
     return fail(std::move(done).error());
   // A peer that never joins a collective would hold the stream forever: the
   // communicator's wait is bounded, names the collective and aborts it (which
-  // ends its kernels, so the stream's own wait below returns).
+  // ends its kernels, so the stream's own wait below returns). The compute
+  // stream has joined the communication stream, so waiting for it covers both.
   if (options.communicator && hasCollectiveSteps(plan))
     if (auto synced = options.communicator->synchronize(ctx.stream); !synced)
       return fail(std::move(synced).error());
@@ -482,6 +546,10 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
     size_t last = plan.steps.size() + 1;
     profile.events.push_back({"outputs", ProfileCategory::CopyToHost, -1, at[last],
                               at[last + 1] - at[last], outputBytes});
+    // The buckets, on the communication stream (as the host's on its thread).
+    if (collectives)
+      if (auto done = collectives->profile(profile, ctx.events[0]); !done)
+        return fail(std::move(done).error());
     profile.totalMs = std::chrono::duration<double, std::milli>(
                           std::chrono::steady_clock::now() - wallStart)
                           .count();

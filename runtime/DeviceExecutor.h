@@ -1,7 +1,8 @@
 // Runs a launch plan of device kernels on one device: constants and bound
 // parameters resident on the device, a planned arena per concurrent run,
 // inputs and outputs copied asynchronously through pinned staging, and the
-// kernel launches optionally captured into a launch graph and replayed.
+// kernel launches optionally captured into a launch graph and replayed; a
+// data-parallel run's all-reduces on a communication stream beside them.
 #pragma once
 
 #include "runtime/Device.h"
@@ -18,6 +19,8 @@
 #include <vector>
 
 namespace kiln::runtime {
+
+class DeviceCollectives;
 
 /// What a device run does besides copying host inputs in and outputs out.
 struct DeviceRunExtras {
@@ -88,9 +91,13 @@ private:
   void destroyContext(RunContext &context) const;
   Expected<std::unique_ptr<RunContext>> acquireContext(const LaunchPlan &plan) const;
   void releaseContext(std::unique_ptr<RunContext> context) const;
+  /// Gives the context its communication stream and events when running
+  /// `plan` with `communicator` reduces across ranks.
+  Expected<void> prepareCollectives(const LaunchPlan &plan, const dist::Communicator *communicator,
+                                    RunContext &context) const;
   Expected<void> launchSteps(const LaunchPlan &plan, const std::vector<DevicePtr> &addresses,
                              RunContext &context, bool timed,
-                             dist::Communicator *communicator) const;
+                             DeviceCollectives &collectives) const;
   /// Replays the context's launch graph for `addresses`, capturing one first
   /// when it has none for them.
   Expected<void> launchThroughGraph(const LaunchPlan &plan,

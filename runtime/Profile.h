@@ -13,7 +13,7 @@ enum class ProfileCategory {
   CopyToDevice,
   CopyToHost,
   Graph,
-  Communication, ///< a bucket's all-reduce on the communication thread
+  Communication, ///< a bucket's all-reduce on the communication thread or stream
 };
 
 struct ProfileEvent {
@@ -31,8 +31,8 @@ struct ProfileEvent {
 struct RunProfile {
   std::string device;  ///< Device::describe(), or the CPU's description
   double totalMs = 0;  ///< the whole run, wall clock
-  /// Kernels and copies in the order they ran; a host run's collectives
-  /// follow them, in plan order (they ran beside the kernels).
+  /// Kernels and copies in the order they ran; a run's collectives follow
+  /// them, in plan order (they ran beside the kernels).
   std::vector<ProfileEvent> events;
 };
 
