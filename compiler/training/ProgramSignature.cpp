@@ -60,7 +60,8 @@ std::string batchFreeValue(double value, std::span<const int64_t> rows) {
     for (int64_t r : rows) {
       double m = 1.0 / (std::abs(value) * static_cast<double>(r));
       double whole = std::round(m);
-      if (whole >= 1.0 && std::abs(m - whole) <= 1e-9 * whole)
+      // Past 2^53 a double holds no fraction, so "whole" would mean nothing.
+      if (whole >= 1.0 && whole <= 0x1p53 && std::abs(m - whole) <= 1e-9 * whole)
         return fmt::format("{}1/(B*{})", value < 0 ? "-" : "", static_cast<int64_t>(whole));
     }
   return fmt::format("{}", value);
