@@ -8,16 +8,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <algorithm>
-
 namespace kiln::training {
 
 using runtime::dist::Communicator;
 using runtime::dist::ReduceOp;
-
-bool ShardPlan::even() const {
-  return std::ranges::all_of(rowsByRank, [&](int64_t r) { return r == rowsByRank.front(); });
-}
 
 Expected<int64_t> batchRows(const std::vector<std::pair<std::string, ir::TensorType>> &inputs) {
   if (inputs.empty())
@@ -50,9 +44,8 @@ Expected<ShardPlan> agreeOnShards(Communicator &communicator, int64_t rows) {
 Expected<void> verifyTrainingProgram(Communicator &communicator, const ShardPlan &shards,
                                      const TrainingProgram &program,
                                      const TrainingOptions &options) {
-  BatchDimension batch = shards.even() ? BatchDimension::Exact : BatchDimension::Ignored;
-  return runtime::dist::verifySameProgram(communicator,
-                                          trainingProgramHash(program, options, batch));
+  return runtime::dist::verifySameProgram(
+      communicator, trainingProgramHash(program, options, shards.rowsByRank));
 }
 
 Expected<void> broadcastFromRankZero(Communicator &communicator, NamedTensors &tensors) {

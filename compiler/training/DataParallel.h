@@ -21,7 +21,6 @@ struct ShardPlan {
   int64_t globalRows = 0; ///< every rank's together
   /// This rank's gradients' weight in the global batch's: rows / globalRows.
   double weight() const { return static_cast<double>(rows) / static_cast<double>(globalRows); }
-  bool even() const;
 };
 
 /// The rows of a batch for a model with these inputs: the first dimension,

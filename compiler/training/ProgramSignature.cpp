@@ -5,10 +5,13 @@
 
 #include "ir/graph/Printer.h"
 #include "runtime/cache/ContentHash.h"
+#include "support/Error.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
 #include <unordered_map>
 
 namespace kiln::training {
@@ -46,16 +49,39 @@ std::string withoutRows(const ir::TensorType &type) {
                      fmt::join(rest, ", "));
 }
 
-std::string batchFreeAttr(const ir::Attr &attr) {
+/// A constant's value as the shards can agree on it: the value itself, or
+/// "-1/(B*m)" when it is -1/(rows * m) for one of the shards' rows (the
+/// smallest that fits) and a whole m. Every rank tries the same rows in the
+/// same order, so a value is written the same way on every rank; the price is
+/// that a constant equal to such a scale on every rank by chance is not told
+/// from it.
+std::string batchFreeValue(double value, std::span<const int64_t> rows) {
+  if (value != 0.0 && std::isfinite(value))
+    for (int64_t r : rows) {
+      double m = 1.0 / (std::abs(value) * static_cast<double>(r));
+      double whole = std::round(m);
+      // Past 2^53 a double holds no fraction, so "whole" would mean nothing.
+      if (whole >= 1.0 && whole <= 0x1p53 && std::abs(m - whole) <= 1e-9 * whole)
+        return fmt::format("{}1/(B*{})", value < 0 ? "-" : "", static_cast<int64_t>(whole));
+    }
+  return fmt::format("{}", value);
+}
+
+std::string batchFreeAttr(const ir::Attr &attr, std::span<const int64_t> rows) {
   switch (ir::attrKind(attr)) {
   case ir::AttrKind::Ints: return fmt::format("<{} ints>", std::get<std::vector<int64_t>>(attr).size());
-  case ir::AttrKind::Floats: return "<floats>";
+  case ir::AttrKind::Floats: {
+    std::vector<std::string> values;
+    for (double value : std::get<std::vector<double>>(attr))
+      values.push_back(batchFreeValue(value, rows));
+    return fmt::format("[{}]", fmt::join(values, ", "));
+  }
   default: return ir::attrStr(attr);
   }
 }
 
 /// The graph's structure: the numbers a shard's row count decides left out.
-std::string batchFreeText(const ir::Graph &graph) {
+std::string batchFreeText(const ir::Graph &graph, std::span<const int64_t> rows) {
   std::unordered_map<const ir::Value *, size_t> number;
   std::string text = fmt::format("graph {}\n", graph.name());
   auto name = [&](const ir::Value *value) {
@@ -75,7 +101,7 @@ std::string batchFreeText(const ir::Graph &graph) {
     for (const ir::Value *operand : node->operands())
       operands.push_back(name(operand));
     for (const auto &[key, attr] : node->attrs())
-      attrs.push_back(fmt::format("{}={}", key, batchFreeAttr(attr)));
+      attrs.push_back(fmt::format("{}={}", key, batchFreeAttr(attr, rows)));
     bool exact = node->kind() == ir::OpKind::AllReduce;
     text += fmt::format("{} = {}({}) {{{}}} : {}\n", name(node->result()), node->name(),
                         fmt::join(operands, ", "), fmt::join(attrs, ", "),
@@ -89,17 +115,24 @@ std::string batchFreeText(const ir::Graph &graph) {
 } // namespace
 
 std::string trainingProgramSignature(const TrainingProgram &program,
-                                     const TrainingOptions &options, BatchDimension batch) {
+                                     const TrainingOptions &options,
+                                     std::span<const int64_t> shardRows) {
+  KILN_CHECK(!shardRows.empty(), "a program signature needs every rank's rows");
+  bool even = std::ranges::all_of(shardRows, [&](int64_t r) { return r == shardRows.front(); });
+  // The shards' distinct rows, ascending: the order batchFreeValue tries them in.
+  std::vector<int64_t> rows(shardRows.begin(), shardRows.end());
+  std::ranges::sort(rows);
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
   std::string text = optionsText(options);
   for (const ir::Graph *graph : {program.step.get(), program.gradient.get(), program.update.get()})
     if (graph)
-      text += batch == BatchDimension::Exact ? ir::printGraph(*graph) : batchFreeText(*graph);
+      text += even ? ir::printGraph(*graph) : batchFreeText(*graph, rows);
   return text;
 }
 
 uint64_t trainingProgramHash(const TrainingProgram &program, const TrainingOptions &options,
-                             BatchDimension batch) {
-  return runtime::hashBytes(trainingProgramSignature(program, options, batch)).low;
+                             std::span<const int64_t> shardRows) {
+  return runtime::hashBytes(trainingProgramSignature(program, options, shardRows)).low;
 }
 
 } // namespace kiln::training

@@ -371,22 +371,28 @@ TEST_CASE("an overflow on one rank makes every rank skip the step", "[dist][trai
 
 TEST_CASE("ranks that built different programs refuse to train", "[dist][training]") {
   // Even shards compare the printed programs; uneven ones the batch-free
-  // signature. Rank 1 trains another hidden size, or clips at another norm.
+  // signature. Rank 1 trains another hidden size, clips at another norm, or
+  // smooths its labels (a constant of the loss, nothing else).
+  enum class Difference { Shape, Clip, LabelSmoothing };
   for (int64_t rows : {10, 11}) {
-    for (bool otherShape : {true, false}) {
-      CAPTURE(rows, otherShape);
+    for (Difference difference :
+         {Difference::Shape, Difference::Clip, Difference::LabelSmoothing}) {
+      CAPTURE(rows, static_cast<int>(difference));
       auto group = test::ThreadedRanks::create(2);
       auto results = group->run([&](int rank, auto communicator) -> Expected<Trainer> {
         auto [begin, end] = shardOf(rows, 2, rank);
         test::MlpShape shape{.batch = end - begin, .features = 5, .hidden = 7, .classes = 3};
         TrainingOptions options = cpuOptions(OptimizerOptions::sgd(0.1));
         options.clipGlobalNorm = 1.0;
-        if (rank == 1 && otherShape)
+        double labelSmoothing = 0.0;
+        if (rank == 1 && difference == Difference::Shape)
           shape.hidden = 8;
-        if (rank == 1 && !otherShape)
+        if (rank == 1 && difference == Difference::Clip)
           options.clipGlobalNorm = 2.0;
+        if (rank == 1 && difference == Difference::LabelSmoothing)
+          labelSmoothing = 0.1;
         options.communicator = std::move(communicator);
-        return Trainer::create(*test::buildMlp(shape), options);
+        return Trainer::create(*test::buildMlp(shape, false, labelSmoothing), options);
       });
       for (auto &result : results) {
         REQUIRE_FALSE(result);
@@ -396,6 +402,26 @@ TEST_CASE("ranks that built different programs refuse to train", "[dist][trainin
       }
     }
   }
+}
+
+TEST_CASE("uneven shards of one program with the same constants train", "[dist][training]") {
+  // 11 rows on 2 ranks (6 and 5), both smoothing their labels: the loss's
+  // -1/rows differs, the smoothing's constants do not, and the ranks agree.
+  auto group = test::ThreadedRanks::create(2);
+  auto results = group->run([&](int rank, auto communicator) -> Expected<StepResult> {
+    auto [begin, end] = shardOf(11, 2, rank);
+    test::MlpShape shape{.batch = end - begin, .features = 5, .hidden = 7, .classes = 3};
+    TrainingOptions options = cpuOptions(OptimizerOptions::sgd(0.1));
+    options.communicator = std::move(communicator);
+    KILN_TRY(Trainer trainer, Trainer::create(*test::buildMlp(shape, false, 0.1), options));
+    return trainer.step(test::sliceBatch(test::separableBatch({.batch = 11, .features = 5,
+                                                               .hidden = 7, .classes = 3},
+                                                              5),
+                                         begin, end));
+  });
+  for (auto &result : results)
+    REQUIRE(result);
+  CHECK(results[0]->loss == results[1]->loss);
 }
 
 TEST_CASE("a checkpoint written by 2 ranks resumes on 3 where one trainer goes on",
