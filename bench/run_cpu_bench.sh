@@ -98,14 +98,4 @@ kiln_target="$(grep -o '"target": "[^"]*"' "$work/kiln.jsonl" | head -1 | cut -d
 
 "$python" bench/cpu_report.py --header "$work/header.md" "$work/kiln.jsonl" "$work/torch.jsonl" \
   >"$work/report.md"
-mkdir -p bench/results
-out="bench/results/cpu-$date-$commit.md"
-n=2
-while [ -e "$out" ]; do
-  out="bench/results/cpu-$date-$commit-$n.md"
-  n=$((n + 1))
-done
-cp "$work/report.md" "$out"
-cat "$out"
-echo
-echo "written to $out" >&2
+bench_write_result "$work/report.md" bench/results "cpu-$date-$commit"

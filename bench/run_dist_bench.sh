@@ -188,15 +188,5 @@ print(json.dumps({"when": e["WHEN"], "date": e["DATE"], "cores": int(e["CORES"])
 
 "$python" bench/dist_report.py --warmup 1 --header-json "$work/header.json" "$work/runs.jsonl" \
   >"$work/report.md" || status=1
-mkdir -p "$out_dir"
-out="$out_dir/dist-cpu-$date-$commit.md"
-n=2
-while [ -e "$out" ]; do
-  out="$out_dir/dist-cpu-$date-$commit-$n.md"
-  n=$((n + 1))
-done
-cp "$work/report.md" "$out"
-cat "$out"
-echo
-echo "written to $out" >&2
+bench_write_result "$work/report.md" "$out_dir" "dist-cpu-$date-$commit"
 exit $status

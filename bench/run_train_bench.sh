@@ -123,15 +123,5 @@ report_args=(--header "$work/header.md")
 [ "$device" = cuda ] && report_args+=(--kiln-cpu "$work/kiln-cpu.jsonl")
 "$python" bench/train_report.py "${report_args[@]}" "$work/kiln.jsonl" "$work/torch.jsonl" \
   >"$work/report.md"
-mkdir -p "$out_dir"
-out="$out_dir/train-$device_label-$date-$commit.md"
-n=2
-while [ -e "$out" ]; do
-  out="$out_dir/train-$device_label-$date-$commit-$n.md"
-  n=$((n + 1))
-done
-cp "$work/report.md" "$out"
-cat "$out"
-echo
-echo "written to $out" >&2
+bench_write_result "$work/report.md" "$out_dir" "train-$device_label-$date-$commit"
 exit $status
