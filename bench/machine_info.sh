@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the bench scripts (run_cpu_bench.sh, run_train_bench.sh, run_dist_bench.sh): the
 # machine and its load, as every results file records them, and where the file goes.
 
