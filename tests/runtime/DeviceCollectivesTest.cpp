@@ -6,6 +6,8 @@
 #include "runtime/DeviceExecutor.h"
 #include "runtime/sim/SimDevice.h"
 
+#include "SmallPlans.h"
+
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -18,6 +20,7 @@
 #include <vector>
 
 using namespace kiln;
+using namespace kiln::test;
 using runtime::DevicePtr;
 using runtime::Event;
 using runtime::LaunchPlan;
@@ -26,8 +29,6 @@ using runtime::Storage;
 using runtime::Stream;
 
 namespace {
-
-constexpr int64_t kN = 5;
 
 /// The simulator device with lazy streams, and a log of what was enqueued
 /// where. Work deferred on a stream (a collective) runs only once something
@@ -249,13 +250,6 @@ private:
   int calls_ = 0;
 };
 
-PlanBuffer f32Buffer(std::string name, Storage storage, int binding = -1, int64_t offset = 0) {
-  PlanBuffer buffer{std::move(name), DType::F32, {kN}, kN * 4, storage};
-  buffer.binding = binding;
-  buffer.arenaOffset = offset;
-  return buffer;
-}
-
 runtime::PlanStep kernelStep(std::string name, float scale, std::vector<int> args,
                              LazyStreamDevice &device) {
   int inputs = static_cast<int>(args.size()) - 1;
@@ -277,9 +271,12 @@ LaunchPlan makePlan(LazyStreamDevice &device, int buckets = 1) {
   LaunchPlan plan;
   PlanBuffer view = f32Buffer("sum_view", Storage::Alias);
   view.aliasOf = 2;
-  plan.buffers = {f32Buffer("x", Storage::Input, 0),          f32Buffer("grad", Storage::Arena, -1, 0),
-                  f32Buffer("sum", Storage::Arena, -1, 64),   f32Buffer("other", Storage::Arena, -1, 128),
-                  f32Buffer("y", Storage::Output, 0),         f32Buffer("other_sum", Storage::Arena, -1, 192),
+  plan.buffers = {f32Buffer("x", Storage::Input, 0),
+                  f32Buffer("grad", Storage::Arena, -1, 0),
+                  f32Buffer("sum", Storage::Arena, -1, 64),
+                  f32Buffer("other", Storage::Arena, -1, 128),
+                  f32Buffer("y", Storage::Output, 0),
+                  f32Buffer("other_sum", Storage::Arena, -1, 192),
                   view};
   plan.steps = {kernelStep("grad", 2, {0, 1}, device), reduceStep("sum", 1, 2),
                 kernelStep("other", 3, {0, 3}, device)};
@@ -308,13 +305,6 @@ LaunchPlan makeOutputBucketPlan(LazyStreamDevice &device) {
   return plan;
 }
 
-HostTensor input() {
-  HostTensor x(DType::F32, {kN});
-  for (int64_t i = 0; i < kN; ++i)
-    x.setDouble(i, static_cast<double>(i) + 0.5);
-  return x;
-}
-
 /// An executor for `plan` on `device`, and one run of it.
 struct Harness {
   std::shared_ptr<LazyStreamDevice> device =
@@ -323,7 +313,7 @@ struct Harness {
       std::make_shared<runtime::DeviceMemoryPool>(*device);
   LaunchPlan plan;
   std::unique_ptr<runtime::DeviceExecutor> executor;
-  HostTensor x = input();
+  HostTensor x = smallInput();
 
   void build(LaunchPlan madePlan) {
     plan = std::move(madePlan);

@@ -4,6 +4,8 @@
 // and the thread exists only for a model that reduces across ranks.
 #include "runtime/CompiledModel.h"
 
+#include "SmallPlans.h"
+
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -17,13 +19,12 @@
 #include <vector>
 
 using namespace kiln;
+using namespace kiln::test;
 using runtime::LaunchPlan;
 using runtime::PlanBuffer;
 using runtime::Storage;
 
 namespace {
-
-constexpr int64_t kN = 5;
 
 /// What ran, in order: kernels by name, the communicator's calls.
 class EventLog {
@@ -118,13 +119,6 @@ private:
   int calls_ = 0;
 };
 
-PlanBuffer f32Buffer(std::string name, Storage storage, int binding = -1, int64_t offset = 0) {
-  PlanBuffer buffer{std::move(name), DType::F32, {kN}, kN * 4, storage};
-  buffer.binding = binding;
-  buffer.arenaOffset = offset;
-  return buffer;
-}
-
 runtime::KernelEntry logged(std::string name, float scale, EventLog &log) {
   return runtime::KernelEntry::invoked(std::make_shared<LoggedKernel>(std::move(name), scale, log));
 }
@@ -134,9 +128,10 @@ runtime::KernelEntry logged(std::string name, float scale, EventLog &log) {
 /// bucket reduces `other` too before the update.
 LaunchPlan makePlan(EventLog &log, int buckets = 1) {
   LaunchPlan plan;
-  plan.buffers = {f32Buffer("x", Storage::Input, 0), f32Buffer("grad", Storage::Arena, -1, 0),
-                  f32Buffer("sum", Storage::Arena, -1, 64), f32Buffer("other", Storage::Arena, -1, 128),
-                  f32Buffer("y", Storage::Output, 0), f32Buffer("other_sum", Storage::Arena, -1, 192)};
+  plan.buffers = {
+      f32Buffer("x", Storage::Input, 0),        f32Buffer("grad", Storage::Arena, -1, 0),
+      f32Buffer("sum", Storage::Arena, -1, 64), f32Buffer("other", Storage::Arena, -1, 128),
+      f32Buffer("y", Storage::Output, 0),       f32Buffer("other_sum", Storage::Arena, -1, 192)};
   runtime::PlanStep reduce{"sum", {}, {1, 2}};
   reduce.kind = runtime::StepKind::AllReduce;
   plan.steps = {{"grad", logged("grad", 2, log), {0, 1}}, reduce,
@@ -155,13 +150,6 @@ LaunchPlan makePlan(EventLog &log, int buckets = 1) {
   return plan;
 }
 
-HostTensor input() {
-  HostTensor x(DType::F32, {kN});
-  for (int64_t i = 0; i < kN; ++i)
-    x.setDouble(i, static_cast<double>(i) + 0.5);
-  return x;
-}
-
 size_t threadCount() {
   return static_cast<size_t>(std::distance(std::filesystem::directory_iterator("/proc/self/task"),
                                            std::filesystem::directory_iterator()));
@@ -176,7 +164,7 @@ TEST_CASE("a bucket's all-reduce overlaps the kernels that do not read it", "[ru
   // have gone on past the all_reduce step while the bucket was in flight.
   RecordingCommunicator communicator(log, "other");
   runtime::RunProfile profile;
-  auto out = model.run({{"x", input()}}, {.profile = &profile, .communicator = &communicator});
+  auto out = model.run({{"x", smallInput()}}, {.profile = &profile, .communicator = &communicator});
   REQUIRE(out);
   // 'other' ran before the bucket finished (whether before or after the
   // thread picked it up), the update after.
@@ -213,7 +201,7 @@ TEST_CASE("a kernel that reads a bucket waits for it", "[runtime][dist]") {
     EventLog log;
     CompiledModel model(makePlan(log, 2), nullptr);
     RecordingCommunicator communicator(log, "");
-    auto out = model.run({{"x", input()}}, {.communicator = &communicator});
+    auto out = model.run({{"x", smallInput()}}, {.communicator = &communicator});
     REQUIRE(out);
     std::vector<std::string> events = log.events();
     REQUIRE(events.size() == 7);
@@ -228,7 +216,7 @@ TEST_CASE("a failed all-reduce on the communication thread is run()'s error", "[
   {
     CompiledModel model(makePlan(log, 2), nullptr);
     RecordingCommunicator communicator(log, "", /*failing=*/1);
-    auto failed = model.run({{"x", input()}}, {.communicator = &communicator});
+    auto failed = model.run({{"x", smallInput()}}, {.communicator = &communicator});
     REQUIRE_FALSE(failed);
     CHECK(failed.error().code() == ErrorCode::Unavailable);
     CHECK_THAT(failed.error().message(),
@@ -238,12 +226,12 @@ TEST_CASE("a failed all-reduce on the communication thread is run()'s error", "[
     std::vector<std::string> events = log.events();
     CHECK(std::find(events.begin(), events.end(), "update") == events.end());
     // The next run calls the communicator again (calls 2 and 3 succeed).
-    auto again = model.run({{"x", input()}}, {.communicator = &communicator});
+    auto again = model.run({{"x", smallInput()}}, {.communicator = &communicator});
     REQUIRE(again);
     CHECK(again->at("y").getDouble(1) == 15);
     // A failure in the last run before the model goes: destruction joins.
     RecordingCommunicator failingFirst(log, "", /*failing=*/0);
-    CHECK_FALSE(model.run({{"x", input()}}, {.communicator = &failingFirst}));
+    CHECK_FALSE(model.run({{"x", smallInput()}}, {.communicator = &failingFirst}));
   }
   SUCCEED("the model was destroyed: its communication thread was joined");
 }
@@ -255,14 +243,14 @@ TEST_CASE("the communication thread starts with the first run that reduces acros
   {
     CompiledModel model(makePlan(log), nullptr);
     // No communicator: the step is a copy, on the calling thread.
-    auto alone = model.run({{"x", input()}});
+    auto alone = model.run({{"x", smallInput()}});
     REQUIRE(alone);
     CHECK(alone->at("y").getDouble(0) == 2.5); // 2x + 3x at x = 0.5
     CHECK(threadCount() == before);
     RecordingCommunicator communicator(log, "");
-    REQUIRE(model.run({{"x", input()}}, {.communicator = &communicator}));
+    REQUIRE(model.run({{"x", smallInput()}}, {.communicator = &communicator}));
     CHECK(threadCount() == before + 1);
-    REQUIRE(model.run({{"x", input()}}, {.communicator = &communicator}));
+    REQUIRE(model.run({{"x", smallInput()}}, {.communicator = &communicator}));
     CHECK(threadCount() == before + 1); // one per model, reused
   }
   CHECK(threadCount() == before);
