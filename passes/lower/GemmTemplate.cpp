@@ -80,6 +80,11 @@ private:
                 const ExprPtr &kcCur) const;
   StmtPtr microKernel(const ExprPtr &b, const ExprPtr &i0, const ExprPtr &aStrip,
                       const ExprPtr &bStrip, const ExprPtr &pc, const ExprPtr &kcCur) const;
+  StmtPtr microKernelStep(const ExprPtr &kInBlock, const ExprPtr &bStrip,
+                          const std::function<ExprPtr(int64_t row)> &aValue) const;
+  StmtPtr segmentedMicroKernel(const ExprPtr &b, const ExprPtr &i0, const ExprPtr &bStrip,
+                               const ExprPtr &pc, const ExprPtr &kcCur) const;
+  int64_t gatheredSegment() const;
   Expected<StmtPtr> writeOut(const ExprPtr &b, const ExprPtr &i0, const ExprPtr &j0,
                              const ExprPtr &pcIdx) const;
   StmtPtr vectorWriteOut(const BufferPtr &dest, const GemmOffsetFn &offset, const ExprPtr &b,
@@ -175,17 +180,27 @@ StmtPtr GemmBuilder::microKernel(const ExprPtr &b, const ExprPtr &i0, const Expr
   for (int64_t r = 0; r < mr_; ++r)
     for (int64_t v = 0; v < nv_; ++v)
       init.push_back(store(acc_, index(r * nr_ + v * vw_), constant(0.0, vecType_)));
+  if (gatheredSegment() > 0)
+    return seq({seq(std::move(init)), segmentedMicroKernel(b, i0, bStrip, pc, kcCur)});
 
   VarPtr k = makeVar(name("k"));
+  StmtPtr step = microKernelStep(kir::ref(k), bStrip, [&](int64_t r) {
+    return s_.packA ? load(aBlock_, add(aStrip, add(mul(kir::ref(k), index(mr_)), index(r))))
+                    : elementA(b, add(i0, index(r)), add(pc, kir::ref(k)));
+  });
+  return seq({seq(std::move(init)), forLoop(k, index(0), kcCur, ForKind::Serial, step)});
+}
+
+// One k step of the register tile: `aValue(r)` is row r's element of A (in accType_) at this k,
+// `kInBlock` the step's index within the kc block (its row of the packed B strip).
+StmtPtr GemmBuilder::microKernelStep(const ExprPtr &kInBlock, const ExprPtr &bStrip,
+                                     const std::function<ExprPtr(int64_t row)> &aValue) const {
   std::vector<VarPtr> bVecs;
   for (int64_t v = 0; v < nv_; ++v)
     bVecs.push_back(makeVar(fmt::format("{}_b{}", p_.name, v), vecType_));
 
   std::vector<StmtPtr> rows;
   for (int64_t r = 0; r < mr_; ++r) {
-    ExprPtr aValue = s_.packA
-                         ? load(aBlock_, add(aStrip, add(mul(kir::ref(k), index(mr_)), index(r))))
-                         : elementA(b, add(i0, index(r)), add(pc, kir::ref(k)));
     VarPtr aVar = makeVar(fmt::format("{}_a{}", p_.name, r), vecType_);
     std::vector<StmtPtr> fmas;
     for (int64_t v = 0; v < nv_; ++v) {
@@ -195,14 +210,76 @@ StmtPtr GemmBuilder::microKernel(const ExprPtr &b, const ExprPtr &i0, const Expr
                                  : add(old, mul(kir::ref(aVar), kir::ref(bVecs[v])));
       fmas.push_back(store(acc_, at, updated));
     }
-    rows.push_back(let(aVar, broadcast(aValue, static_cast<int>(vw_)), seq(std::move(fmas))));
+    rows.push_back(let(aVar, broadcast(aValue(r), static_cast<int>(vw_)), seq(std::move(fmas))));
   }
   StmtPtr step = seq(std::move(rows));
   for (int64_t v = nv_ - 1; v >= 0; --v) {
-    ExprPtr at = add(bStrip, add(mul(kir::ref(k), index(nr_)), index(v * vw_)));
+    ExprPtr at = add(bStrip, add(mul(kInBlock, index(nr_)), index(v * vw_)));
     step = let(bVecs[v], load(bPanel_, at, static_cast<int>(vw_)), step);
   }
-  return seq({seq(std::move(init)), forLoop(k, index(0), kcCur, ForKind::Serial, step)});
+  return step;
+}
+
+// The length of the K segments an unpacked gathered A is read in (0: not read so). Within a
+// segment every row's elements are consecutive (`stride` apart) and equally inside or outside
+// the input, so the address and the padding test leave the k loop. A segment is a whole run
+// when kc holds whole runs, else the kc block itself when it divides the run; otherwise the
+// k loop stays whole.
+int64_t GemmBuilder::gatheredSegment() const {
+  if (s_.packA || !p_.aGathered || p_.aGathered->run <= 1 || p_.k % p_.aGathered->run != 0)
+    return 0;
+  int64_t run = p_.aGathered->run;
+  if (kc_ % run == 0)
+    return run;
+  if (run % kc_ == 0)
+    return kc_;
+  return 0;
+}
+
+// The micro-kernel over a gathered A in segments (gatheredSegment): per segment, each row's
+// first address and padding test once; then a k loop of plain loads when every row of the
+// tile is inside the input for this segment (a convolution's interior), or of predicated loads
+// otherwise (the tile touches the padding for this tap).
+StmtPtr GemmBuilder::segmentedMicroKernel(const ExprPtr &b, const ExprPtr &i0,
+                                          const ExprPtr &bStrip, const ExprPtr &pc,
+                                          const ExprPtr &kcCur) const {
+  const GatheredOperand &gathered = *p_.aGathered;
+  int64_t segment = gatheredSegment();
+  VarPtr ks = makeVar(name("ks"));
+  ExprPtr segmentStart = mul(kir::ref(ks), index(segment));
+  std::vector<VarPtr> rowBase;
+  std::vector<ExprPtr> rowOffset, rowInside;
+  ExprPtr allInside;
+  for (int64_t r = 0; r < mr_; ++r) {
+    ExprPtr i = add(i0, index(r));
+    ExprPtr inRows = nullptr;
+    if (p_.m % mr_ != 0) {
+      inRows = lt(i, index(p_.m));
+      i = min(i, index(p_.m - 1));
+    }
+    auto [offset, inside] = gathered.address(b, i, add(pc, segmentStart));
+    if (inRows)
+      inside = inside ? logicalAnd(inRows, inside) : inRows;
+    rowBase.push_back(makeVar(fmt::format("{}_row{}", p_.name, r), offset->type()));
+    rowOffset.push_back(offset);
+    rowInside.push_back(inside);
+    if (inside)
+      allInside = allInside ? logicalAnd(allInside, inside) : inside;
+  }
+  auto kLoop = [&](bool predicated) {
+    VarPtr k = makeVar(name("k"));
+    ExprPtr kInBlock = add(segmentStart, kir::ref(k));
+    StmtPtr step = microKernelStep(kInBlock, bStrip, [&](int64_t r) {
+      ExprPtr at = add(kir::ref(rowBase[size_t(r)]), mul(kir::ref(k), index(gathered.stride)));
+      ExprPtr predicate = predicated ? rowInside[size_t(r)] : nullptr;
+      return cast(load(gathered.buffer, at, 1, predicate), accType_);
+    });
+    return forLoop(k, index(0), index(segment), ForKind::Serial, step);
+  };
+  StmtPtr body = allInside ? ifThen(allInside, kLoop(false), kLoop(true)) : kLoop(false);
+  for (int64_t r = mr_ - 1; r >= 0; --r)
+    body = let(rowBase[size_t(r)], rowOffset[size_t(r)], body);
+  return forLoop(ks, index(0), div(kcCur, index(segment)), ForKind::Serial, body);
 }
 
 // Full tile, plain output (or a non-final block into the partial-sum buffer): vector stores

@@ -52,6 +52,9 @@ struct GatheredOperand {
                                                       kir::ExprPtr k)>
       address;
   int64_t run = 1;
+  /// The distance between consecutive elements of a run: 1 (nhwc's adjacent channels), or an
+  /// nchw image's channel plane. Only the CPU template reads runs of stride > 1.
+  int64_t stride = 1;
   /// The element function it is: the load at `address`, zero in the padding.
   ElementFn element() const;
 };

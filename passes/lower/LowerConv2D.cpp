@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <tuple>
 
@@ -200,61 +201,64 @@ std::array<ExprPtr, 3> nchwDirectPixel(const ConvGeometry &g, const ExprPtr &b, 
   return {div(b, index(g.groups)), mod(b, index(g.groups)), i}; // b = image*groups + group
 }
 
-/// The im2col^T read of nchw Direct: A(b, i, k).
-ElementFn nchwDirectWindowElement(const ConvGeometry &g, const BufferPtr &input) {
-  return [g, input](std::span<const ExprPtr> idx) {
-    auto [n, group, p] = nchwDirectPixel(g, idx[0], idx[1]);
-    auto [c, kh, kw] = g.splitReduction(idx[2]);
+/// The im2col^T read of nchw Direct, A(b, i, k), with K in tap-major order, k = (kh, kw, c):
+/// for one tap the group's channels are a run of planes H*W apart, equally inside or outside
+/// the input, so the micro-kernel reads them with one address and padding test per tap
+/// (GatheredOperand::stride). The filter is read in the same order (nchwDirectFilterElement).
+GatheredOperand nchwDirectWindow(const ConvGeometry &g, const BufferPtr &input) {
+  auto address = [g](ExprPtr b, ExprPtr i, ExprPtr k) {
+    auto [n, group, p] = nchwDirectPixel(g, b, i);
+    ExprPtr c = mod(k, index(g.groupChannels)), tap = div(k, index(g.groupChannels));
     ExprPtr channel = add(mul(group, index(g.groupChannels)), c);
-    return g.readWindow(input, n, channel, p, kh, kw);
+    return g.windowAddress(n, channel, p, div(tap, index(g.kernelW)), mod(tap, index(g.kernelW)));
   };
+  GatheredOperand window{input, address, g.groupChannels};
+  window.stride = g.height * g.width;
+  return window;
 }
 
-/// Filter row o of group (b mod groups), element k: W is [O, I/g, KH, KW], k = (c, kh, kw).
-ExprPtr nchwFilterElement(const ConvGeometry &g, const BufferPtr &filter, const ExprPtr &b,
-                          const ExprPtr &o, const ExprPtr &k) {
+/// Filter row o of group (b mod groups) at nchw Direct's k = (kh, kw, c): W is [O, I/g, KH, KW].
+ExprPtr nchwDirectFilterElement(const ConvGeometry &g, const BufferPtr &filter, const ExprPtr &b,
+                                const ExprPtr &o, const ExprPtr &k) {
   ExprPtr row = add(mul(mod(b, index(g.groups)), index(g.groupOutChannels)), o);
-  return load(filter, add(mul(row, index(g.reduction())), k));
+  ExprPtr c = mod(k, index(g.groupChannels)), tap = div(k, index(g.groupChannels));
+  return load(filter, add(mul(row, index(g.reduction())), add(mul(c, index(g.window())), tap)));
 }
 
-/// Direct whenever the output channels of a group fill at least half a vector: reading the
-/// input in place beat packing im2col panels on the seed CNN's layers and VGG16's early blocks
-/// at batch 1 (Zen 4: 1.1x to 6x), because packing pays an index decomposition per element that
-/// the direct micro-kernel hoists out of its k loop. With fewer output channels (depthwise) the
-/// vector axis would be mostly padding; im2col puts the pixels there instead (nchw).
-/// Three exceptions in nchw, all for images whose output pixels fill the N axis (8 vectors):
-/// - a short reduction (under 8 vectors): Direct writes each mr x nr register tile out through
-///   a tile buffer, scattered over nr channel planes (runs of mr pixels), a cost that only K
-///   multiply-adds per output amortize. At batch 1 (Zen 5, two threads) Im2col ran 1.3x to 1.8x
-///   faster on VGG16's conv1_1 (K = 27), 1.4x to 2.1x on ResNet-50's 56x56 1x1 layers of K = 64
-///   and 1.2x on the CNN's first layer (K = 9); at K = 128 and 147 Direct was as fast or faster;
-/// - a deep reduction (VGG16's 56x56x128, 28x28x256 and 14x14x512 layers): there the direct
-///   kernel's A reads stride H*W apart across thousands of k steps and miss the cache, and
-///   packed im2col panels ran 1.3x to 2.3x faster (Zen 5, one thread, CPU time, the same sweep
-///   of both spaces);
-/// - several images, unless the reduction is over 8 times the group's output channels.
-///   Direct's in-place reads take a short run of pixels from each of K channel planes per row
-///   block, which pays while the input stays in cache (one image, read again run after run);
-///   the images of a batch stream from memory, where im2col's packing reads long runs and its
-///   write-out is whole vectors along the output's pixels rather than an mr x nr tile scattered
-///   over nr channel planes. That write-out is amortized over K multiply-adds, the packing over
-///   the O/g output channels sharing each packed element, hence the ratio. At batch 16 (Zen 5,
-///   two threads) Im2col ran 1.1x to 2.1x faster on the ResNet-50 and VGG16 layers of over 8
-///   vectors of pixels with K <= 8 O (conv1_1 224x224x3->64 2.0x, conv2_1 112x112x64->128 1.9x,
-///   the 56x56 1x1 layers 1.1x to 2x, the 14x14 ones 1.6x to 1.9x; the 56x56 1x1 stride-2 one
-///   about even), and the CNN's first layer at batch 64 1.3x to 2x; with K = 9 O, Direct was
-///   1.25x faster on VGG16's conv1_2 (224x224x64->64) and 1.15x slower on ResNet-50's 56x56 3x3.
+/// Direct whenever the output channels of a group fill at least half a vector: its micro-kernel
+/// reads the input in place, one address and padding test per pixel and filter tap, then a run
+/// of the tap's channels (GemmTemplate's segmented micro-kernel), where Im2col pays an index
+/// decomposition per element to pack panels. With fewer output channels (depthwise) the vector
+/// axis would be mostly padding; im2col puts the pixels there instead (nchw).
+/// One exception in nchw, for images whose output pixels fill the N axis (8 vectors): a short
+/// reduction (at most 8 vectors), where Direct's write-out of each mr x nr register tile,
+/// scattered over nr channel planes, is amortized over too few multiply-adds. Measured with
+/// bench/cpu_bench.cpp (Zen 5, two threads, kiln against oneDNN in one run): ResNet-50's 56x56
+/// and 28x28 1x1 layers of K = 64 and 128 ran 1.3x to 1.9x faster as Im2col at batch 1 and 16,
+/// and at K = 256 and above Direct was as fast or up to 2x faster on every ResNet-50 and
+/// VGG16 layer (VGG16's conv2_2 at batch 1 23.2 -> 12.3 ms, conv2_1 at batch 16 163 -> 81 ms,
+/// ResNet-50's 28x28 3x3 stride-2 1.45 -> 0.80 ms).
 Algorithm chooseAlgorithm(const ConvGeometry &g, const codegen::CpuTarget &target) {
   int lanes = accumulateLanes(g.accumulate, target);
   if (2 * g.groupOutChannels < lanes)
     return Algorithm::Im2col;
   if (g.nhwc || g.pixels() < 8 * static_cast<int64_t>(lanes))
     return Algorithm::Direct;
-  constexpr int64_t kDeepReduction = 1024;
-  bool shortReduction = g.reduction() < 8 * static_cast<int64_t>(lanes);
-  bool deep = g.reduction() >= kDeepReduction;
-  bool batched = g.images > 1 && g.reduction() <= 8 * g.groupOutChannels;
-  return shortReduction || deep || batched ? Algorithm::Im2col : Algorithm::Direct;
+  bool shortReduction = g.reduction() <= 8 * static_cast<int64_t>(lanes);
+  return shortReduction ? Algorithm::Im2col : Algorithm::Direct;
+}
+
+/// A kc block that Direct's micro-kernel reads in whole channel runs (one per tap): a multiple
+/// of the run when kc holds one, else the largest divisor of the run not above kc
+/// (GemmTemplate's gatheredSegment).
+int64_t alignToRuns(int64_t kc, int64_t run) {
+  if (run <= 1)
+    return kc;
+  if (kc >= run)
+    return kc / run * run;
+  for (int64_t pieces = ceilDiv(run, kc);; ++pieces)
+    if (run % pieces == 0)
+      return run / pieces;
 }
 
 } // namespace
@@ -268,8 +272,10 @@ Conv2DSchedule defaultConv2DSchedule(const ir::Node &conv, const codegen::CpuTar
   Conv2DSchedule schedule;
   schedule.algorithm = chooseAlgorithm(g, target);
   schedule.gemm = defaultGemmSchedule(g.gemmShape(schedule.algorithm), target);
-  if (schedule.algorithm == Algorithm::Direct)
+  if (schedule.algorithm == Algorithm::Direct) {
     schedule.gemm.packA = false;
+    schedule.gemm.kc = alignToRuns(schedule.gemm.kc, g.groupChannels);
+  }
   schedule.ocBlock = schedule.gemm.nr;
   return schedule;
 }
@@ -283,11 +289,13 @@ std::vector<Conv2DSchedule> conv2DScheduleSpace(const ir::Node &conv,
     for (MatMulSchedule gemm : gemmScheduleSpace(g.gemmShape(algorithm), target, false)) {
       Conv2DSchedule schedule;
       schedule.algorithm = algorithm;
-      if (direct)
+      if (direct) {
         gemm.packA = false;
+        gemm.kc = alignToRuns(gemm.kc, g.groupChannels);
+      }
       schedule.gemm = gemm;
       schedule.ocBlock = gemm.nr;
-      if (schedule != space.front())
+      if (std::find(space.begin(), space.end(), schedule) == space.end())
         space.push_back(schedule);
     }
   }
@@ -311,24 +319,24 @@ GemmProblem conv2DGemmProblem(const ir::Node &conv, Algorithm algorithm,
     // The window's channels and a filter row [KH, KW, I/g] are contiguous along K; the
     // channels of one tap are adjacent, so k runs of groupChannels are contiguous.
     problem.aContiguousInK = problem.bContiguousInK = true;
-    problem.aGathered = GatheredOperand{
-        input,
-        [g](ExprPtr b, ExprPtr i, ExprPtr k) {
-          ExprPtr n = div(i, index(g.pixels())), p = mod(i, index(g.pixels()));
-          auto [c, kh, kw] = g.splitReduction(k);
-          ExprPtr channel = add(mul(b, index(g.groupChannels)), c);
-          return g.windowAddress(n, channel, p, kh, kw);
-        },
-        g.groupChannels};
+    problem.aGathered = GatheredOperand{input,
+                                        [g](ExprPtr b, ExprPtr i, ExprPtr k) {
+                                          ExprPtr n = div(i, index(g.pixels())),
+                                                  p = mod(i, index(g.pixels()));
+                                          auto [c, kh, kw] = g.splitReduction(k);
+                                          ExprPtr channel = add(mul(b, index(g.groupChannels)), c);
+                                          return g.windowAddress(n, channel, p, kh, kw);
+                                        },
+                                        g.groupChannels};
     problem.a = problem.aGathered->element();
     problem.allowTf32 = g.allowTf32;
     int64_t groupOutForB = g.groupOutChannels, reduction = g.reduction();
-    problem.bDense = DenseOperand{
-        filter,
-        [groupOutForB, reduction](ExprPtr b, ExprPtr k, ExprPtr j) {
-          return add(mul(add(mul(b, index(groupOutForB)), j), index(reduction)), k);
-        },
-        reduction};
+    problem.bDense =
+        DenseOperand{filter,
+                     [groupOutForB, reduction](ExprPtr b, ExprPtr k, ExprPtr j) {
+                       return add(mul(add(mul(b, index(groupOutForB)), j), index(reduction)), k);
+                     },
+                     reduction};
     problem.b = problem.bDense->element();
     outputOffset = [outChannels, groupOut](ExprPtr b, ExprPtr i, ExprPtr j) {
       return add(add(mul(i, index(outChannels)), mul(b, index(groupOut))), j);
@@ -345,13 +353,13 @@ GemmProblem conv2DGemmProblem(const ir::Node &conv, Algorithm algorithm,
     problem.bContiguousInK = false;
     problem.b = nchwWindowElement(g, input);
     int64_t groupsForA = g.groups, groupOutForA = g.groupOutChannels, reduction = g.reduction();
-    problem.aDense = DenseOperand{
-        filter,
-        [groupsForA, groupOutForA, reduction](ExprPtr b, ExprPtr o, ExprPtr k) {
-          ExprPtr row = add(mul(mod(b, index(groupsForA)), index(groupOutForA)), o);
-          return add(mul(row, index(reduction)), k);
-        },
-        reduction};
+    problem.aDense =
+        DenseOperand{filter,
+                     [groupsForA, groupOutForA, reduction](ExprPtr b, ExprPtr o, ExprPtr k) {
+                       ExprPtr row = add(mul(mod(b, index(groupsForA)), index(groupOutForA)), o);
+                       return add(mul(row, index(reduction)), k);
+                     },
+                     reduction};
     problem.a = problem.aDense->element();
     outputOffset = [pixels, groupOut](ExprPtr b, ExprPtr i, ExprPtr j) {
       return add(mul(add(mul(b, index(groupOut)), i), index(pixels)), j);
@@ -366,9 +374,10 @@ GemmProblem conv2DGemmProblem(const ir::Node &conv, Algorithm algorithm,
     // the output's channel planes are strided by OH*OW, so the write-out runs along p.
     problem.aContiguousInK = false;
     problem.bContiguousInK = true;
-    problem.a = nchwDirectWindowElement(g, input);
+    problem.aGathered = nchwDirectWindow(g, input);
+    problem.a = problem.aGathered->element();
     problem.b = [g, filter](std::span<const ExprPtr> idx) {
-      return nchwFilterElement(g, filter, idx[0], idx[2], idx[1]);
+      return nchwDirectFilterElement(g, filter, idx[0], idx[2], idx[1]);
     };
     problem.outputContiguousInI = true;
     outputOffset = [g, pixels, groupOut, outChannels](ExprPtr b, ExprPtr i, ExprPtr j) {

@@ -63,10 +63,10 @@ void checkConv(const ConvCase &cc, std::vector<Runner> cpuRunners, bool biasRelu
   c.output(out);
   int64_t k = groupChannels * cc.kernelH * cc.kernelW;
   const ir::Node &node = *conv->definingNode();
-  TargetSchedules schedules{.cpu = {scheduleFor(node, Algorithm::Im2col),
-                                    scheduleFor(node, Algorithm::Direct)},
-                            .sim = {std::nullopt},
-                            .cpuRunners = std::move(cpuRunners)};
+  TargetSchedules schedules{
+      .cpu = {scheduleFor(node, Algorithm::Im2col), scheduleFor(node, Algorithm::Direct)},
+      .sim = {std::nullopt},
+      .cpuRunners = std::move(cpuRunners)};
   if (simTiles) {
     schedules.sim.push_back(lower::GpuConv2DSchedule{gpuGemm(32, 32, 8, 2, 2, 2)});
     schedules.sim.push_back(lower::GpuConv2DSchedule{gpuGemm(64, 32, 16, 4, 2, 1)});
@@ -114,6 +114,34 @@ TEST_CASE("conv2d: windows, padding, stride, dilation and groups in both layouts
       checkConv(cc, {Runner::Jit, Runner::Evaluator});
       checkConv(cc, {Runner::Jit}, /*biasRelu=*/true);
     }
+  }
+}
+
+TEST_CASE("conv2d: direct reads each tap's channel run in K blocks that split or hold runs",
+          "[lower][contraction][conv2d]") {
+  // 40 channels a tap, K = 360: kc 20 and 40 split or equal a run, 80 and 120 hold two and three
+  // (the last block a shorter remainder), 50 neither (the micro-kernel's k loop stays whole).
+  // Padding on every side, an odd pixel count (63, not a multiple of mr) and 2 images, so tiles
+  // straddle rows, images and the padding.
+  for (std::string layout : {"nchw", "nhwc"}) {
+    bool nhwc = layout == "nhwc";
+    GraphCase c(3);
+    ir::Value *x =
+        c.input("x", DType::F32,
+                nhwc ? std::vector<int64_t>{2, 9, 7, 40} : std::vector<int64_t>{2, 40, 9, 7});
+    ir::Value *w =
+        c.input("w", DType::F32,
+                nhwc ? std::vector<int64_t>{24, 3, 3, 40} : std::vector<int64_t>{24, 40, 3, 3});
+    ir::Value *conv = c.node(OpKind::Conv2D, {x, w}, params(layout, {1, 1}, {1, 1, 1, 1}).attrs());
+    c.output(conv);
+    TargetSchedules schedules{.cpu = {}, .sim = {}, .cpuRunners = {Runner::Jit, Runner::Evaluator}};
+    for (int64_t kc : {20, 40, 50, 80, 120}) {
+      lower::Conv2DSchedule s = scheduleFor(*conv->definingNode(), Algorithm::Direct);
+      s.gemm.kc = kc;
+      schedules.cpu.push_back(s);
+    }
+    INFO(layout);
+    checkOnTargets(c, 360, DType::F32, schedules);
   }
 }
 
@@ -175,20 +203,29 @@ TEST_CASE("conv2d: the heuristic runs convolutions with enough output channels d
   CHECK(third.algorithm == Algorithm::Im2col);
   CHECK(third.gemm.packA);
 
-  // A deep nchw reduction (VGG16's 28x28x256 -> 512: k = 2304) packs im2col panels; the same
-  // depth over images too small to fill the N axis (5x5) stays direct.
+  // A deep nchw reduction (VGG16's 28x28x256 -> 512: k = 2304) runs directly too, its K blocks
+  // whole runs of a tap's 256 channels (one address and padding test per tap).
   ir::Value *deep = c.input("deep", DType::F32, {1, 256, 28, 28});
   ir::Value *wDeep = c.input("w_deep", DType::F32, {64, 256, 3, 3});
-  ir::Value *deepConv = c.node(OpKind::Conv2D, {deep, wDeep}, params("nchw", {1, 1}, {1, 1, 1, 1}).attrs());
-  CHECK(lower::defaultConv2DSchedule(*deepConv->definingNode(), hostTarget()).algorithm ==
-        Algorithm::Im2col);
-  ir::Value *small = c.input("small", DType::F32, {8, 256, 7, 7});
-  ir::Value *smallConv = c.node(OpKind::Conv2D, {small, wDeep}, params("nchw").attrs());
-  CHECK(lower::defaultConv2DSchedule(*smallConv->definingNode(), hostTarget()).algorithm ==
-        Algorithm::Direct);
+  ir::Value *deepConv =
+      c.node(OpKind::Conv2D, {deep, wDeep}, params("nchw", {1, 1}, {1, 1, 1, 1}).attrs());
+  lower::Conv2DSchedule deepSchedule =
+      lower::defaultConv2DSchedule(*deepConv->definingNode(), hostTarget());
+  CHECK(deepSchedule.algorithm == Algorithm::Direct);
+  CHECK(deepSchedule.gemm.kc % 256 == 0);
+  // A tap's 512 channels over a kc below that: kc divides the run.
+  ir::Value *wide = c.input("wide", DType::F32, {1, 1536, 14, 14});
+  ir::Value *wWide = c.input("w_wide", DType::F32, {64, 1536, 3, 3});
+  ir::Value *wideConv =
+      c.node(OpKind::Conv2D, {wide, wWide}, params("nchw", {1, 1}, {1, 1, 1, 1}).attrs());
+  lower::Conv2DSchedule wideSchedule =
+      lower::defaultConv2DSchedule(*wideConv->definingNode(), hostTarget());
+  CHECK(wideSchedule.algorithm == Algorithm::Direct);
+  CHECK((wideSchedule.gemm.kc % 1536 == 0 || 1536 % wideSchedule.gemm.kc == 0));
 }
 
-TEST_CASE("conv2d: the heuristic packs im2col panels for a batch of images that fill the N axis",
+TEST_CASE("conv2d: the heuristic packs im2col panels for short reductions over images that fill "
+          "the N axis",
           "[lower][contraction][conv2d]") {
   // The machine of the CPU benchmarks: two Zen 5 cores, AVX-512.
   codegen::CpuTarget target = codegen::referenceCpuTarget();
@@ -216,19 +253,13 @@ TEST_CASE("conv2d: the heuristic packs im2col panels for a batch of images that 
       const ir::Node &conv = *c.node(OpKind::Conv2D, {x, w}, p.attrs())->definingNode();
       lower::Conv2DSchedule s = lower::defaultConv2DSchedule(conv, target);
       int64_t reduction = layer.channels * layer.kernel * layer.kernel;
-      if (images == 1) {
-        // One image stays in cache between runs: read in place, unless the reduction is too
-        // short to amortize Direct's scattered write-out (8 vectors) or deep.
-        bool packs = reduction < 8 * 16 || reduction >= 1024;
-        CHECK(s.algorithm == (packs ? Algorithm::Im2col : Algorithm::Direct));
-        continue;
-      }
-      if (reduction > 8 * layer.out) {
-        // A reduction long enough to amortize Direct's scattered write-out.
+      if (reduction > 8 * 16) {
+        // A reduction long enough to amortize Direct's scattered write-out: read in place.
         CHECK(s.algorithm == Algorithm::Direct);
+        CHECK_FALSE(s.gemm.packA);
         continue;
       }
-      // Sixteen images stream from memory: im2col panels, whole vectors along the pixels.
+      // A short one: im2col panels, whole vectors along the pixels.
       REQUIRE(s.algorithm == Algorithm::Im2col);
       CHECK(s.gemm.packA);
       lower::GemmShape shape = lower::conv2DGemmShape(conv, s.algorithm);
