@@ -70,23 +70,23 @@ std::vector<ConvShape> convShapes() {
     int64_t inChannels, outChannels, size, kernel, stride, pad;
   };
   static constexpr Layer kLayers[] = {
-      {"cnn1", 1, 32, 28, 3, 1, 0},        {"cnn2", 32, 64, 13, 3, 1, 0},
-      {"cnn3", 64, 64, 5, 3, 1, 0},        {"vgg1_1", 3, 64, 224, 3, 1, 1},
-      {"vgg1_2", 64, 64, 224, 3, 1, 1},    {"vgg2_1", 64, 128, 112, 3, 1, 1},
-      {"vgg2_2", 128, 128, 112, 3, 1, 1},  {"vgg3_1", 128, 256, 56, 3, 1, 1},
-      {"vgg3_2", 256, 256, 56, 3, 1, 1},   {"vgg4_1", 256, 512, 28, 3, 1, 1},
-      {"vgg4_2", 512, 512, 28, 3, 1, 1},   {"vgg5_1", 512, 512, 14, 3, 1, 1},
-      {"rn_conv1", 3, 64, 224, 7, 2, 3},   {"rn1_reduce", 64, 64, 56, 1, 1, 0},
-      {"rn1_3x3", 64, 64, 56, 3, 1, 1},    {"rn1_expand", 64, 256, 56, 1, 1, 0},
-      {"rn1_in", 256, 64, 56, 1, 1, 0},    {"rn2_reduce", 256, 128, 56, 1, 1, 0},
-      {"rn2_3x3s2", 128, 128, 56, 3, 2, 1}, {"rn2_down", 256, 512, 56, 1, 2, 0},
-      {"rn2_expand", 128, 512, 28, 1, 1, 0}, {"rn2_in", 512, 128, 28, 1, 1, 0},
-      {"rn2_3x3", 128, 128, 28, 3, 1, 1},  {"rn3_3x3s2", 256, 256, 28, 3, 2, 1},
-      {"rn3_down", 512, 1024, 28, 1, 2, 0}, {"rn3_reduce", 512, 256, 28, 1, 1, 0},
+      {"cnn1", 1, 32, 28, 3, 1, 0},           {"cnn2", 32, 64, 13, 3, 1, 0},
+      {"cnn3", 64, 64, 5, 3, 1, 0},           {"vgg1_1", 3, 64, 224, 3, 1, 1},
+      {"vgg1_2", 64, 64, 224, 3, 1, 1},       {"vgg2_1", 64, 128, 112, 3, 1, 1},
+      {"vgg2_2", 128, 128, 112, 3, 1, 1},     {"vgg3_1", 128, 256, 56, 3, 1, 1},
+      {"vgg3_2", 256, 256, 56, 3, 1, 1},      {"vgg4_1", 256, 512, 28, 3, 1, 1},
+      {"vgg4_2", 512, 512, 28, 3, 1, 1},      {"vgg5_1", 512, 512, 14, 3, 1, 1},
+      {"rn_conv1", 3, 64, 224, 7, 2, 3},      {"rn1_reduce", 64, 64, 56, 1, 1, 0},
+      {"rn1_3x3", 64, 64, 56, 3, 1, 1},       {"rn1_expand", 64, 256, 56, 1, 1, 0},
+      {"rn1_in", 256, 64, 56, 1, 1, 0},       {"rn2_reduce", 256, 128, 56, 1, 1, 0},
+      {"rn2_3x3s2", 128, 128, 56, 3, 2, 1},   {"rn2_down", 256, 512, 56, 1, 2, 0},
+      {"rn2_expand", 128, 512, 28, 1, 1, 0},  {"rn2_in", 512, 128, 28, 1, 1, 0},
+      {"rn2_3x3", 128, 128, 28, 3, 1, 1},     {"rn3_3x3s2", 256, 256, 28, 3, 2, 1},
+      {"rn3_down", 512, 1024, 28, 1, 2, 0},   {"rn3_reduce", 512, 256, 28, 1, 1, 0},
       {"rn3_expand", 256, 1024, 14, 1, 1, 0}, {"rn3_in", 1024, 256, 14, 1, 1, 0},
-      {"rn3_3x3", 256, 256, 14, 3, 1, 1},  {"rn4_reduce", 1024, 512, 14, 1, 1, 0},
-      {"rn4_3x3s2", 512, 512, 14, 3, 2, 1}, {"rn4_down", 1024, 2048, 14, 1, 2, 0},
-      {"rn4_expand", 512, 2048, 7, 1, 1, 0}, {"rn4_in", 2048, 512, 7, 1, 1, 0},
+      {"rn3_3x3", 256, 256, 14, 3, 1, 1},     {"rn4_reduce", 1024, 512, 14, 1, 1, 0},
+      {"rn4_3x3s2", 512, 512, 14, 3, 2, 1},   {"rn4_down", 1024, 2048, 14, 1, 2, 0},
+      {"rn4_expand", 512, 2048, 7, 1, 1, 0},  {"rn4_in", 2048, 512, 7, 1, 1, 0},
       {"rn4_3x3", 512, 512, 7, 3, 1, 1},
   };
   std::vector<ConvShape> shapes;
@@ -112,7 +112,8 @@ NamedTensors randomInputs(const ir::Graph &graph, Rng &rng) {
 /// Checks the outputs of the last timed run against its inputs: "ok", or what
 /// is wrong. A benchmark of a kernel that computes the wrong thing is no
 /// benchmark.
-using OutputCheck = std::function<std::string(const NamedTensors &inputs, const NamedTensors &outputs)>;
+using OutputCheck =
+    std::function<std::string(const NamedTensors &inputs, const NamedTensors &outputs)>;
 
 struct Measured {
   NamedTensors inputs; ///< what the timed runs read (the baselines then read the same)
@@ -129,11 +130,11 @@ enum class Outputs { AllocatedPerRun, Recycled };
 /// the last outputs.
 Expected<Measured> compileAndTime(Graph &graph, const NamedTensors &params,
                                   const OutputCheck &check, Outputs outputPolicy,
-                                  bool winograd = true) {
+                                  bool cpuNhwc = true) {
   KILN_TRY_VOID(graph.finalize());
   std::ostringstream dump;
   CompileOptions options;
-  options.winograd = winograd;
+  options.cpuNhwc = cpuNhwc;
   options.dump = kDumpFused;
   options.dumpStream = &dump;
   KILN_TRY(CompiledModel model, compile(graph.ir(), options));
@@ -156,21 +157,21 @@ Expected<Measured> compileAndTime(Graph &graph, const NamedTensors &params,
 
 /// Times kiln on the workload `build` makes, then returns what its runs read (nothing when it
 /// failed), for the baselines. Its outputs are recycled across runs, as the baselines write
-/// into one preallocated result. `impl` names the row's side: "kiln", or "kiln_direct" for
-/// the same graph compiled without the Winograd rewrite (CompileOptions::winograd).
+/// into one preallocated result. `impl` names the row's side: "kiln", "kiln_nhwc" (a
+/// convolution built in NHWC) or "kiln_nchw" for the graph compiled with the CPU's NHWC
+/// layout off (CompileOptions::cpuNhwc).
 std::optional<NamedTensors> benchWorkload(std::string_view name, double flops,
                                           const std::function<void(Graph &)> &build,
                                           const OutputCheck &check,
                                           std::string_view impl = "kiln") {
   Graph graph{std::string(name)};
   build(graph);
-  auto measured = compileAndTime(graph, {}, check, Outputs::Recycled, impl != "kiln_direct");
+  auto measured = compileAndTime(graph, {}, check, Outputs::Recycled, impl != "kiln_nchw");
   if (!measured) {
     bench::printError(impl, name, measured.error().message());
     return std::nullopt;
   }
-  printTime(impl, name, std::move(measured->seconds), flops, measured->check,
-            measured->schedules);
+  printTime(impl, name, std::move(measured->seconds), flops, measured->check, measured->schedules);
   return std::move(measured->inputs);
 }
 
@@ -209,7 +210,8 @@ std::string checkMatmul(const MatmulShape &shape, const HostTensor &aTensor,
   Rng rng(7);
   SampledCheck check;
   for (int s = 0; s < kSamples; ++s) {
-    int64_t i = static_cast<int64_t>(rng.nextU64() % m), j = static_cast<int64_t>(rng.nextU64() % n);
+    int64_t i = static_cast<int64_t>(rng.nextU64() % m),
+            j = static_cast<int64_t>(rng.nextU64() % n);
     if (s == 0)
       i = m - 1, j = n - 1; // the last row and column: edge tiles
     double sum = 0, absSum = 0;
@@ -223,8 +225,9 @@ std::string checkMatmul(const MatmulShape &shape, const HostTensor &aTensor,
   return check.verdict(c);
 }
 
+/// `nhwc`: x is [N, H, W, C], w [O, KH, KW, C] and y [N, OH, OW, O]; else all NCHW.
 std::string checkConv(const bench::ConvProblem &p, const HostTensor &xTensor,
-                      const HostTensor &wTensor, const HostTensor &y) {
+                      const HostTensor &wTensor, const HostTensor &y, bool nhwc = false) {
   auto x = xTensor.as<float>(), w = wTensor.as<float>();
   const int64_t size = p.size, out = p.outSize(), c = p.inChannels, r = p.kernel;
   Rng rng(7);
@@ -241,12 +244,16 @@ std::string checkConv(const bench::ConvProblem &p, const HostTensor &xTensor,
           int64_t iy = oy * p.stride + ky - p.pad, ix = ox * p.stride + kx - p.pad;
           if (iy < 0 || iy >= size || ix < 0 || ix >= size)
             continue;
-          double product = double(x[((n * c + ci) * size + iy) * size + ix]) *
-                           double(w[((o * c + ci) * r + ky) * r + kx]);
+          int64_t xAt = nhwc ? ((n * size + iy) * size + ix) * c + ci
+                             : ((n * c + ci) * size + iy) * size + ix;
+          int64_t wAt = nhwc ? ((o * r + ky) * r + kx) * c + ci : ((o * c + ci) * r + ky) * r + kx;
+          double product = double(x[xAt]) * double(w[wAt]);
           sum += product;
           absSum += std::abs(product);
         }
-    check.expect(((n * p.outChannels + o) * out + oy) * out + ox, sum, absSum);
+    check.expect(nhwc ? ((n * out + oy) * out + ox) * p.outChannels + o
+                      : ((n * p.outChannels + o) * out + oy) * out + ox,
+                 sum, absSum);
   }
   return check.verdict(y);
 }
@@ -269,9 +276,8 @@ void benchMatmul(const std::function<bool(std::string_view)> &selected) {
     if (!inputs)
       continue;
     const HostTensor &a = inputs->at("a"), &b = inputs->at("b");
-    bench::benchMatmulBaselines(shape.name, a, b, flops, [&](const HostTensor &c) {
-      return checkMatmul(shape, a, b, c);
-    });
+    bench::benchMatmulBaselines(shape.name, a, b, flops,
+                                [&](const HostTensor &c) { return checkMatmul(shape, a, b, c); });
   }
 }
 
@@ -282,27 +288,35 @@ void benchConv(const std::function<bool(std::string_view)> &selected) {
     const bench::ConvProblem &p = shape.problem;
     double flops = 2.0 * p.batch * p.outChannels * p.outSize() * p.outSize() * p.inChannels *
                    p.kernel * p.kernel;
-    auto build = [&p](Graph &g) {
-      Tensor x = g.input("x", {p.batch, p.inChannels, p.size, p.size});
-      Tensor w = g.input("w", {p.outChannels, p.inChannels, p.kernel, p.kernel});
-      Conv2DOptions options;
-      options.stride = {p.stride, p.stride};
-      options.padding = Padding::symmetric(p.pad, p.pad);
-      g.output("y", conv2d(x, w, options));
+    auto builder = [&p](bool nhwc) {
+      return [&p, nhwc](Graph &g) {
+        Tensor x = g.input("x", nhwc ? Shape{p.batch, p.size, p.size, p.inChannels}
+                                     : Shape{p.batch, p.inChannels, p.size, p.size});
+        Tensor w = g.input("w", nhwc ? Shape{p.outChannels, p.kernel, p.kernel, p.inChannels}
+                                     : Shape{p.outChannels, p.inChannels, p.kernel, p.kernel});
+        Conv2DOptions options;
+        options.stride = {p.stride, p.stride};
+        options.padding = Padding::symmetric(p.pad, p.pad);
+        options.layout = nhwc ? Layout::NHWC : Layout::NCHW;
+        g.output("y", conv2d(x, w, options));
+      };
     };
-    auto check = [&p](const NamedTensors &in, const NamedTensors &out) {
-      return checkConv(p, in.at("x"), in.at("w"), out.at("y"));
+    auto checker = [&p](bool nhwc) {
+      return [&p, nhwc](const NamedTensors &in, const NamedTensors &out) {
+        return checkConv(p, in.at("x"), in.at("w"), out.at("y"), nhwc);
+      };
     };
-    auto inputs = benchWorkload(shape.name, flops, build, check);
+    auto inputs = benchWorkload(shape.name, flops, builder(false), checker(false));
     if (!inputs)
       continue;
-    // The layers Winograd may take: the direct (or im2col) kernel beside it, in the same run.
+    // kiln's own layout (the kernel alone, as oneDNN's row is), and on the layers Winograd may
+    // take the NCHW pipeline beside it, in the same run.
+    benchWorkload(shape.name, flops, builder(true), checker(true), "kiln_nhwc");
     if (p.kernel == 3 && p.stride == 1)
-      benchWorkload(shape.name, flops, build, check, "kiln_direct");
+      benchWorkload(shape.name, flops, builder(false), checker(false), "kiln_nchw");
     const HostTensor &x = inputs->at("x"), &w = inputs->at("w");
-    bench::benchConvBaselines(shape.name, p, x, w, flops, [&](const HostTensor &y) {
-      return checkConv(p, x, w, y);
-    });
+    bench::benchConvBaselines(shape.name, p, x, w, flops,
+                              [&](const HostTensor &y) { return checkConv(p, x, w, y); });
   }
 }
 
@@ -332,8 +346,7 @@ void benchModels(const std::function<bool(std::string_view)> &selected) {
         return std::string("ok");
       };
       // The parameters are bound once, as PyTorch's module holds its weights.
-      auto measured =
-          compileAndTime(graph, graph.paramValues(), check, Outputs::AllocatedPerRun);
+      auto measured = compileAndTime(graph, graph.paramValues(), check, Outputs::AllocatedPerRun);
       if (!measured) {
         printError(name, measured.error());
         continue;
@@ -385,7 +398,8 @@ void benchCompile(const std::function<bool(std::string_view)> &selected) {
   }
 }
 
-constexpr const char *kUsage = R"(usage: kiln_cpu_bench [--filter TEXT | --only NAME] [--sections LIST] [--list]
+constexpr const char *kUsage =
+    R"(usage: kiln_cpu_bench [--filter TEXT | --only NAME] [--sections LIST] [--list]
 
 Times kiln on the CPU workloads of bench/README.md and prints one JSON object
 per line. KILN_NUM_THREADS sets the thread count (default: all cores).
@@ -420,21 +434,27 @@ int main(int argc, char **argv) {
   }
   if (list || listJson) {
     for (const MatmulShape &m : matmulShapes())
-      fmt::print(fmt::runtime(listJson ? R"({{"name": "{}", "kind": "matmul", "m": {}, "k": {}, "n": {}}})" "\n"
-                          : "{}\n"),
-                 m.name, m.m, m.k, m.n);
+      fmt::print(
+          fmt::runtime(listJson ? R"({{"name": "{}", "kind": "matmul", "m": {}, "k": {}, "n": {}}})"
+                                  "\n"
+                                : "{}\n"),
+          m.name, m.m, m.k, m.n);
     for (const ConvShape &c : convShapes()) {
       const bench::ConvProblem &p = c.problem;
-      fmt::print(fmt::runtime(listJson ? R"({{"name": "{}", "kind": "conv", "batch": {}, "in_channels": {}, )"
-                            R"("out_channels": {}, "size": {}, "kernel": {}, "stride": {}, )"
-                            R"("pad": {}}})" "\n"
-                          : "{}\n"),
-                 c.name, p.batch, p.inChannels, p.outChannels, p.size, p.kernel, p.stride,
-                 p.pad);
+      fmt::print(
+          fmt::runtime(listJson
+                           ? R"({{"name": "{}", "kind": "conv", "batch": {}, "in_channels": {}, )"
+                             R"("out_channels": {}, "size": {}, "kernel": {}, "stride": {}, )"
+                             R"("pad": {}}})"
+                             "\n"
+                           : "{}\n"),
+          c.name, p.batch, p.inChannels, p.outChannels, p.size, p.kernel, p.stride, p.pad);
     }
     for (const char *model : {"mlp", "cnn"})
       for (int batch : {1, 64})
-        fmt::print(fmt::runtime(listJson ? R"({{"name": "{}_b{}", "kind": "model"}})" "\n" : "{}_b{}\n"),
+        fmt::print(fmt::runtime(listJson ? R"({{"name": "{}_b{}", "kind": "model"}})"
+                                           "\n"
+                                         : "{}_b{}\n"),
                    model, batch);
     return 0;
   }

@@ -29,9 +29,9 @@ using Clock = std::chrono::steady_clock;
 /// precision policy to every contraction, those matmuls included, on a GPU
 /// with tensor cores for the policy's operands run the convolutions that then
 /// suit them as NHWC (`layout`) and, under fp8, give matmuls K-contiguous
-/// operands (`kmajor`), on the CPU run the deep f32 3x3 convolutions as
-/// Winograd (`winograd`), and clean up again (`fold` narrows cast constants,
-/// `cse` merges casts and transposes, `simplify` cancels transpose pairs).
+/// operands (`kmajor`), on the CPU run convolutions as NHWC (`layout-cpu`) and
+/// the deep f32 3x3 NCHW ones left as Winograd (`winograd`), and clean up again (`fold` narrows
+/// cast constants, `cse` merges casts and transposes, `simplify` cancels transpose pairs).
 Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options,
                               const LoweringTarget &target) {
   passes::PassManager pm;
@@ -50,9 +50,13 @@ Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options,
     if (fp8)
       pm.add(passes::createKMajorOperandsPass());
   }
-  // The CPU runs f32 3x3 convolutions with many channels as Winograd (docs/winograd.md).
-  if (std::holds_alternative<codegen::CpuTarget>(target) &&
-      options.precision == passes::PrecisionPolicy::Fp32 && options.winograd)
+  // The CPU runs convolutions as NHWC, where its direct kernel reads a tap's channels
+  // contiguously, and the NCHW ones left, f32 3x3 with many channels, as Winograd
+  // (docs/winograd.md).
+  bool cpu = std::holds_alternative<codegen::CpuTarget>(target);
+  if (cpu && options.cpuNhwc)
+    pm.add(passes::createNhwcLayoutPass(passes::NhwcConvolutions::OneGroup));
+  if (cpu && options.precision == passes::PrecisionPolicy::Fp32 && options.winograd)
     pm.add(passes::createWinogradPass());
   KILN_TRY_VOID(pm.addPipeline("simplify,fold,cse,dce"));
   KILN_TRY_VOID(pm.run(graph));
@@ -102,18 +106,17 @@ struct RecordLowering {
     if (!record) {
       if (replay && lower::scheduleSpace(graph, group, target).size() > 1)
         return std::unexpected(
-            Error(ErrorCode::NotFound,
-                  fmt::format("tuning replay: {} has no tuning record in {}", where,
-                              records.path()))
+            Error(ErrorCode::NotFound, fmt::format("tuning replay: {} has no tuning record in {}",
+                                                   where, records.path()))
                 .withNote("key: " + describeKey(records.keyFor(identity)))
                 .withNote("tune this model first (kiln tune), or compile with --tuning use"));
       return withDefault(group);
     }
     usedRecord = record;
     if (record->backend != "kiln") {
-      report.tuningRecords.push_back(fmt::format(
-          "{}: {} record '{}' (kiln lowers it with the default schedule)", where, record->backend,
-          record->schedule));
+      report.tuningRecords.push_back(
+          fmt::format("{}: {} record '{}' (kiln lowers it with the default schedule)", where,
+                      record->backend, record->schedule));
       return withDefault(group);
     }
     // A record is data from a file: it is checked like any input, never trusted.
@@ -134,12 +137,12 @@ struct RecordLowering {
     if (!lowered)
       return unusable(fmt::format("lowering rejects its schedule '{}': {}", record->schedule,
                                   lowered.error().message()));
-    std::string speedup =
-        record->bestSeconds > 0 && record->defaultSeconds > 0
-            ? fmt::format(", {:.2f}x over the default", record->defaultSeconds / record->bestSeconds)
-            : std::string();
-    report.tuningRecords.push_back(fmt::format("{}: {}{}, tuned {}", where, record->schedule,
-                                               speedup, record->tunedAt));
+    std::string speedup = record->bestSeconds > 0 && record->defaultSeconds > 0
+                              ? fmt::format(", {:.2f}x over the default",
+                                            record->defaultSeconds / record->bestSeconds)
+                              : std::string();
+    report.tuningRecords.push_back(
+        fmt::format("{}: {}{}, tuned {}", where, record->schedule, speedup, record->tunedAt));
     return Result{std::move(*lowered), std::move(*schedule), true};
   }
 };
@@ -192,9 +195,9 @@ Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileO
       KILN_TRY(result, recordLowering.withDefault(group));
     }
     fromRecords += result.fromRecord ? 1 : 0;
-    scheduleListing += fmt::format("//   group {} schedule: {}{}\n", group.id,
-                                   lower::scheduleStr(result.schedule),
-                                   result.fromRecord ? " (tuning record)" : "");
+    scheduleListing +=
+        fmt::format("//   group {} schedule: {}{}\n", group.id, lower::scheduleStr(result.schedule),
+                    result.fromRecord ? " (tuning record)" : "");
     lower::LoweredKernel lowered = std::move(result.kernel);
     program.kernels.push_back(lowered.kernel);
     for (const kir::Kernel &followUp : lowered.followUps)
@@ -202,8 +205,8 @@ Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileO
     program.groupKernels[g] = std::move(lowered);
   }
   report.numKernels = static_cast<int>(program.kernels.size());
-  report.tuning = records.active() ? fmt::format("{} of {} groups from {}", fromRecords, kernelGroups,
-                                                 records.path())
+  report.tuning = records.active() ? fmt::format("{} of {} groups from {}", fromRecords,
+                                                 kernelGroups, records.path())
                                    : records.inactiveReason();
   if (options.dump & kDumpFused)
     dump << "// ---- fusion groups\n"

@@ -32,6 +32,8 @@ constexpr PassEntry kRegistry[] = {
     {"fold", [](const PassOptions &) { return createConstantFoldingPass(); }},
     {"kmajor", [](const PassOptions &) { return createKMajorOperandsPass(); }},
     {"layout", [](const PassOptions &) { return createNhwcLayoutPass(); }},
+    {"layout-cpu",
+     [](const PassOptions &) { return createNhwcLayoutPass(NhwcConvolutions::OneGroup); }},
     {"precision", [](const PassOptions &o) { return createPrecisionPass(o.precision); }},
     {"simplify", [](const PassOptions &) { return createAlgebraicSimplifyPass(); }},
     {"split-concat", [](const PassOptions &) { return createSplitWideConcatPass(); }},
@@ -135,8 +137,7 @@ Expected<bool> PassManager::run(ir::Graph &graph) {
     if (verifyEach_) {
       auto verified = ir::verifyGraph(graph);
       if (!verified)
-        return std::unexpected(
-            inPass(verified.error(), "invalid IR after pass", pass->name()));
+        return std::unexpected(inPass(verified.error(), "invalid IR after pass", pass->name()));
     }
   }
   return anyChange;

@@ -60,11 +60,20 @@ std::unique_ptr<Pass> createSplitWideConcatPass();
 /// tf32 sets allow_tf32; bf16-mixed, fp16-mixed and fp8 cast their operands
 /// to bf16, f16 or f8e4m3 (accumulating in f32) and their result back to f32.
 std::unique_ptr<Pass> createPrecisionPass(PrecisionPolicy policy);
-/// "layout": runs NCHW conv2d whose operands suit tensor cores (f16/bf16/e4m3,
-/// or f32 allowing tf32) as NHWC between transposes, and sinks the transposes
-/// through elementwise ops, batch norms and pools ("simplify" then cancels
-/// the pairs between convolutions). GPU pipelines run it after "precision".
-std::unique_ptr<Pass> createNhwcLayoutPass();
+/// Which NCHW convolutions the layout pass runs as NHWC.
+enum class NhwcConvolutions {
+  /// "layout": those whose operands suit tensor cores (f16/bf16/e4m3, or f32 allowing tf32).
+  TensorCoreOperands,
+  /// "layout-cpu": every one of one group (the CPU's direct kernel reads a tap's channels
+  /// contiguously in NHWC).
+  OneGroup,
+};
+/// "layout" / "layout-cpu": runs the chosen NCHW conv2d as NHWC between transposes, and sinks
+/// the transposes through elementwise ops, batch norms and pools ("simplify" then cancels the
+/// pairs between convolutions). GPU pipelines run "layout" after "precision", the CPU pipeline
+/// "layout-cpu" (CompileOptions::cpuNhwc).
+std::unique_ptr<Pass>
+createNhwcLayoutPass(NhwcConvolutions which = NhwcConvolutions::TensorCoreOperands);
 /// Which convolutions "winograd" rewrites, and with which output tile. The bounds are the CPU's
 /// measurements (docs/winograd.md): below them the transforms, which move each value through
 /// memory with gathers, and the per-run filter transform cost more than the multiplies saved.

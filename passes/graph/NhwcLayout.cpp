@@ -1,8 +1,12 @@
-// "layout": NCHW convolutions whose operands suit tensor cores run as NHWC.
+// "layout": NCHW convolutions whose operands suit tensor cores run as NHWC;
+// "layout-cpu": every NCHW convolution of one group does (the CPU pipeline's).
 //
 // Why: kiln's tensor-core convolution is an implicit GEMM over NHWC tensors
 // (a tap's channels are contiguous), so an NCHW model — the DSL's default —
-// kept its convolutions on CUDA cores under bf16-mixed. Rewriting each such
+// kept its convolutions on CUDA cores under bf16-mixed. On the CPU the direct
+// kernel reads a tap's channels as one contiguous run in NHWC, where NCHW
+// spreads them over channel planes H*W apart (VGG16 at batch 1, Zen 5, two
+// threads: 281 ms as NCHW, 115 ms as NHWC; docs/lowering.md). Rewriting each such
 // conv2d as transpose -> conv2d(layout nhwc) -> transpose back puts it on
 // tensor cores; the transposes are then sunk through the elementwise ops,
 // batch norms and pools that follow, until a transpose back meets the next
@@ -82,17 +86,36 @@ bool suitsTensorCores(const Node &conv) {
   return channelBytes % 4 == 0;
 }
 
+/// Whether the CPU runs the convolution as NHWC: one group over 4-D operands of one dtype
+/// (grouped and depthwise ones keep NCHW, where Im2col puts the pixels on the vector axis).
+bool runsAsNhwcOnCpu(const Node &conv) {
+  if (ir::getString(conv.attrs(), "layout") != "nchw" || ir::getInt(conv.attrs(), "groups") != 1)
+    return false;
+  const ir::TensorType &x = conv.operand(0)->type();
+  return x.dtype == conv.operand(1)->type().dtype && x.shape.size() == 4;
+}
+
 class NhwcLayout final : public Pass {
 public:
-  std::string_view name() const override { return "layout"; }
+  explicit NhwcLayout(NhwcConvolutions which) : which_(which) {}
+
+  std::string_view name() const override {
+    return which_ == NhwcConvolutions::TensorCoreOperands ? "layout" : "layout-cpu";
+  }
   std::string_view description() const override {
-    return "runs NCHW convolutions that suit tensor cores as NHWC and sinks the transposes";
+    return which_ == NhwcConvolutions::TensorCoreOperands
+               ? "runs NCHW convolutions that suit tensor cores as NHWC and sinks the transposes"
+               : "runs every NCHW convolution of one group as NHWC and sinks the transposes";
   }
 
   Expected<bool> run(ir::Graph &graph) override {
     bool rewritten = false;
     for (Node *node : graph.topologicalOrder()) {
-      if (node->kind() != OpKind::Conv2D || !suitsTensorCores(*node))
+      if (node->kind() != OpKind::Conv2D)
+        continue;
+      bool convert = which_ == NhwcConvolutions::TensorCoreOperands ? suitsTensorCores(*node)
+                                                                    : runsAsNhwcOnCpu(*node);
+      if (!convert)
         continue;
       KILN_TRY_VOID(rewriteConv(graph, *node));
       rewritten = true;
@@ -110,9 +133,11 @@ public:
 private:
   static Expected<void> rewriteConv(ir::Graph &graph, Node &conv) {
     const Location &at = conv.location();
-    KILN_TRY(Value * x, graph.addNode(OpKind::Transpose, {conv.operand(0)}, {{"perm", kToNhwc}}, at));
+    KILN_TRY(Value * x,
+             graph.addNode(OpKind::Transpose, {conv.operand(0)}, {{"perm", kToNhwc}}, at));
     // [O, I, KH, KW] -> [O, KH, KW, I]: the nhwc filter layout.
-    KILN_TRY(Value * w, graph.addNode(OpKind::Transpose, {conv.operand(1)}, {{"perm", kToNhwc}}, at));
+    KILN_TRY(Value * w,
+             graph.addNode(OpKind::Transpose, {conv.operand(1)}, {{"perm", kToNhwc}}, at));
     ir::AttrMap attrs = conv.attrs();
     attrs.insert_or_assign("layout", std::string("nhwc"));
     KILN_TRY(Value * y, graph.addNode(OpKind::Conv2D, {x, w}, std::move(attrs), at));
@@ -139,12 +164,10 @@ private:
     if (node.numOperands() == 0)
       return nullptr;
     switch (node.kind()) {
-    case OpKind::BatchNorm:
-      return sinkBelowBatchNorm(graph, node);
+    case OpKind::BatchNorm: return sinkBelowBatchNorm(graph, node);
     case OpKind::MaxPool2D:
     case OpKind::AvgPool2D:
-    case OpKind::GlobalAvgPool:
-      return sinkBelowPool(graph, node);
+    case OpKind::GlobalAvgPool: return sinkBelowPool(graph, node);
     default:
       if (node.info().category == ir::OpCategory::Elementwise)
         return sinkBelowElementwise(graph, node);
@@ -247,10 +270,14 @@ private:
                                           node.location()));
     return graph.addNode(OpKind::Transpose, {inner}, {{"perm", kToNchw}}, node.location());
   }
+
+  NhwcConvolutions which_;
 };
 
 } // namespace
 
-std::unique_ptr<Pass> createNhwcLayoutPass() { return std::make_unique<NhwcLayout>(); }
+std::unique_ptr<Pass> createNhwcLayoutPass(NhwcConvolutions which) {
+  return std::make_unique<NhwcLayout>(which);
+}
 
 } // namespace kiln::passes

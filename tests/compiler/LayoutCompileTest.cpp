@@ -9,7 +9,6 @@
 #include "frontend/nn/Conv2D.h"
 #include "frontend/nn/Dense.h"
 
-
 #include <sstream>
 
 namespace kiln::test {
@@ -20,8 +19,8 @@ namespace {
 void buildSmallCnn(Graph &graph) {
   Tensor x = graph.input("images", {2, 3, 9, 9});
   auto conv = [](int64_t filters, const char *name) {
-    return nn::Conv2D(filters, {3, 3}, nn::Activation::Relu, Padding::same(), {1, 1},
-                      Layout::NCHW, name);
+    return nn::Conv2D(filters, {3, 3}, nn::Activation::Relu, Padding::same(), {1, 1}, Layout::NCHW,
+                      name);
   };
   nn::Conv2D first = conv(8, "c1"), second = conv(16, "c2"), third = conv(16, "c3");
   Tensor y = third(graph, second(graph, first(graph, x)));
@@ -44,7 +43,8 @@ int kernelsUsingMma(const std::string &dump) {
   int count = 0;
   for (size_t at = dump.find(kHeader); at != std::string::npos;) {
     size_t next = dump.find(kHeader, at + 1);
-    std::string_view kernel(dump.data() + at, (next == std::string::npos ? dump.size() : next) - at);
+    std::string_view kernel(dump.data() + at,
+                            (next == std::string::npos ? dump.size() : next) - at);
     count += kernel.find(" mma mmaKind=") != std::string_view::npos;
     at = next;
   }
@@ -93,7 +93,11 @@ TEST_CASE("bf16-mixed NCHW convolutions run as NHWC on tensor cores on a GPU tar
     // 5 output columns are not whole 4-byte pairs of bf16: CUDA cores).
     CHECK(kernelsUsingMma(text) == 2);
   } else {
-    CHECK(countOccurrences(graphText, "layout = \"nhwc\"") == 0);
+    // The CPU runs every convolution of one group as NHWC, whatever its operands
+    // ("layout-cpu"), the 3-channel first one included (and the pool between them).
+    CHECK(countOccurrences(graphText, "layout = \"nchw\"") == 0);
+    CHECK(countOccurrences(graphText, "layout = \"nhwc\"") >= 3);
+    CHECK(countOccurrences(graphText, "conv2d(") == 3);
   }
 }
 

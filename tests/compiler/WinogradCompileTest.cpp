@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <sstream>
+
 namespace kiln::test {
 namespace {
 
@@ -27,15 +29,26 @@ TEST_CASE("the CPU compiles a deep 3x3 convolution as Winograd", "[compiler][win
   CompileCase c(fmt::format("winograd_b{}", batch));
   buildDeepConv(c, batch);
   NamedTensors expected = c.reference();
-  // The filter transform, the input transform, the batched matmul and the output transform
-  // with the bias and relu.
+  // Kept NCHW (the CPU's NHWC layout off): the filter transform, the input transform, the
+  // batched matmul and the output transform with the bias and relu.
+  CompileOptions nchw;
+  nchw.cpuNhwc = false;
   CompileReport report;
-  c.check({}, &report, &expected);
+  c.check(nchw, &report, &expected);
   CHECK(report.numKernels == 4);
-  CompileOptions direct;
+  CompileOptions direct = nchw;
   direct.winograd = false;
   c.check(direct, &report, &expected);
   CHECK(report.numKernels == 1);
+  // By default the convolution runs as NHWC, which the rewrite leaves alone: one direct kernel
+  // with the bias and relu, between the transposes of the input, the filter and the result.
+  std::ostringstream dump;
+  CompileOptions byDefault;
+  byDefault.dump = kDumpFused;
+  byDefault.dumpStream = &dump;
+  c.check(byDefault, &report, &expected);
+  CHECK(report.numKernels == 4);
+  CHECK(dump.str().find("conv2d direct") != std::string::npos);
 }
 
 } // namespace kiln::test

@@ -14,9 +14,10 @@ using namespace kiln::testing;
 
 namespace {
 
-/// What a GPU pipeline runs: layout, then the cleanup that cancels pairs.
-bool applyLayout(Graph &graph) {
-  bool changed = runPassOrFail(createNhwcLayoutPass(), graph);
+/// What a GPU pipeline runs (the CPU pipeline with OneGroup): layout, then the cleanup that
+/// cancels pairs.
+bool applyLayout(Graph &graph, NhwcConvolutions which = NhwcConvolutions::TensorCoreOperands) {
+  bool changed = runPassOrFail(createNhwcLayoutPass(which), graph);
   for (auto *create : {&createAlgebraicSimplifyPass, &createCommonSubexpressionEliminationPass,
                        &createDeadCodeEliminationPass})
     runPassOrFail((*create)(), graph);
@@ -179,4 +180,43 @@ TEST_CASE("convolutions that cannot use tensor cores stay NCHW", "[passes][layou
   REQUIRE(applyLayout(*e4m3));
   CHECK(getString(nodesOfKind(*e4m3, OpKind::Conv2D)[0]->attrs(), "layout") == "nhwc");
   checkSameValues(*e4m3Original, *e4m3);
+}
+
+TEST_CASE("layout-cpu runs every convolution of one group as NHWC", "[passes][layout]") {
+  // The CPU's choice: f32 (no tf32), three input channels and i8 move; the grouped one stays.
+  constexpr std::string_view kCpu = R"(graph @cpu {
+    input %rgb: f32[2,3,9,7]
+    param %w0: f32[8,3,3,3]
+    param %w1: f32[8,8,1,1]
+    param %w2: f32[8,4,3,3]
+    input %q: i8[1,4,6,6]
+    param %wq: i8[4,4,3,3]
+    %0: f32[2,8,7,5] = conv2d(%rgb, %w0)
+    %1: f32[2,8,7,5] = relu(%0)
+    %2: f32[2,8,7,5] = conv2d(%1, %w1)
+    %3: f32[2,8,7,5] = conv2d(%2, %w2) {groups = 2, padding = [1, 1, 1, 1]}
+    %4: i32[1,4,4,4] = conv2d(%q, %wq) {accumulate = i32}
+    output "y" = %3
+    output "z" = %4
+  })";
+  auto graph = parseOrFail(kCpu);
+  auto original = parseOrFail(kCpu);
+  REQUIRE(applyLayout(*graph, NhwcConvolutions::OneGroup));
+  INFO(printGraph(*graph));
+  auto convs = nodesOfKind(*graph, OpKind::Conv2D);
+  REQUIRE(convs.size() == 4);
+  size_t nhwc = 0;
+  for (const Node *conv : convs) {
+    bool grouped = getInt(conv->attrs(), "groups") != 1;
+    CHECK(getString(conv->attrs(), "layout") == (grouped ? "nchw" : "nhwc"));
+    nhwc += !grouped;
+  }
+  CHECK(nhwc == 3);
+  // The relu between the first two runs as NHWC: no transpose pair is left between them, only
+  // the one back to NCHW before the grouped convolution and the i8 one's output.
+  CHECK(activationTransposes(*graph) == 2);
+  checkSameValues(*original, *graph);
+  // The tensor-core rule moves none of them.
+  auto untouched = parseOrFail(kCpu);
+  CHECK_FALSE(applyLayout(*untouched));
 }

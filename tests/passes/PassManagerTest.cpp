@@ -82,10 +82,10 @@ public:
   std::string_view name() const override { return "test-fails-noted"; }
   std::string_view description() const override { return "returns an error with notes"; }
   Expected<bool> run(Graph &) override {
-    return std::unexpected(Error(ErrorCode::ShapeMismatch, "operand shapes disagree",
-                                 Location{"model.cpp", 42, 7})
-                               .withNote("lhs is f32[3]")
-                               .withNote("rhs is f32[4]"));
+    return std::unexpected(
+        Error(ErrorCode::ShapeMismatch, "operand shapes disagree", Location{"model.cpp", 42, 7})
+            .withNote("lhs is f32[3]")
+            .withNote("rhs is f32[4]"));
   }
 };
 
@@ -94,8 +94,8 @@ public:
 TEST_CASE("the registry lists every pass in a stable order", "[passes][manager]") {
   std::vector<std::string_view> names = registeredPassNames();
   CHECK(names == std::vector<std::string_view>{"autodiff", "cse", "dce", "decompose", "fold",
-                                                   "kmajor", "layout", "precision", "simplify",
-                                                   "split-concat", "winograd"});
+                                               "kmajor", "layout", "layout-cpu", "precision",
+                                               "simplify", "split-concat", "winograd"});
   for (std::string_view name : names) {
     auto pass = createPass(name);
     REQUIRE(pass);
@@ -111,7 +111,8 @@ TEST_CASE("an unknown pass name lists the known ones", "[passes][manager]") {
   REQUIRE_FALSE(pass);
   CHECK(pass.error().code() == ErrorCode::NotFound);
   CHECK(pass.error().message() ==
-        "unknown pass 'cs'; known passes: autodiff, cse, dce, decompose, fold, kmajor, layout, precision, simplify, split-concat, winograd");
+        "unknown pass 'cs'; known passes: autodiff, cse, dce, decompose, fold, kmajor, layout, "
+        "layout-cpu, precision, simplify, split-concat, winograd");
 }
 
 TEST_CASE("addPipeline parses names and rejects bad ones without adding any", "[passes][manager]") {
@@ -119,7 +120,8 @@ TEST_CASE("addPipeline parses names and rejects bad ones without adding any", "[
   auto bad = manager.addPipeline("cse,bogus,dce");
   REQUIRE_FALSE(bad);
   CHECK(bad.error().message() ==
-        "unknown pass 'bogus'; known passes: autodiff, cse, dce, decompose, fold, kmajor, layout, precision, simplify, split-concat, winograd");
+        "unknown pass 'bogus'; known passes: autodiff, cse, dce, decompose, fold, kmajor, layout, "
+        "layout-cpu, precision, simplify, split-concat, winograd");
 
   for (std::string_view pipeline : {"", "cse,,dce", "cse,", ",dce", " , "}) {
     INFO("pipeline '" << pipeline << "'");
@@ -194,7 +196,8 @@ TEST_CASE("a pass's own error names the pass", "[passes][manager]") {
   CHECK(result.error().code() == ErrorCode::Unsupported);
   CHECK(result.error().message() == "in pass 'test-fails': cannot handle this graph");
   CHECK_FALSE(result.error().location());
-  CHECK(result.error().notes() == std::vector<std::string>{"pipeline stopped at pass 'test-fails'"});
+  CHECK(result.error().notes() ==
+        std::vector<std::string>{"pipeline stopped at pass 'test-fails'"});
 }
 
 TEST_CASE("fixed-point passes rerun until they settle, within a cap", "[passes][manager]") {
@@ -241,9 +244,8 @@ TEST_CASE("a decompose pass can be limited to named ops", "[passes][manager]") {
   REQUIRE_FALSE(bad);
   CHECK_THAT(bad.error().message(), Catch::StartsWith("decompose: 'exp' is not a composite op; "
                                                       "ops with a decomposition: "));
-  CHECK_THAT(bad.error().message(),
-             Catch::Contains("global_avg_pool, softmax, log_softmax") &&
-                 Catch::Contains("hard_swish"));
+  CHECK_THAT(bad.error().message(), Catch::Contains("global_avg_pool, softmax, log_softmax") &&
+                                        Catch::Contains("hard_swish"));
   std::string_view unknown[] = {"softmaxx"};
   auto missing = createDecomposePass(std::span<const std::string_view>(unknown));
   REQUIRE_FALSE(missing);
