@@ -129,12 +129,10 @@ enum class Outputs { AllocatedPerRun, Recycled };
 /// Compiles `graph`, binds `params`, times run() on random inputs and checks
 /// the last outputs.
 Expected<Measured> compileAndTime(Graph &graph, const NamedTensors &params,
-                                  const OutputCheck &check, Outputs outputPolicy,
-                                  bool cpuNhwc = true) {
+                                  const OutputCheck &check, Outputs outputPolicy) {
   KILN_TRY_VOID(graph.finalize());
   std::ostringstream dump;
   CompileOptions options;
-  options.cpuNhwc = cpuNhwc;
   options.dump = kDumpFused;
   options.dumpStream = &dump;
   KILN_TRY(CompiledModel model, compile(graph.ir(), options));
@@ -157,16 +155,15 @@ Expected<Measured> compileAndTime(Graph &graph, const NamedTensors &params,
 
 /// Times kiln on the workload `build` makes, then returns what its runs read (nothing when it
 /// failed), for the baselines. Its outputs are recycled across runs, as the baselines write
-/// into one preallocated result. `impl` names the row's side: "kiln", "kiln_nhwc" (a
-/// convolution built in NHWC) or "kiln_nchw" for the graph compiled with the CPU's NHWC
-/// layout off (CompileOptions::cpuNhwc).
+/// into one preallocated result. `impl` names the row's side: "kiln", or "kiln_nhwc" for a
+/// convolution built in NHWC.
 std::optional<NamedTensors> benchWorkload(std::string_view name, double flops,
                                           const std::function<void(Graph &)> &build,
                                           const OutputCheck &check,
                                           std::string_view impl = "kiln") {
   Graph graph{std::string(name)};
   build(graph);
-  auto measured = compileAndTime(graph, {}, check, Outputs::Recycled, impl != "kiln_nchw");
+  auto measured = compileAndTime(graph, {}, check, Outputs::Recycled);
   if (!measured) {
     bench::printError(impl, name, measured.error().message());
     return std::nullopt;
@@ -309,11 +306,10 @@ void benchConv(const std::function<bool(std::string_view)> &selected) {
     auto inputs = benchWorkload(shape.name, flops, builder(false), checker(false));
     if (!inputs)
       continue;
-    // kiln's own layout (the kernel alone, as oneDNN's row is), and on the layers Winograd may
-    // take the NCHW pipeline beside it, in the same run.
+    // The convolution built in NHWC, kiln's CPU layout for convolutions that feed one another
+    // (as oneDNN's row is in its own layout), beside the NCHW one, which a lone convolution
+    // keeps (Winograd where its rule takes the layer).
     benchWorkload(shape.name, flops, builder(true), checker(true), "kiln_nhwc");
-    if (p.kernel == 3 && p.stride == 1)
-      benchWorkload(shape.name, flops, builder(false), checker(false), "kiln_nchw");
     const HostTensor &x = inputs->at("x"), &w = inputs->at("w");
     bench::benchConvBaselines(shape.name, p, x, w, flops,
                               [&](const HostTensor &y) { return checkConv(p, x, w, y); });

@@ -87,13 +87,14 @@ struct CompileOptions {
   /// How contractions compute (docs/precision.md): applied by the "precision"
   /// pass after the graph passes have decomposed attention, before fusion.
   passes::PrecisionPolicy precision = passes::PrecisionPolicy::Fp32;
-  /// CPU: run every NCHW convolution of one group as NHWC, the transposes sunk
-  /// through the graph until they cancel between convolutions (the "layout-cpu"
-  /// pass, docs/lowering.md). Off: convolutions keep the layout they were built in.
+  /// CPU: run the NCHW convolutions of one group that feed one another as NHWC,
+  /// the transposes sunk through the graph until they cancel between them (the
+  /// "layout-cpu" pass, docs/lowering.md). Off: convolutions keep the layout they
+  /// were built in.
   bool cpuNhwc = true;
   /// CPU, fp32 policy: run f32 3x3 stride-1 NCHW convolutions with many channels
-  /// as Winograd F(2x2, 3x3) (the "winograd" pass, docs/winograd.md); with cpuNhwc
-  /// the convolutions it would take run as NHWC instead. Off: every convolution
+  /// as Winograd F(2x2, 3x3) (the "winograd" pass, docs/winograd.md); the chained
+  /// ones cpuNhwc runs as NHWC are not NCHW any more. Off: every convolution
   /// takes the direct or im2col kernel.
   bool winograd = true;
   /// Verify the graph after every graph pass.

@@ -55,7 +55,7 @@ Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options,
   // (docs/winograd.md).
   bool cpu = std::holds_alternative<codegen::CpuTarget>(target);
   if (cpu && options.cpuNhwc)
-    pm.add(passes::createNhwcLayoutPass(passes::NhwcConvolutions::OneGroup));
+    pm.add(passes::createNhwcLayoutPass(passes::NhwcConvolutions::Chained));
   if (cpu && options.precision == passes::PrecisionPolicy::Fp32 && options.winograd)
     pm.add(passes::createWinogradPass());
   KILN_TRY_VOID(pm.addPipeline("simplify,fold,cse,dce"));

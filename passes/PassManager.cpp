@@ -33,7 +33,7 @@ constexpr PassEntry kRegistry[] = {
     {"kmajor", [](const PassOptions &) { return createKMajorOperandsPass(); }},
     {"layout", [](const PassOptions &) { return createNhwcLayoutPass(); }},
     {"layout-cpu",
-     [](const PassOptions &) { return createNhwcLayoutPass(NhwcConvolutions::OneGroup); }},
+     [](const PassOptions &) { return createNhwcLayoutPass(NhwcConvolutions::Chained); }},
     {"precision", [](const PassOptions &o) { return createPrecisionPass(o.precision); }},
     {"simplify", [](const PassOptions &) { return createAlgebraicSimplifyPass(); }},
     {"split-concat", [](const PassOptions &) { return createSplitWideConcatPass(); }},

@@ -64,9 +64,10 @@ std::unique_ptr<Pass> createPrecisionPass(PrecisionPolicy policy);
 enum class NhwcConvolutions {
   /// "layout": those whose operands suit tensor cores (f16/bf16/e4m3, or f32 allowing tf32).
   TensorCoreOperands,
-  /// "layout-cpu": every one of one group (the CPU's direct kernel reads a tap's channels
-  /// contiguously in NHWC).
-  OneGroup,
+  /// "layout-cpu": those of one group whose result reaches another's input through
+  /// elementwise ops, batch norms and pools, and that other one (the CPU's direct kernel reads
+  /// a tap's channels contiguously in NHWC, and their transposes cancel between them).
+  Chained,
 };
 /// "layout" / "layout-cpu": runs the chosen NCHW conv2d as NHWC between transposes, and sinks
 /// the transposes through elementwise ops, batch norms and pools ("simplify" then cancels the

@@ -1,5 +1,5 @@
 // "layout": NCHW convolutions whose operands suit tensor cores run as NHWC;
-// "layout-cpu": every NCHW convolution of one group does (the CPU pipeline's).
+// "layout-cpu": NCHW convolutions of one group that feed one another do (the CPU pipeline's).
 //
 // Why: kiln's tensor-core convolution is an implicit GEMM over NHWC tensors
 // (a tap's channels are contiguous), so an NCHW model — the DSL's default —
@@ -37,6 +37,7 @@
 #include "passes/graph/ReplaceNodes.h"
 
 #include <algorithm>
+#include <set>
 
 namespace kiln::passes {
 
@@ -86,13 +87,56 @@ bool suitsTensorCores(const Node &conv) {
   return channelBytes % 4 == 0;
 }
 
-/// Whether the CPU runs the convolution as NHWC: one group over 4-D operands of one dtype
+/// Whether the CPU may run the convolution as NHWC: one group over 4-D operands of one dtype
 /// (grouped and depthwise ones keep NCHW, where Im2col puts the pixels on the vector axis).
 bool runsAsNhwcOnCpu(const Node &conv) {
   if (ir::getString(conv.attrs(), "layout") != "nchw" || ir::getInt(conv.attrs(), "groups") != 1)
     return false;
   const ir::TensorType &x = conv.operand(0)->type();
   return x.dtype == conv.operand(1)->type().dtype && x.shape.size() == 4;
+}
+
+/// Whether a transpose back to NCHW below `node` can sink through it (the ops `sink` moves it
+/// below), so that a convolution's NCHW result can reach another convolution in NHWC.
+bool passesLayoutThrough(const Node &node) {
+  switch (node.kind()) {
+  case OpKind::BatchNorm:
+  case OpKind::MaxPool2D:
+  case OpKind::AvgPool2D: return true;
+  default:
+    return node.info().category == ir::OpCategory::Elementwise && node.type().shape.size() == 4;
+  }
+}
+
+/// The CPU's convolutions whose transposes cancel: each one whose result reaches another's
+/// input through elementwise ops, batch norms and pools, and that other one. A convolution on
+/// its own would pay a transpose of its input, its filter and its result per run, which cost
+/// more than NHWC saves (bench/cpu_bench.cpp, a single NCHW convolution at batch 16: VGG16's
+/// conv1_1 19.7 ms kept NCHW against 112 as NHWC between transposes, conv1_2 181 against 292).
+std::set<const Node *> chainedConvolutions(const ir::Graph &graph) {
+  std::set<const Node *> chained;
+  for (const Node *conv : graph.topologicalOrder()) {
+    if (conv->kind() != OpKind::Conv2D || !runsAsNhwcOnCpu(*conv))
+      continue;
+    std::vector<const Value *> frontier{conv->result()};
+    std::set<const Value *> seen;
+    while (!frontier.empty()) {
+      const Value *value = frontier.back();
+      frontier.pop_back();
+      if (!seen.insert(value).second)
+        continue;
+      for (const ir::Use &use : value->uses()) {
+        const Node &user = *use.user;
+        if (user.kind() == OpKind::Conv2D && use.operandIndex == 0 && runsAsNhwcOnCpu(user)) {
+          chained.insert(conv);
+          chained.insert(&user);
+        } else if (passesLayoutThrough(user)) {
+          frontier.push_back(user.result());
+        }
+      }
+    }
+  }
+  return chained;
 }
 
 class NhwcLayout final : public Pass {
@@ -105,16 +149,20 @@ public:
   std::string_view description() const override {
     return which_ == NhwcConvolutions::TensorCoreOperands
                ? "runs NCHW convolutions that suit tensor cores as NHWC and sinks the transposes"
-               : "runs every NCHW convolution of one group as NHWC and sinks the transposes";
+               : "runs NCHW convolutions of one group that feed one another as NHWC and sinks "
+                 "the transposes";
   }
 
   Expected<bool> run(ir::Graph &graph) override {
     bool rewritten = false;
+    std::set<const Node *> chained;
+    if (which_ == NhwcConvolutions::Chained)
+      chained = chainedConvolutions(graph);
     for (Node *node : graph.topologicalOrder()) {
       if (node->kind() != OpKind::Conv2D)
         continue;
       bool convert = which_ == NhwcConvolutions::TensorCoreOperands ? suitsTensorCores(*node)
-                                                                    : runsAsNhwcOnCpu(*node);
+                                                                    : chained.count(node) > 0;
       if (!convert)
         continue;
       KILN_TRY_VOID(rewriteConv(graph, *node));

@@ -39,13 +39,15 @@ struct DenseOperand {
   ElementFn element() const;
 };
 
-/// An operand read from computed addresses whose consecutive elements along K come in
-/// contiguous runs: conv2d's implicit im2col in nhwc, where the channels of one filter tap are
-/// adjacent in memory. `address(b, free, k)` gives the element offset of (b, free, k) and
-/// whether it lies in the input (nullptr: always; false: padding, which reads as zero). Every
-/// run of `run` elements starting at a k that is a multiple of `run` is contiguous, and its
-/// offset is a multiple of `run`. The tensor-core template copies such runs in pieces; the
-/// other templates use the element function.
+/// An operand read from computed addresses whose consecutive elements along K come in runs:
+/// conv2d's implicit im2col, where the channels of one filter tap are adjacent in memory (nhwc)
+/// or a channel plane apart (nchw). `address(b, free, k)` gives the element offset of
+/// (b, free, k) and whether it lies in the input (nullptr: always; false: padding, which reads
+/// as zero). Every run of `run` elements starting at a k that is a multiple of `run` is
+/// `stride` apart and equally inside or outside the input; with stride 1 its offset is also a
+/// multiple of `run`. The tensor-core template copies such runs (stride 1) in pieces, the CPU
+/// template's micro-kernel reads unpacked A a run at a time (GemmTemplate.cpp,
+/// segmentedMicroKernel); the other templates use the element function.
 struct GatheredOperand {
   kir::BufferPtr buffer;
   std::function<std::pair<kir::ExprPtr, kir::ExprPtr>(kir::ExprPtr b, kir::ExprPtr free,

@@ -29,26 +29,50 @@ TEST_CASE("the CPU compiles a deep 3x3 convolution as Winograd", "[compiler][win
   CompileCase c(fmt::format("winograd_b{}", batch));
   buildDeepConv(c, batch);
   NamedTensors expected = c.reference();
-  // Kept NCHW (the CPU's NHWC layout off): the filter transform, the input transform, the
-  // batched matmul and the output transform with the bias and relu.
-  CompileOptions nchw;
-  nchw.cpuNhwc = false;
+  // The filter transform, the input transform, the batched matmul and the output transform
+  // with the bias and relu.
   CompileReport report;
-  c.check(nchw, &report, &expected);
+  c.check({}, &report, &expected);
   CHECK(report.numKernels == 4);
-  CompileOptions direct = nchw;
+  CompileOptions direct;
   direct.winograd = false;
   c.check(direct, &report, &expected);
   CHECK(report.numKernels == 1);
-  // By default the convolution runs as NHWC, which the rewrite leaves alone: one direct kernel
-  // with the bias and relu, between the transposes of the input, the filter and the result.
+}
+
+} // namespace kiln::test
+
+namespace kiln::test {
+
+TEST_CASE("two deep 3x3 convolutions in a row run as NHWC, not Winograd", "[compiler][winograd]") {
+  // The CPU's layout takes convolutions that feed one another ("layout-cpu"); the rewrite
+  // only sees the NCHW ones it leaves. With the layout off, both are Winograd again.
+  CompileCase c("winograd_chain");
+  Tensor x = c.input("x", {1, 256, 21, 23});
+  Tensor w1 = c.param("w1", {256, 256, 3, 3});
+  Tensor w2 = c.param("w2", {256, 256, 3, 3});
+  Conv2DOptions options;
+  options.padding = Padding::symmetric(1, 1);
+  c.output("y", conv2d(relu(conv2d(x, w1, options)), w2, options));
+  NamedTensors expected = c.reference();
   std::ostringstream dump;
   CompileOptions byDefault;
   byDefault.dump = kDumpFused;
   byDefault.dumpStream = &dump;
+  CompileReport report;
   c.check(byDefault, &report, &expected);
-  CHECK(report.numKernels == 4);
+  INFO(dump.str());
+  CHECK(dump.str().find("ops=[transpose]") != std::string::npos); // into NHWC and back
   CHECK(dump.str().find("conv2d direct") != std::string::npos);
+  CHECK(dump.str().find("gather") == std::string::npos); // no Winograd input transform
+  CompileOptions nchw;
+  nchw.cpuNhwc = false;
+  std::ostringstream nchwDump;
+  nchw.dump = kDumpFused;
+  nchw.dumpStream = &nchwDump;
+  c.check(nchw, &report, &expected);
+  CHECK(nchwDump.str().find("gather") != std::string::npos);
+  CHECK(nchwDump.str().find("conv2d direct") == std::string::npos);
 }
 
 } // namespace kiln::test

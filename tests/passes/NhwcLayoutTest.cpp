@@ -14,7 +14,7 @@ using namespace kiln::testing;
 
 namespace {
 
-/// What a GPU pipeline runs (the CPU pipeline with OneGroup): layout, then the cleanup that
+/// What a GPU pipeline runs (the CPU pipeline with Chained): layout, then the cleanup that
 /// cancels pairs.
 bool applyLayout(Graph &graph, NhwcConvolutions which = NhwcConvolutions::TensorCoreOperands) {
   bool changed = runPassOrFail(createNhwcLayoutPass(which), graph);
@@ -182,8 +182,10 @@ TEST_CASE("convolutions that cannot use tensor cores stay NCHW", "[passes][layou
   checkSameValues(*e4m3Original, *e4m3);
 }
 
-TEST_CASE("layout-cpu runs every convolution of one group as NHWC", "[passes][layout]") {
-  // The CPU's choice: f32 (no tf32), three input channels and i8 move; the grouped one stays.
+TEST_CASE("layout-cpu runs the convolutions that feed one another as NHWC", "[passes][layout]") {
+  // The CPU's choice: f32 (no tf32) with three input channels, a relu, then a 1x1 conv: both
+  // move. The grouped one after them stays NCHW, and so does the i8 one on its own (its
+  // transposes would not cancel against another's).
   constexpr std::string_view kCpu = R"(graph @cpu {
     input %rgb: f32[2,3,9,7]
     param %w0: f32[8,3,3,3]
@@ -201,22 +203,62 @@ TEST_CASE("layout-cpu runs every convolution of one group as NHWC", "[passes][la
   })";
   auto graph = parseOrFail(kCpu);
   auto original = parseOrFail(kCpu);
-  REQUIRE(applyLayout(*graph, NhwcConvolutions::OneGroup));
+  REQUIRE(applyLayout(*graph, NhwcConvolutions::Chained));
   INFO(printGraph(*graph));
   auto convs = nodesOfKind(*graph, OpKind::Conv2D);
   REQUIRE(convs.size() == 4);
   size_t nhwc = 0;
   for (const Node *conv : convs) {
-    bool grouped = getInt(conv->attrs(), "groups") != 1;
-    CHECK(getString(conv->attrs(), "layout") == (grouped ? "nchw" : "nhwc"));
-    nhwc += !grouped;
+    bool moves =
+        getInt(conv->attrs(), "groups") == 1 && conv->operand(0)->type().dtype == DType::F32;
+    CHECK(getString(conv->attrs(), "layout") == (moves ? "nhwc" : "nchw"));
+    nhwc += moves;
   }
-  CHECK(nhwc == 3);
-  // The relu between the first two runs as NHWC: no transpose pair is left between them, only
-  // the one back to NCHW before the grouped convolution and the i8 one's output.
-  CHECK(activationTransposes(*graph) == 2);
+  CHECK(nhwc == 2);
+  // No transpose pair is left between the first two: only the one back to NCHW before the
+  // grouped convolution.
+  CHECK(activationTransposes(*graph) == 1);
   checkSameValues(*original, *graph);
   // The tensor-core rule moves none of them.
   auto untouched = parseOrFail(kCpu);
   CHECK_FALSE(applyLayout(*untouched));
+}
+
+TEST_CASE("layout-cpu follows a residual add and a pool to the next convolution",
+          "[passes][layout]") {
+  // conv -> batch norm -> relu -> max pool -> conv, and a shortcut add: all one chain; a
+  // convolution whose result only reaches a matmul (through a reshape) is on its own.
+  constexpr std::string_view kBlock = R"(graph @block {
+    input %x: f32[1,8,8,8]
+    param %w1: f32[8,8,3,3]
+    param %w2: f32[8,8,3,3]
+    param %s: f32[8]
+    param %b: f32[8]
+    param %m: f32[8]
+    param %v: f32[8]
+    input %y: f32[1,4,6,6]
+    param %w3: f32[2,4,3,3]
+    param %d: f32[32,5]
+    %0: f32[1,8,8,8] = conv2d(%x, %w1) {padding = [1, 1, 1, 1]}
+    %1: f32[1,8,8,8] = batch_norm(%0, %s, %b, %m, %v)
+    %2: f32[1,8,8,8] = relu(%1)
+    %3: f32[1,8,8,8] = add(%2, %x)
+    %4: f32[1,8,4,4] = max_pool2d(%3) {kernel = [2, 2], stride = [2, 2]}
+    %5: f32[1,8,4,4] = conv2d(%4, %w2) {padding = [1, 1, 1, 1]}
+    %6: f32[1,2,4,4] = conv2d(%y, %w3)
+    %7: f32[1,32] = reshape(%6) {shape = [1, 32]}
+    %8: f32[1,5] = matmul(%7, %d)
+    output "a" = %5
+    output "b" = %8
+  })";
+  auto graph = parseOrFail(kBlock);
+  auto original = parseOrFail(kBlock);
+  REQUIRE(applyLayout(*graph, NhwcConvolutions::Chained));
+  INFO(printGraph(*graph));
+  size_t nhwc = 0;
+  for (const Node *conv : nodesOfKind(*graph, OpKind::Conv2D))
+    nhwc += getString(conv->attrs(), "layout") == "nhwc";
+  CHECK(nhwc == 2);
+  CHECK(getString(nodesOfKind(*graph, OpKind::MaxPool2D)[0]->attrs(), "layout") == "nhwc");
+  checkSameValues(*original, *graph);
 }
