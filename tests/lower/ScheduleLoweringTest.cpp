@@ -70,7 +70,7 @@ TEST_CASE("default schedules follow the target's vector width and the group kind
   for (const passes::FusionGroup &group : plan->groups)
     got.push_back(lower::scheduleStr(lower::defaultSchedule(*graph, group, avx2)));
   // f64: 4 lanes per register, sums and reductions two registers of partials.
-  CHECK(got == std::vector<std::string>{"pointwise vw=4 par=32768", "transpose tile=32 par=32768",
+  CHECK(got == std::vector<std::string>{"pointwise vw=4 par=32768", "transpose tile=64 par=32768",
                                         "reduction vw=8 par=32768", "rownorm vw=16 par=16384",
                                         "pooling vw=8 par=16384"});
   codegen::CpuTarget sse = avx2;
