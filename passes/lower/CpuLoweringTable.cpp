@@ -138,8 +138,8 @@ template <typename S, auto lowerBody> struct VectorKind {
 };
 
 constexpr KindLowering<CpuTarget> kPointwise{pointwiseDefault, pointwiseSpace, pointwiseLower};
-constexpr KindLowering<CpuTarget> kContraction{defaultContractionSchedule,
-                                               contractionScheduleSpace, lowerContractionForCpu};
+constexpr KindLowering<CpuTarget> kContraction{defaultContractionSchedule, contractionScheduleSpace,
+                                               lowerContractionForCpu};
 
 } // namespace
 
