@@ -425,6 +425,10 @@ Expected<GemmLowering> lowerGpuMmaGemm(const GemmProblem &problem, const GemmSha
                                        const codegen::GpuTarget &target) {
   using kir::MmaKind, kir::WgmmaKind;
   KILN_TRY_VOID(checkGpuMmaSchedule(schedule, shape, target));
+  // The copies read a gathered run as adjacent elements (nhwc channels); nchw's plane-strided
+  // runs are the CPU's Direct only (GPU convolutions lower as Im2col).
+  KILN_CHECK(!problem.aGathered || problem.aGathered->stride == 1,
+             "the tensor-core GEMM reads gathered runs of stride 1 only");
   if (schedule.wgmma) {
     // The products' operand dtype and k are those of the matching mma.sync kind.
     WgmmaKind kind = *gpuWgmmaKindFor(shape, target);
