@@ -52,8 +52,9 @@ Expected<CompiledModel> finishForCpu(compiler::LoweredProgram &program,
     auto fn = reinterpret_cast<runtime::CpuKernelFn>(module->lookup(name));
     return runtime::KernelEntry::host(fn);
   };
-  KILN_TRY(runtime::LaunchPlan plan, compiler::buildLaunchPlan(*program.graph, program.fusion,
-                                                               program.groupKernels, lookup));
+  KILN_TRY(runtime::LaunchPlan plan,
+           compiler::buildLaunchPlan(*program.graph, program.fusion, program.groupKernels, lookup,
+                                     compiler::DerivedValues::Kept));
   return CompiledModel(std::move(plan), std::shared_ptr<const void>(module));
 }
 
@@ -69,8 +70,9 @@ Expected<CompiledModel> finishForSim(compiler::LoweredProgram &program) {
     return it == kernels.end() ? runtime::KernelEntry{}
                                : runtime::KernelEntry::device(it->second);
   };
-  KILN_TRY(runtime::LaunchPlan plan, compiler::buildLaunchPlan(*program.graph, program.fusion,
-                                                               program.groupKernels, lookup));
+  KILN_TRY(runtime::LaunchPlan plan,
+           compiler::buildLaunchPlan(*program.graph, program.fusion, program.groupKernels, lookup,
+                                     compiler::DerivedValues::PerRun));
   KILN_TRY(std::unique_ptr<runtime::DeviceExecutor> executor,
            runtime::DeviceExecutor::create(plan, sim.device, sim.pool));
   return CompiledModel(std::move(plan), nullptr, std::move(executor));

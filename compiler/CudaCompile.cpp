@@ -153,7 +153,8 @@ Expected<CompiledModel> compileForCuda(const ir::Graph &graph, const CompileOpti
                                : runtime::KernelEntry::device(it->second);
   };
   KILN_TRY(runtime::LaunchPlan plan,
-           buildLaunchPlan(*program.graph, program.fusion, program.groupKernels, lookup));
+           buildLaunchPlan(*program.graph, program.fusion, program.groupKernels, lookup,
+                           compiler::DerivedValues::PerRun));
   KILN_TRY(std::unique_ptr<runtime::DeviceExecutor> executor,
            runtime::DeviceExecutor::create(plan, gpu.device, gpu.pool));
   return CompiledModel(std::move(plan), std::shared_ptr<const void>(loaded), std::move(executor));

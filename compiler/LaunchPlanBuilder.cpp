@@ -8,7 +8,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 
 namespace kiln::compiler {
 
@@ -49,10 +51,13 @@ bool canWriteInPlace(const FusionGroup &group, const ir::Value *input) {
 
 namespace {
 
+/// Derived buffers start at multiples of this, as arena buffers do (ArenaPlanner's default).
+constexpr int64_t kDerivedAlignment = 64;
+
 class PlanBuilder {
 public:
-  PlanBuilder(const ir::Graph &graph, const passes::FusionPlan &fusion)
-      : graph_(graph), fusion_(fusion) {}
+  PlanBuilder(const ir::Graph &graph, const passes::FusionPlan &fusion, DerivedValues derived)
+      : graph_(graph), fusion_(fusion), derivedValues_(derived) {}
 
   Expected<LaunchPlan> build(const std::vector<std::optional<lower::LoweredKernel>> &kernels,
                              const std::function<runtime::KernelEntry(std::string_view)> &lookup);
@@ -80,6 +85,18 @@ private:
     int root = storageRoot(id);
     lifetimes_[root].last = std::max(lifetimes_[root].last, step);
   }
+  /// The parameters a value computed from `inputs` depends on, or nullopt when one of them
+  /// is not a parameter, a constant or such a value.
+  std::optional<std::set<int>> derivedFrom(const std::vector<const ir::Value *> &inputs) const {
+    std::set<int> params;
+    for (const ir::Value *input : inputs) {
+      auto it = paramsOf_.find(storageRoot(bufferOf_.at(input)));
+      if (it == paramsOf_.end())
+        return std::nullopt;
+      params.insert(it->second.begin(), it->second.end());
+    }
+    return params;
+  }
 
   /// A collective is no kernel: a step that calls the run's communicator on
   /// the result, after copying the operand into it.
@@ -98,9 +115,13 @@ private:
 
   const ir::Graph &graph_;
   const passes::FusionPlan &fusion_;
+  DerivedValues derivedValues_;
   LaunchPlan plan_;
   std::vector<passes::BufferLifetime> lifetimes_;
   std::map<const ir::Value *, int> bufferOf_;
+  /// Buffers whose value depends on parameters and constants only (parameters, constants,
+  /// derived buffers), with the parameters it depends on.
+  std::map<int, std::set<int>> paramsOf_;
 };
 
 Expected<LaunchPlan>
@@ -114,6 +135,7 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
   for (const ir::Value *param : graph_.params()) {
     int id = addValueBuffer(param, param->name(), Storage::Param);
     plan_.buffers[id].binding = static_cast<int>(plan_.params.size());
+    paramsOf_[id] = {plan_.buffers[id].binding};
     plan_.params.push_back({param->name(), id});
   }
 
@@ -135,6 +157,7 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
       plan_.buffers[id].binding = static_cast<int>(plan_.constants.size());
       KILN_TRY(HostTensor value, constantTensor(*group.root));
       plan_.constants.push_back(std::move(value));
+      paramsOf_[id] = {};
       continue;
     }
     if (group.kind == GroupKind::Alias) {
@@ -144,17 +167,28 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
       continue;
     }
     int step = static_cast<int>(plan_.steps.size());
+    bool collective = group.root->info().category == ir::OpCategory::Collective;
+    // A kernel that reads parameters and constants alone computes a derived value (unless
+    // it is an output, which every run returns).
+    std::optional<std::set<int>> derivedFrom;
+    if (derivedValues_ == DerivedValues::Kept && !collective && !firstOutput.contains(result))
+      derivedFrom = this->derivedFrom(group.inputs);
     // The result buffer: written straight into the output tensor when it is one.
     auto addResultBuffer = [&] {
       auto output = firstOutput.find(result);
       bool isOutput = output != firstOutput.end();
-      int id = addValueBuffer(result, name, isOutput ? Storage::Output : Storage::Arena);
+      int id = addValueBuffer(result, name,
+                              isOutput      ? Storage::Output
+                              : derivedFrom ? Storage::Derived
+                                            : Storage::Arena);
       if (isOutput)
         plan_.buffers[id].binding = output->second;
       lifetimes_[id] = {plan_.buffers[id].bytes, step, step, -1};
+      if (derivedFrom)
+        paramsOf_[id] = *derivedFrom;
       return id;
     };
-    if (group.root->info().category == ir::OpCategory::Collective) {
+    if (collective) {
       addCollectiveStep(group, step, addResultBuffer());
       continue;
     }
@@ -168,6 +202,10 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
     runtime::PlanStep launch{kernel.name, lookup(kernel.name), {}};
     KILN_CHECK(static_cast<bool>(launch.entry),
                fmt::format("kernel {} was not found in the compiled module", kernel.name));
+    if (derivedFrom) {
+      launch.derived = true;
+      launch.derivedFrom.assign(derivedFrom->begin(), derivedFrom->end());
+    }
     for (const ir::Value *input : group.inputs) {
       int id = bufferOf_.at(input);
       launch.args.push_back(id);
@@ -175,7 +213,7 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
     }
     int out = addResultBuffer();
     launch.args.push_back(out);
-    if (plan_.buffers[out].storage != Storage::Output)
+    if (plan_.buffers[out].storage == Storage::Arena)
       for (const ir::Value *input : group.inputs)
         if (canWriteInPlace(group, input))
           inPlaceCandidates.push_back({out, bufferOf_.at(input)});
@@ -200,6 +238,8 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
                  fmt::format("follow-up kernel {} takes {} buffers, {} takes {}", followUp.name,
                              followUp.params.size(), kernel.name, kernel.params.size()));
       runtime::PlanStep next{followUp.name, lookup(followUp.name), launch.args};
+      next.derived = launch.derived;
+      next.derivedFrom = launch.derivedFrom;
       KILN_CHECK(static_cast<bool>(next.entry),
                  fmt::format("kernel {} was not found in the compiled module", followUp.name));
       next.bytesMoved = kernelBytesMoved(followUp);
@@ -246,6 +286,13 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
     plan_.buffers[arenaIds[i]].arenaOffset = arena.offsets[i];
   plan_.arenaBytes = arena.arenaBytes;
   plan_.unplannedBytes = arena.unplannedBytes;
+  // Derived values live as long as the model: one after another, nothing reused.
+  for (PlanBuffer &buffer : plan_.buffers)
+    if (buffer.storage == Storage::Derived) {
+      buffer.arenaOffset = plan_.derivedBytes;
+      plan_.derivedBytes +=
+          (buffer.bytes + kDerivedAlignment - 1) / kDerivedAlignment * kDerivedAlignment;
+    }
   return std::move(plan_);
 }
 
@@ -254,8 +301,9 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
 Expected<LaunchPlan>
 buildLaunchPlan(const ir::Graph &graph, const passes::FusionPlan &plan,
                 const std::vector<std::optional<lower::LoweredKernel>> &kernels,
-                const std::function<runtime::KernelEntry(std::string_view)> &lookup) {
-  return PlanBuilder(graph, plan).build(kernels, lookup);
+                const std::function<runtime::KernelEntry(std::string_view)> &lookup,
+                DerivedValues derived) {
+  return PlanBuilder(graph, plan, derived).build(kernels, lookup);
 }
 
 } // namespace kiln::compiler

@@ -3,6 +3,7 @@
 
 #include "runtime/CollectiveStep.h"
 #include "runtime/CommunicationThread.h"
+#include "runtime/DerivedValueCache.h"
 #include "runtime/DeviceExecutor.h"
 
 #include <fmt/format.h>
@@ -20,6 +21,9 @@ using runtime::Storage;
 
 struct CompiledModel::Arena {
   AlignedBytes bytes; ///< unspecified contents: every kernel writes before it reads
+  /// The derived block of a run that passes its own value of a parameter a derived step
+  /// reads (allocated on first such run).
+  AlignedBytes derived;
 };
 
 namespace {
@@ -80,7 +84,10 @@ CompiledModel::CompiledModel(LaunchPlan plan, std::shared_ptr<const void> codeOw
 CompiledModel::CompiledModel(LaunchPlan plan, std::shared_ptr<const void> codeOwner,
                              std::unique_ptr<runtime::DeviceExecutor> executor)
     : plan_(std::move(plan)), codeOwner_(std::move(codeOwner)), executor_(std::move(executor)),
-      arenaMutex_(std::make_unique<std::mutex>()) {}
+      arenaMutex_(std::make_unique<std::mutex>()) {
+  if (!executor_)
+    derivedValues_ = std::make_unique<runtime::DerivedValueCache>(plan_);
+}
 CompiledModel::CompiledModel(CompiledModel &&) noexcept = default;
 CompiledModel &CompiledModel::operator=(CompiledModel &&) noexcept = default;
 CompiledModel::~CompiledModel() = default;
@@ -100,6 +107,9 @@ Expected<void> CompiledModel::bindParams(const NamedTensors &params) {
       KILN_TRY_VOID(executor_->bindParam(plan_, index, tensor));
     }
     boundParams_.insert_or_assign(name, tensor);
+    if (derivedValues_)
+      derivedValues_->paramChanged(
+          static_cast<size_t>(findBinding(plan_.params, name) - plan_.params.data()));
   }
   return {};
 }
@@ -347,6 +357,7 @@ Expected<NamedTensors> CompiledModel::runUpdating(const NamedTensors &tensors,
     HostTensor &param = boundParams_.at(plan_.params[copy.param].name);
     std::memcpy(param.bytes().data(), output.bytes().data() + copy.byteOffset,
                 static_cast<size_t>(copy.bytes));
+    derivedValues_->paramChanged(copy.param);
   }
   for (const auto &copy : stateCopies_)
     results.erase(plan_.outputs[copy.output].name);
@@ -413,7 +424,8 @@ Expected<void> CompiledModel::copyParamsFrom(const CompiledModel &source,
 
 Expected<void> CompiledModel::runSteps(const std::vector<void *> &addresses,
                                        const RunOptions &options,
-                                       std::chrono::steady_clock::time_point runStart) const {
+                                       std::chrono::steady_clock::time_point runStart,
+                                       const std::vector<bool> &selected) const {
   using runtime::StepKind;
   runtime::CommunicationThread *thread =
       runtime::HostCollectives::needsThread(plan_, options.communicator) ? &communicationThread()
@@ -423,6 +435,8 @@ Expected<void> CompiledModel::runSteps(const std::vector<void *> &addresses,
   std::vector<void *> args;
   std::vector<runtime::ByteRange> touched;
   for (size_t stepIndex = 0; stepIndex < plan_.steps.size(); ++stepIndex) {
+    if (!selected.empty() && !selected[stepIndex])
+      continue;
     const runtime::PlanStep &step = plan_.steps[stepIndex];
     args.clear();
     touched.clear();
@@ -454,8 +468,19 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
                                                 const RunOptions &options) const {
   auto runStart = Clock::now();
 
+  // A run that passes its own value of a parameter a derived step reads computes every
+  // derived value into a block of its own; the others share the model's, computing what is
+  // stale first.
+  bool ownDerived = false;
+  for (size_t i = 0; i < plan_.params.size(); ++i) {
+    auto bound = boundParams_.find(plan_.params[i].name);
+    bool passed = bound == boundParams_.end() || paramTensors[i] != &bound->second;
+    ownDerived = ownDerived || (passed && derivedValues_->feedsDerivedSteps(i));
+  }
   std::unique_ptr<Arena> arena;
   std::vector<HostTensor> outputs;
+  uint8_t *derivedBlock = nullptr;
+  std::unique_lock<std::mutex> derivedLock;
   try {
     arena = acquireArena();
     for (const auto &output : plan_.outputs) {
@@ -463,10 +488,23 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
       // Each is written in full: by its kernel, or copied below.
       outputs.push_back(takeOutputTensor(options, output.name, buffer.dtype, buffer.shape));
     }
+    if (!derivedValues_->hasDerivedSteps()) {
+      // nothing derived: no block, no lock
+    } else if (ownDerived) {
+      if (arena->derived.size() != static_cast<size_t>(plan_.derivedBytes))
+        arena->derived = AlignedBytes::uninitialized(static_cast<size_t>(plan_.derivedBytes));
+      derivedBlock = arena->derived.data();
+    } else {
+      derivedLock = std::unique_lock(derivedValues_->mutex());
+      derivedBlock = derivedValues_->block();
+    }
   } catch (const std::bad_alloc &) {
+    if (arena)
+      releaseArena(std::move(arena));
     return makeError(ErrorCode::OutOfMemory,
-                     fmt::format("out of host memory allocating the {}-byte arena and the outputs",
-                                 plan_.arenaBytes));
+                     fmt::format("out of host memory allocating the {}-byte arena, the {}-byte "
+                                 "derived block and the outputs",
+                                 plan_.arenaBytes, plan_.derivedBytes));
   }
 
   // Resolve every buffer to an address. Aliases refer to earlier buffers.
@@ -479,6 +517,7 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
     case Storage::Param: addresses[id] = address(*paramTensors[buffer.binding]); break;
     case Storage::Constant: addresses[id] = address(plan_.constants[buffer.binding]); break;
     case Storage::Arena: addresses[id] = arena->bytes.data() + buffer.arenaOffset; break;
+    case Storage::Derived: addresses[id] = derivedBlock + buffer.arenaOffset; break;
     case Storage::Output: addresses[id] = outputs[buffer.binding].bytes().data(); break;
     case Storage::Alias:
       KILN_CHECK(buffer.aliasOf >= 0 && static_cast<size_t>(buffer.aliasOf) < id,
@@ -491,13 +530,31 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
   if (options.poisonBuffers) {
     // std::ranges::fill, not memset: an empty buffer's data() may be null.
     std::ranges::fill(arena->bytes.span(), 0xFF);
+    if (ownDerived)
+      std::ranges::fill(arena->derived.span(), 0xFF);
     for (HostTensor &output : outputs)
       std::ranges::fill(output.bytes(), 0xFF);
   }
 
+  // Derived steps read parameters and constants alone, so the stale ones can run first, all
+  // together, while no other run touches the block; the rest of the run skips them.
+  std::vector<bool> selected;
+  if (derivedLock.owns_lock()) {
+    std::vector<bool> stale = derivedValues_->staleSteps();
+    Expected<void> computed = runSteps(addresses, options, runStart, stale);
+    if (!computed) {
+      releaseArena(std::move(arena));
+      return std::unexpected(std::move(computed).error());
+    }
+    derivedValues_->markComputed(stale);
+    derivedLock.unlock();
+    for (const runtime::PlanStep &step : plan_.steps)
+      selected.push_back(!step.derived);
+  }
+
   // The steps, then every bucket's all-reduce: both write the arena, which
   // goes back to the pool only once neither can.
-  auto done = runSteps(addresses, options, runStart);
+  auto done = runSteps(addresses, options, runStart, selected);
   if (!done) {
     releaseArena(std::move(arena));
     return std::unexpected(std::move(done).error());

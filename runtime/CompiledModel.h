@@ -23,6 +23,7 @@ namespace kiln {
 
 namespace runtime {
 class CommunicationThread;
+class DerivedValueCache;
 class DeviceExecutor;
 } // namespace runtime
 
@@ -110,10 +111,11 @@ private:
   Expected<NamedTensors> runOnHost(const std::vector<const HostTensor *> &inputTensors,
                                    const std::vector<const HostTensor *> &paramTensors,
                                    const RunOptions &options) const;
-  /// The plan's steps on resolved buffer addresses; returns once every
-  /// collective has finished, whatever the outcome.
+  /// The plan's steps on resolved buffer addresses (those `selected` marks; all when it is
+  /// empty); returns once every collective has finished, whatever the outcome.
   Expected<void> runSteps(const std::vector<void *> &addresses, const RunOptions &options,
-                          std::chrono::steady_clock::time_point runStart) const;
+                          std::chrono::steady_clock::time_point runStart,
+                          const std::vector<bool> &selected) const;
   const runtime::PlanBinding *boundParam(std::string_view name) const;
   /// options.deviceOutputs per plan output (0: to a host tensor), checked; empty when none.
   Expected<std::vector<runtime::DevicePtr>> deviceOutputAddresses(const RunOptions &options) const;
@@ -126,6 +128,8 @@ private:
   /// kernels its launch graphs refer to still exist.
   std::unique_ptr<runtime::DeviceExecutor> executor_;
   NamedTensors boundParams_;
+  /// A host model's derived values for its bound parameters (null for a device model).
+  std::unique_ptr<runtime::DerivedValueCache> derivedValues_;
   std::vector<runtime::PlanStateCopy> stateCopies_;
   mutable std::unique_ptr<std::mutex> arenaMutex_;
   mutable std::vector<std::unique_ptr<Arena>> freeArenas_;

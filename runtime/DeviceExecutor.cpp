@@ -70,6 +70,13 @@ Expected<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(
   for (const PlanStep &step : plan.steps)
     KILN_CHECK(step.kind != StepKind::Kernel || step.entry.deviceKernel,
                "device plan step " + step.kernelName + " has no device kernel");
+  // Device plans compute every value in each run (compiler::DerivedValues::PerRun).
+  for (const PlanBuffer &buffer : plan.buffers)
+    if (buffer.storage == Storage::Derived)
+      return makeError(ErrorCode::Unsupported,
+                       fmt::format("buffer '{}' keeps a derived value between runs, which a "
+                                   "device model does not do: the plan was built for the host",
+                                   buffer.name));
   std::unique_ptr<DeviceExecutor> executor(new DeviceExecutor(std::move(device), std::move(pool)));
   IoLayout &io = executor->io_;
   for (const PlanBinding &input : plan.inputs) {
@@ -394,6 +401,7 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
       break;
     case Storage::Constant: addresses[id] = constants_[buffer.binding]; break;
     case Storage::Arena: addresses[id] = ctx.arena + buffer.arenaOffset; break;
+    case Storage::Derived: KILN_UNREACHABLE("create() refuses derived buffers");
     case Storage::Alias: addresses[id] = addresses[buffer.aliasOf]; break;
     case Storage::Param: {
       const HostTensor *override = paramOverrides[buffer.binding];

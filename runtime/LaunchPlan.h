@@ -57,6 +57,9 @@ enum class Storage {
   Arena,    ///< an intermediate or workspace at `arenaOffset` in the run's arena
   Output,   ///< a graph output written by a kernel straight into the result tensor
   Alias,    ///< the same bytes as buffer `aliasOf` (a reshape)
+  Derived,  ///< computed from parameters and constants only (a filter's transpose or packing):
+            ///< kept between runs at `arenaOffset` in the model's derived block, and computed
+            ///< again only when a parameter it depends on changes (docs/architecture.md)
 };
 
 struct PlanBuffer {
@@ -65,7 +68,7 @@ struct PlanBuffer {
   std::vector<int64_t> shape;
   int64_t bytes = 0;
   Storage storage = Storage::Arena;
-  int64_t arenaOffset = 0; ///< Arena only
+  int64_t arenaOffset = 0; ///< Arena: offset in the run's arena; Derived: in the derived block
   int binding = -1;        ///< Input/Param/Output: index in inputs/params/outputs; Constant: in constants
   int aliasOf = -1;        ///< Alias only
 };
@@ -91,6 +94,12 @@ struct PlanStep {
   int64_t bytesMoved = 0;
   StepKind kind = StepKind::Kernel;
   dist::ReduceOp reduceOp = dist::ReduceOp::Sum; ///< AllReduce only
+  /// A step that reads only parameters, constants and derived buffers and writes a derived
+  /// buffer (and its own workspaces): a run skips it while its value is current.
+  bool derived = false;
+  /// Derived steps: the parameters (indices in LaunchPlan::params) its value depends on,
+  /// directly or through earlier derived steps; a new value of one of them makes it stale.
+  std::vector<int> derivedFrom{};
 };
 
 /// A named input, parameter or output and its buffer.
@@ -115,6 +124,7 @@ struct LaunchPlan {
   std::vector<HostTensor> constants;
   int64_t arenaBytes = 0;       ///< the planned arena
   int64_t unplannedBytes = 0;   ///< every intermediate and workspace in its own allocation
+  int64_t derivedBytes = 0;     ///< the derived block (Storage::Derived buffers), kept between runs
 };
 
 } // namespace kiln::runtime

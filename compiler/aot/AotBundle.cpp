@@ -33,10 +33,11 @@ using runtime::bundle::BundleTarget;
 /// loader binds the real code, so every step gets this stand-in.
 void unboundKernel(void *const *) { KILN_UNREACHABLE("a bundle's plan step ran before loading"); }
 
-Expected<runtime::LaunchPlan> planWithoutCode(const LoweredProgram &program) {
-  KILN_TRY(runtime::LaunchPlan plan,
-           buildLaunchPlan(*program.graph, program.fusion, program.groupKernels,
-                           [](std::string_view) { return runtime::KernelEntry::host(&unboundKernel); }));
+Expected<runtime::LaunchPlan> planWithoutCode(const LoweredProgram &program,
+                                              DerivedValues derived) {
+  auto unbound = [](std::string_view) { return runtime::KernelEntry::host(&unboundKernel); };
+  KILN_TRY(runtime::LaunchPlan plan, buildLaunchPlan(*program.graph, program.fusion,
+                                                     program.groupKernels, unbound, derived));
   for (runtime::PlanStep &step : plan.steps)
     step.entry = {};
   return plan;
@@ -83,7 +84,7 @@ Expected<void> addCpuCode(const ir::Graph &graph, const AotOptions &options,
                         compileReport));
   collectRecords(program, compileReport, "cpu", report);
   // The plan and the weights are checked before the (slower) code generation.
-  KILN_TRY(contents.hostPlan, planWithoutCode(program));
+  KILN_TRY(contents.hostPlan, planWithoutCode(program, DerivedValues::Kept));
   KILN_TRY_VOID(checkWeights(options.weights, contents.hostPlan));
   KILN_TRY(std::string object, codegen::emitHostObject(program.kernels, target));
   KILN_TRY(contents.hostSharedObject, linkSharedObject(object));
@@ -116,7 +117,7 @@ Expected<void> addGpuCode(const ir::Graph &graph, const AotOptions &options,
                                                   offline.fingerprint, dump, compileReport));
     collectRecords(program, compileReport, target.archName(), report);
     runtime::bundle::GpuArchCode code;
-    KILN_TRY(code.plan, planWithoutCode(program));
+    KILN_TRY(code.plan, planWithoutCode(program, DerivedValues::PerRun));
     KILN_TRY_VOID(checkWeights(options.weights, code.plan));
     KILN_TRY(GpuModuleImage image,
              emitGpuCode(program.kernels, target, options.compile, dump, &compileReport));

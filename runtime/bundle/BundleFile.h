@@ -18,7 +18,8 @@ namespace kiln::runtime::bundle {
 
 inline constexpr std::string_view kBundleMagic = "KILNAOT\n";
 /// Bumped whenever a section's layout changes; a bundle of another version is rejected.
-inline constexpr uint32_t kBundleFormatVersion = 3; ///< 2: launch dims carry tensor maps; 3: step kinds (all_reduce)
+/// 2: launch dims carry tensor maps; 3: step kinds (all_reduce); 4: derived values.
+inline constexpr uint32_t kBundleFormatVersion = 4;
 inline constexpr SectionFileFormat kBundleFormat{kBundleMagic, kBundleFormatVersion,
                                                  "kiln bundle"};
 

@@ -20,7 +20,7 @@ namespace {
 constexpr uint32_t kMaxRank = 16;
 /// The largest arena a plan may ask for (1 TiB): more is a corrupt field.
 constexpr int64_t kMaxArenaBytes = int64_t{1} << 40;
-constexpr int kNumStorages = static_cast<int>(Storage::Alias) + 1;
+constexpr int kNumStorages = static_cast<int>(Storage::Derived) + 1;
 
 void writeShape(ByteWriter &out, const std::vector<int64_t> &shape) {
   out.u32(static_cast<uint32_t>(shape.size()));
@@ -149,6 +149,10 @@ std::string encodePlan(const LaunchPlan &plan, const std::vector<LaunchDims> &st
     out.u8(static_cast<uint8_t>(step.kind));
     if (step.kind == StepKind::AllReduce)
       out.u8(static_cast<uint8_t>(step.reduceOp));
+    out.u8(step.derived ? 1 : 0);
+    out.u32(static_cast<uint32_t>(step.derivedFrom.size()));
+    for (int param : step.derivedFrom)
+      out.i32(param);
     // A collective launches no kernel: it has no launch dims.
     bool withDims = !stepDims.empty() && step.kind == StepKind::Kernel;
     out.u8(withDims ? 1 : 0);
@@ -178,6 +182,7 @@ std::string encodePlan(const LaunchPlan &plan, const std::vector<LaunchDims> &st
     writeTensor(out, constant);
   out.i64(plan.arenaBytes);
   out.i64(plan.unplannedBytes);
+  out.i64(plan.derivedBytes);
   return out.take();
 }
 
@@ -222,6 +227,10 @@ Expected<StoredPlan> decodePlan(std::string_view bytes, std::string_view section
       else
         step.reduceOp = static_cast<dist::ReduceOp>(op);
     }
+    step.derived = in.u8("a derived-step flag") != 0;
+    step.derivedFrom.resize(in.count("a derived step's parameter count", 4));
+    for (int &param : step.derivedFrom)
+      param = in.i32("a derived step's parameter");
     if (in.u8("a launch-dims flag") != 0) {
       LaunchDims dims;
       for (int axis = 0; axis < 3; ++axis)
@@ -250,6 +259,7 @@ Expected<StoredPlan> decodePlan(std::string_view bytes, std::string_view section
       plan.constants[i] = std::move(*tensor);
   plan.arenaBytes = in.i64("the arena size");
   plan.unplannedBytes = in.i64("the unplanned size");
+  plan.derivedBytes = in.i64("the derived block's size");
   if (in.ok() && !in.atEnd())
     in.fail("trailing bytes after the plan");
   if (!in.ok())
@@ -300,6 +310,8 @@ Expected<StoredPlan> decodePlan(std::string_view bytes, std::string_view section
 Expected<void> validatePlan(const LaunchPlan &plan) {
   if (plan.arenaBytes < 0 || plan.arenaBytes > kMaxArenaBytes || plan.unplannedBytes < 0)
     return std::unexpected(invalid(fmt::format("arena of {} bytes", plan.arenaBytes)));
+  if (plan.derivedBytes < 0 || plan.derivedBytes > kMaxArenaBytes)
+    return std::unexpected(invalid(fmt::format("derived block of {} bytes", plan.derivedBytes)));
   auto checkBindingList = [&](const std::vector<PlanBinding> &bindings,
                               const char *what) -> Expected<void> {
     for (const PlanBinding &binding : bindings)
@@ -338,6 +350,13 @@ Expected<void> validatePlan(const LaunchPlan &plan) {
             "buffer {} ('{}') at arena offset {} + {} bytes overruns the {}-byte arena", id,
             buffer.name, buffer.arenaOffset, buffer.bytes, plan.arenaBytes)));
       break;
+    case Storage::Derived:
+      if (buffer.arenaOffset < 0 || buffer.arenaOffset > plan.derivedBytes ||
+          buffer.bytes > plan.derivedBytes - buffer.arenaOffset)
+        return std::unexpected(invalid(fmt::format(
+            "buffer {} ('{}') at derived offset {} + {} bytes overruns the {}-byte derived block",
+            id, buffer.name, buffer.arenaOffset, buffer.bytes, plan.derivedBytes)));
+      break;
     case Storage::Alias:
       if (buffer.aliasOf < 0 || static_cast<size_t>(buffer.aliasOf) >= id ||
           plan.buffers[buffer.aliasOf].bytes < buffer.bytes)
@@ -371,6 +390,18 @@ Expected<void> validatePlan(const LaunchPlan &plan) {
       if (arg < 0 || static_cast<size_t>(arg) >= plan.buffers.size())
         return std::unexpected(invalid(fmt::format("step {} ('{}') passes buffer {} of {}", s,
                                                    step.kernelName, arg, plan.buffers.size())));
+    if (!step.derived && !step.derivedFrom.empty())
+      return std::unexpected(
+          invalid(fmt::format("step {} ('{}') is not derived but lists parameters it derives from",
+                              s, step.kernelName)));
+    if (step.derived && step.kind != StepKind::Kernel)
+      return std::unexpected(
+          invalid(fmt::format("collective step {} ('{}') is marked derived", s, step.kernelName)));
+    for (int param : step.derivedFrom)
+      if (param < 0 || static_cast<size_t>(param) >= plan.params.size())
+        return std::unexpected(
+            invalid(fmt::format("derived step {} ('{}') names parameter {} of {}", s,
+                                step.kernelName, param, plan.params.size())));
   }
   return {};
 }

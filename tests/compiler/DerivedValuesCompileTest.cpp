@@ -1,0 +1,113 @@
+// Derived values through the compiler: a CNN whose chained convolutions run NHWC on the CPU
+// transposes its filters in kernels that read parameters alone; the host plan keeps those in
+// the derived block, and the model stays right against the fp64 reference when its weights
+// are bound, bound again, and passed with one run.
+#include "CompileTestUtil.h"
+
+#include "frontend/nn/Conv2D.h"
+#include "frontend/nn/Dense.h"
+
+namespace kiln::test {
+namespace {
+
+/// Three 3x3 convolutions (3 -> 8 -> 16 -> 16 channels, relu), a pool and a dense head at
+/// 9x9 (odd) pixels: the convolutions are chained, so they take NHWC.
+void buildCnn(Graph &graph) {
+  Tensor x = graph.input("images", {2, 3, 9, 9});
+  auto conv = [](int64_t filters, const char *name) {
+    return nn::Conv2D(filters, {3, 3}, nn::Activation::Relu, Padding::same(), {1, 1}, Layout::NCHW,
+                      name);
+  };
+  nn::Conv2D first = conv(8, "c1"), second = conv(16, "c2"), third = conv(16, "c3");
+  Tensor y = maxPool2d(third(graph, second(graph, first(graph, x))));
+  y = reshape(y, {2, 16 * 4 * 4});
+  nn::Dense head(5, nn::Activation::Linear, true, "head");
+  graph.output("logits", head(graph, y));
+}
+
+/// Fresh random values for every parameter of `graph`.
+NamedTensors randomParams(const ir::Graph &graph, Rng &rng) {
+  NamedTensors params;
+  for (const ir::Value *param : graph.params())
+    params.emplace(param->name(), randomTensor(param->type().dtype, param->type().shape, rng));
+  return params;
+}
+
+/// The model's outputs for `runTensors` against the reference on `referenceTensors`.
+void checkRun(const CompiledModel &model, const ir::Graph &graph, const NamedTensors &runTensors,
+              const NamedTensors &referenceTensors) {
+  auto actual = model.run(runTensors);
+  REQUIRE(actual.has_value());
+  auto expected = ir::interpret(graph, referenceTensors);
+  REQUIRE(expected.has_value());
+  checkOutputsMatch(graph, *actual, *expected);
+}
+
+NamedTensors merged(NamedTensors a, const NamedTensors &b) {
+  for (const auto &[name, tensor] : b)
+    a.insert_or_assign(name, tensor);
+  return a;
+}
+
+} // namespace
+
+TEST_CASE("a host model keeps values derived from its weights and recomputes them on a rebind",
+          "[compiler][derived]") {
+  Graph graph("derived_cnn");
+  buildCnn(graph);
+  REQUIRE(graph.finalize());
+  const ir::Graph &ir = graph.ir();
+  uint64_t seed = freshSeed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+
+  CompileOptions options;
+  options.target = TargetKind::Cpu;
+  CompiledModel model = compileOrFail(ir, options);
+  const runtime::LaunchPlan &plan = model.plan();
+  int derivedSteps = 0;
+  for (const runtime::PlanStep &step : plan.steps) {
+    if (!step.derived)
+      continue;
+    ++derivedSteps;
+    REQUIRE(step.derivedFrom.size() == 1); // one filter each
+    const runtime::PlanBinding &param = plan.params[step.derivedFrom[0]];
+    INFO("derived step " << step.kernelName << " reads " << param.name);
+    CHECK(plan.buffers[param.buffer].shape.size() == 4);
+  }
+  CHECK(derivedSteps >= 3); // the chained convolutions' filters, transposed to NHWC
+  CHECK(plan.derivedBytes > 0);
+
+  NamedTensors inputs{{"images", randomTensor(DType::F32, {2, 3, 9, 9}, rng)}};
+  NamedTensors first = randomParams(ir, rng);
+  REQUIRE(model.bindParams(first).has_value());
+  checkRun(model, ir, inputs, merged(inputs, first));
+  checkRun(model, ir, inputs, merged(inputs, first)); // from the kept block
+
+  NamedTensors second = randomParams(ir, rng);
+  REQUIRE(model.bindParams(second).has_value());
+  checkRun(model, ir, inputs, merged(inputs, second));
+
+  // One run with its own filter of the third convolution; the next one is back on the bound.
+  NamedTensors own;
+  for (const auto &[name, tensor] : randomParams(ir, rng))
+    if (name.find("c3") != std::string::npos)
+      own.emplace(name, tensor);
+  REQUIRE_FALSE(own.empty());
+  checkRun(model, ir, merged(inputs, own), merged(merged(inputs, second), own));
+  checkRun(model, ir, inputs, merged(inputs, second));
+}
+
+TEST_CASE("device plans compute derived values in every run", "[compiler][derived]") {
+  Graph graph("derived_cnn_sim");
+  buildCnn(graph);
+  REQUIRE(graph.finalize());
+  CompileOptions options;
+  options.target = TargetKind::Sim;
+  CompiledModel model = compileOrFail(graph.ir(), options);
+  CHECK(model.plan().derivedBytes == 0);
+  for (const runtime::PlanStep &step : model.plan().steps)
+    CHECK_FALSE(step.derived);
+}
+
+} // namespace kiln::test
