@@ -131,6 +131,9 @@ struct CompileReport {
   std::string fallbackReason; ///< why Auto did not pick a GPU, or empty
   int numGroups = 0;
   int numKernels = 0;
+  /// Of numKernels, the preludes that pack a weight for its GEMM (LoweredKernel::prelude): a
+  /// host model runs them once per weight value, not in every run.
+  int numPreludeKernels = 0;
   double graphPassSeconds = 0, loweringSeconds = 0, codegenSeconds = 0, totalSeconds = 0;
   std::string fusedGraphDot; ///< when CompileOptions::fusedGraphDot
   /// What the kernel cache did with the compiled kernels: "hit (memory)", "hit

@@ -98,6 +98,34 @@ private:
     return params;
   }
 
+  /// The step of `lowered`'s prelude, on `launch`'s buffers: it fills a workspace from one
+  /// group input alone, so where that input depends on parameters alone the workspace is a
+  /// derived value and the prelude a derived step.
+  runtime::PlanStep
+  preludeStep(const lower::LoweredKernel &lowered, const FusionGroup &group,
+              const runtime::PlanStep &launch,
+              const std::function<runtime::KernelEntry(std::string_view)> &lookup) {
+    const kir::Kernel &kernel = *lowered.prelude;
+    KILN_CHECK(kernel.params.size() == launch.args.size() && lowered.preludeInput >= 0 &&
+                   static_cast<size_t>(lowered.preludeInput) < group.inputs.size() &&
+                   lowered.preludeWorkspace >= 0 &&
+                   lowered.preludeWorkspace < lowered.numWorkspaces,
+               fmt::format("prelude kernel {} does not match its group's kernel", kernel.name));
+    runtime::PlanStep step{kernel.name, lookup(kernel.name), launch.args};
+    step.bytesMoved = kernelBytesMoved(kernel);
+    KILN_CHECK(static_cast<bool>(step.entry),
+               fmt::format("kernel {} was not found in the compiled module", kernel.name));
+    int workspace = launch.args[group.inputs.size() + 1 + size_t(lowered.preludeWorkspace)];
+    auto params = paramsOf_.find(storageRoot(bufferOf_.at(group.inputs[lowered.preludeInput])));
+    if (derivedValues_ == DerivedValues::Kept && params != paramsOf_.end()) {
+      plan_.buffers[workspace].storage = Storage::Derived;
+      paramsOf_[workspace] = params->second;
+      step.derived = true;
+      step.derivedFrom.assign(params->second.begin(), params->second.end());
+    }
+    return step;
+  }
+
   /// A collective is no kernel: a step that calls the run's communicator on
   /// the result, after copying the operand into it.
   void addCollectiveStep(const FusionGroup &group, int step, int result) {
@@ -245,9 +273,14 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
       next.bytesMoved = kernelBytesMoved(followUp);
       followUps.push_back(std::move(next));
     }
-    int lastStep = step + static_cast<int>(followUps.size());
+    std::optional<runtime::PlanStep> prelude;
+    if (lowered.prelude)
+      prelude = preludeStep(lowered, group, launch, lookup);
+    int lastStep = step + (prelude ? 1 : 0) + static_cast<int>(followUps.size());
     for (int id : launch.args)
       markUse(id, lastStep);
+    if (prelude)
+      plan_.steps.push_back(std::move(*prelude));
     plan_.steps.push_back(std::move(launch));
     for (runtime::PlanStep &next : followUps)
       plan_.steps.push_back(std::move(next));

@@ -199,6 +199,10 @@ Expected<LoweredProgram> lowerProgram(const ir::Graph &userGraph, const CompileO
         fmt::format("//   group {} schedule: {}{}\n", group.id, lower::scheduleStr(result.schedule),
                     result.fromRecord ? " (tuning record)" : "");
     lower::LoweredKernel lowered = std::move(result.kernel);
+    if (lowered.prelude) {
+      program.kernels.push_back(*lowered.prelude);
+      ++report.numPreludeKernels;
+    }
     program.kernels.push_back(lowered.kernel);
     for (const kir::Kernel &followUp : lowered.followUps)
       program.kernels.push_back(followUp);

@@ -139,7 +139,7 @@ const runtime::DevicePeak *CompiledModel::devicePeak() const {
 }
 
 MemoryStats CompiledModel::memoryStats() const {
-  MemoryStats stats{plan_.arenaBytes, plan_.unplannedBytes, 0};
+  MemoryStats stats{plan_.arenaBytes, plan_.unplannedBytes, 0, plan_.derivedBytes};
   for (const HostTensor &constant : plan_.constants)
     stats.constantBytes += static_cast<int64_t>(constant.byteSize());
   return stats;

@@ -10,6 +10,7 @@
 #include "support/Error.h"
 #include "support/HostTensor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -41,6 +42,7 @@ struct MemoryStats {
   int64_t arenaBytes = 0;     ///< one run's planned arena (intermediates and workspaces)
   int64_t unplannedBytes = 0; ///< the same buffers without reuse
   int64_t constantBytes = 0;  ///< baked-in constants
+  int64_t derivedBytes = 0;   ///< values derived from parameters, kept between runs (host)
 };
 
 class CompiledModel {
@@ -89,8 +91,11 @@ public:
 
   const runtime::LaunchPlan &plan() const { return plan_; }
   MemoryStats memoryStats() const;
-  /// The kernel launches of one run, in order.
-  size_t numKernels() const { return plan_.steps.size(); }
+  /// The kernel launches of a run whose derived values are current (plan().steps also holds
+  /// the derived steps, which run again only when a parameter they read changes).
+  size_t numKernels() const {
+    return static_cast<size_t>(std::ranges::count(plan_.steps, false, &runtime::PlanStep::derived));
+  }
   /// The device the kernels run on, or nullptr for a host model.
   runtime::Device *device() const;
   /// The same device, shared (for objects that must outlive the model's use

@@ -28,6 +28,9 @@ class CpuCandidate final : public LoadedCandidate {
 public:
   std::shared_ptr<codegen::HostModule> module;
   codegen::HostKernelFn entry = nullptr;
+  /// The prelude (a weight packed once), run before the kernel and not timed: a model runs it
+  /// once per weight value (LoweredKernel::prelude).
+  codegen::HostKernelFn prelude = nullptr;
   std::vector<Bytes> workspaces;
 };
 
@@ -57,12 +60,18 @@ public:
                                    kernel.name, lowered.followUps.size()));
     auto candidate = std::make_unique<CpuCandidate>();
     CompileReport unused; // a rejected cache entry is rebuilt; the tuner reports no cache
-    KILN_TRY(candidate->module,
-             compiler::hostModuleFor({kernel}, target_, cacheOptions_, unused));
-    candidate->entry = candidate->module->lookupKernel(kernel.name);
-    if (candidate->entry == nullptr)
-      return makeError(ErrorCode::CompileError,
-                       fmt::format("kernel {} is missing from its compiled module", kernel.name));
+    std::vector<kir::Kernel> kernels{kernel};
+    if (lowered.prelude)
+      kernels.push_back(*lowered.prelude);
+    KILN_TRY(candidate->module, compiler::hostModuleFor(kernels, target_, cacheOptions_, unused));
+    for (const kir::Kernel &compiled : kernels) {
+      codegen::HostKernelFn fn = candidate->module->lookupKernel(compiled.name);
+      if (fn == nullptr)
+        return makeError(
+            ErrorCode::CompileError,
+            fmt::format("kernel {} is missing from its compiled module", compiled.name));
+      (&compiled == &kernels.front() ? candidate->entry : candidate->prelude) = fn;
+    }
     for (int w = 0; w < lowered.numWorkspaces; ++w) {
       const kir::BufferPtr &param = kernel.params[inputSets_[0].size() + 1 + size_t(w)];
       candidate->workspaces.emplace_back(
@@ -75,6 +84,8 @@ public:
     auto &candidate = static_cast<CpuCandidate &>(loaded);
     std::fill(output_.bytes().begin(), output_.bytes().end(), uint8_t{0xFF});
     std::vector<void *> args = argsFor(candidate, 0);
+    if (candidate.prelude)
+      candidate.prelude(args.data());
     candidate.entry(args.data());
     return output_;
   }
@@ -84,11 +95,15 @@ public:
     size_t sets = inputSets_.size();
     for (int i = 0; i < warmups; ++i) {
       std::vector<void *> args = argsFor(candidate, static_cast<size_t>(i) % sets);
+      if (candidate.prelude)
+        candidate.prelude(args.data());
       candidate.entry(args.data());
     }
     std::vector<double> seconds;
     for (int r = 0; r < runs; ++r) {
       std::vector<void *> args = argsFor(candidate, static_cast<size_t>(r) % sets);
+      if (candidate.prelude)
+        candidate.prelude(args.data());
       flushCaches();
       auto start = std::chrono::steady_clock::now();
       candidate.entry(args.data());

@@ -3,6 +3,8 @@
 
 #include "ir/kernel/Builder.h"
 
+#include <algorithm>
+
 namespace kiln::lower {
 
 using namespace kir;
@@ -50,6 +52,18 @@ LoweredKernel ContractionKernel::finish(const GemmLowering &gemm) const {
     followUp.params = lowered.kernel.params;
     followUp.body = body;
     lowered.followUps.push_back(std::move(followUp));
+  }
+  if (gemm.prelude) {
+    kir::Kernel prelude;
+    prelude.name = lowered.kernel.name + "_pack_b";
+    prelude.params = lowered.kernel.params;
+    prelude.body = gemm.prelude;
+    lowered.prelude = std::move(prelude);
+    const ir::Value *weight = anchor().operand(1);
+    auto input = std::ranges::find(group_.inputs, weight);
+    KILN_CHECK(input != group_.inputs.end(), "a contraction's operands are group inputs");
+    lowered.preludeInput = static_cast<int>(input - group_.inputs.begin());
+    lowered.preludeWorkspace = 0; // GemmLowering::prelude writes workspaces[0]
   }
   return lowered;
 }

@@ -75,7 +75,11 @@ private:
   ExprPtr elementB(const ExprPtr &b, const ExprPtr &k, const ExprPtr &j) const;
 
   StmtPtr packB(const ExprPtr &b, const ExprPtr &jc, const ExprPtr &ncCur, const ExprPtr &pc,
-                const ExprPtr &kcCur, ForKind stripKind) const;
+                const ExprPtr &kcCur, ForKind stripKind, const ExprPtr &base) const;
+  ExprPtr prepackedPanel(const ExprPtr &matrix, const ExprPtr &jc, const ExprPtr &pc) const;
+  StmtPtr prepackB() const;
+  ExprPtr bStripStart(const ExprPtr &b, const ExprPtr &jc, const ExprPtr &jr,
+                      const ExprPtr &pc) const;
   StmtPtr packA(const ExprPtr &b, const ExprPtr &ic, const ExprPtr &mcCur, const ExprPtr &pc,
                 const ExprPtr &kcCur) const;
   StmtPtr microKernel(const ExprPtr &b, const ExprPtr &i0, const ExprPtr &aStrip,
@@ -112,6 +116,8 @@ private:
   Type accType_, vecType_;
   bool isFloat_ = true;
 
+  /// Where the micro-kernel reads B: a panel packed per (jc, pc) step, or with prepackB the
+  /// whole packed B (a workspace the prelude fills).
   BufferPtr bPanel_, aBlock_, tile_, acc_;
   /// Where partial sums over K blocks live between blocks (nullptr with a single block).
   BufferPtr partial_;
@@ -137,14 +143,16 @@ ExprPtr GemmBuilder::elementB(const ExprPtr &b, const ExprPtr &k, const ExprPtr 
   return select(lt(j, index(p_.n)), cast(p_.b(idx), accType_), zero());
 }
 
-// Bp[s][k][c] = B(b, pc + k, jc + s*nr + c): each nr-wide strip is contiguous per k, which
-// is the order the micro-kernel reads it in.
+// Bp[base + s*kc*nr + k*nr + c] = B(b, pc + k, jc + s*nr + c): each nr-wide strip is
+// contiguous per k, which is the order the micro-kernel reads it in.
 StmtPtr GemmBuilder::packB(const ExprPtr &b, const ExprPtr &jc, const ExprPtr &ncCur,
-                           const ExprPtr &pc, const ExprPtr &kcCur, ForKind stripKind) const {
+                           const ExprPtr &pc, const ExprPtr &kcCur, ForKind stripKind,
+                           const ExprPtr &base) const {
   VarPtr s = makeVar(name("pb_s")), k = makeVar(name("pb_k")), c = makeVar(name("pb_c"));
   ExprPtr j = add(add(jc, mul(kir::ref(s), index(nr_))), kir::ref(c));
   ExprPtr dest =
-      add(add(mul(kir::ref(s), index(kc_ * nr_)), mul(kir::ref(k), index(nr_))), kir::ref(c));
+      add(base,
+          add(add(mul(kir::ref(s), index(kc_ * nr_)), mul(kir::ref(k), index(nr_))), kir::ref(c)));
   StmtPtr body = store(bPanel_, dest, elementB(b, add(pc, kir::ref(k)), j));
   StmtPtr inner = p_.bContiguousInK
                       ? forRange(c, nr_, ForKind::Serial,
@@ -152,6 +160,38 @@ StmtPtr GemmBuilder::packB(const ExprPtr &b, const ExprPtr &jc, const ExprPtr &n
                       : forLoop(k, index(0), kcCur, ForKind::Serial,
                                 forRange(c, nr_, ForKind::Vectorized, body));
   return forLoop(s, index(0), ceilDiv(ncCur, nr_), stripKind, inner);
+}
+
+// Where the panel of step (jc, pc) of B matrix `matrix` starts in the prepacked B: the panels
+// packB would pack, one after another, each kc x nc (the last ones padded), so the micro-kernel
+// reads a prepacked panel exactly as a freshly packed one.
+ExprPtr GemmBuilder::prepackedPanel(const ExprPtr &matrix, const ExprPtr &jc,
+                                    const ExprPtr &pc) const {
+  ExprPtr panel = add(mul(add(mul(matrix, index(numJc_)), div(jc, index(nc_))), index(numPc_)),
+                      div(pc, index(kc_)));
+  return mul(panel, index(kc_ * nc_));
+}
+
+// The prelude of prepackB: every (matrix, jc, pc) panel of B, packed by packB, the column
+// panels in parallel.
+StmtPtr GemmBuilder::prepackB() const {
+  const WeightOperand &weight = *p_.bWeight;
+  VarPtr m = makeVar(name("pp_m")), jcIdx = makeVar(name("pp_jc")), pcIdx = makeVar(name("pp_pc"));
+  ExprPtr jc = mul(kir::ref(jcIdx), index(nc_)), pc = mul(kir::ref(pcIdx), index(kc_));
+  StmtPtr pack =
+      packB(weight.representative(kir::ref(m)), jc, blockExtent(jc, nc_, p_.n), pc,
+            blockExtent(pc, kc_, p_.k), ForKind::Serial, prepackedPanel(kir::ref(m), jc, pc));
+  return forRange(
+      m, weight.matrices, ForKind::Serial,
+      forRange(jcIdx, numJc_, ForKind::Parallel, forRange(pcIdx, numPc_, ForKind::Serial, pack)));
+}
+
+// Where strip jr of the (b, jc, pc) step starts in bPanel_: in the panel packed for this step,
+// or in the prepacked B.
+ExprPtr GemmBuilder::bStripStart(const ExprPtr &b, const ExprPtr &jc, const ExprPtr &jr,
+                                 const ExprPtr &pc) const {
+  ExprPtr strip = mul(jr, index(kc_ * nr_));
+  return p_.prepackB ? add(prepackedPanel(p_.bWeight->matrixOf(b), jc, pc), strip) : strip;
 }
 
 // Ap[s][k][r] = A(b, ic + s*mr + r, pc + k).
@@ -378,7 +418,7 @@ Expected<StmtPtr> GemmBuilder::computeBlock(const ExprPtr &b, const ExprPtr &ic,
   ExprPtr i0 = add(ic, mul(kir::ref(ir), index(mr_)));
   ExprPtr j0 = add(jc, mul(kir::ref(jr), index(nr_)));
   ExprPtr aStrip = mul(kir::ref(ir), index(kc_ * mr_));
-  ExprPtr bStrip = mul(kir::ref(jr), index(kc_ * nr_));
+  ExprPtr bStrip = bStripStart(b, jc, kir::ref(jr), pc);
   KILN_TRY(StmtPtr tail, writeOut(b, i0, j0, pcIdx));
   StmtPtr tileBody = seq({microKernel(b, i0, aStrip, bStrip, pc, kcCur), tail});
   return forLoop(jr, stripBegin, stripCount, ForKind::Serial,
@@ -418,7 +458,8 @@ StmtPtr GemmBuilder::withTaskBuffers(StmtPtr body) const {
 
 // Parallel::Outer (and Serial): tasks over (batch, column panel), each packing privately.
 Expected<StmtPtr> GemmBuilder::outerNest(ForKind kind) {
-  bPanel_ = makeBuffer(name("b_panel"), p_.accumulate, kc_ * nc_, MemScope::Local);
+  if (!p_.prepackB)
+    bPanel_ = makeBuffer(name("b_panel"), p_.accumulate, kc_ * nc_, MemScope::Local);
   VarPtr task = makeVar(name("task"));
   ExprPtr t = kir::ref(task);
   ExprPtr bIndex = p_.batch == 1 ? index(0) : numJc_ == 1 ? t : div(t, index(numJc_));
@@ -439,7 +480,10 @@ Expected<StmtPtr> GemmBuilder::outerNest(ForKind kind) {
                             KILN_TRY(StmtPtr blocks,
                                      rowBlocks(b, jc, pcIndex, pc, kcCur, index(0), numIc_,
                                                index(0), ceilDiv(ncCur, nr_)));
-                            return seq({packB(b, jc, ncCur, pc, kcCur, ForKind::Serial), blocks});
+                            if (p_.prepackB)
+                              return blocks;
+                            return seq({packB(b, jc, ncCur, pc, kcCur, ForKind::Serial, index(0)),
+                                        blocks});
                           });
                     }));
                 if (numPc_ == 1)
@@ -448,7 +492,9 @@ Expected<StmtPtr> GemmBuilder::outerNest(ForKind kind) {
               });
         });
       }));
-  body = allocate(bPanel_, withTaskBuffers(body));
+  body = withTaskBuffers(body);
+  if (!p_.prepackB)
+    body = allocate(bPanel_, body);
   int64_t tasks = p_.batch * numJc_;
   return forLoop(task, index(0), index(tasks), kind, body);
 }
@@ -456,8 +502,10 @@ Expected<StmtPtr> GemmBuilder::outerNest(ForKind kind) {
 // Parallel::Inner: serial over (batch, column panel, K block); per step the B panel is packed
 // in parallel into a shared workspace, then (row block x column chunk) tasks run in parallel.
 Expected<StmtPtr> GemmBuilder::innerNest(bool parallel) {
-  bPanel_ = makeBuffer(name("b_panel"), p_.accumulate, kc_ * nc_, MemScope::Global);
-  workspaces_.insert(workspaces_.begin(), bPanel_);
+  if (!p_.prepackB) {
+    bPanel_ = makeBuffer(name("b_panel"), p_.accumulate, kc_ * nc_, MemScope::Global);
+    workspaces_.insert(workspaces_.begin(), bPanel_);
+  }
   int64_t stripsPerPanel = nc_ / nr_;
   int64_t chunks = parallel ? innerColumnChunks(numIc_, stripsPerPanel, target_.cores) : 1;
   int64_t stripsPerChunk = ceilDiv(stripsPerPanel, chunks);
@@ -496,7 +544,9 @@ Expected<StmtPtr> GemmBuilder::innerNest(bool parallel) {
                                                               icIndex, 1, stripBegin, stripCount));
                            StmtPtr tasks = forLoop(task, index(0), index(numIc_ * chunks), kind,
                                                    withTaskBuffers(blocks));
-                           return seq({packB(bIndex, jc, ncCur, pc, kcCur, kind), tasks});
+                           if (p_.prepackB)
+                             return tasks;
+                           return seq({packB(bIndex, jc, ncCur, pc, kcCur, kind, index(0)), tasks});
                          });
                    });
                  });
@@ -533,6 +583,12 @@ Expected<GemmLowering> GemmBuilder::build() {
     return GemmLowering{body, {}, {}};
   }
 
+  KILN_CHECK(!p_.prepackB || p_.bWeight, "prepackB needs a weight operand B");
+  if (p_.prepackB) {
+    bPanel_ = makeBuffer(name("b_packed"), p_.accumulate,
+                         p_.bWeight->matrices * numJc_ * numPc_ * kc_ * nc_);
+    workspaces_.push_back(bPanel_);
+  }
   aBlock_ = makeBuffer(name("a_block"), p_.accumulate, kc_ * mc_, MemScope::Local);
   tile_ = makeBuffer(name("tile"), p_.accumulate, mr_ * nr_, MemScope::Local);
   acc_ = makeBuffer(name("acc"), p_.accumulate, mr_ * nr_, MemScope::Register);
@@ -565,7 +621,7 @@ Expected<GemmLowering> GemmBuilder::build() {
     break;
   }
   }
-  return GemmLowering{body, workspaces_, {}};
+  return GemmLowering{body, workspaces_, {}, p_.prepackB ? prepackB() : nullptr};
 }
 
 } // namespace

@@ -61,6 +61,16 @@ struct GatheredOperand {
   ElementFn element() const;
 };
 
+/// How a B operand that is a weight (a matmul's weight, a convolution's filter) splits into
+/// matrices: GEMM batch b multiplies matrix `matrixOf(b)`, and `representative(m)` is a batch
+/// index that reads matrix m. The CPU template can pack such a B once for the whole GEMM, in a
+/// kernel of its own that runs before the GEMM (GemmLowering::prelude).
+struct WeightOperand {
+  int64_t matrices = 1;
+  std::function<kir::ExprPtr(kir::ExprPtr b)> matrixOf;
+  std::function<kir::ExprPtr(kir::ExprPtr matrix)> representative;
+};
+
 /// One batched GEMM as the template sees it.
 struct GemmProblem {
   int64_t batch = 1, m = 0, n = 0, k = 0;
@@ -75,6 +85,12 @@ struct GemmProblem {
   std::optional<DenseOperand> aDense, bDense;
   /// Set when A is read in contiguous runs along K from computed addresses (GatheredOperand).
   std::optional<GatheredOperand> aGathered;
+  /// Set when B is a weight (the problem's builder says how it splits into matrices).
+  std::optional<WeightOperand> bWeight;
+  /// CPU: pack B (a bWeight) once, whole, in the prelude, instead of panel by panel inside the
+  /// GEMM: when B depends on parameters alone the launch plan keeps the packed copy between
+  /// runs, so inference never packs weights again.
+  bool prepackB = false;
   /// f32 operands may be multiplied as tf32 (the contraction's allow_tf32).
   bool allowTf32 = false;
   GemmStoreFn storeResult;
@@ -98,6 +114,9 @@ struct GemmLowering {
   /// Bodies of kernels launched after `body`'s on the same parameters, each with its name
   /// suffix (split-K: "splitk_sum", which adds the partial products and runs the epilogue).
   std::vector<std::pair<std::string, kir::StmtPtr>> followUps;
+  /// With prepackB: the body of a kernel launched before `body`'s on the same parameters that
+  /// reads B alone and writes workspaces[0]: every kc x nc panel the GEMM reads, packed.
+  kir::StmtPtr prelude = nullptr;
 };
 
 /// Lowers `problem` with `schedule` (checked with checkGemmSchedule; blocks larger than the

@@ -73,6 +73,8 @@ Expected<LoweredKernel> lowerGroupAndRunKernelPasses(const ir::Graph &graph,
   lowered.kernel = kir::runKernelPasses(std::move(lowered.kernel), verifyKernels);
   for (kir::Kernel &followUp : lowered.followUps)
     followUp = kir::runKernelPasses(std::move(followUp), verifyKernels);
+  if (lowered.prelude)
+    lowered.prelude = kir::runKernelPasses(std::move(*lowered.prelude), verifyKernels);
   return lowered;
 }
 

@@ -12,6 +12,7 @@
 #include "passes/lower/Schedule.h"
 #include "support/Error.h"
 
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -28,6 +29,13 @@ struct LoweredKernel {
   /// Kernels launched right after `kernel`, in order, on the same parameters (split-K's sum
   /// of the partial products): the group's output is complete when the last one ends.
   std::vector<kir::Kernel> followUps;
+  /// A kernel launched right before `kernel` on the same parameters that reads only group
+  /// input `preludeInput` and writes only workspace `preludeWorkspace` (a weight packed for
+  /// the GEMM). Where that input depends on parameters alone, the launch plan keeps the
+  /// workspace between runs and the prelude runs once per weight value.
+  std::optional<kir::Kernel> prelude;
+  int preludeInput = -1;
+  int preludeWorkspace = -1;
   int numInputs = 0;
   int numWorkspaces = 0;
 };

@@ -95,8 +95,13 @@ Expected<LoweredKernel> lowerContractionForCpu(const ir::Graph &graph,
     gemm.nr = conv.ocBlock;
     gemm.packA = false;
   }
+  // A weight that depends on parameters alone is packed once, in a prelude kernel whose
+  // result the host plan keeps between runs (LoweredKernel::prelude).
+  bool parameterWeight = dependsOnParametersOnly(group.anchor->operand(1));
   return lowerThroughTemplate(group, conv.algorithm, [&](const GemmProblem &problem) {
-    return lowerGemm(problem, gemm, target);
+    GemmProblem withWeight = problem;
+    withWeight.prepackB = problem.bWeight.has_value() && parameterWeight;
+    return lowerGemm(withWeight, gemm, target);
   });
 }
 

@@ -338,6 +338,9 @@ GemmProblem conv2DGemmProblem(const ir::Node &conv, Algorithm algorithm,
                      },
                      reduction};
     problem.b = problem.bDense->element();
+    // One filter matrix per group, and the batch runs over the groups.
+    problem.bWeight = WeightOperand{shape.batch, [](ExprPtr b) { return b; },
+                                    [](ExprPtr matrix) { return matrix; }};
     outputOffset = [outChannels, groupOut](ExprPtr b, ExprPtr i, ExprPtr j) {
       return add(add(mul(i, index(outChannels)), mul(b, index(groupOut))), j);
     };
@@ -379,6 +382,12 @@ GemmProblem conv2DGemmProblem(const ir::Node &conv, Algorithm algorithm,
     problem.b = [g, filter](std::span<const ExprPtr> idx) {
       return nchwDirectFilterElement(g, filter, idx[0], idx[2], idx[1]);
     };
+    // One filter matrix per group: b is a group, or an image's group (b mod groups).
+    int64_t groupCount = g.groups;
+    problem.bWeight = WeightOperand{
+        groupCount,
+        [groupCount](ExprPtr b) { return groupCount == 1 ? index(0) : mod(b, index(groupCount)); },
+        [](ExprPtr matrix) { return matrix; }};
     problem.outputContiguousInI = true;
     outputOffset = [g, pixels, groupOut, outChannels](ExprPtr b, ExprPtr i, ExprPtr j) {
       auto [n, group, p] = nchwDirectPixel(g, b, i);

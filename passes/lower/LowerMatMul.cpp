@@ -127,6 +127,12 @@ GemmProblem matMulGemmProblem(const ir::Node &node, ContractionKernel &kernel) {
   problem.a = problem.aDense->element();
   problem.b = problem.bDense->element();
   problem.allowTf32 = layout.allowTf32;
+  // B as a weight: one matrix for every batch element (folded or broadcast), or one each.
+  int64_t bMatrices = product(layout.bBatch);
+  if (bMatrices == 1 || bMatrices == problem.batch)
+    problem.bWeight =
+        WeightOperand{bMatrices, [bMatrices](ExprPtr b) { return bMatrices == 1 ? index(0) : b; },
+                      [](ExprPtr matrix) { return matrix; }};
   // The output is [batch..., M, N] row-major: flat (b*M' + i)*N + j either way.
   GemmOffsetFn outputOffset = [gemmM, n](ExprPtr b, ExprPtr i, ExprPtr j) {
     return add(mul(add(mul(b, index(gemmM)), i), index(n)), j);

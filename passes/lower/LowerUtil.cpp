@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -315,6 +316,31 @@ State combineTree(std::vector<State> parts,
     parts = std::move(next);
   }
   return parts.front();
+}
+
+namespace {
+
+bool dependsOnParametersOnly(const ir::Value *value,
+                             std::unordered_map<const ir::Value *, bool> &known) {
+  if (value->kind() == ir::Value::Kind::Param)
+    return true;
+  const ir::Node *node = value->definingNode();
+  if (!node || node->info().category == ir::OpCategory::Collective)
+    return false;
+  if (auto it = known.find(value); it != known.end())
+    return it->second;
+  bool result = std::ranges::all_of(node->operands(), [&](const ir::Value *operand) {
+    return dependsOnParametersOnly(operand, known);
+  });
+  known.emplace(value, result);
+  return result;
+}
+
+} // namespace
+
+bool dependsOnParametersOnly(const ir::Value *value) {
+  std::unordered_map<const ir::Value *, bool> known; // shared operands are walked once
+  return dependsOnParametersOnly(value, known);
 }
 
 } // namespace kiln::lower

@@ -38,6 +38,11 @@ LoweredKernel finishKernel(const passes::FusionGroup &group, const KernelSignatu
 /// kernel template covers.
 Error unsupportedNode(const ir::Node &node, std::string_view why);
 
+/// Whether `value` is computed from parameters and constants alone (a parameter, or a node
+/// whose operands all are, through no collective): the launch plan keeps such values between
+/// runs on the host (compiler/LaunchPlanBuilder.h, DerivedValues::Kept).
+bool dependsOnParametersOnly(const ir::Value *value);
+
 // ---- dtypes
 
 /// f16, bf16 and the f8 formats: storage types whose arithmetic runs in f32.

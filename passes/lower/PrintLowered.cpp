@@ -26,7 +26,12 @@ std::string printLoweredGraph(const ir::Graph &graph, const codegen::CpuTarget &
       text += fmt::format("// error: {}\n", lowered.error().message());
       continue;
     }
+    // In launch order: the prelude (a weight packed once), the kernel, its follow-ups.
+    if (lowered->prelude)
+      text += kir::printKernel(*lowered->prelude);
     text += kir::printKernel(lowered->kernel);
+    for (const kir::Kernel &followUp : lowered->followUps)
+      text += kir::printKernel(followUp);
   }
   return text;
 }

@@ -171,7 +171,8 @@ class CompiledModel:
         return self._compiled.dump(stage)
 
     def profile(self, runs=1, **inputs):
-        """Runs `runs` times with per-kernel timing, on `inputs` or else the last call's (the
+        """Runs `runs` times with per-kernel timing (after one untimed run where the model keeps
+        values derived from its weights), on `inputs` or else the last call's (the
         same arrays, kept alive, as they are now: inputs read in place are not snapshots);
         returns one dict per kernel (name, calls, total_ms, mean_ms, bytes and flops per
         call, achieved rates, fraction of peak, bound), slowest first."""

@@ -169,7 +169,18 @@ void bindCompile(py::module_ &module) {
             std::optional<Error> failure;
             {
               py::gil_scoped_release release;
+              // One untimed run first: values derived from the weights (packed weights,
+              // transposed filters) are computed once, not in the runs a profile describes.
+              if (m.model->plan().derivedBytes > 0) {
+                RunOptions options;
+                if (!onDevice.addresses.empty())
+                  options.deviceInputs = &onDevice;
+                if (auto ran = m.model->run(tensors, options); !ran)
+                  failure = std::move(ran).error();
+              }
               for (runtime::RunProfile &profile : profiles) {
+                if (failure)
+                  break;
                 RunOptions options;
                 options.profile = &profile;
                 if (!onDevice.addresses.empty())
@@ -234,6 +245,7 @@ void bindCompile(py::module_ &module) {
             report["fallback_reason"] = m.report.fallbackReason;
             report["num_groups"] = m.report.numGroups;
             report["num_kernels"] = m.report.numKernels;
+            report["num_prelude_kernels"] = m.report.numPreludeKernels;
             report["total_seconds"] = m.report.totalSeconds;
             report["kernel_cache"] = m.report.kernelCache;
             report["tuning"] = m.report.tuning;

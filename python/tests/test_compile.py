@@ -112,7 +112,9 @@ def test_profile_rows():
         assert row["total_ms"] >= row["mean_ms"] >= 0
         assert row["flops_per_call"] >= 0 and row["bytes_per_call"] > 0
     assert [r["total_ms"] for r in rows] == sorted((r["total_ms"] for r in rows), reverse=True)
-    assert model.report["num_kernels"] == model.num_kernels
+    # Compiled: every run's kernels and the preludes that pack each weight once.
+    assert model.report["num_kernels"] == model.num_kernels + model.report["num_prelude_kernels"]
+    assert model.report["num_prelude_kernels"] == 2  # the two dense weights
 
 
 def test_profile_without_inputs_reuses_the_last_run():

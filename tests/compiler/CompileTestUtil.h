@@ -143,7 +143,8 @@ public:
                      const NamedTensors *expectedOutputs = nullptr);
   /// The reference interpreter's outputs, for check(options, nullptr, &expected).
   NamedTensors reference();
-  /// check(), returning the number of kernels the model launches.
+  /// check(), returning the number of kernels the model launches in every run (not counting
+  /// the preludes that pack a parameter weight once).
   int checkAndCountKernels();
 
   Rng &rng() { return rng_; }

@@ -1,7 +1,8 @@
 // Derived values through the compiler: a CNN whose chained convolutions run NHWC on the CPU
-// transposes its filters in kernels that read parameters alone; the host plan keeps those in
-// the derived block, and the model stays right against the fp64 reference when its weights
-// are bound, bound again, and passed with one run.
+// transposes its filters and packs them (and its dense head's weight) for the GEMM in kernels
+// that read parameters alone; the host plan keeps those in the derived block, and the model
+// stays right against the fp64 reference when its weights are bound, bound again, and passed
+// with one run.
 #include "CompileTestUtil.h"
 
 #include "frontend/nn/Conv2D.h"
@@ -65,17 +66,20 @@ TEST_CASE("a host model keeps values derived from its weights and recomputes the
   options.target = TargetKind::Cpu;
   CompiledModel model = compileOrFail(ir, options);
   const runtime::LaunchPlan &plan = model.plan();
-  int derivedSteps = 0;
+  int derivedSteps = 0, packs = 0;
   for (const runtime::PlanStep &step : plan.steps) {
     if (!step.derived)
       continue;
     ++derivedSteps;
-    REQUIRE(step.derivedFrom.size() == 1); // one filter each
+    REQUIRE(step.derivedFrom.size() == 1); // one weight each
     const runtime::PlanBinding &param = plan.params[step.derivedFrom[0]];
     INFO("derived step " << step.kernelName << " reads " << param.name);
-    CHECK(plan.buffers[param.buffer].shape.size() == 4);
+    CHECK(plan.buffers[param.buffer].shape.size() >= 2); // a filter or the head's weight
+    packs += step.kernelName.ends_with("_pack_b");
   }
-  CHECK(derivedSteps >= 3); // the chained convolutions' filters, transposed to NHWC
+  // Each filter transposed to NHWC, then each filter and the head's weight packed.
+  CHECK(derivedSteps >= 7);
+  CHECK(packs >= 4);
   CHECK(plan.derivedBytes > 0);
 
   NamedTensors inputs{{"images", randomTensor(DType::F32, {2, 3, 9, 9}, rng)}};

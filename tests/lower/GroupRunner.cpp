@@ -92,8 +92,11 @@ Expected<NamedTensors> runLoweredGraph(const ir::Graph &graph, const NamedTensor
   std::shared_ptr<codegen::HostModule> module;
   if (options.executor == Executor::Jit && !kernels.empty()) {
     std::vector<kir::Kernel> all;
-    for (const PlannedKernel &k : kernels)
+    for (const PlannedKernel &k : kernels) {
+      if (k.lowered.prelude)
+        all.push_back(*k.lowered.prelude);
       all.push_back(k.lowered.kernel);
+    }
     KILN_TRY(module, codegen::compileHostModule(all, target));
   }
 
@@ -131,18 +134,25 @@ Expected<NamedTensors> runLoweredGraph(const ir::Graph &graph, const NamedTensor
     for (size_t i = outIndex; i < buffers.size(); ++i)
       poisonTensor(buffers[i]);
     KILN_CHECK(buffers.size() == lowered.kernel.params.size(), "one buffer per kernel parameter");
-    if (options.executor == Executor::Evaluator) {
-      KILN_TRY_VOID(kir::evaluateKernel(lowered.kernel, buffers));
-    } else if (options.executor == Executor::Simulator) {
-      KILN_TRY(sim::SimStats stats, sim::simulateKernel(lowered.kernel, buffers));
-      (void)stats;
-    } else {
-      codegen::HostKernelFn fn = module->lookupKernel(lowered.kernel.name);
-      KILN_CHECK(fn != nullptr, "the JIT module has every kernel");
-      std::vector<void *> args;
-      for (HostTensor &buffer : buffers)
-        args.push_back(buffer.bytes().data());
-      fn(args.data());
+    // A prelude (a weight packed once) runs first, on the same buffers, as the plan runs it.
+    std::vector<const kir::Kernel *> launches;
+    if (lowered.prelude)
+      launches.push_back(&*lowered.prelude);
+    launches.push_back(&lowered.kernel);
+    for (const kir::Kernel *kernel : launches) {
+      if (options.executor == Executor::Evaluator) {
+        KILN_TRY_VOID(kir::evaluateKernel(*kernel, buffers));
+      } else if (options.executor == Executor::Simulator) {
+        KILN_TRY(sim::SimStats stats, sim::simulateKernel(*kernel, buffers));
+        (void)stats;
+      } else {
+        codegen::HostKernelFn fn = module->lookupKernel(kernel->name);
+        KILN_CHECK(fn != nullptr, "the JIT module has every kernel");
+        std::vector<void *> args;
+        for (HostTensor &buffer : buffers)
+          args.push_back(buffer.bytes().data());
+        fn(args.data());
+      }
     }
     values[group.root->result()] = std::move(buffers[outIndex]);
   }

@@ -192,7 +192,10 @@ void printTimes(const CompileReport &report) {
   fmt::print("target:  {}\n", report.target);
   if (!report.fallbackReason.empty())
     fmt::print("note:    {}\n", report.fallbackReason);
-  fmt::print("groups:  {} ({} kernels)\n", report.numGroups, report.numKernels);
+  fmt::print("groups:  {} ({} kernels{})\n", report.numGroups, report.numKernels,
+             report.numPreludeKernels > 0
+                 ? fmt::format(", {} of them packing a weight once", report.numPreludeKernels)
+                 : "");
   fmt::print("compile: {:.3f} s (graph passes {:.3f}, lowering {:.3f}, codegen {:.3f})\n",
              report.totalSeconds, report.graphPassSeconds, report.loweringSeconds,
              report.codegenSeconds);
@@ -301,9 +304,10 @@ int compileCommand(const std::vector<std::string> &words) {
 
   MemoryStats memory = compiled->memoryStats();
   printTimes(report);
-  fmt::print("memory:  arena {} planned vs {} unplanned; constants {}\n",
+  fmt::print("memory:  arena {} planned vs {} unplanned; constants {}; derived from "
+             "parameters {}\n",
              formatBytes(memory.arenaBytes), formatBytes(memory.unplannedBytes),
-             formatBytes(memory.constantBytes));
+             formatBytes(memory.constantBytes), formatBytes(memory.derivedBytes));
   return kExitOk;
 }
 

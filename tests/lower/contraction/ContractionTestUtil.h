@@ -50,17 +50,16 @@ public:
   /// A graph input filled with random values: floats uniform in [-1, 1), integers over their
   /// whole range for i32/i64 (so wrapping shows) and [-128, 128) for i8.
   ir::Value *input(const std::string &name, DType dtype, std::vector<int64_t> shape) {
-    auto value = graph_->addInput(name, ir::TensorType{dtype, shape});
-    REQUIRE(value);
-    double low = -1.0, high = 1.0;
-    if (dtype == DType::I8)
-      low = -128, high = 128;
-    else if (dtype == DType::I32)
-      low = -2147483648.0, high = 2147483648.0;
-    else if (dtype == DType::I64)
-      low = -9.2e18, high = 9.2e18;
-    inputs_.emplace(name, HostTensor::randomUniform(dtype, shape, rng_, low, high));
-    return *value;
+    return random(graph_->addInput(name, ir::TensorType{dtype, shape}), dtype, shape);
+  }
+  /// A graph parameter filled as input() fills inputs: a weight the CPU packs in a prelude.
+  ir::Value *param(const std::string &name, DType dtype, std::vector<int64_t> shape) {
+    return random(graph_->addParam(name, ir::TensorType{dtype, shape}), dtype, shape);
+  }
+  /// input(), or param() when `isParam`.
+  ir::Value *operand(const std::string &name, DType dtype, std::vector<int64_t> shape,
+                     bool isParam) {
+    return isParam ? param(name, dtype, std::move(shape)) : input(name, dtype, std::move(shape));
   }
 
   ir::Value *node(ir::OpKind kind, std::vector<ir::Value *> operands, ir::AttrMap attrs = {}) {
@@ -73,6 +72,20 @@ public:
   void output(ir::Value *value) { REQUIRE(graph_->addOutput("out", value)); }
 
 private:
+  ir::Value *random(Expected<ir::Value *> value, DType dtype, const std::vector<int64_t> &shape) {
+    REQUIRE(value);
+    const std::string &name = (*value)->name();
+    double low = -1.0, high = 1.0;
+    if (dtype == DType::I8)
+      low = -128, high = 128;
+    else if (dtype == DType::I32)
+      low = -2147483648.0, high = 2147483648.0;
+    else if (dtype == DType::I64)
+      low = -9.2e18, high = 9.2e18;
+    inputs_.emplace(name, HostTensor::randomUniform(dtype, shape, rng_, low, high));
+    return *value;
+  }
+
   std::unique_ptr<ir::Graph> graph_ = std::make_unique<ir::Graph>("contraction_test");
   NamedTensors inputs_;
   Rng rng_;
@@ -84,12 +97,15 @@ inline ir::AttrMap matmulAttrs(bool transposeA = false, bool transposeB = false,
 }
 
 /// Makes the graph x[m, k] @ w[k, n] (the operands transposed where asked), its output.
+/// With `weightParam`, w is a parameter (a weight the CPU packs once, in a prelude).
 inline void buildMatMul(GraphCase &c, int64_t m, int64_t n, int64_t k, DType dtype,
-                        DType accumulate, bool transposeA = false, bool transposeB = false) {
+                        DType accumulate, bool transposeA = false, bool transposeB = false,
+                        bool weightParam = false) {
   ir::Value *x =
       c.input("x", dtype, transposeA ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k});
   ir::Value *w =
-      c.input("w", dtype, transposeB ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n});
+      c.operand("w", dtype, transposeB ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n},
+                weightParam);
   c.output(c.node(ir::OpKind::MatMul, {x, w}, matmulAttrs(transposeA, transposeB, accumulate)));
 }
 
@@ -131,8 +147,8 @@ inline void poison(HostTensor &tensor) {
   std::ranges::fill(tensor.bytes(), isFloatingPoint(tensor.dtype()) ? 0xFF : 0x7F);
 }
 
-/// Runs a lowered kernel on `inputs` (every group input must be a named graph input) and
-/// returns the output.
+/// Runs a lowered kernel (after its prelude, when it has one, as the launch plan does) on
+/// `inputs` (every group input must be a named graph input or parameter) and returns the output.
 inline Expected<HostTensor> runKernel(const lower::LoweredKernel &lowered,
                                       const passes::FusionGroup &group, const NamedTensors &inputs,
                                       Runner runner) {
@@ -152,17 +168,23 @@ inline Expected<HostTensor> runKernel(const lower::LoweredKernel &lowered,
     buffers.emplace_back(params[i]->dtype, std::vector<int64_t>{params[i]->size});
     poison(buffers.back());
   }
+  std::vector<kir::Kernel> kernels;
+  if (lowered.prelude)
+    kernels.push_back(*lowered.prelude);
+  kernels.push_back(lowered.kernel);
   if (runner == Runner::Evaluator) {
-    KILN_TRY_VOID(kir::evaluateKernel(lowered.kernel, buffers));
+    for (const kir::Kernel &kernel : kernels)
+      KILN_TRY_VOID(kir::evaluateKernel(kernel, buffers));
   } else {
-    std::vector<kir::Kernel> kernels{lowered.kernel};
     KILN_TRY(auto module, codegen::compileHostModule(kernels, hostTarget()));
-    codegen::HostKernelFn fn = module->lookupKernel(lowered.kernel.name);
-    REQUIRE(fn != nullptr);
     std::vector<void *> args;
     for (HostTensor &buffer : buffers)
       args.push_back(buffer.bytes().data());
-    fn(args.data());
+    for (const kir::Kernel &kernel : kernels) {
+      codegen::HostKernelFn fn = module->lookupKernel(kernel.name);
+      REQUIRE(fn != nullptr);
+      fn(args.data());
+    }
   }
   return std::move(buffers[outIndex]);
 }

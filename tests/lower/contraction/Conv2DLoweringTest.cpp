@@ -35,7 +35,7 @@ lower::Conv2DSchedule scheduleFor(const ir::Node &conv, Algorithm algorithm) {
 /// Builds the conv (plus `bias` + relu when asked) and checks it on every target; the CPU runs
 /// both algorithms through `cpuRunners`, the simulator `simTiles` besides its default.
 void checkConv(const ConvCase &cc, std::vector<Runner> cpuRunners, bool biasRelu = false,
-               DType dtype = DType::F32, bool simTiles = true) {
+               DType dtype = DType::F32, bool simTiles = true, bool filterParam = false) {
   bool nhwc = cc.params.layout == "nhwc";
   INFO(fmt::format("{}: {} input {}x{}x{}x{}, {} filters {}x{}, stride {}x{}, dilation {}x{}, "
                    "groups {}",
@@ -48,9 +48,10 @@ void checkConv(const ConvCase &cc, std::vector<Runner> cpuRunners, bool biasRelu
                          nhwc ? std::vector<int64_t>{cc.images, cc.height, cc.width, cc.channels}
                               : std::vector<int64_t>{cc.images, cc.channels, cc.height, cc.width});
   ir::Value *w =
-      c.input("w", dtype,
-              nhwc ? std::vector<int64_t>{cc.outChannels, cc.kernelH, cc.kernelW, groupChannels}
-                   : std::vector<int64_t>{cc.outChannels, groupChannels, cc.kernelH, cc.kernelW});
+      c.operand("w", dtype,
+                nhwc ? std::vector<int64_t>{cc.outChannels, cc.kernelH, cc.kernelW, groupChannels}
+                     : std::vector<int64_t>{cc.outChannels, groupChannels, cc.kernelH, cc.kernelW},
+                filterParam);
   ConvParams p = cc.params;
   ir::Value *conv = c.node(OpKind::Conv2D, {x, w}, p.attrs());
   ir::Value *out = conv;
@@ -67,6 +68,8 @@ void checkConv(const ConvCase &cc, std::vector<Runner> cpuRunners, bool biasRelu
       .cpu = {scheduleFor(node, Algorithm::Im2col), scheduleFor(node, Algorithm::Direct)},
       .sim = {std::nullopt},
       .cpuRunners = std::move(cpuRunners)};
+  if (filterParam) // the GPU templates read a parameter filter as any other operand
+    schedules.sim.clear();
   if (simTiles) {
     schedules.sim.push_back(lower::GpuConv2DSchedule{gpuGemm(32, 32, 8, 2, 2, 2)});
     schedules.sim.push_back(lower::GpuConv2DSchedule{gpuGemm(64, 32, 16, 4, 2, 1)});
@@ -113,6 +116,12 @@ TEST_CASE("conv2d: windows, padding, stride, dilation and groups in both layouts
     for (const ConvCase &cc : cases) {
       checkConv(cc, {Runner::Jit, Runner::Evaluator});
       checkConv(cc, {Runner::Jit}, /*biasRelu=*/true);
+      // The filter a parameter: the CPU packs it in a prelude (Direct, and nhwc's Im2col),
+      // every access checked by the evaluator where the filter has several group matrices.
+      std::vector<Runner> runners{Runner::Jit};
+      if (cc.params.groups > 1)
+        runners.push_back(Runner::Evaluator);
+      checkConv(cc, runners, false, DType::F32, /*simTiles=*/false, /*filterParam=*/true);
     }
   }
 }
@@ -142,6 +151,37 @@ TEST_CASE("conv2d: direct reads each tap's channel run in K blocks that split or
     }
     INFO(layout);
     checkOnTargets(c, 360, DType::F32, schedules);
+  }
+}
+
+TEST_CASE("conv2d: a parameter filter is packed once, in a prelude, where it is the B operand",
+          "[lower][contraction][conv2d]") {
+  for (std::string layout : {"nchw", "nhwc"}) {
+    bool nhwc = layout == "nhwc";
+    GraphCase c(3);
+    ir::Value *x =
+        c.input("x", DType::F32,
+                nhwc ? std::vector<int64_t>{2, 9, 7, 6} : std::vector<int64_t>{2, 6, 9, 7});
+    ir::Value *w =
+        c.param("w", DType::F32,
+                nhwc ? std::vector<int64_t>{16, 3, 3, 3} : std::vector<int64_t>{16, 3, 3, 3});
+    ir::Value *conv =
+        c.node(OpKind::Conv2D, {x, w}, params(layout, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2).attrs());
+    c.output(conv);
+    PlannedContraction planned = planContraction(c.graph());
+    for (Algorithm algorithm : {Algorithm::Im2col, Algorithm::Direct}) {
+      INFO(layout << (algorithm == Algorithm::Direct ? " direct" : " im2col"));
+      lower::Conv2DSchedule s = scheduleFor(*conv->definingNode(), algorithm);
+      auto lowered = lower::lowerContractionForCpu(c.graph(), *planned.group, s, hostTarget());
+      REQUIRE(lowered);
+      // nchw Im2col multiplies filter x window: the filter is A, read in place.
+      bool filterIsB = nhwc || algorithm == Algorithm::Direct;
+      REQUIRE(lowered->prelude.has_value() == filterIsB);
+      if (filterIsB) {
+        CHECK(lowered->preludeInput == 1);
+        CHECK(lowered->preludeWorkspace == 0);
+      }
+    }
   }
 }
 

@@ -148,6 +148,43 @@ TEST_CASE("matmul: batched, with broadcast batch dims", "[lower][contraction][ma
   }
 }
 
+TEST_CASE("matmul: a parameter weight is packed once, in a prelude, on the CPU",
+          "[lower][contraction][matmul]") {
+  struct WeightCase {
+    std::vector<int64_t> a, b;
+    bool ta, tb;
+    bool prepacked; ///< b is one matrix for all batch elements or one each
+  };
+  // m = 9, k = 13, n = 21 (K and N swapped where transposed), and one GEMV row.
+  std::vector<WeightCase> cases = {
+      {{9, 13}, {13, 21}, false, false, true},
+      {{1, 13}, {21, 13}, false, true, true}, // a dense layer's row at batch 1
+      {{13, 9}, {13, 21}, true, false, true},
+      {{4, 9, 13}, {13, 21}, false, false, true},          // shared: folded into one GEMM
+      {{4, 13, 9}, {13, 21}, true, false, true},           // shared, not folded: matrix 0 for all
+      {{3, 13, 9}, {3, 21, 13}, true, true, true},         // one weight matrix per batch element
+      {{2, 1, 9, 13}, {1, 3, 21, 13}, false, true, false}, // b broadcast over part of the batch
+  };
+  for (const WeightCase &wc : cases) {
+    INFO(fmt::format("a {} b {} ta {} tb {}", fmt::join(wc.a, "x"), fmt::join(wc.b, "x"), wc.ta,
+                     wc.tb));
+    GraphCase c(5);
+    ir::Value *a = c.input("a", DType::F32, wc.a);
+    ir::Value *b = c.param("b", DType::F32, wc.b);
+    c.output(c.node(OpKind::MatMul, {a, b}, matmulAttrs(wc.ta, wc.tb)));
+    for (Parallel parallel : {Parallel::Serial, Parallel::Outer, Parallel::Inner}) {
+      lower::MatMulSchedule s = tinyBlocks(parallel);
+      PlannedContraction planned = planContraction(c.graph());
+      auto lowered = lower::lowerContractionForCpu(c.graph(), *planned.group, s, hostTarget());
+      REQUIRE(lowered);
+      CHECK(lowered->prelude.has_value() == wc.prepacked);
+      for (Runner runner : {Runner::Jit, Runner::Evaluator})
+        checkContraction(c, 13, DType::F32, runner, s);
+    }
+    checkContraction(c, 13, DType::F32, Runner::Jit);
+  }
+}
+
 TEST_CASE("matmul: a shared b folds the batch into M", "[lower][contraction][matmul]") {
   GraphCase c;
   ir::Value *a = c.input("a", DType::F32, {4, 5, 9, 13});
