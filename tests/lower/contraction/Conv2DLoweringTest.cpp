@@ -163,8 +163,7 @@ TEST_CASE("conv2d: a parameter filter is packed once, in a prelude, where it is 
         c.input("x", DType::F32,
                 nhwc ? std::vector<int64_t>{2, 9, 7, 6} : std::vector<int64_t>{2, 6, 9, 7});
     ir::Value *w =
-        c.param("w", DType::F32,
-                nhwc ? std::vector<int64_t>{16, 3, 3, 3} : std::vector<int64_t>{16, 3, 3, 3});
+        c.param("w", DType::F32, {16, 3, 3, 3}); // [O, KH, KW, I/g] and [O, I/g, KH, KW] alike
     ir::Value *conv =
         c.node(OpKind::Conv2D, {x, w}, params(layout, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2).attrs());
     c.output(conv);
