@@ -403,6 +403,29 @@ Expected<void> validatePlan(const LaunchPlan &plan) {
             invalid(fmt::format("derived step {} ('{}') names parameter {} of {}", s,
                                 step.kernelName, param, plan.params.size())));
   }
+  // A run skips derived steps while their values are current, so each derived buffer (but an
+  // empty one) must be one a derived step computes, and each derived step must compute one (a step
+  // marked derived by mistake would leave its result unwritten).
+  std::vector<bool> computed(plan.buffers.size(), false);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep &step = plan.steps[s];
+    if (!step.derived)
+      continue;
+    bool writesDerived = false;
+    for (int arg : step.args) {
+      bool derivedArg = plan.buffers[arg].storage == Storage::Derived;
+      computed[arg] = computed[arg] || derivedArg;
+      writesDerived = writesDerived || derivedArg;
+    }
+    if (!writesDerived)
+      return std::unexpected(invalid(fmt::format(
+          "derived step {} ('{}') passes no derived buffer to compute", s, step.kernelName)));
+  }
+  for (size_t id = 0; id < plan.buffers.size(); ++id)
+    if (plan.buffers[id].storage == Storage::Derived && plan.buffers[id].bytes > 0 &&
+        !computed[id]) // an empty value needs no kernel
+      return std::unexpected(invalid(fmt::format(
+          "derived buffer {} ('{}') is computed by no derived step", id, plan.buffers[id].name)));
   return {};
 }
 

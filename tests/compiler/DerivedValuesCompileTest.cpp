@@ -4,27 +4,10 @@
 // stays right against the fp64 reference when its weights are bound, bound again, and passed
 // with one run.
 #include "CompileTestUtil.h"
-
-#include "frontend/nn/Conv2D.h"
-#include "frontend/nn/Dense.h"
+#include "SmallCnn.h"
 
 namespace kiln::test {
 namespace {
-
-/// Three 3x3 convolutions (3 -> 8 -> 16 -> 16 channels, relu), a pool and a dense head at
-/// 9x9 (odd) pixels: the convolutions are chained, so they take NHWC.
-void buildCnn(Graph &graph) {
-  Tensor x = graph.input("images", {2, 3, 9, 9});
-  auto conv = [](int64_t filters, const char *name) {
-    return nn::Conv2D(filters, {3, 3}, nn::Activation::Relu, Padding::same(), {1, 1}, Layout::NCHW,
-                      name);
-  };
-  nn::Conv2D first = conv(8, "c1"), second = conv(16, "c2"), third = conv(16, "c3");
-  Tensor y = maxPool2d(third(graph, second(graph, first(graph, x))));
-  y = reshape(y, {2, 16 * 4 * 4});
-  nn::Dense head(5, nn::Activation::Linear, true, "head");
-  graph.output("logits", head(graph, y));
-}
 
 /// Fresh random values for every parameter of `graph`.
 NamedTensors randomParams(const ir::Graph &graph, Rng &rng) {
@@ -55,7 +38,7 @@ NamedTensors merged(NamedTensors a, const NamedTensors &b) {
 TEST_CASE("a host model keeps values derived from its weights and recomputes them on a rebind",
           "[compiler][derived]") {
   Graph graph("derived_cnn");
-  buildCnn(graph);
+  buildSmallCnn(graph);
   REQUIRE(graph.finalize());
   const ir::Graph &ir = graph.ir();
   uint64_t seed = freshSeed();
@@ -104,7 +87,7 @@ TEST_CASE("a host model keeps values derived from its weights and recomputes the
 
 TEST_CASE("device plans compute derived values in every run", "[compiler][derived]") {
   Graph graph("derived_cnn_sim");
-  buildCnn(graph);
+  buildSmallCnn(graph);
   REQUIRE(graph.finalize());
   CompileOptions options;
   options.target = TargetKind::Sim;

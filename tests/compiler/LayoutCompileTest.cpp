@@ -1,34 +1,17 @@
 // An NCHW CNN under bf16-mixed on a GPU target: the layout pass runs its
 // convolutions as NHWC on tensor cores (mma in the kernels), keeps the
 // first one (three input channels) on CUDA cores, and the results match the
-// f64 reference within bf16-mixed's tolerance. The CPU pipeline leaves the
-// layout alone. Under fp8 the same happens with e4m3 tensor cores where the
-// target has them (sm_89 on), and the dense head's weight is read K-contiguous.
+// f64 reference within bf16-mixed's tolerance. The CPU pipeline runs every
+// convolution of the chain as NHWC (layout-cpu). Under fp8 the same happens
+// with e4m3 tensor cores where the target has them (sm_89 on), and the dense
+// head's weight is read K-contiguous.
 #include "CompileTestUtil.h"
-
-#include "frontend/nn/Conv2D.h"
-#include "frontend/nn/Dense.h"
+#include "SmallCnn.h"
 
 #include <sstream>
 
 namespace kiln::test {
 namespace {
-
-/// Three VGG-style convolutions (3 -> 8 -> 16 -> 16 channels) with bias and
-/// relu, a max pool, a flatten and a dense classifier, at 9x9 (odd) pixels.
-void buildSmallCnn(Graph &graph) {
-  Tensor x = graph.input("images", {2, 3, 9, 9});
-  auto conv = [](int64_t filters, const char *name) {
-    return nn::Conv2D(filters, {3, 3}, nn::Activation::Relu, Padding::same(), {1, 1}, Layout::NCHW,
-                      name);
-  };
-  nn::Conv2D first = conv(8, "c1"), second = conv(16, "c2"), third = conv(16, "c3");
-  Tensor y = third(graph, second(graph, first(graph, x)));
-  y = maxPool2d(y);
-  y = reshape(y, {2, 16 * 4 * 4});
-  nn::Dense head(5, nn::Activation::Linear, true, "head");
-  graph.output("logits", head(graph, y));
-}
 
 size_t countOccurrences(const std::string &text, std::string_view what) {
   size_t count = 0;

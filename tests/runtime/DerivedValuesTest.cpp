@@ -179,4 +179,12 @@ TEST_CASE("the plan codec keeps derived steps and rejects broken ones", "[runtim
   LaunchPlan notDerived = plan;
   notDerived.steps[1].derivedFrom = {1};
   rejects(notDerived, "is not derived but lists parameters");
+  LaunchPlan markedByMistake = plan; // "sum" writes the output, which a run must not skip
+  markedByMistake.steps[1].derived = true;
+  markedByMistake.steps[1].args = {0, 2, 2, 4};
+  rejects(markedByMistake, "passes no derived buffer to compute");
+  LaunchPlan neverComputed = plan;
+  neverComputed.steps[0].derived = false;
+  neverComputed.steps[0].derivedFrom.clear();
+  rejects(neverComputed, "is computed by no derived step");
 }
