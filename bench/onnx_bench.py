@@ -131,7 +131,7 @@ def main():
                        f"--shape={input_name}=1,{','.join(map(str, shape))}",
                        env=dict(os.environ, KILN_CACHE="off"))
             compile_s = float(re.search(r"compile: ([0-9.]+) s", out).group(1))
-            kernels = re.search(r"\(([0-9]+) kernels\)", out).group(1)
+            kernels = re.search(r"\(([0-9]+) kernels", out).group(1)
             lines.append(f"| {name} | {imported:.2f} | {compile_s:.2f} | {kernels} |")
             print(lines[-1], flush=True)
         lines.append("")

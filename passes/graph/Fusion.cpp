@@ -395,6 +395,16 @@ bool needsKernel(const FusionGroup &group) {
          group.root->type().numElements() > 0;
 }
 
+bool isDepthwiseConv2D(const ir::Node &node) {
+  if (node.kind() != ir::OpKind::Conv2D)
+    return false;
+  bool nhwc = ir::getString(node.attrs(), "layout") == "nhwc";
+  int64_t groups = ir::getInt(node.attrs(), "groups");
+  int64_t inChannels = node.operand(0)->type().shape[nhwc ? 3 : 1];
+  int64_t outChannels = node.type().shape[nhwc ? 3 : 1];
+  return groups == inChannels && groups == outChannels;
+}
+
 bool FusionGroup::contains(const ir::Node *node) const {
   return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
 }

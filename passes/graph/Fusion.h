@@ -16,7 +16,8 @@ enum class GroupKind {
   Pointwise,   ///< elementwise ops, broadcasts, movement (transpose, slice, pad, concat, gather, ...)
   Reduction,   ///< reduce_* / argmax / argmin with a pointwise prologue and epilogue
   RowNorm,     ///< softmax, log_softmax, layer_norm: a multi-pass row kernel
-  Pooling,     ///< max_pool2d, avg_pool2d, global_avg_pool with a prologue and epilogue
+  Pooling,     ///< max_pool2d, avg_pool2d, global_avg_pool and depthwise conv2d (a window per
+               ///< channel) with a prologue and epilogue
   Contraction, ///< matmul (batched too) or conv2d with a fused elementwise epilogue
   Constant,    ///< a constant too large to inline: its data is baked into the model
   Alias,       ///< a reshape/squeeze/unsqueeze chain of a materialized value: no kernel
@@ -24,6 +25,11 @@ enum class GroupKind {
 };
 
 std::string_view groupKindName(GroupKind kind);
+
+/// A conv2d whose every output channel reads only its own input channel (groups = input
+/// channels = output channels): a weighted window per channel, as a pool is, with no
+/// reduction over channels for a GEMM to block. It anchors a Pooling group.
+bool isDepthwiseConv2D(const ir::Node &node);
 
 /// One kernel's worth of nodes. Every group computes exactly one materialized
 /// value, the result of `root`; every other node's value lives only inside the

@@ -67,8 +67,8 @@ GroupKind anchorKind(const ir::Node &anchor) {
   case OpKind::MaxPool2D:
   case OpKind::AvgPool2D:
   case OpKind::GlobalAvgPool: return GroupKind::Pooling;
-  case OpKind::MatMul:
-  case OpKind::Conv2D: return GroupKind::Contraction;
+  case OpKind::Conv2D: return isDepthwiseConv2D(anchor) ? GroupKind::Pooling : GroupKind::Contraction;
+  case OpKind::MatMul: return GroupKind::Contraction;
   default:
     // A reduction or contraction added to the op table without a kernel
     // template of its own: run it alone rather than fuse it wrongly.

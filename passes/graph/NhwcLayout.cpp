@@ -34,6 +34,7 @@
 #include "passes/graph/GraphPasses.h"
 
 #include "ir/graph/Graph.h"
+#include "passes/graph/Fusion.h"
 #include "passes/graph/ReplaceNodes.h"
 
 #include <algorithm>
@@ -87,13 +88,19 @@ bool suitsTensorCores(const Node &conv) {
   return channelBytes % 4 == 0;
 }
 
-/// Whether the CPU may run the convolution as NHWC: one group over 4-D operands of one dtype
-/// (grouped and depthwise ones keep NCHW, where Im2col puts the pixels on the vector axis).
+/// Whether the CPU may run the convolution as NHWC: 4-D operands of one dtype, and one group
+/// (the implicit GEMM) or depthwise over at least 8 channels (the window lowering vectorizes
+/// NHWC over channels, NCHW over output columns). Other grouped ones keep NCHW, where Im2col
+/// puts the pixels on the vector axis.
 bool runsAsNhwcOnCpu(const Node &conv) {
-  if (ir::getString(conv.attrs(), "layout") != "nchw" || ir::getInt(conv.attrs(), "groups") != 1)
+  if (ir::getString(conv.attrs(), "layout") != "nchw")
     return false;
   const ir::TensorType &x = conv.operand(0)->type();
-  return x.dtype == conv.operand(1)->type().dtype && x.shape.size() == 4;
+  if (x.dtype != conv.operand(1)->type().dtype || x.shape.size() != 4)
+    return false;
+  if (passes::isDepthwiseConv2D(conv))
+    return x.shape[1] >= 8;
+  return ir::getInt(conv.attrs(), "groups") == 1;
 }
 
 /// Whether a transpose back to NCHW below `node` can sink through it (the ops `sink` moves it

@@ -1,13 +1,16 @@
 // Pooling groups: max_pool2d and avg_pool2d (padding, stride,
-// count_include_pad) and global_avg_pool, in nchw and nhwc. The pooling op
-// (its window, accumulator, element reads and result) is shared; the targets
-// differ in how output elements bind. CPU: nchw tasks own one output row
-// (n, c, oh) and vectorize over ow; nhwc tasks own one output pixel
-// (n, oh, ow) and a block of channels, vectorized over c; window bounds are
-// folded into loop ranges and If conditions, so no load is predicated. GPU: a
-// thread per output element in either layout (neighbouring threads on
-// neighbouring output elements, so nhwc reads are coalesced over channels and
-// nchw over output columns), the window walked serially with its bounds as If
+// count_include_pad), global_avg_pool, and depthwise conv2d (a pool whose
+// window terms are weighted by the channel's filter tap; dilation), in nchw
+// and nhwc. The window op (its window, accumulator, element reads and result)
+// is shared; the targets differ in how output elements bind. CPU: nchw tasks
+// own one output row (n, c, oh) and vectorize over ow; nhwc pools own one
+// output pixel (n, oh, ow) and a block of channels, vectorized over c; nhwc
+// depthwise convolutions own an output row and a block of channels, so each
+// filter tap is staged once per row; window bounds are folded into loop
+// ranges and If conditions, so no load is predicated. GPU: a thread per
+// output element in either layout (neighbouring threads on neighbouring
+// output elements, so nhwc reads are coalesced over channels and nchw over
+// output columns), the window walked serially with its bounds as If
 // conditions; global_avg_pool a thread per (n, c).
 #include "passes/lower/LowerKinds.h"
 #include "passes/lower/gpu/GpuKinds.h"
@@ -23,6 +26,10 @@ using ir::OpKind;
 
 namespace {
 
+/// A depthwise row task's accumulators (output pixels x channels): 16 KiB of f32, so they and
+/// the input rows they read stay in L1.
+constexpr int64_t kRowAccumulators = 4096;
+
 /// What a pooling anchor computes, decoded from its op and attributes, and
 /// the pieces of its kernel that do not depend on the target.
 class PoolingOp {
@@ -31,16 +38,31 @@ public:
       : kernel_(cx), anchor_(*cx.group.anchor), input_(anchor_.operand(0)),
         inShape_(input_->type().shape), outShape_(anchor_.type().shape),
         dtype_(input_->type().dtype), nhwc_(ir::getString(anchor_.attrs(), "layout") == "nhwc"),
-        global_(anchor_.kind() == OpKind::GlobalAvgPool) {
-    if (!global_) {
-      isMax_ = anchor_.kind() == OpKind::MaxPool2D;
-      const auto &kernel = ir::getInts(anchor_.attrs(), "kernel");
-      const auto &stride = ir::getInts(anchor_.attrs(), "stride");
-      const auto &padding = ir::getInts(anchor_.attrs(), "padding");
-      kh_ = kernel[0], kw_ = kernel[1], sh_ = stride[0], sw_ = stride[1];
-      padTop_ = padding[0], padLeft_ = padding[2];
-      countPadding_ = !isMax_ && ir::getBool(anchor_.attrs(), "count_include_pad");
+        global_(anchor_.kind() == OpKind::GlobalAvgPool),
+        depthwise_(anchor_.kind() == OpKind::Conv2D) {
+    KILN_CHECK(!depthwise_ || passes::isDepthwiseConv2D(anchor_),
+               "a conv2d anchors a pooling group only when it is depthwise");
+    if (global_) {
+      accType_ = sumType(dtype_);
+      return;
     }
+    const auto &stride = ir::getInts(anchor_.attrs(), "stride");
+    const auto &padding = ir::getInts(anchor_.attrs(), "padding");
+    sh_ = stride[0], sw_ = stride[1];
+    padTop_ = padding[0], padLeft_ = padding[2];
+    if (depthwise_) {
+      // The filter is [C, 1, KH, KW] (nchw) or [C, KH, KW, 1] (nhwc).
+      const ir::Shape &filter = anchor_.operand(1)->type().shape;
+      kh_ = filter[nhwc_ ? 1 : 2], kw_ = filter[nhwc_ ? 2 : 3];
+      const auto &dilation = ir::getInts(anchor_.attrs(), "dilation");
+      dh_ = dilation[0], dw_ = dilation[1];
+      accType_ = Type::scalar(ir::getType(anchor_.attrs(), "accumulate"));
+      return;
+    }
+    isMax_ = anchor_.kind() == OpKind::MaxPool2D;
+    const auto &kernel = ir::getInts(anchor_.attrs(), "kernel");
+    kh_ = kernel[0], kw_ = kernel[1];
+    countPadding_ = !isMax_ && ir::getBool(anchor_.attrs(), "count_include_pad");
     accType_ = isMax_ ? computeType(dtype_) : sumType(dtype_);
   }
 
@@ -64,6 +86,40 @@ protected:
     return cast(toCompute(value), accType_);
   }
 
+  /// A depthwise convolution's filter tap (kh, kw) of channel c.
+  Expected<ExprPtr> filterAt(ExprPtr c, ExprPtr kh, ExprPtr kw) {
+    std::vector<ExprPtr> index = nhwc_ ? std::vector<ExprPtr>{c, kh, kw, kir::index(0)}
+                                       : std::vector<ExprPtr>{c, kir::index(0), kh, kw};
+    KILN_TRY(ExprPtr value, kernel_.emitter.at(anchor_.operand(1), index));
+    return cast(toCompute(value), accType_);
+  }
+
+  /// What window tap (kh, kw) of channel c adds at input position (ih, iw): the input
+  /// element, times the tap's weight for a depthwise convolution.
+  Expected<ExprPtr> term(ExprPtr n, ExprPtr c, ExprPtr ih, ExprPtr iw, ExprPtr kh, ExprPtr kw) {
+    KILN_TRY(ExprPtr value, inputAt(image(n, c, ih, iw)));
+    if (!depthwise_)
+      return value;
+    KILN_TRY(ExprPtr weight, filterAt(c, kh, kw));
+    return mul(value, weight);
+  }
+
+  /// The input row or column that window tap `k` reads for the window starting at `first`.
+  static ExprPtr tapPosition(const ExprPtr &first, const ExprPtr &k, int64_t dilation) {
+    return add(first, mul(k, kir::index(dilation)));
+  }
+
+  /// The output columns [first, last) whose window tap kw reads a column inside the image:
+  /// 0 <= o * sw - padLeft + kw * dw < width.
+  std::pair<ExprPtr, ExprPtr> columnsInside(const ExprPtr &kw) const {
+    ExprPtr offset = mul(kw, kir::index(dw_));
+    ExprPtr lowNumerator = max(sub(kir::index(padLeft_), offset), kir::index(0));
+    ExprPtr first = div(add(lowNumerator, kir::index(sw_ - 1)), kir::index(sw_));
+    ExprPtr highNumerator = max(sub(kir::index(width() + padLeft_), offset), kir::index(0));
+    ExprPtr last = div(add(highNumerator, kir::index(sw_ - 1)), kir::index(sw_));
+    return {first, last};
+  }
+
   ExprPtr fold(const ExprPtr &acc, const ExprPtr &value) const {
     return isMax_ ? foldExtremum(acc, value, true) : add(acc, value);
   }
@@ -80,7 +136,7 @@ protected:
   /// The anchor's value from the accumulator and the window's first position.
   ExprPtr windowResult(const ExprPtr &acc, const ExprPtr &firstH, const ExprPtr &firstW) const {
     DType out = anchor_.type().dtype;
-    if (isMax_)
+    if (isMax_ || depthwise_)
       return cast(acc, Type::scalar(out));
     ExprPtr count = countPadding_ ? kir::index(kh_ * kw_)
                                   : mul(covered(firstH, kh_, height()), covered(firstW, kw_, width()));
@@ -106,9 +162,9 @@ protected:
   const ir::Shape &inShape_;
   const ir::Shape &outShape_;
   DType dtype_;
-  bool nhwc_, global_;
+  bool nhwc_, global_, depthwise_;
   bool isMax_ = false, countPadding_ = false;
-  int64_t kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, padTop_ = 0, padLeft_ = 0;
+  int64_t kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, dh_ = 1, dw_ = 1, padTop_ = 0, padLeft_ = 0;
   Type accType_;
 };
 
@@ -124,7 +180,9 @@ public:
       return seq({});
     if (global_)
       return nhwc_ ? globalNhwc() : globalNchw();
-    return nhwc_ ? windowNhwc() : windowNchw();
+    if (nhwc_)
+      return depthwise_ ? depthwiseNhwc() : windowNhwc();
+    return windowNchw();
   }
 
 private:
@@ -151,17 +209,13 @@ private:
         return store(acc, sub(o, begin), initValue());
       }));
       KILN_TRY(StmtPtr window, loop(cx_.names, "kh", kh_, ForKind::Serial, [&](ExprPtr kh) -> Expected<StmtPtr> {
-        ExprPtr ih = add(firstH, kh);
+        ExprPtr ih = tapPosition(firstH, kh, dh_);
         ExprPtr inside = logicalAnd(ge(ih, kir::index(0)), lt(ih, kir::index(height())));
         KILN_TRY(StmtPtr body, loop(cx_.names, "kw", kw_, ForKind::Serial, [&](ExprPtr kw) -> Expected<StmtPtr> {
-          // Output columns o with 0 <= o * sw - padLeft + kw < width.
-          ExprPtr lowNumerator = max(sub(kir::index(padLeft_), kw), kir::index(0));
-          ExprPtr first = div(add(lowNumerator, kir::index(sw_ - 1)), kir::index(sw_));
-          ExprPtr highNumerator = max(sub(kir::index(width() + padLeft_), kw), kir::index(0));
-          ExprPtr last = div(add(highNumerator, kir::index(sw_ - 1)), kir::index(sw_));
+          auto [first, last] = columnsInside(kw);
           return columns(max(first, begin), min(last, end), [&](ExprPtr o) -> Expected<StmtPtr> {
-            ExprPtr iw = add(sub(mul(o, kir::index(sw_)), kir::index(padLeft_)), kw);
-            KILN_TRY(ExprPtr v, inputAt(image(r[0], r[1], ih, iw)));
+            ExprPtr iw = tapPosition(sub(mul(o, kir::index(sw_)), kir::index(padLeft_)), kw, dw_);
+            KILN_TRY(ExprPtr v, term(r[0], r[1], ih, iw, kh, kw));
             ExprPtr slot = sub(o, begin);
             return storeBound(acc, slot, fold(load(acc, slot), v), cx_.names);
           });
@@ -174,6 +228,69 @@ private:
         return finish(value, image(r[0], r[1], r[2], o));
       }));
       return allocate(acc, seq({init, window, done}));
+    });
+  }
+
+  /// nhwc depthwise conv2d: a task per output row (n, oh) and block of channels, whose
+  /// accumulators (the row's pixels x the block) stay in a Local buffer. A filter is
+  /// [C, KH, KW, 1], so neighbouring channels' weights for one tap are KH*KW apart: for each
+  /// tap (an `if` on its input row) the block's weights are staged in a Local vector once per
+  /// row, then every output pixel whose input column is inside runs a vectorized loop over the
+  /// block's channels, reading the input and the staged weights contiguously.
+  Expected<StmtPtr> depthwiseNhwc() {
+    int64_t c = channels(), ow = outWidth();
+    int64_t unit = std::max<int64_t>(1, schedule_.vectorWidth);
+    int64_t fit = std::max<int64_t>(unit, kRowAccumulators / ow / unit * unit);
+    int64_t blockWidth = std::min(c, fit);
+    int64_t blocks = ceilDiv(c, blockWidth);
+    std::vector<int64_t> rowExtents{n(), outHeight()};
+    bool parallel = runsInParallel(product(outShape_) * kh_ * kw_, schedule_.minParallelWork);
+    return taskLoop(cx_.names, product(rowExtents) * blocks, parallel,
+                    [&](ExprPtr task) -> Expected<StmtPtr> {
+      ExprPtr row = blocks == 1 ? task : div(task, kir::index(blocks));
+      std::vector<ExprPtr> r = delinearize(row, rowExtents);
+      ExprPtr begin = blocks == 1 ? kir::index(0) : mul(mod(task, kir::index(blocks)), kir::index(blockWidth));
+      ExprPtr extent = blocks == 1 ? kir::index(c) : min(kir::index(blockWidth), sub(kir::index(c), begin));
+      ExprPtr firstH = sub(mul(r[1], kir::index(sh_)), kir::index(padTop_));
+      BufferPtr acc = makeBuffer(cx_.names.name("acc"), accType_.dtype, ow * blockWidth, MemScope::Local);
+      BufferPtr weights = makeBuffer(cx_.names.name("tap"), accType_.dtype, blockWidth, MemScope::Local);
+      auto lanes = [&](const BodyFn &body) {
+        return loop(cx_.names, "c", kir::index(0), extent, ForKind::Vectorized, body);
+      };
+      auto slot = [&](const ExprPtr &o, const ExprPtr &l) { return add(mul(o, kir::index(blockWidth)), l); };
+      KILN_TRY(StmtPtr init, loop(cx_.names, "w", ow, ForKind::Serial, [&](ExprPtr o) -> Expected<StmtPtr> {
+        return lanes([&](ExprPtr l) -> Expected<StmtPtr> { return store(acc, slot(o, l), initValue()); });
+      }));
+      KILN_TRY(StmtPtr window, loop(cx_.names, "kh", kh_, ForKind::Serial, [&](ExprPtr kh) -> Expected<StmtPtr> {
+        ExprPtr ih = tapPosition(firstH, kh, dh_);
+        KILN_TRY(StmtPtr body, loop(cx_.names, "kw", kw_, ForKind::Serial, [&](ExprPtr kw) -> Expected<StmtPtr> {
+          KILN_TRY(StmtPtr stage, lanes([&](ExprPtr l) -> Expected<StmtPtr> {
+            KILN_TRY(ExprPtr weight, filterAt(add(begin, l), kh, kw));
+            return storeBound(weights, l, weight, cx_.names);
+          }));
+          auto [first, last] = columnsInside(kw);
+          ExprPtr end = min(last, kir::index(ow));
+          KILN_TRY(StmtPtr update, loop(cx_.names, "w", first, max(sub(end, first), kir::index(0)),
+                                        ForKind::Serial, [&](ExprPtr o) -> Expected<StmtPtr> {
+            ExprPtr iw = tapPosition(sub(mul(o, kir::index(sw_)), kir::index(padLeft_)), kw, dw_);
+            return lanes([&](ExprPtr l) -> Expected<StmtPtr> {
+              KILN_TRY(ExprPtr v, inputAt(image(r[0], add(begin, l), ih, iw)));
+              ExprPtr at = slot(o, l);
+              return storeBound(acc, at, add(load(acc, at), mul(v, load(weights, l))), cx_.names);
+            });
+          }));
+          return seq({stage, update});
+        }));
+        return ifThen(logicalAnd(ge(ih, kir::index(0)), lt(ih, kir::index(height()))), body);
+      }));
+      KILN_TRY(StmtPtr done, loop(cx_.names, "w", ow, ForKind::Serial, [&](ExprPtr o) -> Expected<StmtPtr> {
+        ExprPtr firstW = sub(mul(o, kir::index(sw_)), kir::index(padLeft_));
+        return lanes([&](ExprPtr l) -> Expected<StmtPtr> {
+          ExprPtr value = windowResult(load(acc, slot(o, l)), firstH, firstW);
+          return finish(value, image(r[0], add(begin, l), r[1], o));
+        });
+      }));
+      return allocate(acc, allocate(weights, seq({init, window, done})));
     });
   }
 
@@ -302,10 +419,10 @@ private:
                            sub(mul(ow, kir::index(sw_)), kir::index(padLeft_))},
                      cx_.names, [&](State first) -> Expected<StmtPtr> {
       KILN_TRY(StmtPtr walk, loop(cx_.names, "kh", kh_, ForKind::Serial, [&](ExprPtr kh) -> Expected<StmtPtr> {
-        ExprPtr ih = add(first[0], kh);
+        ExprPtr ih = tapPosition(first[0], kh, dh_);
         KILN_TRY(StmtPtr row, loop(cx_.names, "kw", kw_, ForKind::Serial, [&](ExprPtr kw) -> Expected<StmtPtr> {
-          ExprPtr iw = add(first[1], kw);
-          KILN_TRY(ExprPtr v, inputAt(image(n, c, ih, iw)));
+          ExprPtr iw = tapPosition(first[1], kw, dw_);
+          KILN_TRY(ExprPtr v, term(n, c, ih, iw, kh, kw));
           ExprPtr a = acc.load()[0];
           StmtPtr update = acc.store({fold(a, v)}, cx_.names);
           return ifThen(logicalAnd(ge(iw, kir::index(0)), lt(iw, kir::index(width()))), update);

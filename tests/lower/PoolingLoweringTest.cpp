@@ -1,6 +1,7 @@
 // Pooling groups against the reference, on every target (LoweringTestUtil.h): max and average
 // pooling in nchw and nhwc with padding and strides, count_include_pad, integer max pooling, NaN,
-// global average pooling, and fused prologues and epilogues.
+// global average pooling, depthwise convolutions (windows weighted by a filter), and fused
+// prologues and epilogues.
 #include "LoweringTestUtil.h"
 
 namespace kiln::test {
@@ -118,6 +119,103 @@ TEST_CASE("pooling fuses a prologue and an epilogue", "[lower][pooling]") {
   REQUIRE(plan->groups.size() == 1);
   CHECK(plan->groups[0].kind == passes::GroupKind::Pooling);
   c.check();
+}
+
+
+/// A depthwise conv2d's attributes: one group per channel.
+ir::AttrMap depthwiseAttrs(const char *layout, int64_t channels, Ints stride, Ints padding,
+                           Ints dilation = {1, 1}, DType accumulate = DType::F32) {
+  return {{"stride", std::move(stride)}, {"padding", std::move(padding)},
+          {"dilation", std::move(dilation)}, {"groups", channels},
+          {"layout", std::string(layout)}, {"accumulate", accumulate}};
+}
+
+Ints depthwiseFilter(bool nhwc, int64_t channels, int64_t kh, int64_t kw) {
+  return nhwc ? Ints{channels, kh, kw, 1} : Ints{channels, 1, kh, kw};
+}
+
+struct DepthwiseWindow {
+  int64_t kh, kw;
+  Ints stride, padding, dilation;
+};
+
+const DepthwiseWindow kDepthwiseWindows[] = {
+    {3, 3, {1, 1}, {1, 1, 1, 1}, {1, 1}}, {3, 3, {2, 2}, {1, 1, 1, 1}, {1, 1}},
+    {5, 5, {2, 2}, {2, 2, 2, 2}, {1, 1}}, {3, 2, {2, 1}, {0, 2, 1, 0}, {1, 1}},
+    {3, 3, {1, 1}, {2, 2, 2, 2}, {2, 2}}, {3, 3, {1, 1}, {3, 3, 3, 3}, {1, 1}},
+    {1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+};
+
+TEST_CASE("depthwise conv2d runs as a weighted window in a pooling group", "[lower][pooling]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
+  for (const char *layout : {"nchw", "nhwc"}) {
+    bool nhwc = std::string(layout) == "nhwc";
+    for (const DepthwiseWindow &window : kDepthwiseWindows) {
+      // 37 channels: vectors and a tail; 11x9 images, odd both ways.
+      INFO(layout << " window " << window.kh << "x" << window.kw << " stride "
+                  << ir::shapeStr(window.stride) << " padding " << ir::shapeStr(window.padding)
+                  << " dilation " << ir::shapeStr(window.dilation));
+      LoweringCase c(17);
+      ir::Value *x = c.input("x", DType::F32, imageShape(nhwc, 2, 37, 11, 9));
+      ir::Value *w = c.input("w", DType::F32, depthwiseFilter(nhwc, 37, window.kh, window.kw));
+      c.output(c.node(OpKind::Conv2D, {x, w},
+                      depthwiseAttrs(layout, 37, window.stride, window.padding, window.dilation)));
+      auto plan = passes::planFusion(c.graph());
+      REQUIRE(plan);
+      REQUIRE(plan->groups.size() == 1);
+      CHECK(plan->groups[0].kind == passes::GroupKind::Pooling);
+      c.check(static_cast<double>(window.kh * window.kw));
+    }
+  }
+}
+
+TEST_CASE("depthwise conv2d fuses a prologue on either operand, an epilogue, and other dtypes",
+          "[lower][pooling]") {
+  AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
+  for (const char *layout : {"nchw", "nhwc"}) {
+    bool nhwc = std::string(layout) == "nhwc";
+    INFO(layout);
+    {
+      // relu(x + shift) -> depthwise with a scaled filter -> + bias -> clamp(0, 6): one kernel.
+      LoweringCase c(19);
+      ir::Value *x = c.input("x", DType::F32, imageShape(nhwc, 1, 16, 10, 13));
+      ir::Value *shift = c.input("shift", DType::F32, nhwc ? Ints{16} : Ints{16, 1, 1});
+      ir::Value *w = c.input("w", DType::F32, depthwiseFilter(nhwc, 16, 3, 3));
+      ir::Value *scale = c.input("scale", DType::F32, {});
+      ir::Value *bias = c.input("bias", DType::F32, nhwc ? Ints{16} : Ints{16, 1, 1});
+      ir::Value *pre = c.node(OpKind::Relu, {c.node(OpKind::Add, {x, shift})});
+      ir::Value *filter = c.node(OpKind::Mul, {w, scale});
+      ir::Value *conv = c.node(OpKind::Conv2D, {pre, filter},
+                               depthwiseAttrs(layout, 16, {2, 2}, {1, 1, 1, 1}));
+      c.output(c.node(OpKind::Clamp, {c.node(OpKind::Add, {conv, bias})},
+                      {{"min", 0.0}, {"max", 6.0}}));
+      auto plan = passes::planFusion(c.graph());
+      REQUIRE(plan);
+      REQUIRE(plan->groups.size() == 1);
+      CHECK(plan->groups[0].kind == passes::GroupKind::Pooling);
+      c.check(9.0);
+    }
+    {
+      // A row of 130 pixels: the nhwc row's accumulators take the 70 channels in blocks.
+      LoweringCase c(23);
+      ir::Value *x = c.input("x", DType::F32, imageShape(nhwc, 1, 70, 3, 130));
+      ir::Value *w = c.input("w", DType::F32, depthwiseFilter(nhwc, 70, 3, 3));
+      c.output(c.node(OpKind::Conv2D, {x, w}, depthwiseAttrs(layout, 70, {1, 1}, {1, 1, 1, 1})));
+      c.check(9.0);
+    }
+    for (DType dtype : {DType::F16, DType::BF16, DType::I8}) {
+      INFO(dtypeName(dtype));
+      LoweringCase c(29);
+      bool integer = dtype == DType::I8;
+      double bound = integer ? 100.0 : 2.0;
+      ir::Value *x = c.input("x", dtype, imageShape(nhwc, 2, 12, 7, 8), -bound, bound);
+      ir::Value *w = c.input("w", dtype, depthwiseFilter(nhwc, 12, 3, 3), -bound, bound);
+      c.output(c.node(OpKind::Conv2D, {x, w},
+                      depthwiseAttrs(layout, 12, {1, 1}, {1, 0, 0, 1}, {1, 1},
+                                     integer ? DType::I32 : DType::F32)));
+      c.check(9.0);
+    }
+  }
 }
 
 } // namespace
