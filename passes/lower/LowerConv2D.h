@@ -24,7 +24,8 @@ namespace kiln::lower {
 GemmShape conv2DGemmShape(const ir::Node &conv, Conv2DSchedule::Algorithm algorithm);
 
 /// The heuristic schedule of a conv2d: Direct when a group's output channels fill at least
-/// half a vector, else Im2col (depthwise and other narrow groups).
+/// half a vector, else Im2col (narrow groups, such as a depthwise channel multiplier of 2;
+/// depthwise convolutions themselves are pooling groups, passes::isDepthwiseConv2D).
 Conv2DSchedule defaultConv2DSchedule(const ir::Node &conv, const codegen::CpuTarget &target);
 
 /// Both algorithms with their GEMM schedule spaces (the default first).

@@ -1,5 +1,5 @@
 // Which conv2d fusion groups get a cuDNN candidate: specs read from real fused
-// graphs (plain, + bias, + bias + relu, nhwc, groups and dilation, low
+// graphs (plain, + bias, + bias + relu, nhwc, groups and dilation, depthwise, low
 // precision), and the groups refused, each with its reason.
 #include "compiler/tuning/CudnnCandidate.h"
 #include "examples/models/FashionMnistCnn.h"
@@ -148,6 +148,26 @@ TEST_CASE("cuDNN spec: nhwc with a [C] bias, grouped and dilated, bf16", "[cudnn
   CHECK(p.outHeight == 7);
   CHECK(p.outWidth == 9);
   CHECK(p.bias);
+  CHECK(p.relu);
+}
+
+TEST_CASE("cuDNN spec: a depthwise conv2d anchors a pooling group and is still a candidate",
+          "[cudnn]") {
+  auto graph = parseOrFail(R"(graph @g {
+  input %x: f32[1,6,8,8]
+  param %w: f32[6,1,3,3]
+  %0: f32[1,6,8,8] = conv2d(%x, %w) {groups = 6, padding = [1, 1, 1, 1]}
+  %1: f32[1,6,8,8] = relu(%0)
+  output "y" = %1
+})");
+  passes::FusionPlan plan = planOrFail(*graph);
+  REQUIRE(plan.groups.size() == 1);
+  CHECK(plan.groups[0].kind == passes::GroupKind::Pooling);
+  auto spec = tuning::cudnnConvSpecFor(*graph, plan.groups[0]);
+  REQUIRE(std::holds_alternative<tuning::CudnnConvSpec>(spec));
+  const runtime::cudnn::Conv2DProblem &p = std::get<tuning::CudnnConvSpec>(spec).problem;
+  CHECK(p.groups == 6);
+  CHECK(p.outChannels == 6);
   CHECK(p.relu);
 }
 
