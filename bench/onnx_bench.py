@@ -2,7 +2,7 @@
 """ONNX models on the CPU: kiln against PyTorch on the same input, in one run.
 
 For each torchvision model: the time `kiln import` takes and the cold compile time (kernel
-cache off) at batch 1. For resnet50, mobilenet_v2 and a transformer encoder: the median time
+cache off) at batch 1. For every torchvision model and a transformer encoder: the median time
 per inference of kiln (`kiln run`) and of PyTorch (eval mode, no_grad, the same threads) at
 batch 1 and 16. Prints the table and writes it with the machine, date and commit to
 bench/results/onnx-cpu-<date>-<commit>.md.
@@ -27,7 +27,7 @@ import torch  # noqa: E402
 TORCHVISION = ["resnet18", "resnet50", "vgg11_bn", "mobilenet_v2", "mobilenet_v3_small",
                "squeezenet1_1", "densenet121", "efficientnet_b0", "shufflenet_v2_x0_5",
                "regnet_y_400mf"]
-INFERENCE = ["resnet50", "mobilenet_v2", "encoder"]
+INFERENCE = TORCHVISION + ["encoder"]
 
 
 class BenchEncoder(torch.nn.Module):
