@@ -191,7 +191,7 @@ int FusionPlanner::newDraft(int root) {
   // kernel then writes the same bytes in its own shape, with no index division.
   bool reshapesOperand = isAliasOp(node(root)) && !users_[root].empty() &&
                          std::all_of(users_[root].begin(), users_[root].end(), [&](int user) {
-                           return isAnchor(user) && takesNoPrologue(anchorKind(node(user)));
+                           return isAnchor(user) && takesNoPrologue(node(user));
                          });
   draft.closed = draft.closed || role_[root] == FusionRole::Constant || reshapesOperand;
   for (const ir::Value *operand : node(root).operands())
@@ -265,7 +265,7 @@ bool FusionPlanner::tryJoin(int position, int group) {
       return false;
     draft.anchor = position;
     feeds = true;
-  } else if (feeds && draft.anchor != kNone && takesNoPrologue(anchorKind(node(draft.anchor)))) {
+  } else if (feeds && draft.anchor != kNone && takesNoPrologue(node(draft.anchor))) {
     return false;
   }
   feedsAnchor_[position] = feeds;
@@ -302,7 +302,7 @@ void FusionPlanner::markMaterializedDuplicates() {
     materialized_[i] =
         role_[i] == FusionRole::Duplicated &&
         (isOutput_[i] || std::any_of(users_[i].begin(), users_[i].end(), [&](int user) {
-           return isAnchor(user) && takesNoPrologue(anchorKind(node(user)));
+           return isAnchor(user) && takesNoPrologue(node(user));
          }));
 }
 

@@ -76,8 +76,9 @@ GroupKind anchorKind(const ir::Node &anchor) {
   }
 }
 
-bool takesNoPrologue(GroupKind kind) {
-  return kind == GroupKind::Contraction || kind == GroupKind::Opaque;
+bool takesNoPrologue(const ir::Node &anchor) {
+  GroupKind kind = anchorKind(anchor);
+  return kind == GroupKind::Contraction || kind == GroupKind::Opaque || isDepthwiseConv2D(anchor);
 }
 
 bool isEpilogueOp(const ir::Node &node, const ir::Node &anchor) {

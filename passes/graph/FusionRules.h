@@ -25,8 +25,10 @@ FusionRole fusionRole(const ir::Node &node);
 GroupKind anchorKind(const ir::Node &anchor);
 
 /// Contraction and opaque kernels read their operands from memory, so every
-/// operand is materialized: no prologue.
-bool takesNoPrologue(GroupKind kind);
+/// operand is materialized: no prologue. Neither does a depthwise conv2d: its
+/// window reads each input element up to KH*KW times, and a prologue would be
+/// computed as often (a SiLU's exponential 9 or 25 times per element).
+bool takesNoPrologue(const ir::Node &anchor);
 
 /// Whether `node` may sit between `anchor` and the group's root: an
 /// elementwise op (not data movement) of the anchor's shape, so the epilogue

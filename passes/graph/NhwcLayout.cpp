@@ -204,13 +204,20 @@ private:
     return {};
   }
 
-  /// A transpose back to NCHW that only its user reads. Only those move:
-  /// the ones the rewrite and the rules make towards NHWC (of inputs, filters,
-  /// biases) stay where they are, so no two rules undo each other.
+  /// A transpose back to NCHW that only its user reads, or only elementwise ops read (a SiLU,
+  /// x * sigmoid(x), reads it twice: it sinks below each, and the second finds both of its
+  /// operands transposed alike). Only those move: the ones the rewrite and the rules make
+  /// towards NHWC (of inputs, filters, biases) stay where they are, so no two rules undo each
+  /// other.
   static std::optional<SinkableTranspose> sinkable(const ir::Graph &graph, Value *operand) {
     Node *transpose = transposeOf(operand);
-    if (!transpose || operand->uses().size() != 1 || graph.isOutput(operand) ||
+    if (!transpose || graph.isOutput(operand) ||
         ir::getInts(transpose->attrs(), "perm") != kToNchw)
+      return std::nullopt;
+    bool onlyElementwiseUsers = std::ranges::all_of(operand->uses(), [](const ir::Use &use) {
+      return use.user && use.user->info().category == ir::OpCategory::Elementwise;
+    });
+    if (operand->uses().size() != 1 && !onlyElementwiseUsers)
       return std::nullopt;
     return SinkableTranspose{transpose, kToNchw};
   }

@@ -169,14 +169,16 @@ TEST_CASE("depthwise conv2d runs as a weighted window in a pooling group", "[low
   }
 }
 
-TEST_CASE("depthwise conv2d fuses a prologue on either operand, an epilogue, and other dtypes",
+TEST_CASE("depthwise conv2d reads materialized operands, fuses an epilogue, takes other dtypes",
           "[lower][pooling]") {
   AssemblyBatch assembly; // on the simulator: its kernels through both GPU backends and ptxas
   for (const char *layout : {"nchw", "nhwc"}) {
     bool nhwc = std::string(layout) == "nhwc";
     INFO(layout);
     {
-      // relu(x + shift) -> depthwise with a scaled filter -> + bias -> clamp(0, 6): one kernel.
+      // relu(x + shift) -> depthwise with a scaled filter -> + bias -> clamp(0, 6): the window
+      // would recompute a prologue per tap, so the input and the filter are kernels of their
+      // own and the conv's group holds the conv and its epilogue.
       LoweringCase c(19);
       ir::Value *x = c.input("x", DType::F32, imageShape(nhwc, 1, 16, 10, 13));
       ir::Value *shift = c.input("shift", DType::F32, nhwc ? Ints{16} : Ints{16, 1, 1});
@@ -191,8 +193,12 @@ TEST_CASE("depthwise conv2d fuses a prologue on either operand, an epilogue, and
                       {{"min", 0.0}, {"max", 6.0}}));
       auto plan = passes::planFusion(c.graph());
       REQUIRE(plan);
-      REQUIRE(plan->groups.size() == 1);
-      CHECK(plan->groups[0].kind == passes::GroupKind::Pooling);
+      REQUIRE(plan->groups.size() == 3);
+      const passes::FusionGroup &last = plan->groups.back();
+      CHECK(last.kind == passes::GroupKind::Pooling);
+      CHECK(last.anchor == conv->definingNode());
+      CHECK(last.nodes.size() == 3); // conv2d, add, clamp
+      CHECK(last.inputs == std::vector<const ir::Value *>{pre, filter, bias});
       c.check(9.0);
     }
     {
