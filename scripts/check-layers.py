@@ -32,6 +32,7 @@ PREFIXES = [
     ("codegen/Target.h", "target"),
     ("codegen/GpuTarget.cpp", "target"),
     ("codegen/HostKernelAbi.h", "target"),  # what host kernels call: emitted by codegen, defined by runtime/cpu
+    ("codegen/HostVectorMath.h", "target"),  # libmvec's functions: mapped by codegen, listed by runtime/cpu
     ("passes/", "passes"),
     ("codegen/", "codegen"),
     ("runtime/", "runtime"),

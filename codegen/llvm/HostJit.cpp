@@ -3,6 +3,7 @@
 // objects with ORC LLJIT (runtime helpers and libm bound as absolute symbols).
 #include "codegen/llvm/HostBackend.h"
 
+#include "codegen/HostVectorMath.h"
 #include "codegen/llvm/HostTargetMachine.h"
 #include "codegen/llvm/KernelToLlvm.h"
 
@@ -113,6 +114,10 @@ Expected<std::unique_ptr<llvm::orc::LLJIT>> createJit(const CpuTarget &target,
   for (const host::RuntimeSymbol &symbol : host::hostRuntimeSymbols())
     symbols[(*jit)->mangleAndIntern(symbol.name)] = llvm::orc::ExecutorSymbolDef(
         llvm::orc::ExecutorAddr::fromPtr(symbol.address),
+        llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
+  for (const VectorMathFunction &function : vectorMathFunctions())
+    symbols[(*jit)->mangleAndIntern(function.vector)] = llvm::orc::ExecutorSymbolDef(
+        llvm::orc::ExecutorAddr::fromPtr(function.address),
         llvm::JITSymbolFlags::Exported | llvm::JITSymbolFlags::Callable);
   if (auto error = (*jit)->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(symbols))))
     return std::unexpected(jitError("cannot bind runtime symbols", forWhom, std::move(error)));

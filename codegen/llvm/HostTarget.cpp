@@ -3,7 +3,10 @@
 // TargetMachine built from a CpuTarget.
 #include "codegen/llvm/HostTargetMachine.h"
 
+#include "codegen/HostVectorMath.h"
+
 #include <fmt/format.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/ADT/StringMap.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -195,6 +198,26 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine, bool slp
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager sccs;
   llvm::ModuleAnalysisManager modules;
+  // On x86-64 the vectorizer may call libmvec's variants of the math functions the CPU's
+  // features allow (registered before the default analyses, so this library info is the one
+  // every pass sees). The descriptions point into `abiNames`, which outlives the pipeline.
+  llvm::TargetLibraryInfoImpl libraryInfo{machine.getTargetTriple()};
+  std::vector<std::string> abiNames;
+  abiNames.reserve(vectorMathFunctions().size()); // never reallocated: the descriptions keep views
+  if (machine.getTargetTriple().isX86()) {
+    std::string features = machine.getTargetFeatureString().str();
+    std::vector<llvm::VecDesc> variants;
+    for (const VectorMathFunction &function : vectorMathFunctions()) {
+      if (!hasFeature(features, function.feature))
+        continue;
+      const std::string &abi = abiNames.emplace_back(fmt::format(
+          "_ZGV_LLVM_N{}{}", function.lanes, std::string(size_t(function.arguments), 'v')));
+      variants.emplace_back(function.scalar, function.vector,
+                            llvm::ElementCount::getFixed(function.lanes), /*Masked=*/false, abi);
+    }
+    libraryInfo.addVectorizableFunctions(variants);
+  }
+  functions.registerPass([&] { return llvm::TargetLibraryAnalysis(libraryInfo); });
   llvm::PipelineTuningOptions tuning; // loop vectorization, interleaving, unrolling: on
   tuning.SLPVectorization = slpVectorize;
   llvm::PassBuilder builder(&machine, tuning);

@@ -232,3 +232,34 @@ TEST_CASE("sin and cos of one value (which LLVM may fuse into sincos) link and r
     REQUIRE(ulpDistance(cosines[k], std::cos(input[k])) <= 2);
   }
 }
+
+TEST_CASE("a vectorized loop's transcendentals call libmvec's vector variants",
+          "[codegen][host][intrinsic]") {
+  const codegen::CpuTarget &target = kiln::testing::hostTarget();
+  bool avx512 = target.features.find("+avx512f") != std::string::npos && target.vectorBits >= 512;
+  bool avx2 = target.features.find("+avx2") != std::string::npos;
+  if (!avx2) {
+    WARN("skipped: this CPU has no AVX2, and libmvec's variants need it");
+    return;
+  }
+  // out[i] = tanh(exp(in[i])) over a vectorized loop: exp is an LLVM intrinsic, tanh a libm call.
+  auto in = makeBuffer("in", DType::F32, 1000), out = makeBuffer("out", DType::F32, 1000);
+  auto i = makeVar("i");
+  ExprPtr x = load(in, kir::ref(i));
+  Kernel kernel{"exp_then_tanh", {in, out},
+                forRange(i, 1000, ForKind::Vectorized,
+                         store(out, kir::ref(i), call(Intrinsic::Tanh, {call(Intrinsic::Exp, {x})})))};
+  auto ir = codegen::emitHostLlvmIr(kernel, target, /*optimized=*/true);
+  REQUIRE(ir);
+  std::string isa = avx512 ? "_ZGVeN16v_" : "_ZGVdN8v_";
+  CHECK(ir->find(isa + "expf") != std::string::npos);
+  CHECK(ir->find(isa + "tanhf") != std::string::npos);
+  // And the JIT binds them: the same kernel runs and agrees with <cmath>.
+  JitKernel jit(kernel);
+  AlignedVector<float> input = range<float>(-6, 2, 1000), output(1000);
+  jit({input.data(), output.data()});
+  int64_t worst = 0;
+  for (size_t k = 0; k < input.size(); ++k)
+    worst = std::max(worst, ulpDistance(output[k], std::tanh(std::exp(input[k]))));
+  CHECK(worst <= 4);
+}
