@@ -231,12 +231,20 @@ private:
     });
   }
 
-  /// nhwc depthwise conv2d: a task per output row (n, oh) and block of channels, whose
-  /// accumulators (the row's pixels x the block) stay in a Local buffer. A filter is
-  /// [C, KH, KW, 1], so neighbouring channels' weights for one tap are KH*KW apart: for each
-  /// tap (an `if` on its input row) the block's weights are staged in a Local vector once per
-  /// row, then every output pixel whose input column is inside runs a vectorized loop over the
-  /// block's channels, reading the input and the staged weights contiguously.
+  /// One nhwc depthwise task: output row (n, oh) = (r[0], r[1]) and channels [begin, begin +
+  /// extent) of a block of at most `blockWidth`; `firstH` is the window's first input row.
+  struct DepthwiseRow {
+    std::vector<ExprPtr> r;
+    ExprPtr begin, extent, firstH;
+    int64_t blockWidth;
+  };
+
+  /// nhwc depthwise conv2d: a task per output row (n, oh) and block of channels. A filter is
+  /// [C, KH, KW, 1], so neighbouring channels' weights for one tap are KH*KW apart: a task
+  /// stages the block's weights in a Local buffer once, then reads them contiguously with the
+  /// input, vectorized over the block's channels. Rows whose taps all lie inside the image sum
+  /// each window in registers (depthwiseRowInside); the rows at the top and bottom edges
+  /// accumulate tap by tap (depthwiseRowWithBounds).
   Expected<StmtPtr> depthwiseNhwc() {
     int64_t c = channels(), ow = outWidth();
     int64_t unit = std::max<int64_t>(1, schedule_.vectorWidth);
@@ -248,50 +256,132 @@ private:
     return taskLoop(cx_.names, product(rowExtents) * blocks, parallel,
                     [&](ExprPtr task) -> Expected<StmtPtr> {
       ExprPtr row = blocks == 1 ? task : div(task, kir::index(blocks));
-      std::vector<ExprPtr> r = delinearize(row, rowExtents);
-      ExprPtr begin = blocks == 1 ? kir::index(0) : mul(mod(task, kir::index(blocks)), kir::index(blockWidth));
-      ExprPtr extent = blocks == 1 ? kir::index(c) : min(kir::index(blockWidth), sub(kir::index(c), begin));
-      ExprPtr firstH = sub(mul(r[1], kir::index(sh_)), kir::index(padTop_));
-      BufferPtr acc = makeBuffer(cx_.names.name("acc"), accType_.dtype, ow * blockWidth, MemScope::Local);
-      BufferPtr weights = makeBuffer(cx_.names.name("tap"), accType_.dtype, blockWidth, MemScope::Local);
-      auto lanes = [&](const BodyFn &body) {
-        return loop(cx_.names, "c", kir::index(0), extent, ForKind::Vectorized, body);
-      };
-      auto slot = [&](const ExprPtr &o, const ExprPtr &l) { return add(mul(o, kir::index(blockWidth)), l); };
-      KILN_TRY(StmtPtr init, loop(cx_.names, "w", ow, ForKind::Serial, [&](ExprPtr o) -> Expected<StmtPtr> {
-        return lanes([&](ExprPtr l) -> Expected<StmtPtr> { return store(acc, slot(o, l), initValue()); });
-      }));
-      KILN_TRY(StmtPtr window, loop(cx_.names, "kh", kh_, ForKind::Serial, [&](ExprPtr kh) -> Expected<StmtPtr> {
-        ExprPtr ih = tapPosition(firstH, kh, dh_);
-        KILN_TRY(StmtPtr body, loop(cx_.names, "kw", kw_, ForKind::Serial, [&](ExprPtr kw) -> Expected<StmtPtr> {
-          KILN_TRY(StmtPtr stage, lanes([&](ExprPtr l) -> Expected<StmtPtr> {
-            KILN_TRY(ExprPtr weight, filterAt(add(begin, l), kh, kw));
-            return storeBound(weights, l, weight, cx_.names);
-          }));
-          auto [first, last] = columnsInside(kw);
-          ExprPtr end = min(last, kir::index(ow));
-          KILN_TRY(StmtPtr update, loop(cx_.names, "w", first, max(sub(end, first), kir::index(0)),
-                                        ForKind::Serial, [&](ExprPtr o) -> Expected<StmtPtr> {
-            ExprPtr iw = tapPosition(sub(mul(o, kir::index(sw_)), kir::index(padLeft_)), kw, dw_);
-            return lanes([&](ExprPtr l) -> Expected<StmtPtr> {
-              KILN_TRY(ExprPtr v, inputAt(image(r[0], add(begin, l), ih, iw)));
-              ExprPtr at = slot(o, l);
-              return storeBound(acc, at, add(load(acc, at), mul(v, load(weights, l))), cx_.names);
-            });
-          }));
-          return seq({stage, update});
-        }));
-        return ifThen(logicalAnd(ge(ih, kir::index(0)), lt(ih, kir::index(height()))), body);
-      }));
-      KILN_TRY(StmtPtr done, loop(cx_.names, "w", ow, ForKind::Serial, [&](ExprPtr o) -> Expected<StmtPtr> {
-        ExprPtr firstW = sub(mul(o, kir::index(sw_)), kir::index(padLeft_));
-        return lanes([&](ExprPtr l) -> Expected<StmtPtr> {
-          ExprPtr value = windowResult(load(acc, slot(o, l)), firstH, firstW);
-          return finish(value, image(r[0], add(begin, l), r[1], o));
-        });
-      }));
-      return allocate(acc, allocate(weights, seq({init, window, done})));
+      DepthwiseRow dr;
+      dr.r = delinearize(row, rowExtents);
+      dr.begin = blocks == 1 ? kir::index(0) : mul(mod(task, kir::index(blocks)), kir::index(blockWidth));
+      dr.extent = blocks == 1 ? kir::index(c) : min(kir::index(blockWidth), sub(kir::index(c), dr.begin));
+      dr.firstH = sub(mul(dr.r[1], kir::index(sh_)), kir::index(padTop_));
+      dr.blockWidth = blockWidth;
+      KILN_TRY(StmtPtr edge, depthwiseRowWithBounds(dr));
+      KILN_TRY(std::optional<StmtPtr> inside, depthwiseRowInside(dr));
+      if (!inside)
+        return edge;
+      ExprPtr lastRow = tapPosition(dr.firstH, kir::index(kh_ - 1), dh_);
+      ExprPtr rowInside = logicalAnd(ge(dr.firstH, kir::index(0)), lt(lastRow, kir::index(height())));
+      return ifThen(rowInside, *inside, edge);
     });
+  }
+
+  /// The block's channels as a vectorized loop.
+  Expected<StmtPtr> blockLanes(const DepthwiseRow &dr, const BodyFn &body) {
+    return loop(cx_.names, "c", kir::index(0), dr.extent, ForKind::Vectorized, body);
+  }
+
+  /// A row whose every tap row is inside the image: the block's KH*KW weights are staged, then
+  /// each output pixel's window is one sum of products per channel, kept in registers and
+  /// stored through the epilogue. The columns whose window leaves the image, a few at each end
+  /// and known while lowering, sum only their taps inside it; with more than 8 of them (a
+  /// window as wide as the image) there is no such row (nullopt).
+  Expected<std::optional<StmtPtr>> depthwiseRowInside(const DepthwiseRow &dr) {
+    int64_t ow = outWidth();
+    // Columns [first, end) have every tap inside: o * sw - padLeft >= 0 and
+    // o * sw - padLeft + (KW - 1) * dw <= width - 1.
+    int64_t first = std::min(ceilDiv(padLeft_, sw_), ow);
+    int64_t lastNumerator = width() - 1 + padLeft_ - (kw_ - 1) * dw_;
+    int64_t end = lastNumerator < 0 ? first : std::clamp(lastNumerator / sw_ + 1, first, ow);
+    if (first + (ow - end) > 8)
+      return std::optional<StmtPtr>();
+    BufferPtr weights = makeBuffer(cx_.names.name("taps"), accType_.dtype, kh_ * kw_ * dr.blockWidth,
+                                   MemScope::Local);
+    auto weightAt = [&](int64_t kh, int64_t kw, const ExprPtr &l) {
+      return add(kir::index((kh * kw_ + kw) * dr.blockWidth), l);
+    };
+    std::vector<StmtPtr> body;
+    for (int64_t kh = 0; kh < kh_; ++kh)
+      for (int64_t kw = 0; kw < kw_; ++kw) {
+        KILN_TRY(StmtPtr stage, blockLanes(dr, [&](ExprPtr l) -> Expected<StmtPtr> {
+          KILN_TRY(ExprPtr weight, filterAt(add(dr.begin, l), kir::index(kh), kir::index(kw)));
+          return storeBound(weights, weightAt(kh, kw, l), weight, cx_.names);
+        }));
+        body.push_back(stage);
+      }
+    // Output column o; `column` is its value when known while lowering (an edge column).
+    auto pixel = [&](ExprPtr o, std::optional<int64_t> column) {
+      ExprPtr firstW = sub(mul(o, kir::index(sw_)), kir::index(padLeft_));
+      return blockLanes(dr, [&](ExprPtr l) -> Expected<StmtPtr> {
+        ExprPtr sum = nullptr;
+        for (int64_t kh = 0; kh < kh_; ++kh)
+          for (int64_t kw = 0; kw < kw_; ++kw) {
+            int64_t offset = kw * dw_;
+            if (column && (*column * sw_ - padLeft_ + offset < 0 ||
+                           *column * sw_ - padLeft_ + offset >= width()))
+              continue;
+            ExprPtr ih = tapPosition(dr.firstH, kir::index(kh), dh_);
+            KILN_TRY(ExprPtr v, inputAt(image(dr.r[0], add(dr.begin, l), ih, add(firstW, kir::index(offset)))));
+            ExprPtr term = mul(v, load(weights, weightAt(kh, kw, l)));
+            sum = sum ? add(sum, term) : term;
+          }
+        ExprPtr value = windowResult(sum ? sum : initValue(), dr.firstH, firstW);
+        return finish(value, image(dr.r[0], add(dr.begin, l), dr.r[1], o));
+      });
+    };
+    for (int64_t o = 0; o < first; ++o) {
+      KILN_TRY(StmtPtr edge, pixel(kir::index(o), o));
+      body.push_back(edge);
+    }
+    KILN_TRY(StmtPtr interior, loop(cx_.names, "w", kir::index(first), kir::index(end - first),
+                                    ForKind::Serial, [&](ExprPtr o) { return pixel(o, std::nullopt); }));
+    body.push_back(interior);
+    for (int64_t o = end; o < ow; ++o) {
+      KILN_TRY(StmtPtr edge, pixel(kir::index(o), o));
+      body.push_back(edge);
+    }
+    return std::optional<StmtPtr>(allocate(weights, seq(std::move(body))));
+  }
+
+  /// Any row: the row's accumulators (pixels x the block's channels, at most kRowAccumulators)
+  /// stay in a Local buffer; for each tap whose input row is inside, the block's weights for
+  /// the tap are staged in a Local vector, then every output pixel whose input column is
+  /// inside adds its term.
+  Expected<StmtPtr> depthwiseRowWithBounds(const DepthwiseRow &dr) {
+    int64_t ow = outWidth();
+    BufferPtr acc = makeBuffer(cx_.names.name("acc"), accType_.dtype, ow * dr.blockWidth, MemScope::Local);
+    BufferPtr weights = makeBuffer(cx_.names.name("tap"), accType_.dtype, dr.blockWidth, MemScope::Local);
+    auto lanes = [&](const BodyFn &body) { return blockLanes(dr, body); };
+    auto slot = [&](const ExprPtr &o, const ExprPtr &l) { return add(mul(o, kir::index(dr.blockWidth)), l); };
+    KILN_TRY(StmtPtr init, loop(cx_.names, "w", ow, ForKind::Serial, [&](ExprPtr o) -> Expected<StmtPtr> {
+      return lanes([&](ExprPtr l) -> Expected<StmtPtr> { return store(acc, slot(o, l), initValue()); });
+    }));
+    KILN_TRY(StmtPtr window, loop(cx_.names, "kh", kh_, ForKind::Serial, [&](ExprPtr kh) -> Expected<StmtPtr> {
+      ExprPtr ih = tapPosition(dr.firstH, kh, dh_);
+      KILN_TRY(StmtPtr body, loop(cx_.names, "kw", kw_, ForKind::Serial, [&](ExprPtr kw) -> Expected<StmtPtr> {
+        KILN_TRY(StmtPtr stage, lanes([&](ExprPtr l) -> Expected<StmtPtr> {
+          KILN_TRY(ExprPtr weight, filterAt(add(dr.begin, l), kh, kw));
+          return storeBound(weights, l, weight, cx_.names);
+        }));
+        auto [first, last] = columnsInside(kw);
+        ExprPtr end = min(last, kir::index(ow));
+        KILN_TRY(StmtPtr update, loop(cx_.names, "w", first, max(sub(end, first), kir::index(0)),
+                                      ForKind::Serial, [&](ExprPtr o) -> Expected<StmtPtr> {
+          ExprPtr iw = tapPosition(sub(mul(o, kir::index(sw_)), kir::index(padLeft_)), kw, dw_);
+          return lanes([&](ExprPtr l) -> Expected<StmtPtr> {
+            KILN_TRY(ExprPtr v, inputAt(image(dr.r[0], add(dr.begin, l), ih, iw)));
+            ExprPtr at = slot(o, l);
+            return storeBound(acc, at, add(load(acc, at), mul(v, load(weights, l))), cx_.names);
+          });
+        }));
+        return seq({stage, update});
+      }));
+      return ifThen(logicalAnd(ge(ih, kir::index(0)), lt(ih, kir::index(height()))), body);
+    }));
+    KILN_TRY(StmtPtr done, loop(cx_.names, "w", ow, ForKind::Serial, [&](ExprPtr o) -> Expected<StmtPtr> {
+      ExprPtr firstW = sub(mul(o, kir::index(sw_)), kir::index(padLeft_));
+      return lanes([&](ExprPtr l) -> Expected<StmtPtr> {
+        ExprPtr value = windowResult(load(acc, slot(o, l)), dr.firstH, firstW);
+        return finish(value, image(dr.r[0], add(dr.begin, l), dr.r[1], o));
+      });
+    }));
+    return allocate(acc, allocate(weights, seq({init, window, done})));
   }
 
   /// nhwc: a task per output pixel (n, oh, ow) and block of channels; the
