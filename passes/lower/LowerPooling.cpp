@@ -5,9 +5,10 @@
 // is shared; the targets differ in how output elements bind. CPU: nchw tasks
 // own one output row (n, c, oh) and vectorize over ow; nhwc pools own one
 // output pixel (n, oh, ow) and a block of channels, vectorized over c; nhwc
-// depthwise convolutions own an output row and a block of channels, so each
-// filter tap is staged once per row; window bounds are folded into loop
-// ranges and If conditions, so no load is predicated. GPU: a thread per
+// depthwise convolutions own an output row and a block of channels, so the
+// block's weights are staged once per row, and rows inside the image sum each
+// window in registers; window bounds are folded into loop ranges and If
+// conditions, so no load is predicated. GPU: a thread per
 // output element in either layout (neighbouring threads on neighbouring
 // output elements, so nhwc reads are coalesced over channels and nchw over
 // output columns), the window walked serially with its bounds as If
