@@ -6,8 +6,8 @@
 #include "codegen/HostVectorMath.h"
 
 #include <fmt/format.h>
-#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/ADT/StringMap.h>
+#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/TargetSelect.h>

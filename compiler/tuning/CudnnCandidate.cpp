@@ -102,8 +102,8 @@ std::variant<CudnnConvSpec, std::string> cudnnConvSpecFor(const ir::Graph &,
                                                           const passes::FusionGroup &group) {
   // A depthwise conv2d anchors a pooling group (kiln's window kernel); cuDNN is a candidate
   // for it as for any other conv2d.
-  if (!group.anchor || (group.kind != passes::GroupKind::Contraction &&
-                        !passes::isDepthwiseConv2D(*group.anchor)))
+  if (!group.anchor ||
+      (group.kind != passes::GroupKind::Contraction && !passes::isDepthwiseConv2D(*group.anchor)))
     return fmt::format("a {} group, not a conv2d contraction", passes::groupKindName(group.kind));
   const ir::Node &conv = *group.anchor;
   if (conv.kind() != ir::OpKind::Conv2D)

@@ -67,7 +67,8 @@ GroupKind anchorKind(const ir::Node &anchor) {
   case OpKind::MaxPool2D:
   case OpKind::AvgPool2D:
   case OpKind::GlobalAvgPool: return GroupKind::Pooling;
-  case OpKind::Conv2D: return isDepthwiseConv2D(anchor) ? GroupKind::Pooling : GroupKind::Contraction;
+  case OpKind::Conv2D:
+    return isDepthwiseConv2D(anchor) ? GroupKind::Pooling : GroupKind::Contraction;
   case OpKind::MatMul: return GroupKind::Contraction;
   default:
     // A reduction or contraction added to the op table without a kernel

@@ -211,8 +211,7 @@ private:
   /// other.
   static std::optional<SinkableTranspose> sinkable(const ir::Graph &graph, Value *operand) {
     Node *transpose = transposeOf(operand);
-    if (!transpose || graph.isOutput(operand) ||
-        ir::getInts(transpose->attrs(), "perm") != kToNchw)
+    if (!transpose || graph.isOutput(operand) || ir::getInts(transpose->attrs(), "perm") != kToNchw)
       return std::nullopt;
     bool onlyElementwiseUsers = std::ranges::all_of(operand->uses(), [](const ir::Use &use) {
       return use.user && use.user->info().category == ir::OpCategory::Elementwise;
