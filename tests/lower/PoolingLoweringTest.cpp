@@ -121,7 +121,6 @@ TEST_CASE("pooling fuses a prologue and an epilogue", "[lower][pooling]") {
   c.check();
 }
 
-
 /// A depthwise conv2d's attributes: one group per channel.
 ir::AttrMap depthwiseAttrs(const char *layout, int64_t channels, Ints stride, Ints padding,
                            Ints dilation = {1, 1}, DType accumulate = DType::F32) {
@@ -144,6 +143,9 @@ const DepthwiseWindow kDepthwiseWindows[] = {
     {5, 5, {2, 2}, {2, 2, 2, 2}, {1, 1}}, {3, 2, {2, 1}, {0, 2, 1, 0}, {1, 1}},
     {3, 3, {1, 1}, {2, 2, 2, 2}, {2, 2}}, {3, 3, {1, 1}, {3, 3, 3, 3}, {1, 1}},
     {1, 1, {1, 1}, {0, 0, 0, 0}, {1, 1}},
+    // 10 columns of padding each side: more edge columns than an nhwc row unrolls, so every
+    // row accumulates tap by tap.
+    {3, 3, {1, 1}, {1, 1, 10, 10}, {1, 1}},
 };
 
 TEST_CASE("depthwise conv2d runs as a weighted window in a pooling group", "[lower][pooling]") {
