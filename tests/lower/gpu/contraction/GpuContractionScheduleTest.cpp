@@ -208,7 +208,7 @@ TEST_CASE("gpu contraction: the default schedule", "[lower][gpu-contraction]") {
     CHECK(s.splitK == 1);
     CHECK(s.stages == (shape.k > s.blockK ? 2 : 1));
   }
-  // Large problems take the largest tiles; a single output channel per group (depthwise)
+  // Large problems take the largest tiles; a single output channel per GEMM (a narrow group)
   // a 16-row tile; 512^3 keeps at least one block per SM busy.
   CHECK(lower::defaultGpuGemmSchedule({1, 4096, 4096, 4096}, target).blockM == 128);
   CHECK(lower::defaultGpuGemmSchedule({1, 4096, 4096, 4096}, target).blockN == 128);
