@@ -22,6 +22,14 @@ struct ConvCase {
   std::string what;
 };
 
+/// An image [N, C, H, W] or filter [O, I/g, KH, KW] shape in the layout's axis order: nhwc
+/// moves axis 1 last ([N, H, W, C], [O, KH, KW, I/g]).
+std::vector<int64_t> inLayout(bool nhwc, std::vector<int64_t> nchw) {
+  if (nhwc)
+    std::rotate(nchw.begin() + 1, nchw.begin() + 2, nchw.end());
+  return nchw;
+}
+
 /// The default GEMM schedule of `algorithm` for the conv node.
 lower::Conv2DSchedule scheduleFor(const ir::Node &conv, Algorithm algorithm) {
   lower::Conv2DSchedule s;
@@ -45,14 +53,11 @@ void checkConv(const ConvCase &cc, std::vector<Runner> cpuRunners, bool biasRelu
                    cc.params.dilation[0], cc.params.dilation[1], cc.params.groups));
   GraphCase c(3);
   int64_t groupChannels = cc.channels / cc.params.groups;
-  ir::Value *x = c.input("x", dtype,
-                         nhwc ? std::vector<int64_t>{cc.images, cc.height, cc.width, cc.channels}
-                              : std::vector<int64_t>{cc.images, cc.channels, cc.height, cc.width});
-  ir::Value *w =
-      c.operand("w", dtype,
-                nhwc ? std::vector<int64_t>{cc.outChannels, cc.kernelH, cc.kernelW, groupChannels}
-                     : std::vector<int64_t>{cc.outChannels, groupChannels, cc.kernelH, cc.kernelW},
-                filterParam);
+  ir::Value *x =
+      c.input("x", dtype, inLayout(nhwc, {cc.images, cc.channels, cc.height, cc.width}));
+  ir::Value *w = c.operand(
+      "w", dtype, inLayout(nhwc, {cc.outChannels, groupChannels, cc.kernelH, cc.kernelW}),
+      filterParam);
   ConvParams p = cc.params;
   ir::Value *conv = c.node(OpKind::Conv2D, {x, w}, p.attrs());
   ir::Value *out = conv;
@@ -135,12 +140,8 @@ TEST_CASE("conv2d: direct reads each tap's channel run in K blocks that split or
   for (std::string layout : {"nchw", "nhwc"}) {
     bool nhwc = layout == "nhwc";
     GraphCase c(3);
-    ir::Value *x =
-        c.input("x", DType::F32,
-                nhwc ? std::vector<int64_t>{2, 9, 7, 40} : std::vector<int64_t>{2, 40, 9, 7});
-    ir::Value *w =
-        c.input("w", DType::F32,
-                nhwc ? std::vector<int64_t>{24, 3, 3, 40} : std::vector<int64_t>{24, 40, 3, 3});
+    ir::Value *x = c.input("x", DType::F32, inLayout(nhwc, {2, 40, 9, 7}));
+    ir::Value *w = c.input("w", DType::F32, inLayout(nhwc, {24, 40, 3, 3}));
     ir::Value *conv = c.node(OpKind::Conv2D, {x, w}, params(layout, {1, 1}, {1, 1, 1, 1}).attrs());
     c.output(conv);
     TargetSchedules schedules{.cpu = {}, .sim = {}, .cpuRunners = {Runner::Jit, Runner::Evaluator}};
@@ -159,9 +160,7 @@ TEST_CASE("conv2d: a parameter filter is packed once, in a prelude, where it is 
   for (std::string layout : {"nchw", "nhwc"}) {
     bool nhwc = layout == "nhwc";
     GraphCase c(3);
-    ir::Value *x =
-        c.input("x", DType::F32,
-                nhwc ? std::vector<int64_t>{2, 9, 7, 6} : std::vector<int64_t>{2, 6, 9, 7});
+    ir::Value *x = c.input("x", DType::F32, inLayout(nhwc, {2, 6, 9, 7}));
     ir::Value *w =
         c.param("w", DType::F32, {16, 3, 3, 3}); // [O, KH, KW, I/g] and [O, I/g, KH, KW] alike
     ir::Value *conv =
