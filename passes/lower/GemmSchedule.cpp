@@ -167,6 +167,18 @@ Parallel chooseParallel(const GemmShape &shape, const codegen::CpuTarget &target
   return Parallel::Inner;
 }
 
+/// Direct's reductions shorter than this get a register tile with registers to spare.
+constexpr int64_t kShortInPlaceReduction = 512;
+
+/// The vector registers the default register tile may fill. A tile over an A read in place
+/// (Direct) with a short reduction leaves three free: there the 16-register 4x24 tile of AVX2
+/// spilled accumulators at every segment's back edge, a cost a short K does not amortize
+/// (measured per layer in docs/lowering.md, "Register tiles for Direct").
+int defaultTileRegisters(const GemmShape &shape, const codegen::CpuTarget &target) {
+  int registers = vectorRegisters(target);
+  return shape.aInPlace && shape.k < kShortInPlaceReduction ? registers - 3 : registers;
+}
+
 } // namespace
 
 int vectorRegisters(const codegen::CpuTarget &target) { return target.vectorBits >= 512 ? 32 : 16; }
@@ -241,7 +253,7 @@ int64_t innerColumnChunks(int64_t numRowBlocks, int64_t stripsPerPanel, int core
 
 MatMulSchedule defaultGemmSchedule(const GemmShape &shape, const codegen::CpuTarget &target) {
   int vw = accumulateLanes(shape.accumulate, target);
-  RegisterTile tile = rankRegisterTiles(shape, vw, vectorRegisters(target)).front();
+  RegisterTile tile = rankRegisterTiles(shape, vw, defaultTileRegisters(shape, target)).front();
   MatMulSchedule outer = withTile(shape, target, tile.mr, tile.vectors, Parallel::Outer);
   Parallel parallel = chooseParallel(shape, target, outer);
   if (parallel == Parallel::Outer)

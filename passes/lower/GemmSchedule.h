@@ -29,6 +29,9 @@ struct GemmShape {
   int64_t aRun = 0, bRun = 0;
   /// Both operands are plain strided tensors a tensor map can describe (bulk tensor copies).
   bool tmaOperands = false;
+  /// CPU: the micro-kernel reads A in place, unpacked (a Direct convolution's input): each row
+  /// of the register tile is a stream of its own behind an address and a padding test.
+  bool aInPlace = false;
 
   /// Multiply-adds of the whole problem.
   double work() const { return double(batch) * double(m) * double(n) * double(k); }

@@ -89,6 +89,17 @@ private:
   StmtPtr segmentedMicroKernel(const ExprPtr &b, const ExprPtr &i0, const ExprPtr &bStrip,
                                const ExprPtr &pc, const ExprPtr &kcCur) const;
   int64_t gatheredSegment() const;
+  int64_t windowRowSegment() const;
+  /// One row of the register tile in a gathered A: its first element's offset and whether it
+  /// lies in the input (nullptr: always).
+  struct GatheredRow {
+    ExprPtr offset, inside;
+  };
+  std::vector<GatheredRow> gatheredRows(const ExprPtr &b, const ExprPtr &i0,
+                                        const ExprPtr &k) const;
+  StmtPtr gatheredKLoop(const ExprPtr &bStrip, const ExprPtr &segmentStart, int64_t length,
+                        const std::vector<GatheredRow> &rows, bool predicated) const;
+  static ExprPtr allInside(const std::vector<GatheredRow> &rows);
   Expected<StmtPtr> writeOut(const ExprPtr &b, const ExprPtr &i0, const ExprPtr &j0,
                              const ExprPtr &pcIdx) const;
   StmtPtr vectorWriteOut(const BufferPtr &dest, const GemmOffsetFn &offset, const ExprPtr &b,
@@ -276,20 +287,23 @@ int64_t GemmBuilder::gatheredSegment() const {
   return 0;
 }
 
-// The micro-kernel over a gathered A in segments (gatheredSegment): per segment, each row's
-// first address and padding test once; then a k loop of plain loads when every row of the
-// tile is inside the input for this segment (a convolution's interior), or of predicated loads
-// otherwise (the tile touches the padding for this tap).
-StmtPtr GemmBuilder::segmentedMicroKernel(const ExprPtr &b, const ExprPtr &i0,
-                                          const ExprPtr &bStrip, const ExprPtr &pc,
-                                          const ExprPtr &kcCur) const {
-  const GatheredOperand &gathered = *p_.aGathered;
+// The row of taps (GatheredOperand::windowRow) the micro-kernel reads as one segment where the
+// whole tile is inside, when kc holds whole rows of taps and a row is longer than a run
+// (0: segments are runs).
+int64_t GemmBuilder::windowRowSegment() const {
+  int64_t row = p_.aGathered ? p_.aGathered->windowRow : 0;
   int64_t segment = gatheredSegment();
-  VarPtr ks = makeVar(name("ks"));
-  ExprPtr segmentStart = mul(kir::ref(ks), index(segment));
-  std::vector<VarPtr> rowBase;
-  std::vector<ExprPtr> rowOffset, rowInside;
-  ExprPtr allInside;
+  if (segment == 0 || row <= segment || row % segment != 0 || kc_ % row != 0 || p_.k % row != 0)
+    return 0;
+  return row;
+}
+
+// Each row of the register tile at K offset `k` of a gathered A: where it starts and whether it
+// lies in the input (nullptr: always), rows past M clamped to the last and counted outside.
+std::vector<GemmBuilder::GatheredRow> GemmBuilder::gatheredRows(const ExprPtr &b,
+                                                                const ExprPtr &i0,
+                                                                const ExprPtr &k) const {
+  std::vector<GatheredRow> rows;
   for (int64_t r = 0; r < mr_; ++r) {
     ExprPtr i = add(i0, index(r));
     ExprPtr inRows = nullptr;
@@ -297,29 +311,99 @@ StmtPtr GemmBuilder::segmentedMicroKernel(const ExprPtr &b, const ExprPtr &i0,
       inRows = lt(i, index(p_.m));
       i = min(i, index(p_.m - 1));
     }
-    auto [offset, inside] = gathered.address(b, i, add(pc, segmentStart));
+    auto [offset, inside] = p_.aGathered->address(b, i, k);
     if (inRows)
       inside = inside ? logicalAnd(inRows, inside) : inRows;
-    rowBase.push_back(makeVar(fmt::format("{}_row{}", p_.name, r), offset->type()));
-    rowOffset.push_back(offset);
-    rowInside.push_back(inside);
-    if (inside)
-      allInside = allInside ? logicalAnd(allInside, inside) : inside;
+    rows.push_back({offset, inside});
   }
-  auto kLoop = [&](bool predicated) {
-    VarPtr k = makeVar(name("k"));
-    ExprPtr kInBlock = add(segmentStart, kir::ref(k));
-    StmtPtr step = microKernelStep(kInBlock, bStrip, [&](int64_t r) {
-      ExprPtr at = add(kir::ref(rowBase[size_t(r)]), mul(kir::ref(k), index(gathered.stride)));
-      ExprPtr predicate = predicated ? rowInside[size_t(r)] : nullptr;
-      return cast(load(gathered.buffer, at, 1, predicate), accType_);
-    });
-    return forLoop(k, index(0), index(segment), ForKind::Serial, step);
-  };
-  StmtPtr body = allInside ? ifThen(allInside, kLoop(false), kLoop(true)) : kLoop(false);
+  return rows;
+}
+
+// `length` k steps of the register tile reading each row of a gathered A from its start
+// (`rows`), with predicated loads when `predicated`; `segmentStart` is the first step's
+// index within the kc block. The rows' starts are bound once, before the loop.
+StmtPtr GemmBuilder::gatheredKLoop(const ExprPtr &bStrip, const ExprPtr &segmentStart,
+                                   int64_t length, const std::vector<GatheredRow> &rows,
+                                   bool predicated) const {
+  const GatheredOperand &gathered = *p_.aGathered;
+  std::vector<VarPtr> rowBase;
+  for (int64_t r = 0; r < mr_; ++r)
+    rowBase.push_back(
+        makeVar(fmt::format("{}_row{}", p_.name, r), rows[size_t(r)].offset->type()));
+  VarPtr k = makeVar(name("k"));
+  ExprPtr kInBlock = add(segmentStart, kir::ref(k));
+  StmtPtr step = microKernelStep(kInBlock, bStrip, [&](int64_t r) {
+    ExprPtr at = add(kir::ref(rowBase[size_t(r)]), mul(kir::ref(k), index(gathered.stride)));
+    ExprPtr predicate = predicated ? rows[size_t(r)].inside : nullptr;
+    return cast(load(gathered.buffer, at, 1, predicate), accType_);
+  });
+  StmtPtr body = forLoop(k, index(0), index(length), ForKind::Serial, step);
   for (int64_t r = mr_ - 1; r >= 0; --r)
-    body = let(rowBase[size_t(r)], rowOffset[size_t(r)], body);
-  return forLoop(ks, index(0), div(kcCur, index(segment)), ForKind::Serial, body);
+    body = let(rowBase[size_t(r)], rows[size_t(r)].offset, body);
+  return body;
+}
+
+// Whether every row of the tile is inside (nullptr: always).
+ExprPtr GemmBuilder::allInside(const std::vector<GatheredRow> &rows) {
+  ExprPtr all;
+  for (const GatheredRow &row : rows)
+    if (row.inside)
+      all = all ? logicalAnd(all, row.inside) : row.inside;
+  return all;
+}
+
+// The micro-kernel over a gathered A in segments (gatheredSegment): per segment, each row's
+// first address and padding test once; then a k loop of plain loads when every row of the
+// tile is inside the input for this segment (a convolution's interior), or of predicated loads
+// otherwise (the tile touches the padding for this tap).
+//
+// With rows of taps (windowRowSegment) the kc block is a box of whole rows of taps, so the
+// tile is inside for the whole block when its first and last elements are: such a tile (all
+// but the image's border) reads each row of taps as one segment with no test at all, keeping
+// the k loops free of branches that would make the register allocator shuffle or spill the
+// accumulators. A tile on the border tests each row of taps, and reads the rows that cross
+// the border tap by tap with predicated loads.
+StmtPtr GemmBuilder::segmentedMicroKernel(const ExprPtr &b, const ExprPtr &i0,
+                                          const ExprPtr &bStrip, const ExprPtr &pc,
+                                          const ExprPtr &kcCur) const {
+  int64_t run = gatheredSegment(), row = windowRowSegment();
+  auto segments = [&](int64_t segment, const std::function<StmtPtr(const ExprPtr &)> &body) {
+    VarPtr ks = makeVar(name("ks"));
+    return forLoop(ks, index(0), div(kcCur, index(segment)), ForKind::Serial,
+                   body(mul(kir::ref(ks), index(segment))));
+  };
+  // One segment: plain loads where `inside` holds (nullptr: always), else `otherwise`.
+  auto testedSegment = [&](const ExprPtr &start, int64_t length, const ExprPtr &inside,
+                           const std::vector<GatheredRow> &rows, StmtPtr otherwise) {
+    StmtPtr plain = gatheredKLoop(bStrip, start, length, rows, false);
+    return inside ? ifThen(inside, plain, std::move(otherwise)) : plain;
+  };
+  auto runSegment = [&](const ExprPtr &start) {
+    std::vector<GatheredRow> rows = gatheredRows(b, i0, add(pc, start));
+    return testedSegment(start, run, allInside(rows), rows,
+                         gatheredKLoop(bStrip, start, run, rows, true));
+  };
+  if (row == 0)
+    return segments(run, runSegment);
+
+  auto insideBetween = [&](const ExprPtr &firstK, const ExprPtr &lastK) {
+    ExprPtr first = allInside(gatheredRows(b, i0, firstK));
+    ExprPtr last = allInside(gatheredRows(b, i0, lastK));
+    return first && last ? logicalAnd(first, last) : (first ? first : last);
+  };
+  auto plainRow = [&](const ExprPtr &start) {
+    return gatheredKLoop(bStrip, start, row, gatheredRows(b, i0, add(pc, start)), false);
+  };
+  auto testedRow = [&](const ExprPtr &start) {
+    ExprPtr inside = insideBetween(add(pc, start), add(pc, add(start, index(row - 1))));
+    VarPtr piece = makeVar(name("kp"));
+    StmtPtr byRuns = forRange(piece, row / run, ForKind::Serial,
+                              runSegment(add(start, mul(kir::ref(piece), index(run)))));
+    return testedSegment(start, row, inside, gatheredRows(b, i0, add(pc, start)), byRuns);
+  };
+  ExprPtr tileInside = insideBetween(pc, add(pc, sub(kcCur, index(1))));
+  StmtPtr interior = segments(row, plainRow);
+  return tileInside ? ifThen(tileInside, interior, segments(row, testedRow)) : interior;
 }
 
 // Full tile, plain output (or a non-final block into the partial-sum buffer): vector stores

@@ -57,6 +57,13 @@ struct GatheredOperand {
   /// The distance between consecutive elements of a run: 1 (nhwc's adjacent channels), or an
   /// nchw image's channel plane. Only the CPU template reads runs of stride > 1.
   int64_t stride = 1;
+  /// 0, or a multiple of `run`: runs of `windowRow` elements starting at multiples of it are
+  /// consecutive too (`stride` apart) but may straddle the input's edge; such a run lies
+  /// wholly inside when its first and last elements do (nhwc's row of KW taps at unit
+  /// dilation, where every tap's channels follow the previous tap's). The CPU micro-kernel
+  /// reads a row of taps as one run where the tile is inside, so a convolution with few
+  /// channels pays one address and padding test per row of taps instead of per tap.
+  int64_t windowRow = 0;
   /// The element function it is: the load at `address`, zero in the padding.
   ElementFn element() const;
 };

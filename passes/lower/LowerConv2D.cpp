@@ -166,6 +166,12 @@ struct ConvGeometry {
   }
 
   GemmShape gemmShape(Algorithm algorithm) const {
+    GemmShape shape = layoutGemmShape(algorithm);
+    shape.aInPlace = algorithm == Algorithm::Direct;
+    return shape;
+  }
+
+  GemmShape layoutGemmShape(Algorithm algorithm) const {
     if (nhwc) {
       GemmShape shape{groups, images * pixels(), groupOutChannels, reduction(), accumulate};
       shape.operandDtype = operandDtype;
@@ -328,6 +334,10 @@ GemmProblem conv2DGemmProblem(const ir::Node &conv, Algorithm algorithm,
                                           return g.windowAddress(n, channel, p, kh, kw);
                                         },
                                         g.groupChannels};
+    // With one group and unit dilation a row of taps is contiguous: tap kw + 1's channels
+    // follow tap kw's.
+    if (g.groups == 1 && g.dilationW == 1 && g.kernelW > 1)
+      problem.aGathered->windowRow = g.kernelW * g.groupChannels;
     problem.a = problem.aGathered->element();
     problem.allowTf32 = g.allowTf32;
     int64_t groupOutForB = g.groupOutChannels, reduction = g.reduction();

@@ -105,6 +105,28 @@ TEST_CASE("schedule: register tiles follow the register file and the problem",
       checkSound(lower::defaultGemmSchedule(shape, target), shape, target);
 }
 
+
+TEST_CASE("schedule: Direct's short reductions leave vector registers free",
+          "[lower][contraction][schedule]") {
+  codegen::CpuTarget avx2 = codegen::referenceCpuTarget();
+  // VGG16's conv1_1 as nhwc Direct: 50176 pixels x 64 channels, K = 27, A read in place.
+  GemmShape conv1{1, 50176, 64, 27, DType::F32};
+  conv1.aInPlace = true;
+  MatMulSchedule shortK = lower::defaultGemmSchedule(conv1, avx2);
+  int64_t vectors = shortK.nr / shortK.vectorWidth;
+  CHECK(shortK.mr * vectors + vectors + 1 <= 13);
+  CHECK(64 % shortK.nr == 0); // and, with the registers it has, wastes no columns
+  // The same tile over a packed A, or over a long reduction, fills the register file.
+  for (GemmShape shape : {GemmShape{1, 50176, 64, 27, DType::F32}, [] {
+                            GemmShape longK{1, 3136, 256, 2304, DType::F32};
+                            longK.aInPlace = true;
+                            return longK;
+                          }()}) {
+    MatMulSchedule s = lower::defaultGemmSchedule(shape, avx2);
+    int64_t v = s.nr / s.vectorWidth;
+    CHECK(s.mr * v + v + 1 == 16);
+  }
+}
 TEST_CASE("schedule: a ragged last column panel sends the work to row blocks",
           "[lower][contraction][schedule]") {
   codegen::CpuTarget target = avx512Target();

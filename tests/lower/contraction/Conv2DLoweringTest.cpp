@@ -133,10 +133,11 @@ TEST_CASE("conv2d: windows, padding, stride, dilation and groups in both layouts
 
 TEST_CASE("conv2d: direct reads each tap's channel run in K blocks that split or hold runs",
           "[lower][contraction][conv2d]") {
-  // 40 channels a tap, K = 360: kc 20 and 40 split or equal a run, 80 and 120 hold two and three
-  // (the last block a shorter remainder), 50 neither (the micro-kernel's k loop stays whole).
-  // Padding on every side, an odd pixel count (63, not a multiple of mr) and 2 images, so tiles
-  // straddle rows, images and the padding.
+  // 40 channels a tap, K = 360: kc 20 and 40 split or equal a run, 80 holds two (the last block
+  // a shorter remainder), 50 neither (the micro-kernel's k loop stays whole). nhwc reads a row
+  // of 3 taps (120) as one run where kc holds whole rows: 120, 240 (the last block one row)
+  // and 360. Padding on every side, an odd pixel count (63, not a multiple of mr) and 2 images,
+  // so tiles straddle rows, images and the padding.
   for (std::string layout : {"nchw", "nhwc"}) {
     bool nhwc = layout == "nhwc";
     GraphCase c(3);
@@ -145,7 +146,7 @@ TEST_CASE("conv2d: direct reads each tap's channel run in K blocks that split or
     ir::Value *conv = c.node(OpKind::Conv2D, {x, w}, params(layout, {1, 1}, {1, 1, 1, 1}).attrs());
     c.output(conv);
     TargetSchedules schedules{.cpu = {}, .sim = {}, .cpuRunners = {Runner::Jit, Runner::Evaluator}};
-    for (int64_t kc : {20, 40, 50, 80, 120}) {
+    for (int64_t kc : {20, 40, 50, 80, 120, 240, 360}) {
       lower::Conv2DSchedule s = scheduleFor(*conv->definingNode(), Algorithm::Direct);
       s.gemm.kc = kc;
       schedules.cpu.push_back(s);
