@@ -97,8 +97,12 @@ private:
   };
   std::vector<GatheredRow> gatheredRows(const ExprPtr &b, const ExprPtr &i0,
                                         const ExprPtr &k) const;
+  StmtPtr withRowStarts(
+      const std::vector<GatheredRow> &rows,
+      const std::function<StmtPtr(const std::vector<ExprPtr> &starts)> &body) const;
   StmtPtr gatheredKLoop(const ExprPtr &bStrip, const ExprPtr &segmentStart, int64_t length,
-                        const std::vector<GatheredRow> &rows, bool predicated) const;
+                        const std::vector<ExprPtr> &starts,
+                        const std::vector<GatheredRow> *predicates) const;
   static ExprPtr allInside(const std::vector<GatheredRow> &rows);
   Expected<StmtPtr> writeOut(const ExprPtr &b, const ExprPtr &i0, const ExprPtr &j0,
                              const ExprPtr &pcIdx) const;
@@ -319,28 +323,37 @@ std::vector<GemmBuilder::GatheredRow> GemmBuilder::gatheredRows(const ExprPtr &b
   return rows;
 }
 
-// `length` k steps of the register tile reading each row of a gathered A from its start
-// (`rows`), with predicated loads when `predicated`; `segmentStart` is the first step's
-// index within the kc block. The rows' starts are bound once, before the loop.
+// Binds each row's start (`rows`) to a variable, around `body` of those variables.
+StmtPtr GemmBuilder::withRowStarts(
+    const std::vector<GatheredRow> &rows,
+    const std::function<StmtPtr(const std::vector<ExprPtr> &starts)> &body) const {
+  std::vector<VarPtr> vars;
+  std::vector<ExprPtr> starts;
+  for (int64_t r = 0; r < mr_; ++r) {
+    vars.push_back(makeVar(fmt::format("{}_row{}", p_.name, r), rows[size_t(r)].offset->type()));
+    starts.push_back(kir::ref(vars.back()));
+  }
+  StmtPtr bound = body(starts);
+  for (int64_t r = mr_ - 1; r >= 0; --r)
+    bound = let(vars[size_t(r)], rows[size_t(r)].offset, bound);
+  return bound;
+}
+
+// `length` k steps of the register tile reading each row of a gathered A from `starts`, with
+// loads predicated on each row's `inside` where given; `segmentStart` is the first step's
+// index within the kc block.
 StmtPtr GemmBuilder::gatheredKLoop(const ExprPtr &bStrip, const ExprPtr &segmentStart,
-                                   int64_t length, const std::vector<GatheredRow> &rows,
-                                   bool predicated) const {
+                                   int64_t length, const std::vector<ExprPtr> &starts,
+                                   const std::vector<GatheredRow> *predicates) const {
   const GatheredOperand &gathered = *p_.aGathered;
-  std::vector<VarPtr> rowBase;
-  for (int64_t r = 0; r < mr_; ++r)
-    rowBase.push_back(
-        makeVar(fmt::format("{}_row{}", p_.name, r), rows[size_t(r)].offset->type()));
   VarPtr k = makeVar(name("k"));
   ExprPtr kInBlock = add(segmentStart, kir::ref(k));
   StmtPtr step = microKernelStep(kInBlock, bStrip, [&](int64_t r) {
-    ExprPtr at = add(kir::ref(rowBase[size_t(r)]), mul(kir::ref(k), index(gathered.stride)));
-    ExprPtr predicate = predicated ? rows[size_t(r)].inside : nullptr;
+    ExprPtr at = add(starts[size_t(r)], mul(kir::ref(k), index(gathered.stride)));
+    ExprPtr predicate = predicates ? (*predicates)[size_t(r)].inside : nullptr;
     return cast(load(gathered.buffer, at, 1, predicate), accType_);
   });
-  StmtPtr body = forLoop(k, index(0), index(length), ForKind::Serial, step);
-  for (int64_t r = mr_ - 1; r >= 0; --r)
-    body = let(rowBase[size_t(r)], rows[size_t(r)].offset, body);
-  return body;
+  return forLoop(k, index(0), index(length), ForKind::Serial, step);
 }
 
 // Whether every row of the tile is inside (nullptr: always).
@@ -372,16 +385,16 @@ StmtPtr GemmBuilder::segmentedMicroKernel(const ExprPtr &b, const ExprPtr &i0,
     return forLoop(ks, index(0), div(kcCur, index(segment)), ForKind::Serial,
                    body(mul(kir::ref(ks), index(segment))));
   };
-  // One segment: plain loads where `inside` holds (nullptr: always), else `otherwise`.
-  auto testedSegment = [&](const ExprPtr &start, int64_t length, const ExprPtr &inside,
-                           const std::vector<GatheredRow> &rows, StmtPtr otherwise) {
-    StmtPtr plain = gatheredKLoop(bStrip, start, length, rows, false);
-    return inside ? ifThen(inside, plain, std::move(otherwise)) : plain;
-  };
+  // One run: plain loads where every row is inside, else predicated ones.
   auto runSegment = [&](const ExprPtr &start) {
     std::vector<GatheredRow> rows = gatheredRows(b, i0, add(pc, start));
-    return testedSegment(start, run, allInside(rows), rows,
-                         gatheredKLoop(bStrip, start, run, rows, true));
+    ExprPtr inside = allInside(rows);
+    return withRowStarts(rows, [&](const std::vector<ExprPtr> &starts) {
+      StmtPtr plain = gatheredKLoop(bStrip, start, run, starts, nullptr);
+      if (!inside)
+        return plain;
+      return ifThen(inside, plain, gatheredKLoop(bStrip, start, run, starts, &rows));
+    });
   };
   if (row == 0)
     return segments(run, runSegment);
@@ -391,16 +404,24 @@ StmtPtr GemmBuilder::segmentedMicroKernel(const ExprPtr &b, const ExprPtr &i0,
     ExprPtr last = allInside(gatheredRows(b, i0, lastK));
     return first && last ? logicalAnd(first, last) : (first ? first : last);
   };
-  auto plainRow = [&](const ExprPtr &start) {
-    return gatheredKLoop(bStrip, start, row, gatheredRows(b, i0, add(pc, start)), false);
+  // A row of taps: plain loads where the tile is inside (`tested`: where its first and last
+  // taps are, else run by run).
+  auto rowSegment = [&](const ExprPtr &start, bool tested) {
+    ExprPtr inside =
+        tested ? insideBetween(add(pc, start), add(pc, add(start, index(row - 1)))) : nullptr;
+    return withRowStarts(
+        gatheredRows(b, i0, add(pc, start)), [&](const std::vector<ExprPtr> &starts) {
+          StmtPtr plain = gatheredKLoop(bStrip, start, row, starts, nullptr);
+          if (!inside)
+            return plain;
+          VarPtr piece = makeVar(name("kp"));
+          StmtPtr byRuns = forRange(piece, row / run, ForKind::Serial,
+                                    runSegment(add(start, mul(kir::ref(piece), index(run)))));
+          return ifThen(inside, plain, byRuns);
+        });
   };
-  auto testedRow = [&](const ExprPtr &start) {
-    ExprPtr inside = insideBetween(add(pc, start), add(pc, add(start, index(row - 1))));
-    VarPtr piece = makeVar(name("kp"));
-    StmtPtr byRuns = forRange(piece, row / run, ForKind::Serial,
-                              runSegment(add(start, mul(kir::ref(piece), index(run)))));
-    return testedSegment(start, row, inside, gatheredRows(b, i0, add(pc, start)), byRuns);
-  };
+  auto plainRow = [&](const ExprPtr &start) { return rowSegment(start, false); };
+  auto testedRow = [&](const ExprPtr &start) { return rowSegment(start, true); };
   ExprPtr tileInside = insideBetween(pc, add(pc, sub(kcCur, index(1))));
   StmtPtr interior = segments(row, plainRow);
   return tileInside ? ifThen(tileInside, interior, segments(row, testedRow)) : interior;
