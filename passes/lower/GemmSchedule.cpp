@@ -35,7 +35,9 @@ struct RegisterTile {
 
 /// Register tiles that fit the register file: mr*nv accumulators, nv B vectors, one
 /// broadcast A value and, for integers (no fused multiply-add), one product temporary.
-std::vector<RegisterTile> rankRegisterTiles(const GemmShape &shape, int vw, int registers) {
+/// `aLoadCost` weighs a broadcast of A against a vector load of packed B.
+std::vector<RegisterTile> rankRegisterTiles(const GemmShape &shape, int vw, int registers,
+                                            double aLoadCost = 1.0) {
   bool isFloat = isFloatingPoint(shape.accumulate);
   std::vector<RegisterTile> tiles;
   for (int64_t nv = 1; nv <= 4; ++nv)
@@ -49,7 +51,8 @@ std::vector<RegisterTile> rankRegisterTiles(const GemmShape &shape, int vw, int 
       // Multiply-adds per load (mr broadcasts + nv vector loads per k step), saturating once
       // the loads stop being the bottleneck; and enough independent accumulators to cover
       // the latency of two fused multiply-add pipes.
-      double intensity = std::min(double(mr * nv) / double(mr + nv), 2.4) / 2.4;
+      double loads = aLoadCost * double(mr) + double(nv);
+      double intensity = std::min(double(mr * nv) / loads, 2.4) / 2.4;
       double latency = std::min(double(mr * nv) / 8.0, 1.0);
       tiles.push_back({mr, nv, useful * intensity * latency});
     }
@@ -170,13 +173,18 @@ Parallel chooseParallel(const GemmShape &shape, const codegen::CpuTarget &target
 /// Direct's reductions shorter than this get a register tile with registers to spare.
 constexpr int64_t kShortInPlaceReduction = 512;
 
-/// The vector registers the default register tile may fill. A tile over an A read in place
-/// (Direct) with a short reduction leaves three free: there the 16-register 4x24 tile of AVX2
-/// spilled accumulators at every segment's back edge, a cost a short K does not amortize
-/// (measured per layer in docs/lowering.md, "Register tiles for Direct").
-int defaultTileRegisters(const GemmShape &shape, const codegen::CpuTarget &target) {
+/// The default register tile. Over an A read in place (Direct) with a short reduction it
+/// leaves three vector registers free, where AVX2's 16-register 4x24 tile spilled accumulators
+/// at every segment's back edge, a cost a short K does not amortize, and it counts each row's
+/// broadcast as two loads (a stream of its own from the input, not a packed block), which
+/// favours wide tiles of few rows (measured per layer in docs/lowering.md, "Register tiles for
+/// Direct").
+RegisterTile defaultRegisterTile(const GemmShape &shape, const codegen::CpuTarget &target) {
+  int vw = accumulateLanes(shape.accumulate, target);
   int registers = vectorRegisters(target);
-  return shape.aInPlace && shape.k < kShortInPlaceReduction ? registers - 3 : registers;
+  if (shape.aInPlace && shape.k < kShortInPlaceReduction)
+    return rankRegisterTiles(shape, vw, registers - 3, 2.0).front();
+  return rankRegisterTiles(shape, vw, registers).front();
 }
 
 } // namespace
@@ -252,8 +260,7 @@ int64_t innerColumnChunks(int64_t numRowBlocks, int64_t stripsPerPanel, int core
 }
 
 MatMulSchedule defaultGemmSchedule(const GemmShape &shape, const codegen::CpuTarget &target) {
-  int vw = accumulateLanes(shape.accumulate, target);
-  RegisterTile tile = rankRegisterTiles(shape, vw, defaultTileRegisters(shape, target)).front();
+  RegisterTile tile = defaultRegisterTile(shape, target);
   MatMulSchedule outer = withTile(shape, target, tile.mr, tile.vectors, Parallel::Outer);
   Parallel parallel = chooseParallel(shape, target, outer);
   if (parallel == Parallel::Outer)
