@@ -170,7 +170,11 @@ def main():
         header.append(f"- note: {args.note}")
     text = "\n".join(header + [""] + lines) + "\n"
     print(text)
-    path = os.path.join(ROOT, "bench", "results", f"onnx-cpu-{date}-{commit}.md")
+    # A rerun at the same commit (a subset of the models, say) gets a file of its own.
+    stem = os.path.join(ROOT, "bench", "results", f"onnx-cpu-{date}-{commit}")
+    path, n = f"{stem}.md", 2
+    while os.path.exists(path):
+        path, n = f"{stem}-{n}.md", n + 1
     with open(path, "w") as f:
         f.write(text)
     print(f"wrote {path}")
