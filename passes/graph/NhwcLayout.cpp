@@ -100,7 +100,13 @@ bool runsAsNhwcOnCpu(const Node &conv) {
     return false;
   if (passes::isDepthwiseConv2D(conv))
     return x.shape[1] >= 8;
-  return ir::getInt(conv.attrs(), "groups") == 1;
+  int64_t groups = ir::getInt(conv.attrs(), "groups");
+  if (groups == 1)
+    return true;
+  // Groups of at least 8 channels in and out (RegNet's): Direct reads each tap's channels of a
+  // group as one contiguous run in NHWC, where NCHW puts them a channel plane apart.
+  int64_t outChannels = conv.operand(1)->type().shape[0];
+  return x.shape[1] / groups >= 8 && outChannels / groups >= 8;
 }
 
 /// Whether a transpose back to NCHW below `node` can sink through it (the ops `sink` moves it
