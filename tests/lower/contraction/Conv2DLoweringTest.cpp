@@ -264,6 +264,19 @@ TEST_CASE("conv2d: the heuristic runs convolutions with enough output channels d
   CHECK(wideSchedule.algorithm == Algorithm::Direct);
   CHECK(wideSchedule.gemm.kc < 1536);
   CHECK(1536 % wideSchedule.gemm.kc == 0);
+
+  // K blocks of whole runs split K evenly: ResNet-50's 28x28 3x3 layer (K = 1152, 9 runs of
+  // 128) in two blocks of 5 and 4 runs, not 4 + 4 + 1.
+  ir::Value *mid = c.input("mid", DType::F32, {1, 28, 28, 128});
+  ir::Value *wMid = c.input("w_mid", DType::F32, {128, 3, 3, 128});
+  ir::Value *midConv =
+      c.node(OpKind::Conv2D, {mid, wMid}, params("nhwc", {1, 1}, {1, 1, 1, 1}).attrs());
+  lower::Conv2DSchedule midSchedule =
+      lower::defaultConv2DSchedule(*midConv->definingNode(), codegen::referenceCpuTarget());
+  REQUIRE(midSchedule.algorithm == Algorithm::Direct);
+  int64_t kc = midSchedule.gemm.kc, tail = 1152 % kc;
+  CHECK(kc % 128 == 0);
+  CHECK((tail == 0 || tail >= kc - 128));
 }
 
 TEST_CASE("conv2d: the heuristic packs im2col panels for short reductions over images that fill "
