@@ -246,9 +246,9 @@ TEST_CASE("a vectorized loop's transcendentals call libmvec's vector variants",
   auto in = makeBuffer("in", DType::F32, 1000), out = makeBuffer("out", DType::F32, 1000);
   auto i = makeVar("i");
   ExprPtr x = load(in, kir::ref(i));
+  ExprPtr tanhOfExp = call(Intrinsic::Tanh, {call(Intrinsic::Exp, {x})});
   Kernel kernel{"exp_then_tanh", {in, out},
-                forRange(i, 1000, ForKind::Vectorized,
-                         store(out, kir::ref(i), call(Intrinsic::Tanh, {call(Intrinsic::Exp, {x})})))};
+                forRange(i, 1000, ForKind::Vectorized, store(out, kir::ref(i), tanhOfExp))};
   auto ir = codegen::emitHostLlvmIr(kernel, target, /*optimized=*/true);
   REQUIRE(ir);
   std::string isa = avx512 ? "_ZGVeN16v_" : "_ZGVdN8v_";

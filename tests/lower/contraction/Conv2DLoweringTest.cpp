@@ -8,6 +8,7 @@
 
 #include "passes/lower/GemmSchedule.h"
 #include "passes/lower/LowerConv2D.h"
+#include "ir/kernel/Printer.h"
 
 using namespace kiln;
 using namespace kiln::test;
@@ -153,6 +154,35 @@ TEST_CASE("conv2d: direct reads each tap's channel run in K blocks that split or
     }
     INFO(layout);
     checkOnTargets(c, 360, DType::F32, schedules);
+  }
+}
+
+TEST_CASE("conv2d: nhwc Direct reads a row of taps as one run, with no padding test inside",
+          "[lower][contraction][conv2d]") {
+  // 3 channels, 3x3, padding 1 (VGG16's conv1_1 in small): a row of taps is 9 contiguous
+  // elements, so a tile inside the image runs k loops of 9, and only border tiles test the
+  // padding (their rows cross it) with predicated loads in runs of 3. Grouped or dilated
+  // windows keep one run per tap: their rows of taps are not contiguous.
+  auto kernelText = [](std::vector<int64_t> dilation, int64_t groups) {
+    GraphCase c(3);
+    ir::Value *x = c.input("x", DType::F32, {1, 10, 11, 3 * groups});
+    ir::Value *w = c.param("w", DType::F32, {16, 3, 3, 3});
+    ConvParams p = params("nhwc", {1, 1}, {1, 1, 1, 1}, dilation, groups);
+    p.padding = {dilation[0], dilation[0], dilation[1], dilation[1]};
+    ir::Value *conv = c.node(OpKind::Conv2D, {x, w}, p.attrs());
+    c.output(conv);
+    PlannedContraction planned = planContraction(c.graph());
+    lower::Conv2DSchedule s = scheduleFor(*conv->definingNode(), Algorithm::Direct);
+    auto lowered = lower::lowerContractionForCpu(c.graph(), *planned.group, s, hostTarget());
+    REQUIRE(lowered);
+    return kir::printKernel(lowered->kernel);
+  };
+  std::string rows = kernelText({1, 1}, 1);
+  CHECK_THAT(rows, Catch::Contains("for conv_k in [0, 9) serial"));
+  CHECK_THAT(rows, Catch::Contains("for conv_kp in [0, 3) serial")); // border rows, tap by tap
+  for (std::string text : {kernelText({2, 2}, 1), kernelText({1, 1}, 2)}) {
+    CHECK_THAT(text, Catch::Contains("for conv_k in [0, 3) serial"));
+    CHECK_THAT(text, !Catch::Contains("for conv_k in [0, 9) serial"));
   }
 }
 
