@@ -92,10 +92,9 @@ struct CompileOptions {
   /// "layout-cpu" pass, docs/lowering.md). Off: convolutions keep the layout they
   /// were built in.
   bool cpuNhwc = true;
-  /// CPU, fp32 policy: run f32 3x3 stride-1 NCHW convolutions with many channels
-  /// as Winograd F(2x2, 3x3) (the "winograd" pass, docs/winograd.md); the chained
-  /// ones cpuNhwc runs as NHWC are not NCHW any more. Off: every convolution
-  /// takes the direct or im2col kernel.
+  /// CPU, fp32 policy: run f32 3x3 stride-1 convolutions with many channels, NCHW or
+  /// NHWC, as Winograd F(2x2, 3x3) (the "winograd" pass, docs/winograd.md). Off:
+  /// every convolution takes the direct or im2col kernel.
   bool winograd = true;
   /// Verify the graph after every graph pass.
   bool verifyEach = true;

@@ -30,7 +30,7 @@ using Clock = std::chrono::steady_clock;
 /// with tensor cores for the policy's operands run the convolutions that then
 /// suit them as NHWC (`layout`) and, under fp8, give matmuls K-contiguous
 /// operands (`kmajor`), on the CPU run convolutions as NHWC (`layout-cpu`) and
-/// the deep f32 3x3 NCHW ones left as Winograd (`winograd`), and clean up again (`fold` narrows
+/// the deep f32 3x3 ones as Winograd (`winograd`), and clean up again (`fold` narrows
 /// cast constants, `cse` merges casts and transposes, `simplify` cancels transpose pairs).
 Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options,
                               const LoweringTarget &target) {
@@ -51,7 +51,7 @@ Expected<void> runGraphPasses(ir::Graph &graph, const CompileOptions &options,
       pm.add(passes::createKMajorOperandsPass());
   }
   // The CPU runs convolutions as NHWC, where its direct kernel reads a tap's channels
-  // contiguously, and the NCHW ones left, f32 3x3 with many channels, as Winograd
+  // contiguously, and the f32 3x3 ones with many channels, in either layout, as Winograd
   // (docs/winograd.md).
   bool cpu = std::holds_alternative<codegen::CpuTarget>(target);
   if (cpu && options.cpuNhwc)

@@ -53,7 +53,8 @@ private:
   void claimEpilogue(int anchor);
   void assignGroups();
   bool tryJoin(int position, int group);
-  bool isKernelArgument(const ir::Value *value) const;
+  void addKernelArguments(const ir::Value *value,
+                          std::unordered_set<const ir::Value *> &arguments) const;
   size_t inputsAfterJoin(int position, const Draft &draft) const;
   void markMaterializedDuplicates();
   bool epilogueAllows(int anchor, int group) const;
@@ -73,6 +74,9 @@ private:
   std::vector<int> groupOf_;
   std::vector<bool> feedsAnchor_;  ///< The node is its group's anchor or computes its operands.
   std::vector<bool> materialized_; ///< For duplicated nodes: computed once, in their own group.
+  /// Its group reads the node's value at gathered positions (readsGathered), directly or
+  /// through data movement.
+  std::vector<bool> readGathered_;
   /// The longest path from the node down to its group's root, in ops.
   std::vector<int> height_;
   std::vector<Draft> drafts_;
@@ -94,6 +98,7 @@ FusionPlanner::FusionPlanner(const ir::Graph &graph) : graph_(graph) {
   groupOf_.assign(n, kNone);
   feedsAnchor_.assign(n, false);
   materialized_.assign(n, false);
+  readGathered_.assign(n, false);
   height_.assign(n, 0);
   for (int i = 0; i < n; ++i) {
     role_[i] = fusionRole(*order_[i]);
@@ -195,8 +200,7 @@ int FusionPlanner::newDraft(int root) {
                          });
   draft.closed = draft.closed || role_[root] == FusionRole::Constant || reshapesOperand;
   for (const ir::Value *operand : node(root).operands())
-    if (isKernelArgument(operand))
-      draft.inputs.insert(operand);
+    addKernelArguments(operand, draft.inputs);
   drafts_.push_back(std::move(draft));
   int id = static_cast<int>(drafts_.size()) - 1;
   groupOf_[root] = id;
@@ -225,27 +229,30 @@ bool FusionPlanner::epilogueAllows(int anchor, int group) const {
   return true;
 }
 
-/// Whether a kernel reading `value` takes it as an argument: anything but a
-/// duplicated node's value that is recomputed inside the kernel.
-bool FusionPlanner::isKernelArgument(const ir::Value *value) const {
+/// The materialized values a kernel reading `value` takes as arguments: `value` itself, or,
+/// for a duplicated node's value recomputed inside the kernel, what the copy reads.
+void FusionPlanner::addKernelArguments(const ir::Value *value,
+                                       std::unordered_set<const ir::Value *> &arguments) const {
   const ir::Node *producer = value->definingNode();
-  if (producer == nullptr)
-    return true;
-  int source = position_.at(producer);
-  return role_[source] != FusionRole::Duplicated || materialized_[source];
+  int source = producer == nullptr ? kNone : position_.at(producer);
+  if (source == kNone || role_[source] != FusionRole::Duplicated || materialized_[source]) {
+    arguments.insert(value);
+    return;
+  }
+  for (const ir::Value *operand : producer->operands())
+    addKernelArguments(operand, arguments);
 }
 
 /// The group's argument count once `position` joins: its result is computed
 /// inside, its operands are read.
 size_t FusionPlanner::inputsAfterJoin(int position, const Draft &draft) const {
-  const ir::Value *result = node(position).result();
-  size_t count = draft.inputs.size() - draft.inputs.count(result);
-  std::vector<const ir::Value *> added;
+  std::unordered_set<const ir::Value *> read; // the node's arguments, before the draft's
   for (const ir::Value *operand : node(position).operands())
-    if (operand != result && isKernelArgument(operand) && !draft.inputs.contains(operand) &&
-        std::find(added.begin(), added.end(), operand) == added.end())
-      added.push_back(operand);
-  return count + added.size();
+    addKernelArguments(operand, read);
+  size_t added = std::count_if(read.begin(), read.end(), [&](const ir::Value *value) {
+    return !draft.inputs.contains(value);
+  });
+  return draft.inputs.size() - draft.inputs.count(node(position).result()) + added;
 }
 
 bool FusionPlanner::tryJoin(int position, int group) {
@@ -259,6 +266,16 @@ bool FusionPlanner::tryJoin(int position, int group) {
     return false;
   bool feeds = std::any_of(users_[position].begin(), users_[position].end(),
                            [&](int user) { return feedsAnchor_[user]; });
+  // A value read through a gather's indices may be read many times an element (Winograd's
+  // input transform reads each pixel 16 times): computed inside the kernel, it would be
+  // computed at every read. Only data movement, which computes nothing, joins such a reader.
+  const ir::Value *result = node(position).result();
+  bool gathered = std::any_of(users_[position].begin(), users_[position].end(), [&](int user) {
+    return readsGathered(node(user), result) ||
+           (readGathered_[user] && node(user).info().category == ir::OpCategory::DataMovement);
+  });
+  if (gathered && node(position).info().category != ir::OpCategory::DataMovement)
+    return false;
   if (isAnchor(position)) {
     if (draft.anchor != kNone || anchorKind(node(position)) == GroupKind::Opaque ||
         !epilogueAllows(position, group))
@@ -269,12 +286,12 @@ bool FusionPlanner::tryJoin(int position, int group) {
     return false;
   }
   feedsAnchor_[position] = feeds;
+  readGathered_[position] = gathered;
   height_[position] = height;
   draft.members.push_back(position);
   draft.inputs.erase(node(position).result());
   for (const ir::Value *operand : node(position).operands())
-    if (isKernelArgument(operand))
-      draft.inputs.insert(operand);
+    addKernelArguments(operand, draft.inputs);
   groupOf_[position] = group;
   return true;
 }
@@ -311,18 +328,25 @@ void FusionPlanner::placeDuplicatedNodes() {
     if (materialized_[i])
       newDraft(i);
   for (Draft &draft : drafts_) {
-    std::vector<int> copies;
-    for (int member : draft.members)
+    // Copies read the duplicated nodes they are built from (a broadcast of an iota): those
+    // are copied too.
+    std::vector<int> copies, pending = draft.members;
+    while (!pending.empty()) {
+      int member = pending.back();
+      pending.pop_back();
       for (const ir::Value *operand : node(member).operands()) {
         const ir::Node *producer = operand->definingNode();
         if (producer == nullptr)
           continue;
         int source = position_.at(producer);
-        if (role_[source] == FusionRole::Duplicated && !materialized_[source])
+        if (role_[source] == FusionRole::Duplicated && !materialized_[source] &&
+            std::find(copies.begin(), copies.end(), source) == copies.end()) {
           copies.push_back(source);
+          pending.push_back(source);
+        }
       }
+    }
     std::sort(copies.begin(), copies.end());
-    copies.erase(std::unique(copies.begin(), copies.end()), copies.end());
     draft.members.insert(draft.members.end(), copies.begin(), copies.end());
   }
 }

@@ -43,8 +43,19 @@ FusionRole fusionRole(const ir::Node &node) {
   default: break;
   }
   switch (node.info().category) {
-  case OpCategory::Elementwise:
-  case OpCategory::DataMovement: return FusionRole::Free;
+  case OpCategory::DataMovement:
+    // Re-indexing a constant (broadcasting an index table to the shape its gather
+    // wants) reads the constant where it is: cheaper than writing the large result
+    // to memory for the several kernels that share it.
+    if (node.numOperands() > 0 &&
+        std::all_of(node.operands().begin(), node.operands().end(), [](const ir::Value *v) {
+          const ir::Node *producer = v->definingNode();
+          return producer != nullptr && (producer->kind() == OpKind::Constant ||
+                                         fusionRole(*producer) == FusionRole::Duplicated);
+        }))
+      return FusionRole::Duplicated;
+    return FusionRole::Free;
+  case OpCategory::Elementwise: return FusionRole::Free;
   case OpCategory::Reduction:
   case OpCategory::Contraction:
   case OpCategory::Collective: return FusionRole::Anchor; // alone: anchorKind gives Opaque
@@ -85,6 +96,11 @@ bool takesNoPrologue(const ir::Node &anchor) {
 bool isEpilogueOp(const ir::Node &node, const ir::Node &anchor) {
   return fusionRole(node) == FusionRole::Free && node.info().category == OpCategory::Elementwise &&
          node.type().shape == anchor.type().shape;
+}
+
+bool readsGathered(const ir::Node &user, const ir::Value *value) {
+  return (user.kind() == OpKind::Gather || user.kind() == OpKind::TakeAlongAxis) &&
+         user.operand(0) == value;
 }
 
 bool isAliasOp(const ir::Node &node) {

@@ -14,7 +14,8 @@ namespace kiln::passes::fusion {
 enum class FusionRole {
   Free,         ///< elementwise or data movement: joins whatever group the tree rule allows
   Anchor,       ///< reduction, row, pooling, contraction or opaque: at most one per group
-  Duplicated,   ///< a scalar constant or an iota: recomputed in every group that reads it
+  Duplicated,   ///< a scalar constant, an iota, data movement of constants: recomputed in
+                ///< every group that reads it
   Constant,     ///< a constant of more than one element: its own Constant group
   Decomposable, ///< attention or a composite elementwise op: no kernel, decompose it first
 };
@@ -34,6 +35,10 @@ bool takesNoPrologue(const ir::Node &anchor);
 /// elementwise op (not data movement) of the anchor's shape, so the epilogue
 /// runs once per anchor result element and never broadcasts the anchor's value.
 bool isEpilogueOp(const ir::Node &node, const ir::Node &anchor);
+
+/// Whether `user` reads `value` at positions its indices choose (the data operand of a
+/// gather or take_along_axis), possibly many times each.
+bool readsGathered(const ir::Node &user, const ir::Value *value);
 
 /// reshape, squeeze and unsqueeze: the same bytes under a new shape.
 bool isAliasOp(const ir::Node &node);

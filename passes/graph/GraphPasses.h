@@ -75,23 +75,33 @@ enum class NhwcConvolutions {
 /// "layout-cpu" (CompileOptions::cpuNhwc).
 std::unique_ptr<Pass>
 createNhwcLayoutPass(NhwcConvolutions which = NhwcConvolutions::TensorCoreOperands);
-/// Which convolutions "winograd" rewrites, and with which output tile. The bounds are the CPU's
-/// measurements (docs/winograd.md): below them the transforms, which move each value through
-/// memory with gathers, and the per-run filter transform cost more than the multiplies saved.
+/// Which convolutions "winograd" rewrites in one layout: the CPU's measurements
+/// (docs/winograd.md). Below them the transforms, which move each value through memory, and the
+/// batched matmul's thin panels cost more than the multiplies saved.
+struct WinogradBounds {
+  /// The harmonic mean of the input and output channels, 2 C O / (C + O), at least this:
+  /// the matmul's work per transformed value grows with it.
+  int64_t minChannelMean = 0;
+  /// Output pixels over the batch, N H' W', at least this: the per-run costs (a batched
+  /// matmul of 16 products, the transforms' kernels) must be shared by enough of them.
+  int64_t minOutputPixels = 0;
+};
+/// Which convolutions "winograd" rewrites, and with which output tile.
 struct WinogradOptions {
   /// m of F(m x m, 3 x 3): 2 or 4.
   int outputTile = 2;
-  /// The harmonic mean of the input and output channels, 2 C O / (C + O), at least this:
-  /// the matmul's work per transformed value grows with it (256 in and out pass, 128 in and
-  /// 256 out do not).
-  int64_t minChannelMean = 256;
-  /// Output pixels over the batch, N H' W', at least this: the filter transform (16 O C values
-  /// per run) must be shared by enough of them (one 14 x 14 image breaks even, one 28 x 28 wins).
-  int64_t minOutputPixels = 400;
+  /// nchw: its input transform gathers single values (256 in and out pass, 128 in and 256
+  /// out do not; one 14 x 14 image breaks even, one 28 x 28 wins).
+  WinogradBounds nchw = {256, 400};
+  /// nhwc: its transforms read and write a pixel's channels with vector loads (128 in and
+  /// out at 14 x 14 pass, 64 do not at 28 x 28; 512 at 7 x 7 wins).
+  WinogradBounds nhwc = {128, 49};
+  /// Every convolution of the right form, whatever its size.
+  static WinogradOptions anySize(int outputTile = 2) { return {outputTile, {}, {}}; }
 };
-/// Whether "winograd" rewrites `node`: an f32 nchw conv2d, 3x3 filter, stride
-/// 1, dilation 1, one group, f32 accumulation without tf32, within `options`'
-/// bounds, at least one whole output tile each way.
+/// Whether "winograd" rewrites `node`: an f32 conv2d, 3x3 filter, stride 1,
+/// dilation 1, one group, f32 accumulation without tf32, within `options`'
+/// bounds for its layout, at least one whole output tile each way.
 bool winogradApplies(const ir::Node &node, const WinogradOptions &options);
 /// "winograd": rewrites the convolutions winogradApplies to as Winograd
 /// F(m x m, 3 x 3) from existing ops (a filter-transform matmul, an input

@@ -146,62 +146,93 @@ private:
   Location at_;
 };
 
-class WinogradConv final : public Pass {
-public:
-  explicit WinogradConv(WinogradOptions options) : options_(options) {}
+/// Where a layout keeps the convolution's axes: x is [N, C, H, W] (nchw) or [N, H, W, C]
+/// (nhwc), the filter [O, C, 3, 3] or [O, 3, 3, C], the output as x.
+struct ConvAxes {
+  bool nhwc = false;
+  int64_t channel() const { return nhwc ? 3 : 1; }
+  int64_t height() const { return nhwc ? 1 : 2; }
+  int64_t width() const { return nhwc ? 2 : 3; }
+};
 
-  std::string_view name() const override { return "winograd"; }
-  std::string_view description() const override {
-    return "runs f32 3x3 stride-1 convolutions with many channels as Winograd F(m x m, 3 x 3)";
+/// The rewrite of one convolution. Both layouts build the same transforms; they differ in
+/// where the channels sit, so that each transform's innermost axis is the one x and y keep
+/// contiguous: nchw tiles (V [points, C, N tiles], M = U V), nhwc channels (V [points, N
+/// tiles, C], M = V U), where every gather reads a pixel's channels with vector loads.
+class WinogradRewrite {
+public:
+  WinogradRewrite(ir::Graph &graph, const Node &conv, const WinogradMatrices &wm)
+      : b_(graph, conv), conv_(conv),
+        wm_(wm), axes_{ir::getString(conv.attrs(), "layout") == "nhwc"} {
+    const Shape &in = conv.operand(0)->type().shape;
+    n_ = in[0];
+    c_ = in[axes_.channel()];
+    h_ = in[axes_.height()];
+    w_ = in[axes_.width()];
+    o_ = conv.operand(1)->type().shape[0];
+    const Shape &out = conv.type().shape;
+    hOut_ = out[axes_.height()];
+    wOut_ = out[axes_.width()];
+    points_ = wm.alpha * wm.alpha;
+    tilesH_ = ceilDiv(hOut_, wm.m);
+    tilesW_ = ceilDiv(wOut_, wm.m);
   }
 
-  Expected<bool> run(ir::Graph &graph) override {
-    const WinogradMatrices &matrices = matricesFor(options_.outputTile);
-    return replaceNodes(graph, name(), [&](Node &node) -> Expected<Value *> {
-      if (!winogradApplies(node, options_))
-        return nullptr;
-      return rewrite(graph, node, matrices);
-    });
+  Expected<Value *> run() {
+    KILN_TRY(Value * u, filterTransform());
+    KILN_TRY(Value * v, inputTransform());
+    // M: the batched matmul over the points, every image's tiles side by side (wide panels
+    // for the GEMM at any batch); [points, N, tiles, O] or [points, O, N, tiles].
+    const int64_t tiles = tilesH_ * tilesW_;
+    if (axes_.nhwc) {
+      KILN_TRY(Value * product, b_.op(OpKind::MatMul, {v, u}));
+      KILN_TRY(Value * grid, b_.reshape(product, {points_, n_, tiles, o_}));
+      return outputTransform(grid);
+    }
+    KILN_TRY(Value * product, b_.op(OpKind::MatMul, {u, v}));
+    KILN_TRY(Value * grid, b_.reshape(product, {points_, o_, n_, tiles}));
+    return outputTransform(grid);
   }
 
 private:
-  static Expected<Value *> rewrite(ir::Graph &graph, const Node &conv,
-                                   const WinogradMatrices &wm) {
-    Builder b(graph, conv);
-    Value *x = conv.operand(0), *w = conv.operand(1);
-    const Shape &in = x->type().shape;
-    const int64_t n = in[0], c = in[1], h = in[2], wIn = in[3];
-    const int64_t o = w->type().shape[0];
-    const Shape &out = conv.type().shape;
-    const int64_t hOut = out[2], wOut = out[3];
-    const std::vector<int64_t> &padding = ir::getInts(conv.attrs(), "padding");
-    const int64_t m = wm.m, alpha = wm.alpha, points = alpha * alpha;
-    const int64_t tilesH = ceilDiv(hOut, m), tilesW = ceilDiv(wOut, m), tiles = tilesH * tilesW;
-    const DType f32 = DType::F32;
-
-    // U [points, O, C]: the filter transform, one small matmul per run (a
-    // constant filter folds).
-    std::vector<double> filterKron(static_cast<size_t>(points * 9));
+  /// U: (G ⊗ G) applied to each filter's 9 taps, one small matmul (a constant filter folds;
+  /// a parameter's is kept between runs as a derived value): [points, O, C] as the nchw
+  /// product's A, [points, C, O] as the nhwc product's B.
+  Expected<Value *> filterTransform() {
+    const int64_t alpha = wm_.alpha;
+    std::vector<double> filterKron(static_cast<size_t>(points_ * 9));
     for (int64_t a = 0; a < alpha; ++a)
       for (int64_t bb = 0; bb < alpha; ++bb)
         for (int64_t i = 0; i < 3; ++i)
           for (int64_t j = 0; j < 3; ++j)
             filterKron[static_cast<size_t>((a * alpha + bb) * 9 + i * 3 + j)] =
-                wm.filter[static_cast<size_t>(a * 3 + i)] * wm.filter[static_cast<size_t>(bb * 3 + j)];
-    KILN_TRY(Value * gg, b.constant(f32, {points, 9}, std::move(filterKron)));
-    KILN_TRY(Value * taps, b.reshape(w, {o * c, 9}));
-    KILN_TRY(Value * u, b.op(OpKind::MatMul, {gg, taps}, {{"transpose_b", true}}));
-    KILN_TRY(Value * u3, b.reshape(u, {points, o, c}));
+                wm_.filter[static_cast<size_t>(a * 3 + i)] *
+                wm_.filter[static_cast<size_t>(bb * 3 + j)];
+    KILN_TRY(Value * gg, b_.constant(DType::F32, {points_, 9}, std::move(filterKron)));
+    Value *w = conv_.operand(1);
+    if (!axes_.nhwc) {
+      KILN_TRY(Value * taps, b_.reshape(w, {o_ * c_, 9}));
+      KILN_TRY(Value * u, b_.op(OpKind::MatMul, {gg, taps}, {{"transpose_b", true}}));
+      return b_.reshape(u, {points_, o_, c_});
+    }
+    KILN_TRY(Value * byTap, b_.reshape(w, {o_, 9, c_}));
+    KILN_TRY(Value * tapsFirst,
+             b_.op(OpKind::Transpose, {byTap}, {{"perm", std::vector<int64_t>{1, 2, 0}}}));
+    KILN_TRY(Value * taps, b_.reshape(tapsFirst, {9, c_ * o_}));
+    KILN_TRY(Value * u, b_.op(OpKind::MatMul, {gg, taps}));
+    return b_.reshape(u, {points_, c_, o_});
+  }
 
-    // V [points, C, N tiles]: point (a, b) of tile (th, tw) sums, over the
-    // nonzeros i of BT's row a and j of its row b, BT[a, i] BT[b, j] times the
-    // image at row m th + i - top and column m tw + j - left (the factors are 0
-    // outside the image, and the clamped indices stay inside it).
-    const RowTerms inTerms = rowTerms(wm.inputT, alpha, alpha);
-    const int64_t inK = inTerms.most;
-    std::vector<double> rowIdx(static_cast<size_t>(inK * points * tilesH), 0.0);
+  /// V: point (a, b) of tile (th, tw) sums, over the nonzeros i of BT's row a and j of its
+  /// row b, BT[a, i] BT[b, j] times the image at row m th + i - top and column m tw + j -
+  /// left (the factors are 0 outside the image, and the clamped indices stay inside it).
+  Expected<Value *> inputTransform() {
+    const RowTerms inTerms = rowTerms(wm_.inputT, wm_.alpha, wm_.alpha);
+    const int64_t inK = inTerms.most, alpha = wm_.alpha, m = wm_.m, points = points_;
+    const std::vector<int64_t> &padding = ir::getInts(conv_.attrs(), "padding");
+    std::vector<double> rowIdx(static_cast<size_t>(inK * points * tilesH_), 0.0);
     std::vector<double> rowCoef(rowIdx.size(), 0.0);
-    std::vector<double> colIdx(static_cast<size_t>(inK * points * tilesW), 0.0);
+    std::vector<double> colIdx(static_cast<size_t>(inK * points * tilesW_), 0.0);
     std::vector<double> colCoef(colIdx.size(), 0.0);
     // One axis's table: for term k of transform point `ab` along this axis (row `which` of
     // B^T), the clamped source index and its coefficient (0 where the tile reads padding).
@@ -220,58 +251,78 @@ private:
     for (int64_t k = 0; k < inK; ++k)
       for (int64_t a = 0; a < alpha; ++a)
         for (int64_t bb = 0; bb < alpha; ++bb) {
-          fillAxis(a, k, a * alpha + bb, tilesH, padding[0], h, rowIdx, rowCoef);
-          fillAxis(bb, k, a * alpha + bb, tilesW, padding[2], wIn, colIdx, colCoef);
+          fillAxis(a, k, a * alpha + bb, tilesH_, padding[0], h_, rowIdx, rowCoef);
+          fillAxis(bb, k, a * alpha + bb, tilesW_, padding[2], w_, colIdx, colCoef);
         }
-    KILN_TRY(Value * rowIdxTable, b.constant(DType::I32, {inK, points, tilesH, 1}, std::move(rowIdx)));
-    KILN_TRY(Value * rowCoefTable, b.constant(f32, {inK, points, tilesH, 1}, std::move(rowCoef)));
-    KILN_TRY(Value * colIdxTable, b.constant(DType::I32, {inK, points, 1, tilesW}, std::move(colIdx)));
-    KILN_TRY(Value * colCoefTable, b.constant(f32, {inK, points, 1, tilesW}, std::move(colCoef)));
-    const Shape tileGrid = {points, tilesH, tilesW};
+    const DType i32 = DType::I32, f32 = DType::F32;
+    KILN_TRY(Value * rowIdxTable, b_.constant(i32, {inK, points, tilesH_, 1}, std::move(rowIdx)));
+    KILN_TRY(Value * rowCoefTable, b_.constant(f32, {inK, points, tilesH_, 1}, std::move(rowCoef)));
+    KILN_TRY(Value * colIdxTable, b_.constant(i32, {inK, points, 1, tilesW_}, std::move(colIdx)));
+    KILN_TRY(Value * colCoefTable, b_.constant(f32, {inK, points, 1, tilesW_}, std::move(colCoef)));
+    // The gathered patches: [N, C, 1, points, tilesH, tilesW] or [N, 1, points, tilesH,
+    // tilesW, C] (the gathered axes replace the width, the row's take the height).
+    const Shape tileGrid = {points, tilesH_, tilesW_};
+    const Shape patchShape = axes_.nhwc ? Shape{n_, 1, points, tilesH_, tilesW_, c_}
+                                        : Shape{n_, c_, 1, points, tilesH_, tilesW_};
+    const Shape rowIndexShape =
+        axes_.nhwc ? Shape{1, 1, points, tilesH_, 1, 1} : Shape{1, 1, 1, points, tilesH_, 1};
+    // The coefficients broadcast over the patch's trailing axes: a channel axis last in nhwc.
+    const Shape rowFactorShape =
+        axes_.nhwc ? Shape{points, tilesH_, 1, 1} : Shape{points, tilesH_, 1};
+    const Shape colFactorShape =
+        axes_.nhwc ? Shape{points, 1, tilesW_, 1} : Shape{points, 1, tilesW_};
+    Value *x = conv_.operand(0);
     std::vector<Value *> inputTerms;
     for (int64_t kj = 0; kj < inK; ++kj) {
-      KILN_TRY(Value * col, b.row(colIdxTable, kj, {points, 1, tilesW}));
-      KILN_TRY(Value * colFull, b.op(OpKind::BroadcastTo, {col}, {{"shape", tileGrid}}));
-      // [N, C, H, points, tilesH, tilesW]: every image row at the term's columns...
-      KILN_TRY(Value * atCols, b.op(OpKind::Gather, {x, colFull}, {{"axis", int64_t{3}}}));
-      KILN_TRY(Value * colFactor, b.row(colCoefTable, kj, {points, 1, tilesW}));
+      KILN_TRY(Value * col, b_.row(colIdxTable, kj, {points, 1, tilesW_}));
+      KILN_TRY(Value * colFull, b_.op(OpKind::BroadcastTo, {col}, {{"shape", tileGrid}}));
+      // Every image row at the term's columns...
+      KILN_TRY(Value * atCols, b_.op(OpKind::Gather, {x, colFull}, {{"axis", axes_.width()}}));
+      KILN_TRY(Value * colFactor, b_.row(colCoefTable, kj, colFactorShape));
       for (int64_t ki = 0; ki < inK; ++ki) {
-        KILN_TRY(Value * row, b.row(rowIdxTable, ki, {1, 1, 1, points, tilesH, 1}));
-        KILN_TRY(Value * rowFull, b.op(OpKind::BroadcastTo, {row},
-                                       {{"shape", Shape{n, c, 1, points, tilesH, tilesW}}}));
-        // ...and of those, the term's row: [N, C, 1, points, tilesH, tilesW].
+        KILN_TRY(Value * row, b_.row(rowIdxTable, ki, rowIndexShape));
+        KILN_TRY(Value * rowFull, b_.op(OpKind::BroadcastTo, {row}, {{"shape", patchShape}}));
+        // ...and of those, the term's row.
         KILN_TRY(Value * patch,
-                 b.op(OpKind::TakeAlongAxis, {atCols, rowFull}, {{"axis", int64_t{2}}}));
-        KILN_TRY(Value * rowFactor, b.row(rowCoefTable, ki, {points, tilesH, 1}));
-        KILN_TRY(Value * factor, b.op(OpKind::Mul, {rowFactor, colFactor}));
-        KILN_TRY(Value * term, b.op(OpKind::Mul, {patch, factor}));
+                 b_.op(OpKind::TakeAlongAxis, {atCols, rowFull}, {{"axis", axes_.height()}}));
+        KILN_TRY(Value * rowFactor, b_.row(rowCoefTable, ki, rowFactorShape));
+        KILN_TRY(Value * factor, b_.op(OpKind::Mul, {rowFactor, colFactor}));
+        KILN_TRY(Value * term, b_.op(OpKind::Mul, {patch, factor}));
         inputTerms.push_back(term);
       }
     }
-    KILN_TRY(Value * vSum, b.sum(std::move(inputTerms)));
-    KILN_TRY(Value * vGrid, b.reshape(vSum, {n, c, points, tilesH, tilesW}));
-    KILN_TRY(Value * vTiles, b.op(OpKind::Transpose, {vGrid},
-                                  {{"perm", std::vector<int64_t>{2, 1, 0, 3, 4}}}));
-    // An alias: the transform's kernel writes the tile grid, no index division.
-    KILN_TRY(Value * v, b.reshape(vTiles, {points, c, n * tiles}));
+    KILN_TRY(Value * vSum, b_.sum(std::move(inputTerms)));
+    // The transform's kernel writes the tile grid (the reshape after the transpose is an
+    // alias), so it divides no index.
+    const int64_t tiles = n_ * tilesH_ * tilesW_;
+    if (axes_.nhwc) {
+      KILN_TRY(Value * vGrid, b_.reshape(vSum, {n_, points, tilesH_, tilesW_, c_}));
+      KILN_TRY(Value * vTiles,
+               b_.op(OpKind::Transpose, {vGrid}, {{"perm", std::vector<int64_t>{1, 0, 2, 3, 4}}}));
+      return b_.reshape(vTiles, {points, tiles, c_});
+    }
+    KILN_TRY(Value * vGrid, b_.reshape(vSum, {n_, c_, points, tilesH_, tilesW_}));
+    KILN_TRY(Value * vTiles,
+             b_.op(OpKind::Transpose, {vGrid}, {{"perm", std::vector<int64_t>{2, 1, 0, 3, 4}}}));
+    return b_.reshape(vTiles, {points, c_, tiles});
+  }
 
-    // M [points, O, N tiles]: the batched matmul, every image's tiles side by side (wide
-    // panels for the GEMM at any batch).
-    KILN_TRY(Value * product, b.op(OpKind::MatMul, {u3, v}));
-    KILN_TRY(Value * productGrid, b.reshape(product, {points, o, n, tiles}));
-
-    // y [N, O, H', W']: output pixel (h, w), point (p, q) = (h mod m, w mod m)
-    // of tile (h / m, w / m), sums over the nonzeros a of AT's row p and b of
-    // its row q AT[p, a] AT[q, b] M[a alpha + b, tile].
-    const RowTerms outTerms = rowTerms(wm.outputT, m, alpha);
-    const int64_t outK = outTerms.most;
+  /// y: output pixel (h, w), point (p, q) = (h mod m, w mod m) of tile (h / m, w / m), sums
+  /// over the nonzeros a of AT's row p and b of its row q AT[p, a] AT[q, b] M[a alpha + b,
+  /// tile]; `grid` is M as [points, N, tiles, O] (nhwc) or [points, O, N, tiles] (nchw).
+  Expected<Value *> outputTransform(Value *grid) {
+    const RowTerms outTerms = rowTerms(wm_.outputT, wm_.m, wm_.alpha);
+    const int64_t outK = outTerms.most, m = wm_.m, alpha = wm_.alpha;
+    const int64_t hOut = hOut_, wOut = wOut_;
     std::vector<double> tileRow(static_cast<size_t>(hOut)), tileCol(static_cast<size_t>(wOut));
     for (int64_t y = 0; y < hOut; ++y)
-      tileRow[static_cast<size_t>(y)] = static_cast<double>((y / m) * tilesW);
+      tileRow[static_cast<size_t>(y)] = static_cast<double>((y / m) * tilesW_);
     for (int64_t xx = 0; xx < wOut; ++xx)
       tileCol[static_cast<size_t>(xx)] = static_cast<double>(xx / m);
-    std::vector<double> pointRow(static_cast<size_t>(outK * hOut), 0.0), outRowCoef(pointRow.size(), 0.0);
-    std::vector<double> pointCol(static_cast<size_t>(outK * wOut), 0.0), outColCoef(pointCol.size(), 0.0);
+    std::vector<double> pointRow(static_cast<size_t>(outK * hOut), 0.0);
+    std::vector<double> outRowCoef(pointRow.size(), 0.0);
+    std::vector<double> pointCol(static_cast<size_t>(outK * wOut), 0.0);
+    std::vector<double> outColCoef(pointCol.size(), 0.0);
     for (int64_t k = 0; k < outK; ++k) {
       for (int64_t y = 0; y < hOut; ++y)
         if (const auto &list = outTerms.rows[static_cast<size_t>(y % m)];
@@ -288,41 +339,76 @@ private:
           outColCoef[static_cast<size_t>(k * wOut + xx)] = list[static_cast<size_t>(k)].value;
         }
     }
-    KILN_TRY(Value * tileRowTable, b.constant(DType::I32, {hOut, 1}, std::move(tileRow)));
-    KILN_TRY(Value * tileColTable, b.constant(DType::I32, {1, wOut}, std::move(tileCol)));
-    KILN_TRY(Value * pointRowTable, b.constant(DType::I32, {outK, hOut, 1}, std::move(pointRow)));
-    KILN_TRY(Value * rowCoefOut, b.constant(f32, {outK, hOut, 1}, std::move(outRowCoef)));
-    KILN_TRY(Value * pointColTable, b.constant(DType::I32, {outK, 1, wOut}, std::move(pointCol)));
-    KILN_TRY(Value * colCoefOut, b.constant(f32, {outK, 1, wOut}, std::move(outColCoef)));
-    KILN_TRY(Value * tileOf, b.op(OpKind::Add, {tileRowTable, tileColTable}));
-    // [points, O, N, H', W']: every point of each pixel's tile.
-    KILN_TRY(Value * atTiles, b.op(OpKind::Gather, {productGrid, tileOf}, {{"axis", int64_t{3}}}));
+    const DType i32 = DType::I32, f32 = DType::F32;
+    KILN_TRY(Value * tileRowTable, b_.constant(i32, {hOut, 1}, std::move(tileRow)));
+    KILN_TRY(Value * tileColTable, b_.constant(i32, {1, wOut}, std::move(tileCol)));
+    KILN_TRY(Value * pointRowTable, b_.constant(i32, {outK, hOut, 1}, std::move(pointRow)));
+    KILN_TRY(Value * rowCoefOut, b_.constant(f32, {outK, hOut, 1}, std::move(outRowCoef)));
+    KILN_TRY(Value * pointColTable, b_.constant(i32, {outK, 1, wOut}, std::move(pointCol)));
+    KILN_TRY(Value * colCoefOut, b_.constant(f32, {outK, 1, wOut}, std::move(outColCoef)));
+    KILN_TRY(Value * tileOf, b_.op(OpKind::Add, {tileRowTable, tileColTable}));
+    // Every point of each pixel's tile: [points, N, H', W', O] or [points, O, N, H', W'].
+    const int64_t tileAxis = axes_.nhwc ? 2 : 3;
+    KILN_TRY(Value * atTiles, b_.op(OpKind::Gather, {grid, tileOf}, {{"axis", tileAxis}}));
+    const Shape pointShape = axes_.nhwc ? Shape{1, 1, hOut, wOut, 1} : Shape{1, 1, 1, hOut, wOut};
+    const Shape pickedShape =
+        axes_.nhwc ? Shape{1, n_, hOut, wOut, o_} : Shape{1, o_, n_, hOut, wOut};
+    const Shape factorShape = axes_.nhwc ? Shape{hOut, wOut, 1} : Shape{hOut, wOut};
     std::vector<Value *> outputTerms;
     for (int64_t ka = 0; ka < outK; ++ka) {
-      KILN_TRY(Value * pointA, b.row(pointRowTable, ka, {hOut, 1}));
-      KILN_TRY(Value * factorA, b.row(rowCoefOut, ka, {hOut, 1}));
+      KILN_TRY(Value * pointA, b_.row(pointRowTable, ka, {hOut, 1}));
+      KILN_TRY(Value * factorA, b_.row(rowCoefOut, ka, {hOut, 1}));
       for (int64_t kb = 0; kb < outK; ++kb) {
-        KILN_TRY(Value * pointB, b.row(pointColTable, kb, {1, wOut}));
-        KILN_TRY(Value * point, b.op(OpKind::Add, {pointA, pointB}));
-        KILN_TRY(Value * point5, b.reshape(point, {1, 1, 1, hOut, wOut}));
-        KILN_TRY(Value * pointFull, b.op(OpKind::BroadcastTo, {point5},
-                                         {{"shape", Shape{1, o, n, hOut, wOut}}}));
+        KILN_TRY(Value * pointB, b_.row(pointColTable, kb, {1, wOut}));
+        KILN_TRY(Value * point, b_.op(OpKind::Add, {pointA, pointB}));
+        KILN_TRY(Value * pointAt, b_.reshape(point, pointShape));
+        KILN_TRY(Value * pointFull,
+                 b_.op(OpKind::BroadcastTo, {pointAt}, {{"shape", pickedShape}}));
         KILN_TRY(Value * picked,
-                 b.op(OpKind::TakeAlongAxis, {atTiles, pointFull}, {{"axis", int64_t{0}}}));
-        KILN_TRY(Value * factorB, b.row(colCoefOut, kb, {1, wOut}));
-        KILN_TRY(Value * factor, b.op(OpKind::Mul, {factorA, factorB}));
-        KILN_TRY(Value * term, b.op(OpKind::Mul, {picked, factor}));
+                 b_.op(OpKind::TakeAlongAxis, {atTiles, pointFull}, {{"axis", int64_t{0}}}));
+        KILN_TRY(Value * factorB, b_.row(colCoefOut, kb, {1, wOut}));
+        KILN_TRY(Value * factor, b_.op(OpKind::Mul, {factorA, factorB}));
+        KILN_TRY(Value * factorAt, b_.reshape(factor, factorShape));
+        KILN_TRY(Value * term, b_.op(OpKind::Mul, {picked, factorAt}));
         outputTerms.push_back(term);
       }
     }
-    KILN_TRY(Value * ySum, b.sum(std::move(outputTerms)));
-    KILN_TRY(Value * yByChannel, b.reshape(ySum, {o, n, hOut, wOut}));
-    KILN_TRY(Value * y, b.op(OpKind::Transpose, {yByChannel},
-                             {{"perm", std::vector<int64_t>{1, 0, 2, 3}}}));
-    KILN_CHECK(y->type() == conv.type(), "the Winograd convolution has the convolution's type");
-    return y;
+    KILN_TRY(Value * ySum, b_.sum(std::move(outputTerms)));
+    if (axes_.nhwc)
+      return b_.reshape(ySum, {n_, hOut, wOut, o_});
+    KILN_TRY(Value * yByChannel, b_.reshape(ySum, {o_, n_, hOut, wOut}));
+    return b_.op(OpKind::Transpose, {yByChannel}, {{"perm", std::vector<int64_t>{1, 0, 2, 3}}});
   }
 
+  Builder b_;
+  const Node &conv_;
+  const WinogradMatrices &wm_;
+  ConvAxes axes_;
+  int64_t n_ = 0, c_ = 0, h_ = 0, w_ = 0, o_ = 0, hOut_ = 0, wOut_ = 0;
+  int64_t points_ = 0, tilesH_ = 0, tilesW_ = 0;
+};
+
+class WinogradConv final : public Pass {
+public:
+  explicit WinogradConv(WinogradOptions options) : options_(options) {}
+
+  std::string_view name() const override { return "winograd"; }
+  std::string_view description() const override {
+    return "runs f32 3x3 stride-1 convolutions with many channels as Winograd F(m x m, 3 x 3)";
+  }
+
+  Expected<bool> run(ir::Graph &graph) override {
+    const WinogradMatrices &matrices = matricesFor(options_.outputTile);
+    return replaceNodes(graph, name(), [&](Node &node) -> Expected<Value *> {
+      if (!winogradApplies(node, options_))
+        return nullptr;
+      KILN_TRY(Value * y, WinogradRewrite(graph, node, matrices).run());
+      KILN_CHECK(y->type() == node.type(), "the Winograd convolution has the convolution's type");
+      return y;
+    });
+  }
+
+private:
   WinogradOptions options_;
 };
 
@@ -335,18 +421,22 @@ bool winogradApplies(const ir::Node &node, const WinogradOptions &options) {
   const ir::TensorType &x = node.operand(0)->type();
   const ir::TensorType &w = node.operand(1)->type();
   const std::vector<int64_t> one = {1, 1};
-  if (ir::getString(attrs, "layout") != "nchw" || ir::getInt(attrs, "groups") != 1 ||
+  const std::string &layout = ir::getString(attrs, "layout");
+  if ((layout != "nchw" && layout != "nhwc") || ir::getInt(attrs, "groups") != 1 ||
       ir::getInts(attrs, "stride") != one || ir::getInts(attrs, "dilation") != one ||
       ir::getBool(attrs, "allow_tf32") || ir::getType(attrs, "accumulate") != DType::F32)
     return false;
+  const ConvAxes axes{layout == "nhwc"};
   if (x.dtype != DType::F32 || w.dtype != DType::F32 || node.type().dtype != DType::F32 ||
-      x.rank() != 4 || w.rank() != 4 || w.shape[2] != 3 || w.shape[3] != 3)
+      x.rank() != 4 || w.rank() != 4 || w.shape[axes.height()] != 3 || w.shape[axes.width()] != 3)
     return false;
   const Shape &out = node.type().shape;
-  const int64_t c = x.shape[1], o = w.shape[0];
-  return 2 * c * o >= options.minChannelMean * (c + o) &&
-         out[0] * out[2] * out[3] >= options.minOutputPixels && out[2] >= options.outputTile &&
-         out[3] >= options.outputTile;
+  const int64_t c = x.shape[axes.channel()], o = w.shape[0];
+  const int64_t hOut = out[axes.height()], wOut = out[axes.width()];
+  const WinogradBounds &bounds = axes.nhwc ? options.nhwc : options.nchw;
+  return 2 * c * o >= bounds.minChannelMean * (c + o) &&
+         out[0] * hOut * wOut >= bounds.minOutputPixels && hOut >= options.outputTile &&
+         wOut >= options.outputTile;
 }
 
 std::unique_ptr<Pass> createWinogradPass(WinogradOptions options) {

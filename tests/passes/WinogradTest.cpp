@@ -89,7 +89,16 @@ TEST_CASE("winograd takes f32 3x3 stride-1 convolutions with enough channels",
   CHECK_FALSE(rewrites(convGraph(DType::F64, deep, 256, 3, {{"accumulate", DType::F64}})));
   CHECK_FALSE(rewrites(convGraph(f32, deep, 256, 3, {{"accumulate", DType::F64}})));
   CHECK_FALSE(rewrites(convGraph(f32, deep, 256, 3, {{"allow_tf32", true}})));
-  CHECK_FALSE(rewrites(convGraph(f32, {1, 22, 22, 256}, 256, 3, {{"layout", std::string("nhwc")}})));
+  // nhwc at its own bounds (a mean of 128 channels, 49 output pixels), with the same form.
+  const AttrMap nhwc = {{"layout", std::string("nhwc")}};
+  CHECK(rewrites(convGraph(f32, {1, 9, 9, 128}, 128, 3, nhwc)));  // 7 x 7 pixels
+  CHECK(rewrites(convGraph(f32, {1, 22, 22, 96}, 192, 3, nhwc))); // mean 128
+  CHECK_FALSE(rewrites(convGraph(f32, {1, 22, 22, 64}, 64, 3, nhwc)));
+  CHECK_FALSE(rewrites(convGraph(f32, {1, 8, 8, 512}, 512, 3, nhwc))); // 6 x 6 pixels
+  CHECK_FALSE(rewrites(convGraph(f32, {1, 22, 22, 256}, 256, 3,
+                                 {{"layout", std::string("nhwc")}, {"stride", Ints{2, 2}}})));
+  CHECK_FALSE(rewrites(convGraph(f32, {1, 22, 22, 256}, 256, 3,
+                                 {{"layout", std::string("nhwc")}, {"groups", int64_t{2}}})));
   // Not: few channels (the mean of 128 and 256, of 64 and 4096), few pixels (1 x 14 x 14,
   // 8 x 7 x 7).
   CHECK_FALSE(rewrites(convGraph(f32, {1, 128, 22, 22}, 256, 3)));
@@ -97,11 +106,10 @@ TEST_CASE("winograd takes f32 3x3 stride-1 convolutions with enough channels",
   CHECK_FALSE(rewrites(convGraph(f32, {1, 512, 14, 14}, 512, 3, {{"padding", Ints{1, 1, 1, 1}}})));
   CHECK_FALSE(rewrites(convGraph(f32, {8, 512, 9, 9}, 512, 3)));
   // An output smaller than one tile each way.
-  CHECK_FALSE(rewrites(convGraph(f32, {1, 5, 3, 9}, 7, 3), {.minChannelMean = 0, .minOutputPixels = 0}));
-  CHECK_FALSE(rewrites(convGraph(f32, {1, 5, 5, 5}, 7, 3),
-                       {.outputTile = 4, .minChannelMean = 0, .minOutputPixels = 0}));
+  CHECK_FALSE(rewrites(convGraph(f32, {1, 5, 3, 9}, 7, 3), WinogradOptions::anySize()));
+  CHECK_FALSE(rewrites(convGraph(f32, {1, 5, 5, 5}, 7, 3), WinogradOptions::anySize(4)));
   // The bounds are options.
-  CHECK(rewrites(convGraph(f32, {1, 5, 9, 9}, 7, 3), {.minChannelMean = 0, .minOutputPixels = 0}));
+  CHECK(rewrites(convGraph(f32, {1, 5, 9, 9}, 7, 3), WinogradOptions::anySize()));
 }
 
 TEST_CASE("winograd computes the convolution: odd sizes, partial tiles, any padding",
@@ -117,14 +125,18 @@ TEST_CASE("winograd computes the convolution: odd sizes, partial tiles, any padd
       {{3, 3, 7, 11}, 5, {0, 0, 0, 0}}, {{1, 4, 8, 9}, 3, {2, 0, 0, 1}},
       {{2, 6, 10, 10}, 4, {1, 1, 1, 1}},
   };
-  for (int tile : {2, 4})
-    for (const Case &c : cases) {
-      INFO("F(" << tile << "x" << tile << ", 3x3) on x " << shapeStr(c.x) << ", " << c.o
-                << " outputs, padding " << shapeStr(c.padding));
-      // F(4x4, 3x3) amplifies the rounding of its larger coefficients.
-      checkSameValues([&] { return convGraph(DType::F32, c.x, c.o, 3, {{"padding", c.padding}}); },
-                      {.outputTile = tile, .minChannelMean = 0, .minOutputPixels = 0}, tile == 2 ? 1e-5 : 1e-4);
-    }
+  for (std::string layout : {"nchw", "nhwc"})
+    for (int tile : {2, 4})
+      for (const Case &c : cases) {
+        INFO(layout << " F(" << tile << "x" << tile << ", 3x3) on x " << shapeStr(c.x) << ", "
+                    << c.o << " outputs, padding " << shapeStr(c.padding));
+        // The case's sizes in nchw order; nhwc moves the channels last.
+        Shape x = layout == "nhwc" ? Shape{c.x[0], c.x[2], c.x[3], c.x[1]} : c.x;
+        AttrMap attrs = {{"padding", c.padding}, {"layout", layout}};
+        // F(4x4, 3x3) amplifies the rounding of its larger coefficients.
+        checkSameValues([&] { return convGraph(DType::F32, x, c.o, 3, attrs); },
+                        WinogradOptions::anySize(tile), tile == 2 ? 1e-5 : 1e-4);
+      }
 }
 
 TEST_CASE("winograd keeps a training graph's gradients", "[passes][winograd]") {
@@ -150,5 +162,5 @@ TEST_CASE("winograd keeps a training graph's gradients", "[passes][winograd]") {
     return graph;
   };
   // The sum of relu's gradients and of the filter gradient's products: looser than one conv.
-  checkSameValues(build, {.minChannelMean = 0, .minOutputPixels = 0}, 1e-4);
+  checkSameValues(build, WinogradOptions::anySize(), 1e-4);
 }

@@ -45,10 +45,21 @@ inline std::vector<std::string> listingLines(const ir::Graph &graph,
   return lines;
 }
 
-/// Scalar constants and iotas may be recomputed in several groups.
+/// Scalar constants, iotas and data movement of constants (or of those) may be recomputed
+/// in several groups.
 inline bool isDuplicable(const ir::Node &node) {
-  return node.kind() == ir::OpKind::Iota ||
-         (node.kind() == ir::OpKind::Constant && node.type().numElements() == 1);
+  if (node.kind() == ir::OpKind::Iota ||
+      (node.kind() == ir::OpKind::Constant && node.type().numElements() == 1))
+    return true;
+  if (node.info().category != ir::OpCategory::DataMovement || node.numOperands() == 0)
+    return false;
+  for (const ir::Value *operand : node.operands()) {
+    const ir::Node *producer = operand->definingNode();
+    if (producer == nullptr ||
+        (producer->kind() != ir::OpKind::Constant && !isDuplicable(*producer)))
+      return false;
+  }
+  return true;
 }
 
 inline bool isAnchorOp(const ir::Node &node) {
@@ -57,7 +68,7 @@ inline bool isAnchorOp(const ir::Node &node) {
 }
 
 /// Checks what every plan must satisfy, whatever grouping it chose:
-/// - every node is in exactly one group, except scalar constants and iotas,
+/// - every node is in exactly one group, except duplicable ones (isDuplicable),
 ///   which may be copied into several groups (or none, when dead);
 /// - a group's nodes are in topological order with the root last, and every
 ///   non-root node has all its users in the group (a copied scalar or iota:
@@ -120,9 +131,14 @@ inline void checkPlanInvariants(const ir::Graph &graph, const passes::FusionPlan
         // A copy of a scalar or iota serves its group; the other users'
         // groups hold copies of their own.
         for (const ir::Use &use : node->result()->uses()) {
-          if (isDuplicable(*node))
-            REQUIRE(plan.groupOf(use.user)->contains(node));
-          else
+          if (isDuplicable(*node)) {
+            // A user in no group is a dead copy of its own (a broadcast of an unused iota).
+            const passes::FusionGroup *userGroup = plan.groupOf(use.user);
+            if (userGroup == nullptr)
+              REQUIRE(isDuplicable(*use.user));
+            else
+              REQUIRE(userGroup->contains(node));
+          } else
             REQUIRE(group.contains(use.user));
         }
       }
