@@ -4,12 +4,14 @@
 #include "compiler/CollectiveLaunchOrder.h"
 #include "compiler/KernelCost.h"
 #include "ir/graph/OpTable.h"
+#include "ir/kernel/Printer.h"
 #include "passes/graph/ArenaPlanner.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
+#include <regex>
 #include <set>
 
 namespace kiln::compiler {
@@ -141,9 +143,23 @@ private:
     plan_.steps.push_back(std::move(reduce));
   }
 
+  /// A packed weight: the buffer it is packed from and the prelude's code (the same code on
+  /// the same buffer writes the same workspace).
+  using PackKey = std::pair<int, std::string>;
+  /// The prelude's body with the weight's parameter named `weight`: GEMMs of one shape take
+  /// the weight at different argument positions (`in0`, `in1`) when their epilogues read
+  /// different inputs, and pack it the same way.
+  static std::string preludeSignature(const lower::LoweredKernel &lowered) {
+    const std::string &weight = lowered.prelude->params[size_t(lowered.preludeInput)]->name;
+    return std::regex_replace(kir::printStmt(lowered.prelude->body),
+                              std::regex("\\b" + weight + "\\b"), "weight");
+  }
+
   const ir::Graph &graph_;
   const passes::FusionPlan &fusion_;
   DerivedValues derivedValues_;
+  /// Each packed weight's workspace, by what it packs.
+  std::map<PackKey, int> packedWeights_;
   LaunchPlan plan_;
   std::vector<passes::BufferLifetime> lifetimes_;
   std::map<const ir::Value *, int> bufferOf_;
@@ -245,7 +261,21 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
       for (const ir::Value *input : group.inputs)
         if (canWriteInPlace(group, input))
           inPlaceCandidates.push_back({out, bufferOf_.at(input)});
+    // A weight packed the same way for an earlier GEMM (a recurrent weight, once a time
+    // step) is packed once: this GEMM reads that workspace and its prelude does not run.
+    std::optional<PackKey> packKey;
+    int sharedPack = -1;
+    if (lowered.prelude) {
+      packKey = PackKey{storageRoot(bufferOf_.at(group.inputs[size_t(lowered.preludeInput)])),
+                        preludeSignature(lowered)};
+      if (auto known = packedWeights_.find(*packKey); known != packedWeights_.end())
+        sharedPack = known->second;
+    }
     for (int w = 0; w < lowered.numWorkspaces; ++w) {
+      if (sharedPack >= 0 && w == lowered.preludeWorkspace) {
+        launch.args.push_back(sharedPack);
+        continue;
+      }
       const kir::BufferPtr &param = kernel.params[lowered.numInputs + 1 + w];
       int id = addBuffer({fmt::format("{}_ws{}", kernel.name, w), param->dtype,
                           {param->size}, param->size * dtypeByteSize(param->dtype),
@@ -274,8 +304,11 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
       followUps.push_back(std::move(next));
     }
     std::optional<runtime::PlanStep> prelude;
-    if (lowered.prelude)
+    if (lowered.prelude && sharedPack < 0) {
       prelude = preludeStep(lowered, group, launch, lookup);
+      packedWeights_[*packKey] =
+          launch.args[group.inputs.size() + 1 + size_t(lowered.preludeWorkspace)];
+    }
     int lastStep = step + (prelude ? 1 : 0) + static_cast<int>(followUps.size());
     for (int id : launch.args)
       markUse(id, lastStep);

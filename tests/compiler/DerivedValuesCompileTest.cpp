@@ -6,6 +6,8 @@
 #include "CompileTestUtil.h"
 #include "SmallCnn.h"
 
+#include <set>
+
 namespace kiln::test {
 namespace {
 
@@ -83,6 +85,45 @@ TEST_CASE("a host model keeps values derived from its weights and recomputes the
   REQUIRE_FALSE(own.empty());
   checkRun(model, ir, merged(inputs, own), merged(merged(inputs, second), own));
   checkRun(model, ir, inputs, merged(inputs, second));
+}
+
+TEST_CASE("a weight that several GEMMs read the same way is packed once", "[compiler][derived]") {
+  // An unrolled recurrence, h = tanh(h @ w + x_t): each step's GEMM packs w for its panels,
+  // and every step packs it the same way, so the plan runs one packing and the GEMMs share
+  // its workspace (the LSTM's recurrent weight, once a time step forward and backward).
+  uint64_t seed = freshSeed();
+  INFO("seed " << seed);
+  Rng rng(seed);
+  Graph graph("recurrence");
+  Tensor w = graph.param("w", randomTensor(DType::F32, {72, 72}, rng));
+  Tensor h = tanh(matmul(graph.input("x0", {5, 72}), w));
+  for (const char *name : {"x1", "x2", "x3"})
+    h = tanh(add(matmul(h, w), graph.input(name, {5, 72})));
+  graph.output("h", h);
+  REQUIRE(graph.finalize());
+  const ir::Graph &ir = graph.ir();
+  CompileOptions options;
+  options.target = TargetKind::Cpu;
+  CompiledModel model = compileOrFail(ir, options);
+  const runtime::LaunchPlan &plan = model.plan();
+  std::vector<int> packSteps;
+  std::set<int> workspacesRead;
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const runtime::PlanStep &step = plan.steps[i];
+    if (step.kernelName.ends_with("_pack_b"))
+      packSteps.push_back(static_cast<int>(i));
+    else if (step.kernelName.find("contraction") != std::string::npos)
+      workspacesRead.insert(step.args.back()); // the packed weight is the last workspace
+  }
+  REQUIRE(packSteps.size() == 1);
+  const runtime::PlanStep &pack = plan.steps[size_t(packSteps[0])];
+  CHECK(workspacesRead == std::set<int>{pack.args.back()});
+  NamedTensors inputs;
+  for (const char *name : {"x0", "x1", "x2", "x3"})
+    inputs.emplace(name, randomTensor(DType::F32, {5, 72}, rng));
+  NamedTensors params = randomParams(ir, rng);
+  REQUIRE(model.bindParams(params).has_value());
+  checkRun(model, ir, inputs, merged(inputs, params));
 }
 
 TEST_CASE("device plans compute derived values in every run", "[compiler][derived]") {
