@@ -267,3 +267,31 @@ TEST_CASE("a vectorized loop's transcendentals call libmvec's vector variants",
     worst = std::max(worst, ulpDistance(output[k], std::tanh(std::exp(input[k]))));
   CHECK(worst <= 4);
 }
+
+TEST_CASE("a loop vectorized 4 wide calls libmvec's 4-lane variants",
+          "[codegen][host][intrinsic]") {
+  // out[i] = f64(exp(in[i])): f64 lanes make the vectorizer run 4 wide on 256-bit vectors (a
+  // softmax sums its exponentials so), where exp was one libm call per lane.
+  const codegen::CpuTarget &target = kiln::testing::hostTarget();
+  if (target.vectorBits != 256) {
+    WARN("skipped: the vectorizer picks 4 f64 lanes on 256-bit vectors; this CPU has "
+         << target.vectorBits);
+    return;
+  }
+  auto in = makeBuffer("in", DType::F32, 1000), out = makeBuffer("out", DType::F64, 1000);
+  auto i = makeVar("i");
+  ExprPtr wide = kir::cast(call(Intrinsic::Exp, {load(in, kir::ref(i))}), kir::Type::scalar(DType::F64));
+  Kernel kernel{"exp_to_f64", {in, out},
+                forRange(i, 1000, ForKind::Vectorized, store(out, kir::ref(i), wide))};
+  auto ir = codegen::emitHostLlvmIr(kernel, target, /*optimized=*/true);
+  REQUIRE(ir);
+  CHECK(ir->find("_ZGVbN4v_expf") != std::string::npos);
+  JitKernel jit(kernel);
+  AlignedVector<float> input = range<float>(-6, 2, 1000);
+  AlignedVector<double> output(1000);
+  jit({input.data(), output.data()});
+  int64_t worst = 0;
+  for (size_t k = 0; k < input.size(); ++k)
+    worst = std::max(worst, ulpDistance(static_cast<float>(output[k]), std::exp(input[k])));
+  CHECK(worst <= 4);
+}
