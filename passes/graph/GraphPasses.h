@@ -75,8 +75,8 @@ enum class NhwcConvolutions {
 /// "layout-cpu" (CompileOptions::cpuNhwc).
 std::unique_ptr<Pass>
 createNhwcLayoutPass(NhwcConvolutions which = NhwcConvolutions::TensorCoreOperands);
-/// Which convolutions "winograd" rewrites in one layout: the CPU's measurements
-/// (docs/winograd.md). Below them the transforms, which move each value through memory, and the
+/// A bound of the convolutions "winograd" rewrites in one layout: the CPU's measurements
+/// (docs/winograd.md). Below it the transforms, which move each value through memory, and the
 /// batched matmul's thin panels cost more than the multiplies saved.
 struct WinogradBounds {
   /// The harmonic mean of the input and output channels, 2 C O / (C + O), at least this:
@@ -86,18 +86,20 @@ struct WinogradBounds {
   /// matmul of 16 products, the transforms' kernels) must be shared by enough of them.
   int64_t minOutputPixels = 0;
 };
-/// Which convolutions "winograd" rewrites, and with which output tile.
+/// Which convolutions "winograd" rewrites (those within any bound of their layout), and with
+/// which output tile.
 struct WinogradOptions {
   /// m of F(m x m, 3 x 3): 2 or 4.
   int outputTile = 2;
   /// nchw: its input transform gathers single values (256 in and out pass, 128 in and 256
   /// out do not; one 14 x 14 image breaks even, one 28 x 28 wins).
-  WinogradBounds nchw = {256, 400};
-  /// nhwc: its transforms read and write a pixel's channels with vector loads (128 in and
-  /// out at 14 x 14 pass, 64 do not at 28 x 28; 512 at 7 x 7 wins).
-  WinogradBounds nhwc = {128, 49};
+  std::vector<WinogradBounds> nchw = {{256, 400}};
+  /// nhwc: its transforms read and write a pixel's channels with vector loads. 128 channels
+  /// win from 7 x 7 (512) or 14 x 14 (128) pixels; 64 -> 128 or 96 -> 96 from 28 x 28 but
+  /// not at 14 x 14; 64 -> 64 breaks even.
+  std::vector<WinogradBounds> nhwc = {{128, 49}, {80, 784}};
   /// Every convolution of the right form, whatever its size.
-  static WinogradOptions anySize(int outputTile = 2) { return {outputTile, {}, {}}; }
+  static WinogradOptions anySize(int outputTile = 2) { return {outputTile, {{}}, {{}}}; }
 };
 /// Whether "winograd" rewrites `node`: an f32 conv2d, 3x3 filter, stride 1,
 /// dilation 1, one group, f32 accumulation without tf32, within `options`'

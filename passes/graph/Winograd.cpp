@@ -433,10 +433,13 @@ bool winogradApplies(const ir::Node &node, const WinogradOptions &options) {
   const Shape &out = node.type().shape;
   const int64_t c = x.shape[axes.channel()], o = w.shape[0];
   const int64_t hOut = out[axes.height()], wOut = out[axes.width()];
-  const WinogradBounds &bounds = axes.nhwc ? options.nhwc : options.nchw;
-  return 2 * c * o >= bounds.minChannelMean * (c + o) &&
-         out[0] * hOut * wOut >= bounds.minOutputPixels && hOut >= options.outputTile &&
-         wOut >= options.outputTile;
+  if (hOut < options.outputTile || wOut < options.outputTile)
+    return false;
+  const std::vector<WinogradBounds> &bounds = axes.nhwc ? options.nhwc : options.nchw;
+  return std::any_of(bounds.begin(), bounds.end(), [&](const WinogradBounds &bound) {
+    return 2 * c * o >= bound.minChannelMean * (c + o) &&
+           out[0] * hOut * wOut >= bound.minOutputPixels;
+  });
 }
 
 std::unique_ptr<Pass> createWinogradPass(WinogradOptions options) {

@@ -89,11 +89,14 @@ TEST_CASE("winograd takes f32 3x3 stride-1 convolutions with enough channels",
   CHECK_FALSE(rewrites(convGraph(DType::F64, deep, 256, 3, {{"accumulate", DType::F64}})));
   CHECK_FALSE(rewrites(convGraph(f32, deep, 256, 3, {{"accumulate", DType::F64}})));
   CHECK_FALSE(rewrites(convGraph(f32, deep, 256, 3, {{"allow_tf32", true}})));
-  // nhwc at its own bounds (a mean of 128 channels, 49 output pixels), with the same form.
+  // nhwc at its own bounds (a mean of 128 channels over 49 output pixels, or of 80 over 784),
+  // with the same form.
   const AttrMap nhwc = {{"layout", std::string("nhwc")}};
   CHECK(rewrites(convGraph(f32, {1, 9, 9, 128}, 128, 3, nhwc)));  // 7 x 7 pixels
   CHECK(rewrites(convGraph(f32, {1, 22, 22, 96}, 192, 3, nhwc))); // mean 128
-  CHECK_FALSE(rewrites(convGraph(f32, {1, 22, 22, 64}, 64, 3, nhwc)));
+  CHECK(rewrites(convGraph(f32, {1, 30, 30, 64}, 128, 3, nhwc))); // mean 85, 28 x 28 pixels
+  CHECK_FALSE(rewrites(convGraph(f32, {1, 16, 16, 64}, 128, 3, nhwc))); // 14 x 14 pixels
+  CHECK_FALSE(rewrites(convGraph(f32, {4, 58, 58, 64}, 64, 3, nhwc)));  // mean 64
   CHECK_FALSE(rewrites(convGraph(f32, {1, 8, 8, 512}, 512, 3, nhwc))); // 6 x 6 pixels
   CHECK_FALSE(rewrites(convGraph(f32, {1, 22, 22, 256}, 256, 3,
                                  {{"layout", std::string("nhwc")}, {"stride", Ints{2, 2}}})));
