@@ -44,14 +44,14 @@ FusionRole fusionRole(const ir::Node &node) {
   }
   switch (node.info().category) {
   case OpCategory::DataMovement:
-    // Re-indexing a constant (broadcasting an index table to the shape its gather
-    // wants) reads the constant where it is: cheaper than writing the large result
-    // to memory for the several kernels that share it.
+    // Re-indexing a constant or an iota (broadcasting an index table to the shape its
+    // gather wants) reads it where it is: cheaper than writing the large result to memory
+    // for the several kernels that share it. Only direct operands: no walk up a chain.
     if (node.numOperands() > 0 &&
         std::all_of(node.operands().begin(), node.operands().end(), [](const ir::Value *v) {
           const ir::Node *producer = v->definingNode();
-          return producer != nullptr && (producer->kind() == OpKind::Constant ||
-                                         fusionRole(*producer) == FusionRole::Duplicated);
+          return producer != nullptr &&
+                 (producer->kind() == OpKind::Constant || producer->kind() == OpKind::Iota);
         }))
       return FusionRole::Duplicated;
     return FusionRole::Free;

@@ -45,8 +45,8 @@ inline std::vector<std::string> listingLines(const ir::Graph &graph,
   return lines;
 }
 
-/// Scalar constants, iotas and data movement of constants (or of those) may be recomputed
-/// in several groups.
+/// Scalar constants, iotas and data movement of constants and iotas may be recomputed in
+/// several groups.
 inline bool isDuplicable(const ir::Node &node) {
   if (node.kind() == ir::OpKind::Iota ||
       (node.kind() == ir::OpKind::Constant && node.type().numElements() == 1))
@@ -56,7 +56,7 @@ inline bool isDuplicable(const ir::Node &node) {
   for (const ir::Value *operand : node.operands()) {
     const ir::Node *producer = operand->definingNode();
     if (producer == nullptr ||
-        (producer->kind() != ir::OpKind::Constant && !isDuplicable(*producer)))
+        (producer->kind() != ir::OpKind::Constant && producer->kind() != ir::OpKind::Iota))
       return false;
   }
   return true;
