@@ -1,5 +1,5 @@
-// "winograd": f32 NCHW conv2d with a 3x3 filter, stride 1, dilation 1, one group
-// and many channels becomes Winograd F(m x m, 3 x 3), built from existing ops.
+// "winograd": f32 conv2d (NCHW or NHWC) with a 3x3 filter, stride 1, dilation 1, one
+// group and many channels becomes Winograd F(m x m, 3 x 3), built from existing ops.
 //
 // Why: a direct or im2col convolution makes 9 multiplies per output and input
 // channel, and the CPU's deep 3x3 layers already run it near the FMA peak.
@@ -10,6 +10,8 @@
 //   V[ab, c, t]  = sum_ij (BT ⊗ BT)[ab, ij] d_t[ij]         one pointwise kernel
 //   M[ab, o, t]  = U[ab] @ V[ab]                             the batched matmul
 //   y[n, o, h, w] = sum_ab (AT ⊗ AT)[pq, ab] M[ab, o, t]      one pointwise kernel
+//
+// (shown for NCHW; NHWC keeps the channels innermost: V[ab, t, c], M = V U[ab, c, o]).
 //
 // t runs over every image's tiles, d_t is tile t's alpha x alpha input patch
 // (padding reads zero), and the output pixel (h, w) of image n is point
