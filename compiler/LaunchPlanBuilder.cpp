@@ -146,13 +146,18 @@ private:
   /// A packed weight: the buffer it is packed from and the prelude's code (the same code on
   /// the same buffer writes the same workspace).
   using PackKey = std::pair<int, std::string>;
-  /// The prelude's body with the weight's parameter named `weight`: GEMMs of one shape take
-  /// the weight at different argument positions (`in0`, `in1`) when their epilogues read
-  /// different inputs, and pack it the same way.
+  /// The prelude's body with the weight's parameter named `weight` (GEMMs of one shape take
+  /// the weight at different argument positions, `in0` or `in1`, when their epilogues read
+  /// different inputs, and pack it the same way), and the workspace's type and size.
+  /// Parameter names are identifiers, so the name needs no escaping in the pattern.
   static std::string preludeSignature(const lower::LoweredKernel &lowered) {
-    const std::string &weight = lowered.prelude->params[size_t(lowered.preludeInput)]->name;
-    return std::regex_replace(kir::printStmt(lowered.prelude->body),
-                              std::regex("\\b" + weight + "\\b"), "weight");
+    const kir::Kernel &prelude = *lowered.prelude;
+    const std::string &weight = prelude.params[size_t(lowered.preludeInput)]->name;
+    const kir::Buffer &packed =
+        *prelude.params[size_t(lowered.numInputs + 1 + lowered.preludeWorkspace)];
+    return fmt::format("{} {}\n{}", dtypeName(packed.dtype), packed.size,
+                       std::regex_replace(kir::printStmt(prelude.body),
+                                          std::regex("\\b" + weight + "\\b"), "weight"));
   }
 
   const ir::Graph &graph_;
