@@ -74,18 +74,8 @@ private:
     const auto &type = value->type();
     int id = addBuffer({std::move(name), type.dtype, type.shape,
                         type.numElements() * dtypeByteSize(type.dtype), storage});
-    plan_.buffers[id].sizes = type.symbolicDims;
     bufferOf_[value] = id;
     return id;
-  }
-  /// The buffer of the run's size symbols, made on first use.
-  int sizesBuffer() {
-    if (plan_.sizesBuffer < 0) {
-      auto count = static_cast<int64_t>(plan_.symbols.size());
-      plan_.sizesBuffer = addBuffer(
-          {"sizes", DType::I64, {count}, count * dtypeByteSize(DType::I64), Storage::Sizes});
-    }
-    return plan_.sizesBuffer;
   }
   /// The buffer whose bytes an alias chain ends at.
   int storageRoot(int id) const {
@@ -186,7 +176,6 @@ private:
 Expected<LaunchPlan>
 PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kernels,
                    const std::function<runtime::KernelEntry(std::string_view)> &lookup) {
-  plan_.symbols = graph_.symbols();
   for (const ir::Value *input : graph_.inputs()) {
     int id = addValueBuffer(input, input->name(), Storage::Input);
     plan_.buffers[id].binding = static_cast<int>(plan_.inputs.size());
@@ -299,8 +288,6 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
       lifetimes_[id] = {plan_.buffers[id].bytes, step, step, -1};
       launch.args.push_back(id);
     }
-    if (lowered.readsSizes)
-      launch.args.push_back(sizesBuffer());
     launch.flops = groupFlops(group);
     launch.bytesMoved = kernelBytesMoved(kernel);
     KILN_CHECK(launch.args.size() == kernel.params.size(),

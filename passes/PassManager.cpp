@@ -3,6 +3,7 @@
 #include "passes/PassManager.h"
 
 #include "ir/graph/Printer.h"
+#include "ir/graph/Specialize.h"
 #include "ir/graph/Verifier.h"
 #include "passes/graph/GraphPasses.h"
 
@@ -112,6 +113,7 @@ Expected<void> PassManager::addPipeline(std::string_view commaSeparatedNames,
 }
 
 Expected<bool> PassManager::run(ir::Graph &graph) {
+  KILN_TRY_VOID(ir::requireStaticSizes(graph, "pass pipeline"));
   bool anyChange = false;
   for (const auto &pass : passes_) {
     int iterations = 0;

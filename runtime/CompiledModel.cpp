@@ -6,8 +6,6 @@
 #include "runtime/DerivedValueCache.h"
 #include "runtime/DeviceExecutor.h"
 
-#include "ir/graph/Specialize.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -40,13 +38,10 @@ std::string shapeStr(const std::vector<int64_t> &shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
-/// A tensor bound to a plan binding must have its buffer's dtype and shape (a buffer of
-/// symbolic sizes: its rank here, its sizes when the run binds the symbols).
+/// A tensor bound to a plan binding must have its buffer's dtype and shape.
 Expected<void> checkType(const char *what, std::string_view name, DType dtype,
                          const std::vector<int64_t> &shape, const PlanBuffer &buffer) {
-  bool shapeFits =
-      buffer.sizes.empty() ? shape == buffer.shape : shape.size() == buffer.sizes.size();
-  if (dtype == buffer.dtype && shapeFits)
+  if (dtype == buffer.dtype && shape == buffer.shape)
     return {};
   return makeError(ErrorCode::InvalidArgument,
                    fmt::format("{} '{}' must be {}{}, got {}{}", what, name,
@@ -274,32 +269,7 @@ Expected<NamedTensors> CompiledModel::runWith(const NamedTensors &tensors,
         results.emplace(plan_.outputs[i].name, std::move(outputs[i]));
     return results;
   }
-  KILN_TRY(std::vector<int64_t> sizes, bindSizes(inputTensors));
-  return runOnHost(inputTensors, paramTensors, options, std::move(sizes));
-}
-
-Expected<std::vector<int64_t>>
-CompiledModel::bindSizes(const std::vector<const HostTensor *> &inputTensors) const {
-  if (plan_.symbols.empty())
-    return std::vector<int64_t>{};
-  std::vector<ir::SymbolicLeaf> leaves;
-  ir::LeafShapes shapes;
-  for (size_t i = 0; i < plan_.inputs.size(); ++i) {
-    const PlanBuffer &buffer = plan_.buffers[plan_.inputs[i].buffer];
-    ir::TensorType type{buffer.dtype, buffer.shape, buffer.sizes};
-    leaves.push_back({plan_.inputs[i].name, false, std::move(type)});
-    shapes.emplace(plan_.inputs[i].name, inputTensors[i]->shape());
-  }
-  KILN_TRY(ir::SymbolBindings bindings, ir::bindSymbols(leaves, shapes));
-  std::vector<int64_t> sizes;
-  for (const ir::SizeSymbol &symbol : plan_.symbols) {
-    auto value = bindings.find(symbol.name);
-    if (value == bindings.end())
-      return makeError(ErrorCode::InvalidArgument,
-                       fmt::format("no input's shape gives the size symbol {}", symbol.str()));
-    sizes.push_back(value->second);
-  }
-  return sizes;
+  return runOnHost(inputTensors, paramTensors, options);
 }
 
 Expected<std::vector<runtime::DevicePtr>> CompiledModel::deviceOutputAddresses(
@@ -495,24 +465,8 @@ Expected<void> CompiledModel::runSteps(const std::vector<void *> &addresses,
 
 Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTensor *> &inputTensors,
                                                 const std::vector<const HostTensor *> &paramTensors,
-                                                const RunOptions &options,
-                                                std::vector<int64_t> sizes) const {
+                                                const RunOptions &options) const {
   auto runStart = Clock::now();
-  // A buffer's shape in this run: its sizes at the symbols' values.
-  ir::SymbolBindings bindings;
-  for (size_t i = 0; i < sizes.size(); ++i)
-    bindings.emplace(plan_.symbols[i].name, sizes[i]);
-  auto shapeInRun = [&](const PlanBuffer &buffer) {
-    if (buffer.sizes.empty())
-      return buffer.shape;
-    std::vector<int64_t> shape;
-    for (const ir::SizeExpr &size : buffer.sizes) {
-      Expected<int64_t> value = size.evaluate(bindings);
-      KILN_CHECK(value.has_value(), "a bound plan's sizes evaluate");
-      shape.push_back(*value);
-    }
-    return shape;
-  };
 
   // A run that passes its own value of a parameter a derived step reads computes every
   // derived value into a block of its own; the others share the model's, computing what is
@@ -532,7 +486,7 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
     for (const auto &output : plan_.outputs) {
       const PlanBuffer &buffer = plan_.buffers[output.buffer];
       // Each is written in full: by its kernel, or copied below.
-      outputs.push_back(takeOutputTensor(options, output.name, buffer.dtype, shapeInRun(buffer)));
+      outputs.push_back(takeOutputTensor(options, output.name, buffer.dtype, buffer.shape));
     }
     if (!derivedValues_->hasDerivedSteps()) {
       // nothing derived: no block, no lock
@@ -565,7 +519,6 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
     case Storage::Arena: addresses[id] = arena->bytes.data() + buffer.arenaOffset; break;
     case Storage::Derived: addresses[id] = derivedBlock + buffer.arenaOffset; break;
     case Storage::Output: addresses[id] = outputs[buffer.binding].bytes().data(); break;
-    case Storage::Sizes: addresses[id] = sizes.data(); break;
     case Storage::Alias:
       KILN_CHECK(buffer.aliasOf >= 0 && static_cast<size_t>(buffer.aliasOf) < id,
                  "an alias must follow the buffer it aliases");
@@ -614,8 +567,9 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
     const auto &binding = plan_.outputs[i];
     const PlanBuffer &buffer = plan_.buffers[binding.buffer];
     bool writtenInPlace = buffer.storage == Storage::Output && buffer.binding == static_cast<int>(i);
-    if (!writtenInPlace && !outputs[i].bytes().empty())
-      std::memcpy(outputs[i].bytes().data(), addresses[binding.buffer], outputs[i].bytes().size());
+    if (!writtenInPlace && buffer.bytes > 0)
+      std::memcpy(outputs[i].bytes().data(), addresses[binding.buffer],
+                  static_cast<size_t>(buffer.bytes));
     results.emplace(binding.name, std::move(outputs[i]));
   }
   releaseArena(std::move(arena));

@@ -3,7 +3,6 @@
 // It is what an AOT bundle will serialize.
 #pragma once
 
-#include "ir/graph/SizeExpr.h"
 #include "runtime/Device.h"
 #include "runtime/dist/Communicator.h"
 #include "support/DType.h"
@@ -61,21 +60,17 @@ enum class Storage {
   Derived,  ///< computed from parameters and constants only (a filter's transpose or packing):
             ///< kept between runs at `arenaOffset` in the model's derived block, and computed
             ///< again only when a parameter it depends on changes (docs/architecture.md)
-  Sizes,    ///< the run's value of each size symbol (i64, LaunchPlan::symbols' order), which
-            ///< kernels with runtime sizes read (docs/dynamic-shapes.md)
 };
 
 struct PlanBuffer {
   std::string name; ///< the input/param/output name, or a descriptive one
   DType dtype = DType::F32;
-  std::vector<int64_t> shape; ///< a symbolic size's largest value (and `bytes` that shape's)
+  std::vector<int64_t> shape;
   int64_t bytes = 0;
   Storage storage = Storage::Arena;
   int64_t arenaOffset = 0; ///< Arena: offset in the run's arena; Derived: in the derived block
   int binding = -1;        ///< Input/Param/Output: index in inputs/params/outputs; Constant: in constants
   int aliasOf = -1;        ///< Alias only
-  /// Symbolic models: each dim's size (empty when `shape` is exact), evaluated per run.
-  std::vector<ir::SizeExpr> sizes{};
 };
 
 /// What a step does.
@@ -130,10 +125,6 @@ struct LaunchPlan {
   int64_t arenaBytes = 0;       ///< the planned arena
   int64_t unplannedBytes = 0;   ///< every intermediate and workspace in its own allocation
   int64_t derivedBytes = 0;     ///< the derived block (Storage::Derived buffers), kept between runs
-  /// A model compiled for a range of sizes: its size symbols, bound per run from the inputs'
-  /// shapes, and the buffer kernels read their values from (-1: none reads them).
-  std::vector<ir::SizeSymbol> symbols{};
-  int sizesBuffer = -1;
 };
 
 } // namespace kiln::runtime

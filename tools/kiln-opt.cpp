@@ -4,6 +4,7 @@
 #include "ir/graph/OpReference.h"
 #include "ir/graph/Parser.h"
 #include "ir/graph/Printer.h"
+#include "ir/graph/Specialize.h"
 #include "ir/graph/Verifier.h"
 #include "ir/kernel/Parser.h"
 #include "ir/kernel/Printer.h"
@@ -245,6 +246,8 @@ Expected<std::string> processChunk(const Chunk &chunk, const std::string &fileNa
     KILN_TRY(bool changed, manager.run(*graph));
     (void)changed;
   }
+  if (options.lower || options.fuse)
+    KILN_TRY_VOID(ir::requireStaticSizes(*graph, options.lower ? "lowering" : "fusion planner"));
   if (options.lower)
     return lower::printLoweredGraph(*graph, codegen::referenceCpuTarget());
   std::string out;
