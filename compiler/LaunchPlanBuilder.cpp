@@ -4,6 +4,7 @@
 #include "compiler/CollectiveLaunchOrder.h"
 #include "compiler/KernelCost.h"
 #include "ir/graph/OpTable.h"
+#include "ir/graph/Specialize.h"
 #include "ir/kernel/Printer.h"
 #include "passes/graph/ArenaPlanner.h"
 
@@ -74,8 +75,55 @@ private:
     const auto &type = value->type();
     int id = addBuffer({std::move(name), type.dtype, type.shape,
                         type.numElements() * dtypeByteSize(type.dtype), storage});
+    plan_.buffers[id].sizes = type.symbolicDims;
     bufferOf_[value] = id;
     return id;
+  }
+  /// A symbolic plan's binding of its symbols from the inputs' shapes (ir::bindSymbols) and
+  /// evaluation of a buffer's sizes: closures of the compiler's, which runs them for kiln_rt.
+  void bindSizesFromInputs() {
+    std::vector<ir::SymbolicLeaf> leaves;
+    for (const ir::Value *input : graph_.inputs())
+      leaves.push_back({input->name(), false, input->type()});
+    std::vector<ir::SizeSymbol> symbols = plan_.symbols;
+    plan_.bindSizes =
+        [leaves,
+         symbols](std::span<const std::vector<int64_t>> shapes) -> Expected<std::vector<int64_t>> {
+      ir::LeafShapes byName;
+      for (size_t i = 0; i < leaves.size() && i < shapes.size(); ++i)
+        byName.emplace(leaves[i].name, shapes[i]);
+      KILN_TRY(ir::SymbolBindings bindings, ir::bindSymbols(leaves, byName));
+      std::vector<int64_t> values;
+      for (const ir::SizeSymbol &symbol : symbols) {
+        auto value = bindings.find(symbol.name);
+        if (value == bindings.end())
+          return makeError(ErrorCode::InvalidArgument,
+                           fmt::format("no input's shape gives the size symbol {}", symbol.str()));
+        values.push_back(value->second);
+      }
+      return values;
+    };
+    plan_.shapeAt = [symbols](const runtime::PlanBuffer &buffer, std::span<const int64_t> values) {
+      ir::SymbolBindings bindings;
+      for (size_t i = 0; i < symbols.size() && i < values.size(); ++i)
+        bindings.emplace(symbols[i].name, values[i]);
+      std::vector<int64_t> shape;
+      for (const ir::SizeExpr &size : buffer.sizes) {
+        Expected<int64_t> value = size.evaluate(bindings);
+        KILN_CHECK(value.has_value(), "a bound plan's sizes evaluate");
+        shape.push_back(*value);
+      }
+      return shape;
+    };
+  }
+  /// The buffer of the run's size symbols, made on first use.
+  int sizesBuffer() {
+    if (plan_.sizesBuffer < 0) {
+      auto count = static_cast<int64_t>(plan_.symbols.size());
+      plan_.sizesBuffer = addBuffer(
+          {"sizes", DType::I64, {count}, count * dtypeByteSize(DType::I64), Storage::Sizes});
+    }
+    return plan_.sizesBuffer;
   }
   /// The buffer whose bytes an alias chain ends at.
   int storageRoot(int id) const {
@@ -176,6 +224,9 @@ private:
 Expected<LaunchPlan>
 PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kernels,
                    const std::function<runtime::KernelEntry(std::string_view)> &lookup) {
+  plan_.symbols = graph_.symbols();
+  if (!plan_.symbols.empty())
+    bindSizesFromInputs();
   for (const ir::Value *input : graph_.inputs()) {
     int id = addValueBuffer(input, input->name(), Storage::Input);
     plan_.buffers[id].binding = static_cast<int>(plan_.inputs.size());
@@ -288,6 +339,8 @@ PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kerne
       lifetimes_[id] = {plan_.buffers[id].bytes, step, step, -1};
       launch.args.push_back(id);
     }
+    if (lowered.readsSizes)
+      launch.args.push_back(sizesBuffer());
     launch.flops = groupFlops(group);
     launch.bytesMoved = kernelBytesMoved(kernel);
     KILN_CHECK(launch.args.size() == kernel.params.size(),

@@ -3,7 +3,6 @@
 #include "passes/PassManager.h"
 
 #include "ir/graph/Printer.h"
-#include "ir/graph/Specialize.h"
 #include "ir/graph/Verifier.h"
 #include "passes/graph/GraphPasses.h"
 
@@ -113,7 +112,6 @@ Expected<void> PassManager::addPipeline(std::string_view commaSeparatedNames,
 }
 
 Expected<bool> PassManager::run(ir::Graph &graph) {
-  KILN_TRY_VOID(ir::requireStaticSizes(graph, "pass pipeline"));
   bool anyChange = false;
   for (const auto &pass : passes_) {
     int iterations = 0;

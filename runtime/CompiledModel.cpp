@@ -38,10 +38,13 @@ std::string shapeStr(const std::vector<int64_t> &shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
-/// A tensor bound to a plan binding must have its buffer's dtype and shape.
+/// A tensor bound to a plan binding must have its buffer's dtype and shape (a buffer of
+/// symbolic sizes: its rank here, its sizes when the run binds the symbols).
 Expected<void> checkType(const char *what, std::string_view name, DType dtype,
                          const std::vector<int64_t> &shape, const PlanBuffer &buffer) {
-  if (dtype == buffer.dtype && shape == buffer.shape)
+  bool shapeFits =
+      buffer.sizes.empty() ? shape == buffer.shape : shape.size() == buffer.sizes.size();
+  if (dtype == buffer.dtype && shapeFits)
     return {};
   return makeError(ErrorCode::InvalidArgument,
                    fmt::format("{} '{}' must be {}{}, got {}{}", what, name,
@@ -269,7 +272,19 @@ Expected<NamedTensors> CompiledModel::runWith(const NamedTensors &tensors,
         results.emplace(plan_.outputs[i].name, std::move(outputs[i]));
     return results;
   }
-  return runOnHost(inputTensors, paramTensors, options);
+  KILN_TRY(std::vector<int64_t> sizes, bindSizes(inputTensors));
+  return runOnHost(inputTensors, paramTensors, options, std::move(sizes));
+}
+
+Expected<std::vector<int64_t>>
+CompiledModel::bindSizes(const std::vector<const HostTensor *> &inputTensors) const {
+  if (plan_.symbols.empty())
+    return std::vector<int64_t>{};
+  KILN_CHECK(static_cast<bool>(plan_.bindSizes), "a symbolic plan binds its sizes");
+  std::vector<std::vector<int64_t>> shapes;
+  for (const HostTensor *input : inputTensors)
+    shapes.push_back(input->shape());
+  return plan_.bindSizes(shapes);
 }
 
 Expected<std::vector<runtime::DevicePtr>> CompiledModel::deviceOutputAddresses(
@@ -465,8 +480,13 @@ Expected<void> CompiledModel::runSteps(const std::vector<void *> &addresses,
 
 Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTensor *> &inputTensors,
                                                 const std::vector<const HostTensor *> &paramTensors,
-                                                const RunOptions &options) const {
+                                                const RunOptions &options,
+                                                std::vector<int64_t> sizes) const {
   auto runStart = Clock::now();
+  // A buffer's shape in this run: its sizes at the symbols' values.
+  auto shapeInRun = [&](const PlanBuffer &buffer) {
+    return buffer.sizes.empty() ? buffer.shape : plan_.shapeAt(buffer, sizes);
+  };
 
   // A run that passes its own value of a parameter a derived step reads computes every
   // derived value into a block of its own; the others share the model's, computing what is
@@ -486,7 +506,7 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
     for (const auto &output : plan_.outputs) {
       const PlanBuffer &buffer = plan_.buffers[output.buffer];
       // Each is written in full: by its kernel, or copied below.
-      outputs.push_back(takeOutputTensor(options, output.name, buffer.dtype, buffer.shape));
+      outputs.push_back(takeOutputTensor(options, output.name, buffer.dtype, shapeInRun(buffer)));
     }
     if (!derivedValues_->hasDerivedSteps()) {
       // nothing derived: no block, no lock
@@ -519,6 +539,7 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
     case Storage::Arena: addresses[id] = arena->bytes.data() + buffer.arenaOffset; break;
     case Storage::Derived: addresses[id] = derivedBlock + buffer.arenaOffset; break;
     case Storage::Output: addresses[id] = outputs[buffer.binding].bytes().data(); break;
+    case Storage::Sizes: addresses[id] = sizes.data(); break;
     case Storage::Alias:
       KILN_CHECK(buffer.aliasOf >= 0 && static_cast<size_t>(buffer.aliasOf) < id,
                  "an alias must follow the buffer it aliases");
@@ -567,9 +588,8 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
     const auto &binding = plan_.outputs[i];
     const PlanBuffer &buffer = plan_.buffers[binding.buffer];
     bool writtenInPlace = buffer.storage == Storage::Output && buffer.binding == static_cast<int>(i);
-    if (!writtenInPlace && buffer.bytes > 0)
-      std::memcpy(outputs[i].bytes().data(), addresses[binding.buffer],
-                  static_cast<size_t>(buffer.bytes));
+    if (!writtenInPlace && !outputs[i].bytes().empty())
+      std::memcpy(outputs[i].bytes().data(), addresses[binding.buffer], outputs[i].bytes().size());
     results.emplace(binding.name, std::move(outputs[i]));
   }
   releaseArena(std::move(arena));

@@ -113,9 +113,13 @@ private:
   /// leaves their outputs out. A host model ignores them (runUpdating copies).
   Expected<NamedTensors> runWith(const NamedTensors &tensors, const RunOptions &options,
                                  std::span<const runtime::PlanStateCopy> stateCopies) const;
+  /// `sizes`: the value of each of the plan's size symbols in this run (empty when it has none).
   Expected<NamedTensors> runOnHost(const std::vector<const HostTensor *> &inputTensors,
                                    const std::vector<const HostTensor *> &paramTensors,
-                                   const RunOptions &options) const;
+                                   const RunOptions &options, std::vector<int64_t> sizes) const;
+  /// The run's value of each size symbol, bound from the inputs' shapes (docs/dynamic-shapes.md).
+  Expected<std::vector<int64_t>>
+  bindSizes(const std::vector<const HostTensor *> &inputTensors) const;
   /// The plan's steps on resolved buffer addresses (those `selected` marks; all when it is
   /// empty); returns once every collective has finished, whatever the outcome.
   Expected<void> runSteps(const std::vector<void *> &addresses, const RunOptions &options,

@@ -70,6 +70,10 @@ Expected<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(
   for (const PlanStep &step : plan.steps)
     KILN_CHECK(step.kind != StepKind::Kernel || step.entry.deviceKernel,
                "device plan step " + step.kernelName + " has no device kernel");
+  if (!plan.symbols.empty())
+    return makeError(ErrorCode::Unsupported,
+                     "the plan takes runtime sizes, which device models do not yet "
+                     "(docs/dynamic-shapes.md)");
   // Device plans compute every value in each run (compiler::DerivedValues::PerRun).
   for (const PlanBuffer &buffer : plan.buffers)
     if (buffer.storage == Storage::Derived)
@@ -402,6 +406,7 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
     case Storage::Constant: addresses[id] = constants_[buffer.binding]; break;
     case Storage::Arena: addresses[id] = ctx.arena + buffer.arenaOffset; break;
     case Storage::Derived: KILN_UNREACHABLE("create() refuses derived buffers");
+    case Storage::Sizes: KILN_UNREACHABLE("create() refuses plans with runtime sizes");
     case Storage::Alias: addresses[id] = addresses[buffer.aliasOf]; break;
     case Storage::Param: {
       const HostTensor *override = paramOverrides[buffer.binding];

@@ -3,6 +3,7 @@
 // It is what an AOT bundle will serialize.
 #pragma once
 
+#include "ir/graph/SizeExpr.h"
 #include "runtime/Device.h"
 #include "runtime/dist/Communicator.h"
 #include "support/DType.h"
@@ -10,7 +11,9 @@
 #include "support/HostTensor.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -60,17 +63,21 @@ enum class Storage {
   Derived,  ///< computed from parameters and constants only (a filter's transpose or packing):
             ///< kept between runs at `arenaOffset` in the model's derived block, and computed
             ///< again only when a parameter it depends on changes (docs/architecture.md)
+  Sizes,    ///< the run's value of each size symbol (i64, LaunchPlan::symbols' order), which
+            ///< kernels with runtime sizes read (docs/dynamic-shapes.md)
 };
 
 struct PlanBuffer {
   std::string name; ///< the input/param/output name, or a descriptive one
   DType dtype = DType::F32;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape; ///< a symbolic size's largest value (and `bytes` that shape's)
   int64_t bytes = 0;
   Storage storage = Storage::Arena;
   int64_t arenaOffset = 0; ///< Arena: offset in the run's arena; Derived: in the derived block
   int binding = -1;        ///< Input/Param/Output: index in inputs/params/outputs; Constant: in constants
   int aliasOf = -1;        ///< Alias only
+  /// Symbolic models: each dim's size (empty when `shape` is exact), evaluated per run.
+  std::vector<ir::SizeExpr> sizes{};
 };
 
 /// What a step does.
@@ -125,6 +132,14 @@ struct LaunchPlan {
   int64_t arenaBytes = 0;       ///< the planned arena
   int64_t unplannedBytes = 0;   ///< every intermediate and workspace in its own allocation
   int64_t derivedBytes = 0;     ///< the derived block (Storage::Derived buffers), kept between runs
+  /// A model compiled for a range of sizes: its size symbols, bound per run from the inputs'
+  /// shapes, and the buffer kernels read their values from (-1: none reads them).
+  std::vector<ir::SizeSymbol> symbols{};
+  int sizesBuffer = -1;
+  /// Symbolic plans (made by the compiler, never bundled): the run's value of each symbol from
+  /// the inputs' shapes (plan input order), and a buffer's shape at those values.
+  std::function<Expected<std::vector<int64_t>>(std::span<const std::vector<int64_t>>)> bindSizes{};
+  std::function<std::vector<int64_t>(const PlanBuffer &, std::span<const int64_t>)> shapeAt{};
 };
 
 } // namespace kiln::runtime

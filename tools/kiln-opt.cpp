@@ -4,14 +4,13 @@
 #include "ir/graph/OpReference.h"
 #include "ir/graph/Parser.h"
 #include "ir/graph/Printer.h"
-#include "ir/graph/Specialize.h"
 #include "ir/graph/Verifier.h"
 #include "ir/kernel/Parser.h"
 #include "ir/kernel/Printer.h"
 #include "passes/PassManager.h"
-#include "passes/lower/PrintLowered.h"
 #include "passes/graph/Fusion.h"
 #include "passes/kernel/KernelPassRegistry.h"
+#include "passes/lower/PrintLowered.h"
 #include "support/RegularFile.h"
 
 #include <algorithm>
@@ -246,8 +245,6 @@ Expected<std::string> processChunk(const Chunk &chunk, const std::string &fileNa
     KILN_TRY(bool changed, manager.run(*graph));
     (void)changed;
   }
-  if (options.lower || options.fuse)
-    KILN_TRY_VOID(ir::requireStaticSizes(*graph, options.lower ? "lowering" : "fusion planner"));
   if (options.lower)
     return lower::printLoweredGraph(*graph, codegen::referenceCpuTarget());
   std::string out;

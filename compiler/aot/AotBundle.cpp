@@ -11,6 +11,7 @@
 #include "compiler/aot/HostLinker.h"
 #include "compiler/tuning/OfflineGpuTarget.h"
 #include "compiler/tuning/TuningKeys.h"
+#include "ir/graph/Specialize.h"
 #include "runtime/bundle/BundleFile.h"
 #include "runtime/tuning/TuningRecordJson.h"
 #include "support/Elapsed.h"
@@ -154,6 +155,9 @@ Expected<std::string> buildBundle(const ir::Graph &graph, const AotOptions &opti
   AotReport localReport;
   AotReport &r = report ? *report : localReport;
   r = {};
+  // A bundle's plan holds static sizes; one for a range of sizes is docs/dynamic-shapes.md's
+  // next step.
+  KILN_TRY_VOID(ir::requireStaticSizes(graph, "bundle writer"));
   BundleContents contents;
   contents.meta.kilnVersion = std::string(kilnVersion());
   contents.meta.model = graph.name();

@@ -7,6 +7,8 @@ namespace kiln::ir {
 
 Expected<std::unique_ptr<Graph>> cloneGraph(const Graph &graph) {
   auto copy = std::make_unique<Graph>(graph.name());
+  for (const SizeSymbol &symbol : graph.symbols())
+    KILN_TRY_VOID(copy->declareSymbol(symbol));
   std::unordered_map<const Value *, Value *> mapped;
   for (Value *input : graph.inputs()) {
     KILN_TRY(Value * value, copy->addInput(input->name(), input->type()));

@@ -73,6 +73,29 @@ public:
   /// The text form: "N*784", "(T+1)/2-1", "12". parseSizeExpr reads it back.
   std::string str() const;
 
+  /// The expression rebuilt in another algebra (kernel IR's index arithmetic, which computes
+  /// sizes at run time): `symbol` gives a symbol's value, `constant` an integer's, and `add`,
+  /// `multiply`, `floorDiv` (by a positive constant) combine them, term by term.
+  template <typename T> struct Algebra {
+    std::function<T(const SizeSymbol &)> symbol;
+    std::function<T(int64_t)> constant;
+    std::function<T(T, T)> add, multiply;
+    std::function<T(T, int64_t)> floorDiv;
+  };
+  template <typename T> T rebuild(const Algebra<T> &algebra) const {
+    T total = algebra.constant(constant_);
+    for (const Term &term : terms_) {
+      T product = algebra.constant(term.coefficient);
+      for (const Atom &atom : term.atoms)
+        product = algebra.multiply(
+            product, atom.numerator
+                         ? algebra.floorDiv(atom.numerator->rebuild(algebra), atom.divisor)
+                         : algebra.symbol(atom.symbol));
+      total = algebra.add(total, product);
+    }
+    return total;
+  }
+
   friend bool operator==(const SizeExpr &a, const SizeExpr &b) { return compare(a, b) == 0; }
   friend bool operator<(const SizeExpr &a, const SizeExpr &b) { return compare(a, b) < 0; }
 

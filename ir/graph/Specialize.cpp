@@ -17,17 +17,14 @@ struct Binding {
   size_t dim;
 };
 
-std::string leafKind(const Value &leaf) {
-  return leaf.kind() == Value::Kind::Param ? "parameter" : "input";
-}
+std::string leafKind(const SymbolicLeaf &leaf) { return leaf.isParam ? "parameter" : "input"; }
 
-Expected<void> checkRank(const Value &leaf, const Shape &shape) {
-  if (static_cast<int64_t>(shape.size()) == leaf.type().rank())
+Expected<void> checkRank(const SymbolicLeaf &leaf, const Shape &shape) {
+  if (static_cast<int64_t>(shape.size()) == leaf.type.rank())
     return {};
   return makeError(ErrorCode::ShapeMismatch,
-                   fmt::format("{} '{}' is {} (rank {}), got shape {}", leafKind(leaf),
-                               leaf.name(), leaf.type().str(), leaf.type().rank(),
-                               shapeStr(shape)));
+                   fmt::format("{} '{}' is {} (rank {}), got shape {}", leafKind(leaf), leaf.name,
+                               leaf.type.str(), leaf.type.rank(), shapeStr(shape)));
 }
 
 /// The unique value of `symbol` in its range that makes `size` equal `actual`.
@@ -58,17 +55,25 @@ std::optional<int64_t> solveFor(const SizeExpr &size, const SizeSymbol &symbol, 
 } // namespace
 
 Expected<SymbolBindings> bindSymbols(const Graph &graph, const LeafShapes &shapes) {
+  std::vector<SymbolicLeaf> leaves;
+  for (const Value *input : graph.inputs())
+    leaves.push_back({input->name(), false, input->type()});
+  for (const Value *param : graph.params())
+    leaves.push_back({param->name(), true, param->type()});
+  return bindSymbols(leaves, shapes);
+}
+
+Expected<SymbolBindings> bindSymbols(std::span<const SymbolicLeaf> leaves,
+                                     const LeafShapes &shapes) {
   std::map<std::string, Binding, std::less<>> bound;
-  std::vector<const Value *> leaves(graph.inputs().begin(), graph.inputs().end());
-  leaves.insert(leaves.end(), graph.params().begin(), graph.params().end());
   // First the dims that are a bare symbol: they bind it.
-  for (const Value *leaf : leaves) {
-    auto found = shapes.find(leaf->name());
-    if (found == shapes.end() || !leaf->type().isSymbolic())
+  for (const SymbolicLeaf &leaf : leaves) {
+    auto found = shapes.find(leaf.name);
+    if (found == shapes.end() || !leaf.type.isSymbolic())
       continue;
-    KILN_TRY_VOID(checkRank(*leaf, found->second));
+    KILN_TRY_VOID(checkRank(leaf, found->second));
     for (size_t dim = 0; dim < found->second.size(); ++dim) {
-      std::optional<SizeSymbol> symbol = leaf->type().symbolicDims[dim].asSymbol();
+      std::optional<SizeSymbol> symbol = leaf.type.symbolicDims[dim].asSymbol();
       if (!symbol)
         continue;
       int64_t actual = found->second[dim];
@@ -76,27 +81,27 @@ Expected<SymbolBindings> bindSymbols(const Graph &graph, const LeafShapes &shape
         return makeError(ErrorCode::ShapeMismatch,
                          fmt::format("{} '{}' dim {} is the size symbol {}, but the actual size "
                                      "{} is outside its range",
-                                     leafKind(*leaf), leaf->name(), dim, symbol->str(), actual));
-      auto [it, inserted] = bound.emplace(symbol->name, Binding{actual, leaf->name(), dim});
+                                     leafKind(leaf), leaf.name, dim, symbol->str(), actual));
+      auto [it, inserted] = bound.emplace(symbol->name, Binding{actual, leaf.name, dim});
       if (!inserted && it->second.value != actual)
         return makeError(ErrorCode::ShapeMismatch,
                          fmt::format("the inputs disagree on {}: '{}' dim {} gives {} = {}, '{}' "
                                      "dim {} gives {} = {}",
                                      symbol->name, it->second.leaf, it->second.dim, symbol->name,
-                                     it->second.value, leaf->name(), dim, symbol->name, actual));
+                                     it->second.value, leaf.name, dim, symbol->name, actual));
     }
   }
   SymbolBindings bindings;
   for (const auto &[name, binding] : bound)
     bindings.emplace(name, binding.value);
   // Then every other dim: static sizes and expressions must match.
-  for (const Value *leaf : leaves) {
-    auto found = shapes.find(leaf->name());
+  for (const SymbolicLeaf &leaf : leaves) {
+    auto found = shapes.find(leaf.name);
     if (found == shapes.end())
       continue;
-    KILN_TRY_VOID(checkRank(*leaf, found->second));
+    KILN_TRY_VOID(checkRank(leaf, found->second));
     for (size_t dim = 0; dim < found->second.size(); ++dim) {
-      SizeExpr size = leaf->type().size(static_cast<int64_t>(dim));
+      SizeExpr size = leaf.type.size(static_cast<int64_t>(dim));
       int64_t actual = found->second[dim];
       std::vector<SizeSymbol> unbound;
       for (const SizeSymbol &symbol : size.symbols())
@@ -108,8 +113,8 @@ Expected<SymbolBindings> bindSymbols(const Graph &graph, const LeafShapes &shape
           return makeError(ErrorCode::ShapeMismatch,
                            fmt::format("{} '{}' dim {} is {}: no single value of {} gives the "
                                        "actual size {}",
-                                       leafKind(*leaf), leaf->name(), dim, size.str(),
-                                       unbound[0].str(), actual));
+                                       leafKind(leaf), leaf.name, dim, size.str(), unbound[0].str(),
+                                       actual));
         bindings.emplace(unbound[0].name, *value);
         continue;
       }
@@ -118,8 +123,8 @@ Expected<SymbolBindings> bindSymbols(const Graph &graph, const LeafShapes &shape
       KILN_TRY(int64_t expected, size.evaluate(bindings));
       if (expected != actual)
         return makeError(ErrorCode::ShapeMismatch,
-                         fmt::format("{} '{}' dim {} is {}{}, got {}", leafKind(*leaf),
-                                     leaf->name(), dim, size.str(),
+                         fmt::format("{} '{}' dim {} is {}{}, got {}", leafKind(leaf), leaf.name,
+                                     dim, size.str(),
                                      size.isConstant() ? "" : fmt::format(" = {} here", expected),
                                      actual));
     }
@@ -195,8 +200,9 @@ Expected<void> requireStaticSizes(const Graph &graph, std::string_view consumer)
     symbols += (symbols.empty() ? "" : ", ") + symbol.str();
   return makeError(ErrorCode::Unsupported,
                    fmt::format("graph @{} has symbolic dims ({}): the {} takes static sizes; "
-                               "specialize the graph at the sizes to run (ir::specialize) "
-                               "(dynamic compile not built yet, docs/dynamic-shapes.md)",
+                               "specialize the graph at the sizes to run (ir::specialize); "
+                               "kernels with runtime sizes run on the CPU target so far "
+                               "(docs/dynamic-shapes.md)",
                                graph.name(), symbols, consumer));
 }
 

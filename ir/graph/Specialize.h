@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <span>
 
 namespace kiln::ir {
 
@@ -20,14 +21,23 @@ using LeafShapes = std::map<std::string, Shape, std::less<>>;
 /// missing from `shapes` is skipped (its caller reports it).
 Expected<SymbolBindings> bindSymbols(const Graph &graph, const LeafShapes &shapes);
 
+/// An input or parameter as bindSymbols reads it: where a graph is not at hand (a compiled
+/// model binds the symbols of every run from its inputs).
+struct SymbolicLeaf {
+  std::string name;
+  bool isParam = false;
+  TensorType type;
+};
+Expected<SymbolBindings> bindSymbols(std::span<const SymbolicLeaf> leaves,
+                                     const LeafShapes &shapes);
+
 /// A static copy of `graph` with every symbol replaced by its value in
 /// `bindings` (each in its range), verified. Reshape and broadcast_to targets
 /// become their `shape` at those values.
 Expected<std::unique_ptr<Graph>> specialize(const Graph &graph, const SymbolBindings &bindings);
 
-/// An error when `graph` has symbols: `consumer` (e.g. "compile", "pass pipeline") works on
-/// static sizes only until kernels take runtime sizes (docs/dynamic-shapes.md, part 2), and
-/// must never run a symbolic graph at its upper bounds by accident.
+/// An error when `graph` has symbols: `consumer` (the GPU compiler) works on static sizes
+/// only, and must never run a symbolic graph at its upper bounds by accident.
 Expected<void> requireStaticSizes(const Graph &graph, std::string_view consumer);
 
 } // namespace kiln::ir

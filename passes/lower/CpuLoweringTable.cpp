@@ -69,7 +69,9 @@ Expected<LoweredKernel> lowerWith(const ir::Graph &graph, const passes::FusionGr
   KILN_TRY(const S *chosen, scheduleOfKind<S>(group, schedule, "schedule"));
   LowerContext cx(graph, group, target);
   KILN_TRY(kir::StmtPtr body, lowerBody(cx, *chosen));
-  return finishKernel(group, cx.signature, std::move(body));
+  LoweredKernel lowered = finishKernel(group, cx.signature, std::move(body));
+  cx.sizes.bind(lowered);
+  return lowered;
 }
 
 // ---- pointwise: a transpose-shaped group takes square tiles (TransposeSchedule)

@@ -51,6 +51,9 @@ public:
     nc_ = s_.nc;
     kc_ = s_.kc;
     numIc_ = ceilDiv(p_.m, mc_);
+    mRows_ = p_.runtimeM ? p_.runtimeM : index(p_.m);
+    numIcRows_ = p_.runtimeM ? ceilDiv(p_.runtimeM, mc_) : index(numIc_);
+    mEdges_ = p_.runtimeM != nullptr || p_.m % mr_ != 0;
     numJc_ = ceilDiv(p_.n, nc_);
     numPc_ = p_.k == 0 ? 0 : ceilDiv(p_.k, kc_);
     accType_ = Type::scalar(p_.accumulate);
@@ -68,6 +71,12 @@ private:
     if (total % block == 0)
       return index(block);
     return min(index(block), sub(index(total), start));
+  }
+  /// The rows of the row block starting at `start`.
+  ExprPtr rowBlockExtent(const ExprPtr &start) const {
+    if (!p_.runtimeM)
+      return blockExtent(start, mc_, p_.m);
+    return min(index(mc_), sub(mRows_, start));
   }
 
   // ---- element reads, guarded at the padded edges
@@ -116,7 +125,7 @@ private:
                                  const ExprPtr &kcCur) const;
   Expected<StmtPtr> rowBlocks(const ExprPtr &b, const ExprPtr &jc, const ExprPtr &pcIdx,
                               const ExprPtr &pc, const ExprPtr &kcCur, const ExprPtr &icIdxFirst,
-                              int64_t icCount, const ExprPtr &stripBegin,
+                              const ExprPtr &icCount, const ExprPtr &stripBegin,
                               const ExprPtr &stripCount) const;
   Expected<StmtPtr> outerNest(ForKind kind);
   Expected<StmtPtr> innerNest(bool parallel);
@@ -127,7 +136,11 @@ private:
   const codegen::CpuTarget &target_;
   MatMulSchedule s_;
   int64_t mr_, nr_, vw_, nv_, mc_, nc_, kc_;
-  int64_t numIc_, numJc_, numPc_;
+  int64_t numIc_, numJc_, numPc_; ///< block counts, numIc_ at M's largest
+  /// M and its row blocks as the kernel computes them (runtime expressions for a runtime M).
+  ExprPtr mRows_, numIcRows_;
+  /// Whether a register tile may pass M's end (rows are then clamped and masked).
+  bool mEdges_ = false;
   Type accType_, vecType_;
   bool isFloat_ = true;
 
@@ -141,12 +154,12 @@ private:
 };
 
 ExprPtr GemmBuilder::elementA(const ExprPtr &b, const ExprPtr &i, const ExprPtr &k) const {
-  if (p_.m % mr_ == 0) {
+  if (!mEdges_) {
     std::vector<ExprPtr> idx{b, i, k};
     return cast(p_.a(idx), accType_);
   }
-  std::vector<ExprPtr> idx{b, min(i, index(p_.m - 1)), k};
-  return select(lt(i, index(p_.m)), cast(p_.a(idx), accType_), zero());
+  std::vector<ExprPtr> idx{b, min(i, sub(mRows_, index(1))), k};
+  return select(lt(i, mRows_), cast(p_.a(idx), accType_), zero());
 }
 
 ExprPtr GemmBuilder::elementB(const ExprPtr &b, const ExprPtr &k, const ExprPtr &j) const {
@@ -311,9 +324,9 @@ std::vector<GemmBuilder::GatheredRow> GemmBuilder::gatheredRows(const ExprPtr &b
   for (int64_t r = 0; r < mr_; ++r) {
     ExprPtr i = add(i0, index(r));
     ExprPtr inRows = nullptr;
-    if (p_.m % mr_ != 0) {
-      inRows = lt(i, index(p_.m));
-      i = min(i, index(p_.m - 1));
+    if (mEdges_) {
+      inRows = lt(i, mRows_);
+      i = min(i, sub(mRows_, index(1)));
     }
     auto [offset, inside] = p_.aGathered->address(b, i, k);
     if (inRows)
@@ -468,7 +481,7 @@ Expected<StmtPtr> GemmBuilder::tileWriteOut(const ExprPtr &b, const ExprPtr &i0,
   } else {
     element = store(partial_, partialAt, value);
   }
-  ExprPtr rows = full ? index(mr_) : min(index(mr_), sub(index(p_.m), i0));
+  ExprPtr rows = full ? index(mr_) : min(index(mr_), sub(mRows_, i0));
   ExprPtr cols = full ? index(nr_) : min(index(nr_), sub(index(p_.n), j0));
   if (p_.outputContiguousInI)
     stmts.push_back(forLoop(c, index(0), cols, ForKind::Serial,
@@ -481,9 +494,9 @@ Expected<StmtPtr> GemmBuilder::tileWriteOut(const ExprPtr &b, const ExprPtr &i0,
 
 Expected<StmtPtr> GemmBuilder::writeOut(const ExprPtr &b, const ExprPtr &i0, const ExprPtr &j0,
                                         const ExprPtr &pcIdx) const {
-  bool edgesPossible = p_.m % mr_ != 0 || p_.n % nr_ != 0;
+  bool edgesPossible = mEdges_ || p_.n % nr_ != 0;
   ExprPtr isFull =
-      logicalAnd(le(add(i0, index(mr_)), index(p_.m)), le(add(j0, index(nr_)), index(p_.n)));
+      logicalAnd(le(add(i0, index(mr_)), mRows_), le(add(j0, index(nr_)), index(p_.n)));
   // Final block of K: the epilogue, through the tile buffer (or plain vector stores).
   auto finalWriteOut = [&]() -> Expected<StmtPtr> {
     if (p_.plainOutput) {
@@ -533,13 +546,14 @@ Expected<StmtPtr> GemmBuilder::computeBlock(const ExprPtr &b, const ExprPtr &ic,
 // Row blocks [icIdxFirst, icIdxFirst + icCount) of one (b, jc, pc) step: pack A, compute.
 Expected<StmtPtr> GemmBuilder::rowBlocks(const ExprPtr &b, const ExprPtr &jc, const ExprPtr &pcIdx,
                                          const ExprPtr &pc, const ExprPtr &kcCur,
-                                         const ExprPtr &icIdxFirst, int64_t icCount,
+                                         const ExprPtr &icIdxFirst, const ExprPtr &icCount,
                                          const ExprPtr &stripBegin,
                                          const ExprPtr &stripCount) const {
   VarPtr icIdx = makeVar(name("ic_block"));
-  ExprPtr icIndex = icCount == 1 ? icIdxFirst : kir::ref(icIdx);
+  bool single = constIntValue(icCount) == 1;
+  ExprPtr icIndex = single ? icIdxFirst : kir::ref(icIdx);
   KILN_TRY(StmtPtr body, bindOrError(name("ic"), mul(icIndex, index(mc_)), [&](ExprPtr ic) {
-             return bindOrError(name("mc_cur"), blockExtent(ic, mc_, p_.m),
+             return bindOrError(name("mc_cur"), rowBlockExtent(ic),
                                 [&](ExprPtr mcCur) -> Expected<StmtPtr> {
                                   KILN_TRY(StmtPtr compute,
                                            computeBlock(b, ic, mcCur, jc, stripBegin, stripCount,
@@ -549,9 +563,9 @@ Expected<StmtPtr> GemmBuilder::rowBlocks(const ExprPtr &b, const ExprPtr &jc, co
                                   return seq({packA(b, ic, mcCur, pc, kcCur), compute});
                                 });
            }));
-  if (icCount == 1)
+  if (single)
     return body;
-  return forLoop(icIdx, icIdxFirst, index(icCount), ForKind::Serial, body);
+  return forLoop(icIdx, icIdxFirst, icCount, ForKind::Serial, body);
 }
 
 StmtPtr GemmBuilder::withTaskBuffers(StmtPtr body) const {
@@ -583,7 +597,7 @@ Expected<StmtPtr> GemmBuilder::outerNest(ForKind kind) {
                           name("kc_cur"), blockExtent(pc, kc_, p_.k),
                           [&](ExprPtr kcCur) -> Expected<StmtPtr> {
                             KILN_TRY(StmtPtr blocks,
-                                     rowBlocks(b, jc, pcIndex, pc, kcCur, index(0), numIc_,
+                                     rowBlocks(b, jc, pcIndex, pc, kcCur, index(0), numIcRows_,
                                                index(0), ceilDiv(ncCur, nr_)));
                             if (p_.prepackB)
                               return blocks;
@@ -645,10 +659,11 @@ Expected<StmtPtr> GemmBuilder::innerNest(bool parallel) {
                                    : max(index(0), sub(min(add(stripBegin, index(stripsPerChunk)),
                                                            ceilDiv(ncCur, nr_)),
                                                        stripBegin));
-                           KILN_TRY(StmtPtr blocks, rowBlocks(bIndex, jc, pcIndex, pc, kcCur,
-                                                              icIndex, 1, stripBegin, stripCount));
-                           StmtPtr tasks = forLoop(task, index(0), index(numIc_ * chunks), kind,
-                                                   withTaskBuffers(blocks));
+                           KILN_TRY(StmtPtr blocks,
+                                    rowBlocks(bIndex, jc, pcIndex, pc, kcCur, icIndex, index(1),
+                                              stripBegin, stripCount));
+                           StmtPtr tasks = forLoop(task, index(0), mul(numIcRows_, index(chunks)),
+                                                   kind, withTaskBuffers(blocks));
                            if (p_.prepackB)
                              return tasks;
                            return seq({packB(bIndex, jc, ncCur, pc, kcCur, kind, index(0)), tasks});
@@ -671,9 +686,9 @@ Expected<StmtPtr> GemmBuilder::emptyK() const {
   VarPtr b = makeVar(name("b")), i = makeVar(name("i")), j = makeVar(name("j"));
   std::vector<ExprPtr> bij{kir::ref(b), kir::ref(i), kir::ref(j)};
   KILN_TRY(StmtPtr element, p_.storeResult(bij, zero()));
-  return forRange(
-      b, p_.batch, ForKind::Serial,
-      forRange(i, p_.m, ForKind::Serial, forRange(j, p_.n, ForKind::Vectorized, element)));
+  return forRange(b, p_.batch, ForKind::Serial,
+                  forLoop(i, index(0), mRows_, ForKind::Serial,
+                          forRange(j, p_.n, ForKind::Vectorized, element)));
 }
 
 Expected<GemmLowering> GemmBuilder::build() {

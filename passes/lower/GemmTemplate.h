@@ -81,6 +81,9 @@ struct WeightOperand {
 /// One batched GEMM as the template sees it.
 struct GemmProblem {
   int64_t batch = 1, m = 0, n = 0, k = 0;
+  /// Set when M is known only at run time (a symbolic batch, docs/dynamic-shapes.md): the rows
+  /// the kernel computes, at most `m`, from which the blocks are sized.
+  kir::ExprPtr runtimeM;
   /// f32, f64, i32 or i64: packed panels, the registers and partial sums use it.
   DType accumulate = DType::F32;
   ElementFn a; ///< (b, i, k) -> an element of any numeric dtype; cast to `accumulate` when read

@@ -7,6 +7,7 @@
 #include "passes/graph/Fusion.h"
 #include "passes/lower/ElementEmitter.h"
 #include "passes/lower/LowerUtil.h"
+#include "passes/lower/RuntimeSizes.h"
 
 #include <span>
 
@@ -15,7 +16,7 @@ namespace kiln::lower {
 struct KernelContext {
   KernelContext(const ir::Graph &graph, const passes::FusionGroup &group)
       : graph(graph), group(group), signature(makeSignature(group)),
-        emitter(group, signature.buffers) {}
+        emitter(group, signature.buffers), sizes(graph) {}
   KernelContext(const KernelContext &) = delete;
   KernelContext &operator=(const KernelContext &) = delete;
 
@@ -24,6 +25,8 @@ struct KernelContext {
   KernelSignature signature;
   ElementEmitter emitter;
   VarNames names;
+  /// Extents of symbolic sizes, read at run time.
+  RuntimeSizes sizes;
 
   const ir::Value *root() const { return group.root->result(); }
   /// Stores the root's element at `index` into the output buffer.

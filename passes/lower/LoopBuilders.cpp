@@ -53,6 +53,13 @@ Expected<StmtPtr> taskLoop(VarNames &names, int64_t count, bool parallel, const 
               body);
 }
 
+Expected<StmtPtr> taskLoop(VarNames &names, ExprPtr count, bool parallel, const BodyFn &body) {
+  if (auto n = constIntValue(count))
+    return taskLoop(names, *n, parallel, body);
+  return loop(names, "task", index(0), std::move(count),
+              parallel ? ForKind::Parallel : ForKind::Serial, body);
+}
+
 // ---- the partial-accumulator loop
 
 namespace {

@@ -3,8 +3,9 @@
 #include "passes/lower/Lower.h"
 
 #include "passes/kernel/Passes.h"
-#include "passes/lower/LoweringTable.h"
 #include "passes/lower/LowerUtil.h"
+#include "passes/lower/LoweringTable.h"
+#include "passes/lower/RuntimeSizes.h"
 
 namespace kiln::lower {
 
@@ -59,6 +60,11 @@ Expected<LoweredKernel> lowerGroup(const ir::Graph &graph, const passes::FusionG
         const auto *entry = kindLowering(t, group.kind);
         if (entry == nullptr)
           return std::unexpected(noKernelTemplate(group, targetName(t)));
+        if (hasSymbolicSizes(group)) {
+          if (std::is_same_v<std::decay_t<decltype(t)>, codegen::GpuTarget>)
+            KILN_TRY_VOID(requireStaticGroup(group, "the GPU kernels"));
+          KILN_TRY_VOID(requireLeadingSymbols(group));
+        }
         return entry->lower(graph, group, schedule, t);
       },
       target);

@@ -38,6 +38,8 @@ struct LoweredKernel {
   int preludeWorkspace = -1;
   int numInputs = 0;
   int numWorkspaces = 0;
+  /// Each kernel takes one more parameter, last: the graph's size symbols (RuntimeSizes.h).
+  bool readsSizes = false;
 };
 
 /// A good schedule for `group` on `target` without running anything

@@ -9,6 +9,7 @@
 #include "passes/lower/LowerConv2D.h"
 #include "passes/lower/LowerMatMul.h"
 #include "passes/lower/LowerUtil.h"
+#include "passes/lower/RuntimeSizes.h"
 #include "passes/lower/gpu/GpuContraction.h"
 #include "passes/lower/gpu/GpuGemmSchedule.h"
 #include "passes/lower/gpu/GpuGemmTemplate.h"
@@ -49,13 +50,21 @@ Error scheduleMismatch(const passes::FusionGroup &group, std::string_view target
 /// The group's GEMM (conv2d's with `algorithm`), its epilogue and kernel around the body that
 /// a target's template (`lowerGemm`) makes of it.
 template <typename LowerGemm>
-Expected<LoweredKernel> lowerThroughTemplate(const passes::FusionGroup &group,
-                                             Algorithm algorithm, LowerGemm &&lowerGemm) {
+Expected<LoweredKernel> lowerThroughTemplate(const passes::FusionGroup &group, Algorithm algorithm,
+                                             LowerGemm &&lowerGemm, RuntimeSizes *sizes = nullptr) {
   ContractionKernel kernel(group);
   GemmProblem problem = isConv(group) ? conv2DGemmProblem(*group.anchor, algorithm, kernel)
                                       : matMulGemmProblem(*group.anchor, kernel);
+  if (sizes && hasSymbolicSizes(group)) {
+    if (isConv(group))
+      KILN_TRY_VOID(requireStaticGroup(group, "the CPU convolution kernel"));
+    KILN_TRY(problem.runtimeM, matMulRuntimeRows(*group.anchor, *sizes));
+  }
   KILN_TRY(GemmLowering lowered, lowerGemm(problem));
-  return kernel.finish(lowered);
+  LoweredKernel result = kernel.finish(lowered);
+  if (sizes)
+    sizes->bind(result);
+  return result;
 }
 
 /// Im2col keeps the output's contiguous axis on N (pixels for nchw, channels for nhwc), so
@@ -77,7 +86,6 @@ Expected<LoweredKernel> lowerContractionForCpu(const ir::Graph &graph,
                                                const passes::FusionGroup &group,
                                                const Schedule &schedule,
                                                const codegen::CpuTarget &target) {
-  (void)graph;
   KILN_TRY_VOID(checkAnchor(group, "CPU"));
   Conv2DSchedule conv; // a plain GEMM schedule is conv2d's with the im2col algorithm
   if (const auto *given = std::get_if<Conv2DSchedule>(&schedule); given && isConv(group)) {
@@ -98,11 +106,15 @@ Expected<LoweredKernel> lowerContractionForCpu(const ir::Graph &graph,
   // A weight that depends on parameters alone is packed once, in a prelude kernel whose
   // result the host plan keeps between runs (LoweredKernel::prelude).
   bool parameterWeight = dependsOnParametersOnly(group.anchor->operand(1));
-  return lowerThroughTemplate(group, conv.algorithm, [&](const GemmProblem &problem) {
-    GemmProblem withWeight = problem;
-    withWeight.prepackB = problem.bWeight.has_value() && parameterWeight;
-    return lowerGemm(withWeight, gemm, target);
-  });
+  RuntimeSizes sizes(graph);
+  return lowerThroughTemplate(
+      group, conv.algorithm,
+      [&](const GemmProblem &problem) {
+        GemmProblem withWeight = problem;
+        withWeight.prepackB = problem.bWeight.has_value() && parameterWeight;
+        return lowerGemm(withWeight, gemm, target);
+      },
+      &sizes);
 }
 
 Schedule defaultContractionSchedule(const ir::Graph &graph, const passes::FusionGroup &group,

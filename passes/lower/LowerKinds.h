@@ -85,6 +85,9 @@ Expected<kir::StmtPtr> loopNest(VarNames &names, const std::vector<int64_t> &ext
 /// One loop over `count` tasks, Parallel when `parallel` and there are at
 /// least two; the body gets the task index.
 Expected<kir::StmtPtr> taskLoop(VarNames &names, int64_t count, bool parallel, const BodyFn &body);
+/// The same over a count known at run time.
+Expected<kir::StmtPtr> taskLoop(VarNames &names, kir::ExprPtr count, bool parallel,
+                                const BodyFn &body);
 
 /// A reduction's state: one or more accumulators updated together (argmax
 /// keeps a value and its index).

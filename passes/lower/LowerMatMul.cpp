@@ -5,6 +5,7 @@
 #include "ir/kernel/Builder.h"
 #include "passes/lower/ContractionKernel.h"
 #include "passes/lower/GemmTemplate.h"
+#include "passes/lower/RuntimeSizes.h"
 
 #include <fmt/format.h>
 
@@ -154,6 +155,24 @@ GemmProblem matMulGemmProblem(const ir::Node &node, ContractionKernel &kernel) {
     problem.plainOffset = outputOffset;
   }
   return problem;
+}
+
+Expected<ExprPtr> matMulRuntimeRows(const ir::Node &node, RuntimeSizes &sizes) {
+  MatMulLayout layout(node);
+  const ir::TensorType &result = node.type();
+  const int64_t rank = result.rank();
+  bool rowsOnly = !node.operand(1)->type().isSymbolic() && !layout.transposeA &&
+                  (rank == 2 || layout.foldBatch) && result.size(rank - 1).isConstant();
+  if (!rowsOnly)
+    return std::unexpected(unsupportedNode(
+        node, "a CPU matmul takes a runtime size in its rows only (M: a 2-D matmul's leading "
+              "axis, or the batch of one whose B is shared), not in K, N or a batch of "
+              "matrices (docs/dynamic-shapes.md)"));
+  // Every axis but the last is a row axis (the batch folded into M).
+  ExprPtr rows = index(1);
+  for (int64_t axis = 0; axis + 1 < rank; ++axis)
+    rows = mul(rows, sizes(result.size(axis)));
+  return rows;
 }
 
 } // namespace kiln::lower

@@ -15,9 +15,15 @@ namespace kiln::lower {
 GemmShape matMulGemmShape(const ir::Node &matmul);
 
 class ContractionKernel;
+class RuntimeSizes;
 
 /// The GEMM problem of a matmul (sizes of matMulGemmShape, operand element functions, the
 /// fused epilogue through `kernel`), shared by the CPU and GPU templates.
 GemmProblem matMulGemmProblem(const ir::Node &matmul, ContractionKernel &kernel);
+
+/// A matmul of a symbolic graph: its GEMM's rows at run time (GemmProblem::runtimeM). Only M
+/// may be symbolic: a 2-D matmul's leading axis, or the batch axes of one folded into M; an
+/// error names the matmul whose K, N or unfolded batch is symbolic.
+Expected<kir::ExprPtr> matMulRuntimeRows(const ir::Node &matmul, RuntimeSizes &sizes);
 
 } // namespace kiln::lower

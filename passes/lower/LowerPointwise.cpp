@@ -58,20 +58,26 @@ int64_t flatBlock(int64_t n, int vectorWidth, int cores) {
   return ceilDiv(block, vectorWidth) * vectorWidth;
 }
 
+// Symbolic sizes: blocks and the parallel decision are the largest size's; the element count
+// and so the number of tasks and the last one's extent are the run's.
 Expected<StmtPtr> lowerFlat(LowerContext &cx, const PointwiseSchedule &schedule) {
   const ir::Shape &shape = cx.root()->type().shape;
   int64_t n = product(shape);
+  ExprPtr count = cx.sizes.withLeadingAxis(cx.root(), n);
   auto element = [&](ExprPtr flat) -> Expected<StmtPtr> {
     KILN_TRY(ExprPtr value, cx.emitter.at(cx.root(), flatIndex(shape, flat)));
     return storeBound(cx.signature.out, flat, value, cx.names);
   };
   if (!runsInParallel(n, schedule.minParallelWork))
-    return loop(cx.names, "i", n, ForKind::Vectorized, element);
+    return loop(cx.names, "i", kir::index(0), count, ForKind::Vectorized, element);
   int64_t block = flatBlock(n, schedule.vectorWidth, cx.target.cores);
   int64_t tasks = ceilDiv(n, block);
-  return taskLoop(cx.names, tasks, true, [&](ExprPtr task) -> Expected<StmtPtr> {
+  ExprPtr taskCount = constIntValue(count)
+                          ? kir::index(tasks)
+                          : div(add(count, kir::index(block - 1)), kir::index(block));
+  return taskLoop(cx.names, taskCount, true, [&](ExprPtr task) -> Expected<StmtPtr> {
     ExprPtr begin = mul(task, kir::index(block));
-    ExprPtr extent = tasks == 1 ? kir::index(n) : min(kir::index(block), sub(kir::index(n), begin));
+    ExprPtr extent = tasks == 1 ? count : min(kir::index(block), sub(count, begin));
     return loop(cx.names, "i", begin, extent, ForKind::Vectorized, element);
   });
 }
@@ -90,6 +96,8 @@ Expected<StmtPtr> lowerPointwise(LowerContext &cx, const PointwiseSchedule &sche
 
   // Rows (all axes but the last, collapsed) x column blocks of the last axis,
   // so a tensor with few long rows still gives every core work.
+  if (shape.size() == 1)
+    KILN_TRY_VOID(requireStaticGroup(cx.group, "a CPU pointwise kernel over one broadcast axis"));
   std::vector<int64_t> rowExtents(shape.begin(), shape.end() - 1);
   int64_t rows = product(rowExtents), width = shape.back();
   bool parallel = runsInParallel(n, schedule.minParallelWork);
@@ -101,7 +109,8 @@ Expected<StmtPtr> lowerPointwise(LowerContext &cx, const PointwiseSchedule &sche
   int64_t blockWidth = ceilDiv(ceilDiv(width, columnBlocks), schedule.vectorWidth) * schedule.vectorWidth;
   columnBlocks = ceilDiv(width, blockWidth);
 
-  return taskLoop(cx.names, rows * columnBlocks, parallel, [&](ExprPtr task) -> Expected<StmtPtr> {
+  ExprPtr tasks = mul(cx.sizes.withLeadingAxis(cx.root(), rows), kir::index(columnBlocks));
+  return taskLoop(cx.names, tasks, parallel, [&](ExprPtr task) -> Expected<StmtPtr> {
     ExprPtr row = columnBlocks == 1 ? task : div(task, kir::index(columnBlocks));
     std::vector<ExprPtr> index = delinearize(row, rowExtents);
     ExprPtr begin = kir::index(0), extent = kir::index(width);

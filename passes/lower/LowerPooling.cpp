@@ -550,6 +550,7 @@ private:
 
 Expected<StmtPtr> lowerPooling(LowerContext &cx, const PoolingSchedule &schedule) {
   KILN_CHECK(cx.group.anchor != nullptr, "a pooling group has an anchor");
+  KILN_TRY_VOID(requireStaticGroup(cx.group, "the CPU pooling kernel"));
   return PoolingLowering(cx, schedule).lower();
 }
 

@@ -393,6 +393,7 @@ private:
 
 Expected<StmtPtr> lowerReduction(LowerContext &cx, const ReductionSchedule &schedule) {
   KILN_CHECK(cx.group.anchor != nullptr, "a reduction group has an anchor");
+  KILN_TRY_VOID(requireStaticGroup(cx.group, "the CPU reduction kernel"));
   return ReductionLowering(cx, schedule).lower();
 }
 

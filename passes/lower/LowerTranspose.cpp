@@ -127,6 +127,7 @@ struct TransposeTiles {
 // the tile with a stride, which vector code would turn into gathers; it stays
 // scalar (measured 2-4x faster on AVX-512).
 Expected<StmtPtr> lowerTranspose(LowerContext &cx, const TransposeSchedule &schedule) {
+  KILN_TRY_VOID(requireStaticGroup(cx.group, "the CPU transpose kernel"));
   const ir::Shape &shape = cx.root()->type().shape;
   std::optional<TransposedRead> read = findTransposedRead(cx.group);
   if (!read)

@@ -357,6 +357,9 @@ Expected<void> validatePlan(const LaunchPlan &plan) {
             "buffer {} ('{}') at derived offset {} + {} bytes overruns the {}-byte derived block",
             id, buffer.name, buffer.arenaOffset, buffer.bytes, plan.derivedBytes)));
       break;
+    case Storage::Sizes:
+      return std::unexpected(invalid(fmt::format(
+          "buffer {} ('{}') holds runtime sizes, which bundles do not carry", id, buffer.name)));
     case Storage::Alias:
       if (buffer.aliasOf < 0 || static_cast<size_t>(buffer.aliasOf) >= id ||
           plan.buffers[buffer.aliasOf].bytes < buffer.bytes)
