@@ -9,7 +9,7 @@
 namespace kiln::examples {
 
 struct FashionMnistCnnConfig {
-  int64_t batch = 8;
+  Dim batch = 8; ///< a size, or a symbol: kiln::dim("N", 1, 64) (docs/dynamic-shapes.md)
   int64_t imageSize = 28;
   int64_t channels = 1;
   std::array<int64_t, 3> convFilters = {32, 64, 64};

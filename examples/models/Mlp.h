@@ -10,7 +10,7 @@
 namespace kiln::examples {
 
 struct MlpConfig {
-  int64_t batch = 8;
+  Dim batch = 8; ///< a size, or a symbol: kiln::dim("N", 1, 64) (docs/dynamic-shapes.md)
   int64_t inputs = 784;
   std::vector<int64_t> hidden = {256, 128};
   int64_t classes = 10;

@@ -214,8 +214,7 @@ private:
     if (identity)
       return source;
     if (movesOnlyUnitAxes(source->type().shape, perm))
-      return graph.addNode(OpKind::Reshape, {source}, {{"shape", node.type().shape}},
-                           node.location());
+      return graph.addNode(OpKind::Reshape, {source}, reshapeTo(node.type()), node.location());
     if (source == node.operand(0))
       return nullptr;
     return graph.addNode(OpKind::Transpose, {source}, {{"perm", perm}}, node.location());
@@ -225,12 +224,19 @@ private:
     Value *source = node.operand(0);
     if (Node *inner = source->definingNode(); inner && isReshapeLike(inner->kind()))
       source = inner->operand(0);
-    if (source->type().shape == node.type().shape)
+    if (source->type().sizes() == node.type().sizes())
       return source;
     if (source == node.operand(0))
       return nullptr;
-    return graph.addNode(OpKind::Reshape, {source}, {{"shape", node.type().shape}},
-                         node.location());
+    return graph.addNode(OpKind::Reshape, {source}, reshapeTo(node.type()), node.location());
+  }
+
+  /// A reshape's attributes for the result type `type` (a symbolic one with its sizes).
+  static ir::AttrMap reshapeTo(const ir::TensorType &type) {
+    ir::AttrMap attrs{{"shape", type.shape}};
+    if (type.isSymbolic())
+      attrs.emplace("sizes", type.symbolicDims);
+    return attrs;
   }
 
   // cast(cast(x, a), b) equals cast(x, b) when x -> a is exact, except that an

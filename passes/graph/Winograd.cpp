@@ -429,6 +429,9 @@ bool winogradApplies(const ir::Node &node, const WinogradOptions &options) {
       ir::getBool(attrs, "allow_tf32") || ir::getType(attrs, "accumulate") != DType::F32)
     return false;
   const ConvAxes axes{layout == "nhwc"};
+  // The transforms gather tiles, and gathers take static sizes (docs/dynamic-shapes.md).
+  if (x.isSymbolic())
+    return false;
   if (x.dtype != DType::F32 || w.dtype != DType::F32 || node.type().dtype != DType::F32 ||
       x.rank() != 4 || w.rank() != 4 || w.shape[axes.height()] != 3 || w.shape[axes.width()] != 3)
     return false;

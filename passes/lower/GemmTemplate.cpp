@@ -54,6 +54,7 @@ public:
     mRows_ = p_.runtimeM ? p_.runtimeM : index(p_.m);
     numIcRows_ = p_.runtimeM ? ceilDiv(p_.runtimeM, mc_) : index(numIc_);
     mEdges_ = p_.runtimeM != nullptr || p_.m % mr_ != 0;
+    batches_ = p_.runtimeBatch ? p_.runtimeBatch : index(p_.batch);
     numJc_ = ceilDiv(p_.n, nc_);
     numPc_ = p_.k == 0 ? 0 : ceilDiv(p_.k, kc_);
     accType_ = Type::scalar(p_.accumulate);
@@ -139,6 +140,8 @@ private:
   int64_t numIc_, numJc_, numPc_; ///< block counts, numIc_ at M's largest
   /// M and its row blocks as the kernel computes them (runtime expressions for a runtime M).
   ExprPtr mRows_, numIcRows_;
+  /// The batch as the kernel computes it.
+  ExprPtr batches_;
   /// Whether a register tile may pass M's end (rows are then clamped and masked).
   bool mEdges_ = false;
   Type accType_, vecType_;
@@ -614,8 +617,7 @@ Expected<StmtPtr> GemmBuilder::outerNest(ForKind kind) {
   body = withTaskBuffers(body);
   if (!p_.prepackB)
     body = allocate(bPanel_, body);
-  int64_t tasks = p_.batch * numJc_;
-  return forLoop(task, index(0), index(tasks), kind, body);
+  return forLoop(task, index(0), mul(batches_, index(numJc_)), kind, body);
 }
 
 // Parallel::Inner: serial over (batch, column panel, K block); per step the B panel is packed
@@ -677,7 +679,7 @@ Expected<StmtPtr> GemmBuilder::innerNest(bool parallel) {
   if (numJc_ > 1)
     body = forLoop(jcIdx, index(0), index(numJc_), ForKind::Serial, body);
   if (p_.batch > 1)
-    body = forLoop(bVar, index(0), index(p_.batch), ForKind::Serial, body);
+    body = forLoop(bVar, index(0), batches_, ForKind::Serial, body);
   return body;
 }
 
@@ -686,9 +688,9 @@ Expected<StmtPtr> GemmBuilder::emptyK() const {
   VarPtr b = makeVar(name("b")), i = makeVar(name("i")), j = makeVar(name("j"));
   std::vector<ExprPtr> bij{kir::ref(b), kir::ref(i), kir::ref(j)};
   KILN_TRY(StmtPtr element, p_.storeResult(bij, zero()));
-  return forRange(b, p_.batch, ForKind::Serial,
-                  forLoop(i, index(0), mRows_, ForKind::Serial,
-                          forRange(j, p_.n, ForKind::Vectorized, element)));
+  return forLoop(b, index(0), batches_, ForKind::Serial,
+                 forLoop(i, index(0), mRows_, ForKind::Serial,
+                         forRange(j, p_.n, ForKind::Vectorized, element)));
 }
 
 Expected<GemmLowering> GemmBuilder::build() {

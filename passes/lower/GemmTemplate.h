@@ -84,6 +84,9 @@ struct GemmProblem {
   /// Set when M is known only at run time (a symbolic batch, docs/dynamic-shapes.md): the rows
   /// the kernel computes, at most `m`, from which the blocks are sized.
   kir::ExprPtr runtimeM;
+  /// Set when the batch is known only at run time (one GEMM per image of a symbolic batch): the
+  /// batch the kernel computes, at most `batch`.
+  kir::ExprPtr runtimeBatch;
   /// f32, f64, i32 or i64: packed panels, the registers and partial sums use it.
   DType accumulate = DType::F32;
   ElementFn a; ///< (b, i, k) -> an element of any numeric dtype; cast to `accumulate` when read

@@ -56,9 +56,11 @@ Expected<LoweredKernel> lowerThroughTemplate(const passes::FusionGroup &group, A
   GemmProblem problem = isConv(group) ? conv2DGemmProblem(*group.anchor, algorithm, kernel)
                                       : matMulGemmProblem(*group.anchor, kernel);
   if (sizes && hasSymbolicSizes(group)) {
-    if (isConv(group))
-      KILN_TRY_VOID(requireStaticGroup(group, "the CPU convolution kernel"));
-    KILN_TRY(problem.runtimeM, matMulRuntimeRows(*group.anchor, *sizes));
+    if (isConv(group)) {
+      setConv2DRuntimeImages(*group.anchor, algorithm, *sizes, problem);
+    } else {
+      KILN_TRY(problem.runtimeM, matMulRuntimeRows(*group.anchor, *sizes));
+    }
   }
   KILN_TRY(GemmLowering lowered, lowerGemm(problem));
   LoweredKernel result = kernel.finish(lowered);

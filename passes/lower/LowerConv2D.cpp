@@ -6,6 +6,7 @@
 #include "ir/kernel/Builder.h"
 #include "passes/lower/ContractionKernel.h"
 #include "passes/lower/GemmTemplate.h"
+#include "passes/lower/RuntimeSizes.h"
 
 #include <fmt/format.h>
 
@@ -425,6 +426,16 @@ GemmProblem conv2DGemmProblem(const ir::Node &conv, Algorithm algorithm,
     problem.plainOffset = outputOffset;
   }
   return problem;
+}
+
+void setConv2DRuntimeImages(const ir::Node &conv, Algorithm algorithm, RuntimeSizes &sizes,
+                            GemmProblem &problem) {
+  ConvGeometry g(conv);
+  ExprPtr images = sizes.dim(conv.operand(0), 0);
+  if (g.nhwc || (algorithm == Algorithm::Direct && g.foldImages()))
+    problem.runtimeM = mul(images, index(g.pixels()));
+  else
+    problem.runtimeBatch = mul(images, index(g.groups));
 }
 
 } // namespace kiln::lower

@@ -33,11 +33,18 @@ std::vector<Conv2DSchedule> conv2DScheduleSpace(const ir::Node &conv,
                                                 const codegen::CpuTarget &target);
 
 class ContractionKernel;
+class RuntimeSizes;
 
 /// The GEMM problem of a conv2d with `algorithm` (the orientation of conv2DGemmShape, the
 /// implicit-im2col element functions, the fused epilogue through `kernel`), shared by the CPU
 /// and GPU templates.
 GemmProblem conv2DGemmProblem(const ir::Node &conv, Conv2DSchedule::Algorithm algorithm,
                               ContractionKernel &kernel);
+
+/// A conv2d of a symbolic batch (docs/dynamic-shapes.md): the run's images in its GEMM, as the
+/// rows (`problem.runtimeM`, where conv2DGemmShape puts every image's pixels in M) or the
+/// batch (`problem.runtimeBatch`, one GEMM per image and group).
+void setConv2DRuntimeImages(const ir::Node &conv, Conv2DSchedule::Algorithm algorithm,
+                            RuntimeSizes &sizes, GemmProblem &problem);
 
 } // namespace kiln::lower

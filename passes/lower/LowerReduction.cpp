@@ -151,6 +151,9 @@ public:
   Expected<StmtPtr> lower() {
     if (product(cx_.root()->type().shape) == 0)
       return seq({});
+    // A runtime count of reduced elements (reduce_mean's divisor) is not built yet.
+    if (!shape_.empty() && plan_.reduced[0])
+      KILN_TRY_VOID(requireStaticGroup(cx_.group, "a CPU reduction over its leading axis"));
     if (shape_.empty() || plan_.reduced.back())
       return innerReduction();
     return outerReduction();
@@ -165,16 +168,19 @@ private:
       (plan_.reduced[k] ? reducedExtents : keptExtents).push_back(shape_[k]);
     int64_t rows = product(keptExtents);
     bool parallel = runsInParallel(rows * std::max<int64_t>(plan_.count, 1), schedule_.minParallelWork);
-    return taskLoop(cx_.names, rows, parallel, [&](ExprPtr row) -> Expected<StmtPtr> {
-      std::vector<ExprPtr> kept = delinearize(row, keptExtents);
-      return accumulate(
-          cx_.names, reducedExtents, schedule_.vectorWidth, spec_,
-          [&](std::span<const ExprPtr> reducedIndex) { return element(merged(kept, reducedIndex)); },
-          [&](State state) -> Expected<StmtPtr> {
-            std::vector<ExprPtr> zeros(reducedExtents.size(), kir::index(0));
-            return finish(state, merged(kept, zeros));
-          });
-    });
+    return taskLoop(cx_.names, cx_.sizes.withLeadingAxis(plan_.input, rows), parallel,
+                    [&](ExprPtr row) -> Expected<StmtPtr> {
+                      std::vector<ExprPtr> kept = delinearize(row, keptExtents);
+                      return accumulate(
+                          cx_.names, reducedExtents, schedule_.vectorWidth, spec_,
+                          [&](std::span<const ExprPtr> reducedIndex) {
+                            return element(merged(kept, reducedIndex));
+                          },
+                          [&](State state) -> Expected<StmtPtr> {
+                            std::vector<ExprPtr> zeros(reducedExtents.size(), kir::index(0));
+                            return finish(state, merged(kept, zeros));
+                          });
+                    });
   }
 
   /// Tasks over the kept axes but the innermost, times blocks of the
@@ -187,7 +193,8 @@ private:
       (plan_.reduced[k] ? reducedExtents : keptExtents).push_back(shape_[k]);
     int64_t blockWidth = std::min<int64_t>(width, 1024);
     int64_t blocks = ceilDiv(width, blockWidth);
-    int64_t tasks = product(keptExtents) * blocks;
+    ExprPtr tasks =
+        mul(cx_.sizes.withLeadingAxis(plan_.input, product(keptExtents)), kir::index(blocks));
     bool parallel = runsInParallel(product(keptExtents) * width * std::max<int64_t>(plan_.count, 1),
                                    schedule_.minParallelWork);
     return taskLoop(cx_.names, tasks, parallel, [&](ExprPtr task) -> Expected<StmtPtr> {
@@ -393,7 +400,6 @@ private:
 
 Expected<StmtPtr> lowerReduction(LowerContext &cx, const ReductionSchedule &schedule) {
   KILN_CHECK(cx.group.anchor != nullptr, "a reduction group has an anchor");
-  KILN_TRY_VOID(requireStaticGroup(cx.group, "the CPU reduction kernel"));
   return ReductionLowering(cx, schedule).lower();
 }
 

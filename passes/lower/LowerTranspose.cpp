@@ -127,9 +127,11 @@ struct TransposeTiles {
 // the tile with a stride, which vector code would turn into gathers; it stays
 // scalar (measured 2-4x faster on AVX-512).
 Expected<StmtPtr> lowerTranspose(LowerContext &cx, const TransposeSchedule &schedule) {
-  KILN_TRY_VOID(requireStaticGroup(cx.group, "the CPU transpose kernel"));
   const ir::Shape &shape = cx.root()->type().shape;
   std::optional<TransposedRead> read = findTransposedRead(cx.group);
+  // The tiled axes are static: a symbolic leading axis runs over whole tiles.
+  if (read && (read->axis == 0 || shape.size() == 1))
+    KILN_TRY_VOID(requireStaticGroup(cx.group, "a CPU transpose tiling its leading axis"));
   if (!read)
     return lowerPointwise(cx, PointwiseSchedule{.vectorWidth = cx.target.f32Lanes(),
                                                 .minParallelWork = schedule.minParallelWork});
@@ -141,7 +143,8 @@ Expected<StmtPtr> lowerTranspose(LowerContext &cx, const TransposeSchedule &sche
   size_t q = tiles.q, last = tiles.last;
   int64_t qTiles = tiles.extents[tiles.extents.size() - 2], lastTiles = tiles.extents.back();
   bool parallel = runsInParallel(n, schedule.minParallelWork);
-  return taskLoop(cx.names, product(tiles.extents), parallel, [&](ExprPtr task) -> Expected<StmtPtr> {
+  ExprPtr tasks = cx.sizes.withLeadingAxis(cx.root(), product(tiles.extents));
+  return taskLoop(cx.names, tasks, parallel, [&](ExprPtr task) -> Expected<StmtPtr> {
     TransposeTiles::Tile at = tiles.at(task);
     std::vector<ExprPtr> &index = at.index;
     auto tileRange = [&](ExprPtr t, int64_t size, int64_t count) {
