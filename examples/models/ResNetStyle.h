@@ -9,7 +9,7 @@
 namespace kiln::examples {
 
 struct ResNetStyleConfig {
-  int64_t batch = 8;
+  Dim batch = 8; ///< a size, or a symbol: kiln::dim("N", 1, 64) (docs/dynamic-shapes.md)
   int64_t imageSize = 32;
   int64_t channels = 3;
   /// Width of each stage; every stage after the first halves H and W.

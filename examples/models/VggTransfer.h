@@ -10,7 +10,7 @@
 namespace kiln::examples {
 
 struct VggTransferConfig {
-  int64_t batch = 1;
+  Dim batch = 1; ///< a size, or a symbol: kiln::dim("N", 1, 64) (docs/dynamic-shapes.md)
   int64_t imageSize = 224;
   int64_t channels = 3;
   /// Conv widths of VGG16's five blocks.

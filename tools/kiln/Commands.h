@@ -29,6 +29,13 @@ int bundleInfoCommand(const std::vector<std::string> &words);
 bool isBundlePath(const std::string &path);
 /// `kiln run` on a bundle: loads it with the runtime alone and runs it.
 int runBundle(const std::string &path, const Args &args);
+/// `kiln run example:NAME --batch-sizes LIST`: one compile with the batch a size symbol over
+/// [1, the largest], then a run at each size (timed over `iterations`; checked against the
+/// reference with `check`).
+int runBatchSizes(const std::string &spec, const std::vector<int64_t> &sizes,
+                  const CompileOptions &options, uint64_t seed, int64_t iterations, bool check);
+/// "1,7,64" as sizes, each at least 1.
+Expected<std::vector<int64_t>> parseBatchSizes(std::string_view text);
 /// `kiln tune`: autotunes a model and stores the winners (docs/tuning.md).
 int tuneCommand(const std::vector<std::string> &words);
 /// `kiln tune-db ls|export|import|prune`: the tuning database (docs/tuning.md).

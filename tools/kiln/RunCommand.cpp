@@ -30,6 +30,11 @@ bundle written by `kiln aot` (a .kiln file: loaded, not compiled; --seed,
 {}
 options:
 {}{}  --batch N             batch size of an example (default: the example's)
+  --batch-sizes LIST    compile an example once with a symbolic batch, N in
+                        [1, the largest of LIST], and run it at each size of
+                        LIST (e.g. 1,7,64), timed; with --check, each checked
+                        (the examples with a symbolic batch: cnn, mlp,
+                        resnet, vgg; the CPU target; docs/dynamic-shapes.md)
 {}  --inputs FILE         input tensors from a safetensors file, or .npy files:
                         x.npy for a model with one input, a=x.npy,b=y.npy
                         (default: seeded random values: normal floats,
@@ -91,8 +96,8 @@ int checkUnderPolicy(const ir::Graph &graph, const NamedTensors &referenceInputs
 int runCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
   valued.insert(kTuningFlags.begin(), kTuningFlags.end());
-  valued.insert({"--batch", "--inputs", "--params", "--seed", "--iterations", "--output",
-                 "--shape"});
+  valued.insert({"--batch", "--batch-sizes", "--inputs", "--params", "--seed", "--iterations",
+                 "--output", "--shape"});
   auto args =
       parseCommandArgs("run", words, valued,
                        {"--check", "--help", "--wgmma", "--tma", "--persistent"}, {"--profile"});
@@ -119,6 +124,18 @@ int runCommand(const std::vector<std::string> &words) {
     return usageError("run", error->message());
   if (auto usable = checkModelSpec(args->positional()[0], *batch, *shapes); !usable)
     return usageError("run", usable.error().message());
+  if (auto list = args->value("--batch-sizes")) {
+    for (const char *other : {"--batch", "--inputs", "--params", "--output", "--profile"})
+      if (args->has(other))
+        return usageError("run", fmt::format("--batch-sizes makes its own inputs at each size: "
+                                             "{} does not apply",
+                                             other));
+    auto sizes = parseBatchSizes(*list);
+    if (!sizes)
+      return usageError("run", sizes.error().message());
+    return runBatchSizes(args->positional()[0], *sizes, options, static_cast<uint64_t>(*seed),
+                         *iterations, args->has("--check"));
+  }
 
   auto model = loadModel(args->positional()[0], *batch, static_cast<uint64_t>(*seed), *shapes);
   if (!model)

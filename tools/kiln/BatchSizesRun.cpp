@@ -1,0 +1,134 @@
+// kiln run example:NAME --batch-sizes 1,7,64: one compile with a symbolic batch, N in
+// [1, largest], then a run (timed, and checked with --check) at each size
+// (docs/dynamic-shapes.md).
+#include "compiler/CheckNumerics.h"
+#include "examples/models/ExampleRegistry.h"
+#include "ir/graph/Interpreter.h"
+#include "ir/graph/Specialize.h"
+#include "support/Elapsed.h"
+#include "support/Tolerance.h"
+#include "tools/kiln/Commands.h"
+#include "tools/kiln/ModelSource.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+
+namespace kiln::tool {
+
+namespace {
+
+constexpr std::string_view kExamplePrefix = "example:";
+
+std::string symbolicExamples() {
+  std::vector<std::string> names;
+  for (const examples::ExampleModel &model : examples::exampleModels())
+    if (model.symbolicBatch)
+      names.push_back(model.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+/// Compares every output with the reference's, printing one line each; false on a mismatch.
+bool checkOutputs(const NamedTensors &outputs, const NamedTensors &expected) {
+  bool allOk = true;
+  for (const auto &[name, tensor] : outputs) {
+    const HostTensor &want = expected.at(name);
+    Comparison comparison = compareTensors(tensor, want, toleranceFor(want.dtype()));
+    fmt::print("  check {}: {} (max abs error {:.3g}, max rel error {:.3g}){}\n", name,
+               comparison.ok ? "ok" : "MISMATCH", comparison.maxAbsError, comparison.maxRelError,
+               comparison.ok ? ""
+                             : fmt::format("; {} elements differ, first at {}",
+                                           comparison.mismatches, comparison.firstMismatchStr));
+    allOk = allOk && comparison.ok;
+  }
+  return allOk;
+}
+
+} // namespace
+
+Expected<std::vector<int64_t>> parseBatchSizes(std::string_view text) {
+  std::vector<int64_t> sizes;
+  while (!text.empty()) {
+    size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    int64_t size = 0;
+    auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), size);
+    if (error != std::errc() || end != item.data() + item.size() || size < 1)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("--batch-sizes takes positive integers separated by commas, "
+                                   "got '{}'",
+                                   item));
+    sizes.push_back(size);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+  }
+  if (sizes.empty())
+    return makeError(ErrorCode::InvalidArgument, "--batch-sizes is empty");
+  return sizes;
+}
+
+int runBatchSizes(const std::string &spec, const std::vector<int64_t> &sizes,
+                  const CompileOptions &options, uint64_t seed, int64_t iterations, bool check) {
+  const examples::ExampleModel *model =
+      spec.starts_with(kExamplePrefix)
+          ? examples::findExampleModel(std::string_view(spec).substr(kExamplePrefix.size()))
+          : nullptr;
+  if (!model || !model->symbolicBatch)
+    return usageError("run", fmt::format("--batch-sizes applies to the examples that take a "
+                                         "symbolic batch ({}), not '{}'",
+                                         symbolicExamples(), spec));
+  int64_t largest = *std::max_element(sizes.begin(), sizes.end());
+  Graph dsl(model->name, seed);
+  model->build(dsl, kiln::dim("N", 1, largest));
+  if (auto finalized = dsl.finalize(); !finalized)
+    return reportError("run", finalized.error());
+  const ir::Graph &graph = dsl.ir();
+
+  CompileReport report;
+  auto compiled = compile(graph, options, &report);
+  if (!compiled)
+    return reportError("run", compiled.error());
+  fmt::print("target: {}\n", report.target);
+  fmt::print("compiled once for N in [1, {}]: {} kernels in {:.3f} s\n", largest, report.numKernels,
+             report.totalSeconds);
+  NamedTensors params = dsl.paramValues();
+  if (auto bound = compiled->bindParams(params); !bound)
+    return reportError("run", bound.error());
+
+  bool allOk = true;
+  for (int64_t size : sizes) {
+    auto specialized = ir::specialize(graph, {{"N", size}});
+    if (!specialized)
+      return reportError("run", specialized.error());
+    auto inputs = randomInputs(**specialized, seed + static_cast<uint64_t>(size));
+    if (!inputs)
+      return reportError("run", inputs.error());
+    auto outputs = compiled->run(*inputs);
+    if (!outputs)
+      return reportError("run", outputs.error());
+    std::vector<double> seconds;
+    for (int64_t i = 1; i < iterations; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      auto again = compiled->run(*inputs);
+      seconds.push_back(secondsSince(start));
+      if (!again)
+        return reportError("run", again.error());
+    }
+    std::sort(seconds.begin(), seconds.end());
+    fmt::print("batch {}: {}\n", size,
+               seconds.empty() ? std::string("ran once")
+                               : fmt::format("{:.3f} ms per run (median of {})",
+                                             seconds[seconds.size() / 2] * 1e3, seconds.size()));
+    if (!check)
+      continue;
+    auto expected = ir::interpret(graph, runBindings(*inputs, params));
+    if (!expected)
+      return reportError("run", expected.error());
+    allOk = checkOutputs(*outputs, *expected) && allOk;
+  }
+  return allOk ? kExitOk : kExitFailure;
+}
+
+} // namespace kiln::tool
