@@ -1,3 +1,4 @@
+// Runtime sizes in kernels: symbol values loaded from the `sizes` parameter (RuntimeSizes.h).
 #include "passes/lower/RuntimeSizes.h"
 
 #include "ir/kernel/Builder.h"
@@ -95,13 +96,6 @@ kir::ExprPtr RuntimeSizes::operator()(const ir::SizeExpr &size) {
 
 kir::ExprPtr RuntimeSizes::dim(const ir::Value *value, int64_t axis) {
   return (*this)(value->type().size(axis));
-}
-
-kir::ExprPtr RuntimeSizes::elements(const ir::Value *value, int64_t from) {
-  kir::ExprPtr total = kir::index(1);
-  for (int64_t axis = from; axis < value->type().rank(); ++axis)
-    total = kir::mul(total, dim(value, axis));
-  return total;
 }
 
 kir::ExprPtr RuntimeSizes::withLeadingAxis(const ir::Value *value, int64_t count) {

@@ -38,8 +38,6 @@ public:
   kir::ExprPtr operator()(const ir::SizeExpr &size);
   /// The extent of `value`'s axis.
   kir::ExprPtr dim(const ir::Value *value, int64_t axis);
-  /// The product of `value`'s extents over axes [from, rank).
-  kir::ExprPtr elements(const ir::Value *value, int64_t from = 0);
 
   /// A count of `value`'s elements that spans its leading axis (`count` at the upper bounds, a
   /// multiple of that axis' largest extent), at run time: the leading axis' extent times the
