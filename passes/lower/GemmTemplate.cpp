@@ -81,7 +81,8 @@ private:
   }
 
   // ---- element reads, guarded at the padded edges
-  ExprPtr elementA(const ExprPtr &b, const ExprPtr &i, const ExprPtr &k) const;
+  /// `masked`: rows past M read as zero (the rows of a strip may pass M's end).
+  ExprPtr elementA(const ExprPtr &b, const ExprPtr &i, const ExprPtr &k, bool masked) const;
   ExprPtr elementB(const ExprPtr &b, const ExprPtr &k, const ExprPtr &j) const;
 
   StmtPtr packB(const ExprPtr &b, const ExprPtr &jc, const ExprPtr &ncCur, const ExprPtr &pc,
@@ -156,8 +157,9 @@ private:
   std::vector<BufferPtr> workspaces_;
 };
 
-ExprPtr GemmBuilder::elementA(const ExprPtr &b, const ExprPtr &i, const ExprPtr &k) const {
-  if (!mEdges_) {
+ExprPtr GemmBuilder::elementA(const ExprPtr &b, const ExprPtr &i, const ExprPtr &k,
+                              bool masked) const {
+  if (!masked) {
     std::vector<ExprPtr> idx{b, i, k};
     return cast(p_.a(idx), accType_);
   }
@@ -228,17 +230,26 @@ ExprPtr GemmBuilder::bStripStart(const ExprPtr &b, const ExprPtr &jc, const Expr
 // Ap[s][k][r] = A(b, ic + s*mr + r, pc + k).
 StmtPtr GemmBuilder::packA(const ExprPtr &b, const ExprPtr &ic, const ExprPtr &mcCur,
                            const ExprPtr &pc, const ExprPtr &kcCur) const {
-  VarPtr s = makeVar(name("pa_s")), k = makeVar(name("pa_k")), r = makeVar(name("pa_r"));
-  ExprPtr i = add(add(ic, mul(kir::ref(s), index(mr_))), kir::ref(r));
-  ExprPtr dest =
-      add(add(mul(kir::ref(s), index(kc_ * mr_)), mul(kir::ref(k), index(mr_))), kir::ref(r));
-  StmtPtr body = store(aBlock_, dest, elementA(b, i, add(pc, kir::ref(k))));
-  StmtPtr inner = p_.aContiguousInK
-                      ? forRange(r, mr_, ForKind::Serial,
-                                 forLoop(k, index(0), kcCur, ForKind::Vectorized, body))
-                      : forLoop(k, index(0), kcCur, ForKind::Serial,
-                                forRange(r, mr_, ForKind::Vectorized, body));
-  return forLoop(s, index(0), ceilDiv(mcCur, mr_), ForKind::Serial, inner);
+  // The rows of strip `strip` at every k of the block.
+  auto packStrip = [&](const ExprPtr &strip, bool masked) {
+    VarPtr k = makeVar(name("pa_k")), r = makeVar(name("pa_r"));
+    ExprPtr i = add(add(ic, mul(strip, index(mr_))), kir::ref(r));
+    ExprPtr dest =
+        add(add(mul(strip, index(kc_ * mr_)), mul(kir::ref(k), index(mr_))), kir::ref(r));
+    StmtPtr body = store(aBlock_, dest, elementA(b, i, add(pc, kir::ref(k)), masked));
+    return p_.aContiguousInK ? forRange(r, mr_, ForKind::Serial,
+                                        forLoop(k, index(0), kcCur, ForKind::Vectorized, body))
+                             : forLoop(k, index(0), kcCur, ForKind::Serial,
+                                       forRange(r, mr_, ForKind::Vectorized, body));
+  };
+  VarPtr s = makeVar(name("pa_s"));
+  if (!p_.runtimeM)
+    return forLoop(s, index(0), ceilDiv(mcCur, mr_), ForKind::Serial,
+                   packStrip(kir::ref(s), mEdges_));
+  // A runtime M: the whole strips read A unmasked, only a last partial one is masked.
+  ExprPtr whole = div(mcCur, index(mr_));
+  return seq({forLoop(s, index(0), whole, ForKind::Serial, packStrip(kir::ref(s), false)),
+              ifThen(lt(mul(whole, index(mr_)), mcCur), packStrip(whole, true))});
 }
 
 // The register tile: mr * nr/vw vector accumulators at constant indices of a Register buffer,
@@ -257,7 +268,7 @@ StmtPtr GemmBuilder::microKernel(const ExprPtr &b, const ExprPtr &i0, const Expr
   VarPtr k = makeVar(name("k"));
   StmtPtr step = microKernelStep(kir::ref(k), bStrip, [&](int64_t r) {
     return s_.packA ? load(aBlock_, add(aStrip, add(mul(kir::ref(k), index(mr_)), index(r))))
-                    : elementA(b, add(i0, index(r)), add(pc, kir::ref(k)));
+                    : elementA(b, add(i0, index(r)), add(pc, kir::ref(k)), mEdges_);
   });
   return seq({seq(std::move(init)), forLoop(k, index(0), kcCur, ForKind::Serial, step)});
 }
