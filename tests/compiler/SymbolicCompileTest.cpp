@@ -146,6 +146,22 @@ TEST_CASE("what kernels cannot size at run time yet is refused, naming the op",
                Catch::Contains("has the symbolic size T in axis 1: kernels take runtime sizes "
                                "in the leading axis only so far"));
   }
+  SECTION("a parameter with a symbolic size") {
+    ir::Graph graph("scaled");
+    REQUIRE(graph.declareSymbol({"N", 1, 8}).has_value());
+    auto n = ir::SizeExpr::symbol({"N", 1, 8});
+    auto x = graph.addInput("x", ir::makeTensorType(DType::F32, {n, 4}).value());
+    auto w = graph.addParam("w", ir::makeTensorType(DType::F32, {n, 4}).value());
+    REQUIRE((x.has_value() && w.has_value()));
+    auto y = graph.addNode(ir::OpKind::Mul, {*x, *w});
+    REQUIRE(y.has_value());
+    REQUIRE(graph.addOutput("y", *y).has_value());
+    auto refused = compile(graph, cpuOptions());
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(refused.error().message() ==
+          "parameter 'w' is f32[N,4]: parameters take static sizes (a run binds the size "
+          "symbols from its inputs)");
+  }
   SECTION("the GPU targets") {
     Graph graph("mlp");
     buildMlp(graph);
