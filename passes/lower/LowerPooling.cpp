@@ -202,54 +202,41 @@ private:
     int64_t blocks = ceilDiv(ow, blockWidth);
     std::vector<int64_t> rowExtents{n(), channels(), outHeight()};
     bool parallel = runsInParallel(product(outShape_) * kh_ * kw_, schedule_.minParallelWork);
-    return taskLoop(
-        cx_.names, imageTasks(product(rowExtents), blocks), parallel,
-        [&](ExprPtr task) -> Expected<StmtPtr> {
-          ExprPtr row = blocks == 1 ? task : div(task, kir::index(blocks));
-          std::vector<ExprPtr> r = delinearize(row, rowExtents);
-          ExprPtr begin = blocks == 1 ? kir::index(0)
-                                      : mul(mod(task, kir::index(blocks)), kir::index(blockWidth));
-          ExprPtr end = blocks == 1 ? kir::index(ow)
-                                    : min(add(begin, kir::index(blockWidth)), kir::index(ow));
-          ExprPtr firstH = sub(mul(r[2], kir::index(sh_)), kir::index(padTop_));
-          BufferPtr acc =
-              makeBuffer(cx_.names.name("acc"), accType_.dtype, blockWidth, MemScope::Local);
-          auto columns = [&](ExprPtr from, ExprPtr to, const BodyFn &body) {
-            return loop(cx_.names, "w", from, max(sub(to, from), kir::index(0)),
-                        ForKind::Vectorized, body);
-          };
-          KILN_TRY(StmtPtr init, columns(begin, end, [&](ExprPtr o) -> Expected<StmtPtr> {
-                     return store(acc, sub(o, begin), initValue());
-                   }));
-          KILN_TRY(
-              StmtPtr window,
-              loop(cx_.names, "kh", kh_, ForKind::Serial, [&](ExprPtr kh) -> Expected<StmtPtr> {
-                ExprPtr ih = tapPosition(firstH, kh, dh_);
-                ExprPtr inside = logicalAnd(ge(ih, kir::index(0)), lt(ih, kir::index(height())));
-                KILN_TRY(
-                    StmtPtr body,
-                    loop(cx_.names, "kw", kw_, ForKind::Serial,
-                         [&](ExprPtr kw) -> Expected<StmtPtr> {
-                           auto [first, last] = columnsInside(kw);
-                           return columns(
-                               max(first, begin), min(last, end),
-                               [&](ExprPtr o) -> Expected<StmtPtr> {
-                                 ExprPtr iw = tapPosition(
-                                     sub(mul(o, kir::index(sw_)), kir::index(padLeft_)), kw, dw_);
-                                 KILN_TRY(ExprPtr v, term(r[0], r[1], ih, iw, kh, kw));
-                                 ExprPtr slot = sub(o, begin);
-                                 return storeBound(acc, slot, fold(load(acc, slot), v), cx_.names);
-                               });
-                         }));
-                return ifThen(inside, body);
-              }));
-          KILN_TRY(StmtPtr done, columns(begin, end, [&](ExprPtr o) -> Expected<StmtPtr> {
-                     ExprPtr firstW = sub(mul(o, kir::index(sw_)), kir::index(padLeft_));
-                     ExprPtr value = windowResult(load(acc, sub(o, begin)), firstH, firstW);
-                     return finish(value, image(r[0], r[1], r[2], o));
-                   }));
-          return allocate(acc, seq({init, window, done}));
-        });
+    return taskLoop(cx_.names, imageTasks(product(rowExtents), blocks), parallel,
+                    [&](ExprPtr task) -> Expected<StmtPtr> {
+      ExprPtr row = blocks == 1 ? task : div(task, kir::index(blocks));
+      std::vector<ExprPtr> r = delinearize(row, rowExtents);
+      ExprPtr begin = blocks == 1 ? kir::index(0) : mul(mod(task, kir::index(blocks)), kir::index(blockWidth));
+      ExprPtr end = blocks == 1 ? kir::index(ow) : min(add(begin, kir::index(blockWidth)), kir::index(ow));
+      ExprPtr firstH = sub(mul(r[2], kir::index(sh_)), kir::index(padTop_));
+      BufferPtr acc = makeBuffer(cx_.names.name("acc"), accType_.dtype, blockWidth, MemScope::Local);
+      auto columns = [&](ExprPtr from, ExprPtr to, const BodyFn &body) {
+        return loop(cx_.names, "w", from, max(sub(to, from), kir::index(0)), ForKind::Vectorized, body);
+      };
+      KILN_TRY(StmtPtr init, columns(begin, end, [&](ExprPtr o) -> Expected<StmtPtr> {
+        return store(acc, sub(o, begin), initValue());
+      }));
+      KILN_TRY(StmtPtr window, loop(cx_.names, "kh", kh_, ForKind::Serial, [&](ExprPtr kh) -> Expected<StmtPtr> {
+        ExprPtr ih = tapPosition(firstH, kh, dh_);
+        ExprPtr inside = logicalAnd(ge(ih, kir::index(0)), lt(ih, kir::index(height())));
+        KILN_TRY(StmtPtr body, loop(cx_.names, "kw", kw_, ForKind::Serial, [&](ExprPtr kw) -> Expected<StmtPtr> {
+          auto [first, last] = columnsInside(kw);
+          return columns(max(first, begin), min(last, end), [&](ExprPtr o) -> Expected<StmtPtr> {
+            ExprPtr iw = tapPosition(sub(mul(o, kir::index(sw_)), kir::index(padLeft_)), kw, dw_);
+            KILN_TRY(ExprPtr v, term(r[0], r[1], ih, iw, kh, kw));
+            ExprPtr slot = sub(o, begin);
+            return storeBound(acc, slot, fold(load(acc, slot), v), cx_.names);
+          });
+        }));
+        return ifThen(inside, body);
+      }));
+      KILN_TRY(StmtPtr done, columns(begin, end, [&](ExprPtr o) -> Expected<StmtPtr> {
+        ExprPtr firstW = sub(mul(o, kir::index(sw_)), kir::index(padLeft_));
+        ExprPtr value = windowResult(load(acc, sub(o, begin)), firstH, firstW);
+        return finish(value, image(r[0], r[1], r[2], o));
+      }));
+      return allocate(acc, seq({init, window, done}));
+    });
   }
 
   /// One nhwc depthwise task: output row (n, oh) = (r[0], r[1]) and channels [begin, begin +
@@ -276,26 +263,21 @@ private:
     bool parallel = runsInParallel(product(outShape_) * kh_ * kw_, schedule_.minParallelWork);
     return taskLoop(cx_.names, imageTasks(product(rowExtents), blocks), parallel,
                     [&](ExprPtr task) -> Expected<StmtPtr> {
-                      ExprPtr row = blocks == 1 ? task : div(task, kir::index(blocks));
-                      DepthwiseRow dr;
-                      dr.r = delinearize(row, rowExtents);
-                      dr.begin = blocks == 1
-                                     ? kir::index(0)
-                                     : mul(mod(task, kir::index(blocks)), kir::index(blockWidth));
-                      dr.extent = blocks == 1
-                                      ? kir::index(c)
-                                      : min(kir::index(blockWidth), sub(kir::index(c), dr.begin));
-                      dr.firstH = sub(mul(dr.r[1], kir::index(sh_)), kir::index(padTop_));
-                      dr.blockWidth = blockWidth;
-                      KILN_TRY(StmtPtr edge, depthwiseRowWithBounds(dr));
-                      KILN_TRY(std::optional<StmtPtr> inside, depthwiseRowInside(dr));
-                      if (!inside)
-                        return edge;
-                      ExprPtr lastRow = tapPosition(dr.firstH, kir::index(kh_ - 1), dh_);
-                      ExprPtr rowInside = logicalAnd(ge(dr.firstH, kir::index(0)),
-                                                     lt(lastRow, kir::index(height())));
-                      return ifThen(rowInside, *inside, edge);
-                    });
+      ExprPtr row = blocks == 1 ? task : div(task, kir::index(blocks));
+      DepthwiseRow dr;
+      dr.r = delinearize(row, rowExtents);
+      dr.begin = blocks == 1 ? kir::index(0) : mul(mod(task, kir::index(blocks)), kir::index(blockWidth));
+      dr.extent = blocks == 1 ? kir::index(c) : min(kir::index(blockWidth), sub(kir::index(c), dr.begin));
+      dr.firstH = sub(mul(dr.r[1], kir::index(sh_)), kir::index(padTop_));
+      dr.blockWidth = blockWidth;
+      KILN_TRY(StmtPtr edge, depthwiseRowWithBounds(dr));
+      KILN_TRY(std::optional<StmtPtr> inside, depthwiseRowInside(dr));
+      if (!inside)
+        return edge;
+      ExprPtr lastRow = tapPosition(dr.firstH, kir::index(kh_ - 1), dh_);
+      ExprPtr rowInside = logicalAnd(ge(dr.firstH, kir::index(0)), lt(lastRow, kir::index(height())));
+      return ifThen(rowInside, *inside, edge);
+    });
   }
 
   /// The block's channels as a vectorized loop.
@@ -417,72 +399,55 @@ private:
     int64_t blocks = ceilDiv(c, blockWidth);
     std::vector<int64_t> pixelExtents{n(), outHeight(), outWidth()};
     bool parallel = runsInParallel(product(outShape_) * kh_ * kw_, schedule_.minParallelWork);
-    return taskLoop(
-        cx_.names, imageTasks(product(pixelExtents), blocks), parallel,
-        [&](ExprPtr task) -> Expected<StmtPtr> {
-          ExprPtr pixel = blocks == 1 ? task : div(task, kir::index(blocks));
-          std::vector<ExprPtr> p = delinearize(pixel, pixelExtents);
-          ExprPtr begin = blocks == 1 ? kir::index(0)
-                                      : mul(mod(task, kir::index(blocks)), kir::index(blockWidth));
-          ExprPtr extent =
-              blocks == 1 ? kir::index(c) : min(kir::index(blockWidth), sub(kir::index(c), begin));
-          ExprPtr firstH = sub(mul(p[1], kir::index(sh_)), kir::index(padTop_));
-          ExprPtr firstW = sub(mul(p[2], kir::index(sw_)), kir::index(padLeft_));
-          BufferPtr acc =
-              makeBuffer(cx_.names.name("acc"), accType_.dtype, blockWidth, MemScope::Local);
-          auto lanes = [&](const BodyFn &body) {
-            return loop(cx_.names, "c", kir::index(0), extent, ForKind::Vectorized, body);
-          };
-          KILN_TRY(StmtPtr init, lanes([&](ExprPtr l) -> Expected<StmtPtr> {
-                     return store(acc, l, initValue());
-                   }));
-          KILN_TRY(
-              StmtPtr window,
-              loop(cx_.names, "kh", kh_, ForKind::Serial, [&](ExprPtr kh) -> Expected<StmtPtr> {
-                ExprPtr ih = add(firstH, kh);
-                KILN_TRY(StmtPtr body,
-                         loop(cx_.names, "kw", kw_, ForKind::Serial,
-                              [&](ExprPtr kw) -> Expected<StmtPtr> {
-                                ExprPtr iw = add(firstW, kw);
-                                KILN_TRY(StmtPtr update, lanes([&](ExprPtr l) -> Expected<StmtPtr> {
-                                           KILN_TRY(ExprPtr v,
-                                                    inputAt(image(p[0], add(begin, l), ih, iw)));
-                                           return storeBound(acc, l, fold(load(acc, l), v),
-                                                             cx_.names);
-                                         }));
-                                return ifThen(
-                                    logicalAnd(ge(iw, kir::index(0)), lt(iw, kir::index(width()))),
-                                    update);
-                              }));
-                return ifThen(logicalAnd(ge(ih, kir::index(0)), lt(ih, kir::index(height()))),
-                              body);
-              }));
-          KILN_TRY(StmtPtr done, lanes([&](ExprPtr l) -> Expected<StmtPtr> {
-                     ExprPtr value = windowResult(load(acc, l), firstH, firstW);
-                     return finish(value, image(p[0], add(begin, l), p[1], p[2]));
-                   }));
-          return allocate(acc, seq({init, window, done}));
-        });
+    return taskLoop(cx_.names, imageTasks(product(pixelExtents), blocks), parallel,
+                    [&](ExprPtr task) -> Expected<StmtPtr> {
+      ExprPtr pixel = blocks == 1 ? task : div(task, kir::index(blocks));
+      std::vector<ExprPtr> p = delinearize(pixel, pixelExtents);
+      ExprPtr begin = blocks == 1 ? kir::index(0) : mul(mod(task, kir::index(blocks)), kir::index(blockWidth));
+      ExprPtr extent = blocks == 1 ? kir::index(c) : min(kir::index(blockWidth), sub(kir::index(c), begin));
+      ExprPtr firstH = sub(mul(p[1], kir::index(sh_)), kir::index(padTop_));
+      ExprPtr firstW = sub(mul(p[2], kir::index(sw_)), kir::index(padLeft_));
+      BufferPtr acc = makeBuffer(cx_.names.name("acc"), accType_.dtype, blockWidth, MemScope::Local);
+      auto lanes = [&](const BodyFn &body) {
+        return loop(cx_.names, "c", kir::index(0), extent, ForKind::Vectorized, body);
+      };
+      KILN_TRY(StmtPtr init, lanes([&](ExprPtr l) -> Expected<StmtPtr> { return store(acc, l, initValue()); }));
+      KILN_TRY(StmtPtr window, loop(cx_.names, "kh", kh_, ForKind::Serial, [&](ExprPtr kh) -> Expected<StmtPtr> {
+        ExprPtr ih = add(firstH, kh);
+        KILN_TRY(StmtPtr body, loop(cx_.names, "kw", kw_, ForKind::Serial, [&](ExprPtr kw) -> Expected<StmtPtr> {
+          ExprPtr iw = add(firstW, kw);
+          KILN_TRY(StmtPtr update, lanes([&](ExprPtr l) -> Expected<StmtPtr> {
+            KILN_TRY(ExprPtr v, inputAt(image(p[0], add(begin, l), ih, iw)));
+            return storeBound(acc, l, fold(load(acc, l), v), cx_.names);
+          }));
+          return ifThen(logicalAnd(ge(iw, kir::index(0)), lt(iw, kir::index(width()))), update);
+        }));
+        return ifThen(logicalAnd(ge(ih, kir::index(0)), lt(ih, kir::index(height()))), body);
+      }));
+      KILN_TRY(StmtPtr done, lanes([&](ExprPtr l) -> Expected<StmtPtr> {
+        ExprPtr value = windowResult(load(acc, l), firstH, firstW);
+        return finish(value, image(p[0], add(begin, l), p[1], p[2]));
+      }));
+      return allocate(acc, seq({init, window, done}));
+    });
   }
 
   /// global_avg_pool, nchw: one task per (n, c), summing its contiguous plane.
   Expected<StmtPtr> globalNchw() {
     std::vector<int64_t> extents{n(), channels()};
     bool parallel = runsInParallel(product(inShape_), schedule_.minParallelWork);
-    return taskLoop(cx_.names, imageTasks(product(extents), 1), parallel,
-                    [&](ExprPtr task) -> Expected<StmtPtr> {
-                      std::vector<ExprPtr> nc = delinearize(task, extents);
-                      return accumulate(
-                          cx_.names, {height(), width()}, schedule_.vectorWidth, sumSpec(accType_),
-                          [&](std::span<const ExprPtr> hw) -> Expected<State> {
-                            KILN_TRY(ExprPtr v, inputAt(image(nc[0], nc[1], hw[0], hw[1])));
-                            return State{v};
-                          },
-                          [&](State sum) {
-                            return finish(meanOf(sum[0]),
-                                          image(nc[0], nc[1], kir::index(0), kir::index(0)));
-                          });
-                    });
+    return taskLoop(cx_.names, imageTasks(product(extents), 1), parallel, [&](ExprPtr task) -> Expected<StmtPtr> {
+      std::vector<ExprPtr> nc = delinearize(task, extents);
+      return accumulate(
+          cx_.names, {height(), width()}, schedule_.vectorWidth, sumSpec(accType_),
+          [&](std::span<const ExprPtr> hw) -> Expected<State> {
+            KILN_TRY(ExprPtr v, inputAt(image(nc[0], nc[1], hw[0], hw[1])));
+            return State{v};
+          },
+          [&](State sum) {
+            return finish(meanOf(sum[0]), image(nc[0], nc[1], kir::index(0), kir::index(0)));
+          });
+    });
   }
 
   /// global_avg_pool, nhwc: a task per (n, block of channels), adding whole
@@ -491,37 +456,30 @@ private:
     int64_t c = channels(), blockWidth = std::min<int64_t>(c, 1024);
     int64_t blocks = ceilDiv(c, blockWidth);
     bool parallel = runsInParallel(product(inShape_), schedule_.minParallelWork);
-    return taskLoop(
-        cx_.names, imageTasks(n(), blocks), parallel, [&](ExprPtr task) -> Expected<StmtPtr> {
-          ExprPtr batch = blocks == 1 ? task : div(task, kir::index(blocks));
-          ExprPtr begin = blocks == 1 ? kir::index(0)
-                                      : mul(mod(task, kir::index(blocks)), kir::index(blockWidth));
-          ExprPtr extent =
-              blocks == 1 ? kir::index(c) : min(kir::index(blockWidth), sub(kir::index(c), begin));
-          BufferPtr acc =
-              makeBuffer(cx_.names.name("acc"), accType_.dtype, blockWidth, MemScope::Local);
-          auto lanes = [&](const BodyFn &body) {
-            return loop(cx_.names, "c", kir::index(0), extent, ForKind::Vectorized, body);
-          };
-          KILN_TRY(StmtPtr init, lanes([&](ExprPtr l) -> Expected<StmtPtr> {
-                     return store(acc, l, constant(0.0, accType_));
-                   }));
-          KILN_TRY(StmtPtr sum,
-                   loopNest(cx_.names, {height(), width()}, ForKind::Serial,
-                            [&](std::span<const ExprPtr> hw) -> Expected<StmtPtr> {
-                              std::vector<ExprPtr> at(hw.begin(), hw.end());
-                              return lanes([&](ExprPtr l) -> Expected<StmtPtr> {
-                                KILN_TRY(ExprPtr v,
-                                         inputAt(image(batch, add(begin, l), at[0], at[1])));
-                                return storeBound(acc, l, add(load(acc, l), v), cx_.names);
-                              });
-                            }));
-          KILN_TRY(StmtPtr done, lanes([&](ExprPtr l) -> Expected<StmtPtr> {
-                     return finish(meanOf(load(acc, l)),
-                                   image(batch, add(begin, l), kir::index(0), kir::index(0)));
-                   }));
-          return allocate(acc, seq({init, sum, done}));
+    return taskLoop(cx_.names, imageTasks(n(), blocks), parallel, [&](ExprPtr task) -> Expected<StmtPtr> {
+      ExprPtr batch = blocks == 1 ? task : div(task, kir::index(blocks));
+      ExprPtr begin = blocks == 1 ? kir::index(0) : mul(mod(task, kir::index(blocks)), kir::index(blockWidth));
+      ExprPtr extent = blocks == 1 ? kir::index(c) : min(kir::index(blockWidth), sub(kir::index(c), begin));
+      BufferPtr acc = makeBuffer(cx_.names.name("acc"), accType_.dtype, blockWidth, MemScope::Local);
+      auto lanes = [&](const BodyFn &body) {
+        return loop(cx_.names, "c", kir::index(0), extent, ForKind::Vectorized, body);
+      };
+      KILN_TRY(StmtPtr init, lanes([&](ExprPtr l) -> Expected<StmtPtr> {
+        return store(acc, l, constant(0.0, accType_));
+      }));
+      KILN_TRY(StmtPtr sum, loopNest(cx_.names, {height(), width()}, ForKind::Serial,
+                                     [&](std::span<const ExprPtr> hw) -> Expected<StmtPtr> {
+        std::vector<ExprPtr> at(hw.begin(), hw.end());
+        return lanes([&](ExprPtr l) -> Expected<StmtPtr> {
+          KILN_TRY(ExprPtr v, inputAt(image(batch, add(begin, l), at[0], at[1])));
+          return storeBound(acc, l, add(load(acc, l), v), cx_.names);
         });
+      }));
+      KILN_TRY(StmtPtr done, lanes([&](ExprPtr l) -> Expected<StmtPtr> {
+        return finish(meanOf(load(acc, l)), image(batch, add(begin, l), kir::index(0), kir::index(0)));
+      }));
+      return allocate(acc, seq({init, sum, done}));
+    });
   }
 
   LowerContext &cx_;

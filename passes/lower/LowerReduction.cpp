@@ -168,19 +168,17 @@ private:
       (plan_.reduced[k] ? reducedExtents : keptExtents).push_back(shape_[k]);
     int64_t rows = product(keptExtents);
     bool parallel = runsInParallel(rows * std::max<int64_t>(plan_.count, 1), schedule_.minParallelWork);
-    return taskLoop(cx_.names, cx_.sizes.withLeadingAxis(plan_.input, rows), parallel,
-                    [&](ExprPtr row) -> Expected<StmtPtr> {
-                      std::vector<ExprPtr> kept = delinearize(row, keptExtents);
-                      return accumulate(
-                          cx_.names, reducedExtents, schedule_.vectorWidth, spec_,
-                          [&](std::span<const ExprPtr> reducedIndex) {
-                            return element(merged(kept, reducedIndex));
-                          },
-                          [&](State state) -> Expected<StmtPtr> {
-                            std::vector<ExprPtr> zeros(reducedExtents.size(), kir::index(0));
-                            return finish(state, merged(kept, zeros));
-                          });
-                    });
+    ExprPtr tasks = cx_.sizes.withLeadingAxis(plan_.input, rows);
+    return taskLoop(cx_.names, tasks, parallel, [&](ExprPtr row) -> Expected<StmtPtr> {
+      std::vector<ExprPtr> kept = delinearize(row, keptExtents);
+      return accumulate(
+          cx_.names, reducedExtents, schedule_.vectorWidth, spec_,
+          [&](std::span<const ExprPtr> reducedIndex) { return element(merged(kept, reducedIndex)); },
+          [&](State state) -> Expected<StmtPtr> {
+            std::vector<ExprPtr> zeros(reducedExtents.size(), kir::index(0));
+            return finish(state, merged(kept, zeros));
+          });
+    });
   }
 
   /// Tasks over the kept axes but the innermost, times blocks of the

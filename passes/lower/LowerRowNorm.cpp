@@ -118,41 +118,37 @@ private:
         rowExtents.push_back(shape_[k]);
     int64_t rows = product(rowExtents), length = shape_[axis_];
     bool parallel = runsInParallel(product(shape_), schedule_.minParallelWork);
-    return taskLoop(
-        cx_.names, cx_.sizes.withLeadingAxis(input_, rows), parallel,
-        [&](ExprPtr row) -> Expected<StmtPtr> {
-          std::vector<ExprPtr> rowIndex = delinearize(row, rowExtents);
-          auto at = [&](ExprPtr i) {
-            std::vector<ExprPtr> index = rowIndex;
-            index.insert(index.begin() + static_cast<std::ptrdiff_t>(axis_), i);
-            return index;
-          };
-          auto element = [&](std::span<const ExprPtr> i) -> Expected<State> {
-            KILN_TRY(ExprPtr v, x(at(i[0])));
-            return State{v};
-          };
-          return accumulate(
-              cx_.names, {length}, schedule_.vectorWidth, extremumSpec(t_, true), element,
-              [&](State max) -> Expected<StmtPtr> {
-                auto exponential = [&](std::span<const ExprPtr> i) -> Expected<State> {
-                  KILN_TRY(ExprPtr v, x(at(i[0])));
-                  return State{
-                      cast(call(Intrinsic::Exp, {sub(v, max[0])}), Type::scalar(DType::F64))};
-                };
-                return accumulate(
-                    cx_.names, {length}, schedule_.vectorWidth, sumSpec(Type::scalar(DType::F64)),
-                    exponential, [&](State sum) -> Expected<StmtPtr> {
-                      return letsBound("s", {rowScale(sum[0])}, cx_.names, [&](State scale) {
-                        return loop(cx_.names, "i", length, ForKind::Vectorized,
-                                    [&](ExprPtr i) -> Expected<StmtPtr> {
-                                      std::vector<ExprPtr> index = at(i);
-                                      KILN_TRY(ExprPtr v, x(index));
-                                      return finish(normalized(v, max[0], scale[0]), index);
-                                    });
-                      });
-                    });
-              });
+    ExprPtr tasks = cx_.sizes.withLeadingAxis(input_, rows);
+    return taskLoop(cx_.names, tasks, parallel, [&](ExprPtr row) -> Expected<StmtPtr> {
+      std::vector<ExprPtr> rowIndex = delinearize(row, rowExtents);
+      auto at = [&](ExprPtr i) {
+        std::vector<ExprPtr> index = rowIndex;
+        index.insert(index.begin() + static_cast<std::ptrdiff_t>(axis_), i);
+        return index;
+      };
+      auto element = [&](std::span<const ExprPtr> i) -> Expected<State> {
+        KILN_TRY(ExprPtr v, x(at(i[0])));
+        return State{v};
+      };
+      return accumulate(cx_.names, {length}, schedule_.vectorWidth, extremumSpec(t_, true), element,
+                        [&](State max) -> Expected<StmtPtr> {
+        auto exponential = [&](std::span<const ExprPtr> i) -> Expected<State> {
+          KILN_TRY(ExprPtr v, x(at(i[0])));
+          return State{cast(call(Intrinsic::Exp, {sub(v, max[0])}), Type::scalar(DType::F64))};
+        };
+        return accumulate(cx_.names, {length}, schedule_.vectorWidth,
+                          sumSpec(Type::scalar(DType::F64)), exponential,
+                          [&](State sum) -> Expected<StmtPtr> {
+          return letsBound("s", {rowScale(sum[0])}, cx_.names, [&](State scale) {
+            return loop(cx_.names, "i", length, ForKind::Vectorized, [&](ExprPtr i) -> Expected<StmtPtr> {
+              std::vector<ExprPtr> index = at(i);
+              KILN_TRY(ExprPtr v, x(index));
+              return finish(normalized(v, max[0], scale[0]), index);
+            });
+          });
         });
+      });
+    });
   }
 
   /// The normalized axis has contiguous axes after it: a task owns a block of
@@ -168,9 +164,10 @@ private:
     int64_t blockWidth = std::min<int64_t>(width, 1024);
     int64_t blocks = ceilDiv(width, blockWidth);
     bool parallel = runsInParallel(product(shape_), schedule_.minParallelWork);
-    ExprPtr tasks =
-        mul(cx_.sizes.withLeadingAxis(input_, product(taskExtents)), kir::index(blocks));
-    return taskLoop(cx_.names, tasks, parallel, [&](ExprPtr task) -> Expected<StmtPtr> {
+    ExprPtr tasks = mul(cx_.sizes.withLeadingAxis(input_, product(taskExtents)),
+                        kir::index(blocks));
+    return taskLoop(cx_.names, tasks, parallel,
+                    [&](ExprPtr task) -> Expected<StmtPtr> {
       ExprPtr outer = blocks == 1 ? task : div(task, kir::index(blocks));
       std::vector<ExprPtr> outerIndex = delinearize(outer, taskExtents);
       ExprPtr begin = blocks == 1 ? kir::index(0) : mul(mod(task, kir::index(blocks)), kir::index(blockWidth));
@@ -228,49 +225,45 @@ private:
     int64_t rows = product(rowExtents), length = product(inner);
     Type f64 = Type::scalar(DType::F64);
     bool parallel = runsInParallel(product(shape_), schedule_.minParallelWork);
-    return taskLoop(
-        cx_.names, cx_.sizes.withLeadingAxis(input_, rows), parallel,
-        [&](ExprPtr row) -> Expected<StmtPtr> {
-          std::vector<ExprPtr> rowIndex = delinearize(row, rowExtents);
-          auto at = [&](std::span<const ExprPtr> i) {
-            std::vector<ExprPtr> index = rowIndex;
-            index.insert(index.end(), i.begin(), i.end());
-            return index;
+    ExprPtr tasks = cx_.sizes.withLeadingAxis(input_, rows);
+    return taskLoop(cx_.names, tasks, parallel, [&](ExprPtr row) -> Expected<StmtPtr> {
+      std::vector<ExprPtr> rowIndex = delinearize(row, rowExtents);
+      auto at = [&](std::span<const ExprPtr> i) {
+        std::vector<ExprPtr> index = rowIndex;
+        index.insert(index.end(), i.begin(), i.end());
+        return index;
+      };
+      auto wide = [&](std::span<const ExprPtr> i) -> Expected<ExprPtr> {
+        KILN_TRY(ExprPtr v, x(at(i)));
+        return cast(v, f64);
+      };
+      auto count = constant(static_cast<double>(length), f64);
+      return accumulate(cx_.names, inner, schedule_.vectorWidth, sumSpec(f64),
+                        [&](std::span<const ExprPtr> i) -> Expected<State> {
+                          KILN_TRY(ExprPtr v, wide(i));
+                          return State{v};
+                        },
+                        [&](State sum) -> Expected<StmtPtr> {
+        return letsBound("mean", {div(sum[0], count)}, cx_.names, [&](State mean) {
+          auto squares = [&](std::span<const ExprPtr> i) -> Expected<State> {
+            KILN_TRY(ExprPtr v, wide(i));
+            ExprPtr d = sub(v, mean[0]);
+            return State{mul(d, d)};
           };
-          auto wide = [&](std::span<const ExprPtr> i) -> Expected<ExprPtr> {
-            KILN_TRY(ExprPtr v, x(at(i)));
-            return cast(v, f64);
-          };
-          auto count = constant(static_cast<double>(length), f64);
-          return accumulate(
-              cx_.names, inner, schedule_.vectorWidth, sumSpec(f64),
-              [&](std::span<const ExprPtr> i) -> Expected<State> {
-                KILN_TRY(ExprPtr v, wide(i));
-                return State{v};
-              },
-              [&](State sum) -> Expected<StmtPtr> {
-                return letsBound("mean", {div(sum[0], count)}, cx_.names, [&](State mean) {
-                  auto squares = [&](std::span<const ExprPtr> i) -> Expected<State> {
-                    KILN_TRY(ExprPtr v, wide(i));
-                    ExprPtr d = sub(v, mean[0]);
-                    return State{mul(d, d)};
-                  };
-                  return accumulate(
-                      cx_.names, inner, schedule_.vectorWidth, sumSpec(f64), squares,
-                      [&](State squared) -> Expected<StmtPtr> {
-                        ExprPtr inverse = inverseDeviation(squared[0], count);
-                        return letsBound(
-                            "n", {cast(mean[0], t_), cast(inverse, t_)}, cx_.names,
-                            [&](State stats) {
-                              return loopNest(cx_.names, inner, ForKind::Vectorized,
-                                              [&](std::span<const ExprPtr> i) -> Expected<StmtPtr> {
-                                                return layerNormElement(i, at(i), stats);
-                                              });
-                            });
-                      });
-                });
+          return accumulate(cx_.names, inner, schedule_.vectorWidth, sumSpec(f64), squares,
+                            [&](State squared) -> Expected<StmtPtr> {
+            ExprPtr inverse = inverseDeviation(squared[0], count);
+            return letsBound("n", {cast(mean[0], t_), cast(inverse, t_)}, cx_.names,
+                             [&](State stats) {
+              return loopNest(cx_.names, inner, ForKind::Vectorized,
+                              [&](std::span<const ExprPtr> i) -> Expected<StmtPtr> {
+                return layerNormElement(i, at(i), stats);
               });
+            });
+          });
         });
+      });
+    });
   }
 
   LowerContext &cx_;

@@ -86,8 +86,12 @@ int runBatchSizes(const std::string &spec, const std::vector<int64_t> &sizes,
     return reportError("run", finalized.error());
   const ir::Graph &graph = dsl.ir();
 
+  // Kernels with runtime sizes run on the CPU: --target auto means the CPU here.
+  CompileOptions cpuFirst = options;
+  if (cpuFirst.target == TargetKind::Auto)
+    cpuFirst.target = TargetKind::Cpu;
   CompileReport report;
-  auto compiled = compile(graph, options, &report);
+  auto compiled = compile(graph, cpuFirst, &report);
   if (!compiled)
     return reportError("run", compiled.error());
   fmt::print("target: {}\n", report.target);

@@ -34,7 +34,8 @@ options:
                         [1, the largest of LIST], and run it at each size of
                         LIST (e.g. 1,7,64), timed; with --check, each checked
                         (the examples with a symbolic batch: cnn, mlp,
-                        resnet, vgg; the CPU target; docs/dynamic-shapes.md)
+                        resnet, vgg; on the CPU, which --target auto then
+                        means; docs/dynamic-shapes.md)
 {}  --inputs FILE         input tensors from a safetensors file, or .npy files:
                         x.npy for a model with one input, a=x.npy,b=y.npy
                         (default: seeded random values: normal floats,
