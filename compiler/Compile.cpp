@@ -3,12 +3,13 @@
 #include "compiler/Compile.h"
 
 #include "codegen/llvm/HostBackend.h"
+#include "compiler/CudaCompile.h"
+#include "compiler/Devices.h"
 #include "compiler/GpuCompile.h"
 #include "compiler/HostModuleCache.h"
 #include "compiler/LaunchPlanBuilder.h"
 #include "compiler/Pipeline.h"
-#include "compiler/CudaCompile.h"
-#include "compiler/Devices.h"
+#include "compiler/SizeBucketCompile.h"
 #include "compiler/tuning/TuningKeys.h"
 #include "ir/graph/Specialize.h"
 #include "runtime/DeviceExecutor.h"
@@ -217,6 +218,15 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
                      "the ptx and cuda dumps show GPU code: compile with the cuda or sim target");
   const auto &target = std::get<codegen::CpuTarget>(choice.target);
   r.target = describeTarget(target);
+  KILN_TRY(std::vector<int64_t> bucketBounds,
+           compiler::sizeBucketBounds(userGraph, options.sizeBuckets));
+  if (bucketBounds.size() > 1) {
+    KILN_TRY(CompiledModel model,
+             compiler::compileSizeBuckets(userGraph, bucketBounds, options, target,
+                                          choice.fingerprint, dump, r));
+    r.totalSeconds = secondsSince(start);
+    return model;
+  }
   KILN_TRY(compiler::LoweredProgram program,
            compiler::lowerProgram(userGraph, options, target, choice.fingerprint, dump, r));
   KILN_TRY(CompiledModel model, finishForCpu(program, target, options, dump, r));

@@ -118,6 +118,13 @@ struct CompileOptions {
   /// records to use when the database holds records of several real devices
   /// of the architecture, as a piece of the device's fingerprint (docs/tuning.md).
   std::string gpuTuningDevice;
+  /// A graph with a size symbol, on the CPU (docs/dynamic-shapes.md): the upper bounds of its
+  /// size buckets. Each bucket is compiled with schedules chosen for its bound, and a run
+  /// takes the smallest bucket that holds its size. nullopt: the symbol's least value, the
+  /// powers of two above it and its maximum. A listed bound must lie in the symbol's range;
+  /// the maximum is always a bucket, so an empty list gives one bucket. Graphs with one size
+  /// symbol only (more take one bucket; a list for them is an error).
+  std::optional<std::vector<int64_t>> sizeBuckets;
   /// Overrides the heuristic schedule of a group (the autotuner's hook);
   /// returning nullopt keeps the default. It wins over tuning records.
   std::function<std::optional<lower::Schedule>(const ir::Graph &, const passes::FusionGroup &)>
@@ -145,6 +152,10 @@ struct CompileReport {
   /// One line per group lowered with (or holding) a tuning record: "group 2
   /// (contraction matmul 24x40 * 40x16): matmul mc=... [kiln, 1.3x, tuned 2026-11-26T14:00:00Z]".
   std::vector<std::string> tuningRecords;
+  /// A symbolic graph's size buckets, one line: "N in [1, 64]: 4 buckets, N <= 1, 8, 32, 64
+  /// (2 more ran the kernels of a larger one); 61 distinct kernels of 150 lowered"; empty for
+  /// a static graph.
+  std::string sizeBuckets;
   /// Things the user should know that did not stop the compile (a cache entry
   /// rejected as corrupt, a cache directory that cannot be written, a tuning
   /// record whose schedule could not be used).

@@ -3,6 +3,7 @@
 
 #include "compiler/CollectiveLaunchOrder.h"
 #include "compiler/KernelCost.h"
+#include "compiler/RunSizeBinder.h"
 #include "ir/graph/OpTable.h"
 #include "ir/graph/Specialize.h"
 #include "ir/kernel/Printer.h"
@@ -86,23 +87,7 @@ private:
     for (const ir::Value *input : graph_.inputs())
       leaves.push_back({input->name(), false, input->type()});
     std::vector<ir::SizeSymbol> symbols = plan_.symbols;
-    plan_.bindSizes =
-        [leaves,
-         symbols](std::span<const std::vector<int64_t>> shapes) -> Expected<std::vector<int64_t>> {
-      ir::LeafShapes byName;
-      for (size_t i = 0; i < leaves.size() && i < shapes.size(); ++i)
-        byName.emplace(leaves[i].name, shapes[i]);
-      KILN_TRY(ir::SymbolBindings bindings, ir::bindSymbols(leaves, byName));
-      std::vector<int64_t> values;
-      for (const ir::SizeSymbol &symbol : symbols) {
-        auto value = bindings.find(symbol.name);
-        if (value == bindings.end())
-          return makeError(ErrorCode::InvalidArgument,
-                           fmt::format("no input's shape gives the size symbol {}", symbol.str()));
-        values.push_back(value->second);
-      }
-      return values;
-    };
+    plan_.bindSizes = RunSizeBinder(std::move(leaves), symbols);
     plan_.shapeAt = [symbols](const runtime::PlanBuffer &buffer, std::span<const int64_t> values) {
       ir::SymbolBindings bindings;
       for (size_t i = 0; i < symbols.size() && i < values.size(); ++i)

@@ -7,6 +7,7 @@
 #include "runtime/DeviceExecutor.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +25,11 @@ struct CompiledModel::Arena {
   /// The derived block of a run that passes its own value of a parameter a derived step
   /// reads (allocated on first such run).
   AlignedBytes derived;
+};
+
+struct CompiledModel::SizeBucket {
+  std::vector<int64_t> upperBounds;
+  std::unique_ptr<CompiledModel> model;
 };
 
 namespace {
@@ -109,12 +115,85 @@ Expected<void> CompiledModel::bindParams(const NamedTensors &params) {
       auto index = static_cast<size_t>(binding - plan_.params.data());
       KILN_TRY_VOID(executor_->bindParam(plan_, index, tensor));
     }
-    boundParams_.insert_or_assign(name, tensor);
-    if (derivedValues_)
-      derivedValues_->paramChanged(
-          static_cast<size_t>(findBinding(plan_.params, name) - plan_.params.data()));
+    storeParam(name, tensor);
   }
   return {};
+}
+
+void CompiledModel::storeParam(const std::string &name, HostTensor tensor) {
+  const HostTensor &stored = boundParams_.insert_or_assign(name, std::move(tensor)).first->second;
+  if (derivedValues_)
+    derivedValues_->paramChanged(
+        static_cast<size_t>(findBinding(plan_.params, name) - plan_.params.data()));
+  // The buckets read this model's copy in place (stored is owned and aligned: borrowable).
+  for (SizeBucket &bucket : sizeBuckets_) {
+    Expected<HostTensor> view =
+        HostTensor::borrow(stored.dtype(), stored.shape(), stored.bytes(), nullptr);
+    KILN_CHECK(view.has_value(), "a bound parameter is borrowable");
+    bucket.model->storeParam(name, std::move(*view));
+  }
+}
+
+void CompiledModel::paramChanged(const std::string &name) {
+  if (derivedValues_)
+    derivedValues_->paramChanged(
+        static_cast<size_t>(findBinding(plan_.params, name) - plan_.params.data()));
+  for (SizeBucket &bucket : sizeBuckets_)
+    bucket.model->paramChanged(name);
+}
+
+Expected<void> CompiledModel::addSizeBucket(std::vector<int64_t> upperBounds, CompiledModel model) {
+  auto refuse = [&](std::string_view why) {
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("size bucket [{}]: {}", fmt::join(upperBounds, ", "), why));
+  };
+  if (executor_ || model.executor_)
+    return refuse("size buckets are for host models");
+  if (upperBounds.size() != plan_.symbols.size())
+    return refuse(fmt::format("the model has {} size symbols", plan_.symbols.size()));
+  if (!sizeBuckets_.empty() &&
+      !std::ranges::lexicographical_compare(sizeBuckets_.back().upperBounds, upperBounds))
+    return refuse("buckets are added smallest first");
+  // The bucket runs on what this model checked and gathered, in this model's order.
+  auto sameNames = [](const std::vector<runtime::PlanBinding> &a,
+                      const std::vector<runtime::PlanBinding> &b) {
+    return std::ranges::equal(a, b, {}, &runtime::PlanBinding::name, &runtime::PlanBinding::name);
+  };
+  if (!sameNames(model.plan_.inputs, plan_.inputs) ||
+      !sameNames(model.plan_.outputs, plan_.outputs) ||
+      !sameNames(model.plan_.params, plan_.params))
+    return refuse("the bucket's model has other inputs, outputs or parameters");
+  if (!model.plan_.symbols.empty() &&
+      !std::ranges::equal(model.plan_.symbols, plan_.symbols, {}, &ir::SizeSymbol::name,
+                          &ir::SizeSymbol::name))
+    return refuse("the bucket's model has other size symbols");
+  auto bucket = std::make_unique<CompiledModel>(std::move(model));
+  for (const auto &[name, tensor] : boundParams_) {
+    Expected<HostTensor> view =
+        HostTensor::borrow(tensor.dtype(), tensor.shape(), tensor.bytes(), nullptr);
+    KILN_CHECK(view.has_value(), "a bound parameter is borrowable");
+    bucket->storeParam(name, std::move(*view));
+  }
+  sizeBuckets_.push_back({std::move(upperBounds), std::move(bucket)});
+  return {};
+}
+
+std::vector<std::vector<int64_t>> CompiledModel::sizeBucketBounds() const {
+  std::vector<std::vector<int64_t>> bounds;
+  for (const SizeBucket &bucket : sizeBuckets_)
+    bounds.push_back(bucket.upperBounds);
+  std::vector<int64_t> maxima;
+  for (const ir::SizeSymbol &symbol : plan_.symbols)
+    maxima.push_back(symbol.max);
+  bounds.push_back(std::move(maxima));
+  return bounds;
+}
+
+const CompiledModel *CompiledModel::bucketFor(const std::vector<int64_t> &sizes) const {
+  for (const SizeBucket &bucket : sizeBuckets_)
+    if (std::ranges::equal(sizes, bucket.upperBounds, std::less_equal<>()))
+      return bucket.model.get();
+  return nullptr;
 }
 
 Expected<void> CompiledModel::checkBindingType(std::string_view name, DType dtype,
@@ -273,6 +352,18 @@ Expected<NamedTensors> CompiledModel::runWith(const NamedTensors &tensors,
     return results;
   }
   KILN_TRY(std::vector<int64_t> sizes, bindSizes(inputTensors));
+  if (const CompiledModel *bucket = bucketFor(sizes)) {
+    // Checked and bound here, against the whole range: the bucket runs. It reads its own
+    // views of the bound parameters (so its derived values count as its own).
+    for (size_t i = 0; i < plan_.params.size(); ++i) {
+      auto bound = boundParams_.find(plan_.params[i].name);
+      if (bound != boundParams_.end() && paramTensors[i] == &bound->second)
+        paramTensors[i] = &bucket->boundParams_.at(bound->first);
+    }
+    if (bucket->plan_.symbols.empty())
+      sizes.clear(); // the bucket of one size is static
+    return bucket->runOnHost(inputTensors, paramTensors, options, std::move(sizes));
+  }
   return runOnHost(inputTensors, paramTensors, options, std::move(sizes));
 }
 
@@ -372,7 +463,7 @@ Expected<NamedTensors> CompiledModel::runUpdating(const NamedTensors &tensors,
     HostTensor &param = boundParams_.at(plan_.params[copy.param].name);
     std::memcpy(param.bytes().data(), output.bytes().data() + copy.byteOffset,
                 static_cast<size_t>(copy.bytes));
-    derivedValues_->paramChanged(copy.param);
+    paramChanged(plan_.params[copy.param].name);
   }
   for (const auto &copy : stateCopies_)
     results.erase(plan_.outputs[copy.output].name);

@@ -89,6 +89,17 @@ public:
   /// to device when both models run on one device).
   Expected<void> copyParamsFrom(const CompiledModel &source, std::span<const std::string> names);
 
+  /// Size buckets (docs/dynamic-shapes.md): `model` is the same graph compiled for size
+  /// symbols at most `upperBounds` (one per symbol of the plan, each below this plan's
+  /// maximum somewhere), with schedules chosen for those bounds. A run whose sizes fit a
+  /// bucket runs there (the smallest that holds them); this model runs the rest. The buckets
+  /// share this model's bound parameters. For the compiler, smallest bucket first; a host
+  /// model only.
+  Expected<void> addSizeBucket(std::vector<int64_t> upperBounds, CompiledModel model);
+  /// Each bucket's upper bounds, smallest first, and last this model's own (the maxima).
+  std::vector<std::vector<int64_t>> sizeBucketBounds() const;
+
+  /// The plan of the whole range (a bucket's plan runs the sizes it holds).
   const runtime::LaunchPlan &plan() const { return plan_; }
   MemoryStats memoryStats() const;
   /// The kernel launches of a run whose derived values are current (plan().steps also holds
@@ -106,6 +117,15 @@ public:
 
 private:
   struct Arena;
+  struct SizeBucket;
+  /// The bucket that runs `sizes`, or nullptr for this model.
+  const CompiledModel *bucketFor(const std::vector<int64_t> &sizes) const;
+  /// Binds `tensor`, already checked, as parameter `name` (a bucket gets a view of the
+  /// front model's value), and marks what is derived from it stale everywhere.
+  void storeParam(const std::string &name, HostTensor tensor);
+  /// The parameter's value changed in place: what is derived from it is stale, here and in
+  /// every bucket.
+  void paramChanged(const std::string &name);
   std::unique_ptr<Arena> acquireArena() const;
   void releaseArena(std::unique_ptr<Arena> arena) const;
 
@@ -142,6 +162,8 @@ private:
   std::vector<runtime::PlanStateCopy> stateCopies_;
   mutable std::unique_ptr<std::mutex> arenaMutex_;
   mutable std::vector<std::unique_ptr<Arena>> freeArenas_;
+  /// Smallest first (addSizeBucket).
+  std::vector<SizeBucket> sizeBuckets_;
   /// Host models whose all_reduce steps reduce across ranks: the one thread
   /// that calls the communicator (under arenaMutex_; none until a run needs
   /// it). Joined on destruction, before the plan it reads goes.

@@ -68,6 +68,29 @@ std::string dimsText(const ir::Shape &shape) {
 
 } // namespace
 
+namespace {
+
+/// A value's shape in a key. A symbolic one adds its symbols' ranges, so that each size
+/// bucket (docs/dynamic-shapes.md) has records of its own: a schedule is chosen at the
+/// range's upper bound, and runs at every size in it.
+std::string shapeKey(const ir::TensorType &type) {
+  if (!type.isSymbolic())
+    return ir::shapeStr(type.shape);
+  std::vector<std::string> dims;
+  std::map<std::string, ir::SizeSymbol> symbols;
+  for (const ir::SizeExpr &size : type.symbolicDims) {
+    dims.push_back(size.str());
+    for (const ir::SizeSymbol &symbol : size.symbols())
+      symbols.emplace(symbol.name, symbol);
+  }
+  std::vector<std::string> ranges;
+  for (const auto &[name, symbol] : symbols)
+    ranges.push_back(symbol.str());
+  return fmt::format("[{}]({})", fmt::join(dims, ","), fmt::join(ranges, ", "));
+}
+
+} // namespace
+
 GroupIdentity groupIdentity(const ir::Graph &graph, const passes::FusionGroup &group) {
   (void)graph;
   ValueNumbering numbering(group);
@@ -81,9 +104,9 @@ GroupIdentity groupIdentity(const ir::Graph &graph, const passes::FusionGroup &g
 
   std::vector<std::string> shapes;
   for (size_t i = 0; i < group.inputs.size(); ++i)
-    shapes.push_back(fmt::format("in{}={}", i, ir::shapeStr(group.inputs[i]->type().shape)));
+    shapes.push_back(fmt::format("in{}={}", i, shapeKey(group.inputs[i]->type())));
   for (size_t i = 0; i < group.nodes.size(); ++i)
-    shapes.push_back(fmt::format("n{}={}", i, ir::shapeStr(group.nodes[i]->type().shape)));
+    shapes.push_back(fmt::format("n{}={}", i, shapeKey(group.nodes[i]->type())));
   id.shapes = fmt::format("{}", fmt::join(shapes, " "));
 
   // "contraction matmul+add+relu 64x800,800x500,500 -> 64x500"

@@ -4,6 +4,9 @@
 #include "ir/graph/Verifier.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
 #include <unordered_map>
 
 namespace kiln::ir {
@@ -134,39 +137,62 @@ Expected<SymbolBindings> bindSymbols(std::span<const SymbolicLeaf> leaves,
 
 namespace {
 
-Expected<TensorType> specializeType(const TensorType &type, const SymbolBindings &bindings) {
-  if (!type.isSymbolic())
-    return type;
-  TensorType out{type.dtype, {}};
-  for (const SizeExpr &size : type.symbolicDims) {
-    KILN_TRY(int64_t value, size.evaluate(bindings));
-    out.shape.push_back(value);
-  }
-  return out;
+/// A size with each symbol replaced by what `replace` gives for it.
+using SizeRewrite = std::function<Expected<SizeExpr>(const SizeExpr &)>;
+
+/// SizeRewrite for a symbol-by-symbol substitution (a value, or the same symbol with
+/// another range). Checked arithmetic: a narrower range cannot overflow where the
+/// original did not, and a value in range cannot either.
+SizeRewrite substitute(std::function<SizeExpr(const SizeSymbol &)> replace) {
+  return [replace = std::move(replace)](const SizeExpr &size) -> Expected<SizeExpr> {
+    std::optional<Error> failed;
+    auto check = [&](Expected<SizeExpr> result) {
+      if (!result) {
+        failed = result.error();
+        return SizeExpr();
+      }
+      return *result;
+    };
+    SizeExpr result = size.rebuild(SizeExpr::Algebra<SizeExpr>{
+        .symbol = replace,
+        .constant = [](int64_t value) { return SizeExpr(value); },
+        .add = [&](SizeExpr a, SizeExpr b) { return check(add(a, b)); },
+        .multiply = [&](SizeExpr a, SizeExpr b) { return check(multiply(a, b)); },
+        .floorDiv = [&](SizeExpr a, int64_t divisor) { return check(floorDiv(a, divisor)); },
+    });
+    if (failed)
+      return std::unexpected(*failed);
+    return result;
+  };
 }
 
-} // namespace
-
-Expected<std::unique_ptr<Graph>> specialize(const Graph &graph, const SymbolBindings &bindings) {
-  for (const SizeSymbol &symbol : graph.symbols()) {
-    auto found = bindings.find(symbol.name);
-    if (found == bindings.end())
-      return makeError(ErrorCode::InvalidArgument,
-                       fmt::format("specialize @{}: no value for the size symbol {}",
-                                   graph.name(), symbol.str()));
-    if (found->second < symbol.min || found->second > symbol.max)
-      return makeError(ErrorCode::ShapeMismatch,
-                       fmt::format("specialize @{}: {} = {} is outside its range {}",
-                                   graph.name(), symbol.name, found->second, symbol.str()));
+Expected<TensorType> rewriteType(const TensorType &type, const SizeRewrite &rewrite) {
+  if (!type.isSymbolic())
+    return type;
+  std::vector<SizeExpr> sizes;
+  for (const SizeExpr &size : type.symbolicDims) {
+    KILN_TRY(SizeExpr rewritten, rewrite(size));
+    sizes.push_back(std::move(rewritten));
   }
+  return makeTensorType(type.dtype, std::move(sizes));
+}
+
+/// A verified copy of `graph` that declares `symbols` and has every size rewritten by
+/// `rewrite`. A reshape or broadcast_to target keeps `sizes` while they are symbolic, with
+/// `shape` at their upper bounds, and becomes a plain `shape` when they are all static.
+Expected<std::unique_ptr<Graph>> copyWithSizes(const Graph &graph,
+                                               const std::vector<SizeSymbol> &symbols,
+                                               const SizeRewrite &rewrite) {
   auto copy = std::make_unique<Graph>(graph.name());
+  for (const SizeSymbol &symbol : symbols)
+    KILN_TRY_VOID(copy->declareSymbol(symbol));
   std::unordered_map<const Value *, Value *> mapped;
   for (Value *input : graph.inputs()) {
-    KILN_TRY(TensorType type, specializeType(input->type(), bindings));
+    KILN_TRY(TensorType type, rewriteType(input->type(), rewrite));
     KILN_TRY(mapped[input], copy->addInput(input->name(), std::move(type)));
   }
   for (Value *param : graph.params()) {
-    KILN_TRY(TensorType type, specializeType(param->type(), bindings));
+    KILN_TRY(TensorType type, rewriteType(param->type(), rewrite));
     KILN_TRY(mapped[param], copy->addParam(param->name(), std::move(type)));
   }
   for (Node *node : graph.topologicalOrder()) {
@@ -175,12 +201,19 @@ Expected<std::unique_ptr<Graph>> specialize(const Graph &graph, const SymbolBind
       operands.push_back(mapped.at(operand));
     AttrMap attrs = node->attrs();
     if (auto sizes = attrs.find("sizes"); sizes != attrs.end()) {
+      std::vector<SizeExpr> rewritten;
       std::vector<int64_t> shape;
+      bool symbolic = false;
       for (const SizeExpr &size : std::get<std::vector<SizeExpr>>(sizes->second)) {
-        KILN_TRY(int64_t value, size.evaluate(bindings));
-        shape.push_back(value);
+        KILN_TRY(SizeExpr result, rewrite(size));
+        symbolic = symbolic || !result.isConstant();
+        shape.push_back(result.upperBound());
+        rewritten.push_back(std::move(result));
       }
-      attrs.erase(sizes);
+      if (symbolic)
+        sizes->second = Attr(std::move(rewritten));
+      else
+        attrs.erase(sizes);
       attrs.insert_or_assign("shape", Attr(std::move(shape)));
     }
     KILN_TRY(mapped[node->result()],
@@ -190,6 +223,46 @@ Expected<std::unique_ptr<Graph>> specialize(const Graph &graph, const SymbolBind
     KILN_TRY_VOID(copy->addOutput(output.name, mapped.at(output.value)));
   KILN_TRY_VOID(verifyGraph(*copy));
   return copy;
+}
+
+} // namespace
+
+Expected<std::unique_ptr<Graph>> specialize(const Graph &graph, const SymbolBindings &bindings) {
+  for (const SizeSymbol &symbol : graph.symbols()) {
+    auto found = bindings.find(symbol.name);
+    if (found == bindings.end())
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("specialize @{}: no value for the size symbol {}", graph.name(),
+                                   symbol.str()));
+    if (found->second < symbol.min || found->second > symbol.max)
+      return makeError(ErrorCode::ShapeMismatch,
+                       fmt::format("specialize @{}: {} = {} is outside its range {}", graph.name(),
+                                   symbol.name, found->second, symbol.str()));
+  }
+  return copyWithSizes(graph, {}, substitute([&](const SizeSymbol &symbol) {
+                         return SizeExpr(bindings.find(symbol.name)->second);
+                       }));
+}
+
+Expected<std::unique_ptr<Graph>> narrowSymbols(const Graph &graph,
+                                               std::span<const SizeSymbol> ranges) {
+  std::vector<SizeSymbol> symbols = graph.symbols();
+  for (const SizeSymbol &range : ranges) {
+    auto declared = std::ranges::find(symbols, range.name, &SizeSymbol::name);
+    if (declared == symbols.end())
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("narrow @{}: the graph declares no size symbol {}", graph.name(),
+                                   range.name));
+    if (range.min < declared->min || range.max > declared->max || range.min > range.max)
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("narrow @{}: {} is not a range within {}", graph.name(),
+                                   range.str(), declared->str()));
+    *declared = range;
+  }
+  return copyWithSizes(graph, symbols, substitute([&](const SizeSymbol &symbol) {
+                         return SizeExpr::symbol(
+                             *std::ranges::find(symbols, symbol.name, &SizeSymbol::name));
+                       }));
 }
 
 Expected<void> requireStaticSizes(const Graph &graph, std::string_view consumer) {

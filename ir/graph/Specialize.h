@@ -36,6 +36,12 @@ Expected<SymbolBindings> bindSymbols(std::span<const SymbolicLeaf> leaves,
 /// become their `shape` at those values.
 Expected<std::unique_ptr<Graph>> specialize(const Graph &graph, const SymbolBindings &bindings);
 
+/// A copy of `graph` whose symbols named in `ranges` take those (narrower) ranges, verified:
+/// what a model compiled for part of the range is built from (a size bucket,
+/// docs/dynamic-shapes.md). A range that is not within the declared one is an error.
+Expected<std::unique_ptr<Graph>> narrowSymbols(const Graph &graph,
+                                               std::span<const SizeSymbol> ranges);
+
 /// An error when `graph` has symbols: `consumer` (the GPU compiler) works on static sizes
 /// only, and must never run a symbolic graph at its upper bounds by accident.
 Expected<void> requireStaticSizes(const Graph &graph, std::string_view consumer);

@@ -330,21 +330,19 @@ int64_t GemmBuilder::windowRowSegment() const {
 }
 
 // Each row of the register tile at K offset `k` of a gathered A: where it starts and whether it
-// lies in the input (nullptr: always), rows past M clamped to the last and counted outside.
+// lies in the input (nullptr: always). Rows past M read the last row: real memory, so their
+// loads need no predicate, and the write-out never stores those rows of the tile. (Testing
+// them as well would give every tile on M's edge, and every tile of a runtime M, the
+// predicated path: slower code, and much more of it for LLVM to compile.)
 std::vector<GemmBuilder::GatheredRow> GemmBuilder::gatheredRows(const ExprPtr &b,
                                                                 const ExprPtr &i0,
                                                                 const ExprPtr &k) const {
   std::vector<GatheredRow> rows;
   for (int64_t r = 0; r < mr_; ++r) {
     ExprPtr i = add(i0, index(r));
-    ExprPtr inRows = nullptr;
-    if (mEdges_) {
-      inRows = lt(i, mRows_);
+    if (mEdges_)
       i = min(i, sub(mRows_, index(1)));
-    }
     auto [offset, inside] = p_.aGathered->address(b, i, k);
-    if (inRows)
-      inside = inside ? logicalAnd(inRows, inside) : inRows;
     rows.push_back({offset, inside});
   }
   return rows;

@@ -3,19 +3,23 @@
 // the fp64 reference at its own size. What is not built yet is refused, naming the op.
 #include "CompileTestUtil.h"
 
+#include "compiler/SizeBucketCompile.h"
 #include "examples/models/FashionMnistCnn.h"
 #include "frontend/nn/Dense.h"
 #include "ir/graph/Interpreter.h"
 #include "ir/graph/Specialize.h"
 
 #include <sstream>
+#include <string_view>
 
 namespace kiln::test {
 namespace {
 
+/// The CPU with one size bucket: every size runs the kernels that read it at run time.
 CompileOptions cpuOptions() {
   CompileOptions options;
   options.target = TargetKind::Cpu;
+  options.sizeBuckets = std::vector<int64_t>{};
   return options;
 }
 
@@ -245,6 +249,125 @@ TEST_CASE("a specialized symbolic graph compiles as a static one", "[compile][sy
   auto wrong = model.run({{"x", randomTensor(DType::F32, {4, 29}, rng)}});
   REQUIRE_FALSE(wrong.has_value());
   CHECK(wrong.error().message() == "input 'x' must be f32[3, 29], got f32[4, 29]");
+}
+
+} // namespace
+} // namespace kiln::test
+
+namespace kiln::test {
+namespace {
+
+/// The names of the kernels a run of `model` at `inputs` launched.
+std::vector<std::string> kernelsRun(const CompiledModel &model, const NamedTensors &inputs) {
+  runtime::RunProfile profile;
+  auto outputs = model.run(inputs, RunOptions{.profile = &profile});
+  REQUIRE(outputs.has_value());
+  std::vector<std::string> names;
+  for (const runtime::ProfileEvent &event : profile.events)
+    if (event.category == runtime::ProfileCategory::Kernel)
+      names.push_back(event.name);
+  return names;
+}
+
+bool allStartWith(const std::vector<std::string> &names, std::string_view prefix) {
+  return !names.empty() && std::ranges::all_of(names, [&](const std::string &name) {
+    return name.starts_with(prefix);
+  });
+}
+
+TEST_CASE("size buckets: each size runs the smallest bucket that holds it", "[compile][symbolic]") {
+  Graph graph("mlp");
+  buildMlp(graph);
+  REQUIRE(graph.finalize().has_value());
+  CompileOptions options = cpuOptions();
+  options.sizeBuckets = std::vector<int64_t>{1, 6, 20};
+  CompileReport report;
+  auto compiled = compile(graph.ir(), options, &report);
+  REQUIRE(compiled.has_value());
+  CompiledModel &model = *compiled;
+  INFO(report.sizeBuckets);
+  // N = 1 is a static graph of its own; the other bounds keep their buckets unless one runs
+  // exactly the kernels of the next (then that one runs its sizes).
+  std::vector<std::vector<int64_t>> bounds = model.sizeBucketBounds();
+  REQUIRE(bounds.size() >= 2);
+  CHECK(bounds.front() == std::vector<int64_t>{1});
+  CHECK(bounds.back() == std::vector<int64_t>{64});
+  CHECK(std::ranges::is_sorted(bounds));
+  CHECK_THAT(report.sizeBuckets, Catch::StartsWith("N in [1, 64]: "));
+
+  // Sizes at and around each bound match the reference, on fresh parameters bound once.
+  checkEveryBatch(graph, model, {1, 2, 6, 7, 20, 21, 64, 5});
+
+  Rng rng(freshSeed());
+  auto at = [&](int64_t batch) {
+    return kernelsRun(model, {{"x", randomTensor(DType::F32, {batch, 29}, rng)}});
+  };
+  CHECK(allStartWith(at(1), "b1_"));     // the static kernels of N = 1
+  for (const std::string &name : at(64)) // the whole range's kernels
+    CHECK(name.starts_with("k"));
+  for (int64_t batch : {2, 6, 7, 20}) {
+    CAPTURE(batch);
+    std::vector<std::string> names = at(batch);
+    CHECK(std::ranges::none_of(names, [](const std::string &n) { return n.starts_with("b1_"); }));
+  }
+}
+
+TEST_CASE("size buckets share the bound parameters and see them change", "[compile][symbolic]") {
+  Graph graph("mlp");
+  buildMlp(graph);
+  REQUIRE(graph.finalize().has_value());
+  CompileOptions options = cpuOptions();
+  options.sizeBuckets = std::vector<int64_t>{1, 8};
+  CompiledModel model = compileOrFail(graph.ir(), options);
+  REQUIRE(model.sizeBucketBounds().size() == 3);
+  checkEveryBatch(graph, model, {1, 8, 40});
+  // New values for every parameter (the dense layers' weights are packed once per value:
+  // each bucket must pack them again).
+  Graph other("mlp", /*seed=*/freshSeed());
+  buildMlp(other);
+  REQUIRE(other.finalize().has_value());
+  checkEveryBatch(other, model, {40, 8, 1, 3});
+  // The range check is the whole model's, whichever bucket would have run the size.
+  Rng rng(freshSeed());
+  auto tooLarge = model.run({{"x", randomTensor(DType::F32, {65, 29}, rng)}});
+  REQUIRE_FALSE(tooLarge.has_value());
+  CHECK_THAT(tooLarge.error().message(), Catch::Contains("N in [1, 64]"));
+  auto empty = model.run({{"x", randomTensor(DType::F32, {0, 29}, rng)}});
+  REQUIRE_FALSE(empty.has_value());
+  CHECK_THAT(empty.error().message(), Catch::Contains("N in [1, 64]"));
+  auto wrongFeatures = model.run({{"x", randomTensor(DType::F32, {3, 28}, rng)}});
+  REQUIRE_FALSE(wrongFeatures.has_value());
+  CHECK(wrongFeatures.error().message() == "input 'x' dim 1 is 29, got 28");
+}
+
+TEST_CASE("the size bucket bounds: powers of two, or a list checked against the range",
+          "[compile][symbolic]") {
+  auto bucketsFor = [](int64_t min, int64_t max, std::optional<std::vector<int64_t>> requested) {
+    Graph graph("g");
+    Tensor x = graph.input("x", {kiln::dim("N", min, max), 3});
+    graph.output("y", relu(x));
+    REQUIRE(graph.finalize().has_value());
+    return compiler::sizeBucketBounds(graph.ir(), requested);
+  };
+  using Bounds = std::vector<int64_t>;
+  CHECK(bucketsFor(1, 64, std::nullopt) == Bounds{1, 2, 4, 8, 16, 32, 64});
+  CHECK(bucketsFor(3, 100, std::nullopt) == Bounds{3, 4, 8, 16, 32, 64, 100});
+  CHECK(bucketsFor(0, 5, std::nullopt) == Bounds{1, 2, 4, 5}); // size 0 runs in the first
+  CHECK(bucketsFor(7, 7, std::nullopt) == Bounds{7});
+  CHECK(bucketsFor(3, 100, Bounds{8, 100, 8}) == Bounds{8, 100});
+  CHECK(bucketsFor(3, 100, Bounds{}) == Bounds{100});
+  auto outside = bucketsFor(3, 100, Bounds{2, 50});
+  REQUIRE_FALSE(outside.has_value());
+  CHECK(outside.error().message() == "size bucket bound 2 is outside the range of N in [3, 100]");
+
+  Graph two("two");
+  Tensor x = two.input("x", {kiln::dim("N", 1, 8), kiln::dim("T", 1, 8)});
+  two.output("y", relu(x));
+  REQUIRE(two.finalize().has_value());
+  CHECK(compiler::sizeBucketBounds(two.ir(), std::nullopt) == Bounds{8});
+  auto listed = compiler::sizeBucketBounds(two.ir(), Bounds{4});
+  REQUIRE_FALSE(listed.has_value());
+  CHECK(listed.error().message() == "size buckets take a graph with one size symbol; @two has 2");
 }
 
 } // namespace

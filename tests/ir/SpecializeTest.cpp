@@ -92,6 +92,44 @@ TEST_CASE("specialize puts the symbols' values in and equals the static graph",
   CHECK(outside.error().message() == "specialize @net: N = 17 is outside its range N in [1, 16]");
 }
 
+TEST_CASE("narrowSymbols gives a symbol a narrower range", "[ir][symbolic]") {
+  // A size bucket's graph (docs/dynamic-shapes.md): the same sizes, the new ranges in the
+  // header, and reshape's `shape` at the new upper bounds (N = 4, T = 8: 3*3*3 = 27).
+  auto graph = parsed(kSymbolic);
+  std::vector<SizeSymbol> ranges{{"N", 1, 4}, {"T", 5, 8}};
+  auto narrowed = narrowSymbols(*graph, ranges);
+  REQUIRE(narrowed.has_value());
+  std::string expected = kSymbolic;
+  auto replace = [&](std::string_view from, std::string_view to) {
+    size_t at = expected.find(from);
+    REQUIRE(at != std::string::npos);
+    expected.replace(at, from.size(), to);
+  };
+  replace("N in [1, 16], T in [5, 12]", "N in [1, 4], T in [5, 8]");
+  replace("shape = [16, 75]", "shape = [4, 27]");
+  CHECK(printGraph(**narrowed) == printGraph(*parsed(expected)));
+  CHECK((*narrowed)->inputs()[0]->type().shape == std::vector<int64_t>{4, 2, 8, 8});
+  // Narrowing only one symbol keeps the other's range; specializing the narrowed graph is
+  // specializing the original.
+  std::vector<SizeSymbol> onlyT{{"T", 7, 7}};
+  auto single = narrowSymbols(*graph, onlyT);
+  REQUIRE(single.has_value());
+  CHECK((*single)->symbols() == std::vector<SizeSymbol>{{"N", 1, 16}, {"T", 7, 7}});
+  auto viaNarrowed = specialize(**single, {{"N", 3}, {"T", 7}});
+  auto direct = specialize(*graph, {{"N", 3}, {"T", 7}});
+  REQUIRE((viaNarrowed.has_value() && direct.has_value()));
+  CHECK(printGraph(**viaNarrowed) == printGraph(**direct));
+
+  std::vector<SizeSymbol> wider{{"N", 0, 4}};
+  auto refused = narrowSymbols(*graph, wider);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().message() == "narrow @net: N in [0, 4] is not a range within N in [1, 16]");
+  std::vector<SizeSymbol> unknown{{"M", 1, 4}};
+  auto undeclared = narrowSymbols(*graph, unknown);
+  REQUIRE_FALSE(undeclared.has_value());
+  CHECK(undeclared.error().message() == "narrow @net: the graph declares no size symbol M");
+}
+
 TEST_CASE("bindSymbols reads the sizes from the inputs", "[ir][symbolic]") {
   auto graph = parsed(kSymbolic);
   auto bindings = bindSymbols(*graph, {{"x", {7, 2, 9, 9}}, {"bias", {7, 1}}, {"w", {3, 2, 3, 3}}});

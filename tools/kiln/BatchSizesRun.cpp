@@ -69,6 +69,20 @@ Expected<std::vector<int64_t>> parseBatchSizes(std::string_view text) {
   return sizes;
 }
 
+Expected<std::optional<std::vector<int64_t>>> parseSizeBuckets(std::string_view text) {
+  if (text == "pow2")
+    return std::optional<std::vector<int64_t>>();
+  if (text == "none")
+    return std::optional<std::vector<int64_t>>(std::vector<int64_t>{});
+  Expected<std::vector<int64_t>> bounds = parseBatchSizes(text);
+  if (!bounds)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("--size-buckets takes pow2, none or positive integers separated "
+                                 "by commas, got '{}'",
+                                 text));
+  return std::optional<std::vector<int64_t>>(std::move(*bounds));
+}
+
 int runBatchSizes(const std::string &spec, const std::vector<int64_t> &sizes,
                   const CompileOptions &options, uint64_t seed, int64_t iterations, bool check) {
   const examples::ExampleModel *model =
@@ -95,8 +109,12 @@ int runBatchSizes(const std::string &spec, const std::vector<int64_t> &sizes,
   if (!compiled)
     return reportError("run", compiled.error());
   fmt::print("target: {}\n", report.target);
-  fmt::print("compiled once for N in [1, {}]: {} kernels in {:.3f} s\n", largest, report.numKernels,
-             report.totalSeconds);
+  fmt::print("compiled once for N in [1, {}]: {} kernels in {:.3f} s (graph passes {:.3f}, "
+             "lowering {:.3f}, codegen {:.3f})\n",
+             largest, report.numKernels, report.totalSeconds, report.graphPassSeconds,
+             report.loweringSeconds, report.codegenSeconds);
+  if (!report.sizeBuckets.empty())
+    fmt::print("size buckets: {}\n", report.sizeBuckets);
   NamedTensors params = dsl.paramValues();
   if (auto bound = compiled->bindParams(params); !bound)
     return reportError("run", bound.error());

@@ -36,6 +36,8 @@ int runBatchSizes(const std::string &spec, const std::vector<int64_t> &sizes,
                   const CompileOptions &options, uint64_t seed, int64_t iterations, bool check);
 /// "1,7,64" as sizes, each at least 1.
 Expected<std::vector<int64_t>> parseBatchSizes(std::string_view text);
+/// --size-buckets: "pow2" (nullopt: the default), "none" (one bucket) or a list of bounds.
+Expected<std::optional<std::vector<int64_t>>> parseSizeBuckets(std::string_view text);
 /// `kiln tune`: autotunes a model and stores the winners (docs/tuning.md).
 int tuneCommand(const std::vector<std::string> &words);
 /// `kiln tune-db ls|export|import|prune`: the tuning database (docs/tuning.md).

@@ -36,6 +36,10 @@ options:
                         (the examples with a symbolic batch: cnn, mlp,
                         resnet, vgg; on the CPU, which --target auto then
                         means; docs/dynamic-shapes.md)
+  --size-buckets B      with --batch-sizes: the upper bounds of the size
+                        buckets, each compiled with schedules of its own:
+                        pow2 (default: 1, the powers of two, the largest),
+                        none (one bucket: the whole range), or a LIST
 {}  --inputs FILE         input tensors from a safetensors file, or .npy files:
                         x.npy for a model with one input, a=x.npy,b=y.npy
                         (default: seeded random values: normal floats,
@@ -97,8 +101,8 @@ int checkUnderPolicy(const ir::Graph &graph, const NamedTensors &referenceInputs
 int runCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
   valued.insert(kTuningFlags.begin(), kTuningFlags.end());
-  valued.insert({"--batch", "--batch-sizes", "--inputs", "--params", "--seed", "--iterations",
-                 "--output", "--shape"});
+  valued.insert({"--batch", "--batch-sizes", "--size-buckets", "--inputs", "--params", "--seed",
+                 "--iterations", "--output", "--shape"});
   auto args =
       parseCommandArgs("run", words, valued,
                        {"--check", "--help", "--wgmma", "--tma", "--persistent"}, {"--profile"});
@@ -125,6 +129,8 @@ int runCommand(const std::vector<std::string> &words) {
     return usageError("run", error->message());
   if (auto usable = checkModelSpec(args->positional()[0], *batch, *shapes); !usable)
     return usageError("run", usable.error().message());
+  if (args->has("--size-buckets") && !args->has("--batch-sizes"))
+    return usageError("run", "--size-buckets applies with --batch-sizes");
   if (auto list = args->value("--batch-sizes")) {
     for (const char *other : {"--batch", "--inputs", "--params", "--output", "--profile"})
       if (args->has(other))
@@ -134,6 +140,12 @@ int runCommand(const std::vector<std::string> &words) {
     auto sizes = parseBatchSizes(*list);
     if (!sizes)
       return usageError("run", sizes.error().message());
+    if (auto buckets = args->value("--size-buckets")) {
+      auto bounds = parseSizeBuckets(*buckets);
+      if (!bounds)
+        return usageError("run", bounds.error().message());
+      options.sizeBuckets = *bounds;
+    }
     return runBatchSizes(args->positional()[0], *sizes, options, static_cast<uint64_t>(*seed),
                          *iterations, args->has("--check"));
   }

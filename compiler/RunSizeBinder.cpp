@@ -1,0 +1,80 @@
+#include "compiler/RunSizeBinder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace kiln::compiler {
+
+RunSizeBinder::RunSizeBinder(std::vector<ir::SymbolicLeaf> inputs,
+                             std::vector<ir::SizeSymbol> symbols)
+    : inputs_(std::move(inputs)), symbols_(std::move(symbols)) {
+  for (const ir::SymbolicLeaf &input : inputs_) {
+    std::vector<DimRule> dims;
+    for (int64_t d = 0; d < input.type.rank(); ++d) {
+      ir::SizeExpr size = input.type.size(d);
+      if (size.isConstant()) {
+        dims.push_back({-1, size.constant()});
+        continue;
+      }
+      std::optional<ir::SizeSymbol> symbol = size.asSymbol();
+      auto found = symbol ? std::ranges::find(symbols_, symbol->name, &ir::SizeSymbol::name)
+                          : symbols_.end();
+      if (found == symbols_.end()) {
+        rules_.clear();
+        return;
+      }
+      dims.push_back({static_cast<int>(found - symbols_.begin()), 0});
+    }
+    rules_.push_back(std::move(dims));
+  }
+}
+
+std::optional<std::vector<int64_t>>
+RunSizeBinder::quickBind(std::span<const std::vector<int64_t>> shapes) const {
+  if (rules_.size() != inputs_.size() || shapes.size() != inputs_.size())
+    return std::nullopt;
+  std::vector<int64_t> values(symbols_.size(), -1);
+  for (size_t i = 0; i < rules_.size(); ++i) {
+    if (shapes[i].size() != rules_[i].size())
+      return std::nullopt;
+    for (size_t d = 0; d < rules_[i].size(); ++d) {
+      const DimRule &rule = rules_[i][d];
+      int64_t actual = shapes[i][d];
+      if (rule.symbol < 0) {
+        if (actual != rule.size)
+          return std::nullopt;
+        continue;
+      }
+      const ir::SizeSymbol &symbol = symbols_[static_cast<size_t>(rule.symbol)];
+      int64_t &value = values[static_cast<size_t>(rule.symbol)];
+      if (actual < symbol.min || actual > symbol.max || (value >= 0 && value != actual))
+        return std::nullopt;
+      value = actual;
+    }
+  }
+  if (std::ranges::find(values, -1) != values.end())
+    return std::nullopt;
+  return values;
+}
+
+Expected<std::vector<int64_t>>
+RunSizeBinder::operator()(std::span<const std::vector<int64_t>> shapes) const {
+  if (std::optional<std::vector<int64_t>> values = quickBind(shapes))
+    return std::move(*values);
+  ir::LeafShapes byName;
+  for (size_t i = 0; i < inputs_.size() && i < shapes.size(); ++i)
+    byName.emplace(inputs_[i].name, shapes[i]);
+  KILN_TRY(ir::SymbolBindings bindings, ir::bindSymbols(inputs_, byName));
+  std::vector<int64_t> values;
+  for (const ir::SizeSymbol &symbol : symbols_) {
+    auto value = bindings.find(symbol.name);
+    if (value == bindings.end())
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("no input's shape gives the size symbol {}", symbol.str()));
+    values.push_back(value->second);
+  }
+  return values;
+}
+
+} // namespace kiln::compiler
