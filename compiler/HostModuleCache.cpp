@@ -21,6 +21,18 @@ std::vector<std::string> kernelNames(const std::vector<kir::Kernel> &kernels) {
   return names;
 }
 
+/// A compile's objects (emitHostObjects) are sections "object", "object.1", "object.2", ...
+std::string objectSectionName(size_t index) {
+  return index == 0 ? std::string("object") : fmt::format("object.{}", index);
+}
+
+std::vector<std::string> objectSections(const runtime::CacheEntry &entry) {
+  std::vector<std::string> objects;
+  while (const std::string *object = entry.section(objectSectionName(objects.size())))
+    objects.push_back(*object);
+  return objects;
+}
+
 } // namespace
 
 std::string hostModuleCacheKey(const std::vector<kir::Kernel> &kernels,
@@ -50,9 +62,11 @@ hostModuleFor(const std::vector<kir::Kernel> &kernels, const codegen::CpuTarget 
 
   runtime::CacheLookup found = cache.lookup(key);
   report.warnings.insert(report.warnings.end(), found.warnings.begin(), found.warnings.end());
-  if (const std::string *object = found.entry ? found.entry->section("object") : nullptr) {
+  std::vector<std::string> cached =
+      found.entry ? objectSections(*found.entry) : std::vector<std::string>{};
+  if (!cached.empty()) {
     Expected<std::shared_ptr<codegen::HostModule>> module =
-        codegen::loadHostObject(*object, names, target);
+        codegen::loadHostObjects(cached, names, target);
     if (module) {
       report.kernelCache =
           found.tier == runtime::CacheTier::Memory ? "hit (memory)" : "hit (disk)";
@@ -65,11 +79,13 @@ hostModuleFor(const std::vector<kir::Kernel> &kernels, const codegen::CpuTarget 
         file ? file->string() : std::string("(memory only)"), module.error().message()));
   }
 
-  KILN_TRY(std::string object, codegen::emitHostObject(kernels, target));
+  KILN_TRY(std::vector<std::string> objects,
+           codegen::emitHostObjects(kernels, target, codegen::compileThreads()));
   KILN_TRY(std::shared_ptr<codegen::HostModule> module,
-           codegen::loadHostObject(object, names, target));
+           codegen::loadHostObjects(objects, names, target));
   runtime::CacheEntry entry;
-  entry.sections["object"] = std::move(object);
+  for (size_t i = 0; i < objects.size(); ++i)
+    entry.sections[objectSectionName(i)] = std::move(objects[i]);
   entry.sections["meta"] = fmt::format("cpu={} triple={} kernels={}\n", target.cpuName,
                                        target.triple, kernels.size());
   runtime::CacheStore stored = cache.store(key, entry);

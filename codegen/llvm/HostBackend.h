@@ -54,10 +54,10 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-/// Compiles `kernels` (distinct names) into one LLVM module, optimizes it at
-/// O3 for `target` and JIT-links it in this process: emitHostObject followed by
-/// loadHostObject, so code from the kernel cache and fresh code are loaded the
-/// same way. `target` must describe this machine (normally hostCpuTarget()).
+/// Compiles `kernels` (distinct names), optimized at O3 for `target`, and
+/// JIT-links them in this process: emitHostObjects on compileThreads() threads
+/// followed by loadHostObjects, so code from the kernel cache and fresh code are
+/// loaded the same way. `target` must describe this machine (normally hostCpuTarget()).
 /// Errors name the failing kernel.
 Expected<std::shared_ptr<HostModule>> compileHostModule(std::span<const kir::Kernel> kernels,
                                                         const CpuTarget &target);
@@ -71,6 +71,16 @@ Expected<std::shared_ptr<HostModule>> compileHostModule(std::span<const kir::Ker
 Expected<std::string> emitHostObject(std::span<const kir::Kernel> kernels,
                                      const CpuTarget &target);
 
+/// emitHostObject on `kernels` split into at most `parts` objects of about the same work,
+/// compiled at once, each on a thread of its own with its own LLVM context: code generation
+/// on every core. Each kernel's code is what emitHostObject makes of it. One part (or one
+/// kernel) gives one object.
+Expected<std::vector<std::string>> emitHostObjects(std::span<const kir::Kernel> kernels,
+                                                   const CpuTarget &target, int parts);
+
+/// The parts a compile here splits its kernels into: this machine's cores, at most 8.
+int compileThreads();
+
 /// JIT-links `object` (from emitHostObject for `target`, which must describe
 /// this machine) into this process, binding the runtime helpers by address, and
 /// resolves every kernel in `names`. A malformed object or a missing kernel
@@ -78,5 +88,9 @@ Expected<std::string> emitHostObject(std::span<const kir::Kernel> kernels,
 Expected<std::shared_ptr<HostModule>> loadHostObject(std::string_view object,
                                                      std::span<const std::string> names,
                                                      const CpuTarget &target);
+/// loadHostObject for the objects of one compile (emitHostObjects), linked together.
+Expected<std::shared_ptr<HostModule>> loadHostObjects(std::span<const std::string> objects,
+                                                      std::span<const std::string> names,
+                                                      const CpuTarget &target);
 
 } // namespace kiln::codegen

@@ -6,6 +6,7 @@
 #include "codegen/HostVectorMath.h"
 #include "codegen/llvm/HostTargetMachine.h"
 #include "codegen/llvm/KernelToLlvm.h"
+#include "ir/kernel/Printer.h"
 
 #include <fmt/format.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
@@ -21,8 +22,10 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/SubtargetFeature.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
+#include <thread>
 
 namespace kiln::codegen {
 
@@ -153,14 +156,19 @@ struct OptimizedModule {
   std::unique_ptr<llvm::Module> module;
 };
 
-Expected<OptimizedModule> buildOptimizedModule(std::span<const kir::Kernel> kernels,
-                                               const CpuTarget &target,
-                                               llvm::TargetMachine &machine) {
+Expected<void> checkDistinctNames(std::span<const kir::Kernel> kernels) {
   std::set<std::string_view> names;
   for (const auto &kernel : kernels)
     if (!names.insert(kernel.name).second)
       return makeError(ErrorCode::InvalidArgument,
                        fmt::format("host backend: two kernels are named '{}'", kernel.name));
+  return {};
+}
+
+Expected<OptimizedModule> buildOptimizedModule(std::span<const kir::Kernel> kernels,
+                                               const CpuTarget &target,
+                                               llvm::TargetMachine &machine) {
+  KILN_TRY_VOID(checkDistinctNames(kernels));
   OptimizedModule built;
   built.errors = std::make_shared<std::vector<std::string>>();
   built.context = createContext(built.errors);
@@ -188,16 +196,73 @@ Expected<std::string> emitHostObject(std::span<const kir::Kernel> kernels,
   return std::string(buffer.data(), buffer.size());
 }
 
+namespace {
+
+/// `kernels` split into at most `parts` groups of about the same work (by the size of their
+/// kernel IR: what LLVM's time grows with), largest first onto the lightest group.
+std::vector<std::vector<kir::Kernel>> shardKernels(std::span<const kir::Kernel> kernels,
+                                                   size_t parts) {
+  std::vector<std::pair<size_t, size_t>> bySize; // (printed size, index)
+  for (size_t i = 0; i < kernels.size(); ++i)
+    bySize.emplace_back(kir::printKernel(kernels[i]).size(), i);
+  std::ranges::sort(bySize, std::greater<>());
+  std::vector<std::vector<kir::Kernel>> shards(std::min(parts, kernels.size()));
+  std::vector<size_t> load(shards.size(), 0);
+  for (const auto &[size, index] : bySize) {
+    size_t lightest = static_cast<size_t>(std::ranges::min_element(load) - load.begin());
+    shards[lightest].push_back(kernels[index]);
+    load[lightest] += size;
+  }
+  return shards;
+}
+
+} // namespace
+
+Expected<std::vector<std::string>> emitHostObjects(std::span<const kir::Kernel> kernels,
+                                                   const CpuTarget &target, int parts) {
+  KILN_TRY_VOID(checkDistinctNames(kernels)); // before they part
+  std::vector<std::vector<kir::Kernel>> shards =
+      shardKernels(kernels, static_cast<size_t>(std::max(parts, 1)));
+  if (shards.size() <= 1) {
+    KILN_TRY(std::string object, emitHostObject(kernels, target));
+    return std::vector<std::string>{std::move(object)};
+  }
+  host::initializeNativeTarget(); // once, before the threads
+  std::vector<Expected<std::string>> objects(shards.size(), std::string());
+  {
+    std::vector<std::jthread> threads;
+    for (size_t i = 1; i < shards.size(); ++i)
+      threads.emplace_back([&, i] { objects[i] = emitHostObject(shards[i], target); });
+    objects[0] = emitHostObject(shards[0], target);
+  } // the threads join here
+  std::vector<std::string> out;
+  for (Expected<std::string> &object : objects) {
+    if (!object)
+      return std::unexpected(std::move(object.error()));
+    out.push_back(std::move(*object));
+  }
+  return out;
+}
+
 Expected<std::shared_ptr<HostModule>> loadHostObject(std::string_view object,
                                                      std::span<const std::string> names,
                                                      const CpuTarget &target) {
+  std::string copy(object);
+  return loadHostObjects(std::span(&copy, 1), names, target);
+}
+
+Expected<std::shared_ptr<HostModule>> loadHostObjects(std::span<const std::string> objects,
+                                                      std::span<const std::string> names,
+                                                      const CpuTarget &target) {
   std::string forWhom = names.size() == 1 ? fmt::format("kernel '{}'", names.front())
                                           : fmt::format("a module of {} kernels", names.size());
   KILN_TRY(auto jit, createJit(target, forWhom));
-  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(llvm::StringRef(object.data(), object.size()),
-                                                     "kiln-host-kernels.o");
-  if (auto error = jit->addObjectFile(std::move(buffer)))
-    return std::unexpected(jitError("cannot load the object code", forWhom, std::move(error)));
+  for (const std::string &object : objects) {
+    auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
+        llvm::StringRef(object.data(), object.size()), "kiln-host-kernels.o");
+    if (auto error = jit->addObjectFile(std::move(buffer)))
+      return std::unexpected(jitError("cannot load the object code", forWhom, std::move(error)));
+  }
 
   // Looking every kernel up now links the object here, so a failure is
   // reported by this call rather than at the first run.
@@ -215,11 +280,16 @@ Expected<std::shared_ptr<HostModule>> loadHostObject(std::string_view object,
 
 Expected<std::shared_ptr<HostModule>> compileHostModule(std::span<const kir::Kernel> kernels,
                                                         const CpuTarget &target) {
-  KILN_TRY(std::string object, emitHostObject(kernels, target));
+  KILN_TRY(std::vector<std::string> objects, emitHostObjects(kernels, target, compileThreads()));
   std::vector<std::string> names;
   for (const kir::Kernel &kernel : kernels)
     names.push_back(kernel.name);
-  return loadHostObject(object, names, target);
+  return loadHostObjects(objects, names, target);
+}
+
+int compileThreads() {
+  unsigned cores = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp(cores, 1u, 8u));
 }
 
 } // namespace kiln::codegen

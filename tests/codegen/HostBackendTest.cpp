@@ -228,3 +228,43 @@ TEST_CASE("a target LLVM cannot build for is an error", "[codegen][host][errors]
   CHECK(ir.error().code() == ErrorCode::Unsupported);
   CHECK(contains(ir.error().message(), "riscv64-unknown-linux-gnu"));
 }
+
+TEST_CASE("a compile's kernels split into objects compiled at once link as one module",
+          "[codegen][host]") {
+  // Five kernels in three objects (emitHostObjects): each object holds only its share, and
+  // the objects linked together (loadHostObjects) give every kernel, each computing its own.
+  std::vector<Kernel> kernels;
+  std::vector<std::string> names;
+  for (int k = 0; k < 5; ++k) {
+    kernels.push_back(scaleKernel(fmt::format("scale{}", k)));
+    names.push_back(kernels.back().name);
+  }
+  const codegen::CpuTarget &target = testing::hostTarget();
+  auto objects = codegen::emitHostObjects(kernels, target, 3);
+  REQUIRE(objects.has_value());
+  REQUIRE(objects->size() == 3);
+  for (const std::string &object : *objects) {
+    auto alone = codegen::loadHostObjects(std::span(&object, 1), names, target);
+    REQUIRE_FALSE(alone.has_value()); // no object holds all five
+    INFO(alone.error().message());
+    CHECK(contains(alone.error().message(), "kernel 'scale"));
+  }
+  auto module = codegen::loadHostObjects(*objects, names, target);
+  REQUIRE(module.has_value());
+  AlignedVector<float> in(128), out(128);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = static_cast<float>(i) - 40.5f;
+  for (const std::string &name : names) {
+    CAPTURE(name);
+    codegen::HostKernelFn fn = (*module)->lookupKernel(name);
+    REQUIRE(fn != nullptr);
+    std::ranges::fill(out, 0.0f);
+    void *args[] = {in.data(), out.data()};
+    fn(args);
+    for (size_t i = 0; i < in.size(); ++i)
+      REQUIRE(out[i] == in[i] * 2.0f);
+  }
+  // One part, or more parts than kernels, is one object per kernel at most.
+  CHECK(codegen::emitHostObjects(std::span(kernels).first(2), target, 8)->size() == 2);
+  CHECK(codegen::emitHostObjects(kernels, target, 1)->size() == 1);
+}
