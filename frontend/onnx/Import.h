@@ -22,8 +22,14 @@ inline constexpr int64_t kMinOpset = 7;
 
 struct ImportOptions {
   /// Shapes of graph inputs whose dims are not fixed in the model (a dynamic batch, a
-  /// `dim_param`), by ONNX input name. A given shape must agree with the model's fixed dims.
+  /// `dim_param`), by ONNX input name: the model is then static there. A given shape must
+  /// agree with the model's fixed dims.
   std::map<std::string, Shape, std::less<>> inputShapes;
+  /// A `dim_param` no given shape fixes becomes a size symbol (docs/dynamic-shapes.md): one
+  /// compile serves every size in its range. The range by dim_param name, else
+  /// defaultDimRange. A dim with neither a value nor a name must be fixed by inputShapes.
+  std::map<std::string, ir::SizeInterval, std::less<>> dimRanges;
+  ir::SizeInterval defaultDimRange{1, 64};
   /// Floating-point initializers become trainable parameters (by default they are frozen:
   /// an imported model is for inference, and frozen weights may be folded by passes).
   bool trainableParams = false;

@@ -48,6 +48,8 @@ private:
   void collectOnnxTypes();
   Expected<void> addInitializers();
   Expected<void> addInputs();
+  /// An input's dim: its size, or its dim_param as a size symbol with its range.
+  Expected<Dim> inputDim(const ::onnx::TensorShapeProto_Dimension &dim) const;
   void convertNode(const ::onnx::NodeProto &proto, size_t index);
   void foldNode(const ::onnx::NodeProto &proto, const Converter &converter, bool &folded);
   void dryRun(const ::onnx::NodeProto &proto, const Converter &converter);
@@ -127,20 +129,42 @@ Expected<void> ModelImporter::addInitializers() {
   return {};
 }
 
+Expected<Dim> ModelImporter::inputDim(const ::onnx::TensorShapeProto_Dimension &dim) const {
+  if (dim.has_dim_value())
+    return Dim(dim.dim_value());
+  // fixInputShapes left only named dims open: each name is a size symbol.
+  auto range = options_.dimRanges.find(dim.dim_param());
+  ir::SizeInterval interval =
+      range == options_.dimRanges.end() ? options_.defaultDimRange : range->second;
+  std::string name = kilnName(dim.dim_param());
+  std::ranges::replace(name, '.', '_'); // a symbol is an identifier
+  if (interval.low < 0 || interval.low > interval.high)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("ONNX model '{}': dim '{}' has the empty range [{}, {}]",
+                                 displayName_, dim.dim_param(), interval.low, interval.high));
+  return Dim::symbol(std::move(name), interval.low, interval.high);
+}
+
 Expected<void> ModelImporter::addInputs() {
   for (const auto &input : model_.graph().input()) {
     if (values_.contains(input.name()))
       continue; // an initializer listed as an input (IR version < 4)
-    std::optional<ir::TensorType> type = staticType(input.type());
-    if (!type) {
-      int32_t elemType = input.type().tensor_type().elem_type();
+    const auto &tensorType = input.type().tensor_type();
+    std::optional<DType> dtype = dtypeFromOnnx(tensorType.elem_type());
+    if (!dtype)
       return makeError(ErrorCode::Unsupported,
                        fmt::format("ONNX model '{}': input '{}' has element type {}, which kiln "
                                    "does not support",
-                                   displayName_, input.name(), onnxTypeName(elemType)));
+                                   displayName_, input.name(),
+                                   onnxTypeName(tensorType.elem_type())));
+    std::vector<Dim> dims;
+    for (const auto &dim : tensorType.shape().dim()) {
+      KILN_TRY(Dim size, inputDim(dim));
+      dims.push_back(std::move(size));
     }
     ImportedValue imported;
-    imported.tensor = graph_->input(uniqueKilnName(input.name()), type->shape, type->dtype);
+    imported.tensor =
+        graph_->input(uniqueKilnName(input.name()), ShapeSpec(std::move(dims)), *dtype);
     values_.insert_or_assign(input.name(), std::move(imported));
   }
   return {};

@@ -171,11 +171,13 @@ Expected<void> fixInputShapes(::onnx::GraphProto &graph, const ImportOptions &op
       unfixed.push_back(fmt::format("input '{}': no shape in the model", input.name()));
       continue;
     }
+    // A named dim (dim_param) becomes a size symbol; a dim with no value and no name cannot.
     std::vector<std::string> dims;
     bool fixed = true;
     for (const auto &dim : tensorType->shape().dim()) {
       dims.push_back(dimText(dim));
-      fixed = fixed && dim.has_dim_value() && dim.dim_value() > 0;
+      bool named = !dim.has_dim_value() && dim.has_dim_param() && !dim.dim_param().empty();
+      fixed = fixed && (named || (dim.has_dim_value() && dim.dim_value() > 0));
     }
     if (!fixed)
       unfixed.push_back(fmt::format("input '{}' [{}]", input.name(), fmt::join(dims, ",")));
@@ -194,8 +196,9 @@ Expected<void> fixInputShapes(::onnx::GraphProto &graph, const ImportOptions &op
   }
   if (!unfixed.empty()) {
     Error error = modelError(ErrorCode::InvalidArgument, displayName,
-                             "some input dims are not fixed; give each such input's shape "
-                             "(ImportOptions::inputShapes, or --shape NAME=D0,D1,...)");
+                             "some input dims have neither a size nor a name; give each such "
+                             "input's shape (ImportOptions::inputShapes, or --shape "
+                             "NAME=D0,D1,...)");
     for (auto &line : unfixed)
       error.withNote(std::move(line));
     return std::unexpected(std::move(error));

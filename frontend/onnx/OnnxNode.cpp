@@ -135,6 +135,26 @@ std::unexpected<Error> OnnxNode::fail(ErrorCode code, std::string message) const
   return std::unexpected(Error(code, fmt::format("{}: {}", describe(), message)));
 }
 
+Expected<int64_t> OnnxNode::staticDim(const Tensor &x, int64_t axis) const {
+  ir::SizeExpr size = x.type().size(axis < 0 ? axis + x.rank() : axis);
+  if (size.isConstant())
+    return size.constant();
+  return fail(ErrorCode::Unsupported,
+              fmt::format("its conversion reads dim {} of {} as a number, and that dim is the "
+                          "size {} (a dim_param); give the input's shape (--shape NAME=D0,D1,...) "
+                          "to import a static model",
+                          axis, x.str(), size.str()));
+}
+
+Expected<Shape> OnnxNode::staticShape(const Tensor &x) const {
+  Shape shape;
+  for (int64_t axis = 0; axis < x.rank(); ++axis) {
+    KILN_TRY(int64_t size, staticDim(x, axis));
+    shape.push_back(size);
+  }
+  return shape;
+}
+
 std::string OnnxNode::describe() const {
   std::string domain = proto_.domain().empty() ? "" : proto_.domain() + ".";
   if (proto_.name().empty())

@@ -86,6 +86,12 @@ public:
   std::unexpected<Error> rejection() const;
   /// An error about this node, for bad input that is not just unsupported.
   std::unexpected<Error> fail(ErrorCode code, std::string message) const;
+  /// Dim `axis` of `x` where the converter computes with the number (a Shape node's output,
+  /// a split's pieces): an error naming the size symbol when the dim is symbolic, so no
+  /// converter reads a symbolic dim's upper bound as its size (docs/dynamic-shapes.md).
+  Expected<int64_t> staticDim(const Tensor &x, int64_t axis) const;
+  /// staticDim of every dim of `x`.
+  Expected<Shape> staticShape(const Tensor &x) const;
   /// "Conv 'conv1'" (or "Conv #12" for an unnamed node): how errors name the node.
   std::string describe() const;
 

@@ -181,15 +181,22 @@ TEST_CASE("Flatten's axis counts from the rank when negative, and may be the ran
   }
 }
 
-TEST_CASE("open input dims need shapes, and every open dim is listed") {
+TEST_CASE("open input dims without a name need shapes, and every one is listed") {
   OnnxModelBuilder builder;
+  builder.input("x", kFloat, {std::string("batch"), int64_t{3}});
+  builder.input("y", kFloat, {std::string(""), int64_t{3}});
+  builder.input("v", kFloat, {std::string(""), std::string("")});
+  builder.node("Add", {"x", "y"}, {"z"});
+  builder.output("z", kFloat, {std::string(""), int64_t{3}});
+  std::string text = errorText(onnx::importModelFromBytes(builder.bytes()));
+  // x's dim is named: a size symbol, not an error.
+  CHECK_THAT(text, Catch::Contains("input 'y' [?,3]") && Catch::Contains("input 'v' [?,?]") &&
+                       !Catch::Contains("input 'x'") && Catch::Contains("--shape"));
+  builder = OnnxModelBuilder();
   builder.input("x", kFloat, {std::string("batch"), int64_t{3}});
   builder.input("y", kFloat, {std::string(""), int64_t{3}});
   builder.node("Add", {"x", "y"}, {"z"});
   builder.output("z", kFloat, {std::string(""), int64_t{3}});
-  std::string text = errorText(onnx::importModelFromBytes(builder.bytes()));
-  CHECK_THAT(text, Catch::Contains("input 'x' ['batch',3]") &&
-                       Catch::Contains("input 'y' [?,3]") && Catch::Contains("--shape"));
 
   onnx::ImportOptions options;
   options.inputShapes = {{"x", {5, 3}}, {"y", {5, 3}}};
@@ -201,6 +208,89 @@ TEST_CASE("open input dims need shapes, and every open dim is listed") {
   text = errorText(onnx::importModelFromBytes(builder.bytes(), options));
   CHECK_THAT(text, Catch::Contains("dim 1 is 3 in the model, given as 4") &&
                        Catch::Contains("'w', which is not an input"));
+}
+
+TEST_CASE("a dim_param becomes a size symbol, and one import runs every size in its range") {
+  // docs/dynamic-shapes.md: the batch of a model exported with a dynamic axis.
+  OnnxModelBuilder builder;
+  builder.input("images", kFloat, {std::string("batch.size"), int64_t{2}, int64_t{3}, int64_t{3}});
+  Rng rng(11);
+  HostTensor weight = HostTensor::randomNormal(DType::F32, {5, 18}, rng);
+  builder.initializer("fc.weight", weight, kFloat);
+  OnnxModelBuilder::attr(builder.node("Flatten", {"images"}, {"flat"}), "axis", int64_t{1});
+  builder.initializer("rows", int64s({2}, {0, 18}), kInt64);
+  builder.node("Reshape", {"flat", "rows"}, {"again"}); // 0 copies the symbolic batch
+  OnnxModelBuilder::attr(builder.node("Gemm", {"again", "fc.weight"}, {"h"}), "transB", int64_t{1});
+  builder.node("Relu", {"h"}, {"y"});
+  builder.output("y", kFloat, {std::string("batch.size"), int64_t{5}});
+
+  auto graph = onnx::importModelFromBytes(builder.bytes());
+  REQUIRE(graph);
+  const ir::Graph &ir = (*graph)->ir();
+  CHECK(ir.symbols() == std::vector<ir::SizeSymbol>{{"batch_size", 1, 64}});
+  CHECK(ir.inputs()[0]->type().str() == "f32[batch_size,2,3,3]");
+  CHECK(ir.outputs()[0].value->type().str() == "f32[batch_size,5]");
+  for (int64_t batch : {1, 7, 64}) {
+    CAPTURE(batch);
+    HostTensor images = HostTensor::randomNormal(DType::F32, {batch, 2, 3, 3}, rng);
+    auto outputs = evaluate(**graph, {{"images", images}});
+    REQUIRE(outputs);
+    const HostTensor &y = outputs->at("y");
+    REQUIRE(y.shape() == std::vector<int64_t>{batch, 5});
+    for (int64_t i = 0; i < batch; ++i)
+      for (int64_t j = 0; j < 5; ++j) {
+        double sum = 0;
+        for (int64_t k = 0; k < 18; ++k)
+          sum += images.getDouble(i * 18 + k) * weight.getDouble(j * 18 + k);
+        CHECK(y.getDouble(i * 5 + j) == Approx(std::max(sum, 0.0)).epsilon(1e-6).margin(1e-12));
+      }
+  }
+
+  // A range by dim_param name; a given shape pins the input instead.
+  onnx::ImportOptions options;
+  options.dimRanges = {{"batch.size", {2, 9}}};
+  auto ranged = onnx::importModelFromBytes(builder.bytes(), options);
+  REQUIRE(ranged);
+  CHECK((*ranged)->ir().symbols() == std::vector<ir::SizeSymbol>{{"batch_size", 2, 9}});
+  options.inputShapes = {{"images", {4, 2, 3, 3}}};
+  auto pinned = onnx::importModelFromBytes(builder.bytes(), options);
+  REQUIRE(pinned);
+  CHECK_FALSE((*pinned)->ir().isSymbolic());
+  options = {};
+  options.dimRanges = {{"batch.size", {5, 2}}};
+  CHECK_THAT(errorText(onnx::importModelFromBytes(builder.bytes(), options)),
+             Catch::Contains("dim 'batch.size' has the empty range [5, 2]"));
+}
+
+TEST_CASE("a converter that reads a symbolic dim as a number refuses it, naming the symbol") {
+  using Dims = std::vector<std::variant<int64_t, std::string>>;
+  auto refused = [](const std::string &op, std::vector<std::string> inputs, int32_t type, Dims dims,
+                    std::function<void(OnnxModelBuilder &)> extra = {}) {
+    OnnxModelBuilder builder;
+    builder.input("x", kFloat, {std::string("batch"), int64_t{3}});
+    if (extra)
+      extra(builder);
+    builder.node(op, std::move(inputs), {"y"});
+    builder.output("y", type, std::move(dims));
+    return errorText(onnx::importModelFromBytes(builder.bytes()));
+  };
+  std::string expected = "reads dim 0 of f32[batch,3] as a number, and that dim is the size batch";
+  CHECK_THAT(refused("Shape", {"x"}, kInt64, {int64_t{2}}), Catch::Contains(expected));
+  CHECK_THAT(refused("Size", {"x"}, kInt64, {}), Catch::Contains(expected));
+  CHECK_THAT(refused("Squeeze", {"x"}, kFloat, {std::string(""), std::string("")}),
+             Catch::Contains(expected));
+  auto shapeInput = [](std::vector<int64_t> values) {
+    return [values](OnnxModelBuilder &builder) {
+      builder.initializer("shape", int64s({static_cast<int64_t>(values.size())}, values), kInt64);
+    };
+  };
+  CHECK_THAT(
+      refused("Expand", {"x", "shape"}, kFloat, {std::string(""), int64_t{3}}, shapeInput({1, 3})),
+      Catch::Contains(expected));
+  // Reshape copying the symbolic dim beside a -1 cannot infer both.
+  CHECK_THAT(refused("Reshape", {"x", "shape"}, kFloat,
+                     {std::string(""), std::string(""), int64_t{1}}, shapeInput({0, -1, 1})),
+             Catch::Contains(expected));
 }
 
 TEST_CASE("opsets outside 7..17 are refused by number; an opset 13 model is converted") {

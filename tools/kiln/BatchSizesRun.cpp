@@ -84,21 +84,43 @@ Expected<std::optional<std::vector<int64_t>>> parseSizeBuckets(std::string_view 
 }
 
 int runBatchSizes(const std::string &spec, const std::vector<int64_t> &sizes,
-                  const CompileOptions &options, uint64_t seed, int64_t iterations, bool check) {
-  const examples::ExampleModel *model =
-      spec.starts_with(kExamplePrefix)
-          ? examples::findExampleModel(std::string_view(spec).substr(kExamplePrefix.size()))
-          : nullptr;
-  if (!model || !model->symbolicBatch)
-    return usageError("run", fmt::format("--batch-sizes applies to the examples that take a "
-                                         "symbolic batch ({}), not '{}'",
-                                         symbolicExamples(), spec));
+                  const CompileOptions &options, uint64_t seed, int64_t iterations, bool check,
+                  InputShapes shapes) {
   int64_t largest = *std::max_element(sizes.begin(), sizes.end());
-  Graph dsl(model->name, seed);
-  model->build(dsl, kiln::dim("N", 1, largest));
-  if (auto finalized = dsl.finalize(); !finalized)
-    return reportError("run", finalized.error());
-  const ir::Graph &graph = dsl.ir();
+  LoadedModel loaded;
+  if (spec.starts_with(kExamplePrefix)) {
+    const examples::ExampleModel *model =
+        examples::findExampleModel(std::string_view(spec).substr(kExamplePrefix.size()));
+    if (!model || !model->symbolicBatch)
+      return usageError("run", fmt::format("--batch-sizes applies to the examples that take a "
+                                           "symbolic batch ({}), not '{}'",
+                                           symbolicExamples(), spec));
+    loaded.dsl = std::make_unique<Graph>(model->name, seed);
+    model->build(*loaded.dsl, kiln::dim("N", 1, largest));
+    if (auto finalized = loaded.dsl->finalize(); !finalized)
+      return reportError("run", finalized.error());
+    loaded.graph = &loaded.dsl->ir();
+    loaded.params = loaded.dsl->paramValues();
+  } else {
+    // An ONNX model's open dims (dim_params) range over [1, the largest size] unless --shape
+    // gives their range; a .kir file declares its symbols.
+    shapes.defaultDimRange = ir::SizeInterval{1, largest};
+    auto model = loadModel(spec, 0, seed, shapes);
+    if (!model)
+      return reportError("run", model.error());
+    loaded = std::move(*model);
+    if (loaded.graph->symbols().size() != 1)
+      return usageError("run", fmt::format("--batch-sizes needs a model with one size symbol "
+                                           "(an ONNX dim_param, a .kir graph's symbol); '{}' "
+                                           "has {}",
+                                           spec, loaded.graph->symbols().size()));
+  }
+  const ir::Graph &graph = *loaded.graph;
+  const ir::SizeSymbol &symbol = graph.symbols().front();
+  for (int64_t size : sizes)
+    if (size < symbol.min || size > symbol.max)
+      return usageError(
+          "run", fmt::format("batch size {} is outside the model's range, {}", size, symbol.str()));
 
   // Kernels with runtime sizes run on the CPU: --target auto means the CPU here.
   CompileOptions cpuFirst = options;
@@ -109,19 +131,19 @@ int runBatchSizes(const std::string &spec, const std::vector<int64_t> &sizes,
   if (!compiled)
     return reportError("run", compiled.error());
   fmt::print("target: {}\n", report.target);
-  fmt::print("compiled once for N in [1, {}]: {} kernels in {:.3f} s (graph passes {:.3f}, "
+  fmt::print("compiled once for {}: {} kernels in {:.3f} s (graph passes {:.3f}, "
              "lowering {:.3f}, codegen {:.3f})\n",
-             largest, report.numKernels, report.totalSeconds, report.graphPassSeconds,
+             symbol.str(), report.numKernels, report.totalSeconds, report.graphPassSeconds,
              report.loweringSeconds, report.codegenSeconds);
   if (!report.sizeBuckets.empty())
     fmt::print("size buckets: {}\n", report.sizeBuckets);
-  NamedTensors params = dsl.paramValues();
+  const NamedTensors &params = loaded.params;
   if (auto bound = compiled->bindParams(params); !bound)
     return reportError("run", bound.error());
 
   bool allOk = true;
   for (int64_t size : sizes) {
-    auto specialized = ir::specialize(graph, {{"N", size}});
+    auto specialized = ir::specialize(graph, {{symbol.name, size}});
     if (!specialized)
       return reportError("run", specialized.error());
     auto inputs = randomInputs(**specialized, seed + static_cast<uint64_t>(size));

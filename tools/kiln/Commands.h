@@ -4,6 +4,7 @@
 
 #include "compiler/Compile.h"
 #include "tools/kiln/Args.h"
+#include "tools/kiln/TensorFiles.h"
 
 #include <optional>
 #include <set>
@@ -29,11 +30,13 @@ int bundleInfoCommand(const std::vector<std::string> &words);
 bool isBundlePath(const std::string &path);
 /// `kiln run` on a bundle: loads it with the runtime alone and runs it.
 int runBundle(const std::string &path, const Args &args);
-/// `kiln run example:NAME --batch-sizes LIST`: one compile with the batch a size symbol over
-/// [1, the largest], then a run at each size (timed over `iterations`; checked against the
+/// `kiln run MODEL --batch-sizes LIST`: one compile with the batch a size symbol over [1, the
+/// largest] (an example's batch; an ONNX model's dim_param unless `shapes` gives its range; a
+/// .kir graph's one symbol), then a run at each size (timed over `iterations`; checked against the
 /// reference with `check`).
 int runBatchSizes(const std::string &spec, const std::vector<int64_t> &sizes,
-                  const CompileOptions &options, uint64_t seed, int64_t iterations, bool check);
+                  const CompileOptions &options, uint64_t seed, int64_t iterations, bool check,
+                  InputShapes shapes);
 /// "1,7,64" as sizes, each at least 1.
 Expected<std::vector<int64_t>> parseBatchSizes(std::string_view text);
 /// --size-buckets: "pow2" (nullopt: the default), "none" (one bucket) or a list of bounds.

@@ -63,7 +63,8 @@ int importCommand(const std::vector<std::string> &words) {
   if (!shapes)
     return usageError("import", shapes.error().message());
   onnx::ImportOptions options;
-  options.inputShapes = *shapes;
+  options.inputShapes = shapes->byInput;
+  options.dimRanges = shapes->dimRanges;
   auto graph = onnx::importModel(args->positional()[0], options);
   if (!graph)
     return reportError("import", graph.error());

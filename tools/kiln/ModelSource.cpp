@@ -101,7 +101,10 @@ Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t
   LoadedModel loaded;
   if (spec.ends_with(".onnx")) {
     onnx::ImportOptions options;
-    options.inputShapes = shapes;
+    options.inputShapes = shapes.byInput;
+    options.dimRanges = shapes.dimRanges;
+    if (shapes.defaultDimRange)
+      options.defaultDimRange = *shapes.defaultDimRange;
     KILN_TRY(loaded.dsl, onnx::importModel(spec, options));
     loaded.graph = &loaded.dsl->ir();
     loaded.params = loaded.dsl->paramValues();

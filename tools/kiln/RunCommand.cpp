@@ -30,12 +30,13 @@ bundle written by `kiln aot` (a .kiln file: loaded, not compiled; --seed,
 {}
 options:
 {}{}  --batch N             batch size of an example (default: the example's)
-  --batch-sizes LIST    compile an example once with a symbolic batch, N in
+  --batch-sizes LIST    compile a model once with a symbolic batch, N in
                         [1, the largest of LIST], and run it at each size of
                         LIST (e.g. 1,7,64), timed; with --check, each checked
                         (the examples with a symbolic batch: cnn, mlp,
-                        resnet, vgg; on the CPU, which --target auto then
-                        means; docs/dynamic-shapes.md)
+                        resnet, vgg; an ONNX model's open dim (dim_param); a
+                        .kir graph with one size symbol; on the CPU, which
+                        --target auto then means; docs/dynamic-shapes.md)
   --size-buckets B      with --batch-sizes: the upper bounds of the size
                         buckets, each compiled with schedules of its own:
                         pow2 (default: 1, the powers of two, the largest),
@@ -147,7 +148,7 @@ int runCommand(const std::vector<std::string> &words) {
       options.sizeBuckets = *bounds;
     }
     return runBatchSizes(args->positional()[0], *sizes, options, static_cast<uint64_t>(*seed),
-                         *iterations, args->has("--check"));
+                         *iterations, args->has("--check"), *shapes);
   }
 
   auto model = loadModel(args->positional()[0], *batch, static_cast<uint64_t>(*seed), *shapes);

@@ -10,12 +10,16 @@
 #include <charconv>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 namespace kiln::tool {
 
 const char *const kShapeHelp =
     "  --shape NAME=D0,D1,.. the shape of an ONNX model's input whose dims are not\n"
-    "                        fixed (a dynamic batch); repeat for several inputs\n";
+    "                        fixed (a dynamic batch); repeat for several inputs.\n"
+    "                        Without it a named dim (dim_param) stays a size symbol\n"
+    "                        in [1, 64]: --shape DIM=LO..HI gives it another range\n"
+    "                        (docs/dynamic-shapes.md)\n";
 
 Expected<InputShapes> parseShapeFlags(const Args &args) {
   InputShapes shapes;
@@ -27,8 +31,24 @@ Expected<InputShapes> parseShapeFlags(const Args &args) {
     };
     if (eq == std::string::npos || eq == 0)
       return bad("no input name");
-    Shape shape;
     std::string_view dims = std::string_view(text).substr(eq + 1);
+    if (size_t dots = dims.find(".."); dots != std::string_view::npos) {
+      auto number = [](std::string_view part) -> std::optional<int64_t> {
+        int64_t value = 0;
+        auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
+        return error == std::errc() && end == part.data() + part.size() ? std::optional(value)
+                                                                        : std::nullopt;
+      };
+      std::optional<int64_t> low = number(dims.substr(0, dots));
+      std::optional<int64_t> high = number(dims.substr(dots + 2));
+      if (!low || !high || *low < 0 || *low > *high)
+        return makeError(ErrorCode::InvalidArgument,
+                         fmt::format("--shape '{}': expected DIM=LO..HI with 0 <= LO <= HI", text));
+      if (!shapes.dimRanges.emplace(text.substr(0, eq), ir::SizeInterval{*low, *high}).second)
+        return bad("the dim's range is given twice");
+      continue;
+    }
+    Shape shape;
     while (!dims.empty()) {
       size_t comma = dims.find(',');
       std::string_view part = dims.substr(0, comma);
@@ -41,7 +61,7 @@ Expected<InputShapes> parseShapeFlags(const Args &args) {
     }
     if (shape.empty())
       return bad("no dims");
-    if (!shapes.emplace(text.substr(0, eq), shape).second)
+    if (!shapes.byInput.emplace(text.substr(0, eq), shape).second)
       return bad("the input's shape is given twice");
   }
   return shapes;

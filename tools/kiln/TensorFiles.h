@@ -7,13 +7,23 @@
 #include "tools/kiln/Args.h"
 
 #include <map>
+#include <optional>
 #include <string>
 
 namespace kiln::tool {
 
-using InputShapes = std::map<std::string, Shape, std::less<>>;
+/// What --shape says of an ONNX model's open dims: an input's whole shape, or a dim_param's
+/// range (it stays a size symbol).
+struct InputShapes {
+  std::map<std::string, Shape, std::less<>> byInput;
+  std::map<std::string, ir::SizeInterval, std::less<>> dimRanges;
+  /// The range of the dim_params dimRanges does not name (unset: the importer's default).
+  std::optional<ir::SizeInterval> defaultDimRange;
+  bool empty() const { return byInput.empty() && dimRanges.empty(); }
+};
 
-/// "--shape NAME=D0,D1,..." (repeatable) into shapes by input name.
+/// "--shape NAME=D0,D1,..." (an input's shape) and "--shape DIM=LO..HI" (a dim_param's range),
+/// repeatable.
 Expected<InputShapes> parseShapeFlags(const Args &args);
 /// The help line of --shape.
 extern const char *const kShapeHelp;

@@ -93,8 +93,10 @@ Expected<void> convertDropout(OnnxNode &node) {
   }
   KILN_TRY(Tensor x, node.input(0));
   node.setOutput(0, x);
-  if (node.hasOutput(1))
-    node.setOutput(1, constant(node.graph(), 1.0, x.shape(), DType::Bool));
+  if (node.hasOutput(1)) {
+    KILN_TRY(Shape shape, node.staticShape(x));
+    node.setOutput(1, constant(node.graph(), 1.0, shape, DType::Bool));
+  }
   return {};
 }
 

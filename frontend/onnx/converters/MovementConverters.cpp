@@ -97,30 +97,40 @@ Expected<void> convertShape(OnnxNode &node) {
   int64_t start = clampAxis(node.intAttr("start", 0));
   int64_t end = clampAxis(node.intAttr("end", rank));
   std::vector<int64_t> dims;
-  for (int64_t axis = start; axis < end; ++axis)
-    dims.push_back(x.dim(axis));
+  for (int64_t axis = start; axis < end; ++axis) {
+    KILN_TRY(int64_t dim, node.staticDim(x, axis));
+    dims.push_back(dim);
+  }
   node.setConstantOutput(0, int64Tensor({static_cast<int64_t>(dims.size())}, dims));
   return {};
 }
 
 Expected<void> convertSize(OnnxNode &node) {
   KILN_TRY(Tensor x, node.input(0));
-  node.setConstantOutput(0, int64Tensor({}, {x.numElements()}));
+  KILN_TRY(Shape shape, node.staticShape(x)); // a symbolic size is no constant
+  node.setConstantOutput(0, int64Tensor({}, {ir::TensorType{x.dtype(), shape}.numElements()}));
   return {};
 }
 
-// 0 copies the input's dim (unless allowzero), -1 is inferred (by kiln's reshape).
+// 0 copies the input's dim (unless allowzero), -1 is inferred (by kiln's reshape). A copied
+// symbolic dim is inferred instead, when nothing else is: the element counts agree, so the
+// -1 is that dim.
 Expected<void> convertReshape(OnnxNode &node) {
   KILN_TRY(Tensor x, node.input(0));
   KILN_TRY(std::vector<int64_t> shape, node.intsInput(1, "shape"));
   if (node.intAttr("allowzero", 0) == 0)
     for (size_t i = 0; i < shape.size(); ++i)
       if (shape[i] == 0) {
-        if (static_cast<int64_t>(i) >= x.rank())
+        auto axis = static_cast<int64_t>(i);
+        if (axis >= x.rank())
           return node.fail(ErrorCode::ShapeMismatch,
                            fmt::format("shape [{}] copies dim {} of {}, which has no such dim",
                                        fmt::join(shape, ","), i, x.str()));
-        shape[i] = x.dim(static_cast<int64_t>(i));
+        if (!x.type().size(axis).isConstant() && std::ranges::count(shape, -1) == 0) {
+          shape[i] = -1;
+          continue;
+        }
+        KILN_TRY(shape[i], node.staticDim(x, axis));
       }
   node.setOutput(0, reshape(x, shape));
   return {};
@@ -136,12 +146,19 @@ Expected<void> convertFlatten(OnnxNode &node) {
     return node.fail(ErrorCode::InvalidArgument,
                      fmt::format("axis {} is out of range for {}", node.intAttr("axis", 1),
                                  x.str()));
-  int64_t outer = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= x.dim(d);
-  int64_t inner = 1;
-  for (int64_t d = axis; d < x.rank(); ++d)
-    inner *= x.dim(d);
+  // The product of dims [from, to), or -1 where one is symbolic (for kiln's reshape to infer).
+  auto product = [&](int64_t from, int64_t to) {
+    int64_t size = 1;
+    for (int64_t d = from; d < to; ++d) {
+      if (!x.type().size(d).isConstant())
+        return int64_t{-1};
+      size *= x.dim(d);
+    }
+    return size;
+  };
+  int64_t outer = product(0, axis), inner = product(axis, x.rank());
+  if (outer < 0 && inner < 0) // two -1s: fail, naming a symbol
+    return std::unexpected(node.staticShape(x).error());
   node.setOutput(0, reshape(x, {outer, inner}));
   return {};
 }
@@ -160,8 +177,9 @@ Expected<void> convertSqueeze(OnnxNode &node) {
   if (node.hasInput(1)) {
     KILN_TRY(axes, node.intsInput(1, "axes"));
   } else {
+    KILN_TRY(Shape shape, node.staticShape(x)); // a symbolic dim may or may not be 1
     for (int64_t axis = 0; axis < x.rank(); ++axis)
-      if (x.dim(axis) == 1)
+      if (shape[static_cast<size_t>(axis)] == 1)
         axes.push_back(axis);
   }
   node.setOutput(0, squeeze(x, axes));
@@ -192,16 +210,17 @@ Expected<void> convertSplit(OnnxNode &node) {
   KILN_TRY(Tensor x, node.input(0));
   KILN_TRY(int64_t axis, normalizeAxis(node, node.intAttr("axis", 0), x.rank(), "axis"));
   int64_t parts = static_cast<int64_t>(node.numOutputs());
+  KILN_TRY(int64_t length, node.staticDim(x, axis));
   std::vector<int64_t> sizes;
   if (node.hasInput(1)) {
     KILN_TRY(sizes, node.intsInput(1, "split"));
   } else {
-    int64_t each = (x.dim(axis) + parts - 1) / std::max<int64_t>(parts, 1);
+    int64_t each = (length + parts - 1) / std::max<int64_t>(parts, 1);
     for (int64_t i = 0; i < parts; ++i)
-      sizes.push_back(std::min(each, x.dim(axis) - i * each));
+      sizes.push_back(std::min(each, length - i * each));
   }
   if (static_cast<int64_t>(sizes.size()) != parts ||
-      std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != x.dim(axis) ||
+      std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) != length ||
       std::any_of(sizes.begin(), sizes.end(), [](int64_t s) { return s < 0; }))
     return node.fail(ErrorCode::ShapeMismatch,
                      fmt::format("split sizes [{}] do not cut axis {} of {} into {} parts",
@@ -236,7 +255,7 @@ Expected<void> convertSlice(OnnxNode &node) {
                                  starts.size(), ends.size(), axes.size(), steps.size()));
   KILN_TRY(axes, normalizeAxes(node, axes, x.rank()));
   std::vector<int64_t> allStarts(static_cast<size_t>(x.rank()), 0);
-  std::vector<int64_t> allStops(x.shape().begin(), x.shape().end());
+  KILN_TRY(std::vector<int64_t> allStops, node.staticShape(x));
   std::vector<int64_t> allSteps(static_cast<size_t>(x.rank()), 1);
   std::vector<std::pair<int64_t, std::vector<int64_t>>> reversedAxes;
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -275,7 +294,7 @@ Expected<void> convertSlice(OnnxNode &node) {
 Expected<void> convertGather(OnnxNode &node) {
   KILN_TRY(Tensor data, node.input(0));
   KILN_TRY(int64_t axis, normalizeAxis(node, node.intAttr("axis", 0), data.rank(), "axis"));
-  int64_t size = data.dim(axis);
+  KILN_TRY(int64_t size, node.staticDim(data, axis));
   Tensor indices;
   if (const HostTensor *known = node.knownValue(1)) {
     HostTensor fixed = known->castTo(DType::I64);
@@ -300,8 +319,9 @@ Expected<void> convertGather(OnnxNode &node) {
 Expected<void> convertExpand(OnnxNode &node) {
   KILN_TRY(Tensor x, node.input(0));
   KILN_TRY(std::vector<int64_t> shape, node.intsInput(1, "shape"));
-  KILN_TRY(Shape target, broadcastShapes(node, x.shape(), shape));
-  node.setOutput(0, target == x.shape() ? x : broadcastTo(x, target));
+  KILN_TRY(Shape from, node.staticShape(x));
+  KILN_TRY(Shape target, broadcastShapes(node, from, shape));
+  node.setOutput(0, target == from ? x : broadcastTo(x, target));
   return {};
 }
 
@@ -363,7 +383,9 @@ Expected<void> convertTrilu(OnnxNode &node) {
     KILN_TRY(std::vector<int64_t> ks, node.intsInput(1, "k"));
     k = ks.empty() ? 0 : ks[0];
   }
-  Shape square = {x.dim(-2), x.dim(-1)};
+  KILN_TRY(int64_t rows, node.staticDim(x, -2));
+  KILN_TRY(int64_t cols, node.staticDim(x, -1));
+  Shape square = {rows, cols};
   Tensor offset = iota(node.graph(), square, 1) - iota(node.graph(), square, 0);
   Tensor keep = node.intAttr("upper", 1) != 0 ? offset >= static_cast<double>(k)
                                               : offset <= static_cast<double>(k);

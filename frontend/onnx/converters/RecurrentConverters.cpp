@@ -55,7 +55,7 @@ Expected<RecurrentNode> readRecurrentNode(OnnxNode &node,
     return node.fail(ErrorCode::ShapeMismatch, fmt::format("input X {} is not rank 3", x.str()));
   recurrent.x = recurrent.batchMajor ? x : transpose(x, {1, 0, 2});
   if (const HostTensor *lengths = node.knownValue(4)) {
-    int64_t steps = recurrent.x.dim(1);
+    KILN_TRY(int64_t steps, node.staticDim(recurrent.x, 1));
     for (double length : lengths->toDoubles())
       if (length != static_cast<double>(steps)) {
         node.reject(fmt::format("sequence_lens other than the sequence length {}", steps));

@@ -104,7 +104,11 @@ Expected<void> convertLayerNormalization(OnnxNode &node) {
   }
   KILN_TRY(Tensor x, node.input(0));
   KILN_TRY(int64_t axis, normalizeAxis(node, node.intAttr("axis", -1), x.rank(), "axis"));
-  Shape normalized(x.shape().begin() + axis, x.shape().end());
+  Shape normalized;
+  for (int64_t d = axis; d < x.rank(); ++d) {
+    KILN_TRY(int64_t size, node.staticDim(x, d));
+    normalized.push_back(size);
+  }
   KILN_TRY(Tensor scale, node.input(1));
   if (scale.shape() != normalized)
     scale = broadcastTo(scale, normalized);
