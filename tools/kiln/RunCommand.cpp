@@ -37,10 +37,10 @@ options:
                         resnet, vgg; an ONNX model's open dim (dim_param); a
                         .kir graph with one size symbol; on the CPU, which
                         --target auto then means; docs/dynamic-shapes.md)
-  --size-buckets B      with --batch-sizes: the upper bounds of the size
-                        buckets, each compiled with schedules of its own:
-                        pow2 (default: 1, the powers of two, the largest),
-                        none (one bucket: the whole range), or a LIST
+  --size-buckets B      a model with a size symbol: the upper bounds of its
+                        size buckets, each compiled with schedules of its own:
+                        pow2 (default: the least size, the powers of two, the
+                        largest), none (one bucket: the whole range), or a LIST
 {}  --inputs FILE         input tensors from a safetensors file, or .npy files:
                         x.npy for a model with one input, a=x.npy,b=y.npy
                         (default: seeded random values: normal floats,
@@ -130,8 +130,12 @@ int runCommand(const std::vector<std::string> &words) {
     return usageError("run", error->message());
   if (auto usable = checkModelSpec(args->positional()[0], *batch, *shapes); !usable)
     return usageError("run", usable.error().message());
-  if (args->has("--size-buckets") && !args->has("--batch-sizes"))
-    return usageError("run", "--size-buckets applies with --batch-sizes");
+  if (auto buckets = args->value("--size-buckets")) {
+    auto bounds = parseSizeBuckets(*buckets);
+    if (!bounds)
+      return usageError("run", bounds.error().message());
+    options.sizeBuckets = *bounds;
+  }
   if (auto list = args->value("--batch-sizes")) {
     for (const char *other : {"--batch", "--inputs", "--params", "--output", "--profile"})
       if (args->has(other))
@@ -141,12 +145,6 @@ int runCommand(const std::vector<std::string> &words) {
     auto sizes = parseBatchSizes(*list);
     if (!sizes)
       return usageError("run", sizes.error().message());
-    if (auto buckets = args->value("--size-buckets")) {
-      auto bounds = parseSizeBuckets(*buckets);
-      if (!bounds)
-        return usageError("run", bounds.error().message());
-      options.sizeBuckets = *bounds;
-    }
     return runBatchSizes(args->positional()[0], *sizes, options, static_cast<uint64_t>(*seed),
                          *iterations, args->has("--check"), *shapes);
   }
