@@ -6,7 +6,7 @@
 // commit, to bench/results/dynamic-cpu-<date>-<commit>.md. Goal: within 10% of static at
 // every size.
 //
-// usage: kiln_dynamic_bench [--models mlp,cnn,resnet] [--sizes 1,7,64]
+// usage: kiln_dynamic_bench [--models mlp,cnn,resnet,transformer] [--sizes 1,7,64]
 #include "RunInfo.h"
 #include "compiler/Compile.h"
 #include "examples/models/ExampleRegistry.h"
@@ -95,7 +95,7 @@ Expected<std::pair<double, double>> timeInTurn(const CompiledModel &a, const Com
 } // namespace
 
 int main(int argc, char **argv) {
-  std::vector<std::string> models = {"mlp", "cnn", "resnet"};
+  std::vector<std::string> models = {"mlp", "cnn", "resnet", "transformer"};
   std::vector<int64_t> sizes = {1, 7, 64};
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];

@@ -21,7 +21,7 @@ const std::vector<ExampleModel> &exampleModels() {
       {"resnet", "a ResNet-style network on 32x32x3 with residual adds and folded batch norm", 8,
        [](Graph &g, Dim batch) { buildResNetStyle(g, {.batch = batch}); }, true},
       {"transformer", "a GPT-2-small transformer block (768 wide, 12 heads) over 128 tokens", 1,
-       [](Graph &g, Dim batch) { buildTransformerBlock(g, {.batch = batch.size()}); }},
+       [](Graph &g, Dim batch) { buildTransformerBlock(g, {.batch = batch}); }, true},
       {"vgg", "VGG16's convolutional base with a Dense(256) Dense(10) head on 224x224x3", 1,
        [](Graph &g, Dim batch) { buildVggTransfer(g, {.batch = batch}); }, true},
   };

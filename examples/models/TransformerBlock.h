@@ -9,7 +9,7 @@ namespace kiln::examples {
 
 /// GPT-2 small's sizes by default.
 struct TransformerBlockConfig {
-  int64_t batch = 1;
+  Dim batch = 1; ///< a size, or a symbol: kiln::dim("N", 1, 8) (docs/dynamic-shapes.md)
   int64_t sequenceLength = 128;
   int64_t modelDim = 768;
   int64_t numHeads = 12;

@@ -25,15 +25,15 @@ int64_t projectionWidth(int64_t heads, int64_t depth) {
   return width;
 }
 
-// [B, L, H*D] -> [B, H, L, D]
+// [B, L, H*D] -> [B, H, L, D]. B is inferred (-1): a symbolic batch stays symbolic.
 Tensor splitHeads(Tensor x, int64_t heads, int64_t depth, const std::source_location &loc) {
-  return transpose(reshape(x, {x.dim(0), x.dim(1), heads, depth}, loc), {0, 2, 1, 3}, loc);
+  return transpose(reshape(x, {-1, x.dim(1), heads, depth}, loc), {0, 2, 1, 3}, loc);
 }
 
 // [B, H, L, D] -> [B, L, H*D]
 Tensor mergeHeads(Tensor x, const std::source_location &loc) {
   Tensor t = transpose(x, {0, 2, 1, 3}, loc);
-  return reshape(t, {t.dim(0), t.dim(1), t.dim(2) * t.dim(3)}, loc);
+  return reshape(t, {-1, t.dim(1), t.dim(2) * t.dim(3)}, loc);
 }
 
 } // namespace
@@ -102,15 +102,16 @@ Tensor MultiHeadAttention::attend(Graph &graph, Tensor query, Tensor value,
   if (keyPaddingMask.empty()) {
     attended = scaledDotProductAttention(q, k, v, c.causal, std::nullopt, loc);
   } else {
-    Shape expected{value.dim(0), value.dim(1)};
-    if (keyPaddingMask.dtype() != DType::Bool || keyPaddingMask.shape() != expected)
+    // Compared as sizes: a symbolic batch's mask must have that batch, not its upper bound.
+    std::vector<ir::SizeExpr> expected{value.type().size(0), value.type().size(1)};
+    if (keyPaddingMask.dtype() != DType::Bool || keyPaddingMask.type().sizes() != expected)
       return fail(graph,
-                  fmt::format("the key padding mask must be bool{} (batch, keys), got {}",
-                              ir::shapeStr(expected), keyPaddingMask.str()),
+                  fmt::format("the key padding mask must be {} (batch, keys), got {}",
+                              ir::makeTensorType(DType::Bool, expected).value().str(),
+                              keyPaddingMask.str()),
                   loc, ErrorCode::ShapeMismatch);
     // [B, Lk] "is padding" -> [B, 1, 1, Lk] "attends", broadcast over heads and queries.
-    Tensor attends = reshape(logicalNot(keyPaddingMask, loc), {value.dim(0), 1, 1, value.dim(1)},
-                             loc);
+    Tensor attends = reshape(logicalNot(keyPaddingMask, loc), {-1, 1, 1, value.dim(1)}, loc);
     attended = scaledDotProductAttention(q, k, v, attends, c.causal, std::nullopt, loc);
   }
   return (*output_)(graph, mergeHeads(attended, loc), loc);

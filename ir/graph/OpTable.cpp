@@ -126,11 +126,10 @@ Expected<AttrMap> normalizeAttrs(OpKind kind, AttrMap attrs) {
 
 bool inferenceTakesSymbolicSizes(OpKind kind) {
   switch (kind) {
-  // Part 2 of docs/dynamic-shapes.md: symbolic slice bounds, gathers and attention.
+  // Part 2 of docs/dynamic-shapes.md: symbolic slice bounds and gathers.
   case OpKind::Slice:
   case OpKind::Gather:
-  case OpKind::TakeAlongAxis:
-  case OpKind::ScaledDotProductAttention: return false;
+  case OpKind::TakeAlongAxis: return false;
   default: return true;
   }
 }

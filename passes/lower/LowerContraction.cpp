@@ -59,7 +59,7 @@ Expected<LoweredKernel> lowerThroughTemplate(const passes::FusionGroup &group, A
     if (isConv(group)) {
       setConv2DRuntimeImages(*group.anchor, algorithm, *sizes, problem);
     } else {
-      KILN_TRY(problem.runtimeM, matMulRuntimeRows(*group.anchor, *sizes));
+      KILN_TRY_VOID(setMatMulRuntimeSizes(*group.anchor, *sizes, problem));
     }
   }
   KILN_TRY(GemmLowering lowered, lowerGemm(problem));

@@ -157,22 +157,37 @@ GemmProblem matMulGemmProblem(const ir::Node &node, ContractionKernel &kernel) {
   return problem;
 }
 
-Expected<ExprPtr> matMulRuntimeRows(const ir::Node &node, RuntimeSizes &sizes) {
+Expected<void> setMatMulRuntimeSizes(const ir::Node &node, RuntimeSizes &sizes,
+                                     GemmProblem &problem) {
   MatMulLayout layout(node);
   const ir::TensorType &result = node.type();
+  const ir::TensorType &a = node.operand(0)->type();
   const int64_t rank = result.rank();
-  bool rowsOnly = !node.operand(1)->type().isSymbolic() && !layout.transposeA &&
-                  (rank == 2 || layout.foldBatch) && result.size(rank - 1).isConstant();
-  if (!rowsOnly)
-    return std::unexpected(unsupportedNode(
-        node, "a CPU matmul takes a runtime size in its rows only (M: a 2-D matmul's leading "
-              "axis, or the batch of one whose B is shared), not in K, N or a batch of "
-              "matrices (docs/dynamic-shapes.md)"));
-  // Every axis but the last is a row axis (the batch folded into M).
-  ExprPtr rows = index(1);
-  for (int64_t axis = 0; axis + 1 < rank; ++axis)
-    rows = mul(rows, sizes(result.size(axis)));
-  return rows;
+  bool staticMatrices = result.size(rank - 1).isConstant() && result.size(rank - 2).isConstant() &&
+                        a.size(layout.transposeA ? rank - 2 : rank - 1).isConstant();
+  // Folded: every axis but the last is a row axis, and B is one matrix.
+  if (!node.operand(1)->type().isSymbolic() && !layout.transposeA &&
+      (rank == 2 || layout.foldBatch) && result.size(rank - 1).isConstant()) {
+    ExprPtr rows = index(1);
+    for (int64_t axis = 0; axis + 1 < rank; ++axis)
+      rows = mul(rows, sizes(result.size(axis)));
+    problem.runtimeM = rows;
+    return {};
+  }
+  // A batch of matrices (attention's products): the run's count of GEMMs. Each operand's
+  // matrix offset is linear in the batch index, or delinearized over the inner batch axes,
+  // neither of which the leading axis' extent enters.
+  if (rank > 2 && staticMatrices && !layout.foldBatch) {
+    ExprPtr batches = index(1);
+    for (int64_t axis = 0; axis + 2 < rank; ++axis)
+      batches = mul(batches, sizes(result.size(axis)));
+    problem.runtimeBatch = batches;
+    return {};
+  }
+  return std::unexpected(unsupportedNode(
+      node, "a CPU matmul takes runtime sizes in its rows (M: a 2-D matmul's leading axis, or "
+            "the batch of one whose B is shared) or in its batch of matrices, not in K or N "
+            "(docs/dynamic-shapes.md)"));
 }
 
 } // namespace kiln::lower

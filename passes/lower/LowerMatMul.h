@@ -21,9 +21,11 @@ class RuntimeSizes;
 /// fused epilogue through `kernel`), shared by the CPU and GPU templates.
 GemmProblem matMulGemmProblem(const ir::Node &matmul, ContractionKernel &kernel);
 
-/// A matmul of a symbolic graph: its GEMM's rows at run time (GemmProblem::runtimeM). Only M
-/// may be symbolic: a 2-D matmul's leading axis, or the batch axes of one folded into M; an
-/// error names the matmul whose K, N or unfolded batch is symbolic.
-Expected<kir::ExprPtr> matMulRuntimeRows(const ir::Node &matmul, RuntimeSizes &sizes);
+/// A matmul of a symbolic graph: its GEMM's rows at run time (GemmProblem::runtimeM: a 2-D
+/// matmul's leading axis, or the batch axes of one folded into M), or its count of GEMMs
+/// (GemmProblem::runtimeBatch: a batch of matrices, each of static sizes); an error names
+/// the matmul whose K or N is symbolic.
+Expected<void> setMatMulRuntimeSizes(const ir::Node &matmul, RuntimeSizes &sizes,
+                                     GemmProblem &problem);
 
 } // namespace kiln::lower

@@ -81,6 +81,22 @@ TEST_CASE("matmul carries batch and rows, and compares K structurally", "[ir][sy
         "matmul: contraction dims differ: a f32[N,T,16] has K = 16, b f32[N,T,16] has K = T");
 }
 
+TEST_CASE("attention carries a symbolic batch; each sequence's sizes are static",
+          "[ir][symbolic]") {
+  const std::string q = "%s: f32[N,16] = reduce_sum(%x) {axes = [1]}\n"
+                        "  %q: f32[N,1,2,8] = reshape(%s) {shape = [64, 1, 2, 8], sizes = [N, 1, "
+                        "2, 8]}\n";
+  checkInfers(q + "  %r: f32[N,1,2,8] = scaled_dot_product_attention(%q, %q, %q) {causal = "
+                  "true, scale = 0.25}");
+  checkInfers(q + "  %m: bool[1,2] = constant() {dtype = bool, shape = [1, 2], value = [1]}\n"
+                  "  %r: f32[N,1,2,8] = scaled_dot_product_attention(%q, %q, %q, %m) {causal = "
+                  "false, scale = 0.25}");
+  CHECK(errorOf("%r: f32[N,T,16] = scaled_dot_product_attention(%x, %x, %x) {causal = false, "
+                "scale = 0.25}") ==
+        "scaled_dot_product_attention: a sequence's length and head dim (axis 1 of operand 0 "
+        "f32[N,T,16]) is the symbolic size T (T in [6, 32]); it must be static");
+}
+
 TEST_CASE("windows compute floor divisions and check the fit at the least size",
           "[ir][symbolic]") {
   std::string filter = "%w: f32[4,3,3,3] = constant() {dtype = f32, shape = [4, 3, 3, 3], "

@@ -34,7 +34,8 @@ options:
                         [1, the largest of LIST], and run it at each size of
                         LIST (e.g. 1,7,64), timed; with --check, each checked
                         (the examples with a symbolic batch: cnn, mlp,
-                        resnet, vgg; an ONNX model's open dim (dim_param); a
+                        resnet, transformer, vgg; an ONNX model's open dim
+                        (dim_param); a
                         .kir graph with one size symbol; on the CPU, which
                         --target auto then means; docs/dynamic-shapes.md)
   --size-buckets B      a model with a size symbol: the upper bounds of its

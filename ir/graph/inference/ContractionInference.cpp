@@ -2,6 +2,9 @@
 // reductions (pooling).
 #include "ir/graph/inference/InferenceUtil.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cmath>
 
 namespace kiln::ir {
@@ -233,6 +236,13 @@ Expected<TensorType> inferAttention(const InferContext &context) {
   if (q.rank() < 2 || k.rank() < 2 || v.rank() < 2)
     return fail(context, ErrorCode::ShapeMismatch, "q, k and v need rank >= 2, got {}, {}, {}",
                 q.str(), k.str(), v.str());
+  // A symbolic size may sit in the batch axes (a batch of sequences); each sequence's queries,
+  // keys and head dims are static (the causal mask and the softmax rows are built from them).
+  for (size_t i = 0; i < 3; ++i) {
+    const TensorType &operandType = operand(context, i);
+    for (int64_t axis = operandType.rank() - 2; axis < operandType.rank(); ++axis)
+      KILN_TRY_VOID(requireStaticAxis(context, i, axis, "a sequence's length and head dim"));
+  }
   int64_t depth = q.shape.back(), keyDepth = k.shape.back();
   int64_t keys = k.shape[k.rank() - 2], values = v.shape[v.rank() - 2];
   if (depth != keyDepth)
@@ -253,11 +263,7 @@ Expected<TensorType> inferAttention(const InferContext &context) {
     return fail(context, ErrorCode::ShapeMismatch,
                 "causal attention needs at least as many keys as queries, got Lq = {} > Lk = {}",
                 queries, keys);
-  // Attention takes no symbolic operand (inferenceTakesSymbolicSizes), so the batch is static.
-  KILN_TRY(std::vector<SizeExpr> batch, broadcastBatch(context, {"q", "k", "v"}));
-  Shape shape;
-  for (const SizeExpr &size : batch)
-    shape.push_back(size.constant());
+  KILN_TRY(std::vector<SizeExpr> shape, broadcastBatch(context, {"q", "k", "v"}));
   if (context.operands.size() == 4) {
     // The mask broadcasts to the scores [..., Lq, Lk]; it does not widen them.
     const TensorType &mask = operand(context, 3);
@@ -265,21 +271,26 @@ Expected<TensorType> inferAttention(const InferContext &context) {
       return fail(context, ErrorCode::TypeMismatch,
                   "the mask {} must be bool (true attends) or {} (added to the scores)",
                   mask.str(), dtypeName(q.dtype));
-    Shape scores = shape;
+    std::vector<SizeExpr> scores = shape;
     scores.push_back(queries);
     scores.push_back(keys);
     bool fits = mask.rank() <= static_cast<int64_t>(scores.size());
     for (int64_t d = 1; fits && d <= mask.rank(); ++d) {
-      int64_t dim = mask.shape[static_cast<size_t>(mask.rank() - d)];
-      fits = dim == 1 || dim == scores[scores.size() - static_cast<size_t>(d)];
+      SizeExpr dim = mask.size(mask.rank() - d);
+      fits = dim == SizeExpr(1) || dim == scores[scores.size() - static_cast<size_t>(d)];
     }
-    if (!fits)
+    if (!fits) {
+      std::vector<std::string> dims;
+      for (const SizeExpr &size : scores)
+        dims.push_back(size.str());
       return fail(context, ErrorCode::ShapeMismatch,
-                  "the mask {} does not broadcast to the scores {}", mask.str(), shapeStr(scores));
+                  "the mask {} does not broadcast to the scores [{}]", mask.str(),
+                  fmt::join(dims, ","));
+    }
   }
   shape.push_back(queries);
   shape.push_back(v.shape.back());
-  return TensorType{q.dtype, shape};
+  return resultType(context, q.dtype, std::move(shape));
 }
 
 } // namespace kiln::ir
