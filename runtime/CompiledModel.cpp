@@ -36,6 +36,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// A size bucket's view of the model's bound value: read in place, never copied (a bound
+/// value is owned and aligned, so it is borrowable).
+HostTensor viewOf(const HostTensor &bound) {
+  Expected<HostTensor> view = HostTensor::borrow(bound.dtype(), bound.shape(), bound.bytes(), nullptr);
+  KILN_CHECK(view.has_value(), "a bound parameter is borrowable");
+  return std::move(*view);
+}
+
 double millisecondsBetween(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
 }
@@ -125,13 +133,8 @@ void CompiledModel::storeParam(const std::string &name, HostTensor tensor) {
   if (derivedValues_)
     derivedValues_->paramChanged(
         static_cast<size_t>(findBinding(plan_.params, name) - plan_.params.data()));
-  // The buckets read this model's copy in place (stored is owned and aligned: borrowable).
-  for (SizeBucket &bucket : sizeBuckets_) {
-    Expected<HostTensor> view =
-        HostTensor::borrow(stored.dtype(), stored.shape(), stored.bytes(), nullptr);
-    KILN_CHECK(view.has_value(), "a bound parameter is borrowable");
-    bucket.model->storeParam(name, std::move(*view));
-  }
+  for (SizeBucket &bucket : sizeBuckets_)
+    bucket.model->storeParam(name, viewOf(stored));
 }
 
 void CompiledModel::paramChanged(const std::string &name) {
@@ -168,12 +171,8 @@ Expected<void> CompiledModel::addSizeBucket(std::vector<int64_t> upperBounds, Co
                           &ir::SizeSymbol::name))
     return refuse("the bucket's model has other size symbols");
   auto bucket = std::make_unique<CompiledModel>(std::move(model));
-  for (const auto &[name, tensor] : boundParams_) {
-    Expected<HostTensor> view =
-        HostTensor::borrow(tensor.dtype(), tensor.shape(), tensor.bytes(), nullptr);
-    KILN_CHECK(view.has_value(), "a bound parameter is borrowable");
-    bucket->storeParam(name, std::move(*view));
-  }
+  for (const auto &[name, tensor] : boundParams_)
+    bucket->storeParam(name, viewOf(tensor));
   sizeBuckets_.push_back({std::move(upperBounds), std::move(bucket)});
   return {};
 }
