@@ -157,6 +157,11 @@ int runCommand(const std::vector<std::string> &words) {
   if (!random)
     return reportError("run", random.error());
   NamedTensors tensors = std::move(*random);
+  if (model->graph->isSymbolic() && !args->has("--inputs"))
+    for (const ir::SizeSymbol &symbol : model->graph->symbols())
+      fmt::print("note: {} is a size symbol; the random inputs take its maximum, {} "
+                 "(--batch-sizes runs others)\n",
+                 symbol.str(), symbol.max);
   if (auto path = args->value("--inputs")) {
     auto loaded = loadInputTensors(*path, *model->graph);
     if (!loaded)
