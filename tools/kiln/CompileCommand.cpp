@@ -294,7 +294,8 @@ int compileCommand(const std::vector<std::string> &words) {
     return compileForCuda(*model->graph, options, args->value("--dot"));
   auto compiled = compile(*model->graph, options, &report);
   if (!compiled)
-    return reportError("compile", compiled.error());
+    return reportError(
+        "compile", withSymbolicModelNote(compiled.error(), *model->graph, args->positional()[0]));
 
   if (auto dotPath = args->value("--dot")) {
     if (auto written = runtime::replaceFile(*dotPath, report.fusedGraphDot, "Graphviz file");

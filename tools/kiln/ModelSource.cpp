@@ -9,7 +9,7 @@
 #include "support/RegularFile.h"
 
 #include <fmt/format.h>
-
+#include <fmt/ranges.h>
 
 namespace kiln::tool {
 
@@ -129,6 +129,19 @@ Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t
     loaded.params.emplace(param->name(), std::move(tensor));
   }
   return loaded;
+}
+
+Error withSymbolicModelNote(Error error, const ir::Graph &model, const std::string &spec) {
+  if (!model.isSymbolic() || error.code() != ErrorCode::Unsupported)
+    return error;
+  std::vector<std::string> symbols;
+  for (const ir::SizeSymbol &symbol : model.symbols())
+    symbols.push_back(symbol.str());
+  std::string fix = spec.ends_with(".onnx")
+                        ? "give each open input's shape with --shape NAME=D0,D1,..."
+                        : "run it on the CPU (--target cpu)";
+  return std::move(error).withNote(fmt::format("the model's size symbols ({}) are the cause: {}",
+                                               fmt::join(symbols, ", "), fix));
 }
 
 } // namespace kiln::tool

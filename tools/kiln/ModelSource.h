@@ -32,6 +32,10 @@ Expected<void> checkModelSpec(const std::string &spec, int64_t batch, const Inpu
 Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t seed,
                                 const InputShapes &shapes = {});
 
+/// A compile error of `model` with a note on what to do when the model's size symbols are
+/// the cause (an ONNX model's dim_params on a GPU target: pin them with --shape).
+Error withSymbolicModelNote(Error error, const ir::Graph &model, const std::string &spec);
+
 /// --params FILE: a safetensors file holding exactly the graph's parameters
 /// (one error lists every missing, unknown or mistyped tensor).
 Expected<NamedTensors> loadParamsFile(const std::string &path, const ir::Graph &graph);

@@ -179,7 +179,8 @@ int runCommand(const std::vector<std::string> &words) {
   CompileReport report;
   auto compiled = compile(*model->graph, options, &report);
   if (!compiled)
-    return reportError("run", compiled.error());
+    return reportError(
+        "run", withSymbolicModelNote(compiled.error(), *model->graph, args->positional()[0]));
   fmt::print("target: {}\n", report.target);
   if (!report.fallbackReason.empty())
     fmt::print("note:   {}\n", report.fallbackReason);
