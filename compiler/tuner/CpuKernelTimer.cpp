@@ -32,21 +32,23 @@ public:
   /// once per weight value (LoweredKernel::prelude).
   codegen::HostKernelFn prelude = nullptr;
   std::vector<Bytes> workspaces;
+  bool readsSizes = false; ///< one more parameter, last: the symbols' values
 };
 
 class CpuKernelTimer final : public KernelTimer {
 public:
-  CpuKernelTimer(const codegen::CpuTarget &target, const GroupProblem &problem,
-                 int64_t flushBytes, const CompileOptions &cacheOptions)
+  CpuKernelTimer(const codegen::CpuTarget &target, const GroupProblem &problem, int64_t flushBytes,
+                 const CompileOptions &cacheOptions)
       : target_(target), cacheOptions_(cacheOptions), inputSets_(problem.inputSets),
-        output_(problem.outputType.dtype, problem.outputType.shape),
+        output_(problem.outputType.dtype, problem.outputType.shape), sizes_(problem.sizes),
         flush_(static_cast<size_t>(std::max<int64_t>(flushBytes, 0))) {}
 
   bool concurrentLoads() const override { return true; }
 
   Expected<std::unique_ptr<LoadedCandidate>> load(const lower::LoweredKernel &lowered) override {
     const kir::Kernel &kernel = lowered.kernel;
-    size_t expectedParams = inputSets_[0].size() + 1 + static_cast<size_t>(lowered.numWorkspaces);
+    size_t expectedParams = inputSets_[0].size() + 1 + static_cast<size_t>(lowered.numWorkspaces) +
+                            (lowered.readsSizes ? 1 : 0);
     if (kernel.params.size() != expectedParams)
       return makeError(ErrorCode::InvalidArgument,
                        fmt::format("kernel {} takes {} buffers, the group has {} inputs, one "
@@ -59,6 +61,7 @@ public:
                                    "one kernel per group",
                                    kernel.name, lowered.followUps.size()));
     auto candidate = std::make_unique<CpuCandidate>();
+    candidate->readsSizes = lowered.readsSizes;
     CompileReport unused; // a rejected cache entry is rebuilt; the tuner reports no cache
     std::vector<kir::Kernel> kernels{kernel};
     if (lowered.prelude)
@@ -120,6 +123,8 @@ private:
     args.push_back(output_.bytes().data());
     for (Bytes &workspace : candidate.workspaces)
       args.push_back(workspace.data());
+    if (candidate.readsSizes)
+      args.push_back(sizes_.data());
     return args;
   }
 
@@ -144,6 +149,7 @@ private:
   CompileOptions cacheOptions_;
   std::vector<std::vector<HostTensor>> inputSets_;
   HostTensor output_;
+  std::vector<int64_t> sizes_; ///< GroupProblem::sizes
   Bytes flush_;
 };
 

@@ -38,8 +38,11 @@ HostTensor randomInput(const ir::Value *value, const passes::FusionGroup &group,
 
 Expected<std::unique_ptr<ir::Graph>> extractGroupGraph(const ir::Graph &graph,
                                                        const passes::FusionGroup &group) {
-  (void)graph;
   auto extracted = std::make_unique<ir::Graph>(fmt::format("group{}", group.id));
+  // A symbolic group keeps its symbols: it is tuned at their maxima (its inputs' shapes),
+  // the sizes its schedule is chosen for (docs/dynamic-shapes.md).
+  for (const ir::SizeSymbol &symbol : graph.symbols())
+    KILN_TRY_VOID(extracted->declareSymbol(symbol));
   std::map<const ir::Value *, ir::Value *> mapped;
   for (size_t i = 0; i < group.inputs.size(); ++i) {
     KILN_TRY(ir::Value * input,
@@ -74,6 +77,8 @@ Expected<GroupProblem> makeGroupProblem(const ir::Graph &graph, const passes::Fu
   GroupProblem problem;
   KILN_TRY(problem.graph, extractGroupGraph(graph, group));
   problem.outputType = group.root->type();
+  for (const ir::SizeSymbol &symbol : graph.symbols())
+    problem.sizes.push_back(symbol.max);
   Rng rng(seed);
   for (int s = 0; s < std::max(1, numInputSets); ++s) {
     std::vector<HostTensor> inputs;

@@ -23,6 +23,9 @@ struct GroupProblem {
   /// The reference interpreter's output for inputSets[0].
   HostTensor expected;
   ir::TensorType outputType;
+  /// A symbolic graph's size symbols at their maxima, in declaration order: the `sizes`
+  /// parameter of kernels that read sizes at run time (the inputs are at those sizes).
+  std::vector<int64_t> sizes;
 };
 
 /// The group's computation as a graph of its own (see GroupProblem::graph).
