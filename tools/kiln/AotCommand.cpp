@@ -171,7 +171,8 @@ int aotCommand(const std::vector<std::string> &rawWords) {
   }
   compiler::AotReport report;
   if (auto written = compiler::writeBundle(*model->graph, options, *output, &report); !written)
-    return reportError("aot", written.error());
+    return reportError("aot", withSymbolicModelNote(written.error(), *model->graph,
+                                                    args->positional()[0]));
   fmt::print("target:   {}\n", report.target);
   for (const std::string &line : report.tuning)
     fmt::print("tuning:   {}\n", line);
