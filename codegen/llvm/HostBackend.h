@@ -81,14 +81,10 @@ Expected<std::vector<std::string>> emitHostObjects(std::span<const kir::Kernel> 
 /// The parts a compile here splits its kernels into: this machine's cores, at most 8.
 int compileThreads();
 
-/// JIT-links `object` (from emitHostObject for `target`, which must describe
-/// this machine) into this process, binding the runtime helpers by address, and
-/// resolves every kernel in `names`. A malformed object or a missing kernel
-/// is an error naming it; nothing is left loaded then.
-Expected<std::shared_ptr<HostModule>> loadHostObject(std::string_view object,
-                                                     std::span<const std::string> names,
-                                                     const CpuTarget &target);
-/// loadHostObject for the objects of one compile (emitHostObjects), linked together.
+/// JIT-links `objects` (from emitHostObjects or emitHostObject for `target`, which must
+/// describe this machine) together into this process, binding the runtime helpers by
+/// address, and resolves every kernel in `names`. A malformed object or a missing kernel is
+/// an error naming it; nothing is left loaded then.
 Expected<std::shared_ptr<HostModule>> loadHostObjects(std::span<const std::string> objects,
                                                       std::span<const std::string> names,
                                                       const CpuTarget &target);

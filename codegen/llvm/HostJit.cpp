@@ -244,13 +244,6 @@ Expected<std::vector<std::string>> emitHostObjects(std::span<const kir::Kernel> 
   return out;
 }
 
-Expected<std::shared_ptr<HostModule>> loadHostObject(std::string_view object,
-                                                     std::span<const std::string> names,
-                                                     const CpuTarget &target) {
-  std::string copy(object);
-  return loadHostObjects(std::span(&copy, 1), names, target);
-}
-
 Expected<std::shared_ptr<HostModule>> loadHostObjects(std::span<const std::string> objects,
                                                       std::span<const std::string> names,
                                                       const CpuTarget &target) {
