@@ -43,15 +43,6 @@ struct Bucket {
   std::vector<std::string> kernelNames; ///< launch order, after sharing
 };
 
-/// The graph of the bucket with upper bound `bound`.
-Expected<std::unique_ptr<ir::Graph>> bucketGraph(const ir::Graph &graph, int64_t bound) {
-  const ir::SizeSymbol &symbol = graph.symbols().front();
-  if (bound == symbol.min)
-    return ir::specialize(graph, {{symbol.name, bound}});
-  ir::SizeSymbol narrowed{symbol.name, symbol.min, bound};
-  return ir::narrowSymbols(graph, std::span(&narrowed, 1));
-}
-
 /// Renames every kernel of `kernel` by `names` (old name -> new name).
 void renameKernels(lower::LoweredKernel &kernel, const std::map<std::string, std::string> &names) {
   kernel.kernel.name = names.at(kernel.kernel.name);
@@ -62,6 +53,14 @@ void renameKernels(lower::LoweredKernel &kernel, const std::map<std::string, std
 }
 
 } // namespace
+
+Expected<std::unique_ptr<ir::Graph>> sizeBucketGraph(const ir::Graph &graph, int64_t bound) {
+  const ir::SizeSymbol &symbol = graph.symbols().front();
+  if (bound == symbol.min)
+    return ir::specialize(graph, {{symbol.name, bound}});
+  ir::SizeSymbol narrowed{symbol.name, symbol.min, bound};
+  return ir::narrowSymbols(graph, std::span(&narrowed, 1));
+}
 
 Expected<std::vector<int64_t>>
 sizeBucketBounds(const ir::Graph &graph, const std::optional<std::vector<int64_t>> &requested) {
@@ -106,7 +105,7 @@ Expected<CompiledModel> compileSizeBuckets(const ir::Graph &graph, std::span<con
     Bucket &bucket = buckets[i];
     bucket.bound = bounds[bounds.size() - 1 - i];
     if (bucket.bound != symbol.max) {
-      KILN_TRY(bucket.graph, bucketGraph(graph, bucket.bound));
+      KILN_TRY(bucket.graph, sizeBucketGraph(graph, bucket.bound));
     }
     if (options.dump != 0)
       dump << fmt::format("// ==== size bucket {} <= {}\n", symbol.name, bucket.bound);
@@ -124,6 +123,19 @@ Expected<CompiledModel> compileSizeBuckets(const ir::Graph &graph, std::span<con
       report.tuning = bucketReport.tuning;
     }
   }
+
+  // The tuning line counts every bucket's groups (each bucket has records of its own).
+  int kernelGroups = 0, fromRecords = 0;
+  for (const Bucket &bucket : buckets)
+    for (size_t g = 0; g < bucket.program.fusion.groups.size(); ++g) {
+      kernelGroups += passes::needsKernel(bucket.program.fusion.groups[g]) ? 1 : 0;
+      const auto &record = bucket.program.groupRecords[g];
+      fromRecords += record && record->backend == "kiln" ? 1 : 0;
+    }
+  if (fromRecords > 0)
+    report.tuning = fmt::format("{} of {} groups in the {} buckets have records ({} for the "
+                                "whole range)",
+                                fromRecords, kernelGroups, buckets.size(), report.tuning);
 
   // Share equal kernels, and name the rest after their bucket.
   std::map<std::string, std::string> nameOfKey;

@@ -22,6 +22,11 @@ namespace kiln::compiler {
 Expected<std::vector<int64_t>>
 sizeBucketBounds(const ir::Graph &graph, const std::optional<std::vector<int64_t>> &requested);
 
+/// The graph of the bucket with upper bound `bound`: `graph` with its symbol in [min, bound]
+/// (ir::narrowSymbols), specialized when `bound` is the least value. What the bucket is
+/// compiled and tuned from.
+Expected<std::unique_ptr<ir::Graph>> sizeBucketGraph(const ir::Graph &graph, int64_t bound);
+
 /// A host model of `graph` (its one symbol N in [min, max]) with a bucket per bound: the
 /// bucket of bound b is `graph` with N in [min, b] (specialized when b is min), lowered with
 /// the schedules its bound gets. The kernels of every bucket share one host module; a kernel

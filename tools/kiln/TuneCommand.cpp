@@ -1,19 +1,22 @@
 // kiln tune: autotunes a model's fusion groups on a target and stores the
 // winners in the tuning database (docs/tuning.md).
+#include "compiler/SizeBucketCompile.h"
 #include "compiler/tuner/SweepExport.h"
-#include "runtime/cache/AtomicFile.h"
 #include "compiler/tuner/TuneProgressBar.h"
 #include "compiler/tuner/Tuner.h"
+#include "runtime/cache/AtomicFile.h"
 #include "runtime/tuning/TuningDatabase.h"
 #include "tools/kiln/Commands.h"
 #include "tools/kiln/ModelSource.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <optional>
 #include <iostream>
+#include <iterator>
+#include <optional>
 
 namespace kiln::tool {
 
@@ -43,6 +46,9 @@ options:
   --db PATH           the tuning database (default: $KILN_TUNING_DB, else
                       tuning.sqlite in the kernel cache directory)
   --dry-run           time and report, but write nothing to the database
+  --size-buckets B    a model with a size symbol: its size buckets, each tuned
+                      (sharing the budget): pow2 (default), none or a LIST, as
+                      `kiln run --size-buckets` (docs/dynamic-shapes.md)
   --batch N           batch size of an example (default: the example's)
   --seed N            seeds the random inputs (default 1)
   --help              print this help and exit
@@ -68,6 +74,30 @@ Expected<double> parseDuration(const std::string &text) {
                      fmt::format("--budget expects a positive duration such as 90s or 5m, got '{}'",
                                  text));
   return value * scale;
+}
+
+/// tuneGraph over every size bucket a compile of `graph` makes (docs/dynamic-shapes.md): each
+/// bucket's groups have records of their own, and the buckets share the budget. One report.
+Expected<tuning::TuneReport> tuneBuckets(const ir::Graph &graph, const CompileOptions &options,
+                                         tuning::TunerOptions tuner) {
+  KILN_TRY(std::vector<int64_t> bounds, compiler::sizeBucketBounds(graph, options.sizeBuckets));
+  if (bounds.size() == 1)
+    return tuning::tuneGraph(graph, options, tuner);
+  tuner.budgetSeconds /= static_cast<double>(bounds.size());
+  tuning::TuneReport report;
+  for (int64_t bound : bounds) {
+    KILN_TRY(std::unique_ptr<ir::Graph> bucket, compiler::sizeBucketGraph(graph, bound));
+    KILN_TRY(tuning::TuneReport part, tuning::tuneGraph(*bucket, options, tuner));
+    report.target = part.target;
+    report.targetFingerprint = part.targetFingerprint;
+    std::ranges::move(part.groups, std::back_inserter(report.groups));
+    report.seconds += part.seconds;
+    report.setupSeconds += part.setupSeconds;
+    report.candidatesTimed += part.candidatesTimed;
+    report.defaultSecondsTotal += part.defaultSecondsTotal;
+    report.bestSecondsTotal += part.bestSecondsTotal;
+  }
+  return report;
 }
 
 void printReport(const tuning::TuneReport &report) {
@@ -160,7 +190,7 @@ int tuneCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
   valued.insert({"--budget", "--trials", "--runs", "--csv", "--json", "--svg", "--sort-by",
                  "--db", "--batch", "--seed"});
-  valued.insert("--shape");
+  valued.insert({"--shape", "--size-buckets"});
   auto args = parseCommandArgs("tune", words, valued, {"--help", "--sweep", "--dry-run"});
   if (!args)
     return kExitUsage;
@@ -188,6 +218,12 @@ int tuneCommand(const std::vector<std::string> &words) {
   options.tuning = TuningMode::Off;
   if (options.target == TargetKind::Auto)
     options.target = TargetKind::Cpu;
+  if (auto buckets = args->value("--size-buckets")) {
+    auto bounds = parseSizeBuckets(*buckets);
+    if (!bounds)
+      return usageError("tune", bounds.error().message());
+    options.sizeBuckets = *bounds;
+  }
   tuner.budgetSeconds = *budget;
   tuner.maxTrials = static_cast<int>(*trials);
   tuner.timedRuns = static_cast<int>(*runs);
@@ -214,7 +250,7 @@ int tuneCommand(const std::vector<std::string> &words) {
       return reportError("tune", opened.error());
     database = std::move(*opened);
   }
-  auto report = tuning::tuneGraph(*model->graph, options, tuner);
+  auto report = tuneBuckets(*model->graph, options, tuner);
   if (!report)
     return reportError("tune", report.error());
   printReport(*report);
