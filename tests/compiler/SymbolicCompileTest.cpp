@@ -10,6 +10,8 @@
 #include "ir/graph/Interpreter.h"
 #include "ir/graph/Specialize.h"
 
+#include <fmt/format.h>
+
 #include <sstream>
 #include <string_view>
 
@@ -338,13 +340,25 @@ TEST_CASE("size buckets: each size runs the smallest bucket that holds it", "[co
   auto at = [&](int64_t batch) {
     return kernelsRun(model, {{"x", randomTensor(DType::F32, {batch, 29}, rng)}});
   };
-  CHECK(allStartWith(at(1), "b1_"));     // the static kernels of N = 1
-  for (const std::string &name : at(64)) // the whole range's kernels
-    CHECK(name.starts_with("k"));
-  for (int64_t batch : {2, 6, 7, 20}) {
+  // Each size runs its bucket's kernels: the smallest bound at or above it; a bucket's own
+  // kernels carry its bound ("b6_"), the whole range's none, and a bucket kept apart from the
+  // next larger one has at least one kernel of its own.
+  CHECK(allStartWith(at(1), "b1_")); // the static kernels of N = 1
+  for (int64_t batch : {2, 6, 7, 20, 21, 64}) {
     CAPTURE(batch);
+    int64_t bound = std::ranges::find_if(bounds, [&](const std::vector<int64_t> &b) {
+                      return b[0] >= batch;
+                    })->front();
     std::vector<std::string> names = at(batch);
-    CHECK(std::ranges::none_of(names, [](const std::string &n) { return n.starts_with("b1_"); }));
+    REQUIRE_FALSE(names.empty());
+    if (bound == 64) {
+      for (const std::string &name : names)
+        CHECK(name.starts_with("k"));
+    } else {
+      std::string own = fmt::format("b{}_", bound);
+      CHECK(std::ranges::any_of(names, [&](const std::string &n) { return n.starts_with(own); }));
+      CHECK(std::ranges::none_of(names, [](const std::string &n) { return n.starts_with("b1_"); }));
+    }
   }
 }
 
