@@ -2,6 +2,7 @@
 // -1 and flatten are resolved here into the explicit shape the IR stores.
 #include "frontend/OpBuilder.h"
 #include "frontend/Ops.h"
+#include "ir/graph/ShapeInference.h"
 
 #include <fmt/format.h>
 
@@ -220,6 +221,27 @@ Tensor unsqueeze(Tensor x, std::vector<int64_t> axes, std::source_location loc) 
 Tensor iota(Graph &graph, Shape shape, int64_t axis, DType dtype, std::source_location loc) {
   return graph.apply(OpKind::Iota, {},
                      {{"shape", std::move(shape)}, {"axis", axis}, {"dtype", dtype}}, loc);
+}
+
+Tensor sizeOf(Tensor x, std::vector<int64_t> axes, DType dtype, std::source_location loc) {
+  if (!x.ok())
+    return x;
+  for (int64_t &axis : axes) {
+    std::optional<int64_t> normalized = ir::normalizeAxis(axis, x.rank());
+    if (!normalized)
+      return detail::failOn(x, ErrorCode::InvalidArgument,
+                            fmt::format("sizeOf: axis {} is out of range for {}", axis, x.str()),
+                            loc);
+    axis = *normalized;
+  }
+  Expected<ir::SizeExpr> size = ir::sizeOverAxes(x.type(), axes);
+  if (!size)
+    return detail::failOn(x, ErrorCode::InvalidArgument,
+                          fmt::format("sizeOf: {}", size.error().message()), loc);
+  if (size->isConstant())
+    return constant(*x.graph(), static_cast<double>(size->constant()), {}, dtype, loc);
+  return x.graph()->apply(ir::OpKind::SymbolSize, {},
+                          {{"dtype", dtype}, {"size", std::vector<ir::SizeExpr>{*size}}}, loc);
 }
 
 Tensor constant(Graph &graph, const HostTensor &value, std::source_location loc) {

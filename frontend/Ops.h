@@ -216,6 +216,10 @@ Tensor unsqueeze(Tensor x, std::vector<int64_t> axes, KILN_LOC);
 
 /// 0, 1, 2, ... along `axis`, broadcast over the other axes.
 Tensor iota(Graph &graph, Shape shape, int64_t axis, DType dtype = DType::I64, KILN_LOC);
+/// The product of `x`'s sizes over `axes` as a scalar of `dtype`: a constant when they are
+/// static, else the run's value (symbol_size), e.g. the row count a mean over a symbolic
+/// batch divides by.
+Tensor sizeOf(Tensor x, std::vector<int64_t> axes, DType dtype = DType::F32, KILN_LOC);
 /// A literal copy of `value`.
 Tensor constant(Graph &graph, const HostTensor &value, KILN_LOC);
 /// `value` splatted over `shape`.

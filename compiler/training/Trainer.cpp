@@ -176,7 +176,11 @@ Expected<void> Trainer::checkBatch(const NamedTensors &batch, size_t index) cons
                        fmt::format("training step: batch{} lacks the input '{}' ({})", which,
                                    name, type.str()));
     const HostTensor &tensor = found->second;
-    if (tensor.dtype() != type.dtype || tensor.shape() != type.shape)
+    // A symbolic batch's sizes are checked against their ranges by the run, which names the
+    // symbol and its range.
+    bool shapeDiffers = type.isSymbolic() ? tensor.shape().size() != type.shape.size()
+                                          : tensor.shape() != type.shape;
+    if (tensor.dtype() != type.dtype || shapeDiffers)
       return makeError(tensor.dtype() != type.dtype ? ErrorCode::TypeMismatch
                                                     : ErrorCode::ShapeMismatch,
                        fmt::format("training step: batch{} input '{}' is {}, the model expects {}",

@@ -54,10 +54,11 @@ Tensor softmaxCrossEntropy(Tensor logits, Tensor labels, double labelSmoothing,
                     fmt::format("labels must be i32 or i64 class indices, got {}", labels.str()),
                     loc, ErrorCode::TypeMismatch);
   int64_t batch = logits.dim(0), classes = logits.dim(1);
-  if (labels.rank() != 1 || labels.dim(0) != batch)
+  ir::SizeExpr rows = logits.type().size(0);
+  if (labels.rank() != 1 || labels.type().size(0) != rows)
     return failLoss(logits, kName,
-                    fmt::format("labels must be [{}] (one per row of logits {}), got {}", batch,
-                                logits.str(), labels.str()),
+                    fmt::format("labels must be [{}] (one per row of logits {}), got {}",
+                                rows.str(), logits.str(), labels.str()),
                     loc);
   if (batch == 0 || classes == 0)
     return failLoss(logits, kName,
@@ -72,7 +73,7 @@ Tensor softmaxCrossEntropy(Tensor logits, Tensor labels, double labelSmoothing,
   // log_softmax subtracts the row maximum before exp, so logits of 1e4 give
   // finite log-probabilities; exp of the raw logits would overflow.
   Tensor logProbs = logSoftmax(castTo(logits, compute, loc), -1, loc);
-  Tensor classIds = iota(graph, {batch, classes}, 1, labels.dtype(), loc);
+  Tensor classIds = iota(graph, {1, classes}, 1, labels.dtype(), loc);
   Tensor isLabel = eq(classIds, unsqueeze(labels, {1}, loc), loc);
   // The smoothed target as a select of two splats: elementwise, so it fuses
   // into the reduction over weights * logProbs.
@@ -81,7 +82,10 @@ Tensor softmaxCrossEntropy(Tensor logits, Tensor labels, double labelSmoothing,
   Tensor weights = where(isLabel, constant(graph, onWeight, {}, compute, loc),
                          constant(graph, offWeight, {}, compute, loc), loc);
   Tensor total = reduceSum(mul(weights, logProbs, loc), {0, 1}, false, loc);
-  return mul(total, constant(graph, -1.0 / static_cast<double>(batch), {}, compute, loc), loc);
+  if (rows.isConstant())
+    return mul(total, constant(graph, -1.0 / static_cast<double>(batch), {}, compute, loc), loc);
+  // A symbolic batch: the mean over the run's rows.
+  return div(neg(total, loc), sizeOf(logits, {0}, compute, loc), loc);
 }
 
 Tensor meanSquaredError(Tensor prediction, Tensor target, std::source_location loc) {

@@ -152,6 +152,13 @@ Expected<Value *> Graph::addNode(OpKind kind, std::vector<Value *> operands, Att
     return std::unexpected(std::move(error));
   }
   KILN_TRY_VOID(checkSymbolsDeclared(*this, fmt::format("the result of {}", opName(kind)), *type));
+  // Sizes in attributes (reshape's target, symbol_size's size) name declared symbols too.
+  for (const auto &[name, attr] : attrs)
+    if (const auto *sizes = std::get_if<std::vector<SizeExpr>>(&attr))
+      KILN_TRY_VOID(checkSymbolsDeclared(*this,
+                                         fmt::format("{}'s attribute '{}'", opName(kind), name),
+                                         TensorType{DType::I64, Shape(sizes->size(), 0), *sizes}));
+
   uint64_t id = nextId_++;
   auto node = std::unique_ptr<Node>(
       new Node(kind, std::move(operands), std::move(attrs), std::move(*type), std::move(location), id));

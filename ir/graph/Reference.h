@@ -30,6 +30,7 @@ KILN_DECLARE_REFERENCE(referenceGather)
 KILN_DECLARE_REFERENCE(referenceTakeAlongAxis)
 KILN_DECLARE_REFERENCE(referenceIota)
 KILN_DECLARE_REFERENCE(referenceConstant)
+KILN_DECLARE_REFERENCE(referenceSymbolSize)
 #undef KILN_DECLARE_REFERENCE
 
 } // namespace kiln::ir

@@ -39,6 +39,7 @@ KILN_DECLARE_INFER(inferTakeAlongAxis)
 KILN_DECLARE_INFER(inferSqueeze)
 KILN_DECLARE_INFER(inferUnsqueeze)
 KILN_DECLARE_INFER(inferIota)
+KILN_DECLARE_INFER(inferSymbolSize)
 KILN_DECLARE_INFER(inferConstant)
 KILN_DECLARE_INFER(inferAllReduce)
 #undef KILN_DECLARE_INFER

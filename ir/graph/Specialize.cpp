@@ -216,8 +216,22 @@ Expected<std::unique_ptr<Graph>> copyWithSizes(const Graph &graph,
         attrs.erase(sizes);
       attrs.insert_or_assign("shape", Attr(std::move(shape)));
     }
+    OpKind kind = node->kind();
+    if (kind == OpKind::SymbolSize) {
+      // A size that lost its symbols is a constant: what the reference and every
+      // static pass expect of a specialized graph.
+      KILN_TRY(SizeExpr size, rewrite(getSizes(attrs, "size").front()));
+      if (size.isConstant()) {
+        kind = OpKind::Constant;
+        attrs = {{"dtype", getType(attrs, "dtype")},
+                 {"shape", Attr(std::vector<int64_t>{})},
+                 {"value", Attr(std::vector<double>{static_cast<double>(size.constant())})}};
+      } else {
+        attrs.insert_or_assign("size", Attr(std::vector<SizeExpr>{std::move(size)}));
+      }
+    }
     KILN_TRY(mapped[node->result()],
-             copy->addNode(node->kind(), std::move(operands), std::move(attrs), node->location()));
+             copy->addNode(kind, std::move(operands), std::move(attrs), node->location()));
   }
   for (const GraphOutput &output : graph.outputs())
     KILN_TRY_VOID(copy->addOutput(output.name, mapped.at(output.value)));

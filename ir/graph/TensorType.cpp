@@ -12,6 +12,14 @@ int64_t TensorType::numElements() const {
   return count;
 }
 
+Expected<SizeExpr> sizeOverAxes(const TensorType &type, std::span<const int64_t> axes) {
+  SizeExpr count(1);
+  for (int64_t axis : axes) {
+    KILN_TRY(count, multiply(count, type.size(axis)));
+  }
+  return count;
+}
+
 SizeExpr TensorType::size(int64_t axis) const {
   return isSymbolic() ? symbolicDims.at(static_cast<size_t>(axis))
                       : SizeExpr(shape.at(static_cast<size_t>(axis)));

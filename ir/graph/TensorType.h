@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct TensorType {
 /// every size is constant. Fails when a size can be negative in the symbols'
 /// ranges (naming the size and its lower bound) or its bounds overflow.
 Expected<TensorType> makeTensorType(DType dtype, std::vector<SizeExpr> sizes);
+
+/// The product of `type`'s sizes over `axes` (each in [0, rank)): the count a mean over them
+/// divides by, an expression over the size symbols when one of them is symbolic.
+Expected<SizeExpr> sizeOverAxes(const TensorType &type, std::span<const int64_t> axes);
 
 /// "[N,784]", the sizes' text form.
 std::string sizesStr(const std::vector<SizeExpr> &sizes);

@@ -20,6 +20,8 @@ Expected<std::unique_ptr<Graph>> widenGraph(const Graph &graph, DType from, DTyp
                  dtypeByteSize(to) > dtypeByteSize(from),
              "widenGraph widens a float dtype to a wider one");
   auto copy = std::make_unique<Graph>(graph.name());
+  for (const SizeSymbol &symbol : graph.symbols())
+    KILN_TRY_VOID(copy->declareSymbol(symbol));
   std::unordered_map<const Value *, Value *> mapped;
   for (Value *input : graph.inputs()) {
     KILN_TRY(Value * value, copy->addInput(input->name(), widenType(input->type(), from, to)));

@@ -37,6 +37,7 @@ FusionRole fusionRole(const ir::Node &node) {
     return FusionRole::Decomposable;
   switch (node.kind()) {
   case OpKind::Iota: return FusionRole::Duplicated;
+  case OpKind::SymbolSize: return FusionRole::Duplicated; // one load of the run's sizes
   case OpKind::Constant:
     // One element costs nothing to recompute; more would be a table to bake in.
     return node.type().numElements() == 1 ? FusionRole::Duplicated : FusionRole::Constant;

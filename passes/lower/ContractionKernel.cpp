@@ -9,12 +9,13 @@ namespace kiln::lower {
 
 using namespace kir;
 
-ContractionKernel::ContractionKernel(const passes::FusionGroup &group)
+ContractionKernel::ContractionKernel(const passes::FusionGroup &group, RuntimeSizes *sizes)
     : group_(group), signature_(makeSignature(group)) {
   KILN_CHECK(group.anchor && group.root, "contraction group without an anchor");
   KILN_CHECK(group.root->type().shape == group.anchor->type().shape,
              "a contraction epilogue keeps the anchor's shape");
   emitter_ = std::make_unique<ElementEmitter>(group_, signature_.buffers);
+  emitter_->setRuntimeSizes(sizes);
 }
 
 BufferPtr ContractionKernel::operandBuffer(size_t operand) const {

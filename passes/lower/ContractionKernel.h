@@ -22,7 +22,8 @@ using RootIndexFn = std::function<std::vector<kir::ExprPtr>(std::span<const kir:
 /// One contraction group being lowered. Not copyable: the emitter points into it.
 class ContractionKernel {
 public:
-  explicit ContractionKernel(const passes::FusionGroup &group);
+  /// `sizes`: where the epilogue reads the run's sizes (a symbolic graph's kernels).
+  explicit ContractionKernel(const passes::FusionGroup &group, RuntimeSizes *sizes = nullptr);
   ContractionKernel(const ContractionKernel &) = delete;
   ContractionKernel &operator=(const ContractionKernel &) = delete;
 

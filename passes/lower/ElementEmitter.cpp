@@ -7,6 +7,7 @@
 #include "ir/graph/ShapeInference.h"
 #include "ir/kernel/Builder.h"
 #include "passes/lower/LowerUtil.h"
+#include "passes/lower/RuntimeSizes.h"
 
 #include <fmt/format.h>
 
@@ -430,6 +431,12 @@ Expected<ExprPtr> NodeEmitter::movement() {
   case OpKind::Iota: {
     int64_t axis = wrapAxis(ir::getInt(attrs(), "axis"), node_.type().rank());
     return cast(index_[static_cast<size_t>(axis)], Type::scalar(dtype_));
+  }
+  case OpKind::SymbolSize: {
+    RuntimeSizes *sizes = emitter_.runtimeSizes();
+    if (sizes == nullptr)
+      return std::unexpected(unsupportedNode(node_, "this kernel does not read the run's sizes"));
+    return cast((*sizes)(ir::getSizes(attrs(), "size").front()), Type::scalar(dtype_));
   }
   case OpKind::Constant: {
     const auto &values = ir::getFloats(attrs(), "value");

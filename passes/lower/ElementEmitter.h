@@ -15,6 +15,8 @@
 
 namespace kiln::lower {
 
+class RuntimeSizes;
+
 /// The buffer holding each materialized value a kernel reads or writes.
 using BufferMap = std::map<const ir::Value *, kir::BufferPtr>;
 
@@ -30,6 +32,11 @@ public:
   /// passes its accumulator, a reduction its result, so the epilogue reads them.
   void overrideValue(const ir::Value *value, ElementFn fn);
 
+  /// Where symbol_size reads the run's sizes (RuntimeSizes.h); without it a symbol_size in
+  /// the group is an error.
+  void setRuntimeSizes(RuntimeSizes *sizes) { sizes_ = sizes; }
+  RuntimeSizes *runtimeSizes() const { return sizes_; }
+
   /// The element of `value` at `index`, typed as `value`'s dtype. Narrow floats
   /// (f16, bf16, f8) are computed in f32 and rounded to their dtype after every
   /// op, as the reference interpreter rounds every result.
@@ -39,6 +46,7 @@ private:
   const passes::FusionGroup &group_;
   const BufferMap &buffers_;
   std::map<const ir::Value *, ElementFn> overrides_;
+  RuntimeSizes *sizes_ = nullptr;
   /// Elements already built, so a value read twice at one index is one shared
   /// expression (a DAG the lowerings bind to Lets) rather than two copies.
   struct MemoEntry {

@@ -73,6 +73,13 @@ private:
       return index(block);
     return min(index(block), sub(index(total), start));
   }
+  /// The K extent of the kc block starting at `pc`: with a runtime K, 0 for a block past it,
+  /// so the blocks and their partial sums stay as at K's largest.
+  ExprPtr kBlockExtent(const ExprPtr &pc) const {
+    if (!p_.runtimeK)
+      return blockExtent(pc, kc_, p_.k);
+    return max(index(0), min(index(kc_), sub(p_.runtimeK, pc)));
+  }
   /// The rows of the row block starting at `start`.
   ExprPtr rowBlockExtent(const ExprPtr &start) const {
     if (!p_.runtimeM)
@@ -308,7 +315,8 @@ StmtPtr GemmBuilder::microKernelStep(const ExprPtr &kInBlock, const ExprPtr &bSt
 // when kc holds whole runs, else the kc block itself when it divides the run; otherwise the
 // k loop stays whole.
 int64_t GemmBuilder::gatheredSegment() const {
-  if (s_.packA || !p_.aGathered || p_.aGathered->run <= 1 || p_.k % p_.aGathered->run != 0)
+  if (s_.packA || !p_.aGathered || p_.aGathered->run <= 1 || p_.k % p_.aGathered->run != 0 ||
+      p_.runtimeK)
     return 0;
   int64_t run = p_.aGathered->run;
   if (kc_ % run == 0)
@@ -606,7 +614,7 @@ Expected<StmtPtr> GemmBuilder::outerNest(ForKind kind) {
                     StmtPtr step,
                     bindOrError(name("pc"), mul(pcIndex, index(kc_)), [&](ExprPtr pc) {
                       return bindOrError(
-                          name("kc_cur"), blockExtent(pc, kc_, p_.k),
+                          name("kc_cur"), kBlockExtent(pc),
                           [&](ExprPtr kcCur) -> Expected<StmtPtr> {
                             KILN_TRY(StmtPtr blocks,
                                      rowBlocks(b, jc, pcIndex, pc, kcCur, index(0), numIcRows_,
@@ -654,8 +662,7 @@ Expected<StmtPtr> GemmBuilder::innerNest(bool parallel) {
                  [&](ExprPtr ncCur) -> Expected<StmtPtr> {
                    return bindOrError(name("pc"), mul(pcIndex, index(kc_)), [&](ExprPtr pc) {
                      return bindOrError(
-                         name("kc_cur"), blockExtent(pc, kc_, p_.k),
-                         [&](ExprPtr kcCur) -> Expected<StmtPtr> {
+                         name("kc_cur"), kBlockExtent(pc), [&](ExprPtr kcCur) -> Expected<StmtPtr> {
                            ExprPtr t = kir::ref(task);
                            ExprPtr icIndex = numIc_ == 1   ? index(0)
                                              : chunks == 1 ? t

@@ -87,6 +87,10 @@ struct GemmProblem {
   /// Set when the batch is known only at run time (one GEMM per image of a symbolic batch): the
   /// batch the kernel computes, at most `batch`.
   kir::ExprPtr runtimeBatch;
+  /// Set when K is known only at run time (a weight gradient summing over a symbolic batch):
+  /// the K the kernel sums over, at most `k`. The blocks are sized at `k`; kc blocks past the
+  /// run's K sum nothing.
+  kir::ExprPtr runtimeK;
   /// f32, f64, i32 or i64: packed panels, the registers and partial sums use it.
   DType accumulate = DType::F32;
   ElementFn a; ///< (b, i, k) -> an element of any numeric dtype; cast to `accumulate` when read

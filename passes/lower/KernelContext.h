@@ -16,7 +16,9 @@ namespace kiln::lower {
 struct KernelContext {
   KernelContext(const ir::Graph &graph, const passes::FusionGroup &group)
       : graph(graph), group(group), signature(makeSignature(group)),
-        emitter(group, signature.buffers), sizes(graph) {}
+        emitter(group, signature.buffers), sizes(graph) {
+    emitter.setRuntimeSizes(&sizes);
+  }
   KernelContext(const KernelContext &) = delete;
   KernelContext &operator=(const KernelContext &) = delete;
 

@@ -28,13 +28,13 @@ Expected<StmtPtr> loop(VarNames &names, const std::string &prefix, int64_t exten
 
 namespace {
 
-Expected<StmtPtr> nestFrom(VarNames &names, const std::vector<int64_t> &extents, size_t axis,
+Expected<StmtPtr> nestFrom(VarNames &names, const std::vector<ExprPtr> &extents, size_t axis,
                            ForKind innermost, std::vector<ExprPtr> &index,
                            const IndexBodyFn &body) {
   if (axis == extents.size())
     return body(index);
   ForKind kind = axis + 1 == extents.size() ? innermost : ForKind::Serial;
-  return loop(names, "i", extents[axis], kind, [&](ExprPtr v) -> Expected<StmtPtr> {
+  return loop(names, "i", kir::index(0), extents[axis], kind, [&](ExprPtr v) -> Expected<StmtPtr> {
     index[axis] = v;
     return nestFrom(names, extents, axis + 1, innermost, index, body);
   });
@@ -42,10 +42,18 @@ Expected<StmtPtr> nestFrom(VarNames &names, const std::vector<int64_t> &extents,
 
 } // namespace
 
-Expected<StmtPtr> loopNest(VarNames &names, const std::vector<int64_t> &extents,
-                           ForKind innermost, const IndexBodyFn &body) {
+Expected<StmtPtr> loopNest(VarNames &names, const std::vector<ExprPtr> &extents, ForKind innermost,
+                           const IndexBodyFn &body) {
   std::vector<ExprPtr> index(extents.size());
   return nestFrom(names, extents, 0, innermost, index, body);
+}
+
+Expected<StmtPtr> loopNest(VarNames &names, const std::vector<int64_t> &extents, ForKind innermost,
+                           const IndexBodyFn &body) {
+  std::vector<ExprPtr> runtime;
+  for (int64_t extent : extents)
+    runtime.push_back(kir::index(extent));
+  return loopNest(names, runtime, innermost, body);
 }
 
 Expected<StmtPtr> taskLoop(VarNames &names, int64_t count, bool parallel, const BodyFn &body) {
@@ -75,9 +83,15 @@ State loadState(const std::vector<BufferPtr> &acc, const ExprPtr &lane) {
 
 Expected<StmtPtr> accumulate(VarNames &names, const std::vector<int64_t> &extents, int lanes,
                              const AccumulatorSpec &spec, const ElementSource &element,
-                             const ResultFn &then) {
+                             const ResultFn &then, const std::vector<ExprPtr> &runtimeExtents) {
   int64_t n = extents.empty() ? 1 : extents.back();
   int64_t width = lanes > 1 && n >= 2 * static_cast<int64_t>(lanes) ? lanes : 1;
+  std::vector<ExprPtr> runExtents = runtimeExtents;
+  if (runExtents.empty())
+    for (int64_t extent : extents)
+      runExtents.push_back(kir::index(extent));
+  KILN_CHECK(runExtents.size() == extents.size(), "accumulate: one runtime extent per extent");
+  ExprPtr runN = extents.empty() ? kir::index(1) : runExtents.back();
   std::vector<BufferPtr> acc;
   for (const Type &type : spec.types)
     acc.push_back(makeBuffer(names.name("acc"), type.dtype, width, MemScope::Register));
@@ -101,7 +115,8 @@ Expected<StmtPtr> accumulate(VarNames &names, const std::vector<int64_t> &extent
     return storesBound(std::move(stores), names);
   };
 
-  std::vector<int64_t> outer(extents.begin(), extents.empty() ? extents.end() : extents.end() - 1);
+  std::vector<ExprPtr> outer(runExtents.begin(),
+                             runExtents.empty() ? runExtents.end() : runExtents.end() - 1);
   KILN_TRY(StmtPtr loops, loopNest(names, outer, ForKind::Serial,
                                    [&](std::span<const ExprPtr> outerIndex) -> Expected<StmtPtr> {
     std::vector<ExprPtr> index(outerIndex.begin(), outerIndex.end());
@@ -109,19 +124,20 @@ Expected<StmtPtr> accumulate(VarNames &names, const std::vector<int64_t> &extent
       return update(kir::index(0), index);
     index.push_back(nullptr);
     std::vector<StmtPtr> parts;
-    int64_t chunks = n / width;
+    ExprPtr chunks = div(runN, kir::index(width));
     if (width > 1) {
-      KILN_TRY(StmtPtr main, loop(names, "c", chunks, ForKind::Serial, [&](ExprPtr c) -> Expected<StmtPtr> {
-        return loop(names, "l", width, ForKind::Vectorized, [&](ExprPtr l) -> Expected<StmtPtr> {
-          index.back() = add(mul(c, kir::index(width)), l);
-          return update(l, index);
-        });
-      }));
+      KILN_TRY(StmtPtr main, loop(names, "c", kir::index(0), chunks, ForKind::Serial,
+                                  [&](ExprPtr c) -> Expected<StmtPtr> {
+                                    return loop(names, "l", width, ForKind::Vectorized,
+                                                [&](ExprPtr l) -> Expected<StmtPtr> {
+                                                  index.back() = add(mul(c, kir::index(width)), l);
+                                                  return update(l, index);
+                                                });
+                                  }));
       parts.push_back(main);
     }
-    int64_t tailBegin = width > 1 ? chunks * width : 0;
-    KILN_TRY(StmtPtr tail, loop(names, "i", kir::index(tailBegin), kir::index(n - tailBegin),
-                                ForKind::Serial,
+    ExprPtr tailBegin = width > 1 ? mul(chunks, kir::index(width)) : kir::index(0);
+    KILN_TRY(StmtPtr tail, loop(names, "i", tailBegin, sub(runN, tailBegin), ForKind::Serial,
                                 [&](ExprPtr i) -> Expected<StmtPtr> {
                                   index.back() = i;
                                   return update(kir::index(0), index);

@@ -52,7 +52,7 @@ Error scheduleMismatch(const passes::FusionGroup &group, std::string_view target
 template <typename LowerGemm>
 Expected<LoweredKernel> lowerThroughTemplate(const passes::FusionGroup &group, Algorithm algorithm,
                                              LowerGemm &&lowerGemm, RuntimeSizes *sizes = nullptr) {
-  ContractionKernel kernel(group);
+  ContractionKernel kernel(group, sizes);
   GemmProblem problem = isConv(group) ? conv2DGemmProblem(*group.anchor, algorithm, kernel)
                                       : matMulGemmProblem(*group.anchor, kernel);
   if (sizes && hasSymbolicSizes(group)) {

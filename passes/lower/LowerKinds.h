@@ -81,6 +81,9 @@ Expected<kir::StmtPtr> loop(VarNames &names, const std::string &prefix, int64_t 
 /// serial); the body gets one index per axis.
 Expected<kir::StmtPtr> loopNest(VarNames &names, const std::vector<int64_t> &extents,
                                 kir::ForKind innermost, const IndexBodyFn &body);
+/// The same over extents known at run time (constants where static).
+Expected<kir::StmtPtr> loopNest(VarNames &names, const std::vector<kir::ExprPtr> &extents,
+                                kir::ForKind innermost, const IndexBodyFn &body);
 
 /// One loop over `count` tasks, Parallel when `parallel` and there are at
 /// least two; the body gets the task index.
@@ -107,10 +110,13 @@ using ResultFn = std::function<Expected<kir::StmtPtr>(State)>;
 /// Accumulates `element` over the index space `extents` (nested serial loops;
 /// the innermost axis split over `lanes` partial accumulators in a Register
 /// buffer, updated by a Vectorized loop, plus a serial tail), merges the
-/// lanes pairwise and continues with `then` on the result bound to Lets.
+/// lanes pairwise and continues with `then` on the result bound to Lets. `runtimeExtents`, when
+/// given (one per extent), are the extents the loops run over at run time, at most `extents`,
+/// which decide the lanes.
 Expected<kir::StmtPtr> accumulate(VarNames &names, const std::vector<int64_t> &extents, int lanes,
                                   const AccumulatorSpec &spec, const ElementSource &element,
-                                  const ResultFn &then);
+                                  const ResultFn &then,
+                                  const std::vector<kir::ExprPtr> &runtimeExtents = {});
 
 // ---- common accumulators (elements in the accumulator's type)
 
@@ -134,6 +140,9 @@ AccumulatorSpec reductionSpec(const ReductionPlan &plan);
 State reductionElement(const ReductionPlan &plan, const AccumulatorSpec &spec,
                        const kir::ExprPtr &value, const kir::ExprPtr &axisIndex);
 /// The anchor's result (its dtype) from the final state.
-kir::ExprPtr reductionResult(const ReductionPlan &plan, const State &state);
+/// `count`: the run's count of reduced elements (reduce_mean's divisor) when it is known only
+/// at run time; nullptr for plan.count.
+kir::ExprPtr reductionResult(const ReductionPlan &plan, const State &state,
+                             const kir::ExprPtr &count = nullptr);
 
 } // namespace kiln::lower

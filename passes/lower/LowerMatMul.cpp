@@ -165,6 +165,12 @@ Expected<void> setMatMulRuntimeSizes(const ir::Node &node, RuntimeSizes &sizes,
   const int64_t rank = result.rank();
   bool staticMatrices = result.size(rank - 1).isConstant() && result.size(rank - 2).isConstant() &&
                         a.size(layout.transposeA ? rank - 2 : rank - 1).isConstant();
+  // A sum over the run's rows (a weight's gradient, K the batch): a result of static sizes.
+  const ir::SizeExpr &k = a.size(layout.transposeA ? rank - 2 : rank - 1);
+  if (!k.isConstant() && !result.isSymbolic()) {
+    problem.runtimeK = sizes(k);
+    return {};
+  }
   // Folded: every axis but the last is a row axis, and B is one matrix.
   if (!node.operand(1)->type().isSymbolic() && !layout.transposeA &&
       (rank == 2 || layout.foldBatch) && result.size(rank - 1).isConstant()) {
@@ -186,8 +192,8 @@ Expected<void> setMatMulRuntimeSizes(const ir::Node &node, RuntimeSizes &sizes,
   }
   return std::unexpected(unsupportedNode(
       node, "a CPU matmul takes runtime sizes in its rows (M: a 2-D matmul's leading axis, or "
-            "the batch of one whose B is shared) or in its batch of matrices, not in K or N "
-            "(docs/dynamic-shapes.md)"));
+            "the batch of one whose B is shared), in its batch of matrices, or in K alone (a "
+            "result of static sizes), not in N (docs/dynamic-shapes.md)"));
 }
 
 } // namespace kiln::lower

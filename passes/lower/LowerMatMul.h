@@ -23,8 +23,9 @@ GemmProblem matMulGemmProblem(const ir::Node &matmul, ContractionKernel &kernel)
 
 /// A matmul of a symbolic graph: its GEMM's rows at run time (GemmProblem::runtimeM: a 2-D
 /// matmul's leading axis, or the batch axes of one folded into M), or its count of GEMMs
-/// (GemmProblem::runtimeBatch: a batch of matrices, each of static sizes); an error names
-/// the matmul whose K or N is symbolic.
+/// (GemmProblem::runtimeBatch: a batch of matrices, each of static sizes), or its K
+/// (GemmProblem::runtimeK: a result of static sizes summed over the run's rows, a weight's
+/// gradient); an error names the matmul whose N is symbolic.
 Expected<void> setMatMulRuntimeSizes(const ir::Node &matmul, RuntimeSizes &sizes,
                                      GemmProblem &problem);
 

@@ -67,7 +67,7 @@ State reductionElement(const ReductionPlan &plan, const AccumulatorSpec &spec, c
   return {converted};
 }
 
-ExprPtr reductionResult(const ReductionPlan &plan, const State &state) {
+ExprPtr reductionResult(const ReductionPlan &plan, const State &state, const ExprPtr &count) {
   DType out = plan.anchor->type().dtype;
   switch (plan.kind) {
   case OpKind::ArgMax:
@@ -75,7 +75,8 @@ ExprPtr reductionResult(const ReductionPlan &plan, const State &state) {
   case OpKind::ReduceMean: {
     Type t = state[0]->type();
     // One rounding from the accumulator to the result dtype, as the reference rounds once.
-    return cast(div(state[0], constant(static_cast<double>(plan.count), t)), Type::scalar(out));
+    ExprPtr divisor = count ? cast(count, t) : constant(static_cast<double>(plan.count), t);
+    return cast(div(state[0], divisor), Type::scalar(out));
   }
   default: return cast(state[0], Type::scalar(out));
   }
@@ -113,9 +114,29 @@ protected:
     return out;
   }
 
+  /// The extents of the reduced axes as the run has them (constants where static).
+  std::vector<ExprPtr> reducedRuntimeExtents() {
+    std::vector<ExprPtr> extents;
+    for (size_t k = 0; k < shape_.size(); ++k)
+      if (plan_.reduced[k])
+        extents.push_back(kernel_.sizes.dim(plan_.input, static_cast<int64_t>(k)));
+    return extents;
+  }
+
+  /// The run's count of reduced elements when the leading axis is reduced and symbolic
+  /// (reduce_mean divides by it), else nullptr: plan.count.
+  ExprPtr runtimeCount() {
+    if (shape_.empty() || !plan_.reduced[0] || plan_.input->type().size(0).isConstant())
+      return nullptr;
+    ExprPtr count = kir::index(1);
+    for (const ExprPtr &extent : reducedRuntimeExtents())
+      count = mul(count, extent);
+    return count;
+  }
+
   /// Stores the epilogue of `state` at the output element of `inputIndex`.
   Expected<StmtPtr> finish(const State &state, std::span<const ExprPtr> inputIndex) {
-    ExprPtr value = reductionResult(plan_, state);
+    ExprPtr value = reductionResult(plan_, state, runtimeCount());
     kernel_.emitter.overrideValue(plan_.anchor->result(),
                                   [value](std::span<const ExprPtr>) { return value; });
     return kernel_.storeRoot(outputIndex(inputIndex));
@@ -151,15 +172,20 @@ public:
   Expected<StmtPtr> lower() {
     if (product(cx_.root()->type().shape) == 0)
       return seq({});
-    // A runtime count of reduced elements (reduce_mean's divisor) is not built yet.
-    if (!shape_.empty() && plan_.reduced[0])
-      KILN_TRY_VOID(requireStaticGroup(cx_.group, "a CPU reduction over its leading axis"));
     if (shape_.empty() || plan_.reduced.back())
       return innerReduction();
     return outerReduction();
   }
 
 private:
+  /// `count` kept elements at their upper bounds, as the run has them: only a kept leading
+  /// axis can vary.
+  ExprPtr keptCount(int64_t count) {
+    if (!shape_.empty() && plan_.reduced[0])
+      return kir::index(count);
+    return cx_.sizes.withLeadingAxis(plan_.input, count);
+  }
+
   /// One task per output element (kept axes collapsed), accumulating over the
   /// reduced axes with the innermost one split over partial accumulators.
   Expected<StmtPtr> innerReduction() {
@@ -168,16 +194,19 @@ private:
       (plan_.reduced[k] ? reducedExtents : keptExtents).push_back(shape_[k]);
     int64_t rows = product(keptExtents);
     bool parallel = runsInParallel(rows * std::max<int64_t>(plan_.count, 1), schedule_.minParallelWork);
-    ExprPtr tasks = cx_.sizes.withLeadingAxis(plan_.input, rows);
+    ExprPtr tasks = keptCount(rows);
     return taskLoop(cx_.names, tasks, parallel, [&](ExprPtr row) -> Expected<StmtPtr> {
       std::vector<ExprPtr> kept = delinearize(row, keptExtents);
       return accumulate(
           cx_.names, reducedExtents, schedule_.vectorWidth, spec_,
-          [&](std::span<const ExprPtr> reducedIndex) { return element(merged(kept, reducedIndex)); },
+          [&](std::span<const ExprPtr> reducedIndex) {
+            return element(merged(kept, reducedIndex));
+          },
           [&](State state) -> Expected<StmtPtr> {
             std::vector<ExprPtr> zeros(reducedExtents.size(), kir::index(0));
             return finish(state, merged(kept, zeros));
-          });
+          },
+          reducedRuntimeExtents());
     });
   }
 
@@ -191,8 +220,7 @@ private:
       (plan_.reduced[k] ? reducedExtents : keptExtents).push_back(shape_[k]);
     int64_t blockWidth = std::min<int64_t>(width, 1024);
     int64_t blocks = ceilDiv(width, blockWidth);
-    ExprPtr tasks =
-        mul(cx_.sizes.withLeadingAxis(plan_.input, product(keptExtents)), kir::index(blocks));
+    ExprPtr tasks = mul(keptCount(product(keptExtents)), kir::index(blocks));
     bool parallel = runsInParallel(product(keptExtents) * width * std::max<int64_t>(plan_.count, 1),
                                    schedule_.minParallelWork);
     return taskLoop(cx_.names, tasks, parallel, [&](ExprPtr task) -> Expected<StmtPtr> {
@@ -225,15 +253,16 @@ private:
       };
       KILN_TRY(StmtPtr init, loop(cx_.names, "w", kir::index(0), extent, ForKind::Vectorized,
                                   [&](ExprPtr w) -> Expected<StmtPtr> { return storeState(w, spec_.init); }));
-      KILN_TRY(StmtPtr body, loopNest(cx_.names, reducedExtents, ForKind::Serial,
-                                      [&](std::span<const ExprPtr> reducedIndex) -> Expected<StmtPtr> {
-        std::vector<ExprPtr> r(reducedIndex.begin(), reducedIndex.end());
-        return loop(cx_.names, "w", kir::index(0), extent, ForKind::Vectorized,
-                    [&](ExprPtr w) -> Expected<StmtPtr> {
-                      KILN_TRY(State e, element(index(r, w)));
-                      return storeState(w, spec_.fold(loadState(w), e));
-                    });
-      }));
+      KILN_TRY(StmtPtr body,
+               loopNest(cx_.names, reducedRuntimeExtents(), ForKind::Serial,
+                        [&](std::span<const ExprPtr> reducedIndex) -> Expected<StmtPtr> {
+                          std::vector<ExprPtr> r(reducedIndex.begin(), reducedIndex.end());
+                          return loop(cx_.names, "w", kir::index(0), extent, ForKind::Vectorized,
+                                      [&](ExprPtr w) -> Expected<StmtPtr> {
+                                        KILN_TRY(State e, element(index(r, w)));
+                                        return storeState(w, spec_.fold(loadState(w), e));
+                                      });
+                        }));
       KILN_TRY(StmtPtr done, loop(cx_.names, "w", kir::index(0), extent, ForKind::Vectorized,
                                   [&](ExprPtr w) -> Expected<StmtPtr> {
         std::vector<ExprPtr> zeros(reducedExtents.size(), kir::index(0));

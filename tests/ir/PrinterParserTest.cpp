@@ -120,8 +120,7 @@ std::vector<OpCase> opCases() {
        {t(D::F32, {2, 3, 4}), t(D::F32, {3, 4}), t(D::F32, {3, 4})},
        {{"axis", int64_t{1}}, {"epsilon", 1e-3}}},
       {OpKind::BatchNorm,
-       {t(D::F32, {2, 4, 4, 3}), t(D::F32, {3}), t(D::F32, {3}), t(D::F32, {3}),
-        t(D::F32, {3})},
+       {t(D::F32, {2, 4, 4, 3}), t(D::F32, {3}), t(D::F32, {3}), t(D::F32, {3}), t(D::F32, {3})},
        {{"axis", int64_t{3}}, {"epsilon", 0.25}}},
       {OpKind::ScaledDotProductAttention,
        {t(D::F32, {2, 4, 8}), t(D::F32, {2, 6, 8}), t(D::F32, {2, 6, 3})},
@@ -145,6 +144,7 @@ std::vector<OpCase> opCases() {
        {},
        {{"dtype", D::F16}, {"shape", I{2, 2}}, {"value", F{0.5, -2.0, 1e-3, 65504.0}}}},
       {OpKind::AllReduce, {f32x23}, {{"op", std::string("mean")}}},
+      {OpKind::SymbolSize, {}, {{"dtype", D::I64}, {"size", std::vector<SizeExpr>{SizeExpr(12)}}}},
   };
   return cases;
 }

@@ -3,6 +3,7 @@
 // take_along_axis, iota, constant) by hand, and the error text of
 // out-of-range indices.
 #include "ir/ReferenceTestUtil.h"
+#include "ir/graph/Interpreter.h"
 
 #include <limits>
 
@@ -151,6 +152,36 @@ TEST_CASE("iota counts along one axis", "[reference][op:iota]") {
   checkExact(iota(1, DType::I32), DType::I32, {2, 3}, {0, 1, 2, 0, 1, 2});
   checkExact(iota(0, DType::F16), DType::F16, {2, 3}, {0, 0, 0, 1, 1, 1});
   checkExact(iota(-1, DType::I64), DType::I64, {2, 3}, {0, 1, 2, 0, 1, 2});
+}
+
+TEST_CASE("symbol_size is its size at the run's sizes", "[reference][op:symbol_size]") {
+  checkExact(run(OpKind::SymbolSize, {},
+                 {{"size", std::vector<SizeExpr>{SizeExpr(12)}}, {"dtype", DType::I32}}),
+             DType::I32, {}, {12});
+  // In a symbolic graph the interpreter specializes it at the inputs' sizes: N*3 at N = 4.
+  Graph graph("rows");
+  SizeSymbol n{"N", 1, 9};
+  REQUIRE(graph.declareSymbol(n).has_value());
+  auto x = graph.addInput("x", makeTensorType(DType::F32, {SizeExpr::symbol(n), 3}).value());
+  REQUIRE(x.has_value());
+  SizeExpr count = multiply(SizeExpr::symbol(n), SizeExpr(3)).value();
+  auto size = graph.addNode(OpKind::SymbolSize, {},
+                            {{"size", std::vector<SizeExpr>{count}}, {"dtype", DType::F32}});
+  REQUIRE(size.has_value());
+  auto scaled = graph.addNode(OpKind::Mul, {*x, *size});
+  REQUIRE(scaled.has_value());
+  REQUIRE(graph.addOutput("y", *scaled).has_value());
+  auto outputs = interpret(
+      graph, {{"x", HostTensor::fromDoubles(DType::F32, {4, 3}, std::vector<double>(12, 0.5))}});
+  REQUIRE(outputs.has_value());
+  CHECK(outputs->at("y").toDoubles() == std::vector<double>(12, 6.0));
+  // A symbol the graph does not declare is refused where the node is added.
+  auto undeclared = graph.addNode(
+      OpKind::SymbolSize, {},
+      {{"size", std::vector<SizeExpr>{SizeExpr::symbol({"M", 1, 4})}}, {"dtype", DType::F32}});
+  REQUIRE_FALSE(undeclared.has_value());
+  CHECK_THAT(undeclared.error().message(),
+             Catch::Contains("uses the size symbol M, which graph @rows does not declare"));
 }
 
 TEST_CASE("constant: splat, one value per element, rounding to the dtype",

@@ -785,6 +785,17 @@ void addMovementRows(Rows &rows) {
                          "iota: shape [3,-5] has a negative dimension"));
   rows.push_back(wrongCount(Iota, 1, "iota: expects 0 operands, got 1"));
 
+  using Sizes = std::vector<SizeExpr>;
+  SizeExpr n = SizeExpr::symbol({"N", 1, 8});
+  rows.push_back(valid(SymbolSize, {}, {{"size", Sizes{n}}, {"dtype", DType::F32}}, f32({})));
+  rows.push_back(valid(SymbolSize, {}, {{"size", Sizes{SizeExpr(3)}}, {"dtype", DType::I64}},
+                       TensorType{DType::I64, {}}));
+  rows.push_back(invalid(SymbolSize, {}, {{"size", Sizes{n, SizeExpr(3)}}, {"dtype", DType::F32}},
+                         "symbol_size: size must hold one size, got [N,3]"));
+  rows.push_back(invalid(SymbolSize, {}, {{"size", Sizes{n}}, {"dtype", DType::Bool}},
+                         "symbol_size: dtype must be numeric, got bool"));
+  rows.push_back(wrongCount(SymbolSize, 1, "symbol_size: expects 0 operands, got 1"));
+
   rows.push_back(valid(Constant, {},
                        {{"shape", Ints{3, 5}}, {"dtype", DType::F32}, {"value", Floats{2.5}}},
                        f32({3, 5})));

@@ -52,6 +52,44 @@ Expected<Value *> GradientBuilder::broadcastTo(Value *x, Shape shape) {
   return op(OpKind::BroadcastTo, {x}, {{"shape", std::move(shape)}});
 }
 
+namespace {
+
+/// The attributes of a reshape or broadcast_to to `sizes`: `shape` alone when they are
+/// static, else `shape` at their upper bounds and the symbolic `sizes`.
+AttrMap targetAttrs(const std::vector<SizeExpr> &sizes) {
+  Shape shape;
+  bool symbolic = false;
+  for (const SizeExpr &size : sizes) {
+    shape.push_back(size.upperBound());
+    symbolic = symbolic || !size.isConstant();
+  }
+  AttrMap attrs{{"shape", std::move(shape)}};
+  if (symbolic)
+    attrs.emplace("sizes", sizes);
+  return attrs;
+}
+
+} // namespace
+
+Expected<Value *> GradientBuilder::reshape(Value *x, const std::vector<SizeExpr> &sizes) {
+  if (x->type().sizes() == sizes)
+    return x;
+  return op(OpKind::Reshape, {x}, targetAttrs(sizes));
+}
+
+Expected<Value *> GradientBuilder::broadcastTo(Value *x, const std::vector<SizeExpr> &sizes) {
+  if (x->type().sizes() == sizes)
+    return x;
+  return op(OpKind::BroadcastTo, {x}, targetAttrs(sizes));
+}
+
+Expected<Value *> GradientBuilder::sizeOf(Value *x, std::span<const int64_t> axes, DType dtype) {
+  KILN_TRY(SizeExpr size, sizeOverAxes(x->type(), axes));
+  if (size.isConstant())
+    return scalar(static_cast<double>(size.constant()), dtype);
+  return op(OpKind::SymbolSize, {}, {{"dtype", dtype}, {"size", std::vector<SizeExpr>{size}}});
+}
+
 Expected<Value *> GradientBuilder::sumToShape(Value *gradient, const Shape &shape) {
   const Shape &from = gradient->type().shape;
   if (from == shape)

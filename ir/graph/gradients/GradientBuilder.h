@@ -32,6 +32,9 @@ public:
 
   /// A rank-0 splat constant; broadcasts against anything.
   Expected<Value *> scalar(double value, DType dtype);
+  /// The product of `x`'s sizes over `axes` as a scalar of `dtype`: a constant when they are
+  /// static, else a symbol_size, which the run gives its value.
+  Expected<Value *> sizeOf(Value *x, std::span<const int64_t> axes, DType dtype);
   /// A splat of zeros of `type`.
   Expected<Value *> zeros(const TensorType &type);
 
@@ -46,6 +49,9 @@ public:
   Expected<Value *> reshape(Value *x, Shape shape);
   /// `x` broadcast to `shape`; `x` itself when it already has it.
   Expected<Value *> broadcastTo(Value *x, Shape shape);
+  /// The same to sizes that may be symbolic (a symbolic target passes them as `sizes`).
+  Expected<Value *> reshape(Value *x, const std::vector<SizeExpr> &sizes);
+  Expected<Value *> broadcastTo(Value *x, const std::vector<SizeExpr> &sizes);
 
   /// The adjoint of NumPy broadcasting: sums `gradient` (of a broadcast
   /// result's shape) over the axes `shape` was broadcast along, giving `shape`.

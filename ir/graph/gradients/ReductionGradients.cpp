@@ -18,16 +18,16 @@ std::vector<int64_t> reducedAxes(const Node &node) {
 /// `value` (a reduction's result or its gradient) in keepdims form: the
 /// reduced axes present as size 1, so it broadcasts against the operand.
 Expected<Value *> keepDims(GradientBuilder &b, const Node &node, Value *value) {
-  Shape kept = node.operand(0)->type().shape;
+  std::vector<SizeExpr> kept = node.operand(0)->type().sizes();
   for (int64_t axis : reducedAxes(node))
-    kept[static_cast<size_t>(axis)] = 1;
+    kept[static_cast<size_t>(axis)] = SizeExpr(1);
   return b.reshape(value, kept);
 }
 
-/// `value` in keepdims form broadcast to the operand's shape.
+/// `value` in keepdims form broadcast to the operand's sizes.
 Expected<Value *> spread(GradientBuilder &b, const Node &node, Value *value) {
   KILN_TRY(Value * kept, keepDims(b, node, value));
-  return b.broadcastTo(kept, node.operand(0)->type().shape);
+  return b.broadcastTo(kept, node.operand(0)->type().sizes());
 }
 
 /// reduce_max/min: the gradient is split evenly among the elements equal to
@@ -56,10 +56,19 @@ Expected<Gradients> gradientReduceSum(Graph &graph, const Node &node, Value *g) 
 
 Expected<Gradients> gradientReduceMean(Graph &graph, const Node &node, Value *g) {
   GradientBuilder b(graph, node);
-  int64_t count = 1;
-  for (int64_t axis : reducedAxes(node))
-    count *= node.operand(0)->type().dim(axis);
-  KILN_TRY(Value * scaled, b.mulScalar(g, count == 0 ? 0.0 : 1.0 / static_cast<double>(count)));
+  std::vector<int64_t> axes = reducedAxes(node);
+  Value *input = node.operand(0);
+  Value *scaled = nullptr;
+  if (input->type().isSymbolic()) {
+    // A mean over the run's batch divides by the run's count.
+    KILN_TRY(Value * count, b.sizeOf(input, axes, g->type().dtype));
+    KILN_TRY(scaled, b.div(g, count));
+  } else {
+    int64_t count = 1;
+    for (int64_t axis : axes)
+      count *= input->type().dim(axis);
+    KILN_TRY(scaled, b.mulScalar(g, count == 0 ? 0.0 : 1.0 / static_cast<double>(count)));
+  }
   KILN_TRY(Value * gradient, spread(b, node, scaled));
   return Gradients{gradient};
 }

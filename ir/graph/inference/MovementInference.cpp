@@ -313,6 +313,17 @@ Expected<void> checkIntegerLiterals(const InferContext &context, const std::vect
 
 } // namespace
 
+Expected<TensorType> inferSymbolSize(const InferContext &context) {
+  const std::vector<SizeExpr> &size = getSizes(context.attrs, "size");
+  if (size.size() != 1)
+    return fail(context, ErrorCode::InvalidArgument, "size must hold one size, got {}",
+                sizesStr(size));
+  DType dtype = getType(context.attrs, "dtype");
+  if (dtype == DType::Bool)
+    return fail(context, ErrorCode::TypeMismatch, "dtype must be numeric, got bool");
+  return TensorType{dtype, {}};
+}
+
 Expected<TensorType> inferConstant(const InferContext &context) {
   const Shape &shape = getInts(context.attrs, "shape");
   KILN_TRY_VOID(requireNonNegativeShape(context, shape));

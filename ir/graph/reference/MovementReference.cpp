@@ -189,4 +189,16 @@ Expected<std::vector<double>> referenceConstant(const ReferenceContext &context)
   return values;
 }
 
+// The reference runs a symbolic graph specialized (ir::specialize turns symbol_size into a
+// constant), so what reaches here is a size without symbols.
+Expected<std::vector<double>> referenceSymbolSize(const ReferenceContext &context) {
+  const SizeExpr &size = getSizes(context.attrs, "size").front();
+  if (!size.isConstant())
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("symbol_size: the size {} has no value; the reference runs a "
+                                 "symbolic graph specialized at its inputs' sizes",
+                                 size.str()));
+  return std::vector<double>{static_cast<double>(size.constant())};
+}
+
 } // namespace kiln::ir

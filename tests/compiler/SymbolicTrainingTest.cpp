@@ -1,0 +1,122 @@
+// Training with a symbolic batch (docs/dynamic-shapes.md, decision 14): one compiled training
+// program steps on batches of any size in its range (an epoch's last partial batch, a rank's
+// smaller shard), each step the fp64 interpreter's step at that size: the loss's mean divides
+// by the run's rows, the bias gradients sum over them, the weight gradients are GEMMs whose K
+// is the run's batch.
+#include "CompileTestUtil.h"
+
+#include "compiler/training/Trainer.h"
+#include "frontend/nn/Dense.h"
+#include "frontend/nn/LayerNorm.h"
+#include "frontend/nn/Losses.h"
+#include "ir/graph/Interpreter.h"
+#include "ir/graph/Widen.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+namespace kiln::test {
+namespace {
+
+using training::StepResult;
+using training::Trainer;
+using training::TrainingOptions;
+
+/// x [N, 5] -> Dense(9, relu) -> LayerNorm -> Dense(4) = "logits"; "loss" =
+/// softmaxCrossEntropy(logits, "labels"), with N in [1, maxBatch].
+std::unique_ptr<Graph> buildClassifier(int64_t maxBatch) {
+  auto graph = std::make_unique<Graph>("classifier", 5);
+  Dim n = kiln::dim("N", 1, maxBatch);
+  Tensor x = graph->input("x", {n, 5});
+  Tensor labels = graph->input("labels", {n}, DType::I32);
+  Tensor hidden = nn::Dense(9, nn::Activation::Relu)(*graph, x);
+  Tensor logits = nn::Dense(4)(*graph, nn::LayerNorm()(*graph, hidden));
+  graph->output("logits", logits);
+  graph->output("loss", nn::softmaxCrossEntropy(logits, labels, 0.1));
+  return graph;
+}
+
+NamedTensors randomBatch(int64_t rows, Rng &rng) {
+  HostTensor labels(DType::I32, {rows});
+  for (int64_t n = 0; n < rows; ++n)
+    labels.setDouble(n, static_cast<double>(rng.nextU64() % 4));
+  return {{"x", HostTensor::randomUniform(DType::F32, {rows, 5}, rng)}, {"labels", labels}};
+}
+
+/// One step of `trainer` on `batch` against the same step of its program, specialized at the
+/// batch's rows and widened to fp64, in the interpreter: the loss, every parameter and every
+/// state slot after the step.
+void checkStep(Trainer &trainer, const NamedTensors &batch) {
+  const TrainingOptions &options = trainer.options();
+  NamedTensors tensors = batch;
+  NamedTensors params = trainer.params().value(), state = trainer.optimizerState().value();
+  tensors.insert(params.begin(), params.end());
+  tensors.insert(state.begin(), state.end());
+  NamedTensors scalars = training::optimizerScalarValues(options.optimizer, trainer.learningRate(),
+                                                         trainer.stepCount() + 1, DType::F32);
+  tensors.insert(scalars.begin(), scalars.end());
+
+  auto step = trainer.step(batch);
+  REQUIRE(step.has_value());
+  auto wide = ir::widenGraph(*trainer.program().step, DType::F32, DType::F64);
+  INFO((wide ? std::string() : wide.error().str()));
+  REQUIRE(wide.has_value());
+  auto reference = ir::interpret(**wide, ir::widenTensors(tensors, DType::F32, DType::F64));
+  INFO((reference ? std::string() : reference.error().str()));
+  REQUIRE(reference.has_value());
+
+  // f32 against fp64 through a forward and backward pass of this size: 1e-5.
+  CHECK(step->loss == Approx(reference->at(options.lossOutput).getDouble(0)).epsilon(1e-5));
+  CHECK(step->outputs.at(0).at("logits").shape() ==
+        Shape{batch.at("x").shape()[0], 4}); // the run's rows, not the range's maximum
+  params = trainer.params().value();
+  state = trainer.optimizerState().value();
+  for (const std::string &name : trainer.program().trainable) {
+    CAPTURE(name);
+    const HostTensor &packed = reference->at(training::updateOutputName(name));
+    std::vector<const HostTensor *> parts = {&params.at(name)};
+    for (const std::string &slot : trainer.program().stateSlots)
+      parts.push_back(&state.at(training::stateName(slot, name)));
+    int64_t size = parts[0]->numElements();
+    for (size_t part = 0; part < parts.size(); ++part)
+      for (int64_t i = 0; i < size; ++i)
+        CHECK(parts[part]->getDouble(i) ==
+              Approx(packed.getDouble(static_cast<int64_t>(part) * size + i))
+                  .epsilon(1e-5)
+                  .margin(1e-6));
+  }
+}
+
+} // namespace
+
+TEST_CASE("one training program with a symbolic batch steps on every batch size in its range",
+          "[training][symbolic]") {
+  uint64_t seed = freshSeed();
+  CAPTURE(seed);
+  Rng rng(seed);
+  auto model = buildClassifier(16);
+  REQUIRE(model->finalize().has_value());
+  TrainingOptions options;
+  options.optimizer = training::OptimizerOptions::adam(0.01);
+  options.clipGlobalNorm = 10.0;
+  options.compile.target = TargetKind::Cpu;
+  auto trainer = Trainer::create(*model, options);
+  INFO((trainer ? std::string() : trainer.error().str()));
+  REQUIRE(trainer.has_value());
+  // A full batch, an odd one, the smallest: each on the state the previous steps left.
+  for (int64_t rows : {16, 7, 1, 13}) {
+    CAPTURE(rows);
+    checkStep(*trainer, randomBatch(rows, rng));
+  }
+  CHECK(trainer->stepCount() == 4);
+
+  auto outside = trainer->step(randomBatch(17, rng));
+  REQUIRE_FALSE(outside.has_value());
+  CHECK_THAT(outside.error().message(),
+             Catch::Contains("the size symbol N in [1, 16], but the actual size 17 is outside "
+                             "its range"));
+  CHECK(trainer->stepCount() == 4); // the refused step changed nothing
+}
+
+} // namespace kiln::test
