@@ -107,12 +107,13 @@ void drawProgress(std::FILE *out, const EpochReport &epoch, int64_t epochs, int6
 }
 
 /// The held-out split through the inference program with `params`: every
-/// example once, the last partial batch padded with copies of its first row
-/// and scored on its real rows only. Data parallel: each rank runs its shard
-/// and the scores are summed over the ranks.
-Expected<BatchScore> evaluate(CompiledModel &model, const TrainingRecipe &recipe,
-                              const data::DataLoader &loader, const NamedTensors &params,
-                              runtime::dist::Communicator *ranks) {
+/// example once. A program of a symbolic batch runs the last partial batch at
+/// its own size; a static one runs it padded with copies of its first row and
+/// scores its real rows only. Data parallel: each rank runs its shard and the
+/// scores are summed over the ranks.
+Expected<BatchScore> evaluate(CompiledModel &model, bool symbolicBatch,
+                              const TrainingRecipe &recipe, const data::DataLoader &loader,
+                              const NamedTensors &params, runtime::dist::Communicator *ranks) {
   // Bound once per evaluation, so each batch's run takes only the batch.
   KILN_TRY_VOID(model.bindParams(params));
   BatchScore total;
@@ -124,7 +125,7 @@ Expected<BatchScore> evaluate(CompiledModel &model, const TrainingRecipe &recipe
     // A rank can be left no rows of the last partial batch.
     if (valid == 0)
       continue;
-    if (valid < batchSize)
+    if (valid < batchSize && !symbolicBatch)
       for (auto &[name, tensor] : batch) {
         std::vector<int64_t> shape = tensor.shape();
         size_t rowBytes = tensor.byteSize() / static_cast<size_t>(shape[0]);
@@ -145,17 +146,52 @@ Expected<BatchScore> evaluate(CompiledModel &model, const TrainingRecipe &recipe
   return total;
 }
 
+/// --last-batch train: one process, one micro-batch per step, and a recipe that
+/// builds a symbolic batch (checked before anything loads or compiles).
+Expected<void> checkLastBatchTraining(const TrainingRecipe &recipe,
+                                      const RecipeTrainingOptions &options,
+                                      const runtime::dist::Communicator *ranks,
+                                      int64_t accumulation) {
+  if (!options.trainLastBatch)
+    return {};
+  auto refuse = [&](std::string why) {
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("{}: training on the last partial batch {}", recipe.name, why));
+  };
+  if (!recipe.takesSymbolicBatch)
+    return refuse("needs a model built with a symbolic batch, which this recipe does not build");
+  if (accumulation > 1)
+    return refuse("takes one micro-batch per step (--accumulate 1): micro-batches of one "
+                  "step are averaged as equals");
+  if (ranks && ranks->size() > 1)
+    return refuse("takes one process: a rank can be left no rows of it");
+  return {};
+}
+
+/// The compile options of a program with a symbolic batch that runs full
+/// batches but one: a single size bucket, whose kernels are chosen at the full
+/// batch (a bucket per power of two would compile for sizes that never run).
+training::TrainingOptions onePartialBatchCompile(training::TrainingOptions options) {
+  options.compile.sizeBuckets = std::vector<int64_t>{};
+  return options;
+}
+
 /// What a checkpoint's run entries are named after, and which a resume may change.
 struct RunEntry {
   std::string_view flag; ///< the kiln train flag (without "--"), or "recipe"
   bool mayChange;
+  /// An entry added later: the value a checkpoint written before it stands for.
+  std::string_view absentMeans = {};
 };
 constexpr RunEntry kRunEntries[] = {
-    {"recipe", false},     {"seed", false},           {"optimizer", false},
-    {"precision", false},  {"image-size", false},     {"width-divisor", false},
-    {"batch", true},       {"limit", true},           {"accumulate", true},
-    {"momentum", true},    {"nesterov", true},        {"weight-decay", true},
-    {"label-smoothing", true}, {"clip-norm", true},   {"augment", true},
+    {"recipe", false},         {"seed", false},
+    {"optimizer", false},      {"precision", false},
+    {"image-size", false},     {"width-divisor", false},
+    {"batch", true},           {"limit", true},
+    {"accumulate", true},      {"momentum", true},
+    {"nesterov", true},        {"weight-decay", true},
+    {"label-smoothing", true}, {"clip-norm", true},
+    {"augment", true},         {"last-batch", true, "drop"},
 };
 constexpr std::string_view kEpochsCompletedEntry = "run.epochs-completed";
 
@@ -181,9 +217,10 @@ io::SafetensorsMetadata describeRun(const TrainingRecipe &recipe,
       {"nesterov", optimizer.nesterov ? "on" : "off"},
       {"weight-decay", text(optimizer.weightDecay)},
       {"label-smoothing", text(options.model.labelSmoothing)},
-      {"clip-norm", options.training.clipGlobalNorm ? text(*options.training.clipGlobalNorm)
-                                                    : "none"},
+      {"clip-norm",
+       options.training.clipGlobalNorm ? text(*options.training.clipGlobalNorm) : "none"},
       {"augment", options.augmentation.any() ? "on" : "off"},
+      {"last-batch", options.trainLastBatch ? "train" : "drop"},
   };
   io::SafetensorsMetadata run;
   for (const RunEntry &entry : kRunEntries)
@@ -216,21 +253,23 @@ Expected<ResumePlan> planResume(const TrainingRecipe &recipe,
   for (const RunEntry &entry : kRunEntries) {
     std::string key = runKey(entry.flag);
     auto saved = checkpoint.run.find(key);
-    if (saved == checkpoint.run.end())
+    if (saved == checkpoint.run.end() && entry.absentMeans.empty())
       return fail(fmt::format("the checkpoint has no '{}': it was not written by this kiln "
                               "train",
                               key));
+    std::string savedValue =
+        saved == checkpoint.run.end() ? std::string(entry.absentMeans) : saved->second;
     const std::string &value = now.at(key);
-    if (saved->second == value)
+    if (savedValue == value)
       continue;
     std::string name = entry.flag == "recipe" ? "the recipe" : fmt::format("--{}", entry.flag);
     if (!entry.mayChange)
-      refused.push_back(fmt::format("{} is {}, the checkpoint's run had {}", name, value,
-                                    saved->second));
+      refused.push_back(
+          fmt::format("{} is {}, the checkpoint's run had {}", name, value, savedValue));
     else
       plan.notes.push_back(fmt::format("{} {} (the checkpoint's run had {}): the remaining "
                                        "epochs use {}",
-                                       name, value, saved->second, value));
+                                       name, value, savedValue, value));
   }
   if (!refused.empty())
     return fail(fmt::format("{}; a resumed run keeps the recipe, --seed, --optimizer, "
@@ -253,13 +292,15 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
   if (recipe.loader.imageName.empty() && options.augmentation.any())
     return makeError(ErrorCode::InvalidArgument,
                      fmt::format("{}: augmentation needs image inputs", recipe.name));
+  runtime::dist::Communicator *ranks = options.training.communicator.get();
+  int64_t accumulation = std::max<int64_t>(1, options.training.accumulationSteps);
+  KILN_TRY_VOID(checkLastBatchTraining(recipe, options, ranks, accumulation));
   std::shared_ptr<const TrainingData> data = options.preloaded;
   if (!data) {
     KILN_TRY(TrainingData loaded, recipe.loadData(options.dataDir, options.model));
     data = std::make_shared<const TrainingData>(std::move(loaded));
   }
   report.dataDescription = data->description;
-  runtime::dist::Communicator *ranks = options.training.communicator.get();
   data::DataShard shard;
   if (ranks)
     shard = {ranks->rank(), ranks->size()};
@@ -268,6 +309,7 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
 
   data::DataLoaderOptions trainLoading = recipe.loader;
   trainLoading.batchSize = options.model.batch;
+  trainLoading.dropLast = !options.trainLastBatch;
   trainLoading.seed = options.seed;
   trainLoading.augmentation = options.augmentation;
   trainLoading.shard = shard;
@@ -281,7 +323,6 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
   report.trainExamples = trainLoader.numExamples();
   report.testExamples = testLoader.numExamples();
   // A step takes `accumulation` micro-batches; an epoch's leftover batches are dropped.
-  int64_t accumulation = std::max<int64_t>(1, options.training.accumulationSteps);
   report.stepsPerEpoch = trainLoader.numBatches() / accumulation;
   if (report.stepsPerEpoch == 0)
     return makeError(ErrorCode::InvalidArgument,
@@ -290,16 +331,26 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
                                  options.model.batch));
 
   Clock::time_point compileStart = Clock::now();
-  // Each rank compiles for its share of the global batch (the same every step:
-  // an epoch's last partial batch is dropped).
+  // Each rank compiles for its share of the global batch (the same every step
+  // when an epoch's last partial batch is dropped; with --last-batch train the
+  // program's batch is symbolic, up to that share).
   RecipeOptions modelOptions = options.model;
   modelOptions.batch = trainLoader.shardBatchSize();
+  modelOptions.symbolicBatch = options.trainLastBatch;
   Graph graph(recipe.name, options.seed);
   recipe.build(graph, modelOptions);
   KILN_TRY_VOID(graph.finalize());
-  KILN_TRY(training::Trainer trainer, training::Trainer::create(graph, options.training));
+  KILN_TRY(training::Trainer trainer,
+           training::Trainer::create(graph, onePartialBatchCompile(options.training)));
+  // Evaluation runs every held-out batch at its own size on one compile: the
+  // model with a symbolic batch where the recipe builds one.
+  modelOptions.symbolicBatch = recipe.takesSymbolicBatch;
+  Graph evalGraph(recipe.name, options.seed);
+  recipe.build(evalGraph, modelOptions);
+  KILN_TRY_VOID(evalGraph.finalize());
   CompileReport evalReport;
-  KILN_TRY(CompiledModel evalModel, compile(graph.ir(), options.training.compile, &evalReport));
+  KILN_TRY(CompiledModel evalModel,
+           compile(evalGraph.ir(), onePartialBatchCompile(options.training).compile, &evalReport));
   report.compileSeconds = secondsSince(compileStart);
   report.target = evalReport.target;
 
@@ -355,8 +406,11 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
       epoch.seconds = secondsSince(start);
       epoch.trainLoss = lossSum / steps;
       epoch.trainMetric = metricOf(recipe.metric, trainScore);
-      epoch.samplesPerSecond =
-          steps * accumulation * options.model.batch / std::max(epoch.seconds, 1e-9);
+      // Full global batches, or (one process, --last-batch train) the rows trained.
+      double examples = options.trainLastBatch
+                            ? static_cast<double>(trainScore.count)
+                            : static_cast<double>(steps * accumulation * options.model.batch);
+      epoch.samplesPerSecond = examples / std::max(epoch.seconds, 1e-9);
       // Mid-epoch lines show this rank's accuracy; the last one the global batches'.
       if (interactive && steps % 10 == 0 && steps < report.stepsPerEpoch)
         drawProgress(options.progress, epoch, options.epochs, steps, report.stepsPerEpoch,
@@ -375,7 +429,8 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
                          fmt::format("epoch {}, after training step {}: parameter {}: training "
                                      "diverged (a learning rate too large?)",
                                      epoch.epoch, trainer.stepCount(), *bad));
-    KILN_TRY(BatchScore testScore, evaluate(evalModel, recipe, testLoader, params, ranks));
+    KILN_TRY(BatchScore testScore,
+             evaluate(evalModel, recipe.takesSymbolicBatch, recipe, testLoader, params, ranks));
     epoch.testLoss = testScore.count ? testScore.lossSum / testScore.count : 0;
     epoch.testMetric = metricOf(recipe.metric, testScore);
     if (options.progress)

@@ -25,6 +25,11 @@ struct RecipeTrainingOptions {
   /// read the files once); null: loadData from dataDir.
   std::shared_ptr<const TrainingData> preloaded;
   data::AugmentationOptions augmentation; ///< on top of the recipe's loader
+  /// Train on each epoch's last partial batch too (kiln train --last-batch train), with the
+  /// program compiled once for a symbolic batch (docs/dynamic-shapes.md); false: it is dropped,
+  /// so every step has the same batch. One process, no accumulation, and a recipe whose
+  /// training program takes a symbolic batch.
+  bool trainLastBatch = false;
   /// Use only the first N training (and test) examples; 0: all.
   int64_t trainLimit = 0;
   int64_t testLimit = 0;

@@ -91,9 +91,14 @@ void heInitializeFrozenConvs(Graph &graph) {
   }
 }
 
+/// The batch the model is built with: the size symbol `batch` when asked for.
+Dim recipeBatch(const RecipeOptions &options) {
+  return options.symbolicBatch ? kiln::dim("batch", 1, options.batch) : Dim(options.batch);
+}
+
 /// The classification loss on "logits" against an i64 "labels" [batch] input.
 void addClassificationLoss(Graph &graph, Tensor logits, const RecipeOptions &options) {
-  Tensor labels = graph.input("labels", {options.batch}, DType::I64);
+  Tensor labels = graph.input("labels", {recipeBatch(options)}, DType::I64);
   graph.output("loss", nn::softmaxCrossEntropy(logits, labels, options.labelSmoothing));
 }
 
@@ -107,7 +112,7 @@ TrainingRecipe cnnRecipe() {
   recipe.labelInput = "labels";
   recipe.build = [](Graph &graph, const RecipeOptions &options) {
     FashionMnistCnnConfig config;
-    config.batch = options.batch;
+    config.batch = recipeBatch(options);
     config.head = ClassifierHead::Logits;
     addClassificationLoss(graph, buildFashionMnistCnn(graph, config), options);
   };
@@ -128,7 +133,7 @@ TrainingRecipe mlpRecipe() {
   recipe.labelInput = "labels";
   recipe.build = [](Graph &graph, const RecipeOptions &options) {
     MlpConfig config;
-    config.batch = options.batch;
+    config.batch = recipeBatch(options);
     config.head = ClassifierHead::Logits;
     addClassificationLoss(graph, buildMlp(graph, config), options);
   };
@@ -154,6 +159,7 @@ TrainingRecipe lstmRecipe() {
   recipe.defaultEpochs = 3;
   recipe.defaultOptimizer = training::OptimizerOptions::adam(3e-3);
   recipe.metric = TrainingMetric::NextWordLoss;
+  recipe.takesSymbolicBatch = false;
   recipe.labelInput = "targets";
   recipe.build = [](Graph &graph, const RecipeOptions &options) {
     LstmLanguageModelConfig config;
@@ -198,7 +204,7 @@ TrainingRecipe vggTransferRecipe() {
   recipe.labelInput = "labels";
   recipe.build = [](Graph &graph, const RecipeOptions &options) {
     VggTransferConfig config;
-    config.batch = options.batch;
+    config.batch = recipeBatch(options);
     config.imageSize = options.imageSize;
     for (int64_t &width : config.blockWidths)
       width = std::max<int64_t>(1, width / options.widthDivisor);

@@ -6,7 +6,9 @@
 #include "CompileTestUtil.h"
 
 #include "compiler/training/Trainer.h"
+#include "frontend/nn/Conv2D.h"
 #include "frontend/nn/Dense.h"
+#include "frontend/nn/Flatten.h"
 #include "frontend/nn/LayerNorm.h"
 #include "frontend/nn/Losses.h"
 #include "ir/graph/Interpreter.h"
@@ -117,6 +119,28 @@ TEST_CASE("one training program with a symbolic batch steps on every batch size 
              Catch::Contains("the size symbol N in [1, 16], but the actual size 17 is outside "
                              "its range"));
   CHECK(trainer->stepCount() == 4); // the refused step changed nothing
+}
+
+TEST_CASE("a trainable convolution with a symbolic batch is refused, naming the filter gradient",
+          "[training][symbolic]") {
+  // Its filter gradient sums over the batch as a convolution's channels (static sizes).
+  Graph model("conv", 3);
+  Dim n = kiln::dim("N", 1, 8);
+  Tensor x = model.input("x", {n, 1, 6, 6});
+  Tensor labels = model.input("labels", {n}, DType::I32);
+  Tensor features = nn::Flatten()(model, nn::Conv2D(2, {3, 3})(model, x));
+  Tensor logits = nn::Dense(3)(model, features);
+  model.output("logits", logits);
+  model.output("loss", nn::softmaxCrossEntropy(logits, labels));
+  REQUIRE(model.finalize().has_value());
+  TrainingOptions options;
+  options.compile.target = TargetKind::Cpu;
+  auto refused = Trainer::create(model, options);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().code() == ErrorCode::Unsupported);
+  CHECK_THAT(refused.error().message(),
+             Catch::Contains("the filter gradient of a convolution whose input f32[N,1,6,6] has "
+                             "a symbolic batch is not built yet"));
 }
 
 } // namespace kiln::test

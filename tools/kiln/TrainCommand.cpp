@@ -38,6 +38,10 @@ options:
   --weight-decay X    L2 (sgd, adam) or decoupled (adamw) weight decay
   --label-smoothing X cross-entropy label smoothing (default 0)
   --accumulate K      sum gradients over K micro-batches per update (default 1)
+  --last-batch M      an epoch's last partial batch: drop (default) or train, on
+                      the same program compiled for a symbolic batch (one
+                      process, --accumulate 1; not lstm); evaluation always
+                      runs every example, a partial batch at its own size
   --clip-norm X       clip the gradients' global L2 norm to X
   --bucket-mib X      several ranks: the gradients are all-reduced in buckets
                       of at least X MiB (default 25; fractions allowed); one
@@ -151,6 +155,12 @@ Expected<examples::RecipeTrainingOptions> parseTrainOptions(const Args &args,
   KILN_TRY(options.model.widthDivisor, args.intValue("--width-divisor", 1, 1));
   KILN_TRY(options.training.optimizer, parseOptimizer(args, recipe));
   KILN_TRY(options.training.accumulationSteps, args.intValue("--accumulate", 1, 1));
+  if (std::optional<std::string> lastBatch = args.value("--last-batch")) {
+    if (*lastBatch != "drop" && *lastBatch != "train")
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("--last-batch expects drop or train, got '{}'", *lastBatch));
+    options.trainLastBatch = *lastBatch == "train";
+  }
   if (args.has("--clip-norm")) {
     KILN_TRY(double clip, args.nonNegativeValue("--clip-norm", 0.0));
     options.training.clipGlobalNorm = clip;
@@ -245,11 +255,28 @@ int launchRanks(const Args &args, const std::vector<std::string> &words, int64_t
 
 int trainCommand(const std::vector<std::string> &words) {
   std::set<std::string> valued = kTargetFlags;
-  valued.insert({"--epochs", "--batch", "--optimizer", "--lr", "--momentum", "--weight-decay",
-                 "--label-smoothing", "--accumulate", "--clip-norm", "--seed", "--limit",
-                 "--test-limit", "--data", "--checkpoint", "--resume", "--save-weights",
-                 "--image-size", "--width-divisor", "--nproc", "--bucket-mib",
-                 "--first-bucket-mib"});
+  valued.insert({"--epochs",
+                 "--batch",
+                 "--optimizer",
+                 "--lr",
+                 "--momentum",
+                 "--weight-decay",
+                 "--label-smoothing",
+                 "--accumulate",
+                 "--clip-norm",
+                 "--seed",
+                 "--limit",
+                 "--test-limit",
+                 "--data",
+                 "--checkpoint",
+                 "--resume",
+                 "--save-weights",
+                 "--image-size",
+                 "--width-divisor",
+                 "--nproc",
+                 "--bucket-mib",
+                 "--first-bucket-mib",
+                 "--last-batch"});
   auto args =
       parseCommandArgs("train", words, valued,
                        {"--help", "--nesterov", "--augment", "--quiet", "--allow-nonfinite"},

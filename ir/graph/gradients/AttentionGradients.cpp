@@ -103,7 +103,7 @@ Expected<std::vector<Value *>> gradientAttention(Graph &graph, const Node &node,
   Value *unreduced[] = {dq, dk, dv};
   for (size_t i = 0; i < 3; ++i) {
     const TensorType &type = node.operand(i)->type();
-    KILN_TRY(Value * summed, b.sumToShape(unreduced[i], type.shape));
+    KILN_TRY(Value * summed, b.sumToShape(unreduced[i], type.sizes()));
     KILN_TRY(Value * narrow, b.castTo(summed, type.dtype));
     gradients.push_back(narrow);
   }
@@ -112,7 +112,7 @@ Expected<std::vector<Value *>> gradientAttention(Graph &graph, const Node &node,
   if (mask) {
     Value *maskGradient = nullptr;
     if (additiveMask) {
-      KILN_TRY(Value * summed, b.sumToShape(dScores, mask->type().shape));
+      KILN_TRY(Value * summed, b.sumToShape(dScores, mask->type().sizes()));
       KILN_TRY(maskGradient, b.castTo(summed, mask->type().dtype));
     }
     gradients.push_back(maskGradient);

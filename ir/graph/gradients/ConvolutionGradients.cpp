@@ -9,6 +9,8 @@
 
 #include "ir/graph/gradients/WindowGradientUtil.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace kiln::ir {
@@ -148,6 +150,19 @@ Expected<Value *> inputGradient(NodeBuilder &b, const Node &node, const ConvShap
 /// reductions are 64*26*26 down to 64*3*3 long and the GEMMs 9x32 to 576x64.
 Expected<Value *> filterGradient(NodeBuilder &b, const Node &node, const ConvShape &conv,
                                  Value *resultGradient) {
+  if (node.operand(0)->type().isSymbolic()) {
+    // The batch would become the channels of the convolution below, and channels decide
+    // a convolution's weights: they take static sizes.
+    Error error(ErrorCode::Unsupported,
+                fmt::format("conv2d: the filter gradient of a convolution whose input {} has a "
+                            "symbolic batch is not built yet (it sums over the batch as a "
+                            "convolution's channels, which take static sizes); specialize the "
+                            "graph to train it (docs/dynamic-shapes.md)",
+                            node.operand(0)->type().str()));
+    if (node.location().known())
+      error.at(node.location());
+    return std::unexpected(std::move(error));
+  }
   const ImageAxes &axes = conv.axes;
   bool nhwc = axes.nhwc;
   // Input rows past the last window's last tap take no gradient: crop them,

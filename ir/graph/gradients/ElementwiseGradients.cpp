@@ -49,8 +49,8 @@ Expected<Gradients> extremum(Graph &graph, const Node &node, Value *g, OpKind wi
   KILN_TRY(Value * cWins, b.op(loses, {a, c}));
   KILN_TRY(Value * ga, b.where(aWins, g, onTie));
   KILN_TRY(Value * gc, b.where(cWins, g, onTie));
-  KILN_TRY(Value * da, b.sumToShape(ga, a->type().shape));
-  KILN_TRY(Value * dc, b.sumToShape(gc, c->type().shape));
+  KILN_TRY(Value * da, b.sumToShape(ga, a->type().sizes()));
+  KILN_TRY(Value * dc, b.sumToShape(gc, c->type().sizes()));
   return Gradients{da, dc};
 }
 
@@ -225,16 +225,16 @@ Expected<Gradients> gradientClamp(Graph &graph, const Node &node, Value *g) {
 
 Expected<Gradients> gradientAdd(Graph &graph, const Node &node, Value *g) {
   GradientBuilder b(graph, node);
-  KILN_TRY(Value * da, b.sumToShape(g, node.operand(0)->type().shape));
-  KILN_TRY(Value * db, b.sumToShape(g, node.operand(1)->type().shape));
+  KILN_TRY(Value * da, b.sumToShape(g, node.operand(0)->type().sizes()));
+  KILN_TRY(Value * db, b.sumToShape(g, node.operand(1)->type().sizes()));
   return Gradients{da, db};
 }
 
 Expected<Gradients> gradientSub(Graph &graph, const Node &node, Value *g) {
   GradientBuilder b(graph, node);
-  KILN_TRY(Value * da, b.sumToShape(g, node.operand(0)->type().shape));
+  KILN_TRY(Value * da, b.sumToShape(g, node.operand(0)->type().sizes()));
   KILN_TRY(Value * negated, b.neg(g));
-  KILN_TRY(Value * db, b.sumToShape(negated, node.operand(1)->type().shape));
+  KILN_TRY(Value * db, b.sumToShape(negated, node.operand(1)->type().sizes()));
   return Gradients{da, db};
 }
 
@@ -243,8 +243,8 @@ Expected<Gradients> gradientMul(Graph &graph, const Node &node, Value *g) {
   Value *a = node.operand(0), *c = node.operand(1);
   KILN_TRY(Value * ga, b.mul(g, c));
   KILN_TRY(Value * gc, b.mul(g, a));
-  KILN_TRY(Value * da, b.sumToShape(ga, a->type().shape));
-  KILN_TRY(Value * dc, b.sumToShape(gc, c->type().shape));
+  KILN_TRY(Value * da, b.sumToShape(ga, a->type().sizes()));
+  KILN_TRY(Value * dc, b.sumToShape(gc, c->type().sizes()));
   return Gradients{da, dc};
 }
 
@@ -255,8 +255,8 @@ Expected<Gradients> gradientDiv(Graph &graph, const Node &node, Value *g) {
   KILN_TRY(Value * ga, b.div(g, c));
   KILN_TRY(Value * gy, b.mul(ga, resultOf(node)));
   KILN_TRY(Value * gc, b.neg(gy));
-  KILN_TRY(Value * da, b.sumToShape(ga, a->type().shape));
-  KILN_TRY(Value * dc, b.sumToShape(gc, c->type().shape));
+  KILN_TRY(Value * da, b.sumToShape(ga, a->type().sizes()));
+  KILN_TRY(Value * dc, b.sumToShape(gc, c->type().sizes()));
   return Gradients{da, dc};
 }
 
@@ -277,8 +277,8 @@ Expected<Gradients> gradientPow(Graph &graph, const Node &node, Value *g) {
   KILN_TRY(Value * yLog, b.mul(resultOf(node), logBase));
   KILN_TRY(Value * gyLog, b.mul(g, yLog));
   KILN_TRY(Value * gc, keepWhere(b, positive, gyLog));
-  KILN_TRY(Value * da, b.sumToShape(ga, a->type().shape));
-  KILN_TRY(Value * dc, b.sumToShape(gc, c->type().shape));
+  KILN_TRY(Value * da, b.sumToShape(ga, a->type().sizes()));
+  KILN_TRY(Value * dc, b.sumToShape(gc, c->type().sizes()));
   return Gradients{da, dc};
 }
 
@@ -297,8 +297,8 @@ Expected<Gradients> gradientWhere(Graph &graph, const Node &node, Value *g) {
   KILN_TRY(Value * zero, b.scalar(0.0, g->type().dtype));
   KILN_TRY(Value * ga, b.where(condition, g, zero));
   KILN_TRY(Value * gc, b.where(condition, zero, g));
-  KILN_TRY(Value * da, b.sumToShape(ga, a->type().shape));
-  KILN_TRY(Value * dc, b.sumToShape(gc, c->type().shape));
+  KILN_TRY(Value * da, b.sumToShape(ga, a->type().sizes()));
+  KILN_TRY(Value * dc, b.sumToShape(gc, c->type().sizes()));
   return Gradients{nullptr, da, dc};
 }
 

@@ -91,21 +91,26 @@ Expected<Value *> GradientBuilder::sizeOf(Value *x, std::span<const int64_t> axe
 }
 
 Expected<Value *> GradientBuilder::sumToShape(Value *gradient, const Shape &shape) {
-  const Shape &from = gradient->type().shape;
-  if (from == shape)
+  return sumToShape(gradient, std::vector<SizeExpr>(shape.begin(), shape.end()));
+}
+
+Expected<Value *> GradientBuilder::sumToShape(Value *gradient, const std::vector<SizeExpr> &sizes) {
+  std::vector<SizeExpr> from = gradient->type().sizes();
+  if (from == sizes)
     return gradient;
-  int64_t extra = static_cast<int64_t>(from.size()) - static_cast<int64_t>(shape.size());
+  int64_t extra = static_cast<int64_t>(from.size()) - static_cast<int64_t>(sizes.size());
   KILN_CHECK(extra >= 0, "sumToShape: the target has a higher rank than the gradient");
+  const SizeExpr one(1);
   std::vector<int64_t> axes;
   for (int64_t axis = 0; axis < static_cast<int64_t>(from.size()); ++axis)
     if (axis < extra ||
-        (shape[static_cast<size_t>(axis - extra)] == 1 && from[static_cast<size_t>(axis)] != 1))
+        (sizes[static_cast<size_t>(axis - extra)] == one && from[static_cast<size_t>(axis)] != one))
       axes.push_back(axis);
   Value *summed = gradient;
   if (!axes.empty()) {
     KILN_TRY(summed, sumKeep(gradient, axes));
   }
-  return reshape(summed, shape);
+  return reshape(summed, sizes);
 }
 
 Expected<Value *> GradientBuilder::dilate(Value *x, int64_t axis, int64_t step) {

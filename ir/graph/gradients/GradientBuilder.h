@@ -56,6 +56,8 @@ public:
   /// The adjoint of NumPy broadcasting: sums `gradient` (of a broadcast
   /// result's shape) over the axes `shape` was broadcast along, giving `shape`.
   Expected<Value *> sumToShape(Value *gradient, const Shape &shape);
+  /// The same to sizes that may be symbolic (a symbolic batch's operand).
+  Expected<Value *> sumToShape(Value *gradient, const std::vector<SizeExpr> &sizes);
 
   /// Inserts `step - 1` zeros between neighbouring elements along `axis`
   /// (a length n axis becomes (n - 1) * step + 1): the adjoint of taking every

@@ -31,8 +31,8 @@ Expected<std::vector<Value *>> gradientMatMul(Graph &graph, const Node &node, Va
   } else {
     KILN_TRY(gc, matmul(g, a, true, transposeA)); // G^T op(A)
   }
-  KILN_TRY(Value * da, b.sumToShape(ga, a->type().shape));
-  KILN_TRY(Value * dc, b.sumToShape(gc, c->type().shape));
+  KILN_TRY(Value * da, b.sumToShape(ga, a->type().sizes()));
+  KILN_TRY(Value * dc, b.sumToShape(gc, c->type().sizes()));
   return std::vector<Value *>{da, dc};
 }
 

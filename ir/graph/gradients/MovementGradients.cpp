@@ -15,7 +15,7 @@ using Gradients = std::vector<Value *>;
 
 Expected<Gradients> reshapeBack(Graph &graph, const Node &node, Value *g) {
   GradientBuilder b(graph, node);
-  KILN_TRY(Value * gradient, b.reshape(g, node.operand(0)->type().shape));
+  KILN_TRY(Value * gradient, b.reshape(g, node.operand(0)->type().sizes()));
   return Gradients{gradient};
 }
 
@@ -52,7 +52,7 @@ Expected<Gradients> gradientTranspose(Graph &graph, const Node &node, Value *g) 
 
 Expected<Gradients> gradientBroadcastTo(Graph &graph, const Node &node, Value *g) {
   GradientBuilder b(graph, node);
-  KILN_TRY(Value * gradient, b.sumToShape(g, node.operand(0)->type().shape));
+  KILN_TRY(Value * gradient, b.sumToShape(g, node.operand(0)->type().sizes()));
   return Gradients{gradient};
 }
 
