@@ -28,44 +28,71 @@ Tensor reshapeToSizes(Tensor x, std::vector<ir::SizeExpr> sizes, std::source_loc
                  loc);
 }
 
-/// reshape of a symbolic operand: the -1 is its element count divided by the
-/// other sizes, which must divide it for every value of its symbols.
-Tensor reshapeSymbolic(Tensor x, const std::vector<int64_t> &shape, std::source_location loc) {
+/// The size a -1 stands for: `total` divided by `known`, when that is a size for every value
+/// of the symbols (a static quotient, or the symbolic part of `total` over a static `known`).
+std::optional<ir::SizeExpr> inferredSize(const ir::SizeExpr &total, const ir::SizeExpr &known) {
+  std::optional<ir::SizeExpr> quotient;
+  if (known.isConstant()) {
+    if (known.constant() <= 0)
+      return std::nullopt;
+    if (auto divided = ir::floorDiv(total, known.constant()))
+      quotient = *divided;
+  } else if (known.upperBound() > 0) {
+    // [N, -1] of N*C*H*W elements: the -1 is static, the quotient of the upper bounds.
+    quotient = ir::SizeExpr(total.upperBound() / known.upperBound());
+  }
+  if (!quotient)
+    return std::nullopt;
+  auto back = ir::multiply(*quotient, known);
+  if (!back || *back != total)
+    return std::nullopt;
+  return quotient;
+}
+
+} // namespace
+
+Tensor reshapeSizes(Tensor x, std::vector<ir::SizeExpr> sizes, std::source_location loc) {
+  if (!x.ok())
+    return x;
   std::optional<size_t> inferred;
-  std::vector<ir::SizeExpr> sizes;
   ir::SizeExpr known(1), total(1);
   for (const ir::SizeExpr &size : x.type().sizes())
     if (auto next = ir::multiply(total, size))
       total = *next;
     else
       return failOn(x, next.error().code(), "reshape: " + next.error().message(), loc);
-  for (size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] < -1 || (shape[i] == -1 && inferred))
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    bool minusOne = sizes[i].isConstant() && sizes[i].constant() == -1;
+    if ((sizes[i].isConstant() && sizes[i].constant() < -1) || (minusOne && inferred))
       return failOn(x, ErrorCode::InvalidArgument,
                     fmt::format("reshape: {} is not a shape (sizes >= 0 and at most one -1) for {}",
-                                ir::shapeStr(shape), x.str()),
+                                ir::sizesStr(sizes), x.str()),
                     loc);
-    if (shape[i] == -1)
+    if (minusOne)
       inferred = i;
-    else if (auto next = ir::multiply(known, ir::SizeExpr(shape[i])))
+    else if (auto next = ir::multiply(known, sizes[i]))
       known = *next;
     else
       return failOn(x, next.error().code(), "reshape: " + next.error().message(), loc);
-    sizes.push_back(ir::SizeExpr(shape[i]));
   }
   if (inferred) {
-    int64_t divisor = known.constant();
-    auto quotient = divisor > 0 ? ir::floorDiv(total, divisor) : Expected<ir::SizeExpr>(ir::SizeExpr(0));
-    auto back = quotient ? ir::multiply(*quotient, known) : quotient;
-    if (divisor <= 0 || !back || *back != total)
+    std::optional<ir::SizeExpr> quotient = inferredSize(total, known);
+    if (!quotient)
       return failOn(x, ErrorCode::ShapeMismatch,
                     fmt::format("reshape: cannot infer the -1 in {}: {} has {} elements, not a "
                                 "multiple of {} for every value of its symbols",
-                                ir::shapeStr(shape), x.str(), total.str(), known.str()),
+                                ir::sizesStr(sizes), x.str(), total.str(), known.str()),
                     loc);
     sizes[*inferred] = *quotient;
   }
   return reshapeToSizes(x, std::move(sizes), loc);
+}
+
+namespace {
+
+/// reshape of a symbolic operand: reshapeSizes with static target sizes.
+Tensor reshapeSymbolic(Tensor x, const std::vector<int64_t> &shape, std::source_location loc) {
+  return reshapeSizes(x, std::vector<ir::SizeExpr>(shape.begin(), shape.end()), loc);
 }
 
 } // namespace

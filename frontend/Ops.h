@@ -190,6 +190,9 @@ Tensor scaledDotProductAttention(Tensor q, Tensor k, Tensor v, Tensor mask, bool
 /// New shape, same elements in row-major order. One entry may be -1: it is
 /// resolved here from the element count.
 Tensor reshape(Tensor x, std::vector<int64_t> shape, KILN_LOC);
+/// The same to sizes that may be symbolic ([N, 3, 49]): one entry may be -1, the element
+/// count divided by the others, which must divide it for every value of the symbols.
+Tensor reshapeSizes(Tensor x, std::vector<ir::SizeExpr> sizes, KILN_LOC);
 /// Collapses axes [startAxis, rank) into one: [N, C, H, W] -> [N, C*H*W].
 Tensor flatten(Tensor x, int64_t startAxis = 1, KILN_LOC);
 /// Result axis i is input axis perm[i].

@@ -9,6 +9,7 @@
 #include "frontend/Ops.h"
 #include "frontend/onnx/ConverterRegistry.h"
 #include "frontend/onnx/ModelProtoLoading.h"
+#include "frontend/onnx/SymbolicShapes.h"
 #include "frontend/onnx/TensorProtoReading.h"
 #include "ir/graph/Identifier.h"
 #include "support/RegularFile.h"
@@ -30,6 +31,7 @@ constexpr int64_t kMaxFoldedElements = int64_t{1} << 20;
 
 struct ImportedValue {
   std::optional<HostTensor> value; ///< known at import
+  std::optional<SizeVector> sizes; ///< known at import as sizes, some symbolic
   bool foldable = false;           ///< a value to compute with at import (not a weight)
   bool isWeight = false;           ///< a floating-point initializer: a graph parameter
   Tensor tensor;                   ///< in the model's graph, once there
@@ -52,6 +54,14 @@ private:
   Expected<Dim> inputDim(const ::onnx::TensorShapeProto_Dimension &dim) const;
   void convertNode(const ::onnx::NodeProto &proto, size_t index);
   void foldNode(const ::onnx::NodeProto &proto, const Converter &converter, bool &folded);
+  /// A node of shape arithmetic on symbolic sizes (SymbolicShapes.h), computed at import.
+  void foldSizes(const ::onnx::NodeProto &proto);
+  /// Whether `proto` computes on symbolic sizes: an input known as such, or the Shape (or
+  /// Size) of a tensor with symbolic dims.
+  bool readsSymbolicSizes(const ::onnx::NodeProto &proto) const;
+  /// The node's inputs as convertIntoModel and foldSizes give them: known values and sizes,
+  /// and the tensor of each in the model's graph, made when asked for.
+  std::vector<NodeInput> modelInputs(const ::onnx::NodeProto &proto);
   void dryRun(const ::onnx::NodeProto &proto, const Converter &converter);
   void convertIntoModel(const ::onnx::NodeProto &proto, const Converter &converter);
   Expected<void> addOutputs();
@@ -179,6 +189,10 @@ Expected<Tensor> ModelImporter::materialize(const std::string &name) {
   ImportedValue &value = it->second;
   if (!value.tensor.empty())
     return value.tensor;
+  if (value.sizes) {
+    value.tensor = sizesTensor(*graph_, *value.sizes);
+    return value.tensor;
+  }
   KILN_CHECK(value.value.has_value(), "an imported ONNX value has neither tensor nor value");
   if (value.isWeight)
     value.tensor = graph_->param(uniqueKilnName(name), *value.value, options_.trainableParams);
@@ -283,7 +297,7 @@ void ModelImporter::dryRun(const ::onnx::NodeProto &proto, const Converter &conv
     problem(converted.error().message());
 }
 
-void ModelImporter::convertIntoModel(const ::onnx::NodeProto &proto, const Converter &converter) {
+std::vector<NodeInput> ModelImporter::modelInputs(const ::onnx::NodeProto &proto) {
   std::vector<NodeInput> inputs;
   for (const auto &name : proto.input()) {
     NodeInput input;
@@ -291,11 +305,64 @@ void ModelImporter::convertIntoModel(const ::onnx::NodeProto &proto, const Conve
     if (!name.empty()) {
       const ImportedValue &known = values_.at(name);
       input.value = known.value ? &*known.value : nullptr;
+      input.sizes = known.sizes ? &*known.sizes : nullptr;
       input.tensor = [this, name]() { return materialize(name); };
     }
     inputs.push_back(std::move(input));
   }
-  OnnxNode node(proto, *graph_, std::move(inputs));
+  return inputs;
+}
+
+bool ModelImporter::readsSymbolicSizes(const ::onnx::NodeProto &proto) const {
+  if (!foldsSymbolicSizes(proto.op_type()))
+    return false;
+  for (const auto &name : proto.input()) {
+    if (name.empty())
+      continue;
+    const ImportedValue &known = values_.at(name);
+    if (known.sizes)
+      return true;
+    bool shapeOfTensor = proto.op_type() == "Shape" || proto.op_type() == "Size";
+    if (shapeOfTensor && !known.tensor.empty() && known.tensor.type().isSymbolic())
+      return true;
+  }
+  return false;
+}
+
+void ModelImporter::foldSizes(const ::onnx::NodeProto &proto) {
+  OnnxNode node(proto, *graph_, modelInputs(proto));
+  Expected<SizeVector> sizes = foldSymbolicSizes(node);
+  if (!sizes) {
+    problem(sizes.error().message()); // OnnxNode's errors name the node
+    markFailed(proto);
+    return;
+  }
+  ImportedValue value;
+  if (isSymbolic(*sizes)) {
+    value.sizes = std::move(*sizes);
+  } else {
+    // Static after all (the channels of a symbolic shape): an ordinary value from here.
+    std::vector<int64_t> ints;
+    for (const ir::SizeExpr &size : sizes->sizes)
+      ints.push_back(size.constant());
+    HostTensor tensor(DType::I64,
+                      sizes->scalar ? Shape{} : Shape{static_cast<int64_t>(ints.size())});
+    std::copy(ints.begin(), ints.end(), tensor.as<int64_t>().begin());
+    value.value = std::move(tensor);
+    value.foldable = true;
+  }
+  for (int i = 1; i < proto.output_size(); ++i)
+    if (!proto.output(i).empty()) {
+      problem(
+          fmt::format("{}: only its first output is computed on symbolic sizes", node.describe()));
+      markFailed(proto);
+      return;
+    }
+  values_.insert_or_assign(proto.output(0), std::move(value));
+}
+
+void ModelImporter::convertIntoModel(const ::onnx::NodeProto &proto, const Converter &converter) {
+  OnnxNode node(proto, *graph_, modelInputs(proto));
   size_t errorsBefore = graph_->errorCount();
   auto converted = converter.convert(node);
   if (!converted) {
@@ -366,6 +433,8 @@ void ModelImporter::convertNode(const ::onnx::NodeProto &proto, size_t index) {
   }
   if (anyFailed)
     return dryRun(proto, *converter);
+  if (readsSymbolicSizes(proto))
+    return foldSizes(proto);
   if (allFoldable) {
     bool folded = false;
     foldNode(proto, *converter, folded);

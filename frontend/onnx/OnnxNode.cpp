@@ -29,9 +29,9 @@ Expected<const HostTensor *> OnnxNode::constantInput(size_t index, std::string_v
     return fail(ErrorCode::InvalidArgument,
                 fmt::format("input {} ({}) comes from a node that failed", index, what));
   if (!inputs_[index].value) {
-    reject(fmt::format("input {} ({}) '{}' is computed at run time; kiln needs its value when "
-                       "importing",
-                       index, what, inputs_[index].name));
+    reject(fmt::format("input {} ({}) '{}' is {}; kiln needs its value when importing", index, what,
+                       inputs_[index].name,
+                       inputs_[index].sizes ? "symbolic sizes here" : "computed at run time"));
     return rejection();
   }
   return inputs_[index].value;
@@ -49,6 +49,17 @@ Expected<std::vector<int64_t>> OnnxNode::intsInput(size_t index, std::string_vie
                                        ? value->as<int64_t>()[static_cast<size_t>(i)]
                                        : static_cast<int64_t>(value->getDouble(i));
   return ints;
+}
+
+Expected<SizeVector> OnnxNode::sizeValues(size_t index, std::string_view what) {
+  if (const SizeVector *sizes = sizesInput(index))
+    return *sizes;
+  KILN_TRY(const HostTensor *value, constantInput(index, what));
+  KILN_TRY(std::vector<int64_t> ints, intsInput(index, what));
+  if (value->rank() > 1)
+    return fail(ErrorCode::ShapeMismatch, fmt::format("input {} ({}) is {}: sizes are 0-D or 1-D",
+                                                      index, what, value->typeStr()));
+  return SizeVector{std::vector<ir::SizeExpr>(ints.begin(), ints.end()), value->rank() == 0};
 }
 
 const ::onnx::AttributeProto *OnnxNode::findAttr(std::string_view name) const {

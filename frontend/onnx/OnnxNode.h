@@ -14,10 +14,19 @@
 
 namespace kiln::onnx {
 
+/// An integer value known at import as sizes, some of them symbolic: the Shape of a tensor
+/// with symbolic dims and what shape arithmetic computes from it (SymbolicShapes.h). 0-D
+/// (`scalar`, one size) or 1-D.
+struct SizeVector {
+  std::vector<ir::SizeExpr> sizes;
+  bool scalar = false;
+};
+
 /// One input of the node, as the importer supplies it.
 struct NodeInput {
   std::string name;                   ///< empty for an omitted optional input
   const HostTensor *value = nullptr;  ///< set when its value is known at import
+  const SizeVector *sizes = nullptr;  ///< set when it is known as symbolic sizes
   std::function<Expected<Tensor>()> tensor; ///< the input in the node's graph
   /// Its producer could not be converted (a dry run): its value is unknown, which is not
   /// this node's problem.
@@ -56,6 +65,12 @@ public:
   }
   /// A constant integer input as int64 values.
   Expected<std::vector<int64_t>> intsInput(size_t index, std::string_view what);
+  /// Input `index` when it is known as symbolic sizes, else nullptr.
+  const SizeVector *sizesInput(size_t index) const {
+    return hasInput(index) ? inputs_[index].sizes : nullptr;
+  }
+  /// An integer input known at import as sizes: symbolic ones (sizesInput), or intsInput's.
+  Expected<SizeVector> sizeValues(size_t index, std::string_view what);
 
   // ---- Attributes (the fallback is ONNX's default) --------------------------------------------
   bool hasAttr(std::string_view name) const;

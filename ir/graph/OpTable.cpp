@@ -126,8 +126,7 @@ Expected<AttrMap> normalizeAttrs(OpKind kind, AttrMap attrs) {
 
 bool inferenceTakesSymbolicSizes(OpKind kind) {
   switch (kind) {
-  // Part 2 of docs/dynamic-shapes.md: symbolic slice bounds and gathers.
-  case OpKind::Slice:
+  // Part 2 of docs/dynamic-shapes.md: gathers (slice takes a symbolic axis whole).
   case OpKind::Gather:
   case OpKind::TakeAlongAxis: return false;
   default: return true;

@@ -67,6 +67,12 @@ void buildEveryOpGraph(CompileCase &c, int64_t batch) {
                                 constant(c.graph(), HostTensor::fromDoubles(
                                                         DType::F32, {4}, std::vector<double>{
                                                                              1, 2, 3, 4})));
+  // A size's value (in a static graph, a constant one: SymbolicCompileTest runs symbols).
+  c.output("symbol_size",
+           e * c.graph().apply(
+                   ir::OpKind::SymbolSize, {},
+                   {{"dtype", DType::F32}, {"size", std::vector<ir::SizeExpr>{ir::SizeExpr(7)}}},
+                   std::source_location::current()));
   // A collective: with no communicator the compiled model's all_reduce step is a copy.
   c.output("all_reduce", c.graph().apply(ir::OpKind::AllReduce, {e * 2.0},
                                          {{"op", std::string("mean")}},

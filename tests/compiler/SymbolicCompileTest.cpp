@@ -135,6 +135,7 @@ TEST_CASE("reductions, pooling, row norms and transposes keep a symbolic batch",
   graph.output("nhwc", exp(transpose(x, {0, 2, 3, 1})));
   graph.output("log_softmax", logSoftmax(x, 2)); // softmax over a middle axis
   graph.output("normed", layerNorm(x, scale, bias));
+  graph.output("channel_slice", sliceAxis(x, 1, 2, 5)); // the batch taken whole
   REQUIRE(graph.finalize().has_value());
   checkEveryBatch(graph, {1, 5, 9});
 }

@@ -788,6 +788,15 @@ void addMovementRows(Rows &rows) {
   using Sizes = std::vector<SizeExpr>;
   SizeExpr n = SizeExpr::symbol({"N", 1, 8});
   rows.push_back(valid(SymbolSize, {}, {{"size", Sizes{n}}, {"dtype", DType::F32}}, f32({})));
+  // A slice takes a symbolic axis whole, and refuses to cut it.
+  TensorType batchRows = makeTensorType(DType::F32, {n, SizeExpr(6)}).value();
+  rows.push_back(valid(Slice, {batchRows},
+                       {{"starts", Ints{0, 2}}, {"stops", Ints{8, 6}}, {"steps", Ints{1, 2}}},
+                       makeTensorType(DType::F32, {n, SizeExpr(2)}).value()));
+  rows.push_back(invalid(Slice, {batchRows},
+                         {{"starts", Ints{1, 0}}, {"stops", Ints{8, 6}}, {"steps", Ints{1, 1}}},
+                         "slice: axis 0 of f32[N,6] is the symbolic size N: a slice takes it "
+                         "whole (start 0, step 1, stop >= 8), got start 1, stop 8, step 1"));
   rows.push_back(valid(SymbolSize, {}, {{"size", Sizes{SizeExpr(3)}}, {"dtype", DType::I64}},
                        TensorType{DType::I64, {}}));
   rows.push_back(invalid(SymbolSize, {}, {{"size", Sizes{n, SizeExpr(3)}}, {"dtype", DType::F32}},

@@ -20,10 +20,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 RELATIVE_TOLERANCE = 1e-4
 # cpu-sym models the importer refuses, and the refusal expected (a pass means: remove it here).
-SYMBOLIC_REFUSED = {
-    # channel_shuffle reshapes by x.size(): Shape -> Gather of the batch, not yet symbolic.
-    "shufflenet_v2_x0_5_op13": "Shape '/stage2/stage2.0/Shape': its conversion reads dim 0",
-}
+SYMBOLIC_REFUSED = {}
 
 
 def export_fixtures(fixtures, names):

@@ -117,6 +117,22 @@ Expected<void> convertSize(OnnxNode &node) {
 // -1 is that dim.
 Expected<void> convertReshape(OnnxNode &node) {
   KILN_TRY(Tensor x, node.input(0));
+  if (const SizeVector *sizes = node.sizesInput(1)) {
+    // A target computed from a symbolic shape (x.view(x.size(0), -1)): 0 copies the input's
+    // size, -1 is inferred.
+    std::vector<ir::SizeExpr> target = sizes->sizes;
+    bool copyZeros = node.intAttr("allowzero", 0) == 0;
+    for (size_t i = 0; i < target.size(); ++i)
+      if (copyZeros && target[i].isConstant() && target[i].constant() == 0) {
+        if (static_cast<int64_t>(i) >= x.rank())
+          return node.fail(ErrorCode::ShapeMismatch,
+                           fmt::format("shape {} copies dim {} of {}, which has no such dim",
+                                       ir::sizesStr(target), i, x.str()));
+        target[i] = x.type().size(static_cast<int64_t>(i));
+      }
+    node.setOutput(0, reshapeSizes(x, std::move(target)));
+    return {};
+  }
   KILN_TRY(std::vector<int64_t> shape, node.intsInput(1, "shape"));
   if (node.intAttr("allowzero", 0) == 0)
     for (size_t i = 0; i < shape.size(); ++i)
@@ -255,11 +271,13 @@ Expected<void> convertSlice(OnnxNode &node) {
                                  starts.size(), ends.size(), axes.size(), steps.size()));
   KILN_TRY(axes, normalizeAxes(node, axes, x.rank()));
   std::vector<int64_t> allStarts(static_cast<size_t>(x.rank()), 0);
-  KILN_TRY(std::vector<int64_t> allStops, node.staticShape(x));
+  // Axes not sliced are taken whole, a symbolic one included; a sliced axis must be static.
+  std::vector<int64_t> allStops = x.shape();
   std::vector<int64_t> allSteps(static_cast<size_t>(x.rank()), 1);
   std::vector<std::pair<int64_t, std::vector<int64_t>>> reversedAxes;
   for (size_t i = 0; i < axes.size(); ++i) {
-    int64_t size = x.dim(axes[i]), step = steps[i];
+    KILN_TRY(int64_t size, node.staticDim(x, axes[i]));
+    int64_t step = steps[i];
     if (step == 0)
       return node.fail(ErrorCode::InvalidArgument, fmt::format("step 0 on axis {}", axes[i]));
     int64_t start = starts[i] < 0 ? starts[i] + size : starts[i];

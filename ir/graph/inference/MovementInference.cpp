@@ -159,10 +159,24 @@ Expected<TensorType> inferSlice(const InferContext &context) {
   const auto &starts = getInts(context.attrs, "starts");
   const auto &stops = getInts(context.attrs, "stops");
   const auto &steps = getInts(context.attrs, "steps");
-  Shape shape(rank);
-  for (size_t i = 0; i < rank; ++i)
-    shape[i] = sliceLength(input.shape[i], starts[i], stops[i], steps[i]);
-  return TensorType{input.dtype, shape};
+  std::vector<SizeExpr> sizes;
+  for (size_t i = 0; i < rank; ++i) {
+    auto axis = static_cast<int64_t>(i);
+    if (input.isSymbolic() && !input.size(axis).isConstant()) {
+      // A symbolic axis is taken whole (from 0, by 1, to its largest size or past it): its
+      // bounds would otherwise depend on the run's size.
+      if (starts[i] != 0 || steps[i] != 1 || stops[i] < input.shape[i])
+        return fail(context, ErrorCode::ShapeMismatch,
+                    "axis {} of {} is the symbolic size {}: a slice takes it whole (start 0, "
+                    "step 1, stop >= {}), got start {}, stop {}, step {}",
+                    i, input.str(), input.size(axis).str(), input.shape[i], starts[i], stops[i],
+                    steps[i]);
+      sizes.push_back(input.size(axis));
+      continue;
+    }
+    sizes.push_back(SizeExpr(sliceLength(input.shape[i], starts[i], stops[i], steps[i])));
+  }
+  return resultType(context, input.dtype, std::move(sizes));
 }
 
 Expected<TensorType> inferConcat(const InferContext &context) {
