@@ -41,15 +41,11 @@ Expected<Value *> GradientBuilder::castTo(Value *x, DType dtype) {
 }
 
 Expected<Value *> GradientBuilder::reshape(Value *x, Shape shape) {
-  if (x->type().shape == shape)
-    return x;
-  return op(OpKind::Reshape, {x}, {{"shape", std::move(shape)}});
+  return reshape(x, std::vector<SizeExpr>(shape.begin(), shape.end()));
 }
 
 Expected<Value *> GradientBuilder::broadcastTo(Value *x, Shape shape) {
-  if (x->type().shape == shape)
-    return x;
-  return op(OpKind::BroadcastTo, {x}, {{"shape", std::move(shape)}});
+  return broadcastTo(x, std::vector<SizeExpr>(shape.begin(), shape.end()));
 }
 
 namespace {
