@@ -4,6 +4,7 @@
 // by the run's rows, the bias gradients sum over them, the weight gradients are GEMMs whose K
 // is the run's batch.
 #include "CompileTestUtil.h"
+#include "TrainingTestUtil.h"
 
 #include "compiler/training/Trainer.h"
 #include "frontend/nn/Conv2D.h"
@@ -72,22 +73,7 @@ void checkStep(Trainer &trainer, const NamedTensors &batch) {
   CHECK(step->loss == Approx(reference->at(options.lossOutput).getDouble(0)).epsilon(1e-5));
   CHECK(step->outputs.at(0).at("logits").shape() ==
         Shape{batch.at("x").shape()[0], 4}); // the run's rows, not the range's maximum
-  params = trainer.params().value();
-  state = trainer.optimizerState().value();
-  for (const std::string &name : trainer.program().trainable) {
-    CAPTURE(name);
-    const HostTensor &packed = reference->at(training::updateOutputName(name));
-    std::vector<const HostTensor *> parts = {&params.at(name)};
-    for (const std::string &slot : trainer.program().stateSlots)
-      parts.push_back(&state.at(training::stateName(slot, name)));
-    int64_t size = parts[0]->numElements();
-    for (size_t part = 0; part < parts.size(); ++part)
-      for (int64_t i = 0; i < size; ++i)
-        CHECK(parts[part]->getDouble(i) ==
-              Approx(packed.getDouble(static_cast<int64_t>(part) * size + i))
-                  .epsilon(1e-5)
-                  .margin(1e-6));
-  }
+  checkStateMatchesUpdates(trainer, *reference);
 }
 
 } // namespace

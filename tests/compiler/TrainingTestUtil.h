@@ -76,6 +76,28 @@ inline NamedTensors sliceBatch(const NamedTensors &batch, int64_t begin, int64_t
   return slice;
 }
 
+/// Every trainable parameter of `trainer` and its state slots against the packed update
+/// outputs (updateOutputName) of the step program run in the fp64 interpreter: f32 through
+/// one forward and backward pass, 1e-5 relative and 1e-6 absolute.
+inline void checkStateMatchesUpdates(const training::Trainer &trainer,
+                                     const NamedTensors &reference) {
+  NamedTensors params = trainer.params().value(), state = trainer.optimizerState().value();
+  for (const std::string &name : trainer.program().trainable) {
+    CAPTURE(name);
+    const HostTensor &packed = reference.at(training::updateOutputName(name));
+    std::vector<const HostTensor *> parts = {&params.at(name)};
+    for (const std::string &slot : trainer.program().stateSlots)
+      parts.push_back(&state.at(training::stateName(slot, name)));
+    int64_t size = parts[0]->numElements();
+    for (size_t part = 0; part < parts.size(); ++part)
+      for (int64_t i = 0; i < size; ++i)
+        CHECK(parts[part]->getDouble(i) ==
+              Approx(packed.getDouble(static_cast<int64_t>(part) * size + i))
+                  .epsilon(1e-5)
+                  .margin(1e-6));
+  }
+}
+
 /// Every parameter of `actual` within `epsilon` (relative; a tenth of it
 /// absolute near zero) of `expected`'s: the same training on two targets,
 /// whose kernels sum in different orders.
