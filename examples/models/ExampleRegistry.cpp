@@ -17,7 +17,7 @@ const std::vector<ExampleModel> &exampleModels() {
       {"mlp", "an MLP on 784 features: Dense(256) Dense(128) Dense(10)", 64,
        [](Graph &g, Dim batch) { buildMlp(g, {.batch = batch}); }, true},
       {"lstm", "the LSTM language model: Embedding(1000,128) LSTM(128) Dense(1000) over 20 tokens",
-       8, [](Graph &g, Dim batch) { buildLstmLanguageModel(g, {.batch = batch.size()}); }},
+       8, [](Graph &g, Dim batch) { buildLstmLanguageModel(g, {.batch = batch}); }, true},
       {"resnet", "a ResNet-style network on 32x32x3 with residual adds and folded batch norm", 8,
        [](Graph &g, Dim batch) { buildResNetStyle(g, {.batch = batch}); }, true},
       {"transformer", "a GPT-2-small transformer block (768 wide, 12 heads) over 128 tokens", 1,

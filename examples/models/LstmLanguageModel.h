@@ -7,7 +7,7 @@
 namespace kiln::examples {
 
 struct LstmLanguageModelConfig {
-  int64_t batch = 8;
+  Dim batch = 8; ///< a size, or a symbol: kiln::dim("N", 1, 64) (docs/dynamic-shapes.md)
   int64_t sequenceLength = 20;
   int64_t vocabularySize = 1000;
   int64_t embeddingDim = 128;

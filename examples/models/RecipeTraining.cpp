@@ -107,35 +107,22 @@ void drawProgress(std::FILE *out, const EpochReport &epoch, int64_t epochs, int6
 }
 
 /// The held-out split through the inference program with `params`: every
-/// example once. A program of a symbolic batch runs the last partial batch at
-/// its own size; a static one runs it padded with copies of its first row and
-/// scores its real rows only. Data parallel: each rank runs its shard and the
-/// scores are summed over the ranks.
-Expected<BatchScore> evaluate(CompiledModel &model, bool symbolicBatch,
-                              const TrainingRecipe &recipe, const data::DataLoader &loader,
-                              const NamedTensors &params, runtime::dist::Communicator *ranks) {
+/// example once, the last partial batch at its own size (the program's batch
+/// is symbolic). Data parallel: each rank runs its shard and the scores are
+/// summed over the ranks.
+Expected<BatchScore> evaluate(CompiledModel &model, const TrainingRecipe &recipe,
+                              const data::DataLoader &loader, const NamedTensors &params,
+                              runtime::dist::Communicator *ranks) {
   // Bound once per evaluation, so each batch's run takes only the batch.
   KILN_TRY_VOID(model.bindParams(params));
   BatchScore total;
   data::EpochBatches batches = loader.epoch(0);
-  int64_t batchSize = loader.shardBatchSize();
   for (int64_t index = 0; index < batches.size(); ++index) {
     KILN_TRY(NamedTensors batch, batches.batch(index));
     int64_t valid = batch.begin()->second.shape()[0];
     // A rank can be left no rows of the last partial batch.
     if (valid == 0)
       continue;
-    if (valid < batchSize && !symbolicBatch)
-      for (auto &[name, tensor] : batch) {
-        std::vector<int64_t> shape = tensor.shape();
-        size_t rowBytes = tensor.byteSize() / static_cast<size_t>(shape[0]);
-        shape[0] = batchSize;
-        HostTensor padded(tensor.dtype(), shape);
-        std::memcpy(padded.bytes().data(), tensor.bytes().data(), tensor.byteSize());
-        for (int64_t row = valid; row < batchSize; ++row)
-          std::memcpy(padded.bytes().data() + row * rowBytes, tensor.bytes().data(), rowBytes);
-        tensor = std::move(padded);
-      }
     KILN_TRY(NamedTensors outputs, model.run(batch));
     BatchScore score = scoreBatch(outputs.at("logits"), batch.at(recipe.labelInput), valid);
     total.lossSum += score.lossSum;
@@ -158,8 +145,6 @@ Expected<void> checkLastBatchTraining(const TrainingRecipe &recipe,
     return makeError(ErrorCode::InvalidArgument,
                      fmt::format("{}: training on the last partial batch {}", recipe.name, why));
   };
-  if (!recipe.takesSymbolicBatch)
-    return refuse("needs a model built with a symbolic batch, which this recipe does not build");
   if (accumulation > 1)
     return refuse("takes one micro-batch per step (--accumulate 1): micro-batches of one "
                   "step are averaged as equals");
@@ -344,7 +329,7 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
            training::Trainer::create(graph, onePartialBatchCompile(options.training)));
   // Evaluation runs every held-out batch at its own size on one compile: the
   // model with a symbolic batch where the recipe builds one.
-  modelOptions.symbolicBatch = recipe.takesSymbolicBatch;
+  modelOptions.symbolicBatch = true;
   Graph evalGraph(recipe.name, options.seed);
   recipe.build(evalGraph, modelOptions);
   KILN_TRY_VOID(evalGraph.finalize());
@@ -375,7 +360,7 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
     KILN_TRY(auto prefetcher, data::Prefetcher::start(trainLoader.epoch(epochIndex)));
     BatchScore trainScore;
     double lossSum = 0;
-    int64_t steps = 0;
+    int64_t steps = 0, rowsTrained = 0;
     Clock::time_point start = Clock::now();
     std::vector<NamedTensors> microBatches;
     KILN_TRY(std::optional<NamedTensors> batch, prefetcher->next());
@@ -396,6 +381,7 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
       epoch.skippedSteps += step.skipped;
       for (size_t i = 0; i < microBatches.size(); ++i) {
         const HostTensor &labels = microBatches[i].at(recipe.labelInput);
+        rowsTrained += labels.shape()[0];
         BatchScore score =
             scoreBatch(step.outputs.at(i).at("logits"), labels, labels.shape()[0]);
         trainScore.correct += score.correct;
@@ -408,7 +394,7 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
       epoch.trainMetric = metricOf(recipe.metric, trainScore);
       // Full global batches, or (one process, --last-batch train) the rows trained.
       double examples = options.trainLastBatch
-                            ? static_cast<double>(trainScore.count)
+                            ? static_cast<double>(rowsTrained)
                             : static_cast<double>(steps * accumulation * options.model.batch);
       epoch.samplesPerSecond = examples / std::max(epoch.seconds, 1e-9);
       // Mid-epoch lines show this rank's accuracy; the last one the global batches'.
@@ -429,8 +415,7 @@ Expected<RecipeTrainingReport> trainRecipe(const TrainingRecipe &recipe,
                          fmt::format("epoch {}, after training step {}: parameter {}: training "
                                      "diverged (a learning rate too large?)",
                                      epoch.epoch, trainer.stepCount(), *bad));
-    KILN_TRY(BatchScore testScore,
-             evaluate(evalModel, recipe.takesSymbolicBatch, recipe, testLoader, params, ranks));
+    KILN_TRY(BatchScore testScore, evaluate(evalModel, recipe, testLoader, params, ranks));
     epoch.testLoss = testScore.count ? testScore.lossSum / testScore.count : 0;
     epoch.testMetric = metricOf(recipe.metric, testScore);
     if (options.progress)

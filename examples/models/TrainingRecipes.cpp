@@ -159,19 +159,17 @@ TrainingRecipe lstmRecipe() {
   recipe.defaultEpochs = 3;
   recipe.defaultOptimizer = training::OptimizerOptions::adam(3e-3);
   recipe.metric = TrainingMetric::NextWordLoss;
-  recipe.takesSymbolicBatch = false;
   recipe.labelInput = "targets";
   recipe.build = [](Graph &graph, const RecipeOptions &options) {
     LstmLanguageModelConfig config;
-    config.batch = options.batch;
+    config.batch = recipeBatch(options);
     config.head = ClassifierHead::Logits;
     Tensor logits = buildLstmLanguageModel(graph, config);
     Tensor targets =
         graph.input("targets", {config.batch, config.sequenceLength}, DType::I64);
-    int64_t words = config.batch * config.sequenceLength;
-    graph.output("loss", nn::softmaxCrossEntropy(reshape(logits, {words, config.vocabularySize}),
-                                                 reshape(targets, {words}),
-                                                 options.labelSmoothing));
+    // One row per word: batch * sequenceLength of them.
+    graph.output("loss", nn::softmaxCrossEntropy(reshape(logits, {-1, config.vocabularySize}),
+                                                 reshape(targets, {-1}), options.labelSmoothing));
   };
   recipe.loadData = [](const std::string &dataDir,
                        const RecipeOptions &) -> Expected<TrainingData> {

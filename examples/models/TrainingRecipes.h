@@ -32,8 +32,7 @@ enum class TrainingMetric {
 struct RecipeOptions {
   int64_t batch = 64;
   /// Build the batch as the size symbol `batch in [1, batch]` (docs/dynamic-shapes.md), so one
-  /// compile runs every batch up to `batch`; a recipe whose model cannot take it
-  /// (TrainingRecipe::takesSymbolicBatch) builds the static batch.
+  /// compile runs every batch up to `batch`.
   bool symbolicBatch = false;
   double labelSmoothing = 0.0;
   /// vgg-transfer: the input size (a multiple of 32) and the base's widths
@@ -49,9 +48,6 @@ struct TrainingRecipe {
   int64_t defaultEpochs = 1;
   training::OptimizerOptions defaultOptimizer;
   TrainingMetric metric = TrainingMetric::Accuracy;
-  /// Whether build() honours RecipeOptions::symbolicBatch (the LSTM's loss folds the batch
-  /// into a static word count).
-  bool takesSymbolicBatch = true;
   /// The model input holding the labels (or next-word targets).
   std::string labelInput;
   /// Builds the model with its loss: the data's inputs, parameters, and the

@@ -126,8 +126,8 @@ Expected<AttrMap> normalizeAttrs(OpKind kind, AttrMap attrs) {
 
 bool inferenceTakesSymbolicSizes(OpKind kind) {
   switch (kind) {
-  // Part 2 of docs/dynamic-shapes.md: gathers (slice takes a symbolic axis whole).
-  case OpKind::Gather:
+  // Part 2 of docs/dynamic-shapes.md (slice takes a symbolic axis whole, gather reads along
+  // a static one).
   case OpKind::TakeAlongAxis: return false;
   default: return true;
   }

@@ -7,6 +7,7 @@
 #include "TrainingTestUtil.h"
 
 #include "compiler/training/Trainer.h"
+#include "examples/models/LstmLanguageModel.h"
 #include "frontend/nn/Conv2D.h"
 #include "frontend/nn/Dense.h"
 #include "frontend/nn/Flatten.h"
@@ -50,7 +51,7 @@ NamedTensors randomBatch(int64_t rows, Rng &rng) {
 /// One step of `trainer` on `batch` against the same step of its program, specialized at the
 /// batch's rows and widened to fp64, in the interpreter: the loss, every parameter and every
 /// state slot after the step.
-void checkStep(Trainer &trainer, const NamedTensors &batch) {
+void checkStep(Trainer &trainer, const NamedTensors &batch, const Shape &logitsShape) {
   const TrainingOptions &options = trainer.options();
   NamedTensors tensors = batch;
   NamedTensors params = trainer.params().value(), state = trainer.optimizerState().value();
@@ -71,8 +72,8 @@ void checkStep(Trainer &trainer, const NamedTensors &batch) {
 
   // f32 against fp64 through a forward and backward pass of this size: 1e-5.
   CHECK(step->loss == Approx(reference->at(options.lossOutput).getDouble(0)).epsilon(1e-5));
-  CHECK(step->outputs.at(0).at("logits").shape() ==
-        Shape{batch.at("x").shape()[0], 4}); // the run's rows, not the range's maximum
+  // The run's rows, not the range's maximum.
+  CHECK(step->outputs.at(0).at("logits").shape() == logitsShape);
   checkStateMatchesUpdates(trainer, *reference);
 }
 
@@ -95,7 +96,7 @@ TEST_CASE("one training program with a symbolic batch steps on every batch size 
   // A full batch, an odd one, the smallest: each on the state the previous steps left.
   for (int64_t rows : {16, 7, 1, 13}) {
     CAPTURE(rows);
-    checkStep(*trainer, randomBatch(rows, rng));
+    checkStep(*trainer, randomBatch(rows, rng), {rows, 4});
   }
   CHECK(trainer->stepCount() == 4);
 
@@ -105,6 +106,41 @@ TEST_CASE("one training program with a symbolic batch steps on every batch size 
              Catch::Contains("the size symbol N in [1, 16], but the actual size 17 is outside "
                              "its range"));
   CHECK(trainer->stepCount() == 4); // the refused step changed nothing
+}
+
+TEST_CASE("an LSTM language model trains on any batch of sequences on one compile",
+          "[training][symbolic]") {
+  // The embedding's gradient sums over the run's token ids (a GEMM whose K is their count),
+  // the loss's mean over the run's words (N * 3 of them).
+  uint64_t seed = freshSeed();
+  CAPTURE(seed);
+  Rng rng(seed);
+  Graph model("lm", 3);
+  examples::LstmLanguageModelConfig config{.batch = kiln::dim("N", 1, 4),
+                                           .sequenceLength = 3,
+                                           .vocabularySize = 7,
+                                           .embeddingDim = 4,
+                                           .units = 5,
+                                           .head = examples::ClassifierHead::Logits};
+  Tensor logits = examples::buildLstmLanguageModel(model, config);
+  Tensor targets = model.input("targets", {config.batch, 3}, DType::I64);
+  model.output("loss", nn::softmaxCrossEntropy(reshape(logits, {-1, 7}), reshape(targets, {-1})));
+  REQUIRE(model.finalize().has_value());
+  TrainingOptions options;
+  options.optimizer = training::OptimizerOptions::adam(0.05);
+  options.compile.target = TargetKind::Cpu;
+  auto trainer = Trainer::create(model, options);
+  INFO((trainer ? std::string() : trainer.error().str()));
+  REQUIRE(trainer.has_value());
+  for (int64_t rows : {4, 1, 3}) {
+    CAPTURE(rows);
+    HostTensor tokens(DType::I64, {rows, 3}), next(DType::I64, {rows, 3});
+    for (int64_t i = 0; i < rows * 3; ++i) {
+      tokens.setDouble(i, static_cast<double>(rng.nextU64() % 7));
+      next.setDouble(i, static_cast<double>(rng.nextU64() % 7));
+    }
+    checkStep(*trainer, {{"tokens", tokens}, {"targets", next}}, {rows, 3, 7});
+  }
 }
 
 TEST_CASE("a trainable convolution with a symbolic batch is refused, naming the filter gradient",

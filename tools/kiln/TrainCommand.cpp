@@ -40,7 +40,7 @@ options:
   --accumulate K      sum gradients over K micro-batches per update (default 1)
   --last-batch M      an epoch's last partial batch: drop (default) or train, on
                       the same program compiled for a symbolic batch (one
-                      process, --accumulate 1; not lstm); evaluation always
+                      process, --accumulate 1; not cnn); evaluation always
                       runs every example, a partial batch at its own size
   --clip-norm X       clip the gradients' global L2 norm to X
   --bucket-mib X      several ranks: the gradients are all-reduced in buckets

@@ -5,6 +5,10 @@
 #include "ir/graph/Gradients.h"
 #include "ir/graph/gradients/GradientBuilder.h"
 
+#include <fmt/format.h>
+
+#include <numeric>
+
 namespace kiln::ir {
 
 namespace {
@@ -37,6 +41,38 @@ Expected<Value *> oneHot(GradientBuilder &b, Value *indices, int64_t axis, int64
   return b.maskOf(hit, dtype);
 }
 
+/// gather's data gradient when the count of indices n is known only at run time (a
+/// symbolic batch of token ids): the one-hot is built [n, S], n leading, and the product
+/// sums over it as a GEMM whose K is the run's n (transposed A: slower than the static
+/// form's [S, n], which would put the symbol past the leading axis).
+Expected<Gradients> gatherGradientOverRuntimeIndices(GradientBuilder &b, const Node &node, Value *g,
+                                                     int64_t size, int64_t outer, int64_t inner) {
+  Value *data = node.operand(0), *indices = node.operand(1);
+  if (outer != 1)
+    return makeError(ErrorCode::Unsupported,
+                     fmt::format("gather: the gradient of data {} along axis > 0 with indices "
+                                 "{} of a symbolic size is not built yet (docs/dynamic-shapes.md)",
+                                 data->type().str(), indices->type().str()));
+  std::vector<int64_t> all(static_cast<size_t>(indices->type().rank()));
+  std::iota(all.begin(), all.end(), 0);
+  KILN_TRY(SizeExpr count, sizeOverAxes(indices->type(), all));
+  KILN_TRY(Value * flatIndices, b.reshape(indices, std::vector<SizeExpr>{count}));
+  KILN_TRY(Value * wrapped, wrappedIndices(b, flatIndices, size));
+  KILN_TRY(Value * column, b.op(OpKind::Unsqueeze, {wrapped}, {{"axes", std::vector<int64_t>{1}}}));
+  KILN_TRY(
+      Value * positions,
+      b.op(OpKind::Iota, {},
+           {{"axis", int64_t{1}}, {"dtype", indices->type().dtype}, {"shape", Shape{1, size}}}));
+  KILN_TRY(Value * hit, b.op(OpKind::Eq, {column, positions}));
+  KILN_TRY(Value * hot, b.maskOf(hit, data->type().dtype));
+  KILN_TRY(Value * flatG, b.reshape(g, std::vector<SizeExpr>{count, SizeExpr(inner)}));
+  KILN_TRY(Value * scattered, b.op(OpKind::MatMul, {hot, flatG},
+                                   {{"accumulate", normalizationComputeDType(data->type().dtype)},
+                                    {"transpose_a", true}}));
+  KILN_TRY(Value * gradient, b.reshape(scattered, data->type().shape));
+  return Gradients{gradient, nullptr};
+}
+
 } // namespace
 
 Expected<Gradients> gradientGather(Graph &graph, const Node &node, Value *g) {
@@ -58,6 +94,8 @@ Expected<Gradients> gradientGather(Graph &graph, const Node &node, Value *g) {
     KILN_TRY(Value * zeros, b.zeros(type));
     return Gradients{zeros, nullptr};
   }
+  if (indices->type().isSymbolic())
+    return gatherGradientOverRuntimeIndices(b, node, g, size, outer, inner);
   KILN_TRY(Value * flatIndices, b.reshape(indices, Shape{count}));
   KILN_TRY(Value * hot, oneHot(b, flatIndices, 0, size, type.dtype));
   KILN_TRY(Value * flatG, b.reshape(g, Shape{outer, count, inner}));

@@ -228,10 +228,18 @@ Expected<TensorType> inferGather(const InferContext &context) {
     return fail(context, ErrorCode::ShapeMismatch,
                 "axis {} of data {} is empty, so no index in {} can be valid", axis, data.str(),
                 indices.str());
-  Shape shape(data.shape.begin(), data.shape.begin() + axis);
-  shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
-  shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
-  return TensorType{data.dtype, shape};
+  // Indices resolve against the gathered axis' size, which must be static; the other sizes
+  // (a symbolic batch of indices, say) pass through.
+  if (!data.size(axis).isConstant())
+    return fail(context, ErrorCode::ShapeMismatch,
+                "axis {} of data {} is the symbolic size {}: a gather reads along a static "
+                "axis",
+                axis, data.str(), data.size(axis).str());
+  std::vector<SizeExpr> dataSizes = data.sizes(), indexSizes = indices.sizes();
+  std::vector<SizeExpr> sizes(dataSizes.begin(), dataSizes.begin() + axis);
+  sizes.insert(sizes.end(), indexSizes.begin(), indexSizes.end());
+  sizes.insert(sizes.end(), dataSizes.begin() + axis + 1, dataSizes.end());
+  return resultType(context, data.dtype, std::move(sizes));
 }
 
 Expected<TensorType> inferTakeAlongAxis(const InferContext &context) {
