@@ -14,10 +14,9 @@ struct ExampleModel {
   std::string name;        ///< e.g. "cnn"
   std::string description; ///< one line
   int64_t defaultBatch = 1;
-  /// Builds the model into `graph` (inputs, parameters, outputs) at `batch`: a size, or (where
-  /// `symbolicBatch`) a size symbol, kiln::dim("N", 1, 64), for one compile of every batch.
+  /// Builds the model into `graph` (inputs, parameters, outputs) at `batch`: a size, or a size
+  /// symbol, kiln::dim("N", 1, 64), for one compile of every batch (every example takes one).
   std::function<void(Graph &graph, Dim batch)> build;
-  bool symbolicBatch = false;
 };
 
 /// Every example, in a stable order.

@@ -788,6 +788,14 @@ void addMovementRows(Rows &rows) {
   using Sizes = std::vector<SizeExpr>;
   SizeExpr n = SizeExpr::symbol({"N", 1, 8});
   rows.push_back(valid(SymbolSize, {}, {{"size", Sizes{n}}, {"dtype", DType::F32}}, f32({})));
+  // A gather reads along a static axis; its indices' symbolic sizes pass through.
+  TensorType ids = makeTensorType(DType::I64, {n, SizeExpr(3)}).value();
+  rows.push_back(valid(Gather, {f32({10, 4}), ids}, {{"axis", int64_t{0}}},
+                       makeTensorType(DType::F32, {n, SizeExpr(3), SizeExpr(4)}).value()));
+  rows.push_back(invalid(Gather, {makeTensorType(DType::F32, {n, SizeExpr(4)}).value(), ids},
+                         {{"axis", int64_t{0}}},
+                         "gather: axis 0 of data f32[N,4] is the symbolic size N: a gather "
+                         "reads along a static axis"));
   // A slice takes a symbolic axis whole, and refuses to cut it.
   TensorType batchRows = makeTensorType(DType::F32, {n, SizeExpr(6)}).value();
   rows.push_back(valid(Slice, {batchRows},
