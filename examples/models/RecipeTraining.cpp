@@ -133,8 +133,9 @@ Expected<BatchScore> evaluate(CompiledModel &model, const TrainingRecipe &recipe
   return total;
 }
 
-/// --last-batch train: one process, one micro-batch per step, and a recipe that
-/// builds a symbolic batch (checked before anything loads or compiles).
+/// --last-batch train: one process and one micro-batch per step (checked before
+/// anything loads or compiles; a model whose training program cannot take a
+/// symbolic batch says so when the Trainer is created).
 Expected<void> checkLastBatchTraining(const TrainingRecipe &recipe,
                                       const RecipeTrainingOptions &options,
                                       const runtime::dist::Communicator *ranks,

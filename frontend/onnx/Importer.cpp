@@ -316,17 +316,19 @@ std::vector<NodeInput> ModelImporter::modelInputs(const ::onnx::NodeProto &proto
 bool ModelImporter::readsSymbolicSizes(const ::onnx::NodeProto &proto) const {
   if (!foldsSymbolicSizes(proto.op_type()))
     return false;
+  bool shapeOfTensor = proto.op_type() == "Shape" || proto.op_type() == "Size";
+  bool symbolic = false, allKnown = true;
   for (const auto &name : proto.input()) {
     if (name.empty())
       continue;
     const ImportedValue &known = values_.at(name);
-    if (known.sizes)
-      return true;
-    bool shapeOfTensor = proto.op_type() == "Shape" || proto.op_type() == "Size";
-    if (shapeOfTensor && !known.tensor.empty() && known.tensor.type().isSymbolic())
-      return true;
+    bool symbolicShape = shapeOfTensor && !known.tensor.empty() && known.tensor.type().isSymbolic();
+    symbolic = symbolic || known.sizes || symbolicShape;
+    allKnown = allKnown && (known.sizes || known.value || symbolicShape);
   }
-  return false;
+  // Sizes meeting a value computed at run time (a shape added to a tensor) are converted
+  // into the model instead, the sizes made a tensor (materialize).
+  return symbolic && allKnown;
 }
 
 void ModelImporter::foldSizes(const ::onnx::NodeProto &proto) {

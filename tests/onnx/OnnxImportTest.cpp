@@ -337,6 +337,21 @@ TEST_CASE("shape arithmetic on a symbolic batch folds into symbolic sizes at imp
     CHECK(outputs->at("dims").toDoubles() == std::vector<double>{static_cast<double>(batch), 12});
   }
 
+  // Sizes meeting a tensor computed at run time become a tensor: constants and symbol_size.
+  OnnxModelBuilder mixed;
+  mixed.input("x", kFloat, {std::string("batch"), int64_t{3}});
+  mixed.input("offset", kInt64, {int64_t{2}});
+  mixed.node("Shape", {"x"}, {"shape"});
+  mixed.node("Add", {"shape", "offset"}, {"y"});
+  mixed.output("y", kInt64, {int64_t{2}});
+  auto mixedGraph = onnx::importModelFromBytes(mixed.bytes());
+  INFO((mixedGraph ? std::string() : mixedGraph.error().str()));
+  REQUIRE(mixedGraph);
+  auto sums = evaluate(**mixedGraph,
+                       {{"x", HostTensor(DType::F32, {5, 3})}, {"offset", int64s({2}, {10, 20})}});
+  REQUIRE(sums);
+  CHECK(sums->at("y").toDoubles() == std::vector<double>{15, 23});
+
   // Sizes are integers: a Cast of them to float does not fold, and says so.
   OnnxModelBuilder floats;
   floats.input("x", kFloat, {std::string("batch"), int64_t{3}});
