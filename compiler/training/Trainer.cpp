@@ -198,6 +198,33 @@ Expected<void> Trainer::checkBatch(const NamedTensors &batch, size_t index) cons
   return {};
 }
 
+Expected<void> Trainer::checkSymbolicRows(std::span<const NamedTensors> microBatches) const {
+  // The rows of a batch whose leading size is symbolic: what each run may vary.
+  auto rowsOf = [this](const NamedTensors &batch) -> std::optional<int64_t> {
+    for (const auto &[name, type] : batchInputs_)
+      if (type.isSymbolic() && !type.size(0).isConstant())
+        return batch.at(name).shape()[0];
+    return std::nullopt;
+  };
+  std::optional<int64_t> rows = rowsOf(microBatches[0]);
+  if (!rows)
+    return {};
+  // Micro-batches are averaged as equals, and a rank's weight is its shard's fixed share:
+  // a smaller batch there would be weighted as a full one.
+  for (size_t i = 1; i < microBatches.size(); ++i)
+    if (rowsOf(microBatches[i]) != rows)
+      return makeError(ErrorCode::ShapeMismatch,
+                       fmt::format("training step: micro-batch {} has {} rows, micro-batch 0 "
+                                   "has {}: the micro-batches of a step must be equal",
+                                   i, *rowsOf(microBatches[i]), *rows));
+  if (shards_ && *rows != shards_->rows)
+    return makeError(ErrorCode::ShapeMismatch,
+                     fmt::format("training step: data parallel, this rank's batch has {} rows, "
+                                 "but its shard of every global batch is {}",
+                                 *rows, shards_->rows));
+  return {};
+}
+
 NamedTensors Trainer::updateInputs(bool withLossScale) const {
   NamedTensors tensors = optimizerScalarValues(options_.optimizer, learningRate_, stepCount_ + 1,
                                                program_.paramDType);
@@ -310,6 +337,7 @@ Expected<StepResult> Trainer::step(std::span<const NamedTensors> microBatches) {
                                  microBatches.size(), k));
   for (size_t i = 0; i < microBatches.size(); ++i)
     KILN_TRY_VOID(checkBatch(microBatches[i], i));
+  KILN_TRY_VOID(checkSymbolicRows(microBatches));
 
   StepResult result;
   result.lossScale = scaler_.scale();

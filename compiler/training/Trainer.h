@@ -135,6 +135,9 @@ private:
   /// The run options of a program that reads the communicator.
   RunOptions runOptions() const;
   Expected<void> checkBatch(const NamedTensors &batch, size_t index) const;
+  /// A symbolic batch: the micro-batches of one step have equal rows, and a data-parallel
+  /// rank's rows are its shard's (the weights assume both).
+  Expected<void> checkSymbolicRows(std::span<const NamedTensors> microBatches) const;
   /// The optimizer scalars and, for the one-graph program, the loss scale.
   NamedTensors updateInputs(bool withLossScale) const;
   /// Runs `model` (updating its state) on `batch` plus `tensors`: on a device

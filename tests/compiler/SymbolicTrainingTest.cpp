@@ -108,6 +108,26 @@ TEST_CASE("one training program with a symbolic batch steps on every batch size 
   CHECK(trainer->stepCount() == 4); // the refused step changed nothing
 }
 
+TEST_CASE("micro-batches of one step with a symbolic batch must have equal rows",
+          "[training][symbolic]") {
+  Rng rng(freshSeed());
+  auto model = buildClassifier(8);
+  REQUIRE(model->finalize().has_value());
+  TrainingOptions options;
+  options.compile.target = TargetKind::Cpu;
+  options.accumulationSteps = 2;
+  auto trainer = Trainer::create(*model, options);
+  REQUIRE(trainer.has_value());
+  std::vector<NamedTensors> equal = {randomBatch(5, rng), randomBatch(5, rng)};
+  REQUIRE(trainer->step(equal).has_value());
+  std::vector<NamedTensors> unequal = {randomBatch(8, rng), randomBatch(3, rng)};
+  auto refused = trainer->step(unequal);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK_THAT(refused.error().message(),
+             Catch::Contains("micro-batch 1 has 3 rows, micro-batch 0 has 8"));
+  CHECK(trainer->stepCount() == 1);
+}
+
 TEST_CASE("an LSTM language model trains on any batch of sequences on one compile",
           "[training][symbolic]") {
   // The embedding's gradient sums over the run's token ids (a GEMM whose K is their count),
