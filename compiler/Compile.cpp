@@ -181,13 +181,7 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
   // Kernels with runtime sizes run on the CPU so far (docs/dynamic-shapes.md).
   if (choice.kind != TargetKind::Cpu)
     KILN_TRY_VOID(ir::requireStaticSizes(userGraph, "GPU compiler"));
-  // A run binds the symbols from its inputs; a parameter keeps one size for every run.
-  for (const ir::Value *param : userGraph.params())
-    if (param->type().isSymbolic())
-      return makeError(ErrorCode::Unsupported,
-                       fmt::format("parameter '{}' is {}: parameters take static sizes (a run "
-                                   "binds the size symbols from its inputs)",
-                                   param->name(), param->type().str()));
+  KILN_TRY_VOID(ir::requireStaticParams(userGraph));
 
   if (choice.kind == TargetKind::Cuda) {
     KILN_TRY(CompiledModel model,

@@ -3,7 +3,6 @@
 
 #include "compiler/CollectiveLaunchOrder.h"
 #include "compiler/KernelCost.h"
-#include "compiler/RunSizeBinder.h"
 #include "ir/graph/OpTable.h"
 #include "ir/graph/Specialize.h"
 #include "ir/kernel/Printer.h"
@@ -79,27 +78,6 @@ private:
     plan_.buffers[id].sizes = type.symbolicDims;
     bufferOf_[value] = id;
     return id;
-  }
-  /// A symbolic plan's binding of its symbols from the inputs' shapes (ir::bindSymbols) and
-  /// evaluation of a buffer's sizes: closures of the compiler's, which runs them for kiln_rt.
-  void bindSizesFromInputs() {
-    std::vector<ir::SymbolicLeaf> leaves;
-    for (const ir::Value *input : graph_.inputs())
-      leaves.push_back({input->name(), false, input->type()});
-    std::vector<ir::SizeSymbol> symbols = plan_.symbols;
-    plan_.bindSizes = RunSizeBinder(std::move(leaves), symbols);
-    plan_.shapeAt = [symbols](const runtime::PlanBuffer &buffer, std::span<const int64_t> values) {
-      ir::SymbolBindings bindings;
-      for (size_t i = 0; i < symbols.size() && i < values.size(); ++i)
-        bindings.emplace(symbols[i].name, values[i]);
-      std::vector<int64_t> shape;
-      for (const ir::SizeExpr &size : buffer.sizes) {
-        Expected<int64_t> value = size.evaluate(bindings);
-        KILN_CHECK(value.has_value(), "a bound plan's sizes evaluate");
-        shape.push_back(*value);
-      }
-      return shape;
-    };
   }
   /// The buffer of the run's size symbols, made on first use.
   int sizesBuffer() {
@@ -210,8 +188,6 @@ Expected<LaunchPlan>
 PlanBuilder::build(const std::vector<std::optional<lower::LoweredKernel>> &kernels,
                    const std::function<runtime::KernelEntry(std::string_view)> &lookup) {
   plan_.symbols = graph_.symbols();
-  if (!plan_.symbols.empty())
-    bindSizesFromInputs();
   for (const ir::Value *input : graph_.inputs()) {
     int id = addValueBuffer(input, input->name(), Storage::Input);
     plan_.buffers[id].binding = static_cast<int>(plan_.inputs.size());

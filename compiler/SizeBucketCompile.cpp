@@ -92,11 +92,12 @@ sizeBucketBounds(const ir::Graph &graph, const std::optional<std::vector<int64_t
   return std::vector<int64_t>(bounds.begin(), bounds.end());
 }
 
-Expected<CompiledModel> compileSizeBuckets(const ir::Graph &graph, std::span<const int64_t> bounds,
-                                           const CompileOptions &options,
-                                           const codegen::CpuTarget &target,
-                                           const LazyFingerprint &targetFingerprint,
-                                           std::ostream &dump, CompileReport &report) {
+Expected<LoweredSizeBuckets> lowerSizeBuckets(const ir::Graph &graph,
+                                              std::span<const int64_t> bounds,
+                                              const CompileOptions &options,
+                                              const codegen::CpuTarget &target,
+                                              const LazyFingerprint &targetFingerprint,
+                                              std::ostream &dump, CompileReport &report) {
   const ir::SizeSymbol &symbol = graph.symbols().front();
   // Largest first: its kernels keep their names, and a smaller bucket's kernel equal to one of
   // them is that one.
@@ -138,9 +139,9 @@ Expected<CompiledModel> compileSizeBuckets(const ir::Graph &graph, std::span<con
                                 fromRecords, kernelGroups, buckets.size(), report.tuning);
 
   // Share equal kernels, and name the rest after their bucket.
+  LoweredSizeBuckets lowered;
   std::map<std::string, std::string> nameOfKey;
-  std::vector<kir::Kernel> distinct;
-  size_t lowered = 0;
+  size_t numLowered = 0;
   for (size_t i = 0; i < buckets.size(); ++i) {
     Bucket &bucket = buckets[i];
     std::string prefix = i == 0 ? "" : fmt::format("b{}_", bucket.bound);
@@ -148,13 +149,13 @@ Expected<CompiledModel> compileSizeBuckets(const ir::Graph &graph, std::span<con
     for (const kir::Kernel &kernel : bucket.program.kernels) {
       auto [it, added] = nameOfKey.emplace(kernelKey(kernel), prefix + kernel.name);
       if (added) {
-        distinct.push_back(kernel);
-        distinct.back().name = it->second;
+        lowered.kernels.push_back(kernel);
+        lowered.kernels.back().name = it->second;
       }
       names[kernel.name] = it->second;
       bucket.kernelNames.push_back(it->second);
     }
-    lowered += bucket.program.kernels.size();
+    numLowered += bucket.program.kernels.size();
     for (std::optional<lower::LoweredKernel> &kernel : bucket.program.groupKernels)
       if (kernel)
         renameKernels(*kernel, names);
@@ -164,50 +165,62 @@ Expected<CompiledModel> compileSizeBuckets(const ir::Graph &graph, std::span<con
     for (const std::optional<lower::LoweredKernel> &kernel : bucket.program.groupKernels)
       if (kernel && kernel->prelude)
         preludes.insert(kernel->prelude->name);
-  report.numKernels = static_cast<int>(distinct.size());
+  report.numKernels = static_cast<int>(lowered.kernels.size());
   report.numPreludeKernels = static_cast<int>(preludes.size());
 
+  // A bucket that runs exactly the next larger kept bucket's kernels is dropped: that one
+  // runs its sizes as well.
+  std::vector<size_t> kept{0};
+  for (size_t i = 1; i < buckets.size(); ++i)
+    if (buckets[i].kernelNames != buckets[kept.back()].kernelNames)
+      kept.push_back(i);
+  std::vector<int64_t> keptBounds;
+  for (auto it = kept.rbegin(); it != kept.rend(); ++it)
+    keptBounds.push_back(buckets[*it].bound);
+  for (size_t i : kept)
+    lowered.buckets.push_back(
+        {buckets[i].bound, std::move(buckets[i].graph), std::move(buckets[i].program)});
+  size_t merged = buckets.size() - kept.size();
+  report.sizeBuckets = fmt::format(
+      "{}: {} bucket{}, {} <= {}{}; {} distinct kernels of {} lowered", symbol.str(), kept.size(),
+      kept.size() == 1 ? "" : "s", symbol.name, fmt::join(keptBounds, ", "),
+      merged == 0 ? "" : fmt::format(" ({} more ran the kernels of a larger one)", merged),
+      lowered.kernels.size(), numLowered);
+  return lowered;
+}
+
+Expected<CompiledModel> compileSizeBuckets(const ir::Graph &graph, std::span<const int64_t> bounds,
+                                           const CompileOptions &options,
+                                           const codegen::CpuTarget &target,
+                                           const LazyFingerprint &targetFingerprint,
+                                           std::ostream &dump, CompileReport &report) {
+  KILN_TRY(LoweredSizeBuckets lowered,
+           lowerSizeBuckets(graph, bounds, options, target, targetFingerprint, dump, report));
   auto codegenStart = Clock::now();
   if (options.dump & kDumpLlvm)
-    for (const kir::Kernel &kernel : distinct) {
+    for (const kir::Kernel &kernel : lowered.kernels) {
       KILN_TRY(std::string llvmIr, codegen::emitHostLlvmIr(kernel, target, /*optimized=*/true));
       dump << "// ---- LLVM IR of " << kernel.name << "\n" << llvmIr;
     }
   KILN_TRY(std::shared_ptr<codegen::HostModule> module,
-           hostModuleFor(distinct, target, options, report));
+           hostModuleFor(lowered.kernels, target, options, report));
   report.codegenSeconds = secondsSince(codegenStart);
   auto lookup = [&](std::string_view name) {
     auto fn = reinterpret_cast<runtime::CpuKernelFn>(module->lookup(name));
     return runtime::KernelEntry::host(fn);
   };
 
-  // A bucket that runs exactly the next larger kept bucket's kernels is dropped: that one
-  // runs its sizes as well.
-  std::vector<const Bucket *> kept{&buckets[0]};
-  for (size_t i = 1; i < buckets.size(); ++i)
-    if (buckets[i].kernelNames != kept.back()->kernelNames)
-      kept.push_back(&buckets[i]);
   std::vector<CompiledModel> models;
-  for (const Bucket *bucket : kept) {
-    const LoweredProgram &program = bucket->program;
+  for (const LoweredSizeBuckets::Bucket &bucket : lowered.buckets) {
+    const LoweredProgram &program = bucket.program;
     KILN_TRY(runtime::LaunchPlan plan,
              buildLaunchPlan(*program.graph, program.fusion, program.groupKernels, lookup,
                              DerivedValues::Kept));
     models.emplace_back(std::move(plan), std::shared_ptr<const void>(module));
   }
   CompiledModel front = std::move(models.front());
-  for (size_t i = kept.size() - 1; i >= 1; --i)
-    KILN_TRY_VOID(front.addSizeBucket({kept[i]->bound}, std::move(models[i])));
-
-  std::vector<int64_t> keptBounds;
-  for (auto it = kept.rbegin(); it != kept.rend(); ++it)
-    keptBounds.push_back((*it)->bound);
-  size_t merged = buckets.size() - kept.size();
-  report.sizeBuckets = fmt::format(
-      "{}: {} bucket{}, {} <= {}{}; {} distinct kernels of {} lowered", symbol.str(), kept.size(),
-      kept.size() == 1 ? "" : "s", symbol.name, fmt::join(keptBounds, ", "),
-      merged == 0 ? "" : fmt::format(" ({} more ran the kernels of a larger one)", merged),
-      distinct.size(), lowered);
+  for (size_t i = models.size() - 1; i >= 1; --i)
+    KILN_TRY_VOID(front.addSizeBucket({lowered.buckets[i].bound}, std::move(models[i])));
   return front;
 }
 

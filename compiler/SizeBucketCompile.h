@@ -5,6 +5,7 @@
 
 #include "codegen/Target.h"
 #include "compiler/Compile.h"
+#include "compiler/Pipeline.h"
 #include "compiler/tuning/LazyFingerprint.h"
 #include "ir/graph/Graph.h"
 
@@ -26,6 +27,29 @@ sizeBucketBounds(const ir::Graph &graph, const std::optional<std::vector<int64_t
 /// (ir::narrowSymbols), specialized when `bound` is the least value. What the bucket is
 /// compiled and tuned from.
 Expected<std::unique_ptr<ir::Graph>> sizeBucketGraph(const ir::Graph &graph, int64_t bound);
+
+/// The buckets of a graph with one size symbol, lowered (what a compile and a bundle both
+/// generate code for).
+struct LoweredSizeBuckets {
+  struct Bucket {
+    int64_t bound = 0;
+    std::unique_ptr<ir::Graph> graph; ///< null for the largest: the user's graph
+    LoweredProgram program;
+  };
+  /// The buckets kept, largest (the whole range) first; kernels named as in `kernels`.
+  std::vector<Bucket> buckets;
+  /// Every kept bucket's kernels, each distinct kernel once.
+  std::vector<kir::Kernel> kernels;
+};
+
+/// compileSizeBuckets' buckets up to code generation, filling the report's counts, the
+/// tuning line and `sizeBuckets`.
+Expected<LoweredSizeBuckets> lowerSizeBuckets(const ir::Graph &graph,
+                                              std::span<const int64_t> bounds,
+                                              const CompileOptions &options,
+                                              const codegen::CpuTarget &target,
+                                              const LazyFingerprint &targetFingerprint,
+                                              std::ostream &dump, CompileReport &report);
 
 /// A host model of `graph` (its one symbol N in [min, max]) with a bucket per bound: the
 /// bucket of bound b is `graph` with N in [min, b] (specialized when b is min), lowered with

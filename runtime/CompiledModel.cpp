@@ -5,6 +5,8 @@
 #include "runtime/CommunicationThread.h"
 #include "runtime/DerivedValueCache.h"
 #include "runtime/DeviceExecutor.h"
+#include "runtime/RunSizeBinder.h"
+#include "runtime/SizeBucketRules.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -104,6 +106,8 @@ CompiledModel::CompiledModel(LaunchPlan plan, std::shared_ptr<const void> codeOw
       arenaMutex_(std::make_unique<std::mutex>()) {
   if (!executor_)
     derivedValues_ = std::make_unique<runtime::DerivedValueCache>(plan_);
+  if (!plan_.symbols.empty())
+    sizeBinder_ = std::make_unique<runtime::RunSizeBinder>(plan_);
 }
 CompiledModel::CompiledModel(CompiledModel &&) noexcept = default;
 CompiledModel &CompiledModel::operator=(CompiledModel &&) noexcept = default;
@@ -152,24 +156,10 @@ Expected<void> CompiledModel::addSizeBucket(std::vector<int64_t> upperBounds, Co
   };
   if (executor_ || model.executor_)
     return refuse("size buckets are for host models");
-  if (upperBounds.size() != plan_.symbols.size())
-    return refuse(fmt::format("the model has {} size symbols", plan_.symbols.size()));
   if (!sizeBuckets_.empty() &&
       !std::ranges::lexicographical_compare(sizeBuckets_.back().upperBounds, upperBounds))
     return refuse("buckets are added smallest first");
-  // The bucket runs on what this model checked and gathered, in this model's order.
-  auto sameNames = [](const std::vector<runtime::PlanBinding> &a,
-                      const std::vector<runtime::PlanBinding> &b) {
-    return std::ranges::equal(a, b, {}, &runtime::PlanBinding::name, &runtime::PlanBinding::name);
-  };
-  if (!sameNames(model.plan_.inputs, plan_.inputs) ||
-      !sameNames(model.plan_.outputs, plan_.outputs) ||
-      !sameNames(model.plan_.params, plan_.params))
-    return refuse("the bucket's model has other inputs, outputs or parameters");
-  if (!model.plan_.symbols.empty() &&
-      !std::ranges::equal(model.plan_.symbols, plan_.symbols, {}, &ir::SizeSymbol::name,
-                          &ir::SizeSymbol::name))
-    return refuse("the bucket's model has other size symbols");
+  KILN_TRY_VOID(runtime::checkSizeBucket(plan_, upperBounds, model.plan_));
   auto bucket = std::make_unique<CompiledModel>(std::move(model));
   for (const auto &[name, tensor] : boundParams_)
     bucket->storeParam(name, viewOf(tensor));
@@ -370,11 +360,10 @@ Expected<std::vector<int64_t>>
 CompiledModel::bindSizes(const std::vector<const HostTensor *> &inputTensors) const {
   if (plan_.symbols.empty())
     return std::vector<int64_t>{};
-  KILN_CHECK(static_cast<bool>(plan_.bindSizes), "a symbolic plan binds its sizes");
   std::vector<std::vector<int64_t>> shapes;
   for (const HostTensor *input : inputTensors)
     shapes.push_back(input->shape());
-  return plan_.bindSizes(shapes);
+  return (*sizeBinder_)(shapes);
 }
 
 Expected<std::vector<runtime::DevicePtr>> CompiledModel::deviceOutputAddresses(
@@ -575,7 +564,7 @@ Expected<NamedTensors> CompiledModel::runOnHost(const std::vector<const HostTens
   auto runStart = Clock::now();
   // A buffer's shape in this run: its sizes at the symbols' values.
   auto shapeInRun = [&](const PlanBuffer &buffer) {
-    return buffer.sizes.empty() ? buffer.shape : plan_.shapeAt(buffer, sizes);
+    return runtime::shapeAtSizes(plan_, buffer, sizes);
   };
 
   // A run that passes its own value of a parameter a derived step reads computes every

@@ -26,6 +26,7 @@ namespace runtime {
 class CommunicationThread;
 class DerivedValueCache;
 class DeviceExecutor;
+class RunSizeBinder;
 } // namespace runtime
 
 /// State a model keeps between runs: after runUpdating(), the bytes of output
@@ -162,6 +163,8 @@ private:
   std::vector<runtime::PlanStateCopy> stateCopies_;
   mutable std::unique_ptr<std::mutex> arenaMutex_;
   mutable std::vector<std::unique_ptr<Arena>> freeArenas_;
+  /// A symbolic model's binding of its size symbols from the inputs' shapes (null when static).
+  std::unique_ptr<runtime::RunSizeBinder> sizeBinder_;
   /// Smallest first (addSizeBucket).
   std::vector<SizeBucket> sizeBuckets_;
   /// Host models whose all_reduce steps reduce across ranks: the one thread

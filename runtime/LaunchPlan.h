@@ -11,7 +11,6 @@
 #include "support/HostTensor.h"
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -136,10 +135,6 @@ struct LaunchPlan {
   /// shapes, and the buffer kernels read their values from (-1: none reads them).
   std::vector<ir::SizeSymbol> symbols{};
   int sizesBuffer = -1;
-  /// Symbolic plans (made by the compiler, never bundled): the run's value of each symbol from
-  /// the inputs' shapes (plan input order), and a buffer's shape at those values.
-  std::function<Expected<std::vector<int64_t>>(std::span<const std::vector<int64_t>>)> bindSizes{};
-  std::function<std::vector<int64_t>(const PlanBuffer &, std::span<const int64_t>)> shapeAt{};
 };
 
 } // namespace kiln::runtime

@@ -8,6 +8,7 @@
 #include "compiler/LaunchPlanBuilder.h"
 #include "compiler/ParamSetCheck.h"
 #include "compiler/Pipeline.h"
+#include "compiler/SizeBucketCompile.h"
 #include "compiler/aot/HostLinker.h"
 #include "compiler/tuning/OfflineGpuTarget.h"
 #include "compiler/tuning/TuningKeys.h"
@@ -44,10 +45,8 @@ Expected<runtime::LaunchPlan> planWithoutCode(const LoweredProgram &program,
   return plan;
 }
 
-/// Keeps the records `program`'s lowering used, each key once, and the
-/// database's one-line account for `label`.
-void collectRecords(const LoweredProgram &program, const CompileReport &compileReport,
-                    std::string_view label, AotReport &report) {
+/// Keeps the records `program`'s lowering used, each key once.
+void collectRecords(const LoweredProgram &program, AotReport &report) {
   for (const auto &record : program.groupRecords) {
     if (!record)
       continue;
@@ -57,6 +56,10 @@ void collectRecords(const LoweredProgram &program, const CompileReport &compileR
     if (!seen)
       report.records.push_back(*record);
   }
+}
+
+/// The tuning database's one-line account of a lowering for `label`.
+void addTuningLine(const CompileReport &compileReport, std::string_view label, AotReport &report) {
   if (!compileReport.tuning.empty())
     report.tuning.push_back(fmt::format("{}: {}", label, compileReport.tuning));
 }
@@ -75,25 +78,69 @@ Expected<void> checkWeights(const std::optional<NamedTensors> &weights,
   return checkParamSet(*weights, params, "the weights", "weight");
 }
 
+/// The CPU plans and kernels of `graph`: one program, or for a graph with a size symbol one
+/// per size bucket (docs/dynamic-shapes.md), the whole range's first.
+struct CpuPrograms {
+  std::vector<LoweredProgram> programs;
+  std::vector<int64_t> bounds; ///< per program, its symbol's bound (symbolic graphs only)
+  std::vector<kir::Kernel> kernels;
+};
+
+Expected<CpuPrograms> lowerCpu(const ir::Graph &graph, const AotOptions &options,
+                               const codegen::CpuTarget &target, CompileReport &compileReport) {
+  std::ostringstream dump;
+  LazyFingerprint fingerprint = tuning::targetFingerprint(target);
+  CpuPrograms lowered;
+  KILN_TRY(std::vector<int64_t> bounds, sizeBucketBounds(graph, options.compile.sizeBuckets));
+  if (bounds.size() == 1) {
+    KILN_TRY(LoweredProgram program,
+             lowerProgram(graph, options.compile, target, fingerprint, dump, compileReport));
+    lowered.kernels = program.kernels;
+    lowered.programs.push_back(std::move(program));
+    return lowered;
+  }
+  KILN_TRY(LoweredSizeBuckets buckets, lowerSizeBuckets(graph, bounds, options.compile, target,
+                                                        fingerprint, dump, compileReport));
+  for (LoweredSizeBuckets::Bucket &bucket : buckets.buckets) {
+    lowered.bounds.push_back(bucket.bound);
+    lowered.programs.push_back(std::move(bucket.program));
+  }
+  lowered.kernels = std::move(buckets.kernels);
+  return lowered;
+}
+
 Expected<void> addCpuCode(const ir::Graph &graph, const AotOptions &options,
                           BundleContents &contents, AotReport &report) {
   codegen::CpuTarget target = options.cpuTarget.value_or(codegen::hostCpuTarget());
   CompileReport compileReport;
-  std::ostringstream dump;
-  KILN_TRY(LoweredProgram program,
-           lowerProgram(graph, options.compile, target, tuning::targetFingerprint(target), dump,
-                        compileReport));
-  collectRecords(program, compileReport, "cpu", report);
-  // The plan and the weights are checked before the (slower) code generation.
-  KILN_TRY(contents.hostPlan, planWithoutCode(program, DerivedValues::Kept));
+  KILN_TRY(CpuPrograms lowered, lowerCpu(graph, options, target, compileReport));
+  for (const LoweredProgram &program : lowered.programs)
+    collectRecords(program, report);
+  addTuningLine(compileReport, "cpu", report);
+  // The plans and the weights are checked before the (slower) code generation.
+  for (size_t i = 0; i < lowered.programs.size(); ++i) {
+    KILN_TRY(runtime::LaunchPlan plan, planWithoutCode(lowered.programs[i], DerivedValues::Kept));
+    if (i == 0)
+      contents.hostPlan = std::move(plan);
+    else // smallest first
+      contents.hostBuckets.insert(contents.hostBuckets.begin(),
+                                  {{lowered.bounds[i]}, std::move(plan)});
+  }
   KILN_TRY_VOID(checkWeights(options.weights, contents.hostPlan));
-  KILN_TRY(std::string object, codegen::emitHostObject(program.kernels, target));
+  KILN_TRY(std::string object, codegen::emitHostObject(lowered.kernels, target));
   KILN_TRY(contents.hostSharedObject, linkSharedObject(object));
   contents.meta.cpuTriple = target.triple;
   contents.meta.cpuName = target.cpuName;
   contents.meta.cpuFeatures = target.features;
   report.target = fmt::format("cpu {} {}", target.triple, target.cpuName);
-  report.numKernels = static_cast<int>(program.kernels.size());
+  report.numKernels = static_cast<int>(lowered.kernels.size());
+  report.sizeBuckets = compileReport.sizeBuckets;
+  if (report.sizeBuckets.empty() && graph.isSymbolic()) {
+    std::vector<std::string> symbols;
+    for (const ir::SizeSymbol &symbol : graph.symbols())
+      symbols.push_back(symbol.str());
+    report.sizeBuckets = fmt::format("{}: 1 bucket, the whole range", fmt::join(symbols, ", "));
+  }
   return {};
 }
 
@@ -107,6 +154,8 @@ Expected<void> addGpuCode(const ir::Graph &graph, const AotOptions &options,
         return makeError(ErrorCode::InvalidArgument,
                          fmt::format("architecture {} is listed twice", arch));
     KILN_TRY(codegen::GpuTarget named, codegen::gpuTargetNamed(arch));
+    // As for compile(): the GPU compiler takes static sizes (a CPU bundle takes symbols).
+    KILN_TRY_VOID(ir::requireStaticSizes(graph, "GPU compiler"));
     KILN_TRY(OfflineGpuTarget offline, offlineGpuTarget(named, options.compile));
     const codegen::GpuTarget &target = offline.target;
     if (!offline.tunedDevice.empty())
@@ -116,7 +165,8 @@ Expected<void> addGpuCode(const ir::Graph &graph, const AotOptions &options,
     std::ostringstream dump;
     KILN_TRY(LoweredProgram program, lowerProgram(graph, options.compile, target,
                                                   offline.fingerprint, dump, compileReport));
-    collectRecords(program, compileReport, target.archName(), report);
+    collectRecords(program, report);
+    addTuningLine(compileReport, target.archName(), report);
     runtime::bundle::GpuArchCode code;
     KILN_TRY(code.plan, planWithoutCode(program, DerivedValues::PerRun));
     KILN_TRY_VOID(checkWeights(options.weights, code.plan));
@@ -155,9 +205,7 @@ Expected<std::string> buildBundle(const ir::Graph &graph, const AotOptions &opti
   AotReport localReport;
   AotReport &r = report ? *report : localReport;
   r = {};
-  // A bundle's plan holds static sizes; one for a range of sizes is docs/dynamic-shapes.md's
-  // next step.
-  KILN_TRY_VOID(ir::requireStaticSizes(graph, "bundle writer"));
+  KILN_TRY_VOID(ir::requireStaticParams(graph));
   BundleContents contents;
   contents.meta.kilnVersion = std::string(kilnVersion());
   contents.meta.model = graph.name();

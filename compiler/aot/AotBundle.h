@@ -1,5 +1,6 @@
-// Ahead-of-time bundles: a graph compiled for the CPU (a host shared object)
-// or for GPU architectures (cubin and PTX each), with its launch plan,
+// Ahead-of-time bundles: a graph compiled for the CPU (a host shared object; a graph with
+// size symbols gets a plan per size bucket) or for GPU architectures (cubin and PTX each),
+// with its launch plan,
 // optional weights and tuning records, in one file that kiln_rt loads
 // without LLVM or NVRTC (runtime/bundle/BundleLoader.h, docs/aot.md).
 #pragma once
@@ -40,6 +41,8 @@ struct AotReport {
   std::string target;              ///< "cpu x86_64-pc-linux-gnu znver3", "cuda sm_80,sm_90a"
   int numKernels = 0;              ///< per architecture for cuda (the first one's)
   std::vector<std::string> notes;  ///< e.g. "sm_80: no cubin (ptxas unavailable: ...)"
+  /// Cpu, a graph with a size symbol: its buckets ("N in [1, 64]: 4 buckets, N <= 1, 8, ...").
+  std::string sizeBuckets;
   size_t bytes = 0;
   double seconds = 0;
   /// The tuning records that chose schedules (each once), as the bundle stores them.

@@ -3,15 +3,13 @@
 #pragma once
 
 #include "ir/graph/Graph.h"
+#include "ir/graph/SymbolBinding.h"
 
 #include <map>
 #include <memory>
 #include <span>
 
 namespace kiln::ir {
-
-/// Actual shapes of a graph's inputs (and parameters), by name.
-using LeafShapes = std::map<std::string, Shape, std::less<>>;
 
 /// The value of every symbol of `graph`, read from the leaves' actual shapes.
 /// A dim that is a bare symbol binds it; any other symbolic dim must then
@@ -20,16 +18,6 @@ using LeafShapes = std::map<std::string, Shape, std::less<>>;
 /// actual size; two inputs that disagree on a symbol are both named. A leaf
 /// missing from `shapes` is skipped (its caller reports it).
 Expected<SymbolBindings> bindSymbols(const Graph &graph, const LeafShapes &shapes);
-
-/// An input or parameter as bindSymbols reads it: where a graph is not at hand (a compiled
-/// model binds the symbols of every run from its inputs).
-struct SymbolicLeaf {
-  std::string name;
-  bool isParam = false;
-  TensorType type;
-};
-Expected<SymbolBindings> bindSymbols(std::span<const SymbolicLeaf> leaves,
-                                     const LeafShapes &shapes);
 
 /// A static copy of `graph` with every symbol replaced by its value in
 /// `bindings` (each in its range), verified. Reshape and broadcast_to targets
@@ -45,5 +33,9 @@ Expected<std::unique_ptr<Graph>> narrowSymbols(const Graph &graph,
 /// An error when `graph` has symbols: `consumer` (the GPU compiler) works on static sizes
 /// only, and must never run a symbolic graph at its upper bounds by accident.
 Expected<void> requireStaticSizes(const Graph &graph, std::string_view consumer);
+
+/// An error naming the first parameter of `graph` with symbolic sizes: a compiled model binds
+/// its symbols from the inputs of each run, and keeps one size for every parameter.
+Expected<void> requireStaticParams(const Graph &graph);
 
 } // namespace kiln::ir

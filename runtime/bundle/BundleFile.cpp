@@ -100,6 +100,8 @@ std::string encodeBundle(const BundleContents &contents) {
   if (contents.meta.target == BundleTarget::Cpu) {
     owned.emplace(kHostPlanSection, encodePlan(contents.hostPlan));
     owned.emplace(kHostCodeSection, contents.hostSharedObject);
+    if (!contents.hostBuckets.empty())
+      owned.emplace(kSizeBucketsSection, encodeSizeBuckets(contents.hostBuckets));
   }
   for (const GpuArchCode &code : contents.gpu) {
     owned.emplace(gpuSectionName(code.arch, "plan"), encodePlan(code.plan, code.stepDims));

@@ -5,6 +5,7 @@
 
 #include "runtime/Device.h"
 #include "runtime/LaunchPlan.h"
+#include "runtime/SizeBucketRules.h"
 #include "runtime/cache/SectionFile.h"
 #include "support/Error.h"
 #include "support/HostTensor.h"
@@ -19,7 +20,7 @@ namespace kiln::runtime::bundle {
 inline constexpr std::string_view kBundleMagic = "KILNAOT\n";
 /// Bumped whenever a section's layout changes; a bundle of another version is rejected.
 /// 2: launch dims carry tensor maps; 3: step kinds (all_reduce); 4: derived values.
-inline constexpr uint32_t kBundleFormatVersion = 4;
+inline constexpr uint32_t kBundleFormatVersion = 5;
 inline constexpr SectionFileFormat kBundleFormat{kBundleMagic, kBundleFormatVersion,
                                                  "kiln bundle"};
 
@@ -30,6 +31,7 @@ inline constexpr uint64_t kMaxBundleBytes = uint64_t{1} << 36;
 inline constexpr std::string_view kMetaSection = "meta";
 inline constexpr std::string_view kHostPlanSection = "plan";
 inline constexpr std::string_view kHostCodeSection = "host.so";
+inline constexpr std::string_view kSizeBucketsSection = "size-buckets";
 inline constexpr std::string_view kWeightsSection = "weights";
 inline constexpr std::string_view kTuningSection = "tuning";
 std::string gpuSectionName(std::string_view arch, std::string_view part);
@@ -63,7 +65,10 @@ struct GpuArchCode {
 /// Everything a bundle holds, as the writer provides it.
 struct BundleContents {
   BundleMeta meta;
-  LaunchPlan hostPlan;          ///< Cpu
+  LaunchPlan hostPlan; ///< Cpu; a symbolic plan runs every size in its symbols' ranges
+  /// Cpu, a symbolic plan: the size buckets that run part of the range with schedules of their
+  /// own (docs/dynamic-shapes.md), smallest first; their kernels are in the same shared object.
+  std::vector<SizeBucketPlan> hostBuckets;
   std::string hostSharedObject; ///< Cpu: an ELF shared object exporting every kernel
   std::vector<GpuArchCode> gpu; ///< Cuda
   NamedTensors weights;         ///< optional: bound as parameters at load

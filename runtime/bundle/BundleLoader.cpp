@@ -34,6 +34,7 @@ struct ParsedArch {
 struct ParsedBundle {
   BundleMeta meta;
   std::optional<StoredPlan> hostPlan;
+  std::vector<SizeBucketPlan> hostBuckets; ///< checked against hostPlan
   std::string_view hostCode;
   std::vector<ParsedArch> archs;
   NamedTensors weights;
@@ -67,6 +68,23 @@ Expected<void> checkWeights(const NamedTensors &weights, const LaunchPlan &plan)
   return {};
 }
 
+/// Each bucket runs part of the model's range (checkSizeBucket), smallest first, as
+/// CompiledModel::addSizeBucket takes them.
+Expected<void> checkBuckets(const std::vector<SizeBucketPlan> &buckets, const LaunchPlan &model) {
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    auto bad = [&](const std::string &why) {
+      return makeError(ErrorCode::FormatError,
+                       fmt::format("section '{}': bucket {}: {}", kSizeBucketsSection, i, why));
+    };
+    if (auto fits = checkSizeBucket(model, buckets[i].upperBounds, buckets[i].plan); !fits)
+      return bad(fits.error().message());
+    if (i > 0 &&
+        !std::ranges::lexicographical_compare(buckets[i - 1].upperBounds, buckets[i].upperBounds))
+      return bad("the buckets are not in ascending order");
+  }
+  return {};
+}
+
 Expected<ParsedBundle> parseBundle(std::string_view bytes) {
   KILN_TRY(SectionFileView view, decodeSectionFile(bytes, kBundleFormat));
   ParsedBundle parsed;
@@ -77,6 +95,10 @@ Expected<ParsedBundle> parseBundle(std::string_view bytes) {
     KILN_TRY(StoredPlan plan, decodePlan(planBytes, kHostPlanSection, /*requireDims=*/false));
     parsed.hostPlan = std::move(plan);
     KILN_TRY(parsed.hostCode, requiredSection(view, kHostCodeSection));
+    if (const std::string_view *buckets = view.section(kSizeBucketsSection)) {
+      KILN_TRY(parsed.hostBuckets, decodeSizeBuckets(*buckets, kSizeBucketsSection));
+      KILN_TRY_VOID(checkBuckets(parsed.hostBuckets, parsed.hostPlan->plan));
+    }
   } else {
     for (const std::string &arch : parsed.meta.gpuArchs) {
       KILN_TRY_VOID(parseArchName(arch));
@@ -85,6 +107,9 @@ Expected<ParsedBundle> parseBundle(std::string_view bytes) {
       std::string planName = gpuSectionName(arch, "plan");
       KILN_TRY(std::string_view planBytes, requiredSection(view, planName));
       KILN_TRY(code.plan, decodePlan(planBytes, planName, /*requireDims=*/true));
+      if (!code.plan.plan.symbols.empty()) // the device executor runs static plans only
+        return makeError(ErrorCode::FormatError,
+                         fmt::format("section '{}': a cuda plan with size symbols", planName));
       KILN_TRY(code.ptx, requiredSection(view, gpuSectionName(arch, "ptx")));
       if (const std::string_view *cubin = view.section(gpuSectionName(arch, "cubin")))
         code.cubin = *cubin;
@@ -111,18 +136,26 @@ Expected<CompiledModel> loadHost(ParsedBundle &parsed, const BundleLoadOptions &
                                                        : hostCpuFeatures()));
   KILN_TRY(std::shared_ptr<SharedObject> object,
            SharedObject::load(parsed.hostCode, "the bundle's host code"));
-  LaunchPlan plan = std::move(parsed.hostPlan->plan);
-  for (PlanStep &step : plan.steps) {
-    if (step.kind != StepKind::Kernel)
-      continue; // a collective calls the run's communicator
-    auto fn = reinterpret_cast<CpuKernelFn>(object->symbol(step.kernelName));
-    if (!fn)
-      return makeError(ErrorCode::FormatError,
-                       fmt::format("the host code has no kernel '{}'", step.kernelName));
-    step.entry = KernelEntry::host(fn);
+  // The model of the whole range and each bucket's share the object's kernels.
+  auto modelOf = [&](LaunchPlan plan) -> Expected<CompiledModel> {
+    for (PlanStep &step : plan.steps) {
+      if (step.kind != StepKind::Kernel)
+        continue; // a collective calls the run's communicator
+      auto fn = reinterpret_cast<CpuKernelFn>(object->symbol(step.kernelName));
+      if (!fn)
+        return makeError(ErrorCode::FormatError,
+                         fmt::format("the host code has no kernel '{}'", step.kernelName));
+      step.entry = KernelEntry::host(fn);
+    }
+    return CompiledModel(std::move(plan), std::shared_ptr<const void>(object));
+  };
+  KILN_TRY(CompiledModel model, modelOf(std::move(parsed.hostPlan->plan)));
+  for (SizeBucketPlan &bucket : parsed.hostBuckets) {
+    KILN_TRY(CompiledModel bucketModel, modelOf(std::move(bucket.plan)));
+    KILN_TRY_VOID(model.addSizeBucket(bucket.upperBounds, std::move(bucketModel)));
   }
   code = fmt::format("host shared object ({}, {})", meta.cpuTriple, meta.cpuName);
-  return CompiledModel(std::move(plan), std::shared_ptr<const void>(std::move(object)));
+  return model;
 }
 
 /// GPU 0 and its memory pool, opened once per process (as compiler::cudaDevice does).

@@ -5,6 +5,7 @@
 
 #include "runtime/TensorMapRules.h"
 #include "runtime/bundle/ByteCodec.h"
+#include "runtime/bundle/SizeCodec.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,7 +21,7 @@ namespace {
 constexpr uint32_t kMaxRank = 16;
 /// The largest arena a plan may ask for (1 TiB): more is a corrupt field.
 constexpr int64_t kMaxArenaBytes = int64_t{1} << 40;
-constexpr int kNumStorages = static_cast<int>(Storage::Derived) + 1;
+constexpr int kNumStorages = static_cast<int>(Storage::Sizes) + 1;
 
 void writeShape(ByteWriter &out, const std::vector<int64_t> &shape) {
   out.u32(static_cast<uint32_t>(shape.size()));
@@ -120,12 +121,59 @@ Expected<void> checkBinding(const LaunchPlan &plan, size_t id, const char *what,
   return {};
 }
 
+/// A symbolic plan's symbols and sizes: declared once each, every size over declared symbols
+/// (with their ranges), never negative, and at most the buffer's shape, which holds the largest
+/// value (so the bytes planned hold every run). The runtime then evaluates them without checks.
+Expected<void> checkSymbolicSizes(const LaunchPlan &plan) {
+  for (size_t i = 0; i < plan.symbols.size(); ++i) {
+    const ir::SizeSymbol &symbol = plan.symbols[i];
+    if (symbol.name.empty() || symbol.min < 0 || symbol.min > symbol.max)
+      return std::unexpected(invalid(fmt::format("size symbol {} ('{}') has the range [{}, {}]", i,
+                                                 symbol.name, symbol.min, symbol.max)));
+    for (size_t j = 0; j < i; ++j)
+      if (plan.symbols[j].name == symbol.name)
+        return std::unexpected(
+            invalid(fmt::format("size symbol '{}' is declared twice", symbol.name)));
+  }
+  if (plan.sizesBuffer != -1 &&
+      (plan.sizesBuffer < 0 || static_cast<size_t>(plan.sizesBuffer) >= plan.buffers.size() ||
+       plan.buffers[static_cast<size_t>(plan.sizesBuffer)].storage != Storage::Sizes))
+    return std::unexpected(
+        invalid(fmt::format("the sizes buffer {} is not a buffer of sizes", plan.sizesBuffer)));
+  for (size_t id = 0; id < plan.buffers.size(); ++id) {
+    const PlanBuffer &buffer = plan.buffers[id];
+    if (buffer.sizes.empty())
+      continue;
+    auto problem = [&](size_t dim, std::string what) {
+      return std::unexpected(
+          invalid(fmt::format("buffer {} ('{}') dim {}: {}", id, buffer.name, dim, what)));
+    };
+    if (buffer.sizes.size() != buffer.shape.size())
+      return problem(0,
+                     fmt::format("{} sizes for rank {}", buffer.sizes.size(), buffer.shape.size()));
+    for (size_t d = 0; d < buffer.sizes.size(); ++d) {
+      const ir::SizeExpr &size = buffer.sizes[d];
+      for (const ir::SizeSymbol &symbol : size.symbols())
+        if (std::ranges::find(plan.symbols, symbol) == plan.symbols.end())
+          return problem(d, fmt::format("{} is not a declared size symbol", symbol.str()));
+      Expected<ir::SizeInterval> bounds = size.bounds();
+      if (!bounds)
+        return problem(d, bounds.error().message());
+      if (bounds->low < 0 || bounds->high != buffer.shape[d])
+        return problem(d, fmt::format("{} ranges over [{}, {}], the shape holds {}", size.str(),
+                                      bounds->low, bounds->high, buffer.shape[d]));
+    }
+  }
+  return {};
+}
+
 } // namespace
 
 std::string encodePlan(const LaunchPlan &plan, const std::vector<LaunchDims> &stepDims) {
   KILN_CHECK(stepDims.empty() || stepDims.size() == plan.steps.size(),
              "launch dims must be given for every step or none");
   ByteWriter out;
+  writeSymbols(out, plan.symbols);
   out.u32(static_cast<uint32_t>(plan.buffers.size()));
   for (const PlanBuffer &buffer : plan.buffers) {
     out.bytes(buffer.name);
@@ -136,6 +184,9 @@ std::string encodePlan(const LaunchPlan &plan, const std::vector<LaunchDims> &st
     out.i64(buffer.arenaOffset);
     out.i32(buffer.binding);
     out.i32(buffer.aliasOf);
+    out.u32(static_cast<uint32_t>(buffer.sizes.size()));
+    for (const ir::SizeExpr &size : buffer.sizes)
+      writeSizeExpr(out, size, plan.symbols);
   }
   out.u32(static_cast<uint32_t>(plan.steps.size()));
   for (size_t i = 0; i < plan.steps.size(); ++i) {
@@ -183,6 +234,7 @@ std::string encodePlan(const LaunchPlan &plan, const std::vector<LaunchDims> &st
   out.i64(plan.arenaBytes);
   out.i64(plan.unplannedBytes);
   out.i64(plan.derivedBytes);
+  out.i32(plan.sizesBuffer);
   return out.take();
 }
 
@@ -191,7 +243,8 @@ Expected<StoredPlan> decodePlan(std::string_view bytes, std::string_view section
   ByteReader in(bytes, section);
   StoredPlan stored;
   LaunchPlan &plan = stored.plan;
-  plan.buffers.resize(in.count("the buffer count", 38));
+  plan.symbols = readSymbols(in);
+  plan.buffers.resize(in.count("the buffer count", 42));
   for (PlanBuffer &buffer : plan.buffers) {
     buffer.name = std::string(in.bytes("a buffer name"));
     buffer.dtype = readDType(in);
@@ -204,6 +257,11 @@ Expected<StoredPlan> decodePlan(std::string_view bytes, std::string_view section
     buffer.arenaOffset = in.i64("an arena offset");
     buffer.binding = in.i32("a buffer binding");
     buffer.aliasOf = in.i32("an alias");
+    uint32_t rank = in.count("a buffer's size count", 13);
+    if (rank > kMaxRank)
+      in.fail(fmt::format("a buffer's {} sizes exceed rank {}", rank, kMaxRank));
+    for (uint32_t d = 0; d < rank && in.ok(); ++d)
+      buffer.sizes.push_back(readSizeExpr(in, plan.symbols));
   }
   plan.steps.resize(in.count("the step count", 29));
   stored.stepDims.resize(plan.steps.size());
@@ -260,6 +318,7 @@ Expected<StoredPlan> decodePlan(std::string_view bytes, std::string_view section
   plan.arenaBytes = in.i64("the arena size");
   plan.unplannedBytes = in.i64("the unplanned size");
   plan.derivedBytes = in.i64("the derived block's size");
+  plan.sizesBuffer = in.i32("the sizes buffer");
   if (in.ok() && !in.atEnd())
     in.fail("trailing bytes after the plan");
   if (!in.ok())
@@ -325,6 +384,7 @@ Expected<void> validatePlan(const LaunchPlan &plan) {
   KILN_TRY_VOID(checkBindingList(plan.params, "parameter"));
   KILN_TRY_VOID(checkBindingList(plan.outputs, "output"));
 
+  KILN_TRY_VOID(checkSymbolicSizes(plan));
   for (size_t id = 0; id < plan.buffers.size(); ++id) {
     const PlanBuffer &buffer = plan.buffers[id];
     auto size = HostTensor::checkedByteSize(buffer.dtype, buffer.shape);
@@ -358,8 +418,12 @@ Expected<void> validatePlan(const LaunchPlan &plan) {
             id, buffer.name, buffer.arenaOffset, buffer.bytes, plan.derivedBytes)));
       break;
     case Storage::Sizes:
-      return std::unexpected(invalid(fmt::format(
-          "buffer {} ('{}') holds runtime sizes, which bundles do not carry", id, buffer.name)));
+      if (static_cast<int>(id) != plan.sizesBuffer || buffer.dtype != DType::I64 ||
+          buffer.shape != std::vector<int64_t>{static_cast<int64_t>(plan.symbols.size())})
+        return std::unexpected(invalid(fmt::format(
+            "buffer {} ('{}') holds runtime sizes but is not the plan's i64[{}] sizes buffer", id,
+            buffer.name, plan.symbols.size())));
+      break;
     case Storage::Alias:
       if (buffer.aliasOf < 0 || static_cast<size_t>(buffer.aliasOf) >= id ||
           plan.buffers[buffer.aliasOf].bytes < buffer.bytes)
@@ -430,6 +494,37 @@ Expected<void> validatePlan(const LaunchPlan &plan) {
       return std::unexpected(invalid(fmt::format(
           "derived buffer {} ('{}') is computed by no derived step", id, plan.buffers[id].name)));
   return {};
+}
+
+std::string encodeSizeBuckets(const std::vector<SizeBucketPlan> &buckets) {
+  ByteWriter out;
+  out.u32(static_cast<uint32_t>(buckets.size()));
+  for (const SizeBucketPlan &bucket : buckets) {
+    writeShape(out, bucket.upperBounds);
+    out.bytes(encodePlan(bucket.plan));
+  }
+  return out.take();
+}
+
+Expected<std::vector<SizeBucketPlan>> decodeSizeBuckets(std::string_view bytes,
+                                                        std::string_view section) {
+  ByteReader in(bytes, section);
+  std::vector<SizeBucketPlan> buckets(in.count("the bucket count", 12));
+  std::vector<std::string_view> plans;
+  for (SizeBucketPlan &bucket : buckets) {
+    bucket.upperBounds = readShape(in);
+    plans.push_back(in.bytes("a bucket's plan"));
+  }
+  if (in.ok() && !in.atEnd())
+    in.fail("trailing bytes after the buckets");
+  if (!in.ok())
+    return std::unexpected(in.error());
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    KILN_TRY(StoredPlan stored,
+             decodePlan(plans[i], fmt::format("{}[{}]", section, i), /*requireDims=*/false));
+    buckets[i].plan = std::move(stored.plan);
+  }
+  return buckets;
 }
 
 std::string encodeTensors(const NamedTensors &tensors) {

@@ -5,6 +5,7 @@
 
 #include "runtime/Device.h"
 #include "runtime/LaunchPlan.h"
+#include "runtime/SizeBucketRules.h"
 #include "support/Error.h"
 #include "support/HostTensor.h"
 
@@ -29,6 +30,12 @@ std::string encodePlan(const LaunchPlan &plan, const std::vector<LaunchDims> &st
 /// is wrong). `requireDims`: every step must carry launch dims (a GPU plan).
 Expected<StoredPlan> decodePlan(std::string_view bytes, std::string_view section,
                                 bool requireDims);
+
+/// Size buckets (each: its upper bounds and its host plan).
+std::string encodeSizeBuckets(const std::vector<SizeBucketPlan> &buckets);
+/// Decodes and validates each bucket's plan; checkSizeBucket is the loader's.
+Expected<std::vector<SizeBucketPlan>> decodeSizeBuckets(std::string_view bytes,
+                                                        std::string_view section);
 
 /// Named tensors (sorted by name, each: name, dtype, shape, bytes).
 std::string encodeTensors(const NamedTensors &tensors);

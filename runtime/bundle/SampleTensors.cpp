@@ -1,6 +1,8 @@
 // Seeded sample tensors and output summaries for running bundles.
 #include "runtime/bundle/SampleTensors.h"
 
+#include "runtime/RunSizeBinder.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,14 +11,16 @@
 namespace kiln::runtime::bundle {
 
 NamedTensors sampleTensors(const LaunchPlan &plan, const std::vector<PlanBinding> &bindings,
-                           uint64_t seed, bool zeros, const std::set<std::string> &skip) {
+                           uint64_t seed, bool zeros, const std::set<std::string> &skip,
+                           std::span<const int64_t> sizes) {
   Rng rng(seed);
   NamedTensors tensors;
   for (const PlanBinding &binding : bindings) {
     if (skip.contains(binding.name))
       continue;
     const PlanBuffer &buffer = plan.buffers[static_cast<size_t>(binding.buffer)];
-    HostTensor tensor(buffer.dtype, buffer.shape);
+    HostTensor tensor(buffer.dtype,
+                      sizes.empty() ? buffer.shape : shapeAtSizes(plan, buffer, sizes));
     if (!zeros)
       for (int64_t i = 0; i < tensor.numElements(); ++i) {
         double value = isFloatingPoint(buffer.dtype) ? rng.normal()

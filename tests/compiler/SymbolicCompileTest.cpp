@@ -4,11 +4,14 @@
 #include "CompileTestUtil.h"
 
 #include "compiler/SizeBucketCompile.h"
+#include "compiler/aot/AotBundle.h"
 #include "examples/models/FashionMnistCnn.h"
 #include "examples/models/TransformerBlock.h"
 #include "frontend/nn/Dense.h"
 #include "ir/graph/Interpreter.h"
 #include "ir/graph/Specialize.h"
+#include "runtime/bundle/BundleLoader.h"
+#include "support/Tolerance.h"
 
 #include <fmt/format.h>
 
@@ -420,4 +423,58 @@ TEST_CASE("the size bucket bounds: powers of two, or a list checked against the 
 }
 
 } // namespace
+TEST_CASE("a CPU bundle of a symbolic model carries its size buckets and runs every size",
+          "[compile][symbolic][aot]") {
+  Graph graph("mlp");
+  buildMlp(graph);
+  REQUIRE(graph.finalize().has_value());
+  CompileOptions options = cpuOptions();
+  options.sizeBuckets = std::vector<int64_t>{1, 6, 20};
+  compiler::AotOptions aot;
+  aot.compile = options;
+  aot.weights = graph.paramValues();
+  compiler::AotReport report;
+  auto bytes = compiler::buildBundle(graph.ir(), aot, &report);
+  REQUIRE(bytes.has_value());
+  CHECK_THAT(report.sizeBuckets, Catch::StartsWith("N in [1, 64]: "));
+  auto loaded = runtime::bundle::loadBundleFromBytes(*bytes, {}, "mlp.kiln");
+  REQUIRE(loaded.has_value());
+  CHECK(loaded->weightsBound);
+  CompiledModel &model = loaded->model;
+
+  // The same buckets as compile() makes, and the same outputs bit for bit at every size.
+  auto compiled = compile(graph.ir(), options);
+  REQUIRE(compiled.has_value());
+  CHECK(model.sizeBucketBounds() == compiled->sizeBucketBounds());
+  CHECK(model.sizeBucketBounds().size() >= 2);
+  REQUIRE(compiled->bindParams(graph.paramValues()).has_value());
+  Rng rng(freshSeed());
+  for (int64_t batch : {1, 5, 20, 64}) {
+    CAPTURE(batch);
+    NamedTensors inputs = inputsAt(graph, batch, rng);
+    auto fromBundle = model.run(inputs);
+    auto fromCompile = compiled->run(inputs);
+    REQUIRE(fromBundle.has_value());
+    REQUIRE(fromCompile.has_value());
+    for (const auto &[name, tensor] : *fromCompile) {
+      CAPTURE(name);
+      CHECK(fromBundle->at(name).shape() == tensor.shape());
+      CHECK(compareTensors(fromBundle->at(name), tensor, Tolerance{0, 0}).ok);
+    }
+  }
+  // Fresh parameters, and sizes at and around each bound, against the fp64 reference.
+  checkEveryBatch(graph, model, {1, 2, 6, 7, 21, 64, 13});
+
+  auto outside = model.run({{"x", randomTensor(DType::F32, {65, 29}, rng)}});
+  REQUIRE_FALSE(outside.has_value());
+  CHECK_THAT(outside.error().message(),
+             Catch::Contains("N in [1, 64]") && Catch::Contains("the actual size 65"));
+
+  // A GPU bundle takes static sizes, as the GPU compiler does.
+  aot.target = TargetKind::Cuda;
+  auto gpu = compiler::buildBundle(graph.ir(), aot);
+  REQUIRE_FALSE(gpu.has_value());
+  CHECK_THAT(gpu.error().message(), Catch::Contains("the GPU compiler takes static sizes"));
+}
+
 } // namespace kiln::test

@@ -4,11 +4,13 @@
 // and the "no CUDA driver" path of loading a GPU bundle.
 #include "ScopedEnv.h"
 #include "frontend/TempDir.h"
+#include "runtime/RunSizeBinder.h"
 #include "runtime/bundle/BundleFile.h"
 #include "runtime/bundle/BundleLoader.h"
 #include "runtime/bundle/GpuArchChoice.h"
 #include "runtime/bundle/HostCpu.h"
 #include "runtime/bundle/PlanCodec.h"
+#include "runtime/bundle/SizeCodec.h"
 
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
@@ -57,6 +59,38 @@ LaunchPlan samplePlan() {
   plan.constants = {HostTensor::randomNormal(DType::F32, {3, 5}, rng)};
   plan.arenaBytes = 128;
   plan.unplannedBytes = 60;
+  return plan;
+}
+
+/// y = k1(k0(x, sizes), sizes) for x: f32[N,5] with N in [1, max], and an intermediate t of
+/// (N*5)/2 elements: a symbolic plan (max 1: the same plan specialized at N = 1, static).
+LaunchPlan symbolicPlan(int64_t max) {
+  ir::SizeSymbol symbol{"N", 1, max};
+  ir::SizeExpr n = ir::SizeExpr::symbol(symbol);
+  ir::SizeExpr half = *ir::floorDiv(*ir::multiply(n, 5), 2);
+  bool symbolic = max > 1;
+  LaunchPlan plan;
+  plan.buffers = {buffer("x", {max, 5}, Storage::Input, 0), buffer("sizes", {1}, Storage::Sizes),
+                  buffer("y", {max, 5}, Storage::Output, 0),
+                  buffer("t", {max * 5 / 2}, Storage::Arena, -1, 0)};
+  plan.buffers[1].dtype = DType::I64;
+  plan.buffers[1].bytes = 8;
+  if (symbolic) {
+    plan.symbols = {symbol};
+    plan.sizesBuffer = 1;
+    plan.buffers[0].sizes = {n, 5};
+    plan.buffers[2].sizes = {n, 5};
+    plan.buffers[3].sizes = {half};
+  } else {
+    plan.buffers.erase(plan.buffers.begin() + 1);
+    plan.buffers[1].binding = 0;
+  }
+  int y = symbolic ? 2 : 1, t = symbolic ? 3 : 2;
+  plan.steps = {PlanStep{"k0", {}, symbolic ? std::vector<int>{0, 1, 3} : std::vector<int>{0, 2}},
+                PlanStep{"k1", {}, symbolic ? std::vector<int>{3, 1, 2} : std::vector<int>{2, 1}}};
+  plan.inputs = {{"x", 0}};
+  plan.outputs = {{"y", y}};
+  plan.arenaBytes = plan.buffers[static_cast<size_t>(t)].bytes;
   return plan;
 }
 
@@ -232,10 +266,10 @@ TEST_CASE("a plan that indexes outside itself is rejected with what is wrong", "
   }
   // A count larger than the bytes left is an error before any allocation.
   std::string bytes = encodePlan(samplePlan());
-  bytes[0] = '\xff';
-  bytes[1] = '\xff';
-  bytes[2] = '\xff';
-  bytes[3] = '\x7f';
+  bytes[4] = '\xff'; // after the size symbols' count
+  bytes[5] = '\xff';
+  bytes[6] = '\xff';
+  bytes[7] = '\x7f';
   auto huge = decodePlan(bytes, "plan", false);
   REQUIRE_FALSE(huge);
   CHECK_THAT(huge.error().message(), Catch::Contains("the buffer count is 2147483647"));
@@ -409,4 +443,159 @@ TEST_CASE("a CPU bundle's triple and features are checked against the machine", 
   // Every x86-64 CPU has SSE2, and the detection finds it.
   CHECK(hostCpuFeatures().contains("sse2"));
 #endif
+}
+
+TEST_CASE("a symbolic plan keeps its size symbols and sizes through a bundle", "[bundle]") {
+  LaunchPlan plan = symbolicPlan(8);
+  REQUIRE(validatePlan(plan));
+  auto decoded = decodePlan(encodePlan(plan), "plan", /*requireDims=*/false);
+  REQUIRE(decoded);
+  const LaunchPlan &back = decoded->plan;
+  CHECK(back.symbols == plan.symbols);
+  CHECK(back.sizesBuffer == 1);
+  CHECK(back.buffers[1].storage == Storage::Sizes);
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    CHECK(back.buffers[i].sizes == plan.buffers[i].sizes);
+
+  // The decoded plan binds and sizes a run as the compiler's does.
+  RunSizeBinder bind(back);
+  std::vector<std::vector<int64_t>> three{{3, 5}};
+  auto values = bind(three);
+  REQUIRE(values);
+  CHECK(*values == std::vector<int64_t>{3});
+  CHECK(shapeAtSizes(back, back.buffers[3], *values) == std::vector<int64_t>{7});
+  CHECK(shapeAtSizes(back, back.buffers[2], *values) == std::vector<int64_t>{3, 5});
+  std::vector<std::vector<int64_t>> nine{{9, 5}};
+  auto outside = bind(nine);
+  REQUIRE_FALSE(outside);
+  CHECK_THAT(outside.error().message(),
+             Catch::Contains("input 'x' dim 0 is the size symbol N in [1, 8], but the actual "
+                             "size 9 is outside its range"));
+  std::vector<std::vector<int64_t>> wide{{3, 4}};
+  auto mismatched = bind(wide);
+  REQUIRE_FALSE(mismatched);
+  CHECK_THAT(mismatched.error().message(), Catch::Contains("input 'x' dim 1 is 5, got 4"));
+}
+
+TEST_CASE("a symbolic plan whose sizes could overrun its buffers is rejected", "[bundle]") {
+  auto rejects = [](const LaunchPlan &plan, const std::string &expected) {
+    auto valid = validatePlan(plan);
+    REQUIRE_FALSE(valid);
+    CHECK_THAT(valid.error().message(), Catch::Contains(expected));
+  };
+  {
+    LaunchPlan plan = symbolicPlan(8); // a size larger than the planned bytes
+    plan.buffers[3].sizes = {*ir::multiply(ir::SizeExpr::symbol(plan.symbols[0]), 3)};
+    rejects(plan, "buffer 3 ('t') dim 0: N*3 ranges over [3, 24], the shape holds 20");
+  }
+  {
+    LaunchPlan plan = symbolicPlan(8); // a symbol of another range than the plan declares
+    plan.buffers[0].sizes[0] = ir::SizeExpr::symbol({"N", 1, 64});
+    rejects(plan, "N in [1, 64] is not a declared size symbol");
+  }
+  {
+    LaunchPlan plan = symbolicPlan(8);
+    plan.symbols.push_back(plan.symbols[0]);
+    rejects(plan, "size symbol 'N' is declared twice");
+  }
+  {
+    LaunchPlan plan = symbolicPlan(8);
+    plan.symbols[0].min = 9;
+    rejects(plan, "size symbol 0 ('N') has the range [9, 8]");
+  }
+  {
+    LaunchPlan plan = symbolicPlan(8);
+    plan.sizesBuffer = 0;
+    rejects(plan, "the sizes buffer 0 is not a buffer of sizes");
+  }
+  {
+    LaunchPlan plan = symbolicPlan(8); // a second buffer of sizes the run would not fill
+    plan.buffers[3].storage = Storage::Sizes;
+    rejects(plan, "buffer 3 ('t') holds runtime sizes but is not the plan's i64[1] sizes buffer");
+  }
+}
+
+TEST_CASE("a malformed size program is a format error naming the problem", "[bundle]") {
+  std::vector<ir::SizeSymbol> symbols{{"N", 1, 8}};
+  auto decode = [&](std::vector<std::pair<uint8_t, int64_t>> tokens) {
+    ByteWriter out;
+    out.u32(static_cast<uint32_t>(tokens.size()));
+    for (auto [op, value] : tokens) {
+      out.u8(op);
+      out.i64(value);
+    }
+    std::string bytes = out.take();
+    ByteReader in(bytes, "plan");
+    ir::SizeExpr size = readSizeExpr(in, symbols);
+    return in.ok() ? size.str() : in.error().message();
+  };
+  // Constant, Symbol, Add, Multiply, FloorDiv: (N*3)/2 + 1, rebuilt in canonical form.
+  ir::SizeExpr n = ir::SizeExpr::symbol(symbols[0]);
+  CHECK(decode({{1, 0}, {0, 3}, {3, 0}, {4, 2}, {0, 1}, {2, 0}}) ==
+        ir::add(*ir::floorDiv(*ir::multiply(n, 3), 2), 1)->str());
+  CHECK_THAT(decode({{2, 0}}), Catch::Contains("an operation without two operands"));
+  CHECK_THAT(decode({{1, 1}}), Catch::Contains("symbol 1 of 1"));
+  CHECK_THAT(decode({{9, 0}}), Catch::Contains("operation code 9 is unknown"));
+  CHECK_THAT(decode({{1, 0}, {4, 0}}), Catch::Contains("a division by 0"));
+  CHECK_THAT(decode({{0, 1}, {0, 2}}), Catch::Contains("2 values left, not 1"));
+  CHECK_THAT(decode({{0, int64_t{1} << 62}, {0, 8}, {3, 0}}), Catch::Contains("malformed size"));
+  CHECK_THAT(decode({}), Catch::Contains("0 values left"));
+}
+
+TEST_CASE("a CPU bundle's size buckets must each run part of the model's range", "[bundle]") {
+  BundleContents contents;
+  contents.meta.kilnVersion = "test";
+  contents.meta.model = "symbolic";
+  contents.meta.target = BundleTarget::Cpu;
+  contents.hostPlan = symbolicPlan(8);
+  contents.hostSharedObject = "not loaded by checkBundle";
+  contents.hostBuckets = {{{1}, symbolicPlan(1)}, {{4}, symbolicPlan(4)}};
+  REQUIRE(checkSizeBucket(contents.hostPlan, std::vector<int64_t>{4}, symbolicPlan(4)));
+  auto check = [&](const BundleContents &bundle) { return checkBundle(encodeBundle(bundle)); };
+  auto inspected = inspectBundle(encodeBundle(contents));
+  REQUIRE(inspected);
+  CHECK(std::ranges::count(inspected->sections, std::string(kSizeBucketsSection),
+                           &std::pair<std::string, size_t>::first) == 1);
+  REQUIRE(check(contents));
+
+  auto rejects = [&](BundleContents bundle, const std::string &expected) {
+    auto checked = check(bundle);
+    REQUIRE_FALSE(checked);
+    CHECK(checked.error().code() == ErrorCode::FormatError);
+    CHECK_THAT(checked.error().message(),
+               Catch::Contains("section 'size-buckets'") && Catch::Contains(expected));
+  };
+  {
+    BundleContents bundle = contents; // a bucket that would run sizes beyond its plan
+    bundle.hostBuckets[1].upperBounds = {6};
+    rejects(bundle, "bucket 1: size bucket [6]: the bucket's size symbol N in [1, 4] is not "
+                    "N in [1, 6]");
+  }
+  {
+    BundleContents bundle = contents;
+    bundle.hostBuckets[1].upperBounds = {9};
+    rejects(bundle, "the bound 9 is outside N in [1, 8]");
+  }
+  {
+    BundleContents bundle = contents; // a static bucket for more than one size
+    bundle.hostBuckets[0].upperBounds = {2};
+    rejects(bundle, "bucket 0: size bucket [2]: the bucket's model has other size symbols");
+  }
+  {
+    BundleContents bundle = contents;
+    std::swap(bundle.hostBuckets[0], bundle.hostBuckets[1]);
+    bundle.hostBuckets[1].upperBounds = {1};
+    rejects(bundle, "not in ascending order");
+  }
+  {
+    BundleContents bundle = contents; // an input of another type than the model's
+    bundle.hostBuckets[0].plan.buffers[0].shape = {2, 5};
+    bundle.hostBuckets[0].plan.buffers[0].bytes = 40;
+    rejects(bundle, "'x' is f32[2,5] in the bucket, not f32[1,5]");
+  }
+  {
+    BundleContents bundle = contents;
+    bundle.hostBuckets[1].plan.outputs[0].name = "z";
+    rejects(bundle, "the bucket's model has other outputs");
+  }
 }

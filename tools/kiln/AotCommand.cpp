@@ -35,7 +35,15 @@ options:
                         when ptxas is installed, and PTX
   --backend llvm|nvrtc  cuda: the GPU backend (default llvm)
   --precision POLICY    fp32 (default), tf32, bf16-mixed, fp16-mixed
-  --batch N             batch size of an example (default: the example's)
+  --batch N|LO..HI      batch size of an example (default: the example's), or
+                        a range: one bundle that runs every batch in it (a
+                        size symbol N; --target cpu). A .kir graph's size
+                        symbols and an ONNX model's open dims (--shape
+                        DIM=LO..HI) make such a bundle too
+  --size-buckets B      a model with a size symbol: the upper bounds of its
+                        size buckets, each with schedules of its own: pow2
+                        (default), none (one bucket) or a LIST (as for kiln
+                        run; docs/dynamic-shapes.md)
   --weights FILE        store these parameters (a safetensors file) and bind
                         them at load
   --embed-params        store the model's own parameter values (the example's
@@ -101,7 +109,7 @@ int aotCommand(const std::vector<std::string> &rawWords) {
     if (word == "-o")
       word = "--output";
   std::set<std::string> valued = kTargetFlags;
-  valued.insert({"--output", "--batch", "--weights", "--seed", "--info"});
+  valued.insert({"--output", "--batch", "--weights", "--seed", "--info", "--size-buckets"});
   valued.insert("--shape");
   valued.insert(kTuningFlags.begin(), kTuningFlags.end());
   auto args = parseCommandArgs("aot", words, valued, {"--embed-params", "--help"});
@@ -151,14 +159,36 @@ int aotCommand(const std::vector<std::string> &rawWords) {
       return usageError("aot", "--arch applies to --target cuda");
     options.gpuArchs = splitList(*archs);
   }
-  auto batch = args->intValue("--batch", 0, 1);
+  // --batch LO..HI: an example with a symbolic batch, one bundle for every batch in the range.
+  std::optional<ir::SizeInterval> batchRange;
+  if (auto text = args->value("--batch"); text && text->find("..") != std::string::npos) {
+    batchRange = parseSizeRange(*text);
+    if (!batchRange || batchRange->low < 1)
+      return usageError(
+          "aot", fmt::format("--batch '{}': expected N or LO..HI with 1 <= LO <= HI", *text));
+  }
+  auto batch = batchRange ? Expected<int64_t>(0) : args->intValue("--batch", 0, 1);
   auto seed = args->intValue("--seed", 0, 0);
   auto shapes = parseShapeFlags(*args);
   if (const Error *error = firstError(batch, seed, shapes))
     return usageError("aot", error->message());
-  if (auto usable = checkModelSpec(args->positional()[0], *batch, *shapes); !usable)
+  if (auto buckets = args->value("--size-buckets")) {
+    auto bounds = parseSizeBuckets(*buckets);
+    if (!bounds)
+      return usageError("aot", bounds.error().message());
+    options.compile.sizeBuckets = *bounds;
+  }
+  const std::string &spec = args->positional()[0];
+  if (auto usable = checkModelSpec(spec, *batch, *shapes); !usable)
     return usageError("aot", usable.error().message());
-  auto model = loadModel(args->positional()[0], *batch, static_cast<uint64_t>(*seed), *shapes);
+  if (batchRange && !spec.starts_with("example:"))
+    return usageError("aot", fmt::format("--batch LO..HI applies to examples; '{}' declares its "
+                                         "own sizes (an ONNX model's open dims take --shape "
+                                         "DIM=LO..HI)",
+                                         spec));
+  auto model = batchRange ? loadSymbolicExample(spec, batchRange->low, batchRange->high,
+                                                static_cast<uint64_t>(*seed))
+                          : loadModel(spec, *batch, static_cast<uint64_t>(*seed), *shapes);
   if (!model)
     return reportError("aot", model.error());
   if (auto path = args->value("--weights")) {
@@ -174,6 +204,8 @@ int aotCommand(const std::vector<std::string> &rawWords) {
     return reportError("aot", withSymbolicModelNote(written.error(), *model->graph,
                                                     args->positional()[0]));
   fmt::print("target:   {}\n", report.target);
+  if (!report.sizeBuckets.empty())
+    fmt::print("sizes:    {}\n", report.sizeBuckets);
   for (const std::string &line : report.tuning)
     fmt::print("tuning:   {}\n", line);
   for (const std::string &note : report.notes)

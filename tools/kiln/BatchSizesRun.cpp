@@ -81,17 +81,12 @@ int runBatchSizes(const std::string &spec, const std::vector<int64_t> &sizes,
   int64_t largest = *std::max_element(sizes.begin(), sizes.end());
   LoadedModel loaded;
   if (spec.starts_with(kExamplePrefix)) {
-    const examples::ExampleModel *model =
-        examples::findExampleModel(std::string_view(spec).substr(kExamplePrefix.size()));
+    auto model = loadSymbolicExample(spec, 1, largest, seed);
     if (!model)
-      return usageError("run",
-                        fmt::format("no example called '{}'", spec.substr(kExamplePrefix.size())));
-    loaded.dsl = std::make_unique<Graph>(model->name, seed);
-    model->build(*loaded.dsl, kiln::dim("N", 1, largest));
-    if (auto finalized = loaded.dsl->finalize(); !finalized)
-      return reportError("run", finalized.error());
-    loaded.graph = &loaded.dsl->ir();
-    loaded.params = loaded.dsl->paramValues();
+      return model.error().code() == ErrorCode::InvalidArgument
+                 ? usageError("run", model.error().message())
+                 : reportError("run", model.error());
+    loaded = std::move(*model);
   } else {
     // An ONNX model's open dims (dim_params) range over [1, the largest size] unless --shape
     // gives their range; a .kir file declares its symbols.

@@ -9,6 +9,7 @@
 #include "tools/kiln/Commands.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -26,10 +27,35 @@ bool isBundlePath(const std::string &path) {
          magic == runtime::bundle::kBundleMagic;
 }
 
+namespace {
+
+/// Runs `model` `iterations` times on `tensors`: the first run's outputs and the median time
+/// of the others (0 when there is only one).
+Expected<std::pair<NamedTensors, double>>
+timedRuns(const CompiledModel &model, const NamedTensors &tensors, int64_t iterations) {
+  KILN_TRY(NamedTensors outputs, model.run(tensors));
+  std::vector<double> seconds;
+  for (int64_t i = 1; i < iterations; ++i) {
+    auto runStart = std::chrono::steady_clock::now();
+    KILN_TRY_VOID(model.run(tensors));
+    seconds.push_back(secondsSince(runStart));
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return std::pair{std::move(outputs), seconds.empty() ? 0.0 : seconds[seconds.size() / 2]};
+}
+
+std::string timeText(double seconds, int64_t iterations) {
+  return iterations <= 1
+             ? std::string("ran once")
+             : fmt::format("{:.3f} ms per run (median of {})", seconds * 1e3, iterations - 1);
+}
+
+} // namespace
+
 int runBundle(const std::string &path, const Args &args) {
   for (const char *flag : {"--check", "--batch", "--target", "--arch", "--backend", "--precision",
-                           "--profile", "--tuning", "--tuning-db", "--tuned-on", "--wgmma",
-                           "--tma", "--persistent", "--shape"})
+                           "--profile", "--tuning", "--tuning-db", "--tuned-on", "--wgmma", "--tma",
+                           "--persistent", "--shape", "--size-buckets"})
     if (args.has(flag))
       return usageError(
           "run", fmt::format("{} does not apply to a bundle (it is compiled already)", flag));
@@ -37,6 +63,18 @@ int runBundle(const std::string &path, const Args &args) {
   auto iterations = args.intValue("--iterations", 10, 1);
   if (const Error *error = firstError(seed, iterations))
     return usageError("run", error->message());
+  std::optional<std::vector<int64_t>> batchSizes;
+  if (auto list = args.value("--batch-sizes")) {
+    for (const char *other : {"--inputs", "--output"})
+      if (args.has(other))
+        return usageError("run", fmt::format("--batch-sizes makes its own inputs at each size: "
+                                             "{} does not apply",
+                                             other));
+    auto sizes = parseBatchSizes(*list);
+    if (!sizes)
+      return usageError("run", sizes.error().message());
+    batchSizes = std::move(*sizes);
+  }
   auto start = std::chrono::steady_clock::now();
   auto loaded = runtime::bundle::loadBundle(path);
   double loadMs = millisecondsSince(start);
@@ -48,6 +86,17 @@ int runBundle(const std::string &path, const Args &args) {
              loaded->weightsBound ? ", weights bound" : "");
 
   const runtime::LaunchPlan &plan = model.plan();
+  if (!plan.symbols.empty()) {
+    std::vector<std::string> buckets;
+    for (const std::vector<int64_t> &bounds : model.sizeBucketBounds())
+      buckets.push_back(fmt::format("{}", fmt::join(bounds, ",")));
+    fmt::print("sizes:  {} ({} size bucket{}, up to {})\n", plan.symbols.front().str(),
+               buckets.size(), buckets.size() == 1 ? "" : "s", fmt::join(buckets, ", "));
+  }
+  if (batchSizes && plan.symbols.size() != 1)
+    return usageError("run", fmt::format("--batch-sizes needs a bundle with one size symbol; "
+                                         "'{}' has {}",
+                                         path, plan.symbols.size()));
   NamedTensors tensors = runtime::bundle::sampleTensors(plan, plan.inputs,
                                                         static_cast<uint64_t>(*seed));
   if (auto inputs = args.value("--inputs")) {
@@ -55,6 +104,9 @@ int runBundle(const std::string &path, const Args &args) {
     if (!read)
       return reportError("run", read.error());
     tensors = NamedTensors(read->begin(), read->end());
+  } else if (!plan.symbols.empty() && !batchSizes) {
+    fmt::print("note:   the seeded inputs take each size symbol's maximum (--batch-sizes runs "
+               "others)\n");
   }
   if (auto params = args.value("--params")) {
     auto read = io::loadSafetensors(*params);
@@ -70,25 +122,35 @@ int runBundle(const std::string &path, const Args &args) {
       return reportError("run", bound.error());
   }
 
-  auto outputs = model.run(tensors);
-  if (!outputs)
-    return reportError("run", outputs.error());
-  std::vector<double> seconds;
-  for (int64_t i = 1; i < *iterations; ++i) {
-    auto runStart = std::chrono::steady_clock::now();
-    if (auto again = model.run(tensors); !again)
-      return reportError("run", again.error());
-    seconds.push_back(secondsSince(runStart));
+  if (batchSizes) {
+    const ir::SizeSymbol &symbol = plan.symbols.front();
+    for (int64_t size : *batchSizes) {
+      if (size < symbol.min || size > symbol.max)
+        return usageError("run", fmt::format("batch size {} is outside the bundle's range, {}",
+                                             size, symbol.str()));
+      std::vector<int64_t> sizes{size};
+      NamedTensors inputs = runtime::bundle::sampleTensors(
+          plan, plan.inputs, static_cast<uint64_t>(*seed) + static_cast<uint64_t>(size), false, {},
+          sizes);
+      auto ran = timedRuns(model, inputs, *iterations);
+      if (!ran)
+        return reportError("run", ran.error());
+      fmt::print("batch {}: {}\n", size, timeText(ran->second, *iterations));
+      for (const auto &[name, tensor] : ran->first)
+        fmt::print("  output {}\n", runtime::bundle::summarizeTensor(name, tensor));
+    }
+    return kExitOk;
   }
-  for (const auto &[name, tensor] : *outputs)
+  auto ran = timedRuns(model, tensors, *iterations);
+  if (!ran)
+    return reportError("run", ran.error());
+  const NamedTensors &outputs = ran->first;
+  for (const auto &[name, tensor] : outputs)
     fmt::print("output {}\n", runtime::bundle::summarizeTensor(name, tensor));
-  if (!seconds.empty()) {
-    std::sort(seconds.begin(), seconds.end());
-    fmt::print("time per run: {:.3f} ms (median of {})\n", seconds[seconds.size() / 2] * 1e3,
-               seconds.size());
-  }
+  if (*iterations > 1)
+    fmt::print("time per run: {:.3f} ms (median of {})\n", ran->second * 1e3, *iterations - 1);
   if (auto path = args.value("--output"))
-    if (auto saved = io::saveSafetensors(*path, io::TensorMap(outputs->begin(), outputs->end()));
+    if (auto saved = io::saveSafetensors(*path, io::TensorMap(outputs.begin(), outputs.end()));
         !saved)
       return reportError("run", saved.error());
   return kExitOk;

@@ -131,6 +131,23 @@ Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t
   return loaded;
 }
 
+Expected<LoadedModel> loadSymbolicExample(const std::string &spec, int64_t least, int64_t largest,
+                                          uint64_t seed) {
+  std::string name = spec.substr(std::min(spec.size(), kExamplePrefix.size()));
+  const examples::ExampleModel *model =
+      spec.starts_with(kExamplePrefix) ? examples::findExampleModel(name) : nullptr;
+  if (!model)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("a batch range applies to examples; '{}' is not one", spec));
+  LoadedModel loaded;
+  loaded.dsl = std::make_unique<Graph>(model->name, seed);
+  model->build(*loaded.dsl, kiln::dim("N", least, largest));
+  KILN_TRY_VOID(loaded.dsl->finalize());
+  loaded.graph = &loaded.dsl->ir();
+  loaded.params = loaded.dsl->paramValues();
+  return loaded;
+}
+
 Error withSymbolicModelNote(Error error, const ir::Graph &model, const std::string &spec) {
   if (!model.isSymbolic() || error.code() != ErrorCode::Unsupported)
     return error;

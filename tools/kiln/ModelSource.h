@@ -32,6 +32,11 @@ Expected<void> checkModelSpec(const std::string &spec, int64_t batch, const Inpu
 Expected<LoadedModel> loadModel(const std::string &spec, int64_t batch, uint64_t seed,
                                 const InputShapes &shapes = {});
 
+/// Example `spec` ("example:NAME") built with a symbolic batch, N in [least, largest]: one
+/// compile or bundle for every batch in the range.
+Expected<LoadedModel> loadSymbolicExample(const std::string &spec, int64_t least, int64_t largest,
+                                          uint64_t seed);
+
 /// A compile error of `model` with a note on what to do when the model's size symbols are
 /// the cause (an ONNX model's dim_params on a GPU target: pin them with --shape).
 Error withSymbolicModelNote(Error error, const ir::Graph &model, const std::string &spec);

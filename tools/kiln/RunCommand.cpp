@@ -26,15 +26,15 @@ the median time per run.
 
 <model> is a graph IR file (.kir), an ONNX model (.onnx), example:<name>, or a
 bundle written by `kiln aot` (a .kiln file: loaded, not compiled; --seed,
---inputs, --params, --iterations and --output apply); the examples are:
+--inputs, --params, --iterations, --output and, for a bundle with a size
+symbol, --batch-sizes apply); the examples are:
 {}
 options:
 {}{}  --batch N             batch size of an example (default: the example's)
   --batch-sizes LIST    compile a model once with a symbolic batch, N in
                         [1, the largest of LIST], and run it at each size of
                         LIST (e.g. 1,7,64), timed; with --check, each checked
-                        (the examples with a symbolic batch: cnn, mlp,
-                        resnet, transformer, vgg; an ONNX model's open dim
+                        (every example; an ONNX model's open dim
                         (dim_param); a
                         .kir graph with one size symbol; on the CPU, which
                         --target auto then means; docs/dynamic-shapes.md)

@@ -21,6 +21,23 @@ const char *const kShapeHelp =
     "                        in [1, 64]: --shape DIM=LO..HI gives it another range\n"
     "                        (docs/dynamic-shapes.md)\n";
 
+std::optional<ir::SizeInterval> parseSizeRange(std::string_view text) {
+  size_t dots = text.find("..");
+  if (dots == std::string_view::npos)
+    return std::nullopt;
+  auto number = [](std::string_view part) -> std::optional<int64_t> {
+    int64_t value = 0;
+    auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
+    return error == std::errc() && end == part.data() + part.size() ? std::optional(value)
+                                                                    : std::nullopt;
+  };
+  std::optional<int64_t> low = number(text.substr(0, dots));
+  std::optional<int64_t> high = number(text.substr(dots + 2));
+  if (!low || !high || *low < 0 || *low > *high)
+    return std::nullopt;
+  return ir::SizeInterval{*low, *high};
+}
+
 Expected<InputShapes> parseShapeFlags(const Args &args) {
   InputShapes shapes;
   for (const std::string &text : args.values("--shape")) {
@@ -32,19 +49,12 @@ Expected<InputShapes> parseShapeFlags(const Args &args) {
     if (eq == std::string::npos || eq == 0)
       return bad("no input name");
     std::string_view dims = std::string_view(text).substr(eq + 1);
-    if (size_t dots = dims.find(".."); dots != std::string_view::npos) {
-      auto number = [](std::string_view part) -> std::optional<int64_t> {
-        int64_t value = 0;
-        auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
-        return error == std::errc() && end == part.data() + part.size() ? std::optional(value)
-                                                                        : std::nullopt;
-      };
-      std::optional<int64_t> low = number(dims.substr(0, dots));
-      std::optional<int64_t> high = number(dims.substr(dots + 2));
-      if (!low || !high || *low < 0 || *low > *high)
+    if (dims.find("..") != std::string_view::npos) {
+      std::optional<ir::SizeInterval> range = parseSizeRange(dims);
+      if (!range)
         return makeError(ErrorCode::InvalidArgument,
                          fmt::format("--shape '{}': expected DIM=LO..HI with 0 <= LO <= HI", text));
-      if (!shapes.dimRanges.emplace(text.substr(0, eq), ir::SizeInterval{*low, *high}).second)
+      if (!shapes.dimRanges.emplace(text.substr(0, eq), *range).second)
         return bad("the dim's range is given twice");
       continue;
     }

@@ -25,6 +25,8 @@ struct InputShapes {
 /// "--shape NAME=D0,D1,..." (an input's shape) and "--shape DIM=LO..HI" (a dim_param's range),
 /// repeatable.
 Expected<InputShapes> parseShapeFlags(const Args &args);
+/// "LO..HI" with 0 <= LO <= HI, else nullopt.
+std::optional<ir::SizeInterval> parseSizeRange(std::string_view text);
 /// The help line of --shape.
 extern const char *const kShapeHelp;
 

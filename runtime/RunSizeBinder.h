@@ -1,21 +1,24 @@
-// The size symbols' values of one run of a symbolic plan, from its inputs' shapes: what
-// LaunchPlan::bindSizes does for the runtime (docs/dynamic-shapes.md).
+// A symbolic plan's sizes in one run: the symbols' values from the inputs' shapes, and a
+// buffer's shape at those values (docs/dynamic-shapes.md). Everything comes from the plan, so
+// a plan loaded from a bundle binds its sizes as a compiled one does.
 #pragma once
 
-#include "ir/graph/Specialize.h"
+#include "ir/graph/SymbolBinding.h"
+#include "runtime/LaunchPlan.h"
 
 #include <optional>
 #include <span>
 #include <vector>
 
-namespace kiln::compiler {
+namespace kiln::runtime {
 
 class RunSizeBinder {
 public:
-  /// `inputs` in the plan's input order; the values come back in `symbols`' order.
-  RunSizeBinder(std::vector<ir::SymbolicLeaf> inputs, std::vector<ir::SizeSymbol> symbols);
+  /// The binder of `plan`'s inputs (its symbols' values come back in plan.symbols' order).
+  explicit RunSizeBinder(const LaunchPlan &plan);
 
   /// Each symbol's value, or ir::bindSymbols' error naming the input, dim and range at fault.
+  /// `shapes` in the plan's input order.
   Expected<std::vector<int64_t>> operator()(std::span<const std::vector<int64_t>> shapes) const;
 
 private:
@@ -34,4 +37,8 @@ private:
   std::vector<std::vector<DimRule>> rules_;
 };
 
-} // namespace kiln::compiler
+/// `buffer`'s shape when `plan`'s symbols have `values` (its upper bounds when it has no sizes).
+std::vector<int64_t> shapeAtSizes(const LaunchPlan &plan, const PlanBuffer &buffer,
+                                  std::span<const int64_t> values);
+
+} // namespace kiln::runtime

@@ -1,14 +1,34 @@
-#include "compiler/RunSizeBinder.h"
+#include "runtime/RunSizeBinder.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-namespace kiln::compiler {
+namespace kiln::runtime {
 
-RunSizeBinder::RunSizeBinder(std::vector<ir::SymbolicLeaf> inputs,
-                             std::vector<ir::SizeSymbol> symbols)
-    : inputs_(std::move(inputs)), symbols_(std::move(symbols)) {
+namespace {
+
+std::vector<ir::SymbolicLeaf> inputLeaves(const LaunchPlan &plan) {
+  std::vector<ir::SymbolicLeaf> leaves;
+  for (const PlanBinding &input : plan.inputs) {
+    const PlanBuffer &buffer = plan.buffers[static_cast<size_t>(input.buffer)];
+    leaves.push_back({input.name, false, {buffer.dtype, buffer.shape, buffer.sizes}});
+  }
+  return leaves;
+}
+
+ir::SymbolBindings bindingsOf(std::span<const ir::SizeSymbol> symbols,
+                              std::span<const int64_t> values) {
+  ir::SymbolBindings bindings;
+  for (size_t i = 0; i < symbols.size() && i < values.size(); ++i)
+    bindings.emplace(symbols[i].name, values[i]);
+  return bindings;
+}
+
+} // namespace
+
+RunSizeBinder::RunSizeBinder(const LaunchPlan &plan)
+    : inputs_(inputLeaves(plan)), symbols_(plan.symbols) {
   for (const ir::SymbolicLeaf &input : inputs_) {
     std::vector<DimRule> dims;
     for (int64_t d = 0; d < input.type.rank(); ++d) {
@@ -77,4 +97,18 @@ RunSizeBinder::operator()(std::span<const std::vector<int64_t>> shapes) const {
   return values;
 }
 
-} // namespace kiln::compiler
+std::vector<int64_t> shapeAtSizes(const LaunchPlan &plan, const PlanBuffer &buffer,
+                                  std::span<const int64_t> values) {
+  if (buffer.sizes.empty())
+    return buffer.shape;
+  ir::SymbolBindings bindings = bindingsOf(plan.symbols, values);
+  std::vector<int64_t> shape;
+  for (const ir::SizeExpr &size : buffer.sizes) {
+    Expected<int64_t> value = size.evaluate(bindings);
+    KILN_CHECK(value.has_value(), "a bound plan's sizes evaluate");
+    shape.push_back(*value);
+  }
+  return shape;
+}
+
+} // namespace kiln::runtime
