@@ -11,6 +11,7 @@
 #include "compiler/Pipeline.h"
 #include "compiler/SizeBucketCompile.h"
 #include "compiler/tuning/TuningKeys.h"
+#include "ir/graph/Clone.h"
 #include "ir/graph/Specialize.h"
 #include "runtime/DeviceExecutor.h"
 #include "runtime/sim/SimDevice.h"
@@ -57,6 +58,37 @@ Expected<CompiledModel> finishForCpu(compiler::LoweredProgram &program,
            compiler::buildLaunchPlan(*program.graph, program.fusion, program.groupKernels, lookup,
                                      compiler::DerivedValues::Kept));
   return CompiledModel(std::move(plan), std::shared_ptr<const void>(module));
+}
+
+/// One program (no size buckets) compiled for the CPU.
+Expected<CompiledModel> compileForCpu(const ir::Graph &graph, const CompileOptions &options,
+                                      const codegen::CpuTarget &target,
+                                      const compiler::LazyFingerprint &fingerprint,
+                                      std::ostream &dump, CompileReport &r) {
+  KILN_TRY(compiler::LoweredProgram program,
+           compiler::lowerProgram(graph, options, target, fingerprint, dump, r));
+  return finishForCpu(program, target, options, dump, r);
+}
+
+/// Makes `model` (compiled from `graph` with `options`) compile again, for wider size ranges,
+/// a run whose sizes are outside its range: the graph's symbols widened, the same options but
+/// the dumps, and no recompiler of its own (`model` widens further when a run needs it).
+Expected<void> addSizeRecompiler(CompiledModel &model, const ir::Graph &graph,
+                                 const CompileOptions &options) {
+  KILN_TRY(std::unique_ptr<ir::Graph> owned, ir::cloneGraph(graph));
+  std::shared_ptr<const ir::Graph> copy(std::move(owned));
+  CompileOptions again = options;
+  again.dump = 0;
+  again.dumpStream = nullptr;
+  again.fusedGraphDot = false;
+  again.recompileOutOfRange = false;
+  SizeRecompiler recompiler =
+      [copy, again](std::span<const ir::SizeSymbol> ranges) -> Expected<CompiledModel> {
+    KILN_TRY(std::unique_ptr<ir::Graph> widened, ir::widenSymbols(*copy, ranges));
+    return compile(*widened, again);
+  };
+  return model.setSizeRecompiler(std::move(recompiler),
+                                 options.recompileLog ? options.recompileLog : &std::cerr);
 }
 
 /// The simulator's kernels: the simulator is the device, each launch
@@ -214,16 +246,14 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
   r.target = describeTarget(target);
   KILN_TRY(std::vector<int64_t> bucketBounds,
            compiler::sizeBucketBounds(userGraph, options.sizeBuckets));
-  if (bucketBounds.size() > 1) {
-    KILN_TRY(CompiledModel model,
-             compiler::compileSizeBuckets(userGraph, bucketBounds, options, target,
-                                          choice.fingerprint, dump, r));
-    r.totalSeconds = secondsSince(start);
-    return model;
-  }
-  KILN_TRY(compiler::LoweredProgram program,
-           compiler::lowerProgram(userGraph, options, target, choice.fingerprint, dump, r));
-  KILN_TRY(CompiledModel model, finishForCpu(program, target, options, dump, r));
+  Expected<CompiledModel> compiled =
+      bucketBounds.size() > 1
+          ? compiler::compileSizeBuckets(userGraph, bucketBounds, options, target,
+                                         choice.fingerprint, dump, r)
+          : compileForCpu(userGraph, options, target, choice.fingerprint, dump, r);
+  KILN_TRY(CompiledModel model, std::move(compiled));
+  if (options.recompileOutOfRange && userGraph.isSymbolic())
+    KILN_TRY_VOID(addSizeRecompiler(model, userGraph, options));
   r.totalSeconds = secondsSince(start);
   return model;
 }

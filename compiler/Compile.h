@@ -125,6 +125,13 @@ struct CompileOptions {
   /// the maximum is always a bucket, so an empty list gives one bucket. Graphs with one size
   /// symbol only (more take one bucket; a list for them is an error).
   std::optional<std::vector<int64_t>> sizeBuckets;
+  /// A graph with size symbols, on the CPU: a run with a size outside a symbol's range compiles
+  /// the model again for a range that holds it instead of failing (CompiledModel::
+  /// setSizeRecompiler; docs/dynamic-shapes.md, decision 15), with these options (dumps off);
+  /// each recompile is recorded and logged, one line, to `recompileLog` (stderr when null).
+  /// What the options point to (chooseSchedule's captures, recompileLog) must outlive the model.
+  bool recompileOutOfRange = false;
+  std::ostream *recompileLog = nullptr;
   /// Overrides the heuristic schedule of a group (the autotuner's hook);
   /// returning nullopt keeps the default. It wins over tuning records.
   std::function<std::optional<lower::Schedule>(const ir::Graph &, const passes::FusionGroup &)>

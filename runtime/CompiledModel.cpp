@@ -139,6 +139,7 @@ void CompiledModel::storeParam(const std::string &name, HostTensor tensor) {
         static_cast<size_t>(findBinding(plan_.params, name) - plan_.params.data()));
   for (SizeBucket &bucket : sizeBuckets_)
     bucket.model->storeParam(name, viewOf(stored));
+  forwardToRecompiled(name, &stored);
 }
 
 void CompiledModel::paramChanged(const std::string &name) {
@@ -147,6 +148,7 @@ void CompiledModel::paramChanged(const std::string &name) {
         static_cast<size_t>(findBinding(plan_.params, name) - plan_.params.data()));
   for (SizeBucket &bucket : sizeBuckets_)
     bucket.model->paramChanged(name);
+  forwardToRecompiled(name, nullptr);
 }
 
 Expected<void> CompiledModel::addSizeBucket(std::vector<int64_t> upperBounds, CompiledModel model) {
@@ -340,7 +342,15 @@ Expected<NamedTensors> CompiledModel::runWith(const NamedTensors &tensors,
         results.emplace(plan_.outputs[i].name, std::move(outputs[i]));
     return results;
   }
-  KILN_TRY(std::vector<int64_t> sizes, bindSizes(inputTensors));
+  Expected<std::vector<int64_t>> bound = bindSizes(inputTensors);
+  if (!bound) {
+    // A size outside the range runs on a model compiled for a range that holds it, if any.
+    KILN_TRY(std::shared_ptr<const CompiledModel> wider, recompiledFor(inputTensors));
+    if (wider)
+      return wider->runWith(tensors, options, stateCopies);
+    return std::unexpected(std::move(bound).error());
+  }
+  std::vector<int64_t> sizes = std::move(*bound);
   if (const CompiledModel *bucket = bucketFor(sizes)) {
     // Checked and bound here, against the whole range: the bucket runs. It reads its own
     // views of the bound parameters (so its derived values count as its own).

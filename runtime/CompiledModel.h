@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,6 +45,25 @@ struct MemoryStats {
   int64_t unplannedBytes = 0; ///< the same buffers without reuse
   int64_t constantBytes = 0;  ///< baked-in constants
   int64_t derivedBytes = 0;   ///< values derived from parameters, kept between runs (host)
+};
+
+class CompiledModel;
+
+/// Compiles the model again with its size symbols at `ranges` (each holding the range it was
+/// compiled for): what compile() gives a model whose runs may pass sizes outside its range.
+using SizeRecompiler =
+    std::function<Expected<CompiledModel>(std::span<const ir::SizeSymbol> ranges)>;
+
+/// One recompile for a size outside a model's range: which input and dim, its size, the range
+/// until then and the range compiled for.
+struct SizeRecompile {
+  std::string input;
+  size_t dim = 0;
+  int64_t size = 0;
+  ir::SizeSymbol before, after;
+  double seconds = 0; ///< the compile's time
+  /// "input 'x' dim 0 is 100, outside N in [1, 64]: compiled again for N in [1, 128] in 0.4 s".
+  std::string str() const;
 };
 
 class CompiledModel {
@@ -100,6 +120,17 @@ public:
   /// Each bucket's upper bounds, smallest first, and last this model's own (the maxima).
   std::vector<std::vector<int64_t>> sizeBucketBounds() const;
 
+  /// Sizes outside the range (docs/dynamic-shapes.md, decision 15). With a recompiler, a run
+  /// whose input has a size symbol's dim outside the symbol's range compiles the model again
+  /// for a range that holds it (down to the size, up to the next power of two), records why
+  /// (sizeRecompiles(), and one line to `log` when given) and runs there, as do later runs
+  /// that range holds; the recompiled model reads this model's bound parameters. Without one
+  /// (the default) such a run is an error naming the input, the dim and the range. A host
+  /// model with size symbols only.
+  Expected<void> setSizeRecompiler(SizeRecompiler recompiler, std::ostream *log = nullptr);
+  /// The recompiles so far, oldest first.
+  std::vector<SizeRecompile> sizeRecompiles() const;
+
   /// The plan of the whole range (a bucket's plan runs the sizes it holds).
   const runtime::LaunchPlan &plan() const { return plan_; }
   MemoryStats memoryStats() const;
@@ -119,6 +150,15 @@ public:
 private:
   struct Arena;
   struct SizeBucket;
+  struct Recompiled;
+  /// The model compiled for a range that holds the sizes of `inputTensors`, some of which are
+  /// outside this model's range (compiled now, or earlier); null when nothing is outside it
+  /// or there is no recompiler.
+  Expected<std::shared_ptr<const CompiledModel>>
+  recompiledFor(const std::vector<const HostTensor *> &inputTensors) const;
+  /// Bound parameter `name` was stored (`stored`) or changed in place (null): the recompiled
+  /// model, if any, reads it too.
+  void forwardToRecompiled(const std::string &name, const HostTensor *stored);
   /// The bucket that runs `sizes`, or nullptr for this model.
   const CompiledModel *bucketFor(const std::vector<int64_t> &sizes) const;
   /// Binds `tensor`, already checked, as parameter `name` (a bucket gets a view of the
@@ -167,6 +207,9 @@ private:
   std::unique_ptr<runtime::RunSizeBinder> sizeBinder_;
   /// Smallest first (addSizeBucket).
   std::vector<SizeBucket> sizeBuckets_;
+  /// setSizeRecompiler's state (null without one); shared so that this file needs no
+  /// definition of it.
+  std::shared_ptr<Recompiled> recompiled_;
   /// Host models whose all_reduce steps reduce across ranks: the one thread
   /// that calls the communicator (under arenaMutex_; none until a run needs
   /// it). Joined on destruction, before the plan it reads goes.

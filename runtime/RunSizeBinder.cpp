@@ -97,6 +97,22 @@ RunSizeBinder::operator()(std::span<const std::vector<int64_t>> shapes) const {
   return values;
 }
 
+std::vector<RunSizeBinder::OutOfRange>
+RunSizeBinder::outOfRange(std::span<const std::vector<int64_t>> shapes) const {
+  std::vector<OutOfRange> found;
+  for (size_t i = 0; i < inputs_.size() && i < shapes.size(); ++i) {
+    const ir::TensorType &type = inputs_[i].type;
+    if (!type.isSymbolic() || static_cast<int64_t>(shapes[i].size()) != type.rank())
+      continue;
+    for (size_t d = 0; d < shapes[i].size(); ++d) {
+      std::optional<ir::SizeSymbol> symbol = type.symbolicDims[d].asSymbol();
+      if (symbol && (shapes[i][d] < symbol->min || shapes[i][d] > symbol->max))
+        found.push_back({inputs_[i].name, d, *symbol, shapes[i][d]});
+    }
+  }
+  return found;
+}
+
 std::vector<int64_t> shapeAtSizes(const LaunchPlan &plan, const PlanBuffer &buffer,
                                   std::span<const int64_t> values) {
   if (buffer.sizes.empty())

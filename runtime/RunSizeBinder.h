@@ -21,6 +21,17 @@ public:
   /// `shapes` in the plan's input order.
   Expected<std::vector<int64_t>> operator()(std::span<const std::vector<int64_t>> shapes) const;
 
+  /// An input dim that is a bare size symbol and whose actual size is outside the symbol's
+  /// range: what a recompile for a wider range would fix.
+  struct OutOfRange {
+    std::string input;
+    size_t dim = 0;
+    ir::SizeSymbol symbol;
+    int64_t size = 0;
+  };
+  /// Every such dim of `shapes` (empty when every bare symbol is in range).
+  std::vector<OutOfRange> outOfRange(std::span<const std::vector<int64_t>> shapes) const;
+
 private:
   /// Every run pays for the binding, so the common case (each symbolic dim a bare symbol, as
   /// a batch is) skips bindSymbols' maps: nullopt for anything else, valid or not.

@@ -143,25 +143,48 @@ Expected<std::unique_ptr<Graph>> specialize(const Graph &graph, const SymbolBind
                        }));
 }
 
-Expected<std::unique_ptr<Graph>> narrowSymbols(const Graph &graph,
-                                               std::span<const SizeSymbol> ranges) {
+namespace {
+
+/// `graph` with its symbols named in `ranges` taking those ranges, each checked against the
+/// declared one by `fits` (`verb` names the change in errors).
+Expected<std::unique_ptr<Graph>> withRanges(const Graph &graph, std::span<const SizeSymbol> ranges,
+                                            std::string_view verb, std::string_view relation,
+                                            bool (*fits)(const SizeSymbol &, const SizeSymbol &)) {
   std::vector<SizeSymbol> symbols = graph.symbols();
   for (const SizeSymbol &range : ranges) {
     auto declared = std::ranges::find(symbols, range.name, &SizeSymbol::name);
     if (declared == symbols.end())
       return makeError(ErrorCode::InvalidArgument,
-                       fmt::format("narrow @{}: the graph declares no size symbol {}", graph.name(),
-                                   range.name));
-    if (range.min < declared->min || range.max > declared->max || range.min > range.max)
+                       fmt::format("{} @{}: the graph declares no size symbol {}", verb,
+                                   graph.name(), range.name));
+    if (range.min > range.max || !fits(range, *declared))
       return makeError(ErrorCode::InvalidArgument,
-                       fmt::format("narrow @{}: {} is not a range within {}", graph.name(),
-                                   range.str(), declared->str()));
+                       fmt::format("{} @{}: {} is not a range {} {}", verb, graph.name(),
+                                   range.str(), relation, declared->str()));
     *declared = range;
   }
   return copyWithSizes(graph, symbols, substitute([&](const SizeSymbol &symbol) {
                          return SizeExpr::symbol(
                              *std::ranges::find(symbols, symbol.name, &SizeSymbol::name));
                        }));
+}
+
+} // namespace
+
+Expected<std::unique_ptr<Graph>> narrowSymbols(const Graph &graph,
+                                               std::span<const SizeSymbol> ranges) {
+  return withRanges(graph, ranges, "narrow", "within",
+                    [](const SizeSymbol &range, const SizeSymbol &declared) {
+                      return range.min >= declared.min && range.max <= declared.max;
+                    });
+}
+
+Expected<std::unique_ptr<Graph>> widenSymbols(const Graph &graph,
+                                              std::span<const SizeSymbol> ranges) {
+  return withRanges(graph, ranges, "widen", "around",
+                    [](const SizeSymbol &range, const SizeSymbol &declared) {
+                      return range.min <= declared.min && range.max >= declared.max;
+                    });
 }
 
 Expected<void> requireStaticSizes(const Graph &graph, std::string_view consumer) {

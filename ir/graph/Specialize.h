@@ -30,6 +30,13 @@ Expected<std::unique_ptr<Graph>> specialize(const Graph &graph, const SymbolBind
 Expected<std::unique_ptr<Graph>> narrowSymbols(const Graph &graph,
                                                std::span<const SizeSymbol> ranges);
 
+/// A copy of `graph` whose symbols named in `ranges` take those (wider) ranges, verified: what
+/// a model recompiled for a size outside its range is built from. A range that does not hold
+/// the declared one is an error, and so is a graph that is not valid over the wider range (a
+/// size that could then be negative).
+Expected<std::unique_ptr<Graph>> widenSymbols(const Graph &graph,
+                                              std::span<const SizeSymbol> ranges);
+
 /// An error when `graph` has symbols: `consumer` (the GPU compiler) works on static sizes
 /// only, and must never run a symbolic graph at its upper bounds by accident.
 Expected<void> requireStaticSizes(const Graph &graph, std::string_view consumer);

@@ -477,4 +477,74 @@ TEST_CASE("a CPU bundle of a symbolic model carries its size buckets and runs ev
   CHECK_THAT(gpu.error().message(), Catch::Contains("the GPU compiler takes static sizes"));
 }
 
+TEST_CASE("a size outside the range compiles the model again when asked, saying why",
+          "[compile][symbolic]") {
+  Graph graph("mlp");
+  buildMlp(graph);
+  REQUIRE(graph.finalize().has_value());
+  std::ostringstream log;
+  CompileOptions options = cpuOptions();
+  options.recompileOutOfRange = true;
+  options.recompileLog = &log;
+  CompiledModel model = compileOrFail(graph.ir(), options);
+  NamedTensors params = graph.paramValues();
+  REQUIRE(model.bindParams(params).has_value());
+  Rng rng(freshSeed());
+  // Each run against the reference on the graph widened to hold its size.
+  auto check = [&](int64_t batch) {
+    CAPTURE(batch);
+    NamedTensors inputs = inputsAt(graph, batch, rng);
+    auto outputs = model.run(inputs, RunOptions{.poisonBuffers = true});
+    REQUIRE(outputs.has_value());
+    auto widened = ir::widenSymbols(graph.ir(), std::vector<ir::SizeSymbol>{{"N", 1, 512}});
+    REQUIRE(widened.has_value());
+    NamedTensors all = inputs;
+    all.insert(params.begin(), params.end());
+    auto expected = ir::interpret(**widened, all);
+    REQUIRE(expected.has_value());
+    checkOutputsMatch(**widened, *outputs, *expected);
+  };
+  check(100); // outside N in [1, 64]: compiled again for [1, 128]
+  std::vector<SizeRecompile> recompiles = model.sizeRecompiles();
+  REQUIRE(recompiles.size() == 1);
+  CHECK(recompiles[0].input == "x");
+  CHECK(recompiles[0].dim == 0);
+  CHECK(recompiles[0].size == 100);
+  CHECK(recompiles[0].before == ir::SizeSymbol{"N", 1, 64});
+  CHECK(recompiles[0].after == ir::SizeSymbol{"N", 1, 128});
+  CHECK_THAT(log.str(), Catch::StartsWith("kiln: input 'x' dim 0 is 100, outside N in [1, 64]: "
+                                          "compiled again for N in [1, 128] in "));
+  check(128); // held by the recompiled range: no compile
+  check(7);   // the model's own range
+  CHECK(model.sizeRecompiles().size() == 1);
+  check(300); // outside both: [1, 512]
+  REQUIRE(model.sizeRecompiles().size() == 2);
+  CHECK(model.sizeRecompiles()[1].before == ir::SizeSymbol{"N", 1, 128});
+  CHECK(model.sizeRecompiles()[1].after == ir::SizeSymbol{"N", 1, 512});
+  // The recompiled model reads the parameters bound later.
+  params = graph.paramValues();
+  for (auto &[name, tensor] : params)
+    tensor = randomTensor(tensor.dtype(), tensor.shape(), rng);
+  REQUIRE(model.bindParams(params).has_value());
+  check(200);
+  check(3);
+
+  // A recompile that fails is the run's error, naming the size and both ranges.
+  CompiledModel refusing = compileOrFail(graph.ir(), cpuOptions());
+  REQUIRE(refusing.bindParams(params).has_value());
+  REQUIRE(refusing
+              .setSizeRecompiler([](std::span<const ir::SizeSymbol>) -> Expected<CompiledModel> {
+                return makeError(ErrorCode::Unsupported, "no compiler here");
+              })
+              .has_value());
+  auto failed = refusing.run(inputsAt(graph, 65, rng));
+  REQUIRE_FALSE(failed.has_value());
+  CHECK(failed.error().message() == "input 'x' dim 0 is 65, outside N in [1, 64], and compiling "
+                                    "the model for N in [1, 128] failed: no compiler here");
+  CHECK(refusing.sizeRecompiles().empty());
+  CompiledModel fixed =
+      compileOrFail(*ir::specialize(graph.ir(), {{"N", 4}}).value(), cpuOptions());
+  CHECK_FALSE(fixed.setSizeRecompiler({}).has_value());
+}
+
 } // namespace kiln::test

@@ -128,6 +128,16 @@ TEST_CASE("narrowSymbols gives a symbol a narrower range", "[ir][symbolic]") {
   auto undeclared = narrowSymbols(*graph, unknown);
   REQUIRE_FALSE(undeclared.has_value());
   CHECK(undeclared.error().message() == "narrow @net: the graph declares no size symbol M");
+
+  // Widening is narrowing's inverse: the narrowed graph widened back prints as the original.
+  std::vector<SizeSymbol> original{{"N", 1, 16}, {"T", 5, 12}};
+  auto back = widenSymbols(**narrowed, original);
+  REQUIRE(back.has_value());
+  CHECK(printGraph(**back) == printGraph(*graph));
+  auto notWider = widenSymbols(*graph, std::vector<SizeSymbol>{{"N", 2, 32}});
+  REQUIRE_FALSE(notWider.has_value());
+  CHECK(notWider.error().message() ==
+        "widen @net: N in [2, 32] is not a range around N in [1, 16]");
 }
 
 TEST_CASE("bindSymbols reads the sizes from the inputs", "[ir][symbolic]") {

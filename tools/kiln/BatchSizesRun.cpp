@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <iostream>
 
 namespace kiln::tool {
 
@@ -104,14 +105,16 @@ int runBatchSizes(const std::string &spec, const std::vector<int64_t> &sizes,
   const ir::Graph &graph = *loaded.graph;
   const ir::SizeSymbol &symbol = graph.symbols().front();
   for (int64_t size : sizes)
-    if (size < symbol.min || size > symbol.max)
-      return usageError(
-          "run", fmt::format("batch size {} is outside the model's range, {}", size, symbol.str()));
+    if ((size < symbol.min || size > symbol.max) && !options.recompileOutOfRange)
+      return usageError("run", fmt::format("batch size {} is outside the model's range, {} "
+                                           "(--recompile-out-of-range compiles for it)",
+                                           size, symbol.str()));
 
   // Kernels with runtime sizes run on the CPU: --target auto means the CPU here.
   CompileOptions cpuFirst = options;
   if (cpuFirst.target == TargetKind::Auto)
     cpuFirst.target = TargetKind::Cpu;
+  cpuFirst.recompileLog = &std::cout; // the recompiles' lines among the sizes' lines
   CompileReport report;
   auto compiled = compile(graph, cpuFirst, &report);
   if (!compiled)
@@ -129,7 +132,13 @@ int runBatchSizes(const std::string &spec, const std::vector<int64_t> &sizes,
 
   bool allOk = true;
   for (int64_t size : sizes) {
-    auto specialized = ir::specialize(graph, {{symbol.name, size}});
+    // A size outside the range (recompiled for) is checked on the graph widened to hold it.
+    ir::SizeSymbol holding{symbol.name, std::min(symbol.min, size), std::max(symbol.max, size)};
+    auto widened = ir::widenSymbols(graph, std::span(&holding, 1));
+    if (!widened)
+      return reportError("run", widened.error());
+    const ir::Graph &reference = **widened;
+    auto specialized = ir::specialize(reference, {{symbol.name, size}});
     if (!specialized)
       return reportError("run", specialized.error());
     auto inputs = randomInputs(**specialized, seed + static_cast<uint64_t>(size));
@@ -153,11 +162,14 @@ int runBatchSizes(const std::string &spec, const std::vector<int64_t> &sizes,
                                              seconds[seconds.size() / 2] * 1e3, seconds.size()));
     if (!check)
       continue;
-    auto expected = ir::interpret(graph, runBindings(*inputs, params));
+    auto expected = ir::interpret(reference, runBindings(*inputs, params));
     if (!expected)
       return reportError("run", expected.error());
     allOk = checkOutputs(*outputs, *expected) && allOk;
   }
+  if (size_t recompiles = compiled->sizeRecompiles().size(); recompiles > 0)
+    fmt::print("compiled {} more time{} for sizes outside {}\n", recompiles,
+               recompiles == 1 ? "" : "s", symbol.str());
   return allOk ? kExitOk : kExitFailure;
 }
 

@@ -55,7 +55,7 @@ std::string timeText(double seconds, int64_t iterations) {
 int runBundle(const std::string &path, const Args &args) {
   for (const char *flag : {"--check", "--batch", "--target", "--arch", "--backend", "--precision",
                            "--profile", "--tuning", "--tuning-db", "--tuned-on", "--wgmma", "--tma",
-                           "--persistent", "--shape", "--size-buckets"})
+                           "--persistent", "--shape", "--size-buckets", "--recompile-out-of-range"})
     if (args.has(flag))
       return usageError(
           "run", fmt::format("{} does not apply to a bundle (it is compiled already)", flag));

@@ -38,6 +38,10 @@ options:
                         (dim_param); a
                         .kir graph with one size symbol; on the CPU, which
                         --target auto then means; docs/dynamic-shapes.md)
+  --recompile-out-of-range
+                        with --batch-sizes: a size outside the model's range
+                        (a .kir graph's or ONNX model's) compiles it again for
+                        a range that holds it, saying why, instead of failing
   --size-buckets B      a model with a size symbol: the upper bounds of its
                         size buckets, each compiled with schedules of its own:
                         pow2 (default: the least size, the powers of two, the
@@ -105,9 +109,10 @@ int runCommand(const std::vector<std::string> &words) {
   valued.insert(kTuningFlags.begin(), kTuningFlags.end());
   valued.insert({"--batch", "--batch-sizes", "--size-buckets", "--inputs", "--params", "--seed",
                  "--iterations", "--output", "--shape"});
-  auto args =
-      parseCommandArgs("run", words, valued,
-                       {"--check", "--help", "--wgmma", "--tma", "--persistent"}, {"--profile"});
+  auto args = parseCommandArgs(
+      "run", words, valued,
+      {"--check", "--help", "--wgmma", "--tma", "--persistent", "--recompile-out-of-range"},
+      {"--profile"});
   if (!args)
     return kExitUsage;
   if (args->has("--help")) {
@@ -137,6 +142,9 @@ int runCommand(const std::vector<std::string> &words) {
       return usageError("run", bounds.error().message());
     options.sizeBuckets = *bounds;
   }
+  options.recompileOutOfRange = args->has("--recompile-out-of-range");
+  if (options.recompileOutOfRange && !args->has("--batch-sizes"))
+    return usageError("run", "--recompile-out-of-range applies with --batch-sizes");
   if (auto list = args->value("--batch-sizes")) {
     for (const char *other : {"--batch", "--inputs", "--params", "--output", "--profile"})
       if (args->has(other))
