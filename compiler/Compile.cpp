@@ -210,9 +210,6 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
 
   KILN_TRY(TargetChoice choice, chooseTarget(options));
   r.fallbackReason = choice.fallbackReason;
-  // Kernels with runtime sizes run on the CPU so far (docs/dynamic-shapes.md).
-  if (choice.kind != TargetKind::Cpu)
-    KILN_TRY_VOID(ir::requireStaticSizes(userGraph, "GPU compiler"));
   KILN_TRY_VOID(ir::requireStaticParams(userGraph));
 
   if (choice.kind == TargetKind::Cuda) {

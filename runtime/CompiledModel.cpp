@@ -318,7 +318,18 @@ Expected<NamedTensors> CompiledModel::runWith(const NamedTensors &tensors,
       auto it = tensors.find(param.name);
       overrides.push_back(it == tensors.end() ? nullptr : &it->second);
     }
+    // A symbolic plan's sizes, bound from the host inputs' shapes (whose copies then take
+    // the run's bytes).
+    std::vector<int64_t> sizes;
+    if (!plan_.symbols.empty()) {
+      if (!inputAddresses.empty() || !outputAddresses.empty())
+        return makeError(ErrorCode::Unsupported,
+                         "a model with size symbols takes host tensors for its inputs and "
+                         "outputs so far, not device addresses (docs/dynamic-shapes.md)");
+      KILN_TRY(sizes, bindSizes(inputTensors));
+    }
     runtime::DeviceRunExtras extras;
+    extras.sizes = sizes;
     extras.inputAddresses = inputAddresses;
     extras.outputAddresses = outputAddresses;
     extras.stateCopies = stateCopies;

@@ -3,6 +3,8 @@
 // and the communication stream a data-parallel run's all-reduces overlap on.
 #include "runtime/DeviceExecutor.h"
 
+#include "runtime/RunSizeBinder.h"
+
 #include "runtime/CollectiveStep.h"
 
 #include <fmt/format.h>
@@ -70,10 +72,6 @@ Expected<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(
   for (const PlanStep &step : plan.steps)
     KILN_CHECK(step.kind != StepKind::Kernel || step.entry.deviceKernel,
                "device plan step " + step.kernelName + " has no device kernel");
-  if (!plan.symbols.empty())
-    return makeError(ErrorCode::Unsupported,
-                     "the plan takes runtime sizes, which device models do not yet "
-                     "(docs/dynamic-shapes.md)");
   // Device plans compute every value in each run (compiler::DerivedValues::PerRun).
   for (const PlanBuffer &buffer : plan.buffers)
     if (buffer.storage == Storage::Derived)
@@ -83,6 +81,10 @@ Expected<std::unique_ptr<DeviceExecutor>> DeviceExecutor::create(
                                    buffer.name));
   std::unique_ptr<DeviceExecutor> executor(new DeviceExecutor(std::move(device), std::move(pool)));
   IoLayout &io = executor->io_;
+  if (plan.sizesBuffer >= 0) {
+    io.sizesBytes = plan.buffers[static_cast<size_t>(plan.sizesBuffer)].bytes;
+    io.bytes = alignUp(io.sizesBytes, kIoAlignment);
+  }
   for (const PlanBinding &input : plan.inputs) {
     io.inputOffsets.push_back(io.bytes);
     io.bytes = alignUp(io.bytes + plan.buffers[input.buffer].bytes, kIoAlignment);
@@ -341,7 +343,7 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
       const PlanBuffer &buffer = plan.buffers[plan.outputs[i].buffer];
       if (fetched(i)) // written in full by the copy from the device below
         outputs.push_back(takeOutputTensor(options, plan.outputs[i].name, buffer.dtype,
-                                           buffer.shape));
+                                           shapeAtSizes(plan, buffer, extras.sizes)));
       else
         outputs.emplace_back();
     }
@@ -406,7 +408,7 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
     case Storage::Constant: addresses[id] = constants_[buffer.binding]; break;
     case Storage::Arena: addresses[id] = ctx.arena + buffer.arenaOffset; break;
     case Storage::Derived: KILN_UNREACHABLE("create() refuses derived buffers");
-    case Storage::Sizes: KILN_UNREACHABLE("create() refuses plans with runtime sizes");
+    case Storage::Sizes: addresses[id] = ctx.io; break; // copied with the inputs
     case Storage::Alias: addresses[id] = addresses[buffer.aliasOf]; break;
     case Storage::Param: {
       const HostTensor *override = paramOverrides[buffer.binding];
@@ -438,10 +440,19 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
   if (auto done = record(0); !done)
     return fail(std::move(done).error());
   int64_t inputBytes = 0;
+  if (io_.sizesBytes > 0) {
+    KILN_CHECK(extras.sizes.size() * sizeof(int64_t) == static_cast<size_t>(io_.sizesBytes),
+               "a symbolic device run passes each symbol's value");
+    std::memcpy(ctx.staging, extras.sizes.data(), static_cast<size_t>(io_.sizesBytes));
+    inputBytes = io_.sizesBytes;
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputOnDevice(i))
       continue;
-    int64_t bytes = plan.buffers[plan.inputs[i].buffer].bytes;
+    // A symbolic input is its run's size (at most its buffer's).
+    auto bytes = static_cast<int64_t>(inputs[i]->byteSize());
+    KILN_CHECK(bytes <= plan.buffers[plan.inputs[i].buffer].bytes,
+               "an input's bytes fit its buffer");
     if (bytes > 0)
       std::memcpy(ctx.staging + io_.inputOffsets[i], inputs[i]->bytes().data(),
                   static_cast<size_t>(bytes));
@@ -518,7 +529,7 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
     if (!fetched(i))
       continue;
     int buffer = plan.outputs[i].buffer;
-    int64_t bytes = plan.buffers[buffer].bytes;
+    auto bytes = static_cast<int64_t>(outputs[i].byteSize()); // the run's size
     outputBytes += bytes;
     if (bytes > 0)
       if (auto done = device_->copyToHost(ctx.staging + io_.outputOffsets[i], addresses[buffer],

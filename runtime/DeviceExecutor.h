@@ -35,6 +35,10 @@ struct DeviceRunExtras {
   /// Per plan output: false leaves it on the device (its host tensor is
   /// returned empty). Empty: every output is copied back.
   std::vector<bool> fetchOutputs;
+  /// A plan with size symbols: each symbol's value in this run (LaunchPlan::symbols' order),
+  /// bound from the inputs' shapes and checked against the ranges by the caller. The inputs
+  /// and outputs then have their sizes at these values.
+  std::span<const int64_t> sizes;
   /// Enqueued on the run's stream before and after the kernels.
   std::function<Expected<void>(Stream)> beforeKernels, afterKernels;
 };
@@ -79,6 +83,9 @@ public:
 private:
   struct RunContext;
   struct IoLayout {
+    /// A symbolic plan's sizes first (at offset 0, copied with the inputs), then the inputs and
+    /// the outputs, each at its largest size.
+    int64_t sizesBytes = 0;
     std::vector<int64_t> inputOffsets, outputOffsets;
     int64_t bytes = 0;
   };

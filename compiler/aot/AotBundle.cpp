@@ -154,8 +154,6 @@ Expected<void> addGpuCode(const ir::Graph &graph, const AotOptions &options,
         return makeError(ErrorCode::InvalidArgument,
                          fmt::format("architecture {} is listed twice", arch));
     KILN_TRY(codegen::GpuTarget named, codegen::gpuTargetNamed(arch));
-    // As for compile(): the GPU compiler takes static sizes (a CPU bundle takes symbols).
-    KILN_TRY_VOID(ir::requireStaticSizes(graph, "GPU compiler"));
     KILN_TRY(OfflineGpuTarget offline, offlineGpuTarget(named, options.compile));
     const codegen::GpuTarget &target = offline.target;
     if (!offline.tunedDevice.empty())

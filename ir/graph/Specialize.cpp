@@ -187,20 +187,6 @@ Expected<std::unique_ptr<Graph>> widenSymbols(const Graph &graph,
                     });
 }
 
-Expected<void> requireStaticSizes(const Graph &graph, std::string_view consumer) {
-  if (!graph.isSymbolic())
-    return {};
-  std::string symbols;
-  for (const SizeSymbol &symbol : graph.symbols())
-    symbols += (symbols.empty() ? "" : ", ") + symbol.str();
-  return makeError(ErrorCode::Unsupported,
-                   fmt::format("graph @{} has symbolic dims ({}): the {} takes static sizes; "
-                               "specialize the graph at the sizes to run (ir::specialize); "
-                               "kernels with runtime sizes run on the CPU target so far "
-                               "(docs/dynamic-shapes.md)",
-                               graph.name(), symbols, consumer));
-}
-
 Expected<void> requireStaticParams(const Graph &graph) {
   for (const Value *param : graph.params())
     if (param->type().isSymbolic())

@@ -37,10 +37,6 @@ Expected<std::unique_ptr<Graph>> narrowSymbols(const Graph &graph,
 Expected<std::unique_ptr<Graph>> widenSymbols(const Graph &graph,
                                               std::span<const SizeSymbol> ranges);
 
-/// An error when `graph` has symbols: `consumer` (the GPU compiler) works on static sizes
-/// only, and must never run a symbolic graph at its upper bounds by accident.
-Expected<void> requireStaticSizes(const Graph &graph, std::string_view consumer);
-
 /// An error naming the first parameter of `graph` with symbolic sizes: a compiled model binds
 /// its symbols from the inputs of each run, and keeps one size for every parameter.
 Expected<void> requireStaticParams(const Graph &graph);

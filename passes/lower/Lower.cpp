@@ -61,8 +61,6 @@ Expected<LoweredKernel> lowerGroup(const ir::Graph &graph, const passes::FusionG
         if (entry == nullptr)
           return std::unexpected(noKernelTemplate(group, targetName(t)));
         if (hasSymbolicSizes(group)) {
-          if (std::is_same_v<std::decay_t<decltype(t)>, codegen::GpuTarget>)
-            KILN_TRY_VOID(requireStaticGroup(group, "the GPU kernels"));
           KILN_TRY_VOID(requireLeadingSymbols(group));
         }
         return entry->lower(graph, group, schedule, t);

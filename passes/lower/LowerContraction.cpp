@@ -155,7 +155,6 @@ Expected<LoweredKernel> lowerContractionForGpu(const ir::Graph &graph,
                                                const passes::FusionGroup &group,
                                                const Schedule &schedule,
                                                const codegen::GpuTarget &target) {
-  (void)graph;
   KILN_TRY_VOID(checkAnchor(group, "GPU"));
   GpuMatMulSchedule gemm;
   if (const auto *conv = std::get_if<GpuConv2DSchedule>(&schedule); conv && isConv(group))
@@ -168,10 +167,22 @@ Expected<LoweredKernel> lowerContractionForGpu(const ir::Graph &graph,
                          isConv(group) ? "GpuConv2DSchedule or GpuMatMulSchedule"
                                        : "GpuMatMulSchedule",
                          schedule));
+  // A symbolic batch: the GEMM computes at its largest extents (rows and matrices past the
+  // run's are the buffers' spare bytes, computed and never read); the SIMT template stores the
+  // run's rows only. A sum over the run's rows (K) is refused: its extent changes the result.
+  RuntimeSizes sizes(graph);
   KILN_TRY(LoweredKernel result,
-           lowerThroughTemplate(group, kGpuConvAlgorithm, [&](const GemmProblem &problem) {
-             return lowerGpuGemm(problem, gpuContractionGemmShape(group), gemm, target);
-           }));
+           lowerThroughTemplate(
+               group, kGpuConvAlgorithm,
+               [&](const GemmProblem &problem) -> Expected<GemmLowering> {
+                 if (problem.runtimeK)
+                   return std::unexpected(unsupportedNode(
+                       *group.anchor, "a GPU GEMM summing over a size known at run time (K, "
+                                      "the batch of a weight's gradient) takes static sizes "
+                                      "only so far (docs/dynamic-shapes.md)"));
+                 return lowerGpuGemm(problem, gpuContractionGemmShape(group), gemm, target);
+               },
+               &sizes));
   // The register tile must stay in registers: the schedule's register rule sizes it for one
   // block per SM, and ptxas left to itself caps registers for occupancy and spills a few.
   result.kernel.minBlocksPerSm = 1;

@@ -145,11 +145,18 @@ public:
         return cx_.storeRoot({});
       });
     int64_t vw = schedule_.vectorWidth;
+    // A leading axis sized at run time: the grid covers its largest extent and the threads
+    // past the run's elements do nothing. Vectors must then divide the rest of a row of the
+    // leading axis, so that every run's element count is whole vectors (no scalar tail).
+    bool symbolic = hasSymbolicSizes(cx_.group);
+    int64_t perLeading = symbolic ? n_ / shape_.front() : n_;
     // Vectors need every vector to lie in one row (flat groups have one row)
     // and start at a multiple of its width.
-    vectors_ = vw > 1 && n_ >= vw && (flat_ || shape_.back() % vw == 0);
+    vectors_ = vw > 1 && n_ >= vw && (flat_ || shape_.back() % vw == 0) &&
+               (!symbolic || perLeading % vw == 0);
     width_ = vectors_ ? vw : 1;
     int64_t chunks = n_ / width_, tail = n_ - chunks * width_;
+    ExprPtr runChunks = cx_.sizes.withLeadingAxis(cx_.root(), chunks);
     int64_t ept = schedule_.elementsPerThread;
     int64_t threads = std::min<int64_t>(schedule_.threadsPerBlock,
                                         ceilDiv(ceilDiv(chunks, ept), 32) * 32);
@@ -158,14 +165,14 @@ public:
     int64_t maxBlocks = int64_t{cx_.target.numSms} * schedule_.maxBlocksPerSm;
     int64_t blocks = std::clamp<int64_t>(ceilDiv(chunks, perBlock), 1, maxBlocks);
     int64_t steps = ceilDiv(chunks, blocks * perBlock);
-    bool exact = steps * blocks * perBlock == chunks;
+    bool exact = steps * blocks * perBlock == chunks && !symbolic;
     return gpuNest(cx_, blocks, threads, 1, [&](const GpuThread &t) -> Expected<StmtPtr> {
       KILN_TRY(StmtPtr main, loop(cx_.names, "s", steps, ForKind::Serial, [&](ExprPtr s) {
         return loop(cx_.names, "e", ept, ForKind::Unrolled, [&](ExprPtr e) -> Expected<StmtPtr> {
           ExprPtr step = add(mul(s, kir::index(ept)), e);
           ExprPtr chunk = add(mul(add(mul(step, kir::index(blocks)), t.block), kir::index(threads)), t.x);
           KILN_TRY(StmtPtr body, vectors_ ? vectorChunk(chunk) : scalarElement(chunk));
-          return exact ? body : ifThen(lt(chunk, kir::index(chunks)), body);
+          return exact ? body : ifThen(lt(chunk, runChunks), body);
         });
       }));
       if (tail == 0)

@@ -293,9 +293,20 @@ public:
   Expected<StmtPtr> lower() {
     if (product(cx_.root()->type().shape) == 0)
       return gpuNest(cx_, 1, 1, 1, [](const GpuThread &) -> Expected<StmtPtr> { return seq({}); });
+    if (!shape_.empty() && plan_.reduced.front())
+      KILN_TRY_VOID(requireStaticGroup(cx_.group, "a GPU reduction over its leading axis"));
     if (shape_.empty() || plan_.reduced.back())
       return innerReduction();
     return outerReduction();
+  }
+
+  /// The kept elements below `count` (every one when the grid covers exactly `count`): a
+  /// symbolic leading axis is kept, and the grid covers its largest extent.
+  ExprPtr keptBelow(const ExprPtr &at, int64_t count, bool gridExact) {
+    ExprPtr runCount = cx_.sizes.withLeadingAxis(plan_.input, count);
+    if (gridExact && as<IntImm>(*runCount))
+      return nullptr;
+    return lt(at, runCount);
   }
 
 private:
@@ -318,7 +329,7 @@ private:
     int64_t blocks = ceilDiv(rows, rowsPerBlock);
     return gpuNest(cx_, blocks, width, rowsPerBlock, [&](const GpuThread &t) -> Expected<StmtPtr> {
       ExprPtr row = rowsPerBlock == 1 ? t.block : add(mul(t.block, kir::index(rowsPerBlock)), t.y);
-      ExprPtr valid = rows % rowsPerBlock == 0 ? nullptr : lt(row, kir::index(rows));
+      ExprPtr valid = keptBelow(row, rows, rows % rowsPerBlock == 0);
       std::vector<ExprPtr> kept = delinearize(row, keptExtents_);
       RegisterState acc = registerState(cx_.names, "acc", spec_.types);
       // Every thread runs the same number of steps (the reduction after it
@@ -413,7 +424,8 @@ private:
         return finish(total, kept);
       }));
       StmtPtr body = acc.allocateAround(seq({acc.store(spec_.init, cx_.names), steps, done}));
-      return blocks * threads == outputs ? body : ifThen(lt(column, kir::index(outputs)), body);
+      ExprPtr valid = keptBelow(column, outputs, blocks * threads == outputs);
+      return valid ? ifThen(valid, body) : body;
     });
   }
 

@@ -281,6 +281,8 @@ public:
   Expected<StmtPtr> lower() {
     if (product(shape_) == 0)
       return gpuNest(cx_, 1, 1, 1, [](const GpuThread &) -> Expected<StmtPtr> { return seq({}); });
+    if (axis_ == 0)
+      KILN_TRY_VOID(requireStaticGroup(cx_.group, "a GPU row kernel over its leading axis"));
     if (anchor_.kind() == OpKind::LayerNorm) {
       std::vector<int64_t> outer(shape_.begin(), shape_.begin() + static_cast<std::ptrdiff_t>(axis_));
       std::vector<int64_t> inner(shape_.begin() + static_cast<std::ptrdiff_t>(axis_), shape_.end());
@@ -324,9 +326,13 @@ private:
     return gpuNest(cx_, ceilDiv(count, rowsPerBlock), width, rowsPerBlock,
                    [&](const GpuThread &t) -> Expected<StmtPtr> {
       ExprPtr row = rowsPerBlock == 1 ? t.block : add(mul(t.block, kir::index(rowsPerBlock)), t.y);
-      RowContext cxRow{&t, delinearize(row, outer),
-                       count % rowsPerBlock == 0 ? nullptr : lt(row, kir::index(count)),
-                       width, product(inner), inner, nullptr};
+      // A symbolic leading axis (one of the outer axes): the grid covers its largest extent,
+      // and the rows past the run's are not real.
+      ExprPtr runCount = cx_.sizes.withLeadingAxis(input_, count);
+      bool exact = count % rowsPerBlock == 0 && as<IntImm>(*runCount) != nullptr;
+      RowContext cxRow{&t,     delinearize(row, outer), exact ? nullptr : lt(row, runCount),
+                       width,  product(inner),          inner,
+                       nullptr};
       bool layer = anchor_.kind() == OpKind::LayerNorm;
       size_t axis = axis_;
       // Vectors run along the innermost input axis, which must be the row's.
@@ -503,7 +509,9 @@ private:
       }));
       StmtPtr body = maxAcc.allocateAround(sumAcc.allocateAround(
           seq({maxAcc.store({extremumInit(t_, true)}, cx_.names), maxPass, rest})));
-      return blocks * threads == columns ? body : ifThen(lt(column, kir::index(columns)), body);
+      ExprPtr runColumns = cx_.sizes.withLeadingAxis(input_, columns);
+      bool exact = blocks * threads == columns && as<IntImm>(*runColumns) != nullptr;
+      return exact ? body : ifThen(lt(column, runColumns), body);
     });
   }
 

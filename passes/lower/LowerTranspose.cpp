@@ -185,6 +185,7 @@ Expected<StmtPtr> lowerTranspose(LowerContext &cx, const TransposeSchedule &sche
 // operand) in the read phase and the output's last axis in the write phase,
 // so both global sides are coalesced.
 Expected<StmtPtr> lowerGpuTranspose(GpuLowerContext &cx, const GpuTransposeSchedule &schedule) {
+  KILN_TRY_VOID(requireStaticGroup(cx.group, "a GPU transpose through shared tiles"));
   const ir::Shape &shape = cx.root()->type().shape;
   std::optional<TransposedRead> read = findTransposedRead(cx.group);
   if (!read || !read->stageable || product(shape) == 0)

@@ -107,9 +107,6 @@ Expected<ParsedBundle> parseBundle(std::string_view bytes) {
       std::string planName = gpuSectionName(arch, "plan");
       KILN_TRY(std::string_view planBytes, requiredSection(view, planName));
       KILN_TRY(code.plan, decodePlan(planBytes, planName, /*requireDims=*/true));
-      if (!code.plan.plan.symbols.empty()) // the device executor runs static plans only
-        return makeError(ErrorCode::FormatError,
-                         fmt::format("section '{}': a cuda plan with size symbols", planName));
       KILN_TRY(code.ptx, requiredSection(view, gpuSectionName(arch, "ptx")));
       if (const std::string_view *cubin = view.section(gpuSectionName(arch, "cubin")))
         code.cubin = *cubin;

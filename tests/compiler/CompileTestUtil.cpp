@@ -279,14 +279,14 @@ testing::ProductRun compiledProductRun(int64_t m, int64_t n, int64_t k, bool tra
   };
 }
 
-void buildTinyExample(const examples::ExampleModel &model, Graph &graph) {
+void buildTinyExample(const examples::ExampleModel &model, Graph &graph, Dim batch) {
   if (model.name == "vgg") {
-    examples::buildVggTransfer(graph, {.batch = 1, .imageSize = 32});
+    examples::buildVggTransfer(graph, {.batch = batch, .imageSize = 32});
   } else if (model.name == "transformer") {
     examples::buildTransformerBlock(
-        graph, {.batch = 1, .sequenceLength = 9, .modelDim = 32, .numHeads = 2, .mlpDim = 64});
+        graph, {.batch = batch, .sequenceLength = 9, .modelDim = 32, .numHeads = 2, .mlpDim = 64});
   } else {
-    model.build(graph, 1);
+    model.build(graph, batch);
   }
 }
 

@@ -88,8 +88,8 @@ void checkOutputsMatch(const ir::Graph &graph, const NamedTensors &actual,
                        const NamedTensors &expected);
 
 /// Builds example model `model` at a size the simulator and the reference run quickly (VGG on
-/// 32x32 images, a 32-wide transformer block over 9 tokens, the others at batch 1).
-void buildTinyExample(const examples::ExampleModel &model, Graph &graph);
+/// 32x32 images, a 32-wide transformer block over 9 tokens), with `batch` images or sequences.
+void buildTinyExample(const examples::ExampleModel &model, Graph &graph, Dim batch = 1);
 
 /// Options that compile a graph's GPU kernels for sm_90a through `backend` without a GPU
 /// (compileGpuKernels), bypassing the kernel cache: the PTX this build's codegen makes, for

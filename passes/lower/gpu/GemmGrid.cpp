@@ -80,6 +80,17 @@ StmtPtr GemmGrid::wrap(StmtPtr body) const {
   return body;
 }
 
+StmtPtr GemmGrid::onlyLive(const GemmProblem &problem, StmtPtr body) const {
+  ExprPtr live;
+  if (problem.runtimeM)
+    live = lt(i0_, problem.runtimeM);
+  if (problem.runtimeBatch && batch_ > 1) {
+    ExprPtr batchLive = lt(b_, problem.runtimeBatch);
+    live = live ? logicalAnd(live, batchLive) : batchLive;
+  }
+  return live ? ifThen(live, body) : body;
+}
+
 GemmLowering idleGemm(const VarPtr &thread) {
   StmtPtr idle = std::make_shared<Block>(std::vector<StmtPtr>{});
   return GemmLowering{forRange(thread, 1, ForKind::ThreadX, idle), {}, {}};
@@ -88,7 +99,9 @@ GemmLowering idleGemm(const VarPtr &thread) {
 StmtPtr guardEdges(const GemmProblem &problem, int64_t blockM, int64_t blockN, const ExprPtr &i,
                    const ExprPtr &j, StmtPtr store) {
   ExprPtr guard;
-  if (problem.m % blockM != 0)
+  if (problem.runtimeM) // the run's rows only (a symbolic batch)
+    guard = lt(i, problem.runtimeM);
+  else if (problem.m % blockM != 0)
     guard = lt(i, index(problem.m));
   if (problem.n % blockN != 0)
     guard = guard ? logicalAnd(guard, lt(j, index(problem.n))) : lt(j, index(problem.n));

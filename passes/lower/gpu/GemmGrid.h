@@ -32,6 +32,11 @@ public:
   const kir::ExprPtr &split() const { return split_; }
   /// `body` (the shared allocations and the thread loop) inside the block loops.
   kir::StmtPtr wrap(kir::StmtPtr body) const;
+  /// `body` (a thread's work on the block's tile) for the blocks whose tile holds some of the
+  /// run's rows and matrices: a symbolic batch's grid covers its largest extent, and the blocks
+  /// past the run's skip their tile. The condition is the same for every thread of a block, so
+  /// the tile's barriers stay uniform. `body` itself for a static problem.
+  kir::StmtPtr onlyLive(const GemmProblem &problem, kir::StmtPtr body) const;
 
   /// A persistent kernel's view (no K split): the tiles in the order the blocks above take
   /// them, and where linear tile `t` of [0, tiles()) lies.

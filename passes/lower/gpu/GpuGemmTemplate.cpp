@@ -334,7 +334,7 @@ Expected<GemmLowering> GpuGemmBuilder::build() {
   j0_ = grid.col0();
   KILN_TRY(StmtPtr body, threadBody(grid, split));
   body = let(ty, div(tid_, index(threadsN_)), let(tx, mod(tid_, index(threadsN_)), body));
-  body = forRange(tid, threads_, ForKind::ThreadX, body);
+  body = forRange(tid, threads_, ForKind::ThreadX, grid.onlyLive(p_, body));
   body = allocate(a_.shared, allocate(b_.shared, body));
   GemmLowering lowered{grid.wrap(body), {}, {}};
   KILN_TRY_VOID(split.finish(lowered));

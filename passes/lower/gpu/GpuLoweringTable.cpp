@@ -191,6 +191,7 @@ Expected<LoweredKernel> lowerWith(const ir::Graph &graph, const passes::FusionGr
   GpuLowerContext cx(graph, group, target);
   KILN_TRY(kir::StmtPtr body, lowerBody(cx, *chosen));
   LoweredKernel lowered = finishKernel(group, cx.signature, std::move(body));
+  cx.sizes.bind(lowered);
   auto launch = kir::gpuLaunchOf(lowered.kernel, target.maxThreadsPerBlock);
   KILN_CHECK(launch.has_value(), fmt::format("GPU lowering of group {} broke the launch structure: {}",
                                              group.id, launch ? "" : launch.error().message()));

@@ -403,6 +403,7 @@ Expected<GemmLowering> MmaGemmBuilder::build() {
     body = consumerScope(seq({zeroAccumulators(), loop, tail}));
     if (mainloop_ == Mainloop::Tma)
       body = tmaRoles(producerLoop(grid.batch(), firstTile, tileCount, index(0)), body);
+    body = grid.onlyLive(p_, body);
   }
   body = forRange(tid, threads_, ForKind::ThreadX, body);
   if (barriers_)
