@@ -1,12 +1,13 @@
 // kiln_dynamic_bench: for the examples that take a symbolic batch, one model compiled for
 // N in [1, 64] against a model compiled statically for each batch size, at sizes 1, 7 and 64
-// on the CPU: the time per run of each (their runs interleaved, so the machine's load falls on
-// both alike) and the compile-once time against the sum of the static compiles
-// (docs/dynamic-shapes.md). Prints a Markdown table and writes it, with the machine, date and
-// commit, to bench/results/dynamic-cpu-<date>-<commit>.md. Goal: within 10% of static at
-// every size.
+// on the CPU (or a GPU, --target cuda): the time per run of each (their runs interleaved, so
+// the machine's load falls on both alike) and the compile-once time against the sum of the
+// static compiles (docs/dynamic-shapes.md). Prints a Markdown table and writes it, with the
+// machine, date and commit, to bench/results/dynamic-<target>-<date>-<commit>.md. Goal:
+// within 10% of static at every size.
 //
 // usage: kiln_dynamic_bench [--models mlp,cnn,resnet,transformer] [--sizes 1,7,64]
+//                           [--target cpu|cuda]
 #include "RunInfo.h"
 #include "compiler/Compile.h"
 #include "examples/models/ExampleRegistry.h"
@@ -46,12 +47,13 @@ struct Compiled {
   double seconds;
 };
 
-Expected<Compiled> compileExample(const examples::ExampleModel &example, Dim batch) {
+Expected<Compiled> compileExample(const examples::ExampleModel &example, Dim batch,
+                                  TargetKind target) {
   Graph graph(example.name, 1);
   example.build(graph, batch);
   KILN_TRY_VOID(graph.finalize());
   CompileOptions options;
-  options.target = TargetKind::Cpu;
+  options.target = target;
   options.tuning = TuningMode::Off;
   auto start = Clock::now();
   KILN_TRY(CompiledModel model, compile(graph.ir(), options));
@@ -97,19 +99,24 @@ Expected<std::pair<double, double>> timeInTurn(const CompiledModel &a, const Com
 int main(int argc, char **argv) {
   std::vector<std::string> models = {"mlp", "cnn", "resnet", "transformer"};
   std::vector<int64_t> sizes = {1, 7, 64};
+  TargetKind target = TargetKind::Cpu;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--models") {
+    if (flag == "--target" && (value == "cpu" || value == "cuda")) {
+      target = value == "cpu" ? TargetKind::Cpu : TargetKind::Cuda;
+    } else if (flag == "--models") {
       models = splitList(value);
     } else if (flag == "--sizes") {
       sizes.clear();
       for (const std::string &item : splitList(value))
         sizes.push_back(std::stoll(item));
     } else {
-      std::fprintf(stderr, "usage: kiln_dynamic_bench [--models a,b] [--sizes 1,7,64]\n");
+      std::fprintf(stderr, "usage: kiln_dynamic_bench [--models a,b] [--sizes 1,7,64] "
+                           "[--target cpu|cuda]\n");
       return 2;
     }
   }
+  const char *targetName = target == TargetKind::Cpu ? "cpu" : "cuda";
   // Compile times without the kernel cache: every compile generates its code.
   setenv("KILN_CACHE", "off", 1);
   bench::RunInfo info = bench::runInfo(KILN_SOURCE_DIR);
@@ -125,7 +132,7 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "kiln_dynamic_bench: no example called '%s'\n", name.c_str());
       return 2;
     }
-    auto dynamic = compileExample(*example, kiln::dim("N", 1, kLargest));
+    auto dynamic = compileExample(*example, kiln::dim("N", 1, kLargest), target);
     if (!dynamic) {
       std::fprintf(stderr, "%s: %s\n", name.c_str(), dynamic.error().str().c_str());
       failed = true;
@@ -133,7 +140,7 @@ int main(int argc, char **argv) {
     }
     double staticCompiles = 0;
     for (int64_t size : sizes) {
-      auto fixed = compileExample(*example, size);
+      auto fixed = compileExample(*example, size, target);
       auto inputs = inputsAt(*example, size);
       if (!fixed || !inputs) {
         std::fprintf(stderr, "%s at %lld: %s\n", name.c_str(), static_cast<long long>(size),
@@ -161,17 +168,17 @@ int main(int argc, char **argv) {
                             staticCompiles, fmt::join(sizes, ", "));
   }
   std::string report = fmt::format(
-      "# One compile for a range of batch sizes against a compile per size, CPU, {}\n\n"
+      "# One compile for a range of batch sizes against a compile per size, {}, {}\n\n"
       "- date: {} UTC\n- machine: {}\n- load average (1/5/15 min): {} before\n"
-      "- kiln: commit {}, release build, target cpu, tuning off, kernel cache off\n"
+      "- kiln: commit {}, release build, target {}, tuning off, kernel cache off\n"
       "- dynamic: the example compiled once with its batch a size symbol, N in [1, {}]; "
       "static: compiled for the one batch size. Median of {} runs each, the two models' runs "
       "alternating, after 2 warm-up pairs.\n\n{}\n{}",
-      info.date, info.time, info.machine, info.loadAverage, info.commitText(), kLargest, kPairs,
-      table, compiles);
+      targetName, info.date, info.time, info.machine, info.loadAverage, info.commitText(),
+      targetName, kLargest, kPairs, table, compiles);
   std::fputs(("\n" + report).c_str(), stdout);
-  std::string path = fmt::format("{}/bench/results/dynamic-cpu-{}-{}.md", KILN_SOURCE_DIR,
-                                 info.date, info.commit);
+  std::string path = fmt::format("{}/bench/results/dynamic-{}-{}-{}.md", KILN_SOURCE_DIR,
+                                 targetName, info.date, info.commit);
   std::ofstream(path) << report;
   std::printf("written to %s\n", path.c_str());
   return failed ? 1 : 0;

@@ -8,7 +8,7 @@
 #        scripts/gpu-roundtrip.sh remote [--plan first-look|full] [--budget SECONDS]
 #                                        [--quick] [--steps a,b]
 #                                                  there, from the repository root; steps
-#                                                  (default all): smi,libs,tests,examples,bench,profile,torch,train,tuning,tunebench,python,dist
+#                                                  (default all): smi,libs,tests,examples,bench,profile,torch,train,tuning,tunebench,python,dist,dynamic
 #        scripts/gpu-roundtrip.sh collect DIR      here: unpack DIR's results into bench/results
 #   OUT                 remote: what comes back -- at most four files: roundtrip.log, the
 #                       summary, kiln-gpu-results.tar.gz (every log and result, repacked after
@@ -41,7 +41,8 @@ carry_limit_mib=56
 stage=build/gpu-stage
 # What runs on the GPU machine, relative to the build directory (and to $stage).
 carried_files=(libkiln.so libkiln_rt.so libkiln_onnx.so kiln kiln-run-bundle bench/kiln_gpu_bench
-  bench/kiln_train_bench bench/kiln_tune_bench tests/test_gpu libkiln_mpi.so)
+  bench/kiln_train_bench bench/kiln_tune_bench bench/kiln_dynamic_bench tests/test_gpu
+  libkiln_mpi.so)
 
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' >&2; exit 2; }
 
@@ -49,6 +50,7 @@ prepare() {
   set -e
   scripts/setup.sh
   local targets=(kiln_cli kiln-run-bundle kiln_gpu_bench kiln_train_bench kiln_tune_bench
+    kiln_dynamic_bench
     kiln_example_models fashion_mnist_cnn)
   # test_gpu exists once the CUDA runtime's tests do; build it whenever it does.
   scripts/build.sh release kiln_cli >/dev/null
@@ -445,7 +447,7 @@ t.compare(sys.argv[1], sys.argv[2], "2 GPUs against one", tolerance=1e-4)' "$one
   return $status
 }
 
-all_steps="smi,libs,tests,examples,bench,profile,torch,train,tuning,tunebench,python,dist"
+all_steps="smi,libs,tests,examples,bench,profile,torch,train,tuning,tunebench,python,dist,dynamic"
 
 # The first look of a short device lease (minutes, not an hour): the warpgroup
 # kernels' gpu tests, then section (f)'s bf16 convolutions on wgmma and section
@@ -528,6 +530,9 @@ run_named_step() {
     python) run_step "python GPU tests" python-gpu.log run_python_tests ;;
     dist) : "${step_cap[dist]:=300}"
       run_step "NCCL on GPUs" dist.log run_dist ;;
+    # A symbolic batch on the GPU (docs/dynamic-shapes.md, decision 16): the table is in the log.
+    dynamic) run_step "kiln_dynamic_bench --target cuda" dynamic.log \
+      "$build/bench/kiln_dynamic_bench" --target cuda --models mlp,cnn,transformer ;;
   esac
 }
 
