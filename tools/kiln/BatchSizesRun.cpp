@@ -62,6 +62,21 @@ Expected<std::vector<int64_t>> parseBatchSizes(std::string_view text) {
   return sizes;
 }
 
+Expected<std::optional<std::vector<int64_t>>>
+batchSizesFlag(const Args &args, std::initializer_list<const char *> excluded) {
+  auto list = args.value("--batch-sizes");
+  if (!list)
+    return std::optional<std::vector<int64_t>>();
+  for (const char *other : excluded)
+    if (args.has(other))
+      return makeError(ErrorCode::InvalidArgument,
+                       fmt::format("--batch-sizes makes its own inputs at each size: {} does not "
+                                   "apply",
+                                   other));
+  KILN_TRY(std::vector<int64_t> sizes, parseBatchSizes(*list));
+  return std::optional<std::vector<int64_t>>(std::move(sizes));
+}
+
 Expected<std::optional<std::vector<int64_t>>> parseSizeBuckets(std::string_view text) {
   if (text == "pow2")
     return std::optional<std::vector<int64_t>>();

@@ -63,18 +63,10 @@ int runBundle(const std::string &path, const Args &args) {
   auto iterations = args.intValue("--iterations", 10, 1);
   if (const Error *error = firstError(seed, iterations))
     return usageError("run", error->message());
-  std::optional<std::vector<int64_t>> batchSizes;
-  if (auto list = args.value("--batch-sizes")) {
-    for (const char *other : {"--inputs", "--output"})
-      if (args.has(other))
-        return usageError("run", fmt::format("--batch-sizes makes its own inputs at each size: "
-                                             "{} does not apply",
-                                             other));
-    auto sizes = parseBatchSizes(*list);
-    if (!sizes)
-      return usageError("run", sizes.error().message());
-    batchSizes = std::move(*sizes);
-  }
+  auto batchSizesGiven = batchSizesFlag(args, {"--inputs", "--output"});
+  if (!batchSizesGiven)
+    return usageError("run", batchSizesGiven.error().message());
+  const std::optional<std::vector<int64_t>> &batchSizes = *batchSizesGiven;
   auto start = std::chrono::steady_clock::now();
   auto loaded = runtime::bundle::loadBundle(path);
   double loadMs = millisecondsSince(start);

@@ -6,6 +6,7 @@
 #include "tools/kiln/Args.h"
 #include "tools/kiln/TensorFiles.h"
 
+#include <initializer_list>
 #include <optional>
 #include <set>
 #include <string>
@@ -39,6 +40,10 @@ int runBatchSizes(const std::string &spec, const std::vector<int64_t> &sizes,
                   InputShapes shapes);
 /// "1,7,64" as sizes, each at least 1.
 Expected<std::vector<int64_t>> parseBatchSizes(std::string_view text);
+/// --batch-sizes, parsed (nullopt when absent); an InvalidArgument error when it is given with
+/// one of the `excluded` flags (the sizes make their own inputs).
+Expected<std::optional<std::vector<int64_t>>>
+batchSizesFlag(const Args &args, std::initializer_list<const char *> excluded);
 /// --size-buckets: "pow2" (nullopt: the default), "none" (one bucket) or a list of bounds.
 Expected<std::optional<std::vector<int64_t>>> parseSizeBuckets(std::string_view text);
 /// `kiln tune`: autotunes a model and stores the winners (docs/tuning.md).

@@ -145,18 +145,12 @@ int runCommand(const std::vector<std::string> &words) {
   options.recompileOutOfRange = args->has("--recompile-out-of-range");
   if (options.recompileOutOfRange && !args->has("--batch-sizes"))
     return usageError("run", "--recompile-out-of-range applies with --batch-sizes");
-  if (auto list = args->value("--batch-sizes")) {
-    for (const char *other : {"--batch", "--inputs", "--params", "--output", "--profile"})
-      if (args->has(other))
-        return usageError("run", fmt::format("--batch-sizes makes its own inputs at each size: "
-                                             "{} does not apply",
-                                             other));
-    auto sizes = parseBatchSizes(*list);
-    if (!sizes)
-      return usageError("run", sizes.error().message());
-    return runBatchSizes(args->positional()[0], *sizes, options, static_cast<uint64_t>(*seed),
+  auto sizes = batchSizesFlag(*args, {"--batch", "--inputs", "--params", "--output", "--profile"});
+  if (!sizes)
+    return usageError("run", sizes.error().message());
+  if (*sizes)
+    return runBatchSizes(args->positional()[0], **sizes, options, static_cast<uint64_t>(*seed),
                          *iterations, args->has("--check"), *shapes);
-  }
 
   auto model = loadModel(args->positional()[0], *batch, static_cast<uint64_t>(*seed), *shapes);
   if (!model)
