@@ -20,6 +20,9 @@ using SizeProgram = std::vector<SizeToken>;
 
 /// Longer programs are corrupt: the sizes kiln's shapes produce take a few dozen operations.
 constexpr uint32_t kMaxSizeTokens = 4096;
+/// Nor is a size longer than this as text: products of sums expand term by term, so a short
+/// program could otherwise ask for exponentially many terms.
+constexpr size_t kMaxSizeText = 1024;
 
 SizeProgram concat(SizeProgram a, const SizeProgram &b, SizeToken last) {
   a.insert(a.end(), b.begin(), b.end());
@@ -121,6 +124,8 @@ ir::SizeExpr readSizeExpr(ByteReader &in, std::span<const ir::SizeSymbol> symbol
     }
     if (!result)
       return fail(result.error().message());
+    if (op != SizeOp::Constant && op != SizeOp::Symbol && result->str().size() > kMaxSizeText)
+      return fail(fmt::format("a size longer than {} characters", kMaxSizeText));
     stack.push_back(std::move(*result));
   }
   if (!in.ok())

@@ -540,6 +540,12 @@ TEST_CASE("a malformed size program is a format error naming the problem", "[bun
   CHECK_THAT(decode({{0, 1}, {0, 2}}), Catch::Contains("2 values left, not 1"));
   CHECK_THAT(decode({{0, int64_t{1} << 62}, {0, 8}, {3, 0}}), Catch::Contains("malformed size"));
   CHECK_THAT(decode({}), Catch::Contains("0 values left"));
+  // (N+1)^k expands to k+1 terms: a program of a few hundred operations may not ask for more
+  // text than a size can have.
+  std::vector<std::pair<uint8_t, int64_t>> power{{1, 0}, {0, 1}, {2, 0}};
+  for (int i = 0; i < 200; ++i)
+    power.insert(power.end(), {{1, 0}, {0, 1}, {2, 0}, {3, 0}});
+  CHECK_THAT(decode(power), Catch::Contains("a size longer than 1024 characters"));
 }
 
 TEST_CASE("a CPU bundle's size buckets must each run part of the model's range", "[bundle]") {
