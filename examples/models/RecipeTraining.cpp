@@ -133,7 +133,7 @@ Expected<BatchScore> evaluate(CompiledModel &model, const TrainingRecipe &recipe
   return total;
 }
 
-/// --last-batch train: one process and one micro-batch per step (checked before
+/// --last-batch train: one process, one micro-batch per step and the CPU (checked before
 /// anything loads or compiles; a model whose training program cannot take a
 /// symbolic batch says so when the Trainer is created).
 Expected<void> checkLastBatchTraining(const TrainingRecipe &recipe,
@@ -151,6 +151,10 @@ Expected<void> checkLastBatchTraining(const TrainingRecipe &recipe,
                   "step are averaged as equals");
   if (ranks && ranks->size() > 1)
     return refuse("takes one process: a rank can be left no rows of it");
+  TargetKind target = options.training.compile.target;
+  if (target == TargetKind::Sim || target == TargetKind::Cuda)
+    return refuse("runs on the CPU only so far (--target cpu): its weight gradients sum over "
+                  "the run's rows, which the GPU's GEMMs take at static sizes");
   return {};
 }
 
