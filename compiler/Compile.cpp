@@ -211,6 +211,12 @@ Expected<CompiledModel> compile(const ir::Graph &userGraph, const CompileOptions
   KILN_TRY(TargetChoice choice, chooseTarget(options));
   r.fallbackReason = choice.fallbackReason;
   KILN_TRY_VOID(ir::requireStaticParams(userGraph));
+  // A recompiled model reads the first one's bound parameters in place: host models only.
+  if (options.recompileOutOfRange && userGraph.isSymbolic() && choice.kind != TargetKind::Cpu)
+    return makeError(ErrorCode::InvalidArgument,
+                     fmt::format("recompileOutOfRange takes the cpu target so far, not {} "
+                                 "(docs/dynamic-shapes.md)",
+                                 targetKindName(choice.kind)));
 
   if (choice.kind == TargetKind::Cuda) {
     KILN_TRY(CompiledModel model,

@@ -38,14 +38,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// A size bucket's view of the model's bound value: read in place, never copied (a bound
-/// value is owned and aligned, so it is borrowable).
-HostTensor viewOf(const HostTensor &bound) {
-  Expected<HostTensor> view = HostTensor::borrow(bound.dtype(), bound.shape(), bound.bytes(), nullptr);
-  KILN_CHECK(view.has_value(), "a bound parameter is borrowable");
-  return std::move(*view);
-}
-
 double millisecondsBetween(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
 }
@@ -97,6 +89,13 @@ const runtime::PlanBinding *findBinding(const std::vector<runtime::PlanBinding> 
 
 } // namespace
 
+HostTensor CompiledModel::boundView(const HostTensor &bound) {
+  Expected<HostTensor> view =
+      HostTensor::borrow(bound.dtype(), bound.shape(), bound.bytes(), nullptr);
+  KILN_CHECK(view.has_value(), "a bound parameter is borrowable");
+  return std::move(*view);
+}
+
 CompiledModel::CompiledModel(LaunchPlan plan, std::shared_ptr<const void> codeOwner)
     : CompiledModel(std::move(plan), std::move(codeOwner), nullptr) {}
 
@@ -138,7 +137,7 @@ void CompiledModel::storeParam(const std::string &name, HostTensor tensor) {
     derivedValues_->paramChanged(
         static_cast<size_t>(findBinding(plan_.params, name) - plan_.params.data()));
   for (SizeBucket &bucket : sizeBuckets_)
-    bucket.model->storeParam(name, viewOf(stored));
+    bucket.model->storeParam(name, boundView(stored));
   forwardToRecompiled(name, &stored);
 }
 
@@ -164,7 +163,7 @@ Expected<void> CompiledModel::addSizeBucket(std::vector<int64_t> upperBounds, Co
   KILN_TRY_VOID(runtime::checkSizeBucket(plan_, upperBounds, model.plan_));
   auto bucket = std::make_unique<CompiledModel>(std::move(model));
   for (const auto &[name, tensor] : boundParams_)
-    bucket->storeParam(name, viewOf(tensor));
+    bucket->storeParam(name, boundView(tensor));
   sizeBuckets_.push_back({std::move(upperBounds), std::move(bucket)});
   return {};
 }

@@ -151,6 +151,9 @@ private:
   struct Arena;
   struct SizeBucket;
   struct Recompiled;
+  /// A bound value read in place (never copied) by a size bucket or a recompiled model: a
+  /// bound value is owned and aligned, so it is borrowable.
+  static HostTensor boundView(const HostTensor &bound);
   /// The model compiled for a range that holds the sizes of `inputTensors`, some of which are
   /// outside this model's range (compiled now, or earlier); null when nothing is outside it
   /// or there is no recompiler.

@@ -472,6 +472,16 @@ Expected<std::vector<HostTensor>> DeviceExecutor::run(
       poisoned = device_->fill(outputOnDevice(i) ? extras.outputAddresses[i]
                                                  : ctx.io + io_.outputOffsets[i],
                                0xFF, plan.buffers[plan.outputs[i].buffer].bytes, ctx.stream);
+    // A symbolic input's bytes past the run's size: a kernel that reads them (indices past
+    // the run's rows) reads poison.
+    for (size_t i = 0; poisoned && i < inputs.size(); ++i) {
+      if (inputOnDevice(i))
+        continue;
+      auto used = static_cast<int64_t>(inputs[i]->byteSize());
+      int64_t spare = plan.buffers[plan.inputs[i].buffer].bytes - used;
+      if (spare > 0)
+        poisoned = device_->fill(ctx.io + io_.inputOffsets[i] + used, 0xFF, spare, ctx.stream);
+    }
     if (!poisoned)
       return fail(std::move(poisoned).error());
   }

@@ -50,7 +50,9 @@ struct DeviceOutputs {
 /// Options of one run of a CompiledModel (or of a device executor).
 struct RunOptions {
   /// Fill the arena and the output tensors with a NaN bit pattern before the
-  /// kernels run, so an element no kernel writes cannot pass for a result.
+  /// kernels run, so an element no kernel writes cannot pass for a result (and on a
+  /// device, a symbolic input's bytes past the run's size, so rows past the run's that
+  /// reach a result show).
   bool poisonBuffers = false;
   /// When set, the run records one timed event per kernel and copy into it
   /// (device events on a GPU, the wall clock on the CPU).

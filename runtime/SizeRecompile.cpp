@@ -29,14 +29,6 @@ int64_t powerOfTwoAtLeast(int64_t n) {
   return std::max(power, n);
 }
 
-/// A bound value read in place by the recompiled model (as size buckets read them).
-HostTensor borrowed(const HostTensor &bound) {
-  Expected<HostTensor> view =
-      HostTensor::borrow(bound.dtype(), bound.shape(), bound.bytes(), nullptr);
-  KILN_CHECK(view.has_value(), "a bound parameter is borrowable");
-  return std::move(*view);
-}
-
 } // namespace
 
 std::string SizeRecompile::str() const {
@@ -68,7 +60,7 @@ void CompiledModel::forwardToRecompiled(const std::string &name, const HostTenso
   if (!recompiled_->model)
     return;
   if (stored)
-    recompiled_->model->storeParam(name, borrowed(*stored));
+    recompiled_->model->storeParam(name, boundView(*stored));
   else
     recompiled_->model->paramChanged(name);
 }
@@ -117,7 +109,7 @@ CompiledModel::recompiledFor(const std::vector<const HostTensor *> &inputTensors
   }
   auto model = std::make_shared<CompiledModel>(std::move(*compiled));
   for (const auto &[name, tensor] : boundParams_)
-    model->storeParam(name, borrowed(tensor));
+    model->storeParam(name, boundView(tensor));
   double seconds = secondsSince(start);
   for (SizeRecompile &record : records) {
     record.seconds = seconds;

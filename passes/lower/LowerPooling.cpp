@@ -505,7 +505,10 @@ public:
       // Logical (n, c, oh, ow) of the output element.
       ExprPtr n = o[0], c = o[nhwc_ ? 3 : 1], oh = o[nhwc_ ? 1 : 2], ow = o[nhwc_ ? 2 : 3];
       KILN_TRY(StmtPtr body, global_ ? globalPool(n, c) : window(n, c, oh, ow));
-      return blocks * threads == outputs ? body : ifThen(lt(flat, kir::index(outputs)), body);
+      // A symbolic batch: the grid covers the largest, the run's images are computed.
+      ExprPtr runOutputs = cx_.sizes.withLeadingAxis(anchor_.result(), outputs);
+      bool exact = blocks * threads == outputs && as<IntImm>(*runOutputs) != nullptr;
+      return exact ? body : ifThen(lt(flat, runOutputs), body);
     });
   }
 

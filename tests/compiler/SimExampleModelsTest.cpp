@@ -117,4 +117,44 @@ TEST_CASE("the cuda target without a usable GPU says why and what to do", "[comp
 }
 
 } // namespace
+TEST_CASE("a symbolic model on the simulator checks its sizes and says what it does not take",
+          "[compiler][sim][symbolic]") {
+  Graph graph("gathered");
+  Rng rng(freshSeed());
+  Tensor ids = graph.input("ids", {kiln::dim("N", 1, 8), 3}, DType::I64);
+  Tensor table = graph.param("table", HostTensor::randomNormal(DType::F32, {10, 4, 4}, rng));
+  // [N, 3, 4, 4], the gather fused into each kernel: pooling, pointwise and a row kernel.
+  Tensor rows = gather(table, ids, 0);
+  graph.output("pooled", maxPool2d(rows));
+  graph.output("y", tanh(rows));
+  graph.output("p", softmax(rows));
+  REQUIRE(graph.finalize());
+  CompileOptions options;
+  options.target = TargetKind::Sim;
+  CompiledModel model = compileOrFail(graph.ir(), options);
+  NamedTensors params = graph.paramValues();
+  REQUIRE(model.bindParams(params).has_value());
+  // The ids past the run's rows are poison (-1, which the gather clamps): none of it may reach
+  // the run's rows.
+  HostTensor three = randomTensor(DType::I64, {3, 3}, rng, Values::indices(10));
+  auto outputs = model.run({{"ids", three}}, RunOptions{.poisonBuffers = true});
+  REQUIRE(outputs.has_value());
+  NamedTensors all = params;
+  all.emplace("ids", three);
+  auto expected = ir::interpret(graph.ir(), all);
+  REQUIRE(expected.has_value());
+  checkOutputsMatch(graph.ir(), *outputs, *expected);
+
+  auto outside = model.run({{"ids", HostTensor(DType::I64, {9, 3})}});
+  REQUIRE_FALSE(outside.has_value());
+  CHECK_THAT(outside.error().message(),
+             Catch::Contains("N in [1, 8]") && Catch::Contains("the actual size 9"));
+  CompileOptions recompiling = options;
+  recompiling.recompileOutOfRange = true;
+  auto refused = compile(graph.ir(), recompiling);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().message() ==
+        "recompileOutOfRange takes the cpu target so far, not sim (docs/dynamic-shapes.md)");
+}
+
 } // namespace kiln::test
